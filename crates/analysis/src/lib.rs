@@ -1,0 +1,1 @@
+//! rtvirt-analysis: demand/supply bound functions, resource interfaces, probabilistic budgets, partitioning (pure math).

@@ -1,0 +1,3 @@
+//! One module per `rtvirt` job.
+
+pub mod plan;

@@ -1,0 +1,32 @@
+//! The `rtvirt` binary: argument parsing and wiring only. Each job's command lives in
+//! `cmd/<job>.rs`; the work itself is done by the library crates.
+
+mod cli_common;
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// rtvirt makes real-time workloads in virtual machines and containers predictable:
+/// plan reservations, simulate the host, configure real threads, measure real latency.
+#[derive(Parser)]
+#[command(name = "rtvirt", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or input error.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compute per-vCPU CPU reservations (budget/period/deadline) and cores for a scenario.
+    Plan(cmd::plan::PlanArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Plan(a) => cmd::plan::run(a),
+    };
+    cli_common::finish(outcome)
+}

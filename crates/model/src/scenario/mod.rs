@@ -1,0 +1,236 @@
+//! The scenario: host, guests and their periodic tasks (plus simulator/network sections), read
+//! from TOML with unknown fields rejected and validated into typed values with clear errors.
+//!
+//! ```toml
+//! [host]
+//! cores = 2
+//! bandwidth_cap = 0.95          # optional, per core
+//!
+//! [[guest]]
+//! name = "vm1"
+//! scheduler = "edf"             # or "fp"
+//! server_periods = ["5ms", "10ms"]   # or { min = "1ms", max = "10ms", step = "1ms" }
+//! rho = 0.9                     # optional
+//!
+//! [[guest.task]]
+//! name = "t1"
+//! period = "10ms"
+//! deadline = "8ms"              # optional, default = period
+//! wcet = "1ms"                  # with samples also "max" or "p99"
+//! exec = { dist = "normal", mean = "300us", sd = "166us" }
+//! ```
+
+mod locate;
+pub mod net;
+mod raw;
+pub mod sim;
+mod validate;
+
+pub use locate::locate_field;
+pub use raw::{RawExec, RawGuest, RawHost, RawPeriods, RawScenario, RawTask};
+
+use crate::duration::Nanos;
+use crate::error::InputError;
+use crate::exec::ExecModel;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Default per-core bandwidth cap: SCHED_DEADLINE's default admission limit (950 ms / 1 s).
+pub const DEFAULT_BANDWIDTH_CAP: f64 = 0.95;
+
+/// A validated scenario.
+#[derive(Debug, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub description: Option<String>,
+    pub host: Host,
+    pub guests: Vec<Guest>,
+    #[serde(skip)]
+    pub sim: Option<sim::RawSim>,
+    #[serde(skip)]
+    pub net: Option<net::RawNet>,
+    /// The file it was read from (None for the embedded default or generated scenarios).
+    pub source: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub cores: u32,
+    pub bandwidth_cap: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestScheduler {
+    /// Earliest deadline first.
+    Edf,
+    /// Fixed priority (higher `priority` number = more urgent, as in Linux SCHED_FIFO).
+    Fp,
+}
+
+impl GuestScheduler {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestScheduler::Edf => "edf",
+            GuestScheduler::Fp => "fp",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Guest {
+    pub name: String,
+    pub scheduler: GuestScheduler,
+    pub server_periods: PeriodChoice,
+    pub rho: Option<f64>,
+    pub tasks: Vec<Task>,
+    #[serde(skip)]
+    pub vcpu: Option<sim::RawVcpu>,
+}
+
+/// Candidate server periods for a guest's interface.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeriodChoice {
+    /// Not given: [`PeriodChoice::DEFAULT_STEPS`] evenly spaced periods up to the smallest task
+    /// deadline (see [`PeriodChoice::candidates`]).
+    Default,
+    List(Vec<Nanos>),
+    Range { min: Nanos, max: Nanos, step: Nanos },
+}
+
+impl PeriodChoice {
+    /// Number of candidates scanned by default.
+    pub const DEFAULT_STEPS: u64 = 20;
+
+    /// The candidate periods, ascending and deduplicated. Default: k * Dmin / 20 for k = 1..=20
+    /// (Dmin = smallest task deadline), rounded down to whole microseconds, at least 1us.
+    pub fn candidates(&self, tasks: &[Task]) -> Vec<Nanos> {
+        let mut v: Vec<Nanos> = match self {
+            PeriodChoice::List(l) => l.clone(),
+            PeriodChoice::Range { min, max, step } => {
+                (0..).map(|k| *min + Nanos(k * step.0)).take_while(|p| p <= max).collect()
+            }
+            PeriodChoice::Default => {
+                let dmin = tasks.iter().map(|t| t.deadline.0).min().unwrap_or(10_000_000);
+                (1..=Self::DEFAULT_STEPS)
+                    .map(|k| Nanos(((dmin as u128 * k as u128 / Self::DEFAULT_STEPS as u128) as u64 / 1000 * 1000).max(1000)))
+                    .collect()
+            }
+        };
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Task {
+    pub name: String,
+    pub period: Nanos,
+    pub deadline: Nanos,
+    pub wcet: Nanos,
+    /// Fixed priority (fp guests): higher = more urgent. For EDF guests, the deadline-monotonic
+    /// rank is still filled in (informational).
+    pub priority: u32,
+    /// Whether `priority` was given in the file (false: deadline monotonic default).
+    pub priority_given: bool,
+    pub rho: Option<f64>,
+    /// Release offset of the first job (simulation/measurement), default 0.
+    pub offset: Nanos,
+    pub exec: ExecModel,
+}
+
+impl Task {
+    /// Utilisation WCET / period.
+    pub fn utilisation(&self) -> f64 {
+        self.wcet.0 as f64 / self.period.0 as f64
+    }
+}
+
+impl Scenario {
+    /// Parse and validate scenario text. `file` is used in error messages and to resolve sample
+    /// paths (relative to the file's folder).
+    pub fn from_toml(src: &str, file: Option<&Path>) -> Result<Scenario, InputError> {
+        let located = |e: InputError| {
+            let e = match (&e.at.field, e.at.line_col) {
+                (Some(f), None) => match locate_field(src, f) {
+                    Some((l, c)) => e.at_line(l, c),
+                    None => e,
+                },
+                _ => e,
+            };
+            match file {
+                Some(p) => e.in_file(p),
+                None => e,
+            }
+        };
+        let raw = parse_raw(src).map_err(located)?;
+        let base = file.and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        validate::scenario(raw, &base, file).map_err(located)
+    }
+
+    /// Read and validate a scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, InputError> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("cannot read scenario: {e}")).in_file(path))?;
+        Scenario::from_toml(&src, Some(path))
+    }
+
+    /// The embedded default scenario.
+    pub fn default_scenario() -> Scenario {
+        Scenario::from_toml(crate::DEFAULT_SCENARIO, None).expect("embedded default scenario is valid")
+    }
+
+    pub fn guest(&self, name: &str) -> Option<&Guest> {
+        self.guests.iter().find(|g| g.name == name)
+    }
+}
+
+/// TOML -> raw structs, with the field path and line/column of any error.
+fn parse_raw(src: &str) -> Result<RawScenario, InputError> {
+    let de = toml::Deserializer::parse(src).map_err(toml_error(src, None))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = toml_path(e.path());
+        toml_error(src, Some(path))(e.into_inner())
+    })
+}
+
+fn toml_error(src: &str, path: Option<String>) -> impl Fn(toml::de::Error) -> InputError + '_ {
+    move |e| {
+        let msg = e.message().trim().to_string();
+        let mut err = match &path {
+            Some(p) if !p.is_empty() && p != "." => InputError::field(p.clone(), msg),
+            _ => InputError::new(msg),
+        };
+        if let Some((l, c)) = path.as_deref().and_then(|p| locate_field(src, p)) {
+            err = err.at_line(l, c);
+        } else if let Some(span) = e.span() {
+            let (l, c) = crate::error::line_col(src, span.start);
+            err = err.at_line(l, c);
+        }
+        err
+    }
+}
+
+/// serde_path_to_error's path ("guest[1].task[0].wcet" style), mapped to file field names.
+fn toml_path(p: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

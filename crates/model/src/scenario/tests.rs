@@ -1,0 +1,136 @@
+use super::*;
+use proptest::prelude::*;
+
+const MINI: &str = r#"
+[host]
+cores = 2
+
+[[guest]]
+name = "vm1"
+scheduler = "fp"
+
+[[guest.task]]
+name = "a"
+period = "10ms"
+wcet = "1ms"
+
+[[guest.task]]
+name = "b"
+period = "5ms"
+deadline = "4ms"
+wcet = "500us"
+exec = { dist = "normal", mean = "200us", sd = "50us" }
+"#;
+
+fn err(src: &str) -> InputError {
+    Scenario::from_toml(src, Some(Path::new("s.toml"))).unwrap_err()
+}
+
+#[test]
+fn parses_and_defaults() {
+    let s = Scenario::from_toml(MINI, None).unwrap();
+    assert_eq!(s.host.cores, 2);
+    assert_eq!(s.host.bandwidth_cap, DEFAULT_BANDWIDTH_CAP);
+    let g = &s.guests[0];
+    assert_eq!(g.scheduler, GuestScheduler::Fp);
+    assert_eq!(g.tasks[0].deadline, Nanos::from_ms(10));
+    // deadline monotonic: b (4ms) is more urgent than a (10ms)
+    assert!(g.tasks[1].priority > g.tasks[0].priority);
+    assert_eq!(g.tasks[1].exec, ExecModel::Normal { mean: Nanos::from_us(200), sd: Nanos::from_us(50) });
+    assert_eq!(g.server_periods.candidates(&g.tasks).len(), 20);
+    assert_eq!(g.server_periods.candidates(&g.tasks)[0], Nanos::from_us(200));
+    assert_eq!(*g.server_periods.candidates(&g.tasks).last().unwrap(), Nanos::from_ms(4));
+}
+
+#[test]
+fn default_scenario_is_valid() {
+    let s = Scenario::default_scenario();
+    assert_eq!(s.guests.len(), 3);
+    assert!(s.guests.iter().all(|g| g.tasks.iter().all(|t| t.exec.is_stochastic())));
+}
+
+#[test]
+fn unknown_field_names_line_and_field() {
+    let e = err(&MINI.replace("wcet = \"1ms\"", "wcet = \"1ms\"\ncolour = 3"));
+    let msg = e.to_string();
+    assert!(msg.starts_with("s.toml:line "), "{msg}");
+    assert!(msg.contains("colour"), "{msg}");
+    assert_eq!(e.at.line_col.unwrap(), (13, 1), "{msg}");
+}
+
+#[test]
+fn validation_errors_are_located() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("wcet = \"1ms\"", "wcet = \"11ms\"", "guest[0].task[0].wcet"),
+        ("deadline = \"4ms\"", "deadline = \"6ms\"", "guest[0].task[1].deadline"),
+        ("period = \"10ms\"", "period = \"0ms\"", "guest[0].task[0].period"),
+        ("name = \"b\"", "name = \"a\"", "guest[0].task[1].name"),
+        ("scheduler = \"fp\"", "scheduler = \"rr\"", "guest[0].scheduler"),
+        ("scheduler = \"fp\"", "scheduler = \"fp\"\nrho = 1.5", "guest[0].rho"),
+        ("cores = 2", "cores = 0", "host.cores"),
+        ("mean = \"200us\"", "mean = \"900us\"", "guest[0].task[1].exec.mean"),
+        ("dist = \"normal\"", "dist = \"gamma\"", "guest[0].task[1].exec.dist"),
+        ("wcet = \"1ms\"", "wcet = \"p99\"", "guest[0].task[0].wcet"),
+        ("wcet = \"1ms\"", "wcet = \"-1ms\"", "guest[0].task[0].wcet"),
+    ];
+    for (from, to, field) in cases {
+        let src = MINI.replacen(from, to, 1);
+        assert_ne!(src, MINI, "{from} not found");
+        let e = err(&src);
+        assert_eq!(e.at.field.as_deref(), Some(*field), "{e}");
+        assert!(e.at.line_col.is_some(), "no line for {e}");
+        assert_eq!(e.at.file.as_deref(), Some(Path::new("s.toml")));
+    }
+}
+
+#[test]
+fn type_errors_name_the_field() {
+    let e = err(&MINI.replace("cores = 2", "cores = \"two\""));
+    assert_eq!(e.at.field.as_deref(), Some("host.cores"), "{e}");
+    let e = err(&MINI.replace("period = \"10ms\"", "period = \"10 parsecs\""));
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[0].period"), "{e}");
+    assert!(e.to_string().contains("unknown unit"), "{e}");
+    let e = err("[host\ncores=1");
+    assert!(e.at.line_col.is_some(), "{e}");
+}
+
+#[test]
+fn samples_and_percentile_wcet() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.csv"), (1..=100).map(|i| format!("{i}us\n")).collect::<String>()).unwrap();
+    let src = MINI.replace("wcet = \"1ms\"", "wcet = \"p99\"\nexec = { samples = \"x.csv\" }");
+    let file = dir.path().join("s.toml");
+    let s = Scenario::from_toml(&src, Some(&file)).unwrap();
+    assert_eq!(s.guests[0].tasks[0].wcet, Nanos::from_us(99));
+    let src = MINI.replace("wcet = \"1ms\"", "wcet = \"max\"\nexec = { samples = \"missing.csv\" }");
+    let e = Scenario::from_toml(&src, Some(&file)).unwrap_err();
+    assert!(e.to_string().contains("missing.csv"), "{e}");
+}
+
+#[test]
+fn priorities_all_or_none_and_unique() {
+    let src = MINI.replacen("wcet = \"1ms\"", "wcet = \"1ms\"\npriority = 3", 1);
+    assert!(err(&src).to_string().contains("every task"));
+    let src = src.replacen("wcet = \"500us\"", "wcet = \"500us\"\npriority = 3", 1);
+    assert!(err(&src).to_string().contains("twice"));
+    let edf = MINI.replace("\"fp\"", "\"edf\"").replacen("wcet = \"1ms\"", "wcet = \"1ms\"\npriority = 3", 1);
+    assert!(err(&edf).to_string().contains("only for fixed-priority"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn never_panics_on_arbitrary_text(s in "\\PC*") {
+        let _ = Scenario::from_toml(&s, None);
+    }
+
+    #[test]
+    fn never_panics_on_mutated_scenarios(pos in 0usize..400, junk in "[\\[\\]=\"a-z0-9.\n ]{0,12}") {
+        let mut src = MINI.to_string();
+        let p = pos.min(src.len());
+        if src.is_char_boundary(p) {
+            src.insert_str(p, &junk);
+        }
+        let _ = Scenario::from_toml(&src, None);
+    }
+}

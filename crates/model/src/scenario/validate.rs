@@ -1,0 +1,237 @@
+//! Raw scenario -> typed [`Scenario`]: every rule with a message that says what was expected.
+
+use super::raw::*;
+use super::*;
+use crate::exec::Samples;
+use std::collections::HashSet;
+
+type R<T> = Result<T, InputError>;
+
+pub(super) fn scenario(raw: RawScenario, base: &Path, file: Option<&Path>) -> R<Scenario> {
+    let host = host(&raw.host).map_err(|e| e.under("host"))?;
+    let mut names = HashSet::new();
+    let mut guests = Vec::with_capacity(raw.guests.len());
+    for (i, g) in raw.guests.into_iter().enumerate() {
+        let at = format!("guest[{i}]");
+        if !names.insert(g.name.clone()) {
+            return Err(InputError::field(format!("{at}.name"), format!("duplicate guest name \"{}\" (guest names must be unique)", g.name)));
+        }
+        guests.push(guest(g, base).map_err(|e| e.under(&at))?);
+    }
+    let name = raw.name.unwrap_or_else(|| {
+        file.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "default".into())
+    });
+    Ok(Scenario { name, description: raw.description, host, guests, sim: raw.sim, net: raw.net, source: file.map(Path::to_path_buf) })
+}
+
+fn host(h: &RawHost) -> R<Host> {
+    if h.cores < 1 || h.cores > 4096 {
+        return Err(InputError::field("cores", format!("{} cores: expected a whole number from 1 to 4096", h.cores)));
+    }
+    let cap = h.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
+    if !(cap > 0.0 && cap <= 1.0) {
+        return Err(InputError::field("bandwidth_cap", format!("{cap}: expected a fraction in (0, 1]")));
+    }
+    Ok(Host { cores: h.cores as u32, bandwidth_cap: cap })
+}
+
+/// A probability strictly between 0 and 1.
+pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
+    match rho {
+        Some(r) if !(r > 0.0 && r < 1.0) => Err(InputError::field(field, format!("{r}: expected a probability strictly between 0 and 1"))),
+        r => Ok(r),
+    }
+}
+
+fn guest(g: RawGuest, base: &Path) -> R<Guest> {
+    if g.name.trim().is_empty() {
+        return Err(InputError::field("name", "empty name: expected a non-empty guest name"));
+    }
+    let scheduler = match g.scheduler.as_str() {
+        "edf" => GuestScheduler::Edf,
+        "fp" => GuestScheduler::Fp,
+        other => return Err(InputError::field("scheduler", format!("\"{other}\": expected \"edf\" or \"fp\""))),
+    };
+    let rho = check_rho(g.rho, "rho")?;
+    let server_periods = periods(g.server_periods).map_err(|e| e.under("server_periods"))?;
+    let mut names = HashSet::new();
+    let mut tasks = Vec::with_capacity(g.tasks.len());
+    for (i, t) in g.tasks.into_iter().enumerate() {
+        let at = format!("task[{i}]");
+        if !names.insert(t.name.clone()) {
+            return Err(InputError::field(format!("{at}.name"), format!("duplicate task name \"{}\" in this guest", t.name)));
+        }
+        tasks.push(task(t, scheduler, base).map_err(|e| e.under(&at))?);
+    }
+    assign_priorities(&mut tasks, scheduler)?;
+    Ok(Guest { name: g.name, scheduler, server_periods, rho, tasks, vcpu: g.vcpu })
+}
+
+fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
+    match p {
+        None => Ok(PeriodChoice::Default),
+        Some(RawPeriods::List(l)) => {
+            if l.is_empty() {
+                return Err(InputError::new("empty list: expected at least one candidate period"));
+            }
+            if let Some(i) = l.iter().position(|p| p.0 == 0) {
+                return Err(InputError::field(format!("[{i}]"), "zero period: expected a positive duration"));
+            }
+            Ok(PeriodChoice::List(l))
+        }
+        Some(RawPeriods::Range(r)) => {
+            if r.min.0 == 0 || r.step.0 == 0 {
+                return Err(InputError::new("min and step must be positive durations"));
+            }
+            if r.min > r.max {
+                return Err(InputError::field("max", format!("max {} is below min {}", r.max, r.min)));
+            }
+            if (r.max.0 - r.min.0) / r.step.0 > 100_000 {
+                return Err(InputError::field("step", "more than 100000 candidate periods: expected a larger step"));
+            }
+            Ok(PeriodChoice::Range { min: r.min, max: r.max, step: r.step })
+        }
+    }
+}
+
+fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
+    if t.name.trim().is_empty() {
+        return Err(InputError::field("name", "empty name: expected a non-empty task name"));
+    }
+    if t.period.0 == 0 {
+        return Err(InputError::field("period", "zero period: expected a positive duration"));
+    }
+    let deadline = t.deadline.unwrap_or(t.period);
+    if deadline.0 == 0 {
+        return Err(InputError::field("deadline", "zero deadline: expected a positive duration"));
+    }
+    if deadline > t.period {
+        return Err(InputError::field("deadline", format!("deadline {deadline} is larger than the period {}: expected deadline <= period", t.period)));
+    }
+    let exec = exec(t.exec, base).map_err(|e| e.under("exec"))?;
+    let wcet = wcet(&t.wcet, &exec).map_err(|e| e.under("wcet"))?;
+    if wcet > deadline {
+        return Err(InputError::field("wcet", format!("WCET {wcet} is larger than the deadline {deadline}: the task can never meet it")));
+    }
+    check_exec_within_wcet(&exec, wcet).map_err(|e| e.under("exec"))?;
+    let priority = match (t.priority, scheduler) {
+        (Some(_), GuestScheduler::Edf) => {
+            return Err(InputError::field("priority", "priority is only for fixed-priority guests (scheduler = \"fp\")"))
+        }
+        (Some(p), _) if !(1..=1_000_000).contains(&p) => {
+            return Err(InputError::field("priority", format!("{p}: expected a whole number from 1 to 1000000 (higher = more urgent)")))
+        }
+        (Some(p), _) => Some(p as u32),
+        (None, _) => None,
+    };
+    Ok(Task {
+        name: t.name,
+        period: t.period,
+        deadline,
+        wcet,
+        priority: priority.unwrap_or(0),
+        priority_given: priority.is_some(),
+        rho: check_rho(t.rho, "rho")?,
+        offset: t.offset.unwrap_or_default(),
+        exec,
+    })
+}
+
+fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
+    let Some(e) = e else { return Ok(ExecModel::Constant) };
+    let only = |allowed: &[&str]| -> R<()> {
+        let given = [("mean", e.mean.is_some()), ("sd", e.sd.is_some()), ("min", e.min.is_some()), ("max", e.max.is_some()), ("samples", e.samples.is_some())];
+        match given.iter().find(|(n, g)| *g && !allowed.contains(n)) {
+            Some((n, _)) => Err(InputError::field(*n, format!("`{n}` does not belong to this execution-time model (allowed here: {})", if allowed.is_empty() { "none".into() } else { allowed.join(", ") }))),
+            None => Ok(()),
+        }
+    };
+    let need = |v: Option<Nanos>, n: &str| v.ok_or_else(|| InputError::field(n, format!("missing `{n}` (a duration)")));
+    match (e.dist.as_deref(), &e.samples) {
+        (Some(_), Some(_)) => Err(InputError::field("samples", "give either `dist` or `samples`, not both")),
+        (None, Some(path)) => {
+            only(&["samples"])?;
+            let p = base.join(path);
+            Ok(ExecModel::Samples(Samples::load(&p)?))
+        }
+        (None, None) => Err(InputError::field("dist", "missing: expected dist = \"constant\" | \"normal\" | \"uniform\", or samples = \"file.csv\"")),
+        (Some("constant"), None) => {
+            only(&[])?;
+            Ok(ExecModel::Constant)
+        }
+        (Some("normal"), None) => {
+            only(&["mean", "sd"])?;
+            Ok(ExecModel::Normal { mean: need(e.mean, "mean")?, sd: need(e.sd, "sd")? })
+        }
+        (Some("uniform"), None) => {
+            only(&["min", "max"])?;
+            let (min, max) = (need(e.min, "min")?, need(e.max, "max")?);
+            if min > max {
+                return Err(InputError::field("max", format!("max {max} is below min {min}")));
+            }
+            Ok(ExecModel::Uniform { min, max })
+        }
+        (Some(other), None) => Err(InputError::field("dist", format!("\"{other}\": expected \"constant\", \"normal\" or \"uniform\""))),
+    }
+}
+
+/// WCET as a duration, or "max" / "pNN" of the samples.
+fn wcet(text: &str, exec: &ExecModel) -> R<Nanos> {
+    let t = text.trim();
+    let from_samples = |what: &str| -> R<&Samples> {
+        exec.samples().ok_or_else(|| InputError::new(format!("\"{what}\" needs execution-time samples (exec = {{ samples = \"file.csv\" }})")))
+    };
+    let w = if t == "max" {
+        from_samples(t)?.max()
+    } else if let Some(p) = t.strip_prefix('p').and_then(|p| p.parse::<f64>().ok()) {
+        if !(p > 0.0 && p <= 100.0) {
+            return Err(InputError::new(format!("\"{t}\": a percentile must be in (0, 100]")));
+        }
+        from_samples(t)?.quantile(p / 100.0)
+    } else {
+        Nanos::parse(t).map_err(|e| InputError::new(format!("{e}; or \"max\" / \"p99\" with samples")))?
+    };
+    if w.0 == 0 {
+        return Err(InputError::new("zero WCET: expected a positive duration"));
+    }
+    Ok(w)
+}
+
+fn check_exec_within_wcet(exec: &ExecModel, wcet: Nanos) -> R<()> {
+    match exec {
+        ExecModel::Normal { mean, .. } if *mean > wcet => {
+            Err(InputError::field("mean", format!("mean {mean} is larger than the WCET {wcet}")))
+        }
+        ExecModel::Normal { mean, .. } if mean.0 == 0 => Err(InputError::field("mean", "zero mean: expected a positive duration")),
+        ExecModel::Uniform { max, .. } if *max > wcet => {
+            Err(InputError::field("max", format!("max {max} is larger than the WCET {wcet}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Fixed priorities: given ones must be unique; missing ones are deadline monotonic (shorter
+/// deadline = higher number; ties by period, then file order). All or none must be given.
+fn assign_priorities(tasks: &mut [Task], scheduler: GuestScheduler) -> R<()> {
+    let given = tasks.iter().filter(|t| t.priority_given).count();
+    if given > 0 && given < tasks.len() {
+        let i = tasks.iter().position(|t| !t.priority_given).unwrap_or(0);
+        return Err(InputError::field(format!("task[{i}].priority"), "missing: give a priority to every task of this guest or to none (deadline monotonic)"));
+    }
+    if given == tasks.len() && given > 0 && scheduler == GuestScheduler::Fp {
+        let mut seen = HashSet::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if !seen.insert(t.priority) {
+                return Err(InputError::field(format!("task[{i}].priority"), format!("priority {} is used twice: expected unique priorities", t.priority)));
+            }
+        }
+        return Ok(());
+    }
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    order.sort_by_key(|&i| (tasks[i].deadline, tasks[i].period, i));
+    let n = tasks.len() as u32;
+    for (rank, &i) in order.iter().enumerate() {
+        tasks[i].priority = n - rank as u32;
+    }
+    Ok(())
+}

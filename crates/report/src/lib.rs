@@ -1,0 +1,1 @@
+//! rtvirt-report: HTML/Markdown reports with SVG charts and tables.

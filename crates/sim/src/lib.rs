@@ -1,0 +1,1 @@
+//! rtvirt-sim: deterministic discrete-event simulator of virtualized hosts.
