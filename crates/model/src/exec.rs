@@ -116,6 +116,24 @@ impl ExecModel {
         !matches!(self, ExecModel::Constant)
     }
 
+    /// Draw one job's execution time. Normal draws are clamped to [1 ns, WCET] (as the SEEDS 5
+    /// generator does: "never above WCET"); uniform and sample draws are also capped at the WCET;
+    /// samples are drawn uniformly from the empirical data.
+    pub fn draw<R: rand::Rng + ?Sized>(&self, wcet: Nanos, rng: &mut R) -> Nanos {
+        use rand::RngExt;
+        let v = match self {
+            ExecModel::Constant => wcet.0,
+            ExecModel::Normal { mean, sd } => {
+                let z: f64 = rng.sample(rand_distr::StandardNormal);
+                let x = mean.0 as f64 + sd.0 as f64 * z;
+                x.round().clamp(1.0, wcet.0 as f64) as u64
+            }
+            ExecModel::Uniform { min, max } => rng.random_range(min.0..=max.0),
+            ExecModel::Samples(s) => s.sorted_ns[rng.random_range(0..s.len())],
+        };
+        Nanos(v.clamp(1, wcet.0.max(1)))
+    }
+
     pub fn samples(&self) -> Option<&Samples> {
         match self {
             ExecModel::Samples(s) => Some(s),
@@ -155,6 +173,21 @@ mod tests {
         assert_eq!(e.at.line_col, Some((3, 1)));
         assert!(Samples::load(write("\n# nothing\n").path()).is_err());
         assert!(Samples::load(Path::new("/nonexistent/x.csv")).is_err());
+    }
+
+    #[test]
+    fn draws_stay_within_wcet_and_match_moments() {
+        use rand::SeedableRng;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+        let w = Nanos(1_000_000);
+        let n = ExecModel::Normal { mean: Nanos(300_000), sd: Nanos(166_667) };
+        let draws: Vec<u64> = (0..20_000).map(|_| n.draw(w, &mut rng).0).collect();
+        assert!(draws.iter().all(|&d| (1..=w.0).contains(&d)));
+        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
+        assert!((mean - 300_000.0).abs() < 10_000.0, "mean {mean}");
+        assert_eq!(ExecModel::Constant.draw(w, &mut rng), w);
+        let u = ExecModel::Uniform { min: Nanos(10), max: Nanos(20) };
+        assert!((0..1000).all(|_| (10..=20).contains(&u.draw(w, &mut rng).0)));
     }
 
     #[test]
