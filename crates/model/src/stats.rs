@@ -112,6 +112,9 @@ pub struct Summary {
     pub sd: f64,
     pub p50: u64,
     pub p75: u64,
+    /// Lower quartile (box plots). Optional so that files written before it existed still read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p25: Option<u64>,
     pub p90: u64,
     pub p95: u64,
     pub p99: u64,
@@ -143,6 +146,7 @@ impl Summary {
             sd: h.sd(),
             p50: q(0.5),
             p75: q(0.75),
+            p25: (h.count() > 0).then(|| q(0.25)),
             p90: q(0.9),
             p95: q(0.95),
             p99: q(0.99),
