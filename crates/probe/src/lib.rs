@@ -1,1 +1,21 @@
-//! rtvirt-probe: real measurement on Linux: timer, network, periodic task workloads, interference loads.
+//! rtvirt-probe: real measurement on Linux, the real-world counterpart of the simulator. Every
+//! result is an `rtvirt.results/v1` document (rtvirt-model) with the environment it ran in.
+//!
+//! - [`timer`]: timer wake-up latency, cyclictest-style (`timer::run(&TimerConfig)`).
+//! - [`net`]: UDP/TCP request/response server and client with open-loop paced arrivals.
+//! - [`tasks`]: periodic task sets of planned guests under real SCHED_DEADLINE reservations.
+//! - [`load`]: interference loads (network flood, system calls, cache thrashing, CPU hogs).
+//! - [`container`]: a network namespace + veth/bridge + cgroup to run a measurement inside.
+//! - [`environment`]: what a result records about the machine.
+//! - plumbing: [`rt`] (sched_setattr, pinning, mlockall, cpu_dma_latency, runaway guard),
+//!   [`cgroup`], [`cpus`], [`signals`], [`error`].
+
+pub mod cgroup;
+pub mod cpus;
+pub mod environment;
+pub mod error;
+pub mod rt;
+pub mod signals;
+pub mod timer;
+
+pub use error::{Error, Result};

@@ -1,0 +1,93 @@
+//! The environment a measurement ran in: kernel, preemption model, command line, CPU model,
+//! clocksource, isolated CPUs, frequency governor, cpuidle driver, rtvirt version. Read from
+//! /proc and /sys; anything unreadable is left out rather than guessed.
+
+use rtvirt_model::results::Environment;
+
+/// Environment variable through which a parent rtvirt tells a child it runs inside a container
+/// or VM it created ("container", "vm"); default "host".
+pub const ENV_VAR: &str = "RTVIRT_ENVIRONMENT";
+
+/// Collect the environment of this machine (loads are added by the caller).
+pub fn collect() -> Environment {
+    let mut env = Environment {
+        r#in: Some(std::env::var(ENV_VAR).unwrap_or_else(|_| "host".into())),
+        kernel: kernel(),
+        preemption: preemption(),
+        cmdline: read("/proc/cmdline"),
+        cpu_model: cpu_model(),
+        clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        isolated_cpus: read("/sys/devices/system/cpu/isolated").map(|s| if s.is_empty() { "none".into() } else { s }),
+        governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").or(Some("none (no cpufreq)".into())),
+        cpuidle_driver: read("/sys/devices/system/cpu/cpuidle/current_driver"),
+        rtvirt_version: Some(rtvirt_model::VERSION.into()),
+        ..Default::default()
+    };
+    if let Some(rt) = read("/proc/sys/kernel/sched_rt_runtime_us") {
+        env.extra.insert("sched_rt_runtime_us".into(), rt.into());
+    }
+    env.extra.insert("online_cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
+    env
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn kernel() -> Option<String> {
+    let release = read("/proc/sys/kernel/osrelease")?;
+    let version = read("/proc/sys/kernel/version").unwrap_or_default();
+    Some(format!("{release} {version}").trim().to_string())
+}
+
+/// "PREEMPT_RT", or "PREEMPT_DYNAMIC (<mode>)" with the active dynamic mode, or the static model.
+fn preemption() -> Option<String> {
+    let version = read("/proc/sys/kernel/version").unwrap_or_default();
+    if version.contains("PREEMPT_RT") || read("/sys/kernel/realtime").as_deref() == Some("1") {
+        return Some("PREEMPT_RT".into());
+    }
+    let mode = read("/sys/kernel/debug/sched/preempt").and_then(|s| active_mode(&s));
+    if version.contains("PREEMPT_DYNAMIC") {
+        return Some(match mode {
+            Some(m) => format!("PREEMPT_DYNAMIC ({m})"),
+            None => "PREEMPT_DYNAMIC (mode unknown: debugfs not mounted)".into(),
+        });
+    }
+    for m in ["PREEMPT_LAZY", "PREEMPT ", "PREEMPT_VOLUNTARY"] {
+        if version.contains(m) {
+            return Some(m.trim().into());
+        }
+    }
+    Some("none (server)".into())
+}
+
+/// "full" from "none voluntary (full) lazy".
+fn active_mode(text: &str) -> Option<String> {
+    text.split_whitespace().find(|w| w.starts_with('(')).map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_this_machine() {
+        let e = collect();
+        assert!(e.kernel.is_some());
+        assert!(e.preemption.is_some());
+        assert!(e.clocksource.is_some());
+        assert_eq!(e.rtvirt_version.as_deref(), Some(rtvirt_model::VERSION));
+        assert!(e.r#in.is_some());
+    }
+
+    #[test]
+    fn parses_dynamic_mode() {
+        assert_eq!(active_mode("none voluntary (full) lazy").as_deref(), Some("full"));
+        assert_eq!(active_mode("none voluntary full"), None);
+    }
+}

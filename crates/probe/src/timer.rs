@@ -1,0 +1,438 @@
+//! `measure timer`: cyclictest's job. One measuring thread per CPU, pinned, real-time policy
+//! (FIFO, RR, SCHED_DEADLINE as in rt-tests' cyclicdeadline, or OTHER), waking with absolute
+//! `clock_nanosleep(CLOCK_MONOTONIC)`; latency = actual wake-up - programmed time.
+//!
+//! Honest accounting: when one wake-up comes after one or more further activations were due, each
+//! of those activations is a sample with its own lateness (wake-up - its programmed time) and a
+//! missed period; the next activation is the first one still in the future. Histograms are the
+//! model's lossless `LatencyHistogram`. Memory is locked and `/dev/cpu_dma_latency` held at 0 for
+//! the run; the scheduling of every thread is restored before it ends.
+
+use crate::error::{Error, Result};
+use crate::rt::{self, Policy, Reservation, Sched};
+use rtvirt_model::results::{CpuLatency, Results};
+use rtvirt_model::stats::LatencyHistogram;
+use rtvirt_model::Nanos;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest run accepted without `force`.
+pub const MAX_DURATION_WITHOUT_FORCE: Nanos = Nanos::from_secs(3600);
+/// Smallest interval accepted without `force` (below it the machine is mostly busy waking up).
+pub const MIN_INTERVAL_WITHOUT_FORCE: Nanos = Nanos::from_us(50);
+
+/// How to measure.
+#[derive(Debug, Clone)]
+pub struct TimerConfig {
+    /// CPUs to measure on (one thread each).
+    pub cpus: Vec<u32>,
+    pub interval: Nanos,
+    /// Real-time priority (fifo/rr).
+    pub priority: u32,
+    pub policy: Policy,
+    pub duration: Nanos,
+    /// Emit per-interval statistics this often (None: no interval reports).
+    pub interval_report: Option<Nanos>,
+    /// Allow priority 99, intervals below 50us and durations above one hour.
+    pub force: bool,
+}
+
+impl Default for TimerConfig {
+    fn default() -> Self {
+        TimerConfig {
+            cpus: crate::cpus::allowed(),
+            interval: Nanos::from_ms(1),
+            priority: 90,
+            policy: Policy::Fifo,
+            duration: Nanos::from_secs(10),
+            interval_report: None,
+            force: false,
+        }
+    }
+}
+
+impl TimerConfig {
+    /// Check every value; errors name the option.
+    pub fn validate(&self) -> Result<()> {
+        if self.cpus.is_empty() {
+            return Err(Error::input("--cpus", "no CPU to measure on"));
+        }
+        let allowed = crate::cpus::allowed();
+        if let Some(c) = self.cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(Error::input("--cpus", format!("CPU {c} does not exist or is not allowed (usable: {})", crate::cpus::format_list(&allowed))));
+        }
+        if self.interval.0 == 0 || (self.interval < MIN_INTERVAL_WITHOUT_FORCE && !self.force) {
+            return Err(Error::input("--interval", format!("{} is below {MIN_INTERVAL_WITHOUT_FORCE} (add --force to allow it)", self.interval)));
+        }
+        if self.duration.0 == 0 || (self.duration > MAX_DURATION_WITHOUT_FORCE && !self.force) {
+            return Err(Error::input("--duration", format!("{} must be > 0 and at most {MAX_DURATION_WITHOUT_FORCE} without --force", self.duration)));
+        }
+        if matches!(self.policy, Policy::Fifo | Policy::Rr) {
+            rt::check_priority(self.priority, self.force)?;
+        }
+        if let Some(r) = self.interval_report {
+            if r < self.interval {
+                return Err(Error::input("--interval-report", format!("{r} is shorter than the measuring interval {}", self.interval)));
+            }
+        }
+        Ok(())
+    }
+
+    fn sched(&self) -> Sched {
+        match self.policy {
+            Policy::Fifo => Sched::Fifo(self.priority),
+            Policy::Rr => Sched::Rr(self.priority),
+            Policy::Other => Sched::Other,
+            Policy::Deadline => Sched::Deadline(deadline_reservation(self.interval)),
+        }
+    }
+}
+
+/// The SCHED_DEADLINE reservation of a measuring thread: deadline = period = interval, runtime a
+/// tenth of it (at least 20us, at most half): far more than a wake-up needs.
+pub fn deadline_reservation(interval: Nanos) -> Reservation {
+    let runtime = (interval.0 / 10).max(20_000).min(interval.0 / 2);
+    Reservation { runtime_ns: runtime, deadline_ns: interval.0, period_ns: interval.0 }
+}
+
+/// Per-interval statistics of one CPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuInterval {
+    pub cpu: u32,
+    pub count: u64,
+    pub mean_ns: f64,
+    pub max_ns: u64,
+    pub missed_periods: u64,
+}
+
+/// One `--interval-report` line.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalReport {
+    pub r#type: &'static str,
+    pub interval: u64,
+    /// Time since the start of the run.
+    pub t_ns: u64,
+    pub count: u64,
+    pub max_ns: u64,
+    pub missed_periods: u64,
+    pub cpus: Vec<CpuInterval>,
+    /// CPUs without a single sample for [`STALL_INTERVALS`] or more report intervals in a row.
+    pub stalled_cpus: Vec<u32>,
+}
+
+/// Report intervals without samples after which a CPU's thread counts as stalled.
+pub const STALL_INTERVALS: u32 = 2;
+
+/// A stalled thread: no samples from `from_ns` for `intervals` report intervals.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Stall {
+    pub cpu: u32,
+    pub from_ns: u64,
+    pub intervals: u32,
+}
+
+/// Everything a run produced: the results document and the raw histograms.
+#[derive(Debug)]
+pub struct TimerRun {
+    pub results: Results,
+    pub per_cpu: Vec<(u32, LatencyHistogram)>,
+    pub overall: LatencyHistogram,
+    pub missed_periods: u64,
+    pub stalls: Vec<Stall>,
+}
+
+/// Counters a measuring thread shares with the reporter (lock-free).
+#[derive(Default)]
+struct Live {
+    count: AtomicU64,
+    sum: AtomicU64,
+    max: AtomicU64,
+    missed: AtomicU64,
+}
+
+impl Live {
+    fn take(&self, cpu: u32) -> CpuInterval {
+        let count = self.count.swap(0, Ordering::Relaxed);
+        let sum = self.sum.swap(0, Ordering::Relaxed);
+        CpuInterval {
+            cpu,
+            count,
+            mean_ns: if count == 0 { 0.0 } else { sum as f64 / count as f64 },
+            max_ns: self.max.swap(0, Ordering::Relaxed),
+            missed_periods: self.missed.swap(0, Ordering::Relaxed),
+        }
+    }
+}
+
+/// What one measuring thread returns.
+struct CpuOutcome {
+    hist: LatencyHistogram,
+    missed: u64,
+    cpu_time_ns: u64,
+    wakeups: u64,
+}
+
+/// Run the measurement (no interval reports).
+pub fn run(cfg: &TimerConfig) -> Result<TimerRun> {
+    run_with_reports(cfg, &mut |_| {})
+}
+
+/// Run the measurement, calling `on_report` every `cfg.interval_report`.
+pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalReport)) -> Result<TimerRun> {
+    cfg.validate()?;
+    let _mem = rt::MemoryLock::acquire()?;
+    let _dma = rt::DmaLatency::hold_zero()?;
+    let exclusive = match cfg.policy {
+        Policy::Deadline => Some(crate::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
+        _ => None,
+    };
+    let start = rt::now_ns() + 20_000_000; // time for every thread to set itself up
+    let end = start + cfg.duration.0;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
+    let lives: Vec<Live> = cfg.cpus.iter().map(|_| Live::default()).collect();
+    let (outcomes, stalls) = std::thread::scope(|s| {
+        let handles: Vec<_> = cfg
+            .cpus
+            .iter()
+            .zip(&lives)
+            .map(|(&cpu, live)| {
+                let (wd, stop, excl) = (&watchdog, &stop, exclusive.as_ref());
+                std::thread::Builder::new()
+                    .name(format!("rtvirt-timer{cpu}"))
+                    .spawn_scoped(s, move || measure_cpu(cpu, cfg, excl, wd, stop, live, start, end))
+                    .expect("spawn measuring thread")
+            })
+            .collect();
+        let stalls = report_loop(cfg, &lives, &stop, start, end, on_report);
+        let outcomes: Vec<Result<CpuOutcome>> = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("measuring thread panicked".into())))).collect();
+        (outcomes, stalls)
+    });
+    let runaways = watchdog.finish();
+    drop(exclusive);
+    let outcomes = outcomes.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(assemble(cfg, outcomes, stalls, runaways, start))
+}
+
+/// Sleep until the end (or a stop), emitting interval reports and detecting stalls.
+fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64, end: u64, on_report: &mut dyn FnMut(&IntervalReport)) -> Vec<Stall> {
+    let step = cfg.interval_report.map(|n| n.0).unwrap_or(u64::MAX);
+    let mut silent = vec![0u32; lives.len()];
+    let mut stalls: Vec<Stall> = Vec::new();
+    let mut k = 0u64;
+    loop {
+        let next = start.saturating_add(step.saturating_mul(k + 1)).min(end);
+        while rt::now_ns() < next && !stop.load(Ordering::Relaxed) && !crate::signals::interrupted() {
+            rt::sleep_until((rt::now_ns() + 50_000_000).min(next));
+        }
+        if crate::signals::interrupted() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        if step != u64::MAX && rt::now_ns() >= next {
+            k += 1;
+            let cpus: Vec<CpuInterval> = cfg.cpus.iter().zip(lives).map(|(&c, l)| l.take(c)).collect();
+            for (i, c) in cpus.iter().enumerate() {
+                silent[i] = if c.count == 0 { silent[i] + 1 } else { 0 };
+                if silent[i] == STALL_INTERVALS {
+                    stalls.push(Stall { cpu: c.cpu, from_ns: next - start - step * STALL_INTERVALS as u64, intervals: silent[i] });
+                } else if silent[i] > STALL_INTERVALS {
+                    if let Some(s) = stalls.iter_mut().rev().find(|s| s.cpu == c.cpu) {
+                        s.intervals = silent[i];
+                    }
+                }
+            }
+            let report = IntervalReport {
+                r#type: "interval",
+                interval: k,
+                t_ns: next - start,
+                count: cpus.iter().map(|c| c.count).sum(),
+                max_ns: cpus.iter().map(|c| c.max_ns).max().unwrap_or(0),
+                missed_periods: cpus.iter().map(|c| c.missed_periods).sum(),
+                stalled_cpus: cpus.iter().zip(&silent).filter(|(_, &n)| n >= STALL_INTERVALS).map(|(c, _)| c.cpu).collect(),
+                cpus,
+            };
+            on_report(&report);
+        }
+        if next >= end || stop.load(Ordering::Relaxed) {
+            return stalls;
+        }
+    }
+}
+
+/// The measuring thread of one CPU.
+#[allow(clippy::too_many_arguments)]
+fn measure_cpu(cpu: u32, cfg: &TimerConfig, excl: Option<&crate::cgroup::ExclusiveCpus>, wd: &rt::Watchdog, stop: &AtomicBool, live: &Live, start: u64, end: u64) -> Result<CpuOutcome> {
+    let fail = |e: Error| {
+        stop.store(true, Ordering::SeqCst);
+        e
+    };
+    if let Some(x) = excl {
+        x.enter(cpu).map_err(fail)?;
+    }
+    rt::pin_current_thread(cpu).map_err(fail)?;
+    wd.register_current();
+    rt::set_sched(0, cfg.sched()).map_err(fail)?;
+    let cpu0 = rt::thread_cpu_ns();
+    let out = sample_loop(cfg.interval.0, stop, live, start, end);
+    let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
+    let _ = rt::set_sched(0, Sched::Other);
+    Ok(CpuOutcome { cpu_time_ns, ..out })
+}
+
+/// The wake-up loop: sleep to the programmed time, record the lateness of every activation due.
+fn sample_loop(interval: u64, stop: &AtomicBool, live: &Live, start: u64, end: u64) -> CpuOutcome {
+    let mut hist = LatencyHistogram::new();
+    let (mut missed, mut wakeups) = (0u64, 0u64);
+    let mut next = start + interval;
+    while next <= end && !stop.load(Ordering::Relaxed) {
+        rt::sleep_until(next);
+        let now = rt::now_ns();
+        wakeups += 1;
+        account_wakeup(now, &mut next, interval, &mut hist, &mut missed, live);
+    }
+    CpuOutcome { hist, missed, cpu_time_ns: 0, wakeups }
+}
+
+/// Record the samples of one wake-up at `now` for the activation due at `*next` and every later
+/// activation already due; advance `*next` to the first activation still in the future.
+/// Returns the number of activations accounted (1 + missed).
+fn account_wakeup(now: u64, next: &mut u64, interval: u64, hist: &mut LatencyHistogram, missed: &mut u64, live: &Live) -> u64 {
+    let due = if now < *next { 1 } else { (now - *next) / interval + 1 };
+    for k in 0..due {
+        let lat = now.saturating_sub(*next + k * interval);
+        hist.record(lat);
+        live.count.fetch_add(1, Ordering::Relaxed);
+        live.sum.fetch_add(lat, Ordering::Relaxed);
+        live.max.fetch_max(lat, Ordering::Relaxed);
+    }
+    *missed += due - 1;
+    live.missed.fetch_add(due - 1, Ordering::Relaxed);
+    *next += due * interval;
+    due
+}
+
+fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, runaways: Vec<i32>, start: u64) -> TimerRun {
+    let measured = rt::now_ns().saturating_sub(start).min(cfg.duration.0);
+    let mut results = Results::new("timer", measured);
+    let mut overall = LatencyHistogram::new();
+    let (mut missed, mut cpu_time, mut samples) = (0, 0, 0);
+    let mut per_cpu = Vec::new();
+    for (&cpu, o) in cfg.cpus.iter().zip(outcomes) {
+        overall.merge(&o.hist);
+        missed += o.missed;
+        cpu_time += o.cpu_time_ns;
+        samples += o.hist.count();
+        let mut c = CpuLatency { cpu, latency_ns: o.hist.summary(), ..Default::default() };
+        c.extra.insert("missed_periods".into(), o.missed.into());
+        c.extra.insert("wakeups".into(), o.wakeups.into());
+        c.extra.insert("cpu_time_ns".into(), o.cpu_time_ns.into());
+        results.cpus.push(c);
+        per_cpu.push((cpu, o.hist));
+    }
+    results.latency_ns = Some(overall.summary());
+    let x = &mut results.extra;
+    x.insert("interval_ns".into(), cfg.interval.0.into());
+    x.insert("missed_periods".into(), missed.into());
+    x.insert("policy".into(), cfg.policy.as_str().into());
+    if matches!(cfg.policy, Policy::Fifo | Policy::Rr) {
+        x.insert("priority".into(), cfg.priority.into());
+    }
+    if cfg.policy == Policy::Deadline {
+        x.insert("reservation".into(), serde_json::to_value(deadline_reservation(cfg.interval)).unwrap_or_default());
+    }
+    x.insert("cpu_ns_per_sample".into(), (cpu_time as f64 / samples.max(1) as f64).into());
+    x.insert("stalls".into(), serde_json::to_value(&stalls).unwrap_or_default());
+    if !runaways.is_empty() {
+        x.insert("runaway_threads_demoted".into(), runaways.into());
+    }
+    if crate::signals::interrupted() {
+        x.insert("interrupted".into(), true.into());
+    }
+    results.environment = Some(crate::environment::collect());
+    TimerRun { results, per_cpu, overall, missed_periods: missed, stalls }
+}
+
+/// Rows of a cyclictest histogram written at most (1 us each); later samples are overflows, as in
+/// cyclictest (`-h`). Our own histograms keep every sample.
+pub const CYCLICTEST_HISTOGRAM_ROWS: u64 = 100_000;
+
+/// Write per-CPU histograms in cyclictest's `--histogram` output format (1 us bins, one column per
+/// thread, then Total/Min/Avg/Max/Overflows lines).
+pub fn write_cyclictest_histogram(out: &mut dyn std::io::Write, per_cpu: &[(u32, LatencyHistogram)]) -> std::io::Result<()> {
+    let rows = per_cpu.iter().filter_map(|(_, h)| h.max()).map(|m| m / 1000 + 1).max().unwrap_or(1).min(CYCLICTEST_HISTOGRAM_ROWS);
+    let bins: Vec<(Vec<u64>, u64)> = per_cpu
+        .iter()
+        .map(|(_, h)| {
+            let mut v = vec![0u64; rows as usize];
+            let mut overflow = 0;
+            for (value, n) in h.buckets() {
+                match v.get_mut((value / 1000) as usize) {
+                    Some(slot) => *slot += n,
+                    None => overflow += n,
+                }
+            }
+            (v, overflow)
+        })
+        .collect();
+    writeln!(out, "# Histogram")?;
+    for r in 0..rows as usize {
+        let cols: Vec<String> = bins.iter().map(|(v, _)| format!("{:06}", v[r])).collect();
+        writeln!(out, "{r:06} {}", cols.join("\t"))?;
+    }
+    let line = |f: &dyn Fn(&LatencyHistogram) -> u64| per_cpu.iter().map(|(_, h)| format!("{:05}", f(h))).collect::<Vec<_>>().join(" ");
+    writeln!(out, "# Total: {}", per_cpu.iter().map(|(_, h)| format!("{:09}", h.count())).collect::<Vec<_>>().join(" "))?;
+    writeln!(out, "# Min Latencies: {}", line(&|h| h.min().unwrap_or(0) / 1000))?;
+    writeln!(out, "# Avg Latencies: {}", line(&|h| (h.mean() / 1000.0).round() as u64))?;
+    writeln!(out, "# Max Latencies: {}", line(&|h| h.max().unwrap_or(0) / 1000))?;
+    writeln!(out, "# Histogram Overflows: {}", bins.iter().map(|(_, o)| format!("{o:05}")).collect::<Vec<_>>().join(" "))?;
+    writeln!(out, "# Histogram Overflow at cycle number:")?;
+    for (i, _) in per_cpu.iter().enumerate() {
+        writeln!(out, "# Thread {i}:")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_wakeup_counts_every_missed_activation() {
+        let (mut h, mut missed, live) = (LatencyHistogram::new(), 0, Live::default());
+        let mut next = 1_000;
+        // Woken 3.5 intervals late: activations at 1000, 2000, 3000, 4000 are all due.
+        assert_eq!(account_wakeup(4_500, &mut next, 1_000, &mut h, &mut missed, &live), 4);
+        assert_eq!((h.count(), missed, next), (4, 3, 5_000));
+        assert_eq!((h.min(), h.max()), (Some(500), Some(3_500)));
+        // An on-time wake-up is one sample, no miss.
+        assert_eq!(account_wakeup(5_010, &mut next, 1_000, &mut h, &mut missed, &live), 1);
+        assert_eq!((h.count(), missed, next), (5, 3, 6_000));
+        assert_eq!(live.take(0).count, 5);
+    }
+
+    #[test]
+    fn validation_names_the_option() {
+        let bad = TimerConfig { interval: Nanos::from_us(10), ..Default::default() };
+        assert!(bad.validate().unwrap_err().to_string().contains("--interval"));
+        let bad = TimerConfig { priority: 99, ..Default::default() };
+        assert!(bad.validate().unwrap_err().to_string().contains("--force"));
+        let bad = TimerConfig { cpus: vec![9999], ..Default::default() };
+        assert!(bad.validate().unwrap_err().to_string().contains("--cpus"));
+    }
+
+    #[test]
+    fn cyclictest_histogram_format() {
+        let mut h = LatencyHistogram::new();
+        for v in [1_500, 1_600, 3_200] {
+            h.record(v);
+        }
+        let mut out = Vec::new();
+        write_cyclictest_histogram(&mut out, &[(1, h)]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("# Histogram\n000000 000000\n000001 000002\n000002 000000\n000003 000001\n"), "{text}");
+        assert!(text.contains("# Total: 000000003"));
+        assert!(text.contains("# Max Latencies: 00003"));
+    }
+}
