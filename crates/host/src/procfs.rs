@@ -1,0 +1,147 @@
+//! Reading /proc: processes, their threads, thread names, state, CPU, start time (to recognise a
+//! reused PID), cgroup membership and command lines.
+
+use crate::error::{HostError, Result};
+use std::path::{Path, PathBuf};
+
+/// PF_KTHREAD in /proc/<tid>/stat field 9.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// The fields of /proc/<tid>/stat rtvirt uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStat {
+    pub comm: String,
+    pub state: char,
+    pub ppid: u32,
+    pub flags: u64,
+    /// Clock ticks since boot when the thread started: (tid, starttime) names a thread uniquely.
+    pub starttime: u64,
+    /// CPU the thread last ran on.
+    pub processor: u32,
+}
+
+impl TaskStat {
+    pub fn is_kthread(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
+    }
+}
+
+/// Read a whole small text file, naming it in the error.
+pub fn read(path: impl AsRef<Path>) -> Result<String> {
+    let p = path.as_ref();
+    std::fs::read_to_string(p).map_err(|e| HostError::io(p, e))
+}
+
+/// Read a small text file, trimmed, or None if it cannot be read.
+pub fn read_opt(path: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Every process id in /proc.
+pub fn pids() -> Vec<u32> {
+    numeric_entries(Path::new("/proc"))
+}
+
+/// Every thread id of process `pid` (empty if it is gone).
+pub fn tids(pid: u32) -> Vec<u32> {
+    numeric_entries(&Path::new("/proc").join(pid.to_string()).join("task"))
+}
+
+fn numeric_entries(dir: &Path) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// /proc/<tid> works for any thread id, not only process ids.
+pub fn task_dir(tid: u32) -> PathBuf {
+    Path::new("/proc").join(tid.to_string())
+}
+
+/// Parse /proc/<tid>/stat.
+pub fn stat(tid: u32) -> Result<TaskStat> {
+    let path = task_dir(tid).join("stat");
+    let text = read(&path)?;
+    parse_stat(&text).ok_or_else(|| HostError::io(&path, std::io::Error::other("unexpected format")))
+}
+
+fn parse_stat(text: &str) -> Option<TaskStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text[open + 1..close].to_string();
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    // rest[0] is field 3 (state).
+    let field = |n: usize| rest.get(n - 3).copied();
+    Some(TaskStat {
+        comm,
+        state: field(3)?.chars().next()?,
+        ppid: field(4)?.parse().ok()?,
+        flags: field(9)?.parse().ok()?,
+        starttime: field(22)?.parse().ok()?,
+        processor: field(39)?.parse().ok()?,
+    })
+}
+
+/// The process (thread group) a thread belongs to.
+pub fn tgid(tid: u32) -> Result<u32> {
+    let path = task_dir(tid).join("status");
+    let text = read(&path)?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok()))
+        .ok_or_else(|| HostError::io(&path, std::io::Error::other("no Tgid line")))
+}
+
+/// The command line of a process, split at NULs.
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(task_dir(pid).join("cmdline"))
+        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// The unified (v2) cgroup path of a thread, or the first v1 path when there is no "0::" line.
+pub fn cgroup(tid: u32) -> String {
+    let text = read_opt(task_dir(tid).join("cgroup")).unwrap_or_default();
+    let v2 = text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string);
+    v2.filter(|p| p != "/").or_else(|| container_like_v1(&text)).unwrap_or_else(|| "/".into())
+}
+
+/// The v1 cgroup path of `controller` ("cpuset", ...) for a thread.
+pub fn cgroup_v1(tid: u32, controller: &str) -> Option<String> {
+    let text = read_opt(task_dir(tid).join("cgroup"))?;
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        ctrls.split(',').any(|c| c == controller).then(|| path.to_string())
+    })
+}
+
+/// On a v1 host, the first non-root v1 path (containers show up there).
+fn container_like_v1(text: &str) -> Option<String> {
+    text.lines().filter_map(|l| l.splitn(3, ':').nth(2)).find(|p| *p != "/").map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_comm() {
+        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let s = parse_stat(line).unwrap();
+        assert_eq!(s.comm, "a) b (c)");
+        assert_eq!((s.state, s.ppid, s.starttime, s.processor), ('S', 1, 777, 1));
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        let s = stat(me).unwrap();
+        assert!(!s.is_kthread());
+        assert_eq!(tgid(me).unwrap(), me);
+        assert!(tids(me).contains(&me));
+        assert!(!cmdline(me).is_empty());
+        assert!(pids().contains(&me));
+    }
+}
