@@ -1,1 +1,15 @@
-//! rtvirt-analysis: demand/supply bound functions, resource interfaces, probabilistic budgets, partitioning (pure math).
+//! rtvirt-analysis: the planner's mathematics (pure, no I/O): demand and supply bound functions,
+//! exact minimal resource interfaces (PRM, EDP), probabilistic task budgets, partitioning of the
+//! guests' servers onto cores, the largest feasible rho, and deployable text for the plan.
+//!
+//! - [`budgets`]: per-task `c` (Cantelli bound, samples quantile or WCET) - SEEDS 5 step 1.
+//! - [`dbf`]: `dbf_EDF`, `rbf_FP`, hyperperiods and check points.
+//! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
+//! - [`schedtest`]: exact EDF/FP schedulability on a supply.
+//! - [`interface`]: least-bandwidth interface per guest - SEEDS 5 step 2.
+
+pub mod budgets;
+pub mod dbf;
+pub mod interface;
+pub mod sbf;
+pub mod schedtest;

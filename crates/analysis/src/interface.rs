@@ -1,0 +1,274 @@
+//! The minimal resource interface of a guest (SEEDS.md section 5, step 2).
+//!
+//! - PRM `(Pi, Theta)`: for each candidate period `Pi`, the least integer-ns `Theta` with the
+//!   guest schedulable on Shin & Lee 2003's periodic resource (EDF: Theorem 1; FP: Theorem 4).
+//!   The period of least bandwidth `Theta / Pi` wins (ties: the larger period).
+//! - EDP `(Pi, Theta, Delta)`: Easwaran, Anand & Lee 2007. `sbf` grows with `Theta` and shrinks
+//!   with `Delta`, so the least bandwidth for a period is reached at `Delta = Theta`; among the
+//!   deadlines that keep that least budget the largest is chosen (it is the easiest to admit on
+//!   the host core), found by bisection over `Delta` (sbf is monotone in it).
+//!
+//! Least budget, exactly and without scanning every integer: `sbf` at a fixed `t` is
+//! non-decreasing in `Theta`, so the least `Theta` that passes a check point is found by
+//! bisection over `Theta` ("monotone exact search"), and it is needed only at points that the
+//! current budget fails. For EDF the walk over absolute deadlines stops at `min(2 LCM, t*(Theta))`,
+//! which shrinks as `Theta` grows; it starts from the necessary lower bound `Theta >= U Pi`.
+
+use crate::dbf::{edf_horizon, fp_points, utilisation, DeadlineWalk, Sporadic};
+use crate::schedtest::{edf_schedulable, fp_schedulable, linear_horizon};
+use crate::sbf::{Edp, Supply};
+use rtvirt_model::scenario::GuestScheduler;
+
+/// Which resource model the interface uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Model {
+    /// Periodic resource model (Shin & Lee 2003): deadline = period.
+    #[default]
+    Prm,
+    /// Explicit-deadline periodic (Easwaran et al. 2007): deadline <= period (SCHED_DEADLINE).
+    Edp,
+}
+
+impl Model {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Model::Prm => "prm",
+            Model::Edp => "edp",
+        }
+    }
+
+    /// The resource with budget `theta` per `period` that the least-budget search explores:
+    /// PRM `(Pi, Theta, Pi)`, EDP `(Pi, Theta, Theta)` (the most supply for that budget).
+    fn supply(self, period: u64, theta: u64) -> Edp {
+        match self {
+            Model::Prm => Edp::prm(period, theta),
+            Model::Edp => Edp { period, budget: theta, deadline: theta },
+        }
+    }
+}
+
+/// A guest's server: `budget` ns within `deadline` ns of every `period` ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interface {
+    pub period: u64,
+    pub budget: u64,
+    pub deadline: u64,
+}
+
+impl Interface {
+    pub fn bandwidth(&self) -> f64 {
+        self.budget as f64 / self.period as f64
+    }
+    pub fn as_supply(&self) -> Edp {
+        Edp { period: self.period, budget: self.budget, deadline: self.deadline }
+    }
+    /// The server as a constrained-deadline sporadic task for the host core's EDF.
+    pub fn as_task(&self) -> Sporadic {
+        Sporadic { c: self.budget, d: self.deadline, t: self.period }
+    }
+}
+
+/// Least `theta` in `[lo, hi]` with `sbf(t) >= demand` on `model.supply(period, theta)`, by
+/// bisection (sbf at fixed t is non-decreasing in theta); None if `hi` does not suffice.
+fn least_theta_at(model: Model, period: u64, t: u64, demand: u128, lo: u64, hi: u64) -> Option<u64> {
+    let ok = |theta: u64| model.supply(period, theta).sbf(t) as u128 >= demand;
+    if lo > hi || !ok(hi) {
+        return None;
+    }
+    let (mut lo, mut hi) = (lo, hi);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo)
+}
+
+/// Least integer budget for EDF on the model's resource with this period (Shin & Lee 2003,
+/// Theorem 1; Easwaran et al. 2007, Theorem 1 for EDP). None: not even `Theta = Pi` suffices.
+pub fn min_budget_edf(tasks: &[Sporadic], model: Model, period: u64) -> Option<u64> {
+    let horizon = edf_horizon(tasks);
+    let until = |theta: u64| linear_horizon(tasks, &model.supply(period, theta)).map_or(horizon, |t| t.min(horizon));
+    // Theta >= U Pi is necessary (with less, dbf overtakes sbf by t = LCM).
+    let mut theta = ((utilisation(tasks) * period as f64 * (1.0 - 1e-9)).floor() as u64).min(period);
+    let mut stop = until(theta);
+    for (t, demand) in DeadlineWalk::new(tasks) {
+        if t > stop {
+            break;
+        }
+        if (model.supply(period, theta).sbf(t) as u128) < demand {
+            theta = least_theta_at(model, period, t, demand, theta + 1, period)?;
+            stop = until(theta);
+        }
+    }
+    Some(theta)
+}
+
+/// Least integer budget for FP (tasks sorted by decreasing priority) on the model's resource
+/// (Shin & Lee 2003, Theorem 4): the max over tasks of the min over their scheduling points.
+pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Model, period: u64) -> Option<u64> {
+    let mut theta = 0;
+    for i in 0..tasks_by_priority.len() {
+        let points = fp_points(tasks_by_priority, i);
+        if points.iter().any(|&(t, r)| model.supply(period, theta).sbf(t) as u128 >= r) {
+            continue;
+        }
+        let mut best: Option<u64> = None;
+        for &(t, r) in &points {
+            let hi = best.map_or(period, |b| b - 1);
+            if let Some(v) = least_theta_at(model, period, t, r, theta + 1, hi) {
+                best = Some(v);
+            }
+        }
+        theta = best?;
+    }
+    Some(theta)
+}
+
+/// Least budget for the guest's scheduler (FP: tasks sorted by decreasing priority).
+pub fn min_budget(tasks: &[Sporadic], sched: GuestScheduler, model: Model, period: u64) -> Option<u64> {
+    match sched {
+        GuestScheduler::Edf => min_budget_edf(tasks, model, period),
+        GuestScheduler::Fp => min_budget_fp(tasks, model, period),
+    }
+}
+
+fn schedulable(tasks: &[Sporadic], sched: GuestScheduler, r: &Edp) -> bool {
+    match sched {
+        GuestScheduler::Edf => edf_schedulable(tasks, r),
+        GuestScheduler::Fp => fp_schedulable(tasks, r),
+    }
+}
+
+/// Largest EDP deadline `Delta` in `[Theta, Pi]` that keeps the guest schedulable with budget
+/// `Theta` (Easwaran et al. 2007; sbf is non-increasing in `Delta`, so bisection is exact).
+/// Assumes `Delta = Theta` is schedulable.
+pub fn max_deadline(tasks: &[Sporadic], sched: GuestScheduler, period: u64, budget: u64) -> u64 {
+    let ok = |d: u64| schedulable(tasks, sched, &Edp { period, budget, deadline: d });
+    let (mut lo, mut hi) = (budget.max(1).min(period), period);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// `a` has strictly less bandwidth than `b`, or the same and a larger period (exact, u128).
+fn better(a: (u64, u64), b: (u64, u64)) -> bool {
+    let (lhs, rhs) = (a.1 as u128 * b.0 as u128, b.1 as u128 * a.0 as u128);
+    lhs < rhs || (lhs == rhs && a.0 > b.0)
+}
+
+/// The interface of least bandwidth over the candidate periods (ties: larger period); None if no
+/// candidate period admits any budget. FP tasks must be sorted by decreasing priority.
+pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, candidates: &[u64]) -> Option<Interface> {
+    let mut best: Option<(u64, u64)> = None;
+    for &period in candidates.iter().filter(|&&p| p > 0) {
+        if let Some(theta) = min_budget(tasks, sched, model, period) {
+            if best.is_none_or(|b| better((period, theta), b)) {
+                best = Some((period, theta));
+            }
+        }
+    }
+    let (period, budget) = best?;
+    let deadline = match model {
+        Model::Prm => period,
+        Model::Edp => max_deadline(tasks, sched, period, budget),
+    };
+    Some(Interface { period, budget, deadline })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedtest::oracle::{edf_every_t, fp_every_t};
+    use crate::schedtest::strategies::taskset;
+    use proptest::prelude::*;
+
+    fn oracle_ok(ts: &[Sporadic], sched: GuestScheduler, r: &Edp) -> bool {
+        match sched {
+            GuestScheduler::Edf => edf_every_t(ts, r),
+            GuestScheduler::Fp => fp_every_t(ts, r),
+        }
+    }
+
+    /// Every integer budget, each checked at every integer t.
+    fn oracle_min_budget(ts: &[Sporadic], sched: GuestScheduler, model: Model, p: u64) -> Option<u64> {
+        (0..=p).find(|&b| oracle_ok(ts, sched, &model.supply(p, b)))
+    }
+
+    fn sched() -> impl Strategy<Value = GuestScheduler> {
+        prop::sample::select(vec![GuestScheduler::Edf, GuestScheduler::Fp])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn min_budget_matches_exhaustive_scan(ts in taskset(), s in sched(), p in 1u64..10,
+                                              m in prop::sample::select(vec![Model::Prm, Model::Edp])) {
+            prop_assert_eq!(min_budget(&ts, s, m, p), oracle_min_budget(&ts, s, m, p));
+        }
+
+        #[test]
+        fn edp_interface_is_least_bandwidth_and_largest_deadline(ts in taskset(), s in sched(), p in 1u64..9) {
+            let got = best_interface(&ts, s, Model::Edp, &[p]);
+            // exhaustive over every (Theta, Delta) with Theta <= Delta <= Pi
+            let mut all = vec![];
+            for b in 0..=p {
+                for d in b.max(1)..=p {
+                    if oracle_ok(&ts, s, &Edp { period: p, budget: b, deadline: d }) {
+                        all.push((b, d));
+                    }
+                }
+            }
+            let least = all.iter().map(|x| x.0).min();
+            prop_assert_eq!(got.map(|i| i.budget), least);
+            if let Some(i) = got {
+                let dmax = all.iter().filter(|x| x.0 == i.budget).map(|x| x.1).max().unwrap();
+                prop_assert_eq!(i.deadline, dmax);
+            }
+        }
+
+        #[test]
+        fn chosen_period_has_least_bandwidth(ts in taskset(), s in sched(), ps in prop::collection::vec(1u64..12, 1..5)) {
+            let got = best_interface(&ts, s, Model::Prm, &ps);
+            let options: Vec<(u64, u64)> = ps.iter().filter_map(|&p| oracle_min_budget(&ts, s, Model::Prm, p).map(|b| (p, b))).collect();
+            match got {
+                None => prop_assert!(options.is_empty()),
+                Some(i) => {
+                    for &(p, b) in &options {
+                        prop_assert!(i.budget as u128 * p as u128 <= b as u128 * i.period as u128);
+                        if i.budget as u128 * p as u128 == b as u128 * i.period as u128 {
+                            prop_assert!(i.period >= p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn default_like_guest_gets_a_sensible_interface() {
+        // vm1 of scenarios/default.toml at WCET budgets, 1..10 ms candidates.
+        let ms = 1_000_000u64;
+        let ts: Vec<Sporadic> = [(2_382_000, 25), (2_743_000, 40), (839_000, 10), (429_000, 10), (918_000, 10)]
+            .iter()
+            .map(|&(c, p)| Sporadic { c, d: p * ms, t: p * ms })
+            .collect();
+        let cands: Vec<u64> = (1..=10).map(|k| k * ms).collect();
+        let i = best_interface(&ts, GuestScheduler::Edf, Model::Prm, &cands).unwrap();
+        let u = utilisation(&ts);
+        assert!(i.bandwidth() >= u && i.bandwidth() < 1.0, "{i:?} U={u}");
+        assert!(edf_schedulable(&ts, &i.as_supply()));
+        assert!(!edf_schedulable(&ts, &Edp::prm(i.period, i.budget - 1)));
+        let e = best_interface(&ts, GuestScheduler::Edf, Model::Edp, &cands).unwrap();
+        assert!(e.bandwidth() <= i.bandwidth() && e.deadline <= e.period && e.budget <= e.deadline);
+    }
+}
