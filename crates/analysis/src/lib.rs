@@ -7,9 +7,18 @@
 //! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
 //! - [`schedtest`]: exact EDF/FP schedulability on a supply.
 //! - [`interface`]: least-bandwidth interface per guest - SEEDS 5 step 2.
+//! - [`partition`]: servers onto cores with exact admission - SEEDS 5 step 3.
+//! - [`planner`]: scenario -> `rtvirt.plan/v1`; [`maxrho`]: the largest uniform rho that fits.
+//! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
+//! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).
 
 pub mod budgets;
 pub mod dbf;
+pub mod emit;
+pub mod gen;
 pub mod interface;
+pub mod maxrho;
+pub mod partition;
+pub mod planner;
 pub mod sbf;
 pub mod schedtest;

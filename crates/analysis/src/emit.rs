@@ -1,0 +1,167 @@
+//! Deployable text for a plan: a SCHED_DEADLINE shell script (`chrt`), Xen RTDS commands and a
+//! cpupool layout (`rtds`), libvirt `<cputune>` fragments (`libvirt`), and CARTS XML input
+//! (`carts`, the format of the CARTS compositional analysis tool: `<system>`, `<component>`,
+//! `<task p d e>`, times in milliseconds). Pure text generation, no I/O.
+
+use rtvirt_model::plan::{GuestPlan, Plan};
+use rtvirt_model::scenario::{GuestScheduler, Scenario};
+use rtvirt_model::Nanos;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Shell variable holding a guest's vCPU thread id when no `--pid` was given: `VCPU_PID_<NAME>`
+/// with every character outside `[A-Za-z0-9]` replaced by `_`.
+pub fn pid_variable(guest: &str) -> String {
+    let name: String = guest.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("VCPU_PID_{name}")
+}
+
+fn placed(plan: &Plan) -> impl Iterator<Item = (&GuestPlan, u32)> {
+    plan.guests.iter().filter_map(|g| g.core.map(|c| (g, c)))
+}
+
+/// `--emit chrt`: a POSIX shell script that pins each guest's vCPU thread to its core (`taskset`)
+/// and gives it SCHED_DEADLINE runtime/deadline/period in ns (`chrt -d`). Thread ids come from
+/// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`].
+pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/sh\n# rtvirt plan --emit chrt: SCHED_DEADLINE reservation and core of each guest's vCPU thread.");
+    let _ = writeln!(s, "# Run as root once the guests run. A vCPU thread id without --pid NAME=PID is read from");
+    let _ = writeln!(s, "# the variable VCPU_PID_<GUEST> (e.g. from QMP query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>).");
+    let _ = writeln!(s, "# Kernel rules: runtime >= 1024 ns, runtime <= deadline <= period, period within");
+    let _ = writeln!(s, "# /proc/sys/kernel/sched_deadline_period_{{min,max}}_us; the sum per core must stay within");
+    let _ = writeln!(s, "# sched_rt_runtime_us/sched_rt_period_us. Kernels that refuse SCHED_DEADLINE for a thread whose");
+    let _ = writeln!(s, "# affinity is narrower than its root domain (EPERM/EBUSY) need an exclusive cpuset partition");
+    let _ = writeln!(s, "# per core first (cgroup v2: cpuset.cpus.partition=root), or use `rtvirt host apply`.");
+    let _ = writeln!(s, "set -eu");
+    for (g, core) in placed(plan) {
+        let pid = pids.get(&g.name).map_or_else(|| {
+            let v = pid_variable(&g.name);
+            format!("\"${{{v}:?set {v} to the thread id of {}'s vCPU}}\"", g.name)
+        }, |p| p.to_string());
+        let _ = writeln!(s, "\n# {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
+            g.name, Nanos(g.budget_ns), Nanos(g.period_ns), Nanos(g.deadline_ns), g.bandwidth);
+        let _ = writeln!(s, "taskset -p -c {core} {pid}");
+        if g.budget_ns == 0 {
+            let _ = writeln!(s, "# {} has no real-time tasks: no reservation (budget 0)", g.name);
+            continue;
+        }
+        let _ = writeln!(s, "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0 {pid}",
+            g.budget_ns.max(1024), g.deadline_ns, g.period_ns);
+    }
+    s
+}
+
+/// Budget rounded up and period rounded down to whole microseconds (RTDS's unit), so the supply
+/// never shrinks.
+fn rtds_us(g: &GuestPlan) -> (u64, u64) {
+    (g.budget_ns.div_ceil(1000), g.period_ns / 1000)
+}
+
+/// `--emit rtds`: Xen commands: one RTDS cpupool per planned core (CPU moved out of Pool-0),
+/// each domain migrated to its pool, and `xl sched-rtds` period/budget in microseconds.
+pub fn rtds(plan: &Plan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/sh\n# rtvirt plan --emit rtds: Xen RTDS (microseconds; budget rounded up, period down).");
+    let _ = writeln!(s, "# Domain names are the guest names. Keep at least one CPU in Pool-0 for Dom0: plan with");
+    let _ = writeln!(s, "# --cores N-1 and renumber if the plan uses every CPU. RTDS has no separate deadline (it is the period).");
+    let _ = writeln!(s, "set -eu");
+    for c in &plan.cores {
+        let _ = writeln!(s, "\n# cpupool for core {} (bandwidth {:.4}): {}", c.id, c.bandwidth, c.guests.join(", "));
+        let _ = writeln!(s, "xl cpupool-cpu-remove Pool-0 {}", c.id);
+        let _ = writeln!(s, "xl cpupool-create 'name=\"rtvirt-core{0}\"' 'sched=\"rtds\"' 'cpus=\"{0}\"'", c.id);
+    }
+    for (g, core) in placed(plan) {
+        let (b, p) = rtds_us(g);
+        let _ = writeln!(s, "\n# {}: {} every {}", g.name, Nanos(g.budget_ns), Nanos(g.period_ns));
+        if g.deadline_ns < g.period_ns {
+            let _ = writeln!(s, "# warning: the EDP deadline {} < period cannot be expressed in RTDS; re-plan with --model prm", Nanos(g.deadline_ns));
+        }
+        let _ = writeln!(s, "xl cpupool-migrate {} rtvirt-core{core}", g.name);
+        let _ = writeln!(s, "xl sched-rtds -d {} -v all -p {p} -b {b}", g.name);
+    }
+    s
+}
+
+/// Host cores that no guest uses (for the emulator threads), as a cpuset list.
+fn housekeeping(plan: &Plan) -> Option<String> {
+    let n = plan.settings.get("cores").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    let free: Vec<String> = (0..n).filter(|c| !plan.cores.iter().any(|x| x.id == *c)).map(|c| c.to_string()).collect();
+    (!free.is_empty()).then(|| free.join(","))
+}
+
+/// `--emit libvirt`: one `<cputune>` fragment per guest: vCPU 0 pinned to its core, emulator
+/// threads on the cores no guest uses. libvirt cannot express SCHED_DEADLINE, so the reservation
+/// is listed for applying outside libvirt.
+pub fn libvirt(plan: &Plan) -> String {
+    let mut s = String::new();
+    let hk = housekeeping(plan);
+    let _ = writeln!(s, "<!-- rtvirt plan --emit libvirt: paste each <cputune> into its domain XML.");
+    let _ = writeln!(s, "     libvirt has no deadline policy (<vcpusched> offers fifo, rr, batch, idle): apply the");
+    let _ = writeln!(s, "     SCHED_DEADLINE runtime/deadline/period given per domain to its vCPU thread outside libvirt,");
+    let _ = writeln!(s, "     e.g. with the script of `rtvirt plan --emit chrt` or `rtvirt host apply`. -->");
+    for (g, core) in placed(plan) {
+        let emu = hk.clone().unwrap_or_else(|| core.to_string());
+        let _ = writeln!(s, "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
+            g.name, g.budget_ns, g.deadline_ns, g.period_ns);
+        if hk.is_none() {
+            let _ = writeln!(s, "<!-- warning: every core hosts a guest; the emulator threads share core {core} -->");
+        }
+        let _ = writeln!(s, "<cputune>\n  <vcpupin vcpu=\"0\" cpuset=\"{core}\"/>\n  <emulatorpin cpuset=\"{emu}\"/>\n</cputune>");
+    }
+    s
+}
+
+/// Nanoseconds as decimal milliseconds (CARTS's unit), exact.
+pub fn ns_as_ms(ns: u64) -> String {
+    let (whole, frac) = (ns / 1_000_000, ns % 1_000_000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    format!("{whole}.{:06}", frac).trim_end_matches('0').to_string()
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// `--emit carts`: CARTS XML input (times in ms): one component per guest with its scheduler
+/// (EDF or DM), its candidate server periods as `min_period`/`max_period`, and each task's
+/// period, deadline and execution bound c from the plan.
+pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan --emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
+    let _ = writeln!(s, "<system os_scheduler=\"EDF\">");
+    for g in &scenario.guests {
+        let sched = match g.scheduler {
+            GuestScheduler::Edf => "EDF",
+            GuestScheduler::Fp => "DM",
+        };
+        let cands = g.server_periods.candidates(&g.tasks);
+        let (lo, hi) = (cands.first().map_or(0, |p| p.0), cands.last().map_or(0, |p| p.0));
+        let _ = writeln!(s, "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
+            xml_escape(&g.name), ns_as_ms(lo), ns_as_ms(hi));
+        let budgets = plan.guest(&g.name).map(|p| &p.tasks);
+        for t in &g.tasks {
+            let c = budgets.and_then(|b| b.iter().find(|x| x.name == t.name)).map_or(t.wcet.0, |x| x.budget_ns);
+            let _ = writeln!(s, "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
+                xml_escape(&t.name), ns_as_ms(t.period.0), ns_as_ms(t.deadline.0), ns_as_ms(c));
+        }
+        let _ = writeln!(s, "  </component>");
+    }
+    let _ = writeln!(s, "</system>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ms_formatting_is_exact() {
+        assert_eq!(ns_as_ms(10_000_000), "10");
+        assert_eq!(ns_as_ms(2_382_000), "2.382");
+        assert_eq!(ns_as_ms(1), "0.000001");
+        assert_eq!(pid_variable("vm-1.a"), "VCPU_PID_VM_1_A");
+    }
+}

@@ -1,0 +1,148 @@
+//! Partitioning the guests' servers onto cores (SEEDS.md section 5, step 3).
+//!
+//! Bin-packing heuristics on server bandwidth `Theta / Pi`: best-fit decreasing (default; within
+//! 11/9 OPT + 1 bins for pure bandwidth packing, Johnson 1973 / Dosa 2007), first-fit decreasing,
+//! worst-fit decreasing, and the non-sorting best-fit and first-fit. A core admits a server only
+//! if (a) the total bandwidth stays within the per-core cap and (b) the servers, seen as
+//! constrained-deadline sporadic tasks `(C = Theta, D = Delta, T = Pi)` under the host core's EDF
+//! (SCHED_DEADLINE), pass the exact processor-demand test (Baruah, Rosier & Howell 1990; with
+//! implicit deadlines it reduces to `U <= 1`).
+
+use crate::dbf::Sporadic;
+use crate::interface::Interface;
+use crate::sbf::Dedicated;
+use crate::schedtest::edf_schedulable;
+
+/// Bin-packing heuristic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Heuristic {
+    /// Best-fit decreasing: by decreasing bandwidth, onto the fullest core that admits it.
+    #[default]
+    Bfd,
+    /// First-fit decreasing: by decreasing bandwidth, onto the lowest-numbered core that admits it.
+    Ffd,
+    /// Worst-fit decreasing: by decreasing bandwidth, onto the emptiest core that admits it.
+    Wfd,
+    /// Best-fit in scenario order.
+    Bf,
+    /// First-fit in scenario order.
+    Ff,
+}
+
+impl Heuristic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Heuristic::Bfd => "bfd",
+            Heuristic::Ffd => "ffd",
+            Heuristic::Wfd => "wfd",
+            Heuristic::Bf => "bf",
+            Heuristic::Ff => "ff",
+        }
+    }
+    fn decreasing(self) -> bool {
+        matches!(self, Heuristic::Bfd | Heuristic::Ffd | Heuristic::Wfd)
+    }
+}
+
+/// Exact admission of `new` on a core already running `core`: bandwidth cap, then the
+/// uniprocessor EDF processor-demand test (Baruah et al. 1990) of all servers together.
+pub fn admits(core: &[Sporadic], new: Sporadic, cap: f64) -> bool {
+    let bw: f64 = core.iter().chain(std::iter::once(&new)).map(|k| k.c as f64 / k.t as f64).sum();
+    if bw > cap * (1.0 + 1e-12) {
+        return false;
+    }
+    let mut all = core.to_vec();
+    all.push(new);
+    edf_schedulable(&all, &Dedicated)
+}
+
+struct Core {
+    servers: Vec<Sporadic>,
+    bandwidth: f64,
+}
+
+/// The order in which cores are tried for a server: first fit by id, best fit fullest first,
+/// worst fit emptiest first (ties: lower id).
+fn preference(cores: &[Core], h: Heuristic) -> Vec<usize> {
+    let mut ids: Vec<usize> = (0..cores.len()).collect();
+    match h {
+        Heuristic::Ffd | Heuristic::Ff => {}
+        Heuristic::Bfd | Heuristic::Bf => ids.sort_by(|&a, &b| cores[b].bandwidth.total_cmp(&cores[a].bandwidth).then(a.cmp(&b))),
+        Heuristic::Wfd => ids.sort_by(|&a, &b| cores[a].bandwidth.total_cmp(&cores[b].bandwidth).then(a.cmp(&b))),
+    }
+    ids
+}
+
+/// Place each server (None: the guest has no interface) on one of `cores` cores; returns each
+/// server's core, None where it did not fit.
+pub fn partition(servers: &[Option<Interface>], cores: u32, cap: f64, h: Heuristic) -> Vec<Option<u32>> {
+    let mut order: Vec<usize> = (0..servers.len()).collect();
+    if h.decreasing() {
+        let bw = |i: usize| servers[i].map_or(f64::INFINITY, |s| s.bandwidth());
+        order.sort_by(|&a, &b| bw(b).total_cmp(&bw(a)).then(a.cmp(&b)));
+    }
+    let mut state: Vec<Core> = (0..cores).map(|_| Core { servers: vec![], bandwidth: 0.0 }).collect();
+    let mut placed = vec![None; servers.len()];
+    for i in order {
+        let Some(server) = servers[i] else { continue };
+        let task = server.as_task();
+        if let Some(c) = preference(&state, h).into_iter().find(|&c| admits(&state[c].servers, task, cap)) {
+            state[c].servers.push(task);
+            state[c].bandwidth += server.bandwidth();
+            placed[i] = Some(c as u32);
+        }
+    }
+    placed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dbf::dbf_edf;
+    use crate::dbf::edf_horizon;
+    use proptest::prelude::*;
+
+    fn iface(budget: u64, deadline: u64, period: u64) -> Option<Interface> {
+        Some(Interface { period, budget, deadline })
+    }
+
+    proptest! {
+        #[test]
+        fn admission_is_the_exact_demand_test(
+            core in prop::collection::vec((1u64..4, 0u64..6, 2u64..7), 0..4), new in (1u64..4, 0u64..6, 2u64..7)
+        ) {
+            let mk = |(c, dd, t): (u64, u64, u64)| { let c = c.min(t); Sporadic { c, d: (c + dd).min(t), t } };
+            let core: Vec<Sporadic> = core.into_iter().map(mk).collect();
+            let new = mk(new);
+            let mut all = core.clone();
+            all.push(new);
+            let u: f64 = all.iter().map(|k| k.c as f64 / k.t as f64).sum();
+            let oracle = u <= 1.0 + 1e-12 && (1..=edf_horizon(&all)).all(|t| dbf_edf(&all, t) <= t as u128);
+            prop_assert_eq!(admits(&core, new, 1.0), oracle);
+        }
+    }
+
+    #[test]
+    fn heuristics_place_as_their_names_say() {
+        let s = [iface(5, 10, 10), iface(3, 10, 10), iface(4, 10, 10), iface(2, 10, 10)];
+        // BFD: 0.5 -> c0, 0.4 -> c0 (0.9), 0.3 -> c1, 0.2 -> c1
+        assert_eq!(partition(&s, 3, 0.95, Heuristic::Bfd), vec![Some(0), Some(1), Some(0), Some(1)]);
+        // WFD spreads: 0.5 -> c0, 0.4 -> c1, 0.3 -> c2, 0.2 -> c2 (0.5 vs 0.4 vs 0.3)
+        assert_eq!(partition(&s, 3, 0.95, Heuristic::Wfd), vec![Some(0), Some(2), Some(1), Some(2)]);
+        // FF in order: 0.5 c0, 0.3 c0, 0.4 c1, 0.2 c1
+        assert_eq!(partition(&s, 3, 0.95, Heuristic::Ff), vec![Some(0), Some(0), Some(1), Some(1)]);
+        // cap: 0.5 + 0.5 > 0.95
+        assert_eq!(partition(&[iface(5, 10, 10), iface(5, 10, 10)], 1, 0.95, Heuristic::Bfd), vec![Some(0), None]);
+        assert_eq!(partition(&[None, iface(1, 10, 10)], 1, 0.95, Heuristic::Bfd), vec![None, Some(0)]);
+    }
+
+    #[test]
+    fn demand_test_rejects_what_bandwidth_alone_accepts() {
+        // two servers with tight deadlines: U = 0.6 but both need 3 units within 3
+        let a = Interface { period: 10, budget: 3, deadline: 3 }.as_task();
+        assert!(admits(&[], a, 0.95));
+        assert!(!admits(&[a], a, 0.95));
+        let b = Interface { period: 10, budget: 3, deadline: 6 }.as_task();
+        assert!(admits(&[a], b, 0.95));
+    }
+}

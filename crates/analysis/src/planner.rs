@@ -1,0 +1,185 @@
+//! Scenario -> plan (`rtvirt.plan/v1`): per-task budgets (SEEDS 5 step 1), per-guest least
+//! interfaces (step 2), partitioning onto cores (step 3) and the largest feasible uniform rho.
+
+use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
+use crate::dbf::Sporadic;
+use crate::interface::{best_interface, Interface, Model};
+use crate::partition::{partition, Heuristic};
+use rayon::prelude::*;
+use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, TaskPlan, PLAN_SCHEMA};
+use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
+use serde_json::{json, Map, Value};
+
+/// The planner's settings (`rtvirt plan` flags).
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// `--rho`: used for tasks whose task and guest give none. None (default): WCET.
+    pub rho: Option<f64>,
+    pub model: Model,
+    pub heuristic: Heuristic,
+    /// `--cores`: overrides the scenario's `host.cores`.
+    pub cores: Option<u32>,
+    pub budget: BudgetMethod,
+}
+
+/// A guest that has no core in the plan, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unplaced {
+    pub name: String,
+    pub reason: String,
+}
+
+/// A plan and the reasons for every guest that did not fit.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub plan: Plan,
+    pub unplaced: Vec<Unplaced>,
+}
+
+/// One guest analysed: its task budgets and its least interface (None: no candidate period works).
+struct GuestAnalysis {
+    budgets: Vec<TaskBudget>,
+    interface: Option<Interface>,
+    /// Sum of c / T (for messages).
+    utilisation: f64,
+}
+
+/// The guest's tasks as sporadic tasks with their budgets, sorted by decreasing priority for FP
+/// (the order the FP analysis expects; EDF keeps file order).
+fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic> {
+    let mut idx: Vec<usize> = (0..g.tasks.len()).collect();
+    if g.scheduler == GuestScheduler::Fp {
+        idx.sort_by_key(|&i| std::cmp::Reverse(g.tasks[i].priority));
+    }
+    idx.iter().map(|&i| Sporadic { c: budgets[i].c, d: g.tasks[i].deadline.0, t: g.tasks[i].period.0 }).collect()
+}
+
+/// Budgets and interface of one guest. `uniform_rho` (max-rho search) overrides every rho.
+fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestAnalysis {
+    let budgets: Vec<TaskBudget> = g
+        .tasks
+        .iter()
+        .map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget))
+        .collect();
+    let tasks = sporadic_tasks(g, &budgets);
+    let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
+    let interface = best_interface(&tasks, g.scheduler, o.model, &candidates);
+    let utilisation = crate::dbf::utilisation(&tasks);
+    GuestAnalysis { budgets, interface, utilisation }
+}
+
+fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
+    g.tasks
+        .iter()
+        .zip(budgets)
+        .map(|(t, b)| TaskPlan {
+            name: t.name.clone(),
+            period_ns: t.period.0,
+            deadline_ns: t.deadline.0,
+            wcet_ns: t.wcet.0,
+            budget_ns: b.c,
+            rho: b.rho,
+            bound: b.bound.as_str().to_string(),
+        })
+        .collect()
+}
+
+/// The guest's plan entry. Without an interface it is shown as a whole core at the largest
+/// candidate period (it needs at least that).
+fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, core: Option<u32>) -> GuestPlan {
+    let fallback = g.server_periods.candidates(&g.tasks).last().map_or(1, |p| p.0);
+    let i = a.interface.unwrap_or(Interface { period: fallback, budget: fallback, deadline: fallback });
+    GuestPlan {
+        name: g.name.clone(),
+        scheduler: g.scheduler.as_str().to_string(),
+        model: model.as_str().to_string(),
+        period_ns: i.period,
+        budget_ns: i.budget,
+        deadline_ns: i.deadline,
+        bandwidth: if a.interface.is_some() { i.bandwidth() } else { 1.0 },
+        core,
+        tasks: task_plans(g, &a.budgets),
+    }
+}
+
+fn unplaced_reason(a: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic) -> String {
+    match a.interface {
+        None => format!(
+            "its tasks (utilisation of the budgets {:.3}) are not schedulable even with a whole core at any candidate server period",
+            a.utilisation
+        ),
+        Some(i) if i.bandwidth() > cap => format!("its server needs bandwidth {:.4}, above the per-core cap {cap}", i.bandwidth()),
+        Some(i) => format!("its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})", i.bandwidth(), h.as_str()),
+    }
+}
+
+fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
+    let mut cores: Vec<CorePlan> = vec![];
+    for g in guests {
+        let Some(c) = g.core else { continue };
+        match cores.iter_mut().find(|x| x.id == c) {
+            Some(x) => {
+                x.guests.push(g.name.clone());
+                x.bandwidth += g.bandwidth;
+            }
+            None => cores.push(CorePlan { id: c, guests: vec![g.name.clone()], bandwidth: g.bandwidth }),
+        }
+    }
+    cores.sort_by_key(|c| c.id);
+    cores
+}
+
+fn settings(s: &Scenario, o: &PlanOptions, cores: u32) -> Map<String, Value> {
+    let v = json!({
+        "scenario": s.name,
+        "model": o.model.as_str(),
+        "heuristic": o.heuristic.as_str(),
+        "budget": o.budget.as_str(),
+        "rho": o.rho,
+        "rho_default": "none: tasks without rho (task, guest or --rho) use their WCET",
+        "cores": cores,
+        "bandwidth_cap": s.host.bandwidth_cap,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The plan at the scenario's rhos (or one `uniform_rho` for every task), without `max_rho`.
+pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Planned {
+    let cores = o.cores.unwrap_or(s.host.cores);
+    let cap = s.host.bandwidth_cap;
+    let analyses: Vec<GuestAnalysis> = s.guests.par_iter().map(|g| analyse_guest(g, o, uniform_rho)).collect();
+    let servers: Vec<Option<Interface>> = analyses.iter().map(|a| a.interface).collect();
+    let placed = partition(&servers, cores, cap, o.heuristic);
+    let guests: Vec<GuestPlan> =
+        s.guests.iter().zip(&analyses).zip(&placed).map(|((g, a), &c)| guest_plan(g, a, o.model, c)).collect();
+    let unplaced: Vec<Unplaced> = s
+        .guests
+        .iter()
+        .zip(&analyses)
+        .zip(&placed)
+        .filter(|(_, c)| c.is_none())
+        .map(|((g, a), _)| Unplaced { name: g.name.clone(), reason: unplaced_reason(a, cap, cores, o.heuristic) })
+        .collect();
+    let cores_list = core_plans(&guests);
+    let plan = Plan {
+        schema: PLAN_SCHEMA.to_string(),
+        feasible: unplaced.is_empty(),
+        cores_used: cores_list.len() as u32,
+        max_rho: None,
+        guests,
+        cores: cores_list,
+        unplaced: unplaced.iter().map(|u| u.name.clone()).collect(),
+        settings: settings(s, o, cores),
+    };
+    Planned { plan, unplaced }
+}
+
+/// The full plan: [`plan_at`] the scenario's rhos, with `max_rho` filled in.
+pub fn plan(s: &Scenario, o: &PlanOptions) -> Planned {
+    let mut p = plan_at(s, o, None);
+    p.plan.max_rho = crate::maxrho::max_rho(s, o);
+    p
+}
