@@ -21,12 +21,15 @@ struct Cli {
 enum Command {
     /// Compute per-vCPU CPU reservations (budget/period/deadline) and cores for a scenario.
     Plan(cmd::plan::PlanArgs),
+    /// Write a readable report (HTML with SVG charts, or Markdown) from results and plan files.
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Report(a) => cmd::report::run(a),
     };
     cli_common::finish(outcome)
 }

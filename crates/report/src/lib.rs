@@ -1,1 +1,51 @@
-//! rtvirt-report: HTML/Markdown reports with SVG charts and tables.
+//! rtvirt-report: readable reports from rtvirt's JSON documents.
+//!
+//! `rtvirt.results/v1` (simulated and measured) and `rtvirt.plan/v1` files go in; one
+//! self-contained HTML page with hand-written SVG charts (latency CDFs, histograms, box plots,
+//! DSR versus rho, per-core bandwidth, per-segment latency, per-interval maxima) and tables, or
+//! Markdown with the same tables, comes out. Several results are shown side by side, with
+//! differences against the first (baseline) highlighted.
+//!
+//! - [`input`]: loading and naming the documents;
+//! - [`extract`]: what is read from each kind of result;
+//! - [`distribution`]: CDFs and histogram shares from buckets or percentiles;
+//! - [`build`]: the report's sections; [`doc`]: the format-independent document;
+//! - [`svg`]: the charts; [`render`]: HTML and Markdown.
+
+pub mod build;
+pub mod distribution;
+pub mod doc;
+pub mod extract;
+pub mod input;
+pub mod render;
+pub mod svg;
+pub mod units;
+
+pub use build::build_report;
+pub use doc::Report;
+pub use input::{load_inputs, Input};
+
+use rtvirt_model::InputError;
+use std::path::PathBuf;
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReportFormat {
+    #[default]
+    Html,
+    Markdown,
+}
+
+/// Load the files and render the report in one go.
+pub fn report_from_files(title: &str, paths: &[PathBuf], format: ReportFormat) -> Result<String, InputError> {
+    let inputs = load_inputs(paths)?;
+    Ok(render(&build_report(title, &inputs), format))
+}
+
+/// Render a built report.
+pub fn render(report: &Report, format: ReportFormat) -> String {
+    match format {
+        ReportFormat::Html => render::html::render(report),
+        ReportFormat::Markdown => render::markdown::render(report),
+    }
+}

@@ -1,3 +1,4 @@
 //! One module per `rtvirt` job.
 
 pub mod plan;
+pub mod report;

@@ -1,0 +1,58 @@
+//! `rtvirt report`: results and plan JSON files -> one self-contained HTML page (or Markdown).
+
+use crate::cli_common::{CmdResult, Outcome};
+use clap::{Args, ValueEnum};
+use rtvirt_report::ReportFormat;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormatArg {
+    /// One self-contained HTML page with SVG charts (no network access needed to view it).
+    Html,
+    /// Markdown tables (for issues and docs); charts are listed by title.
+    Md,
+}
+
+#[derive(Args)]
+#[command(after_help = "Inputs are files written by `rtvirt ... --format json`: results (rtvirt.results/v1: \
+simulate, measure timer/net/tasks, network simulations) and plans (rtvirt.plan/v1). The first result \
+of each comparison is the baseline; differences beyond 10% (latency) or 1 percentage point (DSR) are \
+highlighted.\n\nExample: rtvirt report sim.json measured.json plan.json -o report.html")]
+pub struct ReportArgs {
+    /// Results and plan JSON files, baseline first.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the report ("-" for standard output). Default: report.html, or report.md
+    /// with --format md.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormatArg::Html)]
+    pub format: ReportFormatArg,
+    /// Title at the top of the report.
+    #[arg(long, default_value = "rtvirt report")]
+    pub title: String,
+}
+
+pub fn run(a: ReportArgs) -> CmdResult {
+    let format = match a.format {
+        ReportFormatArg::Html => ReportFormat::Html,
+        ReportFormatArg::Md => ReportFormat::Markdown,
+    };
+    let text = rtvirt_report::report_from_files(&a.title, &a.files, format)?;
+    let default = if format == ReportFormat::Html { "report.html" } else { "report.md" };
+    let out = a.output.unwrap_or_else(|| PathBuf::from(default));
+    write_output(&out, &text)?;
+    Ok(Outcome::Ok)
+}
+
+/// Write the report to a file (printing where) or to stdout for "-".
+pub fn write_output(out: &Path, text: &str) -> anyhow::Result<()> {
+    if out == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(out, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    eprintln!("report written to {}", out.display());
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Latency sections: per family of comparable latencies (timer, round trip, each flow) a CDF
+//! (log x), a histogram, box plots per result and a statistics table against the baseline.
+
+use super::compare::{compared, Better, LATENCY_DIFF};
+use crate::distribution::Distribution;
+use crate::doc::{Cell, Figure, Section, Table};
+use crate::extract::{by_family, latency_series, LatencySeries, TIMER_FAMILY};
+use crate::input::Input;
+use crate::svg::boxplot::{BoxChart, BoxStats};
+use crate::svg::histogram::{self, HistSeries};
+use crate::svg::line::{LineChart, Series};
+use crate::units::{fmt_ns, fmt_plain};
+use rtvirt_model::stats::Summary;
+
+/// One section per latency family found in the inputs.
+pub fn sections(inputs: &[Input]) -> Vec<Section> {
+    let series = latency_series(inputs);
+    by_family(&series).into_iter().map(|(family, members)| family_section(&family, &members)).collect()
+}
+
+fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
+    let dists: Vec<Distribution> = members.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
+    let mut sec = Section::new(family);
+    sec.figure(cdf_figure(family, members, &dists));
+    sec.figure(histogram_figure(family, members, &dists));
+    sec.figure(box_figure(family, members, &dists));
+    sec.table(stats_table(family, members));
+    if let Some(t) = per_cpu_table(members) {
+        sec.table(t);
+    }
+    if dists.iter().any(|d| !d.is_exact()) {
+        sec.note("Where a result carries no histogram, its CDF is drawn through its percentiles (marked points) and its histogram spreads each percentile band's exact share of samples evenly over the band (log scale).");
+    }
+    sec
+}
+
+fn cdf_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
+    let series = members
+        .iter()
+        .zip(dists)
+        .map(|(m, d)| Series { name: m.name.clone(), points: d.cdf().into_iter().map(|(v, f)| (v.max(1.0), f)).collect(), step: d.is_exact(), markers: !d.is_exact() })
+        .collect();
+    let chart = LineChart {
+        kind: "cdf",
+        title: format!("{family}: CDF"),
+        x_label: "latency (log scale)".into(),
+        y_label: "share of samples at or below".into(),
+        x_log: true,
+        y_log: false,
+        x_fmt: fmt_ns,
+        y_fmt: fmt_plain,
+        y_range: Some((0.0, 1.0)),
+        series,
+    };
+    Figure { kind: "cdf", title: chart.title.clone(), caption: "Cumulative distribution; further right is slower, a long tail shows as a late climb to 1.".into(), svg: chart.render() }
+}
+
+fn histogram_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
+    let hs: Vec<HistSeries> = members.iter().zip(dists).map(|(m, d)| HistSeries { name: m.name.clone(), dist: d }).collect();
+    let title = format!("{family}: histogram");
+    let svg = histogram::render(&title, "latency (log scale, 10 bins per decade)", &hs);
+    Figure { kind: "histogram", title, caption: "Share of samples per logarithmic bin.".into(), svg }
+}
+
+fn box_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
+    let boxes = members.iter().zip(dists).map(|(m, d)| BoxStats::from_summary(&m.name, &with_quartile(m.summary, d))).collect();
+    let chart = BoxChart { title: format!("{family}: box plots"), y_label: "latency".into(), y_fmt: fmt_ns, boxes };
+    Figure {
+        kind: "boxplot",
+        title: chart.title.clone(),
+        caption: "Box: quartiles p25..p75, white line: median. Whiskers: the furthest known percentile (p90 ... max) within 1.5 x IQR of the box; labelled points: known percentiles beyond the whiskers.".into(),
+        svg: chart.render(),
+    }
+}
+
+/// The summary with p25 filled from exact buckets when the producer did not record it.
+fn with_quartile(s: &Summary, d: &Distribution) -> Summary {
+    let mut s = s.clone();
+    if s.p25.is_none() && d.is_exact() {
+        s.p25 = Some(d.quantile(0.25) as u64);
+    }
+    s
+}
+
+const STAT_COLUMNS: [&str; 10] = ["samples", "min", "mean", "SD", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+
+fn stats_table(family: &str, members: &[&LatencySeries]) -> Table {
+    let mut header = vec!["result", "kind"];
+    header.extend(STAT_COLUMNS);
+    header.push("notes");
+    let mut t = Table::new(format!("{family}: statistics (differences against the first row)"), &header);
+    let base = members.first().map(|m| m.summary);
+    for (i, m) in members.iter().enumerate() {
+        let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(m.result.kind.clone())];
+        row.extend(stat_cells(m.summary, if i == 0 { None } else { base }));
+        row.push(Cell::plain(notes(m)));
+        t.row(row);
+    }
+    t
+}
+
+/// (value, percentile key for the low-confidence flag) of each column after "samples".
+fn stat_values(s: &Summary) -> [(f64, Option<&'static str>); 9] {
+    [
+        (s.min as f64, None),
+        (s.mean, None),
+        (s.sd, None),
+        (s.p50 as f64, Some("p50")),
+        (s.p90 as f64, Some("p90")),
+        (s.p99 as f64, Some("p99")),
+        (s.p999 as f64, Some("p999")),
+        (s.p9999 as f64, Some("p9999")),
+        (s.max as f64, None),
+    ]
+}
+
+/// count, min, mean, SD, p50 ... max, each compared with the baseline summary; percentiles
+/// with too few samples behind them get a "*".
+pub fn stat_cells(s: &Summary, base: Option<&Summary>) -> Vec<Cell> {
+    let mut cells = vec![Cell::plain(s.count.to_string())];
+    let vb = base.map(stat_values);
+    for (k, (v, key)) in stat_values(s).into_iter().enumerate() {
+        let low = key.is_some_and(|key| s.low_confidence.iter().any(|l| l == key));
+        let text = if low { format!("{}*", fmt_ns(v)) } else { fmt_ns(v) };
+        cells.push(compared(text, v, vb.map(|b| b[k].0), LATENCY_DIFF, Better::Lower));
+    }
+    cells
+}
+
+/// Kind-specific counts worth seeing next to the statistics (missed periods, losses, drops).
+fn notes(m: &LatencySeries) -> String {
+    let mut parts = Vec::new();
+    for key in ["missed_periods", "lost", "timeouts", "stalls"] {
+        if let Some(v) = m.result.extra.get(key).filter(|v| !v.is_null()) {
+            parts.push(format!("{}: {v}", key.replace('_', " ")));
+        }
+    }
+    if !m.summary.low_confidence.is_empty() {
+        parts.push("* too few samples for this percentile".into());
+    }
+    parts.join("; ")
+}
+
+/// Per-CPU timer latency of every result that has it.
+fn per_cpu_table(members: &[&LatencySeries]) -> Option<Table> {
+    let mut header = vec!["result", "cpu"];
+    header.extend(STAT_COLUMNS);
+    let mut t = Table::new("Per CPU", &header);
+    for m in members.iter().filter(|m| m.family == TIMER_FAMILY) {
+        for c in &m.result.cpus {
+            let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(c.cpu.to_string())];
+            row.extend(stat_cells(&c.latency_ns, None));
+            t.row(row);
+        }
+    }
+    (!t.rows.is_empty()).then_some(t)
+}

@@ -1,0 +1,53 @@
+//! Assembling a report from loaded inputs: an overview of the inputs, then one section per kind
+//! of content found (latency families, tasks, plans, network segments, time series,
+//! environment). Sections with nothing to show are left out.
+
+pub mod compare;
+mod environment;
+mod latency;
+mod network;
+mod plan;
+mod tasks;
+mod timeline;
+
+use crate::doc::{Cell, Report, Section, Table};
+use crate::input::{Document, Input};
+use crate::units::fmt_ns;
+
+/// The whole report for these inputs (the first result of each comparison is its baseline).
+pub fn build_report(title: &str, inputs: &[Input]) -> Report {
+    let mut sections = vec![overview(inputs)];
+    sections.extend(plan::sections(inputs));
+    sections.extend(tasks::section(inputs));
+    sections.extend(latency::sections(inputs));
+    sections.extend(network::section(inputs));
+    sections.extend(timeline::section(inputs));
+    sections.extend(environment::section(inputs));
+    Report { title: title.to_string(), sections }
+}
+
+fn overview(inputs: &[Input]) -> Section {
+    let mut sec = Section::new("Inputs");
+    let mut t = Table::new("", &["name", "file", "kind", "duration", "seed", "where"]);
+    for i in inputs {
+        let row = match &i.doc {
+            Document::Results(r) => vec![
+                Cell::plain(r.kind.clone()),
+                Cell::plain(fmt_ns(r.duration_ns as f64)),
+                Cell::plain(r.seed.map_or("-".into(), |s| s.to_string())),
+                Cell::plain(r.environment.as_ref().and_then(|e| e.r#in.clone()).unwrap_or_else(|| default_where(&r.kind).into())),
+            ],
+            Document::Plan(_) => vec![Cell::plain("plan"), Cell::plain("-"), Cell::plain("-"), Cell::plain("-")],
+        };
+        let mut cells = vec![Cell::plain(i.name.clone()), Cell::plain(i.path.display().to_string())];
+        cells.extend(row);
+        t.row(cells);
+    }
+    sec.table(t);
+    sec.note("Comparisons take the first input of each table as the baseline: differences beyond 10% (latency, response time) or 1 percentage point (DSR) are highlighted, red when worse, green when better.");
+    sec
+}
+
+fn default_where(kind: &str) -> &'static str {
+    if kind == "simulation" || kind == "netsim" { "simulation" } else { "-" }
+}

@@ -1,0 +1,69 @@
+//! Network path section: mean latency per segment (host receive / guest / host send) stacked
+//! per flow and result, with a table of segment means and p99s, throughput and drops.
+
+use crate::doc::{Cell, Figure, Section, Table};
+use crate::extract::{segment_order, segment_stat};
+use crate::input::Input;
+use crate::svg::bars::{BarChart, BarMode};
+use crate::units::fmt_ns;
+use rtvirt_model::results::FlowResult;
+
+/// (result name, flow) for every flow with segments.
+fn flows(inputs: &[Input]) -> Vec<(&str, &FlowResult)> {
+    inputs
+        .iter()
+        .filter_map(|i| i.results().map(|r| (i.name.as_str(), r)))
+        .flat_map(|(n, r)| r.flows.iter().map(move |f| (n, f)))
+        .collect()
+}
+
+pub fn section(inputs: &[Input]) -> Option<Section> {
+    let all = flows(inputs);
+    if all.is_empty() {
+        return None;
+    }
+    let with_segments: Vec<_> = all.iter().copied().filter(|(_, f)| !f.segments_ns.is_empty()).collect();
+    let segments = segment_order(with_segments.iter().flat_map(|(_, f)| f.segments_ns.keys()));
+    let mut sec = Section::new("Network path: latency per segment");
+    if !with_segments.is_empty() {
+        sec.figure(segment_figure(&with_segments, &segments));
+    }
+    sec.table(flow_table(&all, &segments));
+    Some(sec)
+}
+
+fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure {
+    let chart = BarChart {
+        kind: "segments",
+        title: "Mean latency per segment".into(),
+        y_label: "mean latency".into(),
+        y_fmt: fmt_ns,
+        mode: BarMode::Stacked,
+        categories: flows.iter().map(|(n, f)| format!("{n} / {}", f.name)).collect(),
+        series: segments.to_vec(),
+        values: flows.iter().map(|(_, f)| segments.iter().map(|s| f.segments_ns.get(s).and_then(|v| segment_stat(v, "mean"))).collect()).collect(),
+        reference: None,
+        y_range: None,
+    };
+    Figure { kind: "segments", title: chart.title.clone(), caption: "Host receive: NIC IRQ to VM entry; guest: VM entry to the VM exit sending the response; host send: to the wire (SEEDS 1).".into(), svg: chart.render() }
+}
+
+fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
+    let mut header: Vec<String> = vec!["result".into(), "flow".into(), "mean".into(), "p99".into()];
+    header.extend(segments.iter().map(|s| format!("{s} mean / p99")));
+    header.extend(["throughput".into(), "drops".into()]);
+    let mut t = Table { caption: "Flows".into(), header, rows: Vec::new() };
+    for (name, f) in flows {
+        let lat = |k: fn(&rtvirt_model::stats::Summary) -> f64| f.latency_ns.as_ref().map_or("-".into(), |s| fmt_ns(k(s)));
+        let mut row = vec![Cell::plain(*name), Cell::plain(f.name.clone()), Cell::plain(lat(|s| s.mean)), Cell::plain(lat(|s| s.p99 as f64))];
+        for s in segments {
+            let v = f.segments_ns.get(s);
+            let stat = |k| v.and_then(|v| segment_stat(v, k)).map_or("-".into(), fmt_ns);
+            row.push(Cell::plain(format!("{} / {}", stat("mean"), stat("p99"))));
+        }
+        row.push(Cell::plain(f.throughput_bps.map_or("-".into(), |b| format!("{:.2} Gb/s", b / 1e9))));
+        row.push(Cell::plain(f.drops.to_string()));
+        t.row(row);
+    }
+    t
+}

@@ -1,0 +1,63 @@
+//! Plan sections: per-core bandwidth (stacked by guest, with the cap) and the reservations.
+
+use crate::doc::{Cell, Figure, Section, Table};
+use crate::input::Input;
+use crate::svg::bars::{BarChart, BarMode};
+use crate::units::{fmt_ns, fmt_ratio};
+use rtvirt_model::plan::Plan;
+
+pub fn sections(inputs: &[Input]) -> Vec<Section> {
+    inputs.iter().filter_map(|i| i.plan().map(|p| plan_section(&i.name, p))).collect()
+}
+
+fn plan_section(name: &str, plan: &Plan) -> Section {
+    let mut sec = Section::new(format!("Plan: {name}"));
+    let rho = plan.max_rho.map_or("none".into(), |r| format!("{r:.3}"));
+    sec.note(format!("{}; {} core(s) used; largest uniform rho that fits: {rho}.", if plan.feasible { "Feasible" } else { "NOT feasible" }, plan.cores_used));
+    if !plan.unplaced.is_empty() {
+        sec.note(format!("Guests that fit on no core: {}.", plan.unplaced.join(", ")));
+    }
+    if !plan.cores.is_empty() {
+        sec.figure(bandwidth_figure(name, plan));
+    }
+    sec.table(reservation_table(plan));
+    sec
+}
+
+fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
+    let guests: Vec<String> = plan.guests.iter().filter(|g| g.core.is_some()).map(|g| g.name.clone()).collect();
+    let values = plan.cores.iter().map(|c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c.id)).map(|gp| gp.bandwidth)).collect()).collect();
+    let cap = plan.settings.get("bandwidth_cap").and_then(|v| v.as_f64());
+    let chart = BarChart {
+        kind: "bandwidth",
+        title: format!("Per-core bandwidth: {name}"),
+        y_label: "bandwidth (budget / period)".into(),
+        y_fmt: fmt_ratio,
+        mode: BarMode::Stacked,
+        categories: plan.cores.iter().map(|c| format!("core {}", c.id)).collect(),
+        series: guests,
+        values,
+        reference: cap.map(|c| (c, format!("cap {}", fmt_ratio(c)))),
+        y_range: None,
+    };
+    Figure { kind: "bandwidth", title: chart.title.clone(), caption: "Each guest's vCPU reservation stacked on its core.".into(), svg: chart.render() }
+}
+
+fn reservation_table(plan: &Plan) -> Table {
+    let mut t = Table::new("Reservations", &["guest", "core", "scheduler / model", "period", "budget", "deadline", "bandwidth", "tasks", "task bounds"]);
+    for g in &plan.guests {
+        let bounds: Vec<String> = g.tasks.iter().map(|tp| format!("{} {} ({})", tp.name, fmt_ns(tp.budget_ns as f64), tp.bound)).collect();
+        t.row(vec![
+            Cell::plain(g.name.clone()),
+            Cell::plain(g.core.map_or("unplaced".into(), |c| c.to_string())),
+            Cell::plain(format!("{} / {}", g.scheduler, g.model)),
+            Cell::plain(fmt_ns(g.period_ns as f64)),
+            Cell::plain(fmt_ns(g.budget_ns as f64)),
+            Cell::plain(fmt_ns(g.deadline_ns as f64)),
+            Cell::plain(fmt_ratio(g.bandwidth)),
+            Cell::plain(g.tasks.len().to_string()),
+            Cell::plain(bounds.join(", ")),
+        ]);
+    }
+    t
+}

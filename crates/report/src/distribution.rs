@@ -1,0 +1,177 @@
+//! A latency distribution as a report can know it: exactly, from histogram buckets carried in a
+//! result (`histogram_ns`), or only at the percentiles of its [`Summary`].
+//!
+//! With percentiles only, the CDF is known at (min, 0), (p25, 0.25) when present, (p50, 0.5) ...
+//! (p99.99, 0.9999), (max, 1); charts draw straight segments between those points and mark them.
+//! Histogram shares spread the mass between two known percentiles uniformly over the
+//! logarithm of the interval (e.g. 25% of the samples lie between p50 and p75, spread over
+//! log10(p50)..log10(p75)): the mass per band is exact, its shape inside the band is assumed.
+
+use rtvirt_model::stats::Summary;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Distribution {
+    /// (value_ns, count) per non-empty histogram bucket, ascending.
+    Buckets(Vec<(u64, u64)>),
+    /// (value_ns, cumulative probability) at the known percentiles, ascending.
+    Quantiles(Vec<(f64, f64)>),
+}
+
+impl Distribution {
+    /// Exact buckets when the result carries them, else the summary's percentiles.
+    pub fn of(summary: &Summary, buckets: Option<Vec<(u64, u64)>>) -> Distribution {
+        match buckets {
+            Some(mut b) if b.iter().any(|&(_, c)| c > 0) => {
+                b.retain(|&(_, c)| c > 0);
+                b.sort_unstable();
+                Distribution::Buckets(b)
+            }
+            _ => Distribution::Quantiles(quantile_points(summary)),
+        }
+    }
+
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Distribution::Buckets(_))
+    }
+
+    /// (value, F(value)) points of the CDF, ascending.
+    pub fn cdf(&self) -> Vec<(f64, f64)> {
+        match self {
+            Distribution::Quantiles(q) => q.clone(),
+            Distribution::Buckets(b) => {
+                let total: u64 = b.iter().map(|&(_, c)| c).sum();
+                let mut cum = 0u64;
+                let mut pts = vec![(b[0].0 as f64, 0.0)];
+                for &(v, c) in b {
+                    cum += c;
+                    pts.push((v as f64, cum as f64 / total as f64));
+                }
+                pts
+            }
+        }
+    }
+
+    /// Value at quantile `q` (the first value whose cumulative share reaches q).
+    pub fn quantile(&self, q: f64) -> f64 {
+        let cdf = self.cdf();
+        cdf.iter().find(|&&(_, f)| f >= q - 1e-12).or(cdf.last()).map_or(0.0, |p| p.0)
+    }
+
+    /// Share of the samples in each log-spaced bin `[edges[i], edges[i+1])`; values outside the
+    /// edges go to the first/last bin so that the shares always sum to 1.
+    pub fn shares(&self, edges: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; edges.len().saturating_sub(1)];
+        if out.is_empty() {
+            return out;
+        }
+        match self {
+            Distribution::Buckets(b) => {
+                let total: u64 = b.iter().map(|&(_, c)| c).sum();
+                for &(v, c) in b {
+                    out[bin_of(edges, v as f64)] += c as f64 / total as f64;
+                }
+            }
+            Distribution::Quantiles(q) => {
+                for w in q.windows(2) {
+                    spread_log_uniform(&mut out, edges, w[0].0, w[1].0, w[1].1 - w[0].1);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The summary's known (value, quantile) points, ascending in both.
+fn quantile_points(s: &Summary) -> Vec<(f64, f64)> {
+    let mut pts = vec![(s.min as f64, 0.0)];
+    if let Some(p25) = s.p25 {
+        pts.push((p25 as f64, 0.25));
+    }
+    for (v, q) in [(s.p50, 0.5), (s.p75, 0.75), (s.p90, 0.9), (s.p95, 0.95), (s.p99, 0.99), (s.p999, 0.999), (s.p9999, 0.9999), (s.max, 1.0)] {
+        let prev = pts.last().map_or(0.0, |p| p.0);
+        pts.push(((v as f64).max(prev), q));
+    }
+    pts
+}
+
+/// Index of the bin holding `v` (clamped to the first/last bin).
+fn bin_of(edges: &[f64], v: f64) -> usize {
+    let n = edges.len() - 1;
+    edges[1..n].iter().take_while(|&&e| e <= v).count()
+}
+
+/// Add `mass`, spread uniformly over log10 of [a, b], to the bins.
+fn spread_log_uniform(out: &mut [f64], edges: &[f64], a: f64, b: f64, mass: f64) {
+    if mass <= 0.0 {
+        return;
+    }
+    let (la, lb) = (a.max(1.0).log10(), b.max(1.0).log10());
+    if lb - la < 1e-12 {
+        out[bin_of(edges, a.max(1.0))] += mass;
+        return;
+    }
+    let n = out.len();
+    for (i, slot) in out.iter_mut().enumerate() {
+        let lo = if i == 0 { f64::NEG_INFINITY } else { edges[i].log10() };
+        let hi = if i == n - 1 { f64::INFINITY } else { edges[i + 1].log10() };
+        let overlap = (hi.min(lb) - lo.max(la)).max(0.0);
+        *slot += mass * overlap / (lb - la);
+    }
+}
+
+/// Log-spaced bin edges, `per_decade` bins per decade, from `lo` to `hi` (both powers of ten).
+pub fn log_edges(lo: f64, hi: f64, per_decade: u32) -> Vec<f64> {
+    let decades = (hi / lo).log10().round().max(1.0) as u32;
+    (0..=decades * per_decade).map(|i| lo * 10f64.powf(i as f64 / per_decade as f64)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rtvirt_model::stats::LatencyHistogram;
+
+    fn hist(values: &[u64]) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        values.iter().for_each(|&v| h.record(v));
+        h
+    }
+
+    #[test]
+    fn bucket_cdf_ends_at_one_and_quantiles_match() {
+        let h = hist(&(1..=1000).map(|v| v * 1000).collect::<Vec<_>>());
+        let d = Distribution::of(&h.summary(), Some(h.buckets()));
+        assert!(d.is_exact());
+        let cdf = d.cdf();
+        assert_eq!(cdf.last().unwrap().1, 1.0);
+        let p25 = d.quantile(0.25);
+        assert!((p25 - 250_000.0).abs() / 250_000.0 < 0.002, "{p25}");
+    }
+
+    proptest! {
+        #[test]
+        fn shares_sum_to_one_either_way(values in proptest::collection::vec(1u64..50_000_000, 1..300), exact in any::<bool>()) {
+            let h = hist(&values);
+            let d = Distribution::of(&h.summary(), exact.then(|| h.buckets()));
+            let edges = log_edges(1.0, 1e9, 10);
+            let total: f64 = d.shares(&edges).iter().sum();
+            prop_assert!((total - 1.0).abs() < 1e-9, "{}", total);
+            let cdf = d.cdf();
+            prop_assert!(cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        }
+
+        /// The percentile-band histogram puts exactly the known mass between known percentiles.
+        #[test]
+        fn quantile_shares_match_band_masses(values in proptest::collection::vec(1u64..50_000_000, 20..300)) {
+            let s = hist(&values).summary();
+            let d = Distribution::of(&s, None);
+            let edges = log_edges(1.0, 1e9, 10);
+            let shares = d.shares(&edges);
+            // Mass at or below the bin holding p50 is at least 0.5 minus the mass of that one bin.
+            let k = bin_of(&edges, s.p50 as f64);
+            let below: f64 = shares[..k].iter().sum();
+            prop_assert!(below <= 0.5 + 1e-9);
+            prop_assert!(below + shares[k] >= 0.5 - 1e-9);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The report as a format-independent document: sections of figures (pre-rendered SVG), tables
+//! and notes. `render::html` and `render::markdown` turn it into files.
+
+/// How a table cell is highlighted when compared with its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mark {
+    #[default]
+    None,
+    /// Worse than the baseline by more than the threshold.
+    Worse,
+    /// Better than the baseline by more than the threshold.
+    Better,
+    /// Differs from the other columns (environment rows, non-numeric values).
+    Differs,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Cell {
+    pub text: String,
+    pub mark: Mark,
+}
+
+impl Cell {
+    pub fn plain(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), mark: Mark::None }
+    }
+    pub fn marked(text: impl Into<String>, mark: Mark) -> Cell {
+        Cell { text: text.into(), mark }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::plain(s)
+    }
+}
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::plain(s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Table {
+    pub caption: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(caption: impl Into<String>, header: &[&str]) -> Table {
+        Table { caption: caption.into(), header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+    }
+    pub fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+}
+
+/// A chart: SVG markup (self-contained) plus what Markdown shows instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Chart kind ("cdf", "histogram", "boxplot", "dsr-rho", "bandwidth", "segments", "timeseries", ...).
+    pub kind: &'static str,
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    Figure(Figure),
+    Table(Table),
+    Note(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Section {
+    pub title: String,
+    pub blocks: Vec<Block>,
+}
+
+impl Section {
+    pub fn new(title: impl Into<String>) -> Section {
+        Section { title: title.into(), blocks: Vec::new() }
+    }
+    pub fn figure(&mut self, f: Figure) {
+        self.blocks.push(Block::Figure(f));
+    }
+    pub fn table(&mut self, t: Table) {
+        if !t.rows.is_empty() {
+            self.blocks.push(Block::Table(t));
+        }
+    }
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.blocks.push(Block::Note(text.into()));
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+impl Report {
+    /// Every figure of the report, in order.
+    pub fn figures(&self) -> impl Iterator<Item = &Figure> {
+        self.sections.iter().flat_map(|s| s.blocks.iter()).filter_map(|b| match b {
+            Block::Figure(f) => Some(f),
+            _ => None,
+        })
+    }
+    /// Every table of the report, in order.
+    pub fn tables(&self) -> impl Iterator<Item = &Table> {
+        self.sections.iter().flat_map(|s| s.blocks.iter()).filter_map(|b| match b {
+            Block::Table(t) => Some(t),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! Hand-written SVG charts. Written by hand because the report must be one self-contained file
+//! viewable offline (no JS charting library from the net) and the charts are few and simple; the
+//! Rust plotting crates (plotters) add a large dependency tree for what is ~500 lines here.
+//!
+//! Every data mark (bar, box, line, point) has the class `datum` and a `<title>` tooltip, so
+//! that tests (and people hovering) can tell data from decoration.
+
+pub mod bars;
+pub mod boxplot;
+pub mod histogram;
+pub mod line;
+pub mod scale;
+
+use scale::Scale;
+use std::fmt::Write;
+
+/// Okabe-Ito colour-blind-safe palette.
+pub const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7F7F7F", "#000000"];
+
+pub fn color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// A value formatter for axis labels and tooltips.
+pub type Fmt = fn(f64) -> String;
+
+/// Canvas and plot-area geometry shared by every chart.
+pub const WIDTH: f64 = 780.0;
+pub const HEIGHT: f64 = 380.0;
+pub const LEFT: f64 = 76.0;
+pub const RIGHT: f64 = 580.0;
+pub const TOP: f64 = 40.0;
+pub const BOTTOM: f64 = 320.0;
+const LEGEND_X: f64 = 596.0;
+
+/// Escape text for XML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An SVG document being written.
+pub struct Svg {
+    out: String,
+}
+
+impl Svg {
+    /// Start a chart of the given kind with its title drawn at the top.
+    pub fn new(kind: &str, title: &str) -> Svg {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{}" font-family="sans-serif">"#,
+            esc(kind),
+            esc(title)
+        );
+        let _ = write!(out, r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
+        let mut svg = Svg { out };
+        svg.text(WIDTH / 2.0, 22.0, "middle", 15.0, "bold", title);
+        svg
+    }
+
+    pub fn raw(&mut self, markup: &str) {
+        self.out.push_str(markup);
+    }
+
+    /// A data rectangle with a tooltip.
+    pub fn bar(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, tip: &str) {
+        let _ = write!(
+            self.out,
+            r#"<rect class="datum" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{}</title></rect>"#,
+            w.max(0.5),
+            h.max(0.5),
+            esc(tip)
+        );
+    }
+
+    /// A decorative rectangle (frames, legend swatches).
+    pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, stroke: &str) {
+        let _ = write!(self.out, r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="{stroke}"/>"#);
+    }
+
+    pub fn line(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: &str, width: f64, dash: bool) {
+        let dash = if dash { r#" stroke-dasharray="5 4""# } else { "" };
+        let _ = write!(self.out, r#"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{stroke}" stroke-width="{width}"{dash}/>"#);
+    }
+
+    /// A data polyline with a tooltip (the series name).
+    pub fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, tip: &str) {
+        let mut d = String::new();
+        for (i, (x, y)) in points.iter().enumerate() {
+            let _ = write!(d, "{}{x:.1},{y:.1}", if i == 0 { "M" } else { " L" });
+        }
+        let _ = write!(
+            self.out,
+            r#"<path class="datum" d="{d}" fill="none" stroke="{stroke}" stroke-width="2" stroke-linejoin="round"><title>{}</title></path>"#,
+            esc(tip)
+        );
+    }
+
+    /// A data point with a tooltip.
+    pub fn point(&mut self, x: f64, y: f64, r: f64, fill: &str, tip: &str) {
+        let _ = write!(self.out, r#"<circle class="datum" cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{fill}"><title>{}</title></circle>"#, esc(tip));
+    }
+
+    pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
+        let _ = write!(
+            self.out,
+            r##"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="{size}" font-weight="{weight}" fill="#222">{}</text>"##,
+            esc(s)
+        );
+    }
+
+    /// Text rotated about its anchor point (y-axis titles, crowded category labels).
+    pub fn text_rotated(&mut self, x: f64, y: f64, angle: f64, anchor: &str, s: &str) {
+        let _ = write!(
+            self.out,
+            r##"<text x="{x:.1}" y="{y:.1}" transform="rotate({angle} {x:.1} {y:.1})" text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##,
+            esc(s)
+        );
+    }
+
+    pub fn finish(mut self) -> String {
+        self.out.push_str("</svg>");
+        self.out
+    }
+}
+
+/// Frame, horizontal grid lines and labelled ticks of a y axis, plus its title.
+pub fn y_axis(svg: &mut Svg, y: &Scale, label: &str, fmt: Fmt) {
+    svg.rect(LEFT, TOP, RIGHT - LEFT, BOTTOM - TOP, "none", "#888");
+    for t in y.ticks() {
+        let py = y.map(t.value);
+        svg.line((LEFT, py), (RIGHT, py), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
+        if t.major {
+            svg.text(LEFT - 6.0, py + 4.0, "end", 11.0, "normal", &fmt(t.value));
+        }
+    }
+    svg.text_rotated(18.0, (TOP + BOTTOM) / 2.0, -90.0, "middle", label);
+}
+
+/// Vertical grid lines and labelled ticks of a numeric x axis, plus its title.
+pub fn x_axis(svg: &mut Svg, x: &Scale, label: &str, fmt: Fmt) {
+    for t in x.ticks() {
+        let px = x.map(t.value);
+        svg.line((px, TOP), (px, BOTTOM), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
+        if t.major {
+            svg.text(px, BOTTOM + 16.0, "middle", 11.0, "normal", &fmt(t.value));
+        }
+    }
+    svg.text((LEFT + RIGHT) / 2.0, BOTTOM + 40.0, "middle", 12.0, "normal", label);
+}
+
+/// Category labels under a categorical x axis (rotated when crowded, shortened when long).
+pub fn x_categories(svg: &mut Svg, names: &[String], centers: &[f64]) {
+    let crowded = names.len() > 6 || names.iter().any(|n| n.chars().count() * 7 > ((RIGHT - LEFT) / names.len().max(1) as f64) as usize);
+    for (name, &cx) in names.iter().zip(centers) {
+        let short = shorten(name, if crowded { 22 } else { 40 });
+        if crowded {
+            svg.text_rotated(cx, BOTTOM + 14.0, -20.0, "end", &short);
+        } else {
+            svg.text(cx, BOTTOM + 18.0, "middle", 12.0, "normal", &short);
+        }
+    }
+}
+
+/// Legend in the right-hand column: colour swatch and name per series.
+pub fn legend(svg: &mut Svg, entries: &[(String, &str)]) {
+    for (i, (name, col)) in entries.iter().enumerate() {
+        let y = TOP + 8.0 + i as f64 * 20.0;
+        if y > HEIGHT - 10.0 {
+            svg.text(LEGEND_X, y, "start", 11.0, "normal", &format!("... and {} more", entries.len() - i));
+            break;
+        }
+        svg.rect(LEGEND_X, y - 9.0, 12.0, 12.0, col, "none");
+        svg.text(LEGEND_X + 18.0, y + 1.0, "start", 12.0, "normal", &shorten(name, 26));
+    }
+}
+
+/// `s` cut to at most `max` characters with an ellipsis.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Centers of `n` equal slots across the plot area, and the slot width.
+pub fn slots(n: usize) -> (Vec<f64>, f64) {
+    let w = (RIGHT - LEFT) / n.max(1) as f64;
+    ((0..n).map(|i| LEFT + w * (i as f64 + 0.5)).collect(), w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(esc(r#"a<b & "c">'"#), "a&lt;b &amp; &quot;c&quot;&gt;&#39;");
+    }
+
+    #[test]
+    fn svg_is_well_formed_xml() {
+        let mut s = Svg::new("test", "A <title> & more");
+        s.bar(1.0, 2.0, 3.0, 4.0, "red", "x < y");
+        s.polyline(&[(0.0, 0.0), (1.0, 1.0)], "blue", "series \"1\"");
+        let text = s.finish();
+        let doc = roxmltree::Document::parse(&text).expect("well-formed");
+        assert_eq!(doc.descendants().filter(|n| n.attribute("class") == Some("datum")).count(), 2);
+    }
+}

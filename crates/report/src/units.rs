@@ -1,0 +1,71 @@
+//! Numbers as people read them in reports: durations with three significant digits in the
+//! largest fitting unit ("12.3us", "1.05ms"), ratios and relative differences.
+
+/// A duration in nanoseconds with three significant digits: "850ns", "12.3us", "1.05ms", "2.50s".
+pub fn fmt_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".into();
+    }
+    let (value, unit) = match ns.abs() {
+        a if a >= 1e9 => (ns / 1e9, "s"),
+        a if a >= 1e6 => (ns / 1e6, "ms"),
+        a if a >= 1e3 => (ns / 1e3, "us"),
+        _ => return format!("{}ns", ns.round()),
+    };
+    format!("{}{unit}", three_digits(value))
+}
+
+/// A number with three significant digits (no exponent): 1.23, 12.3, 123.
+pub fn three_digits(v: f64) -> String {
+    let a = v.abs();
+    let decimals = if a >= 100.0 { 0 } else if a >= 10.0 { 1 } else { 2 };
+    format!("{v:.decimals$}")
+}
+
+/// A ratio in [0, 1] as a percentage with enough digits to tell 0.999 from 1: "99.90%".
+pub fn fmt_ratio(r: f64) -> String {
+    if (r - 1.0).abs() < f64::EPSILON {
+        "100%".into()
+    } else {
+        format!("{:.2}%", r * 100.0)
+    }
+}
+
+/// A plain number for axis ticks: integers without decimals, others with up to 3 digits.
+pub fn fmt_plain(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Seconds from nanoseconds for time axes: "0.5s", "12s".
+pub fn fmt_seconds(ns: f64) -> String {
+    format!("{}s", fmt_plain((ns / 1e9 * 1000.0).round() / 1000.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_have_three_significant_digits() {
+        assert_eq!(fmt_ns(850.0), "850ns");
+        assert_eq!(fmt_ns(12_345.0), "12.3us");
+        assert_eq!(fmt_ns(1_049_000.0), "1.05ms");
+        assert_eq!(fmt_ns(250_000.0), "250us");
+        assert_eq!(fmt_ns(2.5e9), "2.50s");
+        assert_eq!(fmt_ns(f64::NAN), "-");
+    }
+
+    #[test]
+    fn ratios_and_plain_numbers() {
+        assert_eq!(fmt_ratio(1.0), "100%");
+        assert_eq!(fmt_ratio(0.9991), "99.91%");
+        assert_eq!(fmt_plain(0.5), "0.5");
+        assert_eq!(fmt_plain(3.0), "3");
+        assert_eq!(fmt_seconds(1.5e9), "1.5s");
+    }
+}
