@@ -5,8 +5,11 @@
 //! - [`apply`]: plans and profiles -> lint -> journaled changes; [`journal`]: revert.
 //! - [`sched`], [`cpuset`], [`procfs`], [`qmp`], [`cpulist`]: the OS interfaces underneath.
 
+pub mod change;
 pub mod cpulist;
+pub mod cpuset;
 pub mod error;
+pub mod journal;
 pub mod procfs;
 pub mod qmp;
 pub mod sched;

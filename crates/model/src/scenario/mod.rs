@@ -189,6 +189,12 @@ impl Scenario {
 
 /// TOML -> raw structs, with the field path and line/column of any error.
 fn parse_raw(src: &str) -> Result<RawScenario, InputError> {
+    parse_toml_located(src)
+}
+
+/// Deserialize any TOML document (scenario, host profile...) with located errors: the field path
+/// and its line/column, as for scenarios.
+pub fn parse_toml_located<T: serde::de::DeserializeOwned>(src: &str) -> Result<T, InputError> {
     let de = toml::Deserializer::parse(src).map_err(toml_error(src, None))?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = toml_path(e.path());

@@ -1,0 +1,159 @@
+//! `Change`: one reversible change to the host, carrying the original value it replaces. The
+//! journal records a change before it is performed; `undo` puts the original back and is
+//! idempotent (undoing a change that was never performed is harmless), which is what lets
+//! `revert` finish the work of a process killed halfway.
+
+use crate::cpulist::CpuList;
+use crate::error::{HostError, KernelError, Op, Result};
+use crate::procfs;
+use crate::sched::{self, SchedAttr};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// sched_setattr on a thread; (tid, starttime) identifies it so that a reused TID is never touched.
+    Sched { tid: u32, starttime: u64, before: SchedAttr, after: SchedAttr },
+    /// sched_setaffinity on a thread.
+    Affinity { tid: u32, starttime: u64, before: CpuList, after: CpuList },
+    /// A sysfs/procfs/cgroup file's content.
+    File { path: PathBuf, before: String, after: String },
+    /// A cgroup directory rtvirt creates, with the files it writes in it (in order). Undo moves
+    /// any thread left in it to `parent_tasks` and removes it.
+    Cgroup { path: PathBuf, files: Vec<(String, String)>, tasks_file: String, parent_tasks: PathBuf },
+    /// Move a thread to another cgroup by writing its TID into `after_tasks` (v1 `tasks`, v2
+    /// `cgroup.threads`); undo writes it into `before_tasks`.
+    MoveThread { tid: u32, starttime: u64, before_tasks: PathBuf, after_tasks: PathBuf },
+}
+
+/// What undoing one change did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Undone {
+    Restored,
+    /// The thread exited (or its TID was reused): nothing to restore.
+    ThreadGone,
+}
+
+impl Change {
+    /// One line for people: "thread 1234: OTHER nice 0 -> DEADLINE 1000000/10000000/10000000ns".
+    pub fn describe(&self) -> String {
+        match self {
+            Change::Sched { tid, before, after, .. } => format!("thread {tid}: {before} -> {after}"),
+            Change::Affinity { tid, before, after, .. } => format!("thread {tid}: affinity {before} -> {after}"),
+            Change::File { path, before, after } => format!("{}: {:?} -> {:?}", path.display(), before, after),
+            Change::Cgroup { path, files, .. } => {
+                let f: Vec<String> = files.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("create cgroup {} ({})", path.display(), f.join(", "))
+            }
+            Change::MoveThread { tid, after_tasks, .. } => format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display()),
+        }
+    }
+
+    /// Make the change.
+    pub fn perform(&self) -> Result<()> {
+        match self {
+            Change::Sched { tid, starttime, after, .. } => {
+                check_same_thread(*tid, *starttime)?;
+                Ok(sched::set(*tid, after)?)
+            }
+            Change::Affinity { tid, starttime, after, .. } => {
+                check_same_thread(*tid, *starttime)?;
+                Ok(sched::set_affinity(*tid, after)?)
+            }
+            Change::File { path, after, .. } => write_file(path, after, Op::WriteFile),
+            Change::Cgroup { path, files, .. } => {
+                if !path.is_dir() {
+                    std::fs::create_dir(path).map_err(|e| kernel_io(Op::CreateCgroup, format!("mkdir {}", path.display()), e))?;
+                }
+                files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::WriteFile))
+            }
+            Change::MoveThread { tid, starttime, after_tasks, .. } => {
+                check_same_thread(*tid, *starttime)?;
+                write_file(after_tasks, &tid.to_string(), Op::MoveToCgroup)
+            }
+        }
+    }
+
+    /// Put the original back (idempotent).
+    pub fn undo(&self) -> Result<Undone> {
+        match self {
+            Change::Sched { tid, starttime, before, .. } => on_thread(*tid, *starttime, || Ok(sched::set(*tid, before)?)),
+            Change::Affinity { tid, starttime, before, .. } => on_thread(*tid, *starttime, || Ok(sched::set_affinity(*tid, before)?)),
+            Change::File { path, before, .. } => {
+                // A file that does not exist was never changed.
+                if path.exists() && read_trimmed(path)? != *before {
+                    write_file(path, before, Op::WriteFile)?;
+                }
+                Ok(Undone::Restored)
+            }
+            Change::Cgroup { path, tasks_file, parent_tasks, .. } => remove_cgroup(path, tasks_file, parent_tasks).map(|_| Undone::Restored),
+            Change::MoveThread { tid, starttime, before_tasks, .. } => on_thread(*tid, *starttime, || write_file(before_tasks, &tid.to_string(), Op::MoveToCgroup)),
+        }
+    }
+
+    /// Would performing this change leave the host as it is (already applied)?
+    pub fn is_noop(&self) -> bool {
+        match self {
+            Change::Sched { before, after, .. } => before.normalized() == after.normalized(),
+            Change::Affinity { before, after, .. } => before == after,
+            Change::File { before, after, .. } => before == after,
+            Change::Cgroup { .. } => false,
+            Change::MoveThread { before_tasks, after_tasks, .. } => before_tasks == after_tasks,
+        }
+    }
+}
+
+/// Is (tid, starttime) still the same thread? A stale TID is an error when changing.
+fn check_same_thread(tid: u32, starttime: u64) -> Result<()> {
+    match procfs::stat(tid) {
+        Ok(st) if st.starttime == starttime => Ok(()),
+        _ => Err(KernelError::new(Op::GetSched, format!("thread {tid}"), libc::ESRCH).into()),
+    }
+}
+
+/// Run `f` if the thread still exists (same start time), else report it gone.
+fn on_thread(tid: u32, starttime: u64, f: impl FnOnce() -> Result<()>) -> Result<Undone> {
+    if check_same_thread(tid, starttime).is_err() {
+        return Ok(Undone::ThreadGone);
+    }
+    match f() {
+        Err(HostError::Kernel(k)) if k.errno == libc::ESRCH => Ok(Undone::ThreadGone),
+        other => other.map(|_| Undone::Restored),
+    }
+}
+
+fn parent_dir(p: &Path) -> &Path {
+    p.parent().unwrap_or(p)
+}
+
+pub(crate) fn read_trimmed(path: &Path) -> Result<String> {
+    procfs::read(path).map(|s| s.trim().to_string())
+}
+
+fn kernel_io(op: Op, what: String, e: std::io::Error) -> HostError {
+    KernelError::new(op, what, e.raw_os_error().unwrap_or(libc::EIO)).into()
+}
+
+/// Write a sysfs/procfs/cgroup value in one write(2), mapping errno into words.
+pub(crate) fn write_file(path: &Path, value: &str, op: Op) -> Result<()> {
+    std::fs::write(path, value).map_err(|e| kernel_io(op, format!("writing {value:?} to {}", path.display()), e))
+}
+
+/// Move every thread still in the cgroup to the parent, then remove it (retrying while the kernel
+/// finishes the moves).
+fn remove_cgroup(path: &Path, tasks_file: &str, parent_tasks: &Path) -> Result<()> {
+    for _ in 0..100 {
+        if !path.exists() {
+            return Ok(());
+        }
+        for tid in procfs::read_opt(path.join(tasks_file)).unwrap_or_default().split_whitespace() {
+            let _ = std::fs::write(parent_tasks, tid);
+        }
+        if std::fs::remove_dir(path).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_dir(path).map_err(|e| kernel_io(Op::CreateCgroup, format!("rmdir {}", path.display()), e))
+}

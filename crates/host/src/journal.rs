@@ -1,0 +1,278 @@
+//! The journal of host changes, in a state directory (default `/var/lib/rtvirt`, or
+//! `$RTVIRT_STATE_DIR`): one JSON line per change, holding the original value, appended and
+//! fsynced *before* the change is made. `revert` undoes every recorded change in reverse order and
+//! removes the journal; a failure halfway through an apply rolls back that apply's changes; a
+//! process killed halfway leaves a journal that `revert` completes (undo is idempotent).
+//!
+//! Applying again on top of an applied state appends a new session: reverse-order undo restores
+//! the values recorded by the first session last, so `revert` still yields the original host.
+//!
+//! Test hook (documented, used by the crash tests): `RTVIRT_TEST_CRASH_AFTER=N` makes the
+//! applying process abort (no unwinding, no cleanup, like SIGKILL) right after the N-th change of
+//! this run has been journaled and before it is performed.
+
+use crate::change::{Change, Undone};
+use crate::error::{HostError, Result};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+const LOCK_FILE: &str = "lock";
+pub const STATE_DIR_ENV: &str = "RTVIRT_STATE_DIR";
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/rtvirt";
+pub const CRASH_HOOK_ENV: &str = "RTVIRT_TEST_CRASH_AFTER";
+
+/// `$RTVIRT_STATE_DIR`, else `/var/lib/rtvirt`.
+pub fn default_state_dir() -> PathBuf {
+    std::env::var_os(STATE_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR))
+}
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Which apply run recorded it (1, 2, ...).
+    pub session: u64,
+    pub seq: u64,
+    pub change: Change,
+}
+
+/// An open journal, holding the state directory's lock.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    _lock: File,
+    session: u64,
+    seq: u64,
+    recorded_this_session: Vec<Change>,
+    crash_after: Option<u64>,
+}
+
+impl Journal {
+    /// Open (creating) the journal in `dir` and start a new session.
+    pub fn open(dir: &Path) -> Result<Journal> {
+        let lock = lock_dir(dir)?;
+        let path = dir.join(JOURNAL_FILE);
+        let previous = read_entries(&path)?;
+        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| HostError::io(&path, e))?;
+        fsync_dir(dir)?;
+        let crash_after = std::env::var(CRASH_HOOK_ENV).ok().and_then(|v| v.parse().ok());
+        Ok(Journal {
+            session: previous.iter().map(|e| e.session).max().unwrap_or(0) + 1,
+            path,
+            file,
+            _lock: lock,
+            seq: 0,
+            recorded_this_session: Vec::new(),
+            crash_after,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one change and fsync, before it is performed.
+    fn record(&mut self, change: &Change) -> Result<()> {
+        self.seq += 1;
+        let line = serde_json::to_string(&Entry { session: self.session, seq: self.seq, change: change.clone() }).expect("journal entries serialize");
+        let err = |e: std::io::Error| HostError::io(&self.path, e);
+        self.file.write_all(format!("{line}\n").as_bytes()).map_err(err)?;
+        self.file.sync_all().map_err(err)?;
+        self.recorded_this_session.push(change.clone());
+        Ok(())
+    }
+
+    /// Journal and perform each change in order, skipping those already in effect. On the first
+    /// failure, everything this session changed is rolled back and the error says so.
+    /// Returns the changes made.
+    pub fn apply_all(&mut self, changes: &[Change], progress: &mut dyn FnMut(&Change)) -> Result<Vec<Change>> {
+        let mut done = Vec::new();
+        for change in changes.iter().filter(|c| !c.is_noop()) {
+            let result = self.record(change).and_then(|_| {
+                self.crash_hook();
+                change.perform()
+            });
+            if let Err(cause) = result {
+                let undone = self.rollback()?;
+                return Err(HostError::RolledBack { cause: Box::new(cause), undone });
+            }
+            progress(change);
+            done.push(change.clone());
+        }
+        Ok(done)
+    }
+
+    fn crash_hook(&self) {
+        if self.crash_after == Some(self.seq) {
+            eprintln!("rtvirt: {CRASH_HOOK_ENV}={}: aborting after journaling change {} (test hook)", self.seq, self.seq);
+            std::process::abort();
+        }
+    }
+
+    /// Undo this session's changes (reverse order) and drop them from the journal.
+    pub fn rollback(&mut self) -> Result<usize> {
+        let changes = std::mem::take(&mut self.recorded_this_session);
+        let failures = undo_all(changes.iter().rev());
+        if !failures.is_empty() {
+            return Err(HostError::Journal { path: self.path.clone(), message: format!("rollback incomplete, run `rtvirt host revert`: {}", failures.join("; ")) });
+        }
+        let keep: Vec<Entry> = read_entries(&self.path)?.into_iter().filter(|e| e.session != self.session).collect();
+        rewrite(&self.path, &keep)?;
+        Ok(changes.len())
+    }
+}
+
+/// Undo changes in the order given; return the failures in words.
+fn undo_all<'a>(changes: impl Iterator<Item = &'a Change>) -> Vec<String> {
+    changes.filter_map(|c| c.undo().err().map(|e| format!("{}: {e}", c.describe()))).collect()
+}
+
+/// What `revert` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RevertReport {
+    pub journal: PathBuf,
+    pub restored: Vec<String>,
+    /// Changes on threads that have exited since: nothing to restore.
+    pub threads_gone: Vec<String>,
+}
+
+/// Undo every journaled change (newest first) and remove the journal. With no journal, nothing
+/// to do. If any undo fails the journal is kept (undo is idempotent, so revert can be re-run).
+pub fn revert(dir: &Path) -> Result<RevertReport> {
+    let path = dir.join(JOURNAL_FILE);
+    let mut report = RevertReport { journal: path.clone(), ..Default::default() };
+    if !path.exists() {
+        return Ok(report);
+    }
+    let _lock = lock_dir(dir)?;
+    let entries = read_entries(&path)?;
+    let mut failures = Vec::new();
+    for e in entries.iter().rev() {
+        match e.change.undo() {
+            Ok(Undone::Restored) => report.restored.push(e.change.describe()),
+            Ok(Undone::ThreadGone) => report.threads_gone.push(e.change.describe()),
+            Err(err) => failures.push(format!("{}: {err}", e.change.describe())),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(HostError::Journal { path, message: format!("could not restore {} change(s), journal kept: {}", failures.len(), failures.join("; ")) });
+    }
+    std::fs::remove_file(&path).map_err(|e| HostError::io(&path, e))?;
+    fsync_dir(dir)?;
+    Ok(report)
+}
+
+/// The journal's entries; a torn last line (process killed mid-write) is ignored, since that
+/// change had not been performed.
+pub fn read_entries(path: &Path) -> Result<Vec<Entry>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(HostError::io(path, e)),
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Entry>(line) {
+            Ok(e) => out.push(e),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => return Err(HostError::Journal { path: path.into(), message: format!("line {}: {e}", i + 1) }),
+        }
+    }
+    Ok(out)
+}
+
+/// Replace the journal atomically with `entries` (removing it when empty).
+fn rewrite(path: &Path, entries: &[Entry]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if entries.is_empty() {
+        std::fs::remove_file(path).map_err(|e| HostError::io(path, e))?;
+        return fsync_dir(dir);
+    }
+    let tmp = path.with_extension("jsonl.tmp");
+    let mut f = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
+    for e in entries {
+        writeln!(f, "{}", serde_json::to_string(e).expect("journal entries serialize")).map_err(|e| HostError::io(&tmp, e))?;
+    }
+    f.sync_all().map_err(|e| HostError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| HostError::io(path, e))?;
+    fsync_dir(dir)
+}
+
+/// Create the state directory if needed and take its exclusive lock (one apply/revert at a time).
+fn lock_dir(dir: &Path) -> Result<File> {
+    std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+    let path = dir.join(LOCK_FILE);
+    let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| HostError::io(&path, e))?;
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(HostError::Journal { path: dir.into(), message: "another `rtvirt host apply/revert` holds the state directory's lock".into() });
+    }
+    Ok(f)
+}
+
+fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| HostError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_change(path: &Path, before: &str, after: &str) -> Change {
+        Change::File { path: path.into(), before: before.into(), after: after.into() }
+    }
+
+    #[test]
+    fn apply_then_revert_restores_files_in_reverse_order() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("value");
+        std::fs::write(&target, "orig").unwrap();
+        let state = d.path().join("state");
+        {
+            let mut j = Journal::open(&state).unwrap();
+            j.apply_all(&[file_change(&target, "orig", "one")], &mut |_| {}).unwrap();
+        }
+        {
+            // applying on top: the second session records "one" as before, revert still ends at "orig"
+            let mut j = Journal::open(&state).unwrap();
+            j.apply_all(&[file_change(&target, "one", "two")], &mut |_| {}).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "two");
+        let r = revert(&state).unwrap();
+        assert_eq!(r.restored.len(), 2);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "orig");
+        assert!(!state.join(JOURNAL_FILE).exists());
+    }
+
+    #[test]
+    fn failure_halfway_rolls_back_this_session_only() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, "a0").unwrap();
+        std::fs::write(&b, "b0").unwrap();
+        let state = d.path().join("state");
+        Journal::open(&state).unwrap().apply_all(&[file_change(&b, "b0", "b1")], &mut |_| {}).unwrap();
+        let missing = d.path().join("no/such/dir/file");
+        let mut j = Journal::open(&state).unwrap();
+        let e = j.apply_all(&[file_change(&a, "a0", "a1"), file_change(&missing, "", "x")], &mut |_| {}).unwrap_err();
+        assert!(matches!(e, HostError::RolledBack { undone: 2, .. }), "{e}");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "a0");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "b1", "the earlier session stays applied");
+        assert_eq!(read_entries(&state.join(JOURNAL_FILE)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_and_lock_is_exclusive() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(JOURNAL_FILE);
+        let good = serde_json::to_string(&Entry { session: 1, seq: 1, change: file_change(&d.path().join("x"), "0", "1") }).unwrap();
+        std::fs::write(&p, format!("{good}\n{{\"session\":1,\"se")).unwrap();
+        assert_eq!(read_entries(&p).unwrap().len(), 1);
+        let _held = Journal::open(d.path()).unwrap();
+        assert!(Journal::open(d.path()).is_err());
+    }
+}
