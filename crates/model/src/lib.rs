@@ -1,5 +1,6 @@
 //! rtvirt-model: the one data model every rtvirt job shares.
 //!
+//! - [`carts`]: CARTS XML input -> scenario (`rtvirt plan --import-carts`).
 //! - [`duration`]: `Nanos`, integer nanoseconds with human units in files.
 //! - [`error`]: `InputError`, user-input errors naming file, line/column and field (exit code 2).
 //! - [`scenario`]: the scenario file (TOML) -> validated [`scenario::Scenario`].
@@ -8,6 +9,7 @@
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
 
+pub mod carts;
 pub mod duration;
 pub mod error;
 pub mod exec;

@@ -1,0 +1,228 @@
+//! CARTS XML input -> [`Scenario`] (`rtvirt plan --import-carts FILE.xml`).
+//!
+//! CARTS (the Compositional Analysis of Real-Time Systems tool of Phan, Lee, Easwaran et al.)
+//! reads a `<system os_scheduler="EDF">` of `<component name scheduler min_period max_period>`s,
+//! each holding `<task name p d e>`s (period, deadline, execution time). Times are read as
+//! milliseconds (decimals allowed, exact to the nanosecond). A component becomes a guest
+//! (`EDF` -> edf; `DM`, `RM`, `FP` -> fp with deadline-monotonic priorities), `min_period` /
+//! `max_period` a server-period scan with a 1 ms step, and the host gets one core per component
+//! (the plan reports how many it uses; `--cores` overrides). The document is translated to the
+//! scenario TOML and validated by the same rules, with errors pointing at the XML line.
+
+use crate::duration::Nanos;
+use crate::error::{InputError, Location};
+use crate::scenario::Scenario;
+use std::fmt::Write;
+use std::path::Path;
+
+type R<T> = Result<T, InputError>;
+
+/// Read a CARTS XML file as a scenario.
+pub fn from_file(path: &Path) -> R<Scenario> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(format!("cannot read CARTS file: {e}")).in_file(path))?;
+    from_xml(&text, Some(path))
+}
+
+/// Parse CARTS XML text (`file` names it in errors and the scenario).
+pub fn from_xml(text: &str, file: Option<&Path>) -> R<Scenario> {
+    let in_file = |e: InputError| match file {
+        Some(p) => e.in_file(p),
+        None => e,
+    };
+    let doc = roxmltree::Document::parse(text).map_err(|e| {
+        let pos = e.pos();
+        in_file(InputError::new(format!("not well-formed XML: {e}")).at_line(pos.row as usize, pos.col as usize))
+    })?;
+    let components = components(&doc).map_err(in_file)?;
+    let name = file.and_then(|p| p.file_stem()).map_or("carts".to_string(), |s| s.to_string_lossy().into_owned());
+    let toml = to_toml(&name, &components);
+    let mut s = Scenario::from_toml(&toml, None).map_err(|e| in_file(relocate(&doc, &components, e)))?;
+    s.source = file.map(Path::to_path_buf);
+    Ok(s)
+}
+
+struct Component<'a, 'input> {
+    node: roxmltree::Node<'a, 'input>,
+    tasks: Vec<roxmltree::Node<'a, 'input>>,
+}
+
+fn pos(doc: &roxmltree::Document, n: roxmltree::Node) -> (usize, usize) {
+    let p = doc.text_pos_at(n.range().start);
+    (p.row as usize, p.col as usize)
+}
+
+fn err_at(doc: &roxmltree::Document, n: roxmltree::Node, field: String, msg: impl Into<String>) -> InputError {
+    let (l, c) = pos(doc, n);
+    InputError::field(field, msg).at_line(l, c)
+}
+
+/// Check element names and attributes; every time attribute must parse as milliseconds.
+fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Component<'a, 'input>>> {
+    let root = doc.root_element();
+    if root.tag_name().name() != "system" {
+        return Err(err_at(doc, root, "system".into(), format!("root element <{}>: expected <system>", root.tag_name().name())));
+    }
+    check_attrs(doc, root, "system", &["os_scheduler"])?;
+    if let Some(s) = root.attribute("os_scheduler") {
+        if !s.eq_ignore_ascii_case("edf") {
+            return Err(err_at(doc, root, "system@os_scheduler".into(), format!("\"{s}\": rtvirt's host scheduler is EDF (SCHED_DEADLINE); expected \"EDF\"")));
+        }
+    }
+    let mut out = vec![];
+    for (i, c) in root.children().filter(|n| n.is_element()).enumerate() {
+        let at = format!("system.component[{i}]");
+        if c.tag_name().name() != "component" {
+            return Err(err_at(doc, c, at, format!("unexpected element <{}>: expected <component>", c.tag_name().name())));
+        }
+        check_attrs(doc, c, &at, &["name", "scheduler", "min_period", "max_period", "period"])?;
+        for a in ["min_period", "max_period", "period"] {
+            check_ms(doc, c, &at, a)?;
+        }
+        let mut tasks = vec![];
+        for (j, t) in c.children().filter(|n| n.is_element()).enumerate() {
+            let tat = format!("{at}.task[{j}]");
+            if t.tag_name().name() != "task" {
+                return Err(err_at(doc, t, tat, format!("unexpected element <{}> in a component: expected <task> (nested components are not supported)", t.tag_name().name())));
+            }
+            check_attrs(doc, t, &tat, &["name", "p", "d", "e"])?;
+            for a in ["p", "d", "e"] {
+                check_ms(doc, t, &tat, a)?;
+            }
+            tasks.push(t);
+        }
+        out.push(Component { node: c, tasks });
+    }
+    if out.is_empty() {
+        return Err(err_at(doc, root, "system".into(), "no <component>: expected at least one"));
+    }
+    Ok(out)
+}
+
+fn check_attrs(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, allowed: &[&str]) -> R<()> {
+    match n.attributes().find(|a| !allowed.contains(&a.name())) {
+        Some(a) => Err(err_at(doc, n, format!("{at}@{}", a.name()), format!("unknown attribute `{}` (expected: {})", a.name(), allowed.join(", ")))),
+        None => Ok(()),
+    }
+}
+
+fn ms(v: &str) -> Result<Nanos, String> {
+    Nanos::parse(&format!("{}ms", v.trim())).map_err(|_| format!("\"{v}\": expected a non-negative number of milliseconds"))
+}
+
+fn check_ms(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, attr: &str) -> R<()> {
+    match n.attribute(attr).map(ms) {
+        Some(Err(m)) => Err(err_at(doc, n, format!("{at}@{attr}"), m)),
+        _ => Ok(()),
+    }
+}
+
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn duration(v: &str) -> String {
+    quoted(&format!("{}ns", ms(v).map_or(0, |n| n.0)))
+}
+
+/// The scenario TOML equivalent of the components.
+fn to_toml(name: &str, comps: &[Component]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "name = {}\n[host]\ncores = {}", quoted(name), comps.len());
+    for c in comps {
+        let n = c.node;
+        let sched = match n.attribute("scheduler").map(str::to_ascii_uppercase).as_deref() {
+            Some("DM" | "RM" | "FP") => "fp".to_string(),
+            Some("EDF") | None => "edf".to_string(),
+            Some(other) => other.to_string(), // rejected by validation, located by `relocate`
+        };
+        let _ = writeln!(s, "[[guest]]\nname = {}\nscheduler = {}", quoted(n.attribute("name").unwrap_or("")), quoted(&sched));
+        match (n.attribute("min_period"), n.attribute("max_period"), n.attribute("period")) {
+            (_, _, Some(p)) => {
+                let _ = writeln!(s, "server_periods = [{}]", duration(p));
+            }
+            (Some(lo), Some(hi), None) => {
+                let _ = writeln!(s, "server_periods = {{ min = {}, max = {}, step = \"1ms\" }}", duration(lo), duration(hi));
+            }
+            _ => {}
+        }
+        for t in &c.tasks {
+            let _ = writeln!(s, "[[guest.task]]\nname = {}\nperiod = {}", quoted(t.attribute("name").unwrap_or("")), duration(t.attribute("p").unwrap_or("0")));
+            if let Some(d) = t.attribute("d") {
+                let _ = writeln!(s, "deadline = {}", duration(d));
+            }
+            let _ = writeln!(s, "wcet = {}", duration(t.attribute("e").unwrap_or("0")));
+        }
+    }
+    s
+}
+
+/// Map an error about the generated TOML (`guest[i].task[j].wcet`) back to the XML element and
+/// attribute (`system.component[i].task[j]@e`, its line and column).
+fn relocate(doc: &roxmltree::Document, comps: &[Component], e: InputError) -> InputError {
+    let field = e.at.field.clone().unwrap_or_default();
+    let index = |key: &str| -> Option<usize> {
+        let rest = &field[field.find(&format!("{key}["))? + key.len() + 1..];
+        rest[..rest.find(']')?].parse().ok()
+    };
+    let attr = |f: &str| match f.rsplit('.').next().unwrap_or("") {
+        "period" => "p",
+        "deadline" => "d",
+        "wcet" => "e",
+        "server_periods" | "min" | "max" | "step" => "min_period",
+        other => other,
+    }
+    .to_string();
+    let (node, path) = match (index("guest").and_then(|i| comps.get(i).map(|c| (i, c))), index("task")) {
+        (Some((i, c)), Some(j)) if j < c.tasks.len() => (c.tasks[j], format!("system.component[{i}].task[{j}]@{}", attr(&field))),
+        (Some((i, c)), _) => (c.node, format!("system.component[{i}]@{}", attr(&field))),
+        _ => (doc.root_element(), "system".to_string()),
+    };
+    let (l, c) = pos(doc, node);
+    InputError { at: Location { file: None, line_col: Some((l, c)), field: Some(path) }, message: e.message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const XML: &str = r#"<?xml version="1.0"?>
+<system os_scheduler="EDF">
+  <component name="c1" scheduler="EDF" min_period="1" max_period="5">
+    <task name="t1" p="10" d="10" e="1.5"/>
+    <task name="t2" p="20" e="0.25"/>
+  </component>
+  <component name="c2" scheduler="DM">
+    <task name="a" p="5" d="4" e="1"/>
+  </component>
+</system>"#;
+
+    #[test]
+    fn imports_components_as_guests() {
+        let s = from_xml(XML, None).unwrap();
+        assert_eq!(s.host.cores, 2);
+        assert_eq!(s.guests.len(), 2);
+        let g = &s.guests[0];
+        assert_eq!(g.tasks[0].wcet, Nanos(1_500_000));
+        assert_eq!(g.tasks[1].deadline, Nanos(20_000_000));
+        assert_eq!(g.server_periods.candidates(&g.tasks).len(), 5);
+        assert_eq!(s.guests[1].scheduler, crate::scenario::GuestScheduler::Fp);
+        assert_eq!(s.guests[1].tasks[0].deadline, Nanos(4_000_000));
+    }
+
+    #[test]
+    fn errors_point_at_the_xml() {
+        let e = from_xml(&XML.replace("e=\"1.5\"", "e=\"15\""), None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system.component[0].task[0]@e"), "{e}");
+        assert_eq!(e.at.line_col.map(|x| x.0), Some(4));
+        let e = from_xml(&XML.replace("p=\"20\"", "p=\"-2\""), None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system.component[0].task[1]@p"), "{e}");
+        let e = from_xml(&XML.replace("d=\"4\"", "d=\"4\" x=\"1\""), None).unwrap_err();
+        assert!(e.to_string().contains("unknown attribute `x`"), "{e}");
+        let e = from_xml("<system><component", None).unwrap_err();
+        assert!(e.at.line_col.is_some());
+        let e = from_xml(&XML.replace("scheduler=\"DM\"", "scheduler=\"LLF\""), None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system.component[1]@scheduler"), "{e}");
+        assert_eq!(e.at.line_col.map(|x| x.0), Some(7));
+    }
+}
