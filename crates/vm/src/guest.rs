@@ -1,0 +1,399 @@
+//! One QEMU guest run: start QEMU on an image with a job, wait for the job's output within
+//! bounds, and tear everything down - QEMU, its tap, the bridge, the runtime directory - in the
+//! guard's `Drop`, whatever happened (error, timeout, signal, panic). QEMU also gets
+//! `PR_SET_PDEATHSIG(SIGKILL)`, so it dies if rtvirt is killed outright, and its own process
+//! group, so a terminal Ctrl-C reaches rtvirt (which then tears down) rather than QEMU alone.
+
+use crate::console::{self, Progress};
+use crate::error::{Result, VmError};
+use crate::image::Image;
+use crate::net::{self, Bridge};
+use crate::qmp::Qmp;
+use crate::runtime::{self, GuestRecord};
+use crate::{init, paths, signals};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the guest's CPU is emulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// Hardware virtualization: timings mean something.
+    Kvm,
+    /// Binary translation: works everywhere, timings are NOT representative of real hardware.
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// How to run a guest.
+#[derive(Debug, Clone)]
+pub struct GuestConfig {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_mib: u32,
+    pub accel: Accel,
+    /// From QEMU start until the job starts (kernel boot + init).
+    pub boot_timeout: Duration,
+    /// From the job's start until its end marker.
+    pub job_timeout: Duration,
+    /// Give the guest a virtio-net NIC on a fresh host bridge.
+    pub network: bool,
+    /// Pin vCPU i to host CPU `pin[i]` (sched_setaffinity on the vCPU threads).
+    pub pin: Vec<usize>,
+    pub qemu: PathBuf,
+}
+
+impl GuestConfig {
+    /// Defaults: 1 vCPU, 512 MiB, 60 s to boot, `job_timeout` for the job, no network.
+    pub fn new(name: &str, accel: Accel, job_timeout: Duration) -> GuestConfig {
+        GuestConfig {
+            name: name.into(),
+            vcpus: 1,
+            memory_mib: 512,
+            accel,
+            boot_timeout: Duration::from_secs(60),
+            job_timeout,
+            network: false,
+            pin: Vec::new(),
+            qemu: PathBuf::from("qemu-system-x86_64"),
+        }
+    }
+}
+
+/// What the job printed, and how long things took.
+#[derive(Debug, Clone)]
+pub struct JobOutput {
+    pub stdout: String,
+    pub rc: i32,
+    /// From QEMU start to the job's begin marker.
+    pub boot_time: Duration,
+    /// From the begin marker to the end marker.
+    pub job_time: Duration,
+    pub console_tail: String,
+}
+
+/// A running guest; dropping it tears everything down.
+pub struct Guest {
+    cfg: GuestConfig,
+    dir: PathBuf,
+    child: Option<Child>,
+    nonce: String,
+    record: GuestRecord,
+    bridge: Option<Bridge>,
+    started: Instant,
+    begun: Option<Instant>,
+}
+
+/// Poll interval of the wait loops.
+const POLL: Duration = Duration::from_millis(25);
+
+impl Guest {
+    /// Start QEMU running `job` (a shell script) in `image`.
+    pub fn start(image: &Image, cfg: &GuestConfig, job: &str) -> Result<Guest> {
+        runtime::check_name(&cfg.name).map_err(VmError::Invalid)?;
+        if cfg.vcpus == 0 || cfg.memory_mib < 128 {
+            return Err(VmError::Invalid(format!("guest needs at least 1 vCPU and 128 MiB (got {} vCPUs, {} MiB)", cfg.vcpus, cfg.memory_mib)));
+        }
+        signals::install();
+        let dir = claim_run_dir(&cfg.name)?;
+        let nonce = format!("{:x}-{:x}", std::process::id(), now_nanos());
+        let mut guest = Guest {
+            cfg: cfg.clone(),
+            dir: dir.clone(),
+            child: None,
+            nonce,
+            record: GuestRecord {
+                name: cfg.name.clone(),
+                pid: 0,
+                qmp_socket: dir.join("qmp.sock"),
+                accel: cfg.accel.name().into(),
+                vcpus: cfg.vcpus,
+                memory_mib: cfg.memory_mib,
+                kernel: image.flavour.name().into(),
+                kernel_version: image.kernel_version.clone(),
+                vcpu_threads: Vec::new(),
+                tap: None,
+                bridge: None,
+                guest_ip: None,
+                owner_pid: std::process::id(),
+            },
+            bridge: None,
+            started: Instant::now(),
+            begun: None,
+        };
+        // From here on, Drop cleans up whatever was made.
+        if cfg.network {
+            let b = Bridge::create()?;
+            guest.record.bridge = Some(b.name.clone());
+            guest.record.tap = Some(net::tap_name());
+            guest.record.guest_ip = Some(b.guest_ip.clone());
+            guest.bridge = Some(b);
+        }
+        let ip = guest.bridge.as_ref().map(|b| (format!("{}/{}", b.guest_ip, b.prefix_len), b.host_ip.clone()));
+        let cmdline = init::kernel_cmdline(job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
+        let args = qemu_args(image, cfg, &dir, &cmdline, guest.record.tap.as_deref());
+        let stderr = std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| VmError::io("creating qemu.stderr", e))?;
+        let mut cmd = Command::new(&cfg.qemu);
+        cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| VmError::Spawn(format!("{}: {e} (install qemu-system-x86 with scripts/setup.sh test)", cfg.qemu.display())))?;
+        guest.record.pid = child.id();
+        guest.child = Some(child);
+        guest.started = Instant::now();
+        guest.write_record()?;
+        guest.after_start()?;
+        Ok(guest)
+    }
+
+    /// Attach the tap, learn the vCPU threads over QMP, pin them, record them.
+    fn after_start(&mut self) -> Result<()> {
+        if let Some(tap) = self.record.tap.clone() {
+            self.wait_until("QEMU creating its tap", Duration::from_secs(10), |_| net::exists(&tap))?;
+            self.bridge.as_ref().expect("a tap implies a bridge").attach(&tap)?;
+        }
+        let sock = self.record.qmp_socket.clone();
+        self.wait_until("QEMU opening its QMP socket", Duration::from_secs(10), |_| sock.exists())?;
+        let (threads, kvm) = match query_qmp(&sock) {
+            Ok(v) => v,
+            // QEMU exiting early closes QMP: report that (with the console), not the socket error.
+            Err(e) => return Err(self.poll().err().unwrap_or(e)),
+        };
+        self.record.vcpu_threads = threads;
+        if (self.cfg.accel == Accel::Kvm) != kvm {
+            return Err(VmError::Spawn(format!("QEMU did not enable the requested accelerator {}", self.cfg.accel.name())));
+        }
+        pin_threads(&self.record.vcpu_threads, &self.cfg.pin)?;
+        self.write_record()
+    }
+
+    fn write_record(&self) -> Result<()> {
+        self.record.write(&self.dir).map_err(|e| VmError::io(format!("writing {}/guest.json", self.dir.display()), e))
+    }
+
+    /// The runtime record (pid, QMP socket, vCPU threads, network).
+    pub fn record(&self) -> &GuestRecord {
+        &self.record
+    }
+
+    /// The runtime directory of this guest.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Wait until the job's output contains `needle` (e.g. a server's "ready" line).
+    pub fn wait_for_output(&mut self, needle: &str) -> Result<()> {
+        loop {
+            match self.poll()? {
+                Progress::Running(out) if out.contains(needle) => return Ok(()),
+                Progress::Done { stdout, .. } => {
+                    return if stdout.contains(needle) { Ok(()) } else { Err(self.garbage(&format!("the job ended without printing {needle:?}"), &stdout)) };
+                }
+                _ => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Wait for the job's end marker; the guest then powers off.
+    pub fn wait_done(&mut self) -> Result<JobOutput> {
+        loop {
+            if let Progress::Done { stdout, rc } = self.poll()? {
+                let begun = self.begun.unwrap_or(self.started);
+                return Ok(JobOutput {
+                    stdout,
+                    rc,
+                    boot_time: begun - self.started,
+                    job_time: begun.elapsed(),
+                    console_tail: self.console_tail(),
+                });
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// One look at the guest: its progress, or the error that ends the run.
+    fn poll(&mut self) -> Result<Progress> {
+        if signals::interrupted() {
+            return Err(VmError::Interrupted { name: self.cfg.name.clone() });
+        }
+        let log = std::fs::read(self.dir.join("output.log")).unwrap_or_default();
+        let progress = console::progress(&String::from_utf8_lossy(&log), &self.nonce);
+        if !matches!(progress, Progress::Booting) && self.begun.is_none() {
+            self.begun = Some(Instant::now());
+        }
+        if matches!(progress, Progress::Done { .. }) {
+            return Ok(progress);
+        }
+        if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            return Err(VmError::EarlyExit {
+                name: self.cfg.name.clone(),
+                status: status.to_string(),
+                stderr: self.qemu_stderr(),
+                console_tail: self.console_tail(),
+            });
+        }
+        let (phase, since, bound) = match self.begun {
+            None => ("booting", self.started, self.cfg.boot_timeout),
+            Some(t) => ("running the job", t, self.cfg.job_timeout),
+        };
+        if since.elapsed() > bound {
+            self.stop();
+            return Err(VmError::Timeout { name: self.cfg.name.clone(), bound_s: bound.as_secs_f64(), phase: phase.into(), console_tail: self.console_tail() });
+        }
+        Ok(progress)
+    }
+
+    /// Poll `cond` (given elapsed time) until true, within `bound`, failing on early exit.
+    fn wait_until(&mut self, what: &str, bound: Duration, mut cond: impl FnMut(Duration) -> bool) -> Result<()> {
+        let t0 = Instant::now();
+        while !cond(t0.elapsed()) {
+            self.poll()?;
+            if t0.elapsed() > bound {
+                return Err(VmError::Timeout { name: self.cfg.name.clone(), bound_s: bound.as_secs_f64(), phase: what.into(), console_tail: self.console_tail() });
+            }
+            std::thread::sleep(POLL);
+        }
+        Ok(())
+    }
+
+    /// A "garbage" error for this guest.
+    pub fn garbage(&self, why: &str, output: &str) -> VmError {
+        garbage_error(&self.cfg.name, why, output, self.console_tail())
+    }
+
+    pub fn console_tail(&self) -> String {
+        console::tail(&self.dir.join("console.log"), console::TAIL_LINES)
+    }
+
+    fn qemu_stderr(&self) -> String {
+        let t = std::fs::read_to_string(self.dir.join("qemu.stderr")).unwrap_or_default();
+        let t = t.trim();
+        if t.is_empty() { "(none)".into() } else { t.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ") }
+    }
+
+    /// Stop QEMU: SIGTERM, then SIGKILL after 2 s; reap it.
+    fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        if child.try_wait().ok().flatten().is_none() {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let t0 = Instant::now();
+            while child.try_wait().ok().flatten().is_none() {
+                if t0.elapsed() > Duration::from_secs(2) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        self.stop();
+        self.bridge.take(); // removes the bridge (the tap went with QEMU)
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// vCPU thread ids and whether KVM is on, over QMP.
+fn query_qmp(sock: &Path) -> Result<(Vec<i32>, bool)> {
+    let mut qmp = Qmp::connect(sock, Duration::from_secs(20))?;
+    Ok((qmp.vcpu_threads()?, qmp.kvm_enabled()?))
+}
+
+/// A "garbage" error with the tails of the output and console.
+pub fn garbage_error(name: &str, why: &str, output: &str, console_tail: String) -> VmError {
+    let clean = console::printable(output);
+    let lines: Vec<&str> = clean.lines().collect();
+    let output_tail = lines[lines.len().saturating_sub(10)..].iter().map(|l| format!("    {}", truncate(l, 200))).collect::<Vec<_>>().join("\n");
+    VmError::Garbage { name: name.into(), why: why.into(), output_tail: if output_tail.is_empty() { "    (empty)".into() } else { output_tail }, console_tail }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_string() } else { format!("{}...", s.chars().take(n).collect::<String>()) }
+}
+
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+/// Create the runtime directory of `name`, replacing a stale one; refuse if that guest runs.
+fn claim_run_dir(name: &str) -> Result<PathBuf> {
+    let dir = paths::guest_run_dir(name);
+    if let Some(rec) = GuestRecord::read(&dir) {
+        if rec.alive() {
+            return Err(VmError::Invalid(format!("a guest named '{name}' is already running (QEMU pid {}); choose another --name", rec.pid)));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
+    Ok(dir)
+}
+
+/// QEMU's command line.
+pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, tap: Option<&str>) -> Vec<String> {
+    let p = |f: &str| dir.join(f).display().to_string();
+    let mut a: Vec<String> = vec![
+        "-name".into(), format!("{},debug-threads=on", cfg.name),
+        "-machine".into(), "q35".into(),
+        // TCG's default 1 GiB translation cache would be locked by mem-lock: keep it small.
+        "-accel".into(), if cfg.accel == Accel::Kvm { "kvm".into() } else { "tcg,tb-size=64".into() },
+        "-cpu".into(), if cfg.accel == Accel::Kvm { "host".into() } else { "max".into() },
+        "-smp".into(), cfg.vcpus.to_string(),
+        "-m".into(), cfg.memory_mib.to_string(),
+        "-overcommit".into(), "mem-lock=on".into(),
+        "-kernel".into(), image.vmlinuz.display().to_string(),
+        "-initrd".into(), image.initramfs.display().to_string(),
+        "-append".into(), cmdline.into(),
+        "-nodefaults".into(), "-no-user-config".into(), "-display".into(), "none".into(), "-no-reboot".into(),
+        "-serial".into(), format!("file:{}", p("console.log")),
+        "-serial".into(), format!("file:{}", p("output.log")),
+        "-qmp".into(), format!("unix:{},server=on,wait=off", p("qmp.sock")),
+        "-pidfile".into(), p("qemu.pid"),
+    ];
+    if let Some(tap) = tap {
+        let vhost = if net::vhost_available() { "on" } else { "off" };
+        a.push("-netdev".into());
+        a.push(format!("tap,id=net0,ifname={tap},script=no,downscript=no,vhost={vhost}"));
+        a.push("-device".into());
+        a.push("virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56".into());
+    }
+    a
+}
+
+/// Pin vCPU threads to host CPUs (vCPU i -> `cpus[i]`).
+fn pin_threads(tids: &[i32], cpus: &[usize]) -> Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    if cpus.len() != tids.len() {
+        return Err(VmError::Invalid(format!("--pin lists {} CPUs for {} vCPUs", cpus.len(), tids.len())));
+    }
+    for (&tid, &cpu) in tids.iter().zip(cpus) {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu).map_err(|e| VmError::Invalid(format!("host CPU {cpu}: {e}")))?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &set)
+            .map_err(|e| VmError::Invalid(format!("cannot pin vCPU thread {tid} to host CPU {cpu}: {e}")))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! The guest side: the `/init` script of the initramfs (busybox sh) and how a job reaches it.
+//!
+//! Protocol: the host puts the job (a shell script) base64-encoded on the kernel command line as
+//! `rtvirt.job=...`, with a per-run nonce `rtvirt.nonce=...` and optionally the guest address
+//! `rtvirt.ip=A.B.C.D/NN` with the host's address `rtvirt.host=A.B.C.D` (exported to the job as
+//! `$RTVIRT_HOST`). `/init` mounts the pseudo file systems, loads the modules listed in
+//! `/etc/rtvirt/modules`, configures `eth0` if asked, then runs the job with its stdout on the
+//! second serial port (`/dev/ttyS1`, raw) between `RTVIRT-BEGIN <nonce>` and
+//! `RTVIRT-END <nonce> rc=<exit status>` lines, and powers off. The kernel and `/init` log to the
+//! first serial port (the console). Both ports are built into the Debian kernels (no modules).
+
+use crate::error::{Result, VmError};
+use base64::Engine;
+
+/// The kernel limits its command line to 2048 bytes on x86-64.
+pub const CMDLINE_MAX: usize = 2048;
+
+/// The rtvirt guest `/init`.
+pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
+# rtvirt guest init: see crates/vm/src/init.rs for the protocol.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+for m in $(cat /etc/rtvirt/modules); do insmod "/lib/modules/$m" || echo "rtvirt-init: insmod $m failed"; done
+nonce=none; job=; ipaddr=
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    rtvirt.nonce=*) nonce="${w#*=}";;
+    rtvirt.job=*) job="${w#*=}";;
+    rtvirt.ip=*) ipaddr="${w#*=}";;
+    rtvirt.host=*) export RTVIRT_HOST="${w#*=}";;
+  esac
+done
+ip link set lo up
+if [ -n "$ipaddr" ]; then
+  ip link set eth0 up && ip addr add "$ipaddr" dev eth0 || echo "rtvirt-init: cannot configure eth0 with $ipaddr"
+fi
+echo "$job" | base64 -d > /tmp/job.sh
+stty -F /dev/ttyS1 raw -echo
+echo "rtvirt-init: running job $nonce"
+echo "RTVIRT-BEGIN $nonce" > /dev/ttyS1
+cd /tmp && sh /tmp/job.sh > /dev/ttyS1 2> /dev/console
+rc=$?
+echo "RTVIRT-END $nonce rc=$rc" > /dev/ttyS1
+echo "rtvirt-init: job done rc=$rc"
+poweroff -f
+"#;
+
+/// The kernel command line that runs `job` with `nonce` (and the guest address, if any).
+/// `net` is (guest address/prefix, host address).
+pub fn kernel_cmdline(job: &str, nonce: &str, net: Option<(&str, &str)>) -> Result<String> {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(job.as_bytes());
+    let mut line = format!("console=ttyS0 loglevel=4 panic=-1 tsc=reliable rtvirt.nonce={nonce}");
+    if let Some((ip, host)) = net {
+        line.push_str(&format!(" rtvirt.ip={ip} rtvirt.host={host}"));
+    }
+    line.push_str(&format!(" rtvirt.job={encoded}"));
+    if line.len() >= CMDLINE_MAX {
+        return Err(VmError::Invalid(format!(
+            "guest job too long for the kernel command line ({} bytes encoded, limit {CMDLINE_MAX})",
+            line.len()
+        )));
+    }
+    Ok(line)
+}
+
+/// Quote one word for the guest's `sh`.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@".contains(&b)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line (program + arguments) as one guest shell line.
+pub fn shell_line<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter().map(|a| shell_quote(a.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_travels_base64_encoded_and_long_jobs_are_refused() {
+        let line = kernel_cmdline("echo hi", "n1", Some(("10.0.0.2/24", "10.0.0.1"))).unwrap();
+        assert!(line.contains("rtvirt.nonce=n1 rtvirt.ip=10.0.0.2/24 rtvirt.host=10.0.0.1 rtvirt.job=ZWNobyBoaQ=="), "{line}");
+        let e = kernel_cmdline(&"x".repeat(2000), "n1", None).unwrap_err().to_string();
+        assert!(e.contains("too long"), "{e}");
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_line(&["rtvirt", "measure", "--duration", "2s"]), "rtvirt measure --duration 2s");
+        assert_eq!(shell_line(&["echo", "a b", "it's", ""]), r"echo 'a b' 'it'\''s' ''");
+    }
+}
