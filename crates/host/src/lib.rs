@@ -5,14 +5,17 @@
 //! - [`apply`]: plans and profiles -> lint -> journaled changes; [`journal`]: revert.
 //! - [`sched`], [`cpuset`], [`procfs`], [`qmp`], [`cpulist`]: the OS interfaces underneath.
 
+pub mod apply;
 pub mod change;
 pub mod cpulist;
 pub mod cpuset;
 pub mod error;
 pub mod journal;
+pub mod lint;
 pub mod procfs;
 pub mod qmp;
 pub mod sched;
+pub mod sysinfo;
 pub mod threads;
 
 pub use cpulist::CpuList;

@@ -1,0 +1,221 @@
+//! `apply`: turn a plan (`rtvirt.plan/v1`) or a profile (`rtvirt.profile/v1`) into journaled
+//! changes on real threads, IRQs, devices and cgroups. Everything is resolved and validated first
+//! (bad input: nothing changed), then the lint runs on the state the apply would produce, then
+//! each change is journaled and made; a failure rolls back what this apply changed.
+
+pub mod plan;
+pub mod profile;
+
+use crate::change::Change;
+use crate::cpulist::CpuList;
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::lint::{self, LintInput, LintReport, Planned};
+use crate::sysinfo;
+use crate::threads::{self, Role, ThreadInfo};
+use rtvirt_model::InputError;
+use serde::Serialize;
+use std::path::PathBuf;
+
+pub const APPLY_SCHEMA: &str = "rtvirt.apply/v1";
+
+/// Where a guest's threads are found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuestSource {
+    /// A running QEMU's QMP socket (`--vm GUEST=SOCKET`).
+    Qmp(PathBuf),
+    /// One thread standing for the guest's vCPU (`--pid GUEST=TID`).
+    Thread(u32),
+}
+
+/// `--vm GUEST=SOCKET[,vcpu=N]` or `--pid GUEST=TID[,vcpu=N]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub guest: String,
+    pub source: GuestSource,
+    /// Which vCPU carries the plan's reservation (QMP), or which vCPU index the thread stands for.
+    pub vcpu: Option<u32>,
+}
+
+impl Binding {
+    /// Parse `GUEST=SOCKET[,vcpu=N]`.
+    pub fn parse_vm(spec: &str) -> Result<Binding, InputError> {
+        let (guest, rest, vcpu) = split_spec(spec, "--vm", "GUEST=QMP_SOCKET[,vcpu=N]")?;
+        Ok(Binding { guest, source: GuestSource::Qmp(PathBuf::from(rest)), vcpu })
+    }
+
+    /// Parse `GUEST=TID[,vcpu=N]`.
+    pub fn parse_pid(spec: &str) -> Result<Binding, InputError> {
+        let (guest, rest, vcpu) = split_spec(spec, "--pid", "GUEST=TID[,vcpu=N]")?;
+        let tid = rest.parse().map_err(|_| InputError::field("--pid", format!("\"{spec}\": \"{rest}\" is not a thread id (expected GUEST=TID[,vcpu=N])")))?;
+        Ok(Binding { guest, source: GuestSource::Thread(tid), vcpu })
+    }
+
+    /// The guest's threads, labelled (a `--pid` thread is labelled as vCPU `vcpu` (default 0)).
+    pub fn threads(&self) -> Result<Vec<ThreadInfo>> {
+        let mut v = match &self.source {
+            GuestSource::Qmp(socket) => threads::discover(&threads::Target::Qmp(socket.clone()))?,
+            GuestSource::Thread(tid) => {
+                let role = Role::Vcpu { index: self.vcpu.unwrap_or(0) };
+                vec![threads::read_thread(*tid, role, Some(self.guest.clone())).ok_or_else(|| HostError::input(format!("--pid {}={tid}: thread {tid} does not exist (stale PID?)", self.guest)))?]
+            }
+        };
+        for t in &mut v {
+            t.guest = Some(self.guest.clone());
+        }
+        Ok(v)
+    }
+}
+
+fn split_spec(spec: &str, flag: &str, form: &str) -> Result<(String, String, Option<u32>), InputError> {
+    let bad = |why: &str| InputError::field(flag, format!("\"{spec}\": {why} (expected {form})"));
+    let (guest, rest) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
+    if guest.is_empty() || rest.is_empty() {
+        return Err(bad("empty guest name or value"));
+    }
+    let (value, vcpu) = match rest.rsplit_once(",vcpu=") {
+        Some((v, n)) => (v, Some(n.parse::<u32>().map_err(|_| bad("vcpu must be a number"))?)),
+        None => (rest, None),
+    };
+    Ok((guest.to_string(), value.to_string(), vcpu))
+}
+
+/// Options shared by plan and profile applies.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    pub state_dir: PathBuf,
+    /// Apply even if the lint fails.
+    pub force: bool,
+    /// Resolve, validate and lint only.
+    pub dry_run: bool,
+}
+
+/// What an apply did (or would do, with --dry-run).
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyReport {
+    pub schema: &'static str,
+    pub journal: PathBuf,
+    pub dry_run: bool,
+    pub forced: bool,
+    pub lint: LintReport,
+    /// Threads and settings the apply targets, with their state afterwards.
+    pub planned: Vec<Planned>,
+    /// Changes made, in order (already-applied settings are skipped).
+    pub changes: Vec<String>,
+    /// Plan guests not bound with --vm/--pid (left untouched).
+    pub skipped: Vec<String>,
+}
+
+/// A validated apply, ready to lint and run.
+pub(crate) struct Prepared {
+    pub changes: Vec<Change>,
+    pub planned: Vec<Planned>,
+    pub partitions: CpuList,
+    pub placed_irqs: Vec<u32>,
+    pub skipped: Vec<String>,
+}
+
+/// Lint the resulting state; unless blocked (or a dry run), journal and perform the changes,
+/// then the follow-up changes (which can only be computed once the first ones are in effect,
+/// e.g. the NAPI threads that appear when threaded NAPI is switched on).
+pub(crate) fn lint_and_run(
+    p: Prepared,
+    opts: &ApplyOptions,
+    followup: &mut dyn FnMut() -> Result<Vec<Change>>,
+    progress: &mut dyn FnMut(&Change),
+) -> Result<ApplyReport> {
+    let existing = threads::all_threads();
+    let irqs_after = irqs_after(&p.changes);
+    let lint = lint::lint(&LintInput {
+        planned: &p.planned,
+        existing: &existing,
+        irqs: &irqs_after,
+        placed_irqs: &p.placed_irqs,
+        isolated: sysinfo::isolated_cpus(),
+        online: sysinfo::online_cpus(),
+        partitions: p.partitions.clone(),
+        rt_runtime_us: sysinfo::rt_runtime_us(),
+        fair_server: sysinfo::has_fair_server(),
+    });
+    let mut report = ApplyReport {
+        schema: APPLY_SCHEMA,
+        journal: opts.state_dir.join(crate::journal::JOURNAL_FILE),
+        dry_run: opts.dry_run,
+        forced: opts.force && lint.failures() > 0,
+        planned: p.planned,
+        changes: Vec::new(),
+        skipped: p.skipped,
+        lint,
+    };
+    if report.lint.failures() > 0 && !opts.force {
+        return Err(HostError::LintFailed(report.lint.failures()));
+    }
+    if opts.dry_run {
+        report.changes = p.changes.iter().filter(|c| !c.is_noop()).map(Change::describe).collect();
+        return Ok(report);
+    }
+    let mut journal = Journal::open(&opts.state_dir)?;
+    let mut done = journal.apply_all(&p.changes, progress)?;
+    let more = match followup() {
+        Ok(more) => more,
+        Err(cause) => {
+            let undone = journal.rollback()?;
+            return Err(HostError::RolledBack { cause: Box::new(cause), undone });
+        }
+    };
+    done.extend(journal.apply_all(&more, progress)?);
+    report.changes = done.iter().map(Change::describe).collect();
+    Ok(report)
+}
+
+/// The IRQs with the affinities the changes will give them (for the lint).
+fn irqs_after(changes: &[Change]) -> Vec<sysinfo::Irq> {
+    let mut irqs = sysinfo::irqs();
+    for c in changes {
+        if let Change::File { path, after, .. } = c {
+            let num = path.strip_prefix("/proc/irq").ok().and_then(|r| r.iter().next()?.to_str()?.parse::<u32>().ok());
+            if let (Some(n), Ok(cpus)) = (num, CpuList::parse(after)) {
+                if let Some(i) = irqs.iter_mut().find(|i| i.number == n) {
+                    i.effective = cpus.clone();
+                    i.affinity = cpus;
+                }
+            }
+        }
+    }
+    irqs
+}
+
+/// The change to a thread's scheduling attributes (no-op if already so).
+pub(crate) fn sched_change(t: &ThreadInfo, after: crate::sched::SchedAttr) -> Change {
+    Change::Sched { tid: t.tid, starttime: t.starttime, before: t.sched, after }
+}
+
+/// The change to a thread's affinity (no-op if already so).
+pub(crate) fn affinity_change(t: &ThreadInfo, after: CpuList) -> Change {
+    Change::Affinity { tid: t.tid, starttime: t.starttime, before: t.affinity.clone(), after }
+}
+
+/// Check that `cpus` are online CPUs of this host.
+pub(crate) fn check_online(cpus: &CpuList, field: &str) -> Result<(), InputError> {
+    let online = sysinfo::online_cpus();
+    let missing = cpus.difference(&online);
+    if !missing.is_empty() {
+        return Err(InputError::field(field, format!("CPU {missing} is not online on this host (online: {online})")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bindings() {
+        let b = Binding::parse_vm("rt0=/run/q.sock,vcpu=1").unwrap();
+        assert_eq!((b.guest.as_str(), b.vcpu), ("rt0", Some(1)));
+        assert_eq!(b.source, GuestSource::Qmp("/run/q.sock".into()));
+        assert_eq!(Binding::parse_pid("g=42").unwrap().source, GuestSource::Thread(42));
+        assert!(Binding::parse_pid("g=abc").unwrap_err().to_string().contains("not a thread id"));
+        assert!(Binding::parse_vm("nothing").is_err());
+    }
+}

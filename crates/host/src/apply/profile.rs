@@ -1,0 +1,370 @@
+//! Host profiles (`rtvirt.profile/v1`, TOML): roles -> policy/priority/affinity for the threads of
+//! the RT data path, IRQ affinities, threaded NAPI with its NAPI threads prioritised and pinned
+//! (the stock-kernel way to get the partitioned RT softirq handling of SEEDS 1(a)), container
+//! cpusets. Example: `scenarios/profiles/seeds1-threaded.toml`.
+//!
+//! ```toml
+//! schema = "rtvirt.profile/v1"
+//! [[set]]
+//! role = "vcpu"        # vcpu iothread vhost emulator irq napi ksoftirqd ktimers rcuc container
+//! guest = "rt"         # bound on the command line with --vm rt=SOCKET or --pid rt=TID
+//! vcpu = 1             # optional: only this vCPU
+//! policy = "fifo"      # fifo rr other batch idle deadline
+//! priority = 47
+//! cpus = "1"
+//! ```
+
+use super::{affinity_change, check_online, lint_and_run, sched_change, ApplyOptions, ApplyReport, Binding, Prepared};
+use crate::change::{read_trimmed, Change};
+use crate::cpulist::CpuList;
+use crate::cpuset::Hierarchy;
+use crate::error::{HostError, Result};
+use crate::lint::Planned;
+use crate::sched::{self, SchedAttr, SCHED_DEADLINE, SCHED_FIFO, SCHED_FLAG_RECLAIM, SCHED_RR};
+use crate::sysinfo;
+use crate::threads::{self, Role, ThreadInfo};
+use rtvirt_model::scenario::{locate_field, parse_toml_located};
+use rtvirt_model::{InputError, Nanos};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const PROFILE_SCHEMA: &str = "rtvirt.profile/v1";
+pub const ROLES: &[&str] = &["vcpu", "iothread", "vhost", "emulator", "irq", "napi", "ksoftirqd", "ktimers", "rcuc", "container"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    schema: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+    #[serde(rename = "set", default)]
+    sets: Vec<RawSet>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSet {
+    role: String,
+    guest: Option<String>,
+    vcpu: Option<u32>,
+    id: Option<String>,
+    device: Option<String>,
+    cpu: Option<u32>,
+    cgroup: Option<String>,
+    policy: Option<String>,
+    priority: Option<u32>,
+    nice: Option<i32>,
+    runtime: Option<Nanos>,
+    deadline: Option<Nanos>,
+    period: Option<Nanos>,
+    reclaim: Option<bool>,
+    cpus: Option<String>,
+    threaded: Option<bool>,
+}
+
+/// Which threads (or objects) a profile entry selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// vcpu / iothread / vhost / emulator threads of a bound guest.
+    Guest { guest: String, role: String, vcpu: Option<u32>, id: Option<String> },
+    /// The IRQs serving a device (their affinity) and their IRQ threads, if threaded.
+    Irq { device: String },
+    /// Threaded NAPI on a net device and its napi/<dev>-<id> threads.
+    Napi { device: String, threaded: bool },
+    /// ksoftirqd/ktimers/rcuc, on one CPU or all.
+    PerCpu { role: String, cpu: Option<u32> },
+    /// A container's cgroup (its cpuset).
+    Container { cgroup: String },
+}
+
+/// One validated profile entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub index: usize,
+    pub select: Selector,
+    pub sched: Option<SchedAttr>,
+    pub cpus: Option<CpuList>,
+}
+
+/// A validated profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub file: Option<PathBuf>,
+    pub rules: Vec<Rule>,
+    src: String,
+}
+
+impl Profile {
+    pub fn from_file(path: &Path) -> Result<Profile, InputError> {
+        let src = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read profile: {e}")).in_file(path))?;
+        let mut p = Profile::from_toml(&src).map_err(|e| e.in_file(path))?;
+        p.file = Some(path.to_path_buf());
+        Ok(p)
+    }
+
+    /// Parse and validate profile text; errors name the field and its line.
+    pub fn from_toml(src: &str) -> Result<Profile, InputError> {
+        let raw: RawProfile = parse_toml_located(src)?;
+        let locate = |e: InputError| match e.at.field.as_deref().and_then(|f| locate_field(src, f)) {
+            Some((l, c)) => e.at_line(l, c),
+            None => e,
+        };
+        if raw.schema != PROFILE_SCHEMA {
+            return Err(locate(InputError::field("schema", format!("\"{}\": expected \"{PROFILE_SCHEMA}\"", raw.schema))));
+        }
+        if raw.sets.is_empty() {
+            return Err(InputError::new("the profile has no [[set]] entry"));
+        }
+        let rules = raw.sets.into_iter().enumerate().map(|(i, s)| rule(i, s).map_err(|e| locate(e.under(&format!("set[{i}]"))))).collect::<Result<Vec<_>, _>>()?;
+        Ok(Profile { file: None, rules, src: src.to_string() })
+    }
+
+    /// An InputError located at `set[i].field`.
+    fn error(&self, i: usize, field: &str, msg: String) -> HostError {
+        let path = format!("set[{i}].{field}");
+        let mut e = InputError::field(path.clone(), msg);
+        if let Some((l, c)) = locate_field(&self.src, &path) {
+            e = e.at_line(l, c);
+        }
+        match &self.file {
+            Some(f) => e.in_file(f).into(),
+            None => e.into(),
+        }
+    }
+}
+
+fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
+    let need = |v: Option<String>, f: &str| v.ok_or_else(|| InputError::field(f, format!("role \"{}\" needs `{f}`", s.role)));
+    let select = match s.role.as_str() {
+        "vcpu" | "iothread" | "vhost" | "emulator" => Selector::Guest { guest: need(s.guest.clone(), "guest")?, role: s.role.clone(), vcpu: s.vcpu, id: s.id.clone() },
+        "irq" => Selector::Irq { device: need(s.device.clone(), "device")? },
+        "napi" => Selector::Napi { device: need(s.device.clone(), "device")?, threaded: s.threaded.unwrap_or(true) },
+        "ksoftirqd" | "ktimers" | "rcuc" => {
+            if s.cpus.is_some() {
+                return Err(InputError::field("cpus", format!("{} threads are bound to their CPU; select one with `cpu = N` instead", s.role)));
+            }
+            Selector::PerCpu { role: s.role.clone(), cpu: s.cpu }
+        }
+        "container" => Selector::Container { cgroup: need(s.cgroup.clone(), "cgroup")? },
+        other => return Err(InputError::field("role", format!("unknown role \"{other}\" (expected one of: {})", ROLES.join(", ")))),
+    };
+    let sched = sched_of(&s)?;
+    let cpus = s.cpus.as_deref().map(|c| CpuList::parse(c).map_err(|e| InputError::field("cpus", e))).transpose()?;
+    if let Some(c) = &cpus {
+        check_online(c, "cpus")?;
+    }
+    if matches!(select, Selector::Container { .. }) && (cpus.is_none() || sched.is_some()) {
+        return Err(InputError::field("cpus", "role \"container\" sets the container's cpuset: give `cpus` (and no policy)"));
+    }
+    if sched.is_none() && cpus.is_none() && !matches!(select, Selector::Napi { .. }) {
+        return Err(InputError::field("policy", "this entry changes nothing: give `policy` and/or `cpus`"));
+    }
+    Ok(Rule { index, select, sched, cpus })
+}
+
+/// The scheduling attributes an entry asks for.
+fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
+    let Some(name) = &s.policy else {
+        if s.priority.is_some() || s.nice.is_some() || s.runtime.is_some() {
+            return Err(InputError::field("policy", "priority/nice/runtime given without a policy"));
+        }
+        return Ok(None);
+    };
+    let policy = sched::parse_policy(name).ok_or_else(|| InputError::field("policy", format!("unknown policy \"{name}\" (expected fifo, rr, other, batch, idle or deadline)")))?;
+    let attr = match policy {
+        SCHED_FIFO | SCHED_RR => {
+            let p = s.priority.ok_or_else(|| InputError::field("priority", "fifo/rr need a priority 1..99"))?;
+            if !(1..=99).contains(&p) {
+                return Err(InputError::field("priority", format!("{p}: fifo/rr priorities are 1..99")));
+            }
+            SchedAttr::fixed(policy, p)
+        }
+        SCHED_DEADLINE => {
+            let get = |v: Option<Nanos>, f: &str| v.map(|n| n.as_ns()).ok_or_else(|| InputError::field(f, "deadline needs runtime, deadline and period (e.g. \"1ms\")"));
+            let (r, d, p) = (get(s.runtime, "runtime")?, get(s.deadline.or(s.period), "deadline")?, get(s.period, "period")?);
+            if !(1024 <= r && r <= d && d <= p) {
+                return Err(InputError::field("runtime", format!("expected 1024ns <= runtime <= deadline <= period, got {r}/{d}/{p} ns")));
+            }
+            let mut a = SchedAttr::deadline(r, d, p);
+            if s.reclaim == Some(true) {
+                a.flags |= SCHED_FLAG_RECLAIM;
+            }
+            a
+        }
+        _ => {
+            if s.priority.is_some_and(|p| p != 0) {
+                return Err(InputError::field("priority", format!("policy {name} has no priority; use `nice`")));
+            }
+            let nice = s.nice.unwrap_or(0);
+            if !(-20..=19).contains(&nice) {
+                return Err(InputError::field("nice", format!("{nice}: nice is -20..19")));
+            }
+            SchedAttr { policy, nice, ..Default::default() }
+        }
+    };
+    Ok(Some(attr))
+}
+
+/// Resolve and apply a profile.
+pub fn apply_profile(profile: &Profile, bindings: &[Binding], opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport> {
+    let prepared = prepare(profile, bindings)?;
+    let napi_rules: Vec<Rule> = profile.rules.iter().filter(|r| matches!(r.select, Selector::Napi { .. })).cloned().collect();
+    let mut followup = || -> Result<Vec<Change>> {
+        let mut out = Vec::new();
+        for r in &napi_rules {
+            let Selector::Napi { device, threaded } = &r.select else { continue };
+            let found = napi_threads(device);
+            if *threaded && found.is_empty() {
+                return Err(profile.error(r.index, "device", format!("threaded NAPI is on for {device} but no napi/{device}-* thread appeared (the device has no NAPI instance: e.g. a veth needs GRO or XDP)")));
+            }
+            out.extend(thread_changes(&found, r));
+        }
+        Ok(out)
+    };
+    lint_and_run(prepared, opts, &mut followup, progress)
+}
+
+/// Kernel threads napi/<dev>-<id>.
+fn napi_threads(device: &str) -> Vec<ThreadInfo> {
+    threads::discover(&threads::Target::System)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| matches!(&t.role, Role::Napi { dev, .. } if dev == device))
+        .collect()
+}
+
+fn thread_changes(ts: &[ThreadInfo], r: &Rule) -> Vec<Change> {
+    let mut out = Vec::new();
+    for t in ts {
+        if let Some(c) = &r.cpus {
+            out.push(affinity_change(t, c.clone()));
+        }
+        if let Some(s) = r.sched {
+            out.push(sched_change(t, s));
+        }
+    }
+    out
+}
+
+fn planned_of(ts: &[ThreadInfo], r: &Rule) -> Vec<Planned> {
+    ts.iter()
+        .map(|t| Planned { tid: t.tid, comm: t.comm.clone(), role: t.role.clone(), guest: t.guest.clone(), sched: r.sched.unwrap_or(t.sched), cpus: r.cpus.clone().unwrap_or_else(|| t.affinity.clone()) })
+        .collect()
+}
+
+/// Resolve every entry against this host; nothing is changed.
+fn prepare(profile: &Profile, bindings: &[Binding]) -> Result<Prepared> {
+    let mut guests: BTreeMap<String, Vec<ThreadInfo>> = BTreeMap::new();
+    for b in bindings {
+        if guests.insert(b.guest.clone(), b.threads()?).is_some() {
+            return Err(HostError::input(format!("guest \"{}\" is bound twice", b.guest)));
+        }
+    }
+    let system = threads::discover(&threads::Target::System)?;
+    let (mut changes, mut planned, mut placed_irqs) = (Vec::new(), Vec::new(), Vec::new());
+    for r in &profile.rules {
+        match &r.select {
+            Selector::Guest { guest, role, vcpu, id } => {
+                let ts = guests.get(guest).ok_or_else(|| profile.error(r.index, "guest", format!("guest \"{guest}\" is not bound: give it with --vm {guest}=QMP_SOCKET or --pid {guest}=TID")))?;
+                let hit: Vec<ThreadInfo> = ts.iter().filter(|t| guest_role_matches(t, role, *vcpu, id.as_deref())).cloned().collect();
+                if hit.is_empty() {
+                    let have: Vec<String> = ts.iter().map(|t| format!("{} {}", t.role.name(), t.comm)).collect();
+                    return Err(profile.error(r.index, "role", format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", "))));
+                }
+                changes.extend(thread_changes(&hit, r));
+                planned.extend(planned_of(&hit, r));
+            }
+            Selector::Irq { device } => {
+                let irqs: Vec<sysinfo::Irq> = sysinfo::irqs().into_iter().filter(|i| i.serves(device)).collect();
+                if irqs.is_empty() {
+                    return Err(profile.error(r.index, "device", format!("no IRQ handler named \"{device}\" (see /proc/interrupts)")));
+                }
+                for i in &irqs {
+                    if let Some(c) = &r.cpus {
+                        let path = PathBuf::from(format!("/proc/irq/{}/smp_affinity_list", i.number));
+                        changes.push(Change::File { before: read_trimmed(&path)?, after: c.to_string(), path });
+                        placed_irqs.push(i.number);
+                    }
+                }
+                let ts: Vec<ThreadInfo> = system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
+                changes.extend(thread_changes(&ts, r));
+                planned.extend(planned_of(&ts, r));
+            }
+            Selector::Napi { device, threaded } => {
+                let path = PathBuf::from(format!("/sys/class/net/{device}/threaded"));
+                if !path.exists() {
+                    return Err(profile.error(r.index, "device", format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display())));
+                }
+                changes.push(Change::File { before: read_trimmed(&path)?, after: if *threaded { "1" } else { "0" }.into(), path });
+                let existing = napi_threads(device);
+                let mut p = planned_of(&existing, r);
+                if existing.is_empty() && *threaded {
+                    p.push(Planned { tid: 0, comm: format!("napi/{device}-*"), role: Role::Napi { dev: device.clone(), id: 0 }, guest: None, sched: r.sched.unwrap_or_default(), cpus: r.cpus.clone().unwrap_or_else(sysinfo::online_cpus) });
+                }
+                planned.extend(p);
+            }
+            Selector::PerCpu { role, cpu } => {
+                let ts: Vec<ThreadInfo> = system.iter().filter(|t| t.role.name() == role && cpu.is_none_or(|c| t.affinity == CpuList::single(c))).cloned().collect();
+                if ts.is_empty() {
+                    return Err(profile.error(r.index, "role", format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default())));
+                }
+                changes.extend(thread_changes(&ts, r));
+                planned.extend(planned_of(&ts, r));
+            }
+            Selector::Container { cgroup } => {
+                let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
+                let path = h.cpus_file(cgroup);
+                if !path.exists() {
+                    return Err(profile.error(r.index, "cgroup", format!("no cpuset cgroup \"{cgroup}\" ({} missing)", path.display())));
+                }
+                let cpus = r.cpus.clone().expect("validated: container has cpus");
+                changes.push(Change::File { before: read_trimmed(&path)?, after: cpus.to_string(), path });
+            }
+        }
+    }
+    Ok(Prepared { changes, planned, partitions: CpuList::default(), placed_irqs, skipped: Vec::new() })
+}
+
+fn guest_role_matches(t: &ThreadInfo, role: &str, vcpu: Option<u32>, id: Option<&str>) -> bool {
+    match (&t.role, role) {
+        (Role::Vcpu { index }, "vcpu") => vcpu.is_none_or(|v| v == *index),
+        (Role::Iothread { id: tid }, "iothread") => id.is_none_or(|i| i == tid),
+        (Role::Vhost { .. }, "vhost") => true,
+        (Role::Emulator, "emulator") => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_seeds1_layout() {
+        let p = Profile::from_toml(include_str!("../../../../scenarios/profiles/seeds1-threaded.toml")).unwrap();
+        assert!(p.rules.iter().any(|r| matches!(&r.select, Selector::Guest { role, .. } if role == "vcpu") && r.sched == Some(SchedAttr::fixed(SCHED_FIFO, 47))));
+    }
+
+    #[test]
+    fn unknown_role_and_bad_priority_are_located() {
+        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"fifo\"\npriority = 10\n[[set]]\nrole = \"nic\"\ndevice = \"x\"\n";
+        let e = Profile::from_toml(src).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("set[1].role"));
+        assert_eq!(e.at.line_col.map(|l| l.0), Some(8));
+        assert!(e.message.contains("unknown role \"nic\""), "{e}");
+        let e = Profile::from_toml(&src.replace("priority = 10", "priority = 100")).unwrap_err();
+        assert!(e.to_string().contains("1..99"), "{e}");
+        let e = Profile::from_toml(&src.replace("policy", "polcy")).unwrap_err();
+        assert!(e.to_string().contains("polcy"), "{e}");
+    }
+
+    #[test]
+    fn deadline_entries_need_valid_parameters() {
+        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"1ms\"\n";
+        assert!(Profile::from_toml(src).unwrap_err().to_string().contains("runtime <= deadline"));
+        let ok = Profile::from_toml(&src.replace("2ms", "100us")).unwrap();
+        assert_eq!(ok.rules[0].sched, Some(SchedAttr::deadline(100_000, 1_000_000, 1_000_000)));
+    }
+}

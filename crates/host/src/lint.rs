@@ -1,0 +1,216 @@
+//! The lint that runs before `apply` changes anything: per CPU, every runnable entity that matters
+//! with its policy and priority after the change, and the configurations known to starve or
+//! delay real-time guests. A `fail` finding blocks the apply unless `--force` is given.
+
+use crate::cpulist::CpuList;
+use crate::sched::{self, SchedAttr, SCHED_FLAG_RECLAIM};
+use crate::sysinfo::Irq;
+use crate::threads::{Role, ThreadInfo};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Fail,
+    Warn,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub message: String,
+}
+
+/// A thread as it will be after the apply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Planned {
+    pub tid: u32,
+    pub comm: String,
+    pub role: Role,
+    pub guest: Option<String>,
+    pub sched: SchedAttr,
+    pub cpus: CpuList,
+}
+
+/// Everything the lint looks at.
+pub struct LintInput<'a> {
+    pub planned: &'a [Planned],
+    /// Every thread on the host now.
+    pub existing: &'a [ThreadInfo],
+    /// IRQs as they will be after the apply.
+    pub irqs: &'a [Irq],
+    /// IRQ numbers the apply itself places (not flagged).
+    pub placed_irqs: &'a [u32],
+    pub isolated: CpuList,
+    pub online: CpuList,
+    /// CPUs given to cpuset partitions for reservations.
+    pub partitions: CpuList,
+    pub rt_runtime_us: Option<i64>,
+    pub fair_server: bool,
+}
+
+/// One line of the per-CPU view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entity {
+    pub tid: u32,
+    pub comm: String,
+    pub role: &'static str,
+    pub sched: String,
+    pub changed: bool,
+    /// Effective priority: deadline 1000, FIFO/RR their priority, fair classes 0.
+    pub rank: u32,
+}
+
+/// The lint's result: the per-CPU view and the findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LintReport {
+    pub per_cpu: BTreeMap<u32, Vec<Entity>>,
+    pub findings: Vec<Finding>,
+}
+
+impl LintReport {
+    pub fn failures(&self) -> usize {
+        self.findings.iter().filter(|f| f.severity == Severity::Fail).count()
+    }
+}
+
+/// Effective priority for comparisons: deadline above every RT priority above the fair classes.
+fn rank(s: &SchedAttr) -> u32 {
+    if s.is_deadline() {
+        1000
+    } else if s.is_rt() {
+        s.priority
+    } else {
+        0
+    }
+}
+
+/// Run the lint.
+pub fn lint(input: &LintInput) -> LintReport {
+    let mut findings = Vec::new();
+    dl_admission(input, &mut findings);
+    for p in input.planned.iter().filter(|p| p.sched.is_rt() && matches!(p.role, Role::Vcpu { .. })) {
+        vcpu_above_kthreads(input, p, &mut findings);
+        io_below_vcpu(input, p, &mut findings);
+    }
+    fair_server(input, &mut findings);
+    reclaim(input, &mut findings);
+    irqs_on_rt_cpus(input, &mut findings);
+    if !input.partitions.is_empty() && input.online.is_subset(&input.partitions) {
+        findings.push(Finding { id: "no_housekeeping_cpu", severity: Severity::Warn, message: format!("every online CPU ({}) becomes a reservation partition: the host's own tasks are no longer load-balanced between CPUs", input.online) });
+    }
+    LintReport { per_cpu: per_cpu_view(input), findings }
+}
+
+fn dl_admission(input: &LintInput, out: &mut Vec<Finding>) {
+    if input.rt_runtime_us == Some(-1) && input.planned.iter().any(|p| p.sched.is_deadline()) {
+        out.push(Finding { id: "dl_admission_disabled", severity: Severity::Fail, message: "kernel.sched_rt_runtime_us = -1 disables SCHED_DEADLINE admission control: the kernel accepts any overload and reservations are no longer guaranteed (set it back to e.g. 950000)".into() });
+    }
+}
+
+/// A FIFO/RR vCPU that busy-polls (guest idle=poll, KVM halt polling) starves the per-CPU kernel
+/// threads below it on its CPUs; only the fair server / RT throttling bound that.
+fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
+    let bounded = input.fair_server || input.rt_runtime_us.is_some_and(|r| r >= 0);
+    let starved: Vec<String> = input
+        .existing
+        .iter()
+        .filter(|t| t.role.is_percpu_kthread() && t.affinity.iter().any(|c| vcpu.cpus.contains(c)) && rank(&after(input, t)) < rank(&vcpu.sched))
+        .map(|t| format!("{} ({})", t.comm, sched::policy_name(after(input, t).policy)))
+        .collect();
+    if starved.is_empty() {
+        return;
+    }
+    let (severity, bound) = if bounded {
+        (Severity::Warn, if input.fair_server { "only the fair server's share (50 ms/s by default)" } else { "only what RT throttling leaves" })
+    } else {
+        (Severity::Fail, "nothing: RT throttling is off and there is no fair server")
+    };
+    out.push(Finding {
+        id: "fifo_vcpu_above_kthreads",
+        severity,
+        message: format!("{} vCPU thread {} ({}) on CPU {} runs above {}; if the guest busy-polls they get {bound}", vcpu.sched, vcpu.tid, vcpu.guest.as_deref().unwrap_or("?"), vcpu.cpus, starved.join(", ")),
+    });
+}
+
+/// The RT data path must be ordered IRQ > NAPI/vhost > vCPU (SEEDS 1): an I/O thread below an RT
+/// vCPU on a shared CPU waits behind the vCPU it is supposed to feed.
+fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
+    for io in input.planned.iter().filter(|p| matches!(p.role, Role::Irq { .. } | Role::Napi { .. } | Role::Vhost { .. } | Role::Iothread { .. })) {
+        let same_path = io.guest.is_none() || io.guest == vcpu.guest;
+        if same_path && io.cpus.intersection(&vcpu.cpus).len() > 0 && rank(&io.sched) < rank(&vcpu.sched) {
+            out.push(Finding {
+                id: "io_below_vcpu",
+                severity: Severity::Fail,
+                message: format!("{} thread {} ({}) is below vCPU thread {} ({}) on CPU {}: the vCPU would starve its own I/O path", io.role.name(), io.tid, io.sched, vcpu.tid, vcpu.sched, io.cpus.intersection(&vcpu.cpus)),
+            });
+        }
+    }
+}
+
+fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
+    if !input.fair_server {
+        return;
+    }
+    let rt: Vec<String> = input.planned.iter().filter(|p| p.sched.is_rt()).map(|p| format!("{} {}", p.tid, p.comm)).collect();
+    if !rt.is_empty() {
+        out.push(Finding { id: "fair_server_preempts_rt", severity: Severity::Warn, message: format!("Linux >= 6.12: the per-CPU fair server (default 50 ms every 1 s) runs SCHED_OTHER tasks ahead of the FIFO/RR threads {}; set /sys/kernel/debug/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", rt.join(", ")) });
+    }
+}
+
+/// Reclaiming (GRUB) deadline threads take unused bandwidth on the CPUs of hard reservations.
+fn reclaim(input: &LintInput, out: &mut Vec<Finding>) {
+    let dl_cpus: CpuList = input.planned.iter().filter(|p| p.sched.is_deadline()).flat_map(|p| p.cpus.iter()).collect();
+    let planned_reclaim = input.planned.iter().filter(|p| p.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|p| (p.tid, p.cpus.clone()));
+    let existing_reclaim = input.existing.iter().filter(|t| t.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|t| (t.tid, t.affinity.clone()));
+    for (tid, cpus) in planned_reclaim.chain(existing_reclaim) {
+        if !cpus.intersection(&dl_cpus).is_empty() {
+            out.push(Finding { id: "reclaim_on_hard_reservation", severity: Severity::Warn, message: format!("thread {tid} has SCHED_FLAG_RECLAIM on CPU {} shared with hard reservations: it may consume their unused bandwidth and delay their replenishment", cpus.intersection(&dl_cpus)) });
+        }
+    }
+}
+
+fn irqs_on_rt_cpus(input: &LintInput, out: &mut Vec<Finding>) {
+    let rt_cpus = CpuList(input.isolated.0.union(&input.partitions.0).copied().collect());
+    if rt_cpus.is_empty() {
+        return;
+    }
+    let hits: Vec<String> = input
+        .irqs
+        .iter()
+        .filter(|i| !input.placed_irqs.contains(&i.number) && !i.effective.intersection(&rt_cpus).is_empty())
+        .map(|i| format!("{} ({}) on CPU {}", i.number, i.actions.join(","), i.effective.intersection(&rt_cpus)))
+        .collect();
+    if !hits.is_empty() {
+        out.push(Finding { id: "irq_on_isolated_cpu", severity: Severity::Warn, message: format!("IRQs land on isolated/reserved CPUs: {} (move them with /proc/irq/N/smp_affinity_list, irqaffinity= or a profile's irq role)", hits.join("; ")) });
+    }
+}
+
+/// The scheduling attributes a thread will have after the apply.
+fn after(input: &LintInput, t: &ThreadInfo) -> SchedAttr {
+    input.planned.iter().find(|p| p.tid == t.tid).map(|p| p.sched).unwrap_or(t.sched)
+}
+
+/// Per CPU: every non-fair-class thread, every per-CPU kernel thread and every changed thread.
+fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
+    let mut view: BTreeMap<u32, Vec<Entity>> = input.online.iter().map(|c| (c, Vec::new())).collect();
+    for t in input.existing {
+        let planned = input.planned.iter().find(|p| p.tid == t.tid);
+        let sched = planned.map(|p| p.sched).unwrap_or(t.sched);
+        if planned.is_none() && rank(&sched) == 0 && !t.role.is_percpu_kthread() {
+            continue;
+        }
+        let cpus = planned.map(|p| p.cpus.clone()).unwrap_or_else(|| t.affinity.clone());
+        for c in cpus.iter() {
+            if let Some(v) = view.get_mut(&c) {
+                v.push(Entity { tid: t.tid, comm: t.comm.clone(), role: t.role.name(), sched: sched.to_string(), changed: planned.is_some(), rank: rank(&sched) });
+            }
+        }
+    }
+    for v in view.values_mut() {
+        v.sort_by_key(|e| std::cmp::Reverse(e.rank));
+    }
+    view
+}

@@ -1,0 +1,139 @@
+//! Facts about the running host that audit, lint and apply share: CPUs online and isolated, kernel
+//! version, RT throttling, IRQs with their actions and affinities, the boot command line.
+
+use crate::cpulist::CpuList;
+use crate::procfs::read_opt;
+use std::path::Path;
+
+pub const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+/// Online CPUs (/sys/devices/system/cpu/online).
+pub fn online_cpus() -> CpuList {
+    cpu_list_file("online")
+}
+
+/// CPUs isolated from the scheduler domains (isolcpus=), /sys/devices/system/cpu/isolated.
+pub fn isolated_cpus() -> CpuList {
+    cpu_list_file("isolated")
+}
+
+fn cpu_list_file(name: &str) -> CpuList {
+    read_opt(Path::new(CPU_DIR).join(name)).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default()
+}
+
+/// The kernel release, e.g. "6.18.44-fc-v669".
+pub fn kernel_release() -> String {
+    read_opt("/proc/sys/kernel/osrelease").unwrap_or_default()
+}
+
+/// (major, minor) of the running kernel.
+pub fn kernel_version() -> (u32, u32) {
+    parse_version(&kernel_release())
+}
+
+fn parse_version(release: &str) -> (u32, u32) {
+    let mut it = release.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0))
+}
+
+/// Linux 6.12 replaced RT throttling by a per-CPU deadline "fair server" for SCHED_OTHER tasks.
+pub fn has_fair_server() -> bool {
+    kernel_version() >= (6, 12)
+}
+
+/// kernel.sched_rt_runtime_us (-1: no RT throttling and no SCHED_DEADLINE admission control).
+pub fn rt_runtime_us() -> Option<i64> {
+    read_opt("/proc/sys/kernel/sched_rt_runtime_us")?.parse().ok()
+}
+
+/// kernel.sched_rt_period_us.
+pub fn rt_period_us() -> Option<i64> {
+    read_opt("/proc/sys/kernel/sched_rt_period_us")?.parse().ok()
+}
+
+/// The per-CPU deadline bandwidth the kernel admits (rt_runtime/rt_period), None when admission
+/// control is disabled.
+pub fn dl_bandwidth_cap() -> Option<f64> {
+    match (rt_runtime_us()?, rt_period_us()?) {
+        (r, p) if r >= 0 && p > 0 => Some(r as f64 / p as f64),
+        _ => None,
+    }
+}
+
+/// The boot command line.
+pub fn cmdline() -> String {
+    read_opt("/proc/cmdline").unwrap_or_default()
+}
+
+/// The value of `key=` on the boot command line (last occurrence wins, as in the kernel), or
+/// Some("") for a bare flag.
+pub fn cmdline_param(cmdline: &str, key: &str) -> Option<String> {
+    cmdline.split_whitespace().filter_map(|w| if w == key { Some(String::new()) } else { w.strip_prefix(key)?.strip_prefix('=').map(str::to_string) }).last()
+}
+
+/// One hardware interrupt with its handlers and CPU affinity.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Irq {
+    pub number: u32,
+    /// Handler names (/sys/kernel/irq/N/actions), e.g. "virtio1-req.0", "eth0-rx-0".
+    pub actions: Vec<String>,
+    pub affinity: CpuList,
+    pub effective: CpuList,
+}
+
+impl Irq {
+    /// Does one of this IRQ's handlers belong to `device` ("eth1" matches "eth1", "eth1-rx-0", "eth1:..")?
+    pub fn serves(&self, device: &str) -> bool {
+        self.actions.iter().any(|a| a == device || a.strip_prefix(device).is_some_and(|r| r.starts_with(['-', '.', ':', '@'])))
+    }
+}
+
+/// Every IRQ with a /proc/irq/N directory and at least one handler.
+pub fn irqs() -> Vec<Irq> {
+    let mut v: Vec<Irq> = std::fs::read_dir("/proc/irq")
+        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).filter_map(irq).collect())
+        .unwrap_or_default();
+    v.sort_by_key(|i| i.number);
+    v
+}
+
+/// One IRQ by number (None if it has no handler).
+pub fn irq(number: u32) -> Option<Irq> {
+    let actions: Vec<String> = read_opt(format!("/sys/kernel/irq/{number}/actions"))?.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    if actions.is_empty() {
+        return None;
+    }
+    let list = |f: &str| read_opt(format!("/proc/irq/{number}/{f}")).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default();
+    Some(Irq { number, actions, affinity: list("smp_affinity_list"), effective: list("effective_affinity_list") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_versions_and_cmdline() {
+        assert_eq!(parse_version("6.18.44-fc-v669"), (6, 18));
+        assert_eq!(parse_version("5.10.0-rt"), (5, 10));
+        let c = "quiet isolcpus=1-3 rcu_nocb_poll isolcpus=2";
+        assert_eq!(cmdline_param(c, "isolcpus").as_deref(), Some("2"));
+        assert_eq!(cmdline_param(c, "rcu_nocb_poll").as_deref(), Some(""));
+        assert_eq!(cmdline_param(c, "nohz_full"), None);
+    }
+
+    #[test]
+    fn irq_device_matching() {
+        let i = Irq { number: 1, actions: vec!["eth1-rx-0".into()], affinity: CpuList::default(), effective: CpuList::default() };
+        assert!(i.serves("eth1"));
+        assert!(!i.serves("eth"));
+        assert!(!i.serves("eth10"));
+    }
+
+    #[test]
+    fn reads_this_hosts_cpus_and_irqs() {
+        assert!(!online_cpus().is_empty());
+        for i in irqs() {
+            assert!(!i.actions.is_empty());
+        }
+    }
+}
