@@ -13,6 +13,8 @@
 pub mod cgroup;
 pub mod cpus;
 pub mod environment;
+pub mod load;
+pub mod net;
 pub mod error;
 pub mod rt;
 pub mod signals;

@@ -1,0 +1,194 @@
+//! The worker loops of each load kind.
+
+use super::{LoadKind, Meter, Pacer};
+use crate::error::{Context, Error, Result};
+use crate::rt;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// (unit of ops, whether ops are bytes).
+pub fn unit(kind: LoadKind) -> (&'static str, bool) {
+    match kind {
+        LoadKind::Cpu => ("iterations", false),
+        LoadKind::Syscalls => ("syscall rounds", false),
+        LoadKind::Cache | LoadKind::Net | LoadKind::NetUdp => ("bytes", true),
+    }
+}
+
+type Worker = Box<dyn FnOnce(&AtomicBool, &Meter, Option<f64>) + Send>;
+
+/// Spawn the thread(s) of worker `i` (a net worker is a sender and a receiver).
+pub fn spawn(kind: LoadKind, i: u32, cpu: Option<u32>, rate: Option<f64>, stop: Arc<AtomicBool>, meter: Arc<Meter>) -> Result<Vec<std::thread::JoinHandle<()>>> {
+    let bodies: Vec<(Worker, bool)> = match kind {
+        LoadKind::Cpu => vec![(Box::new(cpu_hog), true)],
+        LoadKind::Syscalls => vec![(Box::new(syscalls), true)],
+        LoadKind::Cache => {
+            let bytes = 2 * llc_bytes();
+            vec![(Box::new(move |s: &AtomicBool, m: &Meter, r| cache_thrash(s, m, r, bytes)), true)]
+        }
+        LoadKind::Net => tcp_pair()?,
+        LoadKind::NetUdp => udp_pair()?,
+    };
+    let mut threads = Vec::new();
+    for (body, counts) in bodies {
+        let (stop, meter) = (stop.clone(), meter.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("rtvirt-load-{}{i}", kind.as_str()))
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    let _ = rt::pin_current_thread(c);
+                }
+                let quiet = Meter::default();
+                body(&stop, if counts { &meter } else { &quiet }, rate);
+            })
+            .map_err(|e| Error::os("cannot start load thread", e))?;
+        threads.push(t);
+    }
+    Ok(threads)
+}
+
+fn cpu_hog(stop: &AtomicBool, meter: &Meter, rate: Option<f64>) {
+    let mut pacer = Pacer::new(rate);
+    let mut x = 0x9e3779b97f4a7c15u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..1000 {
+            x = x.rotate_left(7).wrapping_mul(0x2545f4914f6cdd1d) ^ 0x5bd1e995;
+        }
+        std::hint::black_box(x);
+        meter.add(1000);
+        pacer.pace(1000);
+    }
+}
+
+/// One round: getppid, a pipe write + read (a wake-up path), a 1-byte /dev/null write, and every
+/// 16th round a 10 us timer sleep (timer interrupts).
+fn syscalls(stop: &AtomicBool, meter: &Meter, rate: Option<f64>) {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return;
+    }
+    let mut null = std::fs::OpenOptions::new().write(true).open("/dev/null").ok();
+    let mut pacer = Pacer::new(rate);
+    let mut round = 0u64;
+    let mut b = [0u8; 1];
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: plain syscalls on our own pipe and buffer.
+        unsafe {
+            libc::getppid();
+            libc::write(fds[1], b.as_ptr().cast(), 1);
+            libc::read(fds[0], b.as_mut_ptr().cast(), 1);
+        }
+        if let Some(n) = null.as_mut() {
+            let _ = n.write(&b);
+        }
+        round += 1;
+        if round % 16 == 0 {
+            std::thread::sleep(Duration::from_micros(10));
+        }
+        meter.add(1);
+        pacer.pace(1);
+    }
+    // SAFETY: closing our own descriptors.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+}
+
+/// Size of the largest CPU cache (the LLC), at least 4 MiB if unknown.
+pub fn llc_bytes() -> usize {
+    let mut best = 0;
+    for i in 0..8 {
+        let p = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+        if let Ok(s) = std::fs::read_to_string(p) {
+            let s = s.trim();
+            let (num, mult) = match s.chars().last() {
+                Some('K') => (&s[..s.len() - 1], 1024),
+                Some('M') => (&s[..s.len() - 1], 1024 * 1024),
+                _ => (s, 1),
+            };
+            best = best.max(num.parse::<usize>().unwrap_or(0) * mult);
+        }
+    }
+    if best == 0 { 4 << 20 } else { best }
+}
+
+const CHUNK: usize = 64 * 1024;
+
+fn cache_thrash(stop: &AtomicBool, meter: &Meter, rate: Option<f64>, bytes: usize) {
+    let half = bytes.max(2 * CHUNK) / 2;
+    let mut buf = vec![1u8; 2 * half];
+    let mut pacer = Pacer::new(rate);
+    let mut off = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let (src, dst) = buf.split_at_mut(half);
+        dst[off..off + CHUNK].copy_from_slice(&src[off..off + CHUNK]);
+        std::hint::black_box(&dst[off]);
+        off = (off + CHUNK) % (half - CHUNK + 1);
+        meter.add(CHUNK as u64);
+        pacer.pace(CHUNK as u64);
+    }
+}
+
+/// A TCP sender -> receiver pair over loopback; the receiver counts bytes.
+fn tcp_pair() -> Result<Vec<(Worker, bool)>> {
+    let listener = TcpListener::bind("127.0.0.1:0").context(|| "cannot bind the net load receiver".into())?;
+    let addr = listener.local_addr().context(|| "net load receiver address".into())?;
+    let sender = TcpStream::connect(addr).context(|| "cannot connect the net load sender".into())?;
+    let (receiver, _) = listener.accept().context(|| "cannot accept the net load sender".into())?;
+    receiver.set_read_timeout(Some(Duration::from_millis(50))).ok();
+    sender.set_write_timeout(Some(Duration::from_millis(50))).ok();
+    let recv: Worker = Box::new(move |stop, meter, _| {
+        let mut r = receiver;
+        let mut buf = vec![0u8; CHUNK];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(n) = r.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                meter.add(n as u64);
+            }
+        }
+    });
+    let send: Worker = Box::new(move |stop, _, rate| {
+        let mut s = sender;
+        let buf = vec![0x5au8; CHUNK];
+        let mut pacer = Pacer::new(rate);
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(n) = s.write(&buf) {
+                pacer.pace(n as u64);
+            }
+        }
+    });
+    Ok(vec![(recv, true), (send, false)])
+}
+
+/// A UDP sender -> receiver pair over loopback (1472-byte datagrams, as netperf -m 1472).
+fn udp_pair() -> Result<Vec<(Worker, bool)>> {
+    let receiver = UdpSocket::bind("127.0.0.1:0").context(|| "cannot bind the UDP load receiver".into())?;
+    let addr = receiver.local_addr().context(|| "UDP load receiver address".into())?;
+    let sender = UdpSocket::bind("127.0.0.1:0").context(|| "cannot bind the UDP load sender".into())?;
+    receiver.set_read_timeout(Some(Duration::from_millis(50))).ok();
+    let recv: Worker = Box::new(move |stop, meter, _| {
+        let mut buf = vec![0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(n) = receiver.recv(&mut buf) {
+                meter.add(n as u64);
+            }
+        }
+    });
+    let send: Worker = Box::new(move |stop, _, rate| {
+        let buf = vec![0x5au8; 1472];
+        let mut pacer = Pacer::new(rate);
+        while !stop.load(Ordering::Relaxed) {
+            if sender.send_to(&buf, addr).is_ok() {
+                pacer.pace(1472);
+            }
+        }
+    });
+    Ok(vec![(recv, true), (send, false)])
+}

@@ -1,0 +1,299 @@
+//! Interference loads ("interference as data"): CPU hogs, kernel stress (system-call and
+//! interrupt heavy loops), LLC thrashing (memcpy over a buffer larger than the last-level cache)
+//! and network floods (TCP/UDP between a sender and a receiver on loopback, or wherever the
+//! process's network namespace is). Workers are normal SCHED_OTHER threads, optionally pinned and
+//! rate limited; what they achieved (ops/s, bytes/s, the CPUs they really ran on) is reported as a
+//! [`LoadReport`] and recorded in the environment of the measurement they accompanied.
+//!
+//! Spec syntax (`--load`): `KIND[:N][@CPUS]`, e.g. `cpu:2@1`, `cache`, `net:1@0`, `syscalls:2`.
+
+mod kinds;
+
+use crate::error::{Error, Result};
+use crate::rt;
+use rtvirt_model::Nanos;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What kind of interference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadKind {
+    /// TCP flood sender -> receiver (bytes/s).
+    Net,
+    /// UDP flood sender -> receiver (bytes/s received).
+    NetUdp,
+    /// System calls, pipe wake-ups and short timer sleeps (ops/s).
+    Syscalls,
+    /// memcpy over a buffer twice the last-level cache (bytes/s).
+    Cache,
+    /// Arithmetic busy loop (ops/s).
+    Cpu,
+}
+
+impl LoadKind {
+    pub fn parse(text: &str) -> std::result::Result<LoadKind, String> {
+        Ok(match text {
+            "net" | "net-tcp" => LoadKind::Net,
+            "net-udp" => LoadKind::NetUdp,
+            "syscalls" => LoadKind::Syscalls,
+            "cache" => LoadKind::Cache,
+            "cpu" => LoadKind::Cpu,
+            _ => return Err(format!("\"{text}\" is not a load kind (expected net, net-udp, syscalls, cache or cpu)")),
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadKind::Net => "net",
+            LoadKind::NetUdp => "net-udp",
+            LoadKind::Syscalls => "syscalls",
+            LoadKind::Cache => "cache",
+            LoadKind::Cpu => "cpu",
+        }
+    }
+}
+
+/// A load to run: kind, number of workers, CPUs to pin them to (round robin), optional rate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSpec {
+    pub kind: LoadKind,
+    pub workers: u32,
+    pub cpus: Option<Vec<u32>>,
+    /// Total rate over all workers: ops/s (cpu, syscalls) or bytes/s (cache, net). None: max.
+    pub rate: Option<f64>,
+}
+
+/// Workers accepted without `--force` per online CPU.
+pub const MAX_WORKERS_PER_CPU_WITHOUT_FORCE: u32 = 4;
+
+impl LoadSpec {
+    /// Parse `KIND[:N][@CPUS]`.
+    pub fn parse(text: &str) -> std::result::Result<LoadSpec, String> {
+        let (head, cpus) = match text.split_once('@') {
+            Some((h, c)) => (h, Some(crate::cpus::parse_list(c)?)),
+            None => (text, None),
+        };
+        let (kind, workers) = match head.split_once(':') {
+            Some((k, n)) => (k, n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| format!("\"{n}\" in \"{text}\" is not a worker count (expected a positive integer)"))?),
+            None => (head, cpus.as_ref().map(|c| c.len() as u32).unwrap_or(1)),
+        };
+        Ok(LoadSpec { kind: LoadKind::parse(kind.trim())?, workers, cpus, rate: None })
+    }
+
+    /// Check CPUs and worker count; `option` names the flag in errors.
+    pub fn validate(&self, option: &str, force: bool) -> Result<()> {
+        if let Some(c) = &self.cpus {
+            crate::cpus::resolve(option, Some(&crate::cpus::format_list(c)))?;
+        }
+        let limit = MAX_WORKERS_PER_CPU_WITHOUT_FORCE * crate::cpus::online().len() as u32;
+        if self.workers > limit && !force {
+            return Err(Error::input(option, format!("{} workers is more than {limit} (4 per CPU); add --force", self.workers)));
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(Error::input("--rate", format!("{r} is not a positive rate")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a load achieved.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LoadReport {
+    pub kind: LoadKind,
+    pub workers: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus_requested: Option<String>,
+    /// CPUs the workers were really seen running on.
+    pub cpus_ran_on: String,
+    pub duration_ns: u64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_rate: Option<f64>,
+    /// Unit of `ops` ("iterations", "bytes", ...).
+    pub unit: &'static str,
+}
+
+/// Counters the workers share.
+#[derive(Default)]
+pub(crate) struct Meter {
+    pub ops: AtomicU64,
+    pub cpu_mask: AtomicU64,
+}
+
+impl Meter {
+    pub fn add(&self, n: u64) {
+        self.ops.fetch_add(n, Ordering::Relaxed);
+        let cpu = rt::current_cpu();
+        if cpu < 64 {
+            self.cpu_mask.fetch_or(1 << cpu, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Paces a worker to `rate` units/s (None: as fast as possible).
+pub(crate) struct Pacer {
+    start: u64,
+    per_unit_ns: Option<f64>,
+    done: u64,
+}
+
+impl Pacer {
+    pub fn new(rate: Option<f64>) -> Pacer {
+        Pacer { start: rt::now_ns(), per_unit_ns: rate.map(|r| 1e9 / r), done: 0 }
+    }
+    /// Account `n` units and sleep until they are due.
+    pub fn pace(&mut self, n: u64) {
+        self.done += n;
+        if let Some(p) = self.per_unit_ns {
+            let due = self.start + (self.done as f64 * p) as u64;
+            if due > rt::now_ns() {
+                rt::sleep_until(due);
+            }
+        }
+    }
+}
+
+/// A load running in the background until [`RunningLoad::stop`].
+pub struct RunningLoad {
+    spec: LoadSpec,
+    stop: Arc<AtomicBool>,
+    meter: Arc<Meter>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    start: u64,
+    unit: &'static str,
+    bytes: bool,
+}
+
+/// Start `spec` (validated by the caller) in background threads.
+pub fn start(spec: &LoadSpec) -> Result<RunningLoad> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let meter = Arc::new(Meter::default());
+    let per_worker_rate = spec.rate.map(|r| r / spec.workers.max(1) as f64);
+    let mut threads = Vec::new();
+    let mut fail = None;
+    for i in 0..spec.workers {
+        let cpu = spec.cpus.as_ref().map(|c| c[i as usize % c.len()]);
+        match kinds::spawn(spec.kind, i, cpu, per_worker_rate, stop.clone(), meter.clone()) {
+            Ok(mut t) => threads.append(&mut t),
+            Err(e) => {
+                fail = Some(e);
+                break;
+            }
+        }
+    }
+    let (unit, bytes) = kinds::unit(spec.kind);
+    let load = RunningLoad { spec: spec.clone(), stop, meter, threads, start: rt::now_ns(), unit, bytes };
+    match fail {
+        Some(e) => {
+            load.stop();
+            Err(e)
+        }
+        None => Ok(load),
+    }
+}
+
+impl RunningLoad {
+    /// Stop every worker and report what was achieved.
+    pub fn stop(self) -> LoadReport {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        let duration_ns = rt::now_ns() - self.start;
+        let ops = self.meter.ops.load(Ordering::Relaxed);
+        let mask = self.meter.cpu_mask.load(Ordering::Relaxed);
+        let ran: Vec<u32> = (0..64).filter(|c| mask & (1 << c) != 0).collect();
+        let per_s = ops as f64 / (duration_ns as f64 / 1e9).max(1e-9);
+        LoadReport {
+            kind: self.spec.kind,
+            workers: self.spec.workers,
+            cpus_requested: self.spec.cpus.as_ref().map(|c| crate::cpus::format_list(c)),
+            cpus_ran_on: crate::cpus::format_list(&ran),
+            duration_ns,
+            ops,
+            ops_per_s: per_s,
+            bytes_per_s: self.bytes.then_some(per_s),
+            requested_rate: self.spec.rate,
+            unit: self.unit,
+        }
+    }
+}
+
+/// Run `spec` in the foreground for `duration` (or until Ctrl-C).
+pub fn run_for(spec: &LoadSpec, duration: Nanos) -> Result<LoadReport> {
+    let load = start(spec)?;
+    let end = rt::now_ns() + duration.0;
+    while rt::now_ns() < end && !crate::signals::interrupted() {
+        rt::sleep_until((rt::now_ns() + 50_000_000).min(end));
+    }
+    Ok(load.stop())
+}
+
+/// Start every load of a measurement; stops those already started if one fails.
+pub fn start_all(specs: &[LoadSpec]) -> Result<Vec<RunningLoad>> {
+    let mut running = Vec::new();
+    for s in specs {
+        match start(s) {
+            Ok(l) => running.push(l),
+            Err(e) => {
+                running.into_iter().for_each(|l| {
+                    l.stop();
+                });
+                return Err(e);
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// Stop loads and turn their reports into the `environment.load` entries of a result.
+pub fn stop_all(running: Vec<RunningLoad>) -> Vec<serde_json::Value> {
+    running.into_iter().map(|l| serde_json::to_value(l.stop()).unwrap_or_default()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        let s = LoadSpec::parse("cpu:2@0-1").unwrap();
+        assert_eq!((s.kind, s.workers, s.cpus), (LoadKind::Cpu, 2, Some(vec![0, 1])));
+        assert_eq!(LoadSpec::parse("cache@1").unwrap().workers, 1);
+        assert_eq!(LoadSpec::parse("net").unwrap().kind, LoadKind::Net);
+        for bad in ["disk", "cpu:0", "cpu:x", "cpu@", "cpu@a"] {
+            assert!(LoadSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert!(LoadSpec::parse("cpu:1000").unwrap().validate("--load", false).is_err());
+        assert!(LoadSpec::parse("cpu@999").unwrap().validate("--load", false).is_err());
+    }
+
+    fn run_briefly(text: &str, rate: Option<f64>) -> LoadReport {
+        let mut spec = LoadSpec::parse(text).unwrap();
+        spec.rate = rate;
+        run_for(&spec, Nanos::from_ms(300)).unwrap()
+    }
+
+    #[test]
+    fn every_kind_does_real_work_on_the_requested_cpu() {
+        let cpu = *crate::cpus::allowed().last().unwrap();
+        for kind in ["cpu", "syscalls", "cache", "net", "net-udp"] {
+            let r = run_briefly(&format!("{kind}:1@{cpu}"), None);
+            assert!(r.ops > 0, "{kind}: {r:?}");
+            assert_eq!(r.cpus_ran_on, cpu.to_string(), "{kind}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn rate_limit_is_respected() {
+        let r = run_briefly("syscalls:1", Some(1000.0));
+        // 300 ms at 1000 ops/s: about 300 ops, never far above.
+        assert!(r.ops <= 400 && r.ops >= 50, "{r:?}");
+    }
+}

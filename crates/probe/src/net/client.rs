@@ -1,0 +1,338 @@
+//! The request/response client. Paced arrivals are open loop: a sender thread sends request i at
+//! its intended time t_i whatever happened to earlier requests, and the RTT of request i is
+//! (response read) - t_i, so a slow response also delays nothing and hides nothing (no coordinated
+//! omission); how late the sender itself was is reported as `send_lag_ns`. Back-to-back is closed
+//! loop: the next request leaves when the previous response arrived (sockperf ping-pong).
+
+use super::arrivals::Arrivals;
+use super::{timestamps, wire, Protocol};
+use crate::error::{Context, Error, Result};
+use crate::rt;
+use rand::SeedableRng;
+use rtvirt_model::results::Results;
+use rtvirt_model::stats::LatencyHistogram;
+use rtvirt_model::Nanos;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub connect: SocketAddr,
+    pub protocol: Protocol,
+    /// Message size in bytes (request = response), at least the 32-byte header.
+    pub size: usize,
+    pub arrivals: Arrivals,
+    pub duration: Nanos,
+    /// A response later than this counts as a timeout (it is still a sample if it arrives).
+    pub timeout: Nanos,
+    pub seed: u64,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connect: SocketAddr::from(([127, 0, 0, 1], 9000)),
+            protocol: Protocol::Udp,
+            size: 64,
+            arrivals: super::arrivals::DEFAULT,
+            duration: Nanos::from_secs(10),
+            timeout: Nanos::from_secs(1),
+            seed: 1,
+        }
+    }
+}
+
+impl ClientConfig {
+    pub fn validate(&self) -> Result<()> {
+        let max = match self.protocol {
+            Protocol::Udp => wire::MAX_UDP,
+            Protocol::Tcp => wire::MAX_TCP_FRAME,
+        };
+        if self.size < wire::HEADER || self.size > max {
+            return Err(Error::input("--size", format!("{} bytes: expected {}..={max} for {}", self.size, wire::HEADER, self.protocol.as_str())));
+        }
+        if self.duration.0 == 0 || self.duration > Nanos::from_secs(3600) {
+            return Err(Error::input("--duration", format!("{}: expected more than 0 and at most 1 hour", self.duration)));
+        }
+        if self.timeout.0 == 0 {
+            return Err(Error::input("--timeout", "must be more than 0"));
+        }
+        Ok(())
+    }
+}
+
+/// What the receive side accumulates.
+#[derive(Default)]
+struct Tally {
+    rtt: LatencyHistogram,
+    kernel_rtt: LatencyHistogram,
+    rx_wakeup: LatencyHistogram,
+    send_lag: LatencyHistogram,
+    responses: u64,
+    timeouts: u64,
+    duplicates: u64,
+    unexpected: u64,
+    seen: Vec<u64>,
+}
+
+impl Tally {
+    /// Account one response read at `now` (kernel receive time `kernel_rx` if known).
+    fn response(&mut self, h: wire::Header, now: u64, kernel_rx: Option<u64>, sent: u64, timeout: u64) {
+        let (word, bit) = ((h.seq / 64) as usize, 1u64 << (h.seq % 64));
+        if h.seq >= sent {
+            self.unexpected += 1;
+            return;
+        }
+        if self.seen.len() <= word {
+            self.seen.resize(word + 1, 0);
+        }
+        if self.seen[word] & bit != 0 {
+            self.duplicates += 1;
+            return;
+        }
+        self.seen[word] |= bit;
+        self.responses += 1;
+        let rtt = now.saturating_sub(h.intended_ns);
+        self.rtt.record(rtt);
+        if rtt > timeout {
+            self.timeouts += 1;
+        }
+        if let Some(k) = kernel_rx {
+            self.kernel_rtt.record(k.saturating_sub(h.sent_ns));
+            self.rx_wakeup.record(now.saturating_sub(k));
+        }
+    }
+}
+
+/// Run the client and return its results document (`kind: "net"`).
+pub fn run(cfg: &ClientConfig) -> Result<Results> {
+    cfg.validate()?;
+    let conn = Conn::open(cfg)?;
+    let start = rt::now_ns();
+    let tally = match cfg.arrivals {
+        Arrivals::BackToBack => closed_loop(cfg, &conn, start)?,
+        _ => open_loop(cfg, &conn, start)?,
+    };
+    Ok(assemble(cfg, tally.0, tally.1, rt::now_ns() - start, conn.kernel_timestamps))
+}
+
+/// A connected UDP socket or TCP stream.
+struct Conn {
+    udp: Option<UdpSocket>,
+    tcp: Option<TcpStream>,
+    kernel_timestamps: bool,
+    clock: timestamps::ClockMap,
+}
+
+impl Conn {
+    fn open(cfg: &ClientConfig) -> Result<Conn> {
+        let what = || format!("cannot reach the server at {} ({})", cfg.connect, cfg.protocol.as_str());
+        let poll = Some(Duration::from_millis(20));
+        match cfg.protocol {
+            Protocol::Udp => {
+                let local: SocketAddr = if cfg.connect.is_ipv4() { "0.0.0.0:0".parse().expect("addr") } else { "[::]:0".parse().expect("addr") };
+                let s = UdpSocket::bind(local).context(what)?;
+                s.connect(cfg.connect).context(what)?;
+                s.set_read_timeout(poll).context(what)?;
+                let ts = timestamps::enable(s.as_raw_fd());
+                Ok(Conn { udp: Some(s), tcp: None, kernel_timestamps: ts, clock: timestamps::ClockMap::now() })
+            }
+            Protocol::Tcp => {
+                let s = TcpStream::connect_timeout(&cfg.connect, Duration::from_secs(3)).context(what)?;
+                s.set_nodelay(true).context(what)?;
+                s.set_read_timeout(poll).context(what)?;
+                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: false, clock: timestamps::ClockMap::now() })
+            }
+        }
+    }
+
+    fn send(&self, msg: &[u8]) -> std::io::Result<()> {
+        match (&self.udp, &self.tcp) {
+            (Some(u), _) => u.send(msg).map(|_| ()),
+            (_, Some(t)) => {
+                let mut w = t;
+                let mut frame = Vec::with_capacity(4 + msg.len());
+                frame.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+                frame.extend_from_slice(msg);
+                w.write_all(&frame)
+            }
+            _ => unreachable!("a connection is UDP or TCP"),
+        }
+    }
+}
+
+/// Reads responses (one receiving side per connection).
+struct Receiver {
+    buf: Vec<u8>,
+    pending: Vec<u8>,
+}
+
+impl Receiver {
+    fn new(size: usize) -> Receiver {
+        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new() }
+    }
+
+    /// Next response: (header, user time read, kernel rx monotonic); None on poll timeout.
+    fn next(&mut self, conn: &Conn) -> Result<Option<(wire::Header, u64, Option<u64>)>> {
+        if let Some(u) = &conn.udp {
+            return match timestamps::recv(u.as_raw_fd(), &mut self.buf) {
+                Ok(r) => {
+                    let now = rt::now_ns();
+                    let k = r.kernel_rx_realtime_ns.map(|t| conn.clock.to_monotonic(t));
+                    Ok(wire::decode(&self.buf[..r.len]).map(|h| (h, now, k)))
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Ok(None),
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => Err(Error::Failed(format!("the server refused the requests (nothing listens there?): {e}"))),
+                Err(e) => Err(Error::os("receive failed", e)),
+            };
+        }
+        let mut t = conn.tcp.as_ref().expect("tcp");
+        loop {
+            if self.pending.len() >= 4 {
+                let len = u32::from_be_bytes(self.pending[..4].try_into().expect("4")) as usize;
+                if self.pending.len() >= 4 + len {
+                    let h = wire::decode(&self.pending[4..4 + len]);
+                    self.pending.drain(..4 + len);
+                    let now = rt::now_ns();
+                    return match h {
+                        Some(h) => Ok(Some((h, now, None))),
+                        None => Err(Error::Failed("the server sent a malformed response".into())),
+                    };
+                }
+            }
+            match t.read(&mut self.buf) {
+                Ok(0) => return Err(Error::Failed("the server closed the connection".into())),
+                Ok(n) => self.pending.extend_from_slice(&self.buf[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => return Ok(None),
+                Err(e) => return Err(Error::os("receive failed", e)),
+            }
+        }
+    }
+}
+
+fn stopped() -> bool {
+    crate::signals::interrupted()
+}
+
+/// Closed loop: send, wait for the response (or the timeout), repeat.
+fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+    let end = start + cfg.duration.0;
+    let (mut tally, mut rx) = (Tally::default(), Receiver::new(cfg.size));
+    let mut msg = vec![0u8; cfg.size];
+    let mut seq = 0;
+    while rt::now_ns() < end && !stopped() {
+        let t = rt::now_ns();
+        wire::encode(&wire::Header { seq, intended_ns: t, sent_ns: t }, &mut msg);
+        conn.send(&msg).context(|| "send failed".into())?;
+        seq += 1;
+        tally.send_lag.record(0);
+        while rt::now_ns() < t + cfg.timeout.0 {
+            if let Some((h, now, k)) = rx.next(conn)? {
+                let current = h.seq == seq - 1;
+                tally.response(h, now, k, seq, cfg.timeout.0);
+                if current {
+                    break;
+                }
+            }
+        }
+    }
+    Ok((tally, seq))
+}
+
+/// Open loop: a sender thread at the intended times, this thread receiving.
+fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+    let end = start + cfg.duration.0;
+    let sent = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(cfg.seed);
+    std::thread::scope(|s| {
+        let sender = s.spawn(|| -> Result<LatencyHistogram> {
+            let mut lag = LatencyHistogram::new();
+            let mut msg = vec![0u8; cfg.size];
+            let mut intended = start + cfg.arrivals.gap(&mut rng);
+            let mut seq = 0;
+            while intended < end && !stopped() {
+                rt::sleep_until(intended);
+                let now = rt::now_ns();
+                wire::encode(&wire::Header { seq, intended_ns: intended, sent_ns: now }, &mut msg);
+                sent.store(seq + 1, Ordering::SeqCst); // before sending: the response may beat us
+                let r = conn.send(&msg);
+                if let Err(e) = r {
+                    if e.kind() != ErrorKind::ConnectionRefused {
+                        done.store(true, Ordering::SeqCst);
+                        return Err(Error::os("send failed", e));
+                    }
+                }
+                lag.record(now - intended);
+                seq += 1;
+                intended += cfg.arrivals.gap(&mut rng).max(1);
+            }
+            done.store(true, Ordering::SeqCst);
+            Ok(lag)
+        });
+        let mut tally = Tally::default();
+        let mut rx = Receiver::new(cfg.size);
+        let mut drain_until = u64::MAX;
+        let mut refused = None;
+        loop {
+            if done.load(Ordering::SeqCst) && drain_until == u64::MAX {
+                drain_until = rt::now_ns() + cfg.timeout.0;
+            }
+            if rt::now_ns() >= drain_until || (drain_until != u64::MAX && tally.responses >= sent.load(Ordering::SeqCst)) {
+                break;
+            }
+            match rx.next(conn) {
+                Ok(Some((h, now, k))) => tally.response(h, now, k, sent.load(Ordering::SeqCst), cfg.timeout.0),
+                Ok(None) => {}
+                Err(e @ Error::Failed(_)) if conn.udp.is_some() => refused = Some(e),
+                Err(e) => {
+                    done.store(true, Ordering::SeqCst);
+                    let _ = sender.join();
+                    return Err(e);
+                }
+            }
+        }
+        tally.send_lag = sender.join().unwrap_or_else(|_| Err(Error::Failed("sender thread panicked".into())))?;
+        if tally.responses == 0 {
+            if let Some(e) = refused {
+                return Err(e);
+            }
+        }
+        Ok((tally, sent.load(Ordering::SeqCst)))
+    })
+}
+
+fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts: bool) -> Results {
+    let mut r = Results::new("net", elapsed);
+    r.rtt_ns = Some(t.rtt.summary());
+    let x = &mut r.extra;
+    x.insert("protocol".into(), cfg.protocol.as_str().into());
+    x.insert("server".into(), cfg.connect.to_string().into());
+    x.insert("size".into(), cfg.size.into());
+    x.insert("requests".into(), requests.into());
+    x.insert("responses".into(), t.responses.into());
+    x.insert("lost".into(), requests.saturating_sub(t.responses).into());
+    x.insert("timeouts".into(), t.timeouts.into());
+    x.insert("timeout_ns".into(), cfg.timeout.0.into());
+    x.insert("duplicates".into(), t.duplicates.into());
+    x.insert("unexpected".into(), t.unexpected.into());
+    x.insert("arrivals".into(), cfg.arrivals.to_string().into());
+    x.insert("open_loop".into(), (cfg.arrivals != Arrivals::BackToBack).into());
+    x.insert("requested_rate".into(), cfg.arrivals.rate().map(Into::into).unwrap_or(serde_json::Value::Null));
+    let sending = elapsed.min(cfg.duration.0) as f64 / 1e9;
+    x.insert("achieved_rate".into(), (requests as f64 / sending.max(1e-9)).into());
+    x.insert("send_lag_ns".into(), serde_json::to_value(t.send_lag.summary()).unwrap_or_default());
+    x.insert("kernel_timestamps".into(), (if kernel_ts { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into());
+    if kernel_ts && t.kernel_rtt.count() > 0 {
+        x.insert("rtt_kernel_rx_ns".into(), serde_json::to_value(t.kernel_rtt.summary()).unwrap_or_default());
+        x.insert("rx_wakeup_ns".into(), serde_json::to_value(t.rx_wakeup.summary()).unwrap_or_default());
+    }
+    if crate::signals::interrupted() {
+        x.insert("interrupted".into(), true.into());
+    }
+    r.environment = Some(crate::environment::collect());
+    r
+}

@@ -1,0 +1,134 @@
+use super::arrivals::Arrivals;
+use super::client::{self, ClientConfig};
+use super::server::{Server, ServerConfig};
+use super::{wire, Protocol};
+use rtvirt_model::Nanos;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn with_server<T>(protocol: Protocol, f: impl FnOnce(std::net::SocketAddr, &Server) -> T) -> T {
+    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol, service_time_ns: 0 }).unwrap();
+    let stop = AtomicBool::new(false);
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    std::thread::scope(|s| {
+        let h = s.spawn(|| srv.serve(&stop));
+        let guard = StopOnDrop(&stop);
+        let out = f(srv.local_addr(), &srv);
+        drop(guard);
+        h.join().unwrap().unwrap();
+        out
+    })
+}
+
+fn client(addr: std::net::SocketAddr, protocol: Protocol, arrivals: &str) -> rtvirt_model::results::Results {
+    let cfg = ClientConfig { connect: addr, protocol, arrivals: Arrivals::parse(arrivals).unwrap(), duration: Nanos::from_ms(400), ..Default::default() };
+    client::run(&cfg).unwrap()
+}
+
+fn count(r: &rtvirt_model::results::Results, k: &str) -> u64 {
+    r.extra[k].as_u64().unwrap()
+}
+
+#[test]
+fn udp_and_tcp_round_trips_every_arrival_process() {
+    for p in [Protocol::Udp, Protocol::Tcp] {
+        with_server(p, |addr, _| {
+            for a in ["back-to-back", "uniform:1ms-3ms", "poisson:500", "fixed:500"] {
+                let r = client(addr, p, a);
+                let rtt = r.rtt_ns.as_ref().unwrap();
+                assert!(count(&r, "requests") > 20, "{a}: {r:?}");
+                assert_eq!(count(&r, "lost"), 0, "{p:?} {a}");
+                assert_eq!(rtt.count, count(&r, "responses"));
+                assert!(rtt.min > 0 && rtt.p50 < 50_000_000, "{rtt:?}");
+                assert_eq!(r.extra["arrivals"], Arrivals::parse(a).unwrap().to_string());
+            }
+        });
+    }
+}
+
+#[test]
+fn udp_records_kernel_software_timestamps() {
+    with_server(Protocol::Udp, |addr, _| {
+        let r = client(addr, Protocol::Udp, "fixed:1000");
+        assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
+        let k: rtvirt_model::stats::Summary = serde_json::from_value(r.extra["rtt_kernel_rx_ns"].clone()).unwrap();
+        // The kernel saw the response before user space read it.
+        assert!(k.p50 <= r.rtt_ns.as_ref().unwrap().p50 + 1_000_000, "{k:?}");
+    });
+}
+
+#[test]
+fn paced_rtt_counts_from_the_intended_send_time() {
+    // A server that takes 5 ms per request, fed 1000 requests/s: the queue grows, and measured
+    // from the intended times the RTT grows far beyond the 5 ms service time.
+    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol: Protocol::Udp, service_time_ns: 5_000_000 }).unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| srv.serve(&stop));
+        let cfg = ClientConfig { connect: srv.local_addr(), arrivals: Arrivals::Fixed { rate: 1000.0 }, duration: Nanos::from_ms(300), timeout: Nanos::from_secs(3), ..Default::default() };
+        let r = client::run(&cfg).unwrap();
+        stop.store(true, Ordering::SeqCst);
+        let rtt = r.rtt_ns.unwrap();
+        assert!(rtt.max > 100_000_000, "queueing must show: {rtt:?}");
+        assert!(r.extra["achieved_rate"].as_f64().unwrap() > 500.0);
+    });
+}
+
+#[test]
+fn lost_requests_are_counted() {
+    // Nothing answers on this socket: every request is lost; the run still ends.
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cfg = ClientConfig { connect: sink.local_addr().unwrap(), arrivals: Arrivals::Fixed { rate: 200.0 }, duration: Nanos::from_ms(200), timeout: Nanos::from_ms(100), ..Default::default() };
+    let r = client::run(&cfg).unwrap();
+    assert!(count(&r, "requests") > 10);
+    assert_eq!(count(&r, "lost"), count(&r, "requests"));
+    assert_eq!(r.rtt_ns.unwrap().count, 0);
+}
+
+#[test]
+fn server_survives_garbage_and_keeps_serving() {
+    with_server(Protocol::Udp, |addr, srv| {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for msg in [&b""[..], b"x", &[0u8; 31], &[0xffu8; 1000], &vec![7u8; 65_507]] {
+            s.send_to(msg, addr).unwrap();
+        }
+        let r = client(addr, Protocol::Udp, "fixed:200");
+        assert_eq!(count(&r, "lost"), 0);
+        assert!(srv.stats.malformed.load(Ordering::Relaxed) >= 4);
+    });
+    with_server(Protocol::Tcp, |addr, srv| {
+        // A frame claiming 4 GiB, a truncated frame, and a frame of garbage: each connection is
+        // closed; the server keeps serving others and never allocates for the claimed size.
+        let mut huge = std::net::TcpStream::connect(addr).unwrap();
+        huge.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        let mut trunc = std::net::TcpStream::connect(addr).unwrap();
+        trunc.write_all(&[0, 0, 0, 64, 1, 2, 3]).unwrap();
+        drop(trunc);
+        let mut junk = std::net::TcpStream::connect(addr).unwrap();
+        let mut frame = vec![0, 0, 0, 40];
+        frame.extend_from_slice(&[9u8; 40]);
+        junk.write_all(&frame).unwrap();
+        let mut b = [0u8; 1];
+        huge.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        assert_eq!(huge.read(&mut b).unwrap_or(0), 0, "oversized frame closes the connection");
+        let r = client(addr, Protocol::Tcp, "back-to-back");
+        assert_eq!(count(&r, "lost"), 0);
+        assert!(srv.stats.oversized.load(Ordering::Relaxed) >= 1);
+        assert!(srv.stats.malformed.load(Ordering::Relaxed) >= 1);
+        let _ = wire::HEADER;
+    });
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let e = Server::bind(&ServerConfig { listen: taken.local_addr().unwrap(), protocol: Protocol::Udp, service_time_ns: 0 }).err().unwrap();
+    assert!(e.to_string().contains("cannot listen on") && e.to_string().to_lowercase().contains("in use"), "{e}");
+    let e = Server::bind(&ServerConfig { listen: "192.0.2.1:9".parse().unwrap(), protocol: Protocol::Tcp, service_time_ns: 0 }).err().unwrap();
+    assert!(e.to_string().contains("cannot listen on"), "{e}");
+}
