@@ -1,20 +1,34 @@
-//! rtvirt-vm: boot minimal QEMU guests (Debian kernel + busybox initramfs) and run rtvirt
-//! measurements inside them (SEEDS.md section 4 methodology).
+//! rtvirt-vm: boot minimal QEMU guests and run rtvirt measurements inside them (the guest side
+//! of SEEDS.md section 4: cyclictest-style timer latency in RT and non-RT guests under host load;
+//! also the guest end of `measure net`).
+//!
+//! - [`kernel`]: the Debian guest kernels (cloud = non-RT, rt = PREEMPT_RT) unpacked in the cache.
+//! - [`modules`]: the kernel modules the guest loads, with dependencies from `.modinfo`.
+//! - [`image`]: kernel + initramfs (busybox, `/init`, modules, rtvirt + its libraries), cached
+//!   by the hash of its inputs.
+//! - [`init`]: the guest `/init` and the job protocol (kernel command line in, serial port out).
+//! - [`guest`]: one QEMU run with bounded waits and a guard that always tears everything down.
+//! - [`net`]: host bridge + tap for guests with a virtio-net NIC.
+//! - [`accel`]: KVM if a bounded boot probe succeeds, else TCG (recorded, with a warning).
+//! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
+//! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
+//! - plumbing: [`qmp`], [`console`], [`signals`], [`paths`], [`error`].
 
+pub mod accel;
+pub mod console;
 pub mod error;
+pub mod guest;
 pub mod image;
 pub mod init;
 pub mod kernel;
+pub mod measure;
 pub mod modules;
-pub mod paths;
-
-pub use error::{Result, VmError};
-pub use kernel::Flavour;
-pub mod console;
-pub mod guest;
 pub mod net;
+pub mod paths;
 pub mod qmp;
 pub mod runtime;
 pub mod signals;
 
+pub use error::{Result, VmError};
 pub use guest::{Accel, Guest, GuestConfig, JobOutput};
+pub use kernel::Flavour;

@@ -1,0 +1,99 @@
+//! Running an rtvirt measurement inside a guest: the guest runs `rtvirt <args> --format json`,
+//! its stdout must be one `rtvirt.results/v1` document, which comes back with its environment
+//! completed by what only the host knows: `in: "vm"`, the accelerator (and the TCG warning), the
+//! guest kernel package, vCPUs, memory, vCPU pinning, boot time, host kernel.
+
+use crate::accel::TCG_WARNING;
+use crate::error::Result;
+use crate::guest::{garbage_error, Accel, Guest, GuestConfig, JobOutput};
+use crate::image::Image;
+use crate::init::shell_line;
+use rtvirt_model::results::{Environment, Results, RESULTS_SCHEMA};
+use serde_json::json;
+
+/// The guest job running `rtvirt <args>` with JSON output.
+pub fn guest_job(args: &[String]) -> String {
+    let mut argv: Vec<String> = vec!["rtvirt".into()];
+    argv.extend(args.iter().cloned());
+    if !args.iter().any(|a| a == "--format" || a.starts_with("--format=")) {
+        argv.extend(["--format".into(), "json".into()]);
+    }
+    shell_line(&argv)
+}
+
+/// Boot a guest, run `rtvirt <args>` in it, return the annotated results.
+pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Results> {
+    let mut guest = Guest::start(image, cfg, &guest_job(args))?;
+    let out = guest.wait_done()?;
+    let mut results = parse(&cfg.name, &out)?;
+    annotate(&mut results, image, cfg, &guest, &out);
+    Ok(results)
+}
+
+/// The job's stdout as a results document. Exit status 0 and 1 (the thing measured failed)
+/// both carry results; anything else is an error.
+pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
+    if out.rc != 0 && out.rc != 1 {
+        return Err(garbage_error(name, &format!("rtvirt in the guest exited with status {} (its error is on the console)", out.rc), &out.stdout, out.console_tail.clone()));
+    }
+    let r: Results = serde_json::from_str(out.stdout.trim())
+        .map_err(|e| garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {e}"), &out.stdout, out.console_tail.clone()))?;
+    if r.schema != RESULTS_SCHEMA {
+        return Err(garbage_error(name, &format!("schema \"{}\", expected \"{RESULTS_SCHEMA}\"", r.schema), &out.stdout, out.console_tail.clone()));
+    }
+    Ok(r)
+}
+
+/// Complete the environment with what the host knows about the guest.
+fn annotate(r: &mut Results, image: &Image, cfg: &GuestConfig, guest: &Guest, out: &JobOutput) {
+    let env = r.environment.get_or_insert_with(Environment::default);
+    env.r#in = Some("vm".into());
+    let rec = guest.record();
+    let extra = &mut env.extra;
+    extra.insert("accel".into(), json!(cfg.accel.name()));
+    if cfg.accel == Accel::Tcg {
+        extra.insert("warning".into(), json!(TCG_WARNING));
+    }
+    extra.insert("guest_kernel".into(), json!(image.flavour.name()));
+    extra.insert("guest_kernel_version".into(), json!(image.kernel_version));
+    extra.insert("vcpus".into(), json!(cfg.vcpus));
+    extra.insert("memory_mib".into(), json!(cfg.memory_mib));
+    extra.insert("vcpu_threads".into(), json!(rec.vcpu_threads));
+    extra.insert("vcpu_pinning".into(), if cfg.pin.is_empty() { json!("none") } else { json!(cfg.pin) });
+    extra.insert("guest_boot_ns".into(), json!(out.boot_time.as_nanos() as u64));
+    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        extra.insert("host_kernel".into(), json!(k.trim()));
+    }
+    if let Some(ip) = &rec.guest_ip {
+        extra.insert("guest_ip".into(), json!(ip));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn out(stdout: &str, rc: i32) -> JobOutput {
+        JobOutput { stdout: stdout.into(), rc, boot_time: Duration::ZERO, job_time: Duration::ZERO, console_tail: "    console".into() }
+    }
+
+    #[test]
+    fn guest_job_asks_for_json_once() {
+        assert_eq!(guest_job(&["measure".into(), "timer".into()]), "rtvirt measure timer --format json");
+        assert_eq!(guest_job(&["measure".into(), "--format".into(), "json".into()]), "rtvirt measure --format json");
+    }
+
+    #[test]
+    fn results_garbage_and_failures_are_told_apart() {
+        let doc = serde_json::to_string(&Results::new("timer", 5)).unwrap();
+        assert_eq!(parse("g", &out(&doc, 0)).unwrap().kind, "timer");
+        assert_eq!(parse("g", &out(&doc, 1)).unwrap().kind, "timer");
+        let e = parse("g", &out("Segmentation fault\n", 0)).unwrap_err().to_string();
+        assert!(e.contains("garbage") && e.contains("Segmentation fault") && e.contains("console"), "{e}");
+        let e = parse("g", &out("", 2)).unwrap_err().to_string();
+        assert!(e.contains("exited with status 2"), "{e}");
+        let e = parse("g", &out(r#"{"schema":"other/v9","kind":"x","duration_ns":1}"#, 0)).unwrap_err().to_string();
+        assert!(e.contains("other/v9"), "{e}");
+    }
+}
