@@ -11,6 +11,7 @@
 //!   [`cgroup`], [`cpus`], [`signals`], [`error`].
 
 pub mod cgroup;
+pub mod container;
 pub mod cpus;
 pub mod environment;
 pub mod load;
