@@ -24,6 +24,7 @@ APT_PACKAGES=(
     iproute2        # ip netns / veth / bridge for containers
     procps
     util-linux      # chrt, taskset
+    chromium        # report tests: headless browser loads the HTML report, screenshot
 )
 
 missing=()

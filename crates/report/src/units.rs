@@ -15,6 +15,14 @@ pub fn fmt_ns(ns: f64) -> String {
     format!("{}{unit}", three_digits(value))
 }
 
+/// An axis label: trailing zeros of the decimals dropped ("10.0us" -> "10us", "12.50%" -> "12.5%").
+pub fn tidy(label: &str) -> String {
+    let split = label.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(label.len());
+    let (num, unit) = label.split_at(split);
+    let num = if num.contains('.') { num.trim_end_matches('0').trim_end_matches('.') } else { num };
+    format!("{num}{unit}")
+}
+
 /// A number with three significant digits (no exponent): 1.23, 12.3, 123.
 pub fn three_digits(v: f64) -> String {
     let a = v.abs();
@@ -67,5 +75,8 @@ mod tests {
         assert_eq!(fmt_plain(0.5), "0.5");
         assert_eq!(fmt_plain(3.0), "3");
         assert_eq!(fmt_seconds(1.5e9), "1.5s");
+        assert_eq!(tidy("10.0us"), "10us");
+        assert_eq!(tidy("12.50%"), "12.5%");
+        assert_eq!(tidy("100ns"), "100ns");
     }
 }

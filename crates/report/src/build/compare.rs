@@ -46,10 +46,9 @@ pub fn compared(text: String, value: f64, base: Option<f64>, diff: Diff, better:
     Cell::marked(format!("{text} ({label})"), mark)
 }
 
-/// Mark the cells of a row that do not all say the same thing.
+/// Mark the cells of a row that do not all say the same thing (absent "-" counts as a value).
 pub fn mark_if_differs(cells: &mut [Cell]) {
-    let present: Vec<&str> = cells.iter().map(|c| c.text.as_str()).filter(|t| !t.is_empty() && *t != "-").collect();
-    if present.windows(2).any(|w| w[0] != w[1]) {
+    if cells.windows(2).any(|w| w[0].text != w[1].text) {
         cells.iter_mut().for_each(|c| c.mark = Mark::Differs);
     }
 }
@@ -75,7 +74,7 @@ mod tests {
 
     #[test]
     fn differing_rows_are_marked() {
-        let mut same = vec![Cell::plain("a"), Cell::plain("a"), Cell::plain("-")];
+        let mut same = vec![Cell::plain("a"), Cell::plain("a"), Cell::plain("a")];
         mark_if_differs(&mut same);
         assert!(same.iter().all(|c| c.mark == Mark::None));
         let mut diff = vec![Cell::plain("a"), Cell::plain("b")];

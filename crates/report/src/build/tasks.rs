@@ -65,10 +65,11 @@ fn dsr_rho_figure(results: &[(&str, &Results)]) -> Option<Figure> {
     if distinct.len() < 2 {
         return None;
     }
-    let series = lines
+    let series: Vec<Series> = lines
         .into_iter()
         .map(|(name, pts)| Series { name, points: pts.into_iter().map(|(k, (j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(), step: false, markers: true })
         .collect();
+    let lowest = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(1.0, f64::min);
     let chart = LineChart {
         kind: "dsr-rho",
         title: "Deadline satisfaction ratio versus rho".into(),
@@ -78,7 +79,7 @@ fn dsr_rho_figure(results: &[(&str, &Results)]) -> Option<Figure> {
         y_log: false,
         x_fmt: fmt_plain,
         y_fmt: fmt_ratio,
-        y_range: None,
+        y_range: Some((dsr_floor(lowest), 1.0)),
         series,
     };
     Some(Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (SEEDS 5: DSR rises with rho).".into(), svg: chart.render() })
@@ -88,7 +89,7 @@ fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
     let keys = task_keys(results);
     let values: Vec<Vec<Option<f64>>> = keys.iter().map(|k| results.iter().map(|(_, r)| find(r, k).map(|t| t.dsr)).collect()).collect();
     let lowest = values.iter().flatten().flatten().copied().fold(1.0, f64::min);
-    let floor = if lowest >= 0.9 { 0.9 } else { 0.0 };
+    let floor = dsr_floor(lowest);
     let chart = BarChart {
         kind: "dsr-tasks",
         title: "Deadline satisfaction ratio per task".into(),
@@ -101,8 +102,13 @@ fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
         reference: None,
         y_range: Some((floor, 1.0)),
     };
-    let caption = if floor > 0.0 { "One bar per result; the axis starts at 90% to show small differences." } else { "One bar per result." };
-    Figure { kind: "dsr-tasks", title: chart.title.clone(), caption: caption.into(), svg: chart.render() }
+    let caption = if floor > 0.0 { format!("One bar per result; the axis starts at {} to show small differences.", fmt_ratio(floor)) } else { "One bar per result.".into() };
+    Figure { kind: "dsr-tasks", title: chart.title.clone(), caption, svg: chart.render() }
+}
+
+/// Lower end of a DSR axis: 90% or 50% when every value is above it, so differences show.
+fn dsr_floor(lowest: f64) -> f64 {
+    [0.9, 0.5].into_iter().find(|&f| lowest >= f).unwrap_or(0.0)
 }
 
 fn task_table(results: &[(&str, &Results)]) -> Table {

@@ -103,9 +103,14 @@ impl BoxChart {
         svg.bar(cx - w / 2.0, top, w, bot - top, col, &tip);
         svg.raw(&format!(r##"<rect x="{:.1}" y="{top:.1}" width="{w:.1}" height="{:.1}" fill="none" stroke="#333"/>"##, cx - w / 2.0, (bot - top).max(0.5)));
         svg.line((cx - w / 2.0, y.map(b.median)), (cx + w / 2.0, y.map(b.median)), "white", 2.5, false);
-        for (label, v) in &b.outliers {
-            svg.point(cx, y.map(*v), 3.5, col, &format!("{}: {label} = {}", b.name, f(*v)));
-            svg.text(cx + 7.0, y.map(*v) + 4.0, "start", 10.0, "normal", label);
+        let mut last_label_y = f64::INFINITY;
+        for (label, v) in b.outliers.iter().rev() {
+            let py = y.map(*v);
+            svg.point(cx, py, 3.5, col, &format!("{}: {label} = {}", b.name, f(*v)));
+            if py - last_label_y >= 11.0 || last_label_y == f64::INFINITY {
+                svg.text(cx + 7.0, py + 4.0, "start", 10.0, "normal", &format!("{label} {}", f(*v)));
+                last_label_y = py;
+            }
         }
     }
 }

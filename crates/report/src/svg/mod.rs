@@ -143,7 +143,7 @@ pub fn y_axis(svg: &mut Svg, y: &Scale, label: &str, fmt: Fmt) {
         let py = y.map(t.value);
         svg.line((LEFT, py), (RIGHT, py), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
         if t.major {
-            svg.text(LEFT - 6.0, py + 4.0, "end", 11.0, "normal", &fmt(t.value));
+            svg.text(LEFT - 6.0, py + 4.0, "end", 11.0, "normal", &crate::units::tidy(&fmt(t.value)));
         }
     }
     svg.text_rotated(18.0, (TOP + BOTTOM) / 2.0, -90.0, "middle", label);
@@ -155,7 +155,7 @@ pub fn x_axis(svg: &mut Svg, x: &Scale, label: &str, fmt: Fmt) {
         let px = x.map(t.value);
         svg.line((px, TOP), (px, BOTTOM), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
         if t.major {
-            svg.text(px, BOTTOM + 16.0, "middle", 11.0, "normal", &fmt(t.value));
+            svg.text(px, BOTTOM + 16.0, "middle", 11.0, "normal", &crate::units::tidy(&fmt(t.value)));
         }
     }
     svg.text((LEFT + RIGHT) / 2.0, BOTTOM + 40.0, "middle", 12.0, "normal", label);
