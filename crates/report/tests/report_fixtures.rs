@@ -1,0 +1,182 @@
+//! Reports built from result files of every kind (hand-built fixtures in tests/fixtures, made
+//! by make_fixtures.py): the sections, charts, highlighted differences and errors they produce.
+
+use rtvirt_report::doc::{Mark, Report};
+use rtvirt_report::{build_report, load_inputs, render, ReportFormat};
+use std::path::PathBuf;
+
+const ALL: &[&str] = &[
+    "sim_rho9.json",
+    "tasks_measured.json",
+    "sim_rho1.json",
+    "sim_rho5.json",
+    "timer_idle.json",
+    "timer_load.json",
+    "net_rtt.json",
+    "netsim_vanilla.json",
+    "netsim_outsourcing.json",
+    "plan.json",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn report_of(names: &[&str]) -> Report {
+    let paths: Vec<PathBuf> = names.iter().map(|n| fixture(n)).collect();
+    build_report("test", &load_inputs(&paths).expect("fixtures load"))
+}
+
+fn datum_count(svg: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("chart is well-formed XML");
+    doc.descendants().filter(|n| n.attribute("class") == Some("datum")).count()
+}
+
+#[test]
+fn every_chart_kind_appears_with_data() {
+    let r = report_of(ALL);
+    let kinds: Vec<&str> = r.figures().map(|f| f.kind).collect();
+    for k in ["cdf", "histogram", "boxplot", "dsr-rho", "dsr-tasks", "bandwidth", "segments", "timeseries"] {
+        assert!(kinds.contains(&k), "no {k} chart in {kinds:?}");
+    }
+    for f in r.figures() {
+        assert!(datum_count(&f.svg) > 0, "chart {} has no data marks", f.title);
+    }
+}
+
+#[test]
+fn each_kind_alone_gives_its_sections() {
+    let cases: &[(&str, &[&str])] = &[
+        ("timer_idle.json", &["cdf", "histogram", "boxplot", "timeseries"]),
+        ("net_rtt.json", &["cdf", "histogram", "boxplot"]),
+        ("sim_rho5.json", &["dsr-tasks"]),
+        ("tasks_measured.json", &["dsr-tasks"]),
+        ("netsim_vanilla.json", &["cdf", "histogram", "boxplot", "segments"]),
+        ("plan.json", &["bandwidth"]),
+    ];
+    for (file, expected) in cases {
+        let r = report_of(&[file]);
+        let kinds: Vec<&str> = r.figures().map(|f| f.kind).collect();
+        assert_eq!(&kinds, expected, "{file}");
+    }
+}
+
+#[test]
+fn box_plot_counts_one_box_per_result() {
+    let r = report_of(&["timer_idle.json", "timer_load.json"]);
+    let boxplot = r.figures().find(|f| f.kind == "boxplot").unwrap();
+    let doc = roxmltree::Document::parse(&boxplot.svg).unwrap();
+    let boxes = doc.descendants().filter(|n| n.has_tag_name("rect") && n.attribute("class") == Some("datum")).count();
+    assert_eq!(boxes, 2);
+}
+
+#[test]
+fn slower_result_is_highlighted_worse_against_baseline() {
+    let r = report_of(&["timer_idle.json", "timer_load.json"]);
+    let stats = r.tables().find(|t| t.caption.contains("statistics")).unwrap();
+    let load_row = &stats.rows[1];
+    assert!(load_row[0].text.contains("load"));
+    let p99 = stats.header.iter().position(|h| h == "p99").unwrap();
+    assert_eq!(load_row[p99].mark, Mark::Worse, "{:?}", load_row[p99]);
+    assert!(load_row[p99].text.contains("(+"), "{}", load_row[p99].text);
+    assert!(stats.rows[0].iter().all(|c| c.mark == Mark::None), "baseline row is never marked");
+}
+
+#[test]
+fn better_method_is_highlighted_better() {
+    let r = report_of(&["netsim_vanilla.json", "netsim_outsourcing.json"]);
+    let stats = r.tables().find(|t| t.caption.contains("Flow rt")).unwrap();
+    let p99 = stats.header.iter().position(|h| h == "p99").unwrap();
+    assert_eq!(stats.rows[1][p99].mark, Mark::Better);
+}
+
+#[test]
+fn simulated_and_measured_tasks_side_by_side() {
+    let r = report_of(&["sim_rho9.json", "tasks_measured.json"]);
+    let t = r.tables().find(|t| t.caption.starts_with("Tasks")).unwrap();
+    let first = &t.rows[0][0].text;
+    let same: Vec<_> = t.rows.iter().filter(|row| &row[0].text == first).collect();
+    assert_eq!(same.len(), 2, "one row per result for each task");
+    assert_eq!(same[1][1].text, "measured rho=0.9");
+}
+
+#[test]
+fn dsr_versus_rho_has_one_point_per_rho() {
+    let r = report_of(&["sim_rho1.json", "sim_rho5.json", "sim_rho9.json"]);
+    let f = r.figures().find(|f| f.kind == "dsr-rho").unwrap();
+    let doc = roxmltree::Document::parse(&f.svg).unwrap();
+    let points = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
+    assert_eq!(points, 3 * 3, "3 guests x 3 rho values");
+    assert!(report_of(&["sim_rho5.json"]).figures().all(|f| f.kind != "dsr-rho"), "one rho: no curve");
+}
+
+#[test]
+fn environment_differences_are_marked() {
+    let r = report_of(&["timer_idle.json", "timer_load.json"]);
+    let env = r.tables().find(|t| t.caption.starts_with("Environment")).unwrap();
+    let row = |f: &str| env.rows.iter().find(|row| row[0].text == f).unwrap();
+    assert_eq!(row("load")[1].mark, Mark::Differs);
+    assert_eq!(row("kernel")[1].mark, Mark::None);
+}
+
+#[test]
+fn html_is_self_contained() {
+    let html = render(&report_of(ALL), ReportFormat::Html);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for bad in ["<script", "src=", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(bad), "report refers to something outside itself: {bad}");
+    }
+    let without_ns = html.replace("http://www.w3.org/2000/svg", "");
+    assert!(!without_ns.contains("http"), "no network addresses");
+}
+
+#[test]
+fn markdown_has_tables_and_marks_but_no_markup() {
+    let md = render(&report_of(&["timer_idle.json", "timer_load.json", "plan.json"]), ReportFormat::Markdown);
+    assert!(md.starts_with("# test"));
+    assert!(md.contains("| result | kind | samples |"));
+    assert!(md.contains("** ▲"), "worse cells are marked");
+    assert!(md.contains("*Chart (in the HTML report): Timer wake-up latency: CDF.*"));
+    assert!(!md.contains("<svg") && !md.contains("<td"));
+}
+
+#[test]
+fn same_label_twice_gets_unique_names() {
+    let inputs = load_inputs(&[fixture("timer_idle.json"), fixture("timer_idle.json")]).unwrap();
+    assert_ne!(inputs[0].name, inputs[1].name);
+}
+
+#[test]
+fn bad_inputs_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let e = load_inputs(&[write("a.json", "{\n  \"schema\": \"rtvirt.results/v1\",\n  oops\n}")]).unwrap_err();
+    assert!(e.to_string().contains("a.json:line 3"), "{e}");
+    let e = load_inputs(&[write("b.json", r#"{"schema":"other/v1"}"#)]).unwrap_err();
+    assert!(e.to_string().contains("field `schema`") && e.to_string().contains("b.json"), "{e}");
+    let e = load_inputs(&[write("c.json", r#"{"kind":"timer"}"#)]).unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+    let e = load_inputs(&[write("d.json", r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":"ten"}"#)]).unwrap_err();
+    assert!(e.to_string().contains("d.json") && e.to_string().contains("line 1"), "{e}");
+    let e = load_inputs(&[dir.path().join("missing.json")]).unwrap_err();
+    assert!(e.to_string().contains("missing.json") && e.to_string().contains("cannot read"), "{e}");
+    assert!(load_inputs(&[]).is_err());
+}
+
+#[test]
+fn percentile_only_results_still_chart() {
+    // A result with no histogram and no p25 (older producers): CDF through percentiles, box from p50.
+    let text = std::fs::read_to_string(fixture("net_rtt.json")).unwrap().replace("\"p25\"", "\"p25_unused\"");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("old.json");
+    std::fs::write(&p, text).unwrap();
+    let r = build_report("t", &load_inputs(&[p]).unwrap());
+    let b = r.figures().find(|f| f.kind == "boxplot").unwrap();
+    assert!(b.svg.contains("box from p50"));
+    let cdf = r.figures().find(|f| f.kind == "cdf").unwrap();
+    assert!(datum_count(&cdf.svg) >= 10, "percentile points are marked");
+}
