@@ -23,6 +23,9 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Write a readable report (HTML with SVG charts, or Markdown) from results and plan files.
     Report(cmd::report::ReportArgs),
+    /// Minimal QEMU guests (Debian rt/non-rt kernel + busybox): build images, run rtvirt
+    /// measurements inside, the SEEDS 4 guest-kernel x host-load matrix.
+    Vm(cmd::vm::VmArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Vm(a) => cmd::vm::run(a),
     };
     cli_common::finish(outcome)
 }

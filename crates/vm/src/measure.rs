@@ -21,13 +21,21 @@ pub fn guest_job(args: &[String]) -> String {
     shell_line(&argv)
 }
 
+/// A measurement made in a guest.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub results: Results,
+    /// Exit status of rtvirt in the guest: 0, or 1 when the thing measured failed.
+    pub rc: i32,
+}
+
 /// Boot a guest, run `rtvirt <args>` in it, return the annotated results.
-pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Results> {
+pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Measured> {
     let mut guest = Guest::start(image, cfg, &guest_job(args))?;
     let out = guest.wait_done()?;
     let mut results = parse(&cfg.name, &out)?;
     annotate(&mut results, image, cfg, &guest, &out);
-    Ok(results)
+    Ok(Measured { results, rc: out.rc })
 }
 
 /// The job's stdout as a results document. Exit status 0 and 1 (the thing measured failed)

@@ -1,0 +1,445 @@
+//! `rtvirt vm`: minimal QEMU guests (Debian kernel + busybox initramfs carrying this rtvirt
+//! binary) and rtvirt measurements inside them. Wiring only: the work is in rtvirt-vm (guest) and
+//! rtvirt-probe (host loads).
+
+use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use rtvirt_model::results::Results;
+use rtvirt_model::Nanos;
+use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
+use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
+use rtvirt_vm::image::{self, Image, ImageSpec};
+use rtvirt_vm::{measure, paths, runtime, Flavour, Guest, GuestConfig};
+use std::time::Duration;
+
+#[derive(Args)]
+#[command(after_help = "\
+Guests boot the Debian cloud (nrt) or rt (PREEMPT_RT) kernel fetched by scripts/setup.sh into \
+the cache (~/.cache/rtvirt, or $RTVIRT_CACHE_DIR), with an initramfs holding busybox and this \
+rtvirt binary. Running guests are listed under /run/rtvirt/vm/<name>/ (QMP socket, QEMU pid, \
+vCPU threads) for `rtvirt host threads --vm NAME`.\n\n\
+Examples:\n  \
+rtvirt vm image --kernel all\n  \
+rtvirt vm run --kernel rt -- measure timer --duration 5s\n  \
+rtvirt vm run --name g1 --hold 60s &   rtvirt host threads --vm g1\n  \
+rtvirt vm matrix --load host:syscalls:2 -- measure timer --duration 10s")]
+pub struct VmArgs {
+    #[command(subcommand)]
+    pub action: VmAction,
+}
+
+#[derive(Subcommand)]
+pub enum VmAction {
+    /// Build (or reuse) the guest image of a kernel: kernel + initramfs with busybox and rtvirt.
+    Image(ImageArgs),
+    /// Boot a guest, run an rtvirt command in it (or just hold it up), tear it down.
+    Run(RunArgs),
+    /// SEEDS 4: the same measurement for each guest kernel x host load, as one table.
+    Matrix(MatrixArgs),
+    /// Find out (bounded boot) whether KVM can boot a guest here; otherwise TCG is used.
+    ProbeAccel(ProbeAccelArgs),
+    /// List running rtvirt guests (name, QEMU pid, QMP socket, vCPU threads).
+    List(ListArgs),
+}
+
+/// `--kernel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelArg {
+    /// Debian cloud kernel (voluntary preemption).
+    Nrt,
+    /// Debian PREEMPT_RT kernel.
+    Rt,
+    /// Both (image only).
+    All,
+}
+
+#[derive(Args)]
+pub struct ImageArgs {
+    #[arg(long, value_enum, default_value_t = KernelArg::Nrt)]
+    pub kernel: KernelArg,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// How to boot a guest (shared by run and matrix).
+#[derive(Args, Clone)]
+pub struct GuestOpts {
+    /// Accelerator: auto = KVM if a bounded boot probe succeeds (cached), else TCG.
+    /// TCG timings are not representative of real hardware.
+    #[arg(long, default_value = "auto", value_parser = AccelChoice::parse)]
+    pub accel: AccelChoice,
+    /// Guest vCPUs.
+    #[arg(long, default_value_t = 1)]
+    pub vcpus: u32,
+    /// Guest memory in MiB (locked with -overcommit mem-lock=on).
+    #[arg(long, default_value_t = 512)]
+    pub memory: u32,
+    /// Pin vCPU i to the i-th host CPU of this list (e.g. "1" or "1,2").
+    #[arg(long, value_delimiter = ',')]
+    pub pin: Vec<usize>,
+    /// Guest name (QEMU -name, /run/rtvirt/vm/<name>/).
+    #[arg(long, default_value = "rtvirt-guest")]
+    pub name: String,
+    /// Bound on QEMU start + kernel boot + init.
+    #[arg(long, default_value = "60s", value_parser = Nanos::parse)]
+    pub boot_timeout: Nanos,
+    /// Bound on the command run in the guest.
+    #[arg(long, default_value = "300s", value_parser = Nanos::parse)]
+    pub timeout: Nanos,
+    /// Bound on the KVM boot probe of --accel auto.
+    #[arg(long, default_value = "10s", value_parser = Nanos::parse)]
+    pub probe_timeout: Nanos,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Guest kernel.
+    #[arg(long, value_enum, default_value_t = KernelArg::Nrt)]
+    pub kernel: KernelArg,
+    #[command(flatten)]
+    pub guest: GuestOpts,
+    /// Host interference while the guest runs: [host:]KIND[:N][@CPUS] (net, net-udp, syscalls,
+    /// cache, cpu), repeatable. For load inside the guest, pass --load to the guest command.
+    #[arg(long = "load", value_parser = parse_host_load)]
+    pub loads: Vec<LoadSpec>,
+    /// Give the guest a virtio-net NIC on a host bridge (host 10.213.N.1, guest 10.213.N.2).
+    #[arg(long)]
+    pub net: bool,
+    /// Only boot the guest and keep it up this long (for `rtvirt host threads --vm NAME`).
+    #[arg(long, value_parser = Nanos::parse, conflicts_with = "guest_args")]
+    pub hold: Option<Nanos>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The rtvirt command to run in the guest (after `--`), e.g. `measure timer --duration 5s`;
+    /// `--format json` is added. Its results come back with the guest's environment.
+    #[arg(last = true, value_name = "GUEST_ARGS")]
+    pub guest_args: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct MatrixArgs {
+    /// Guest kernels (rows).
+    #[arg(long, value_delimiter = ',', default_values = ["nrt", "rt"], value_parser = parse_flavour)]
+    pub kernels: Vec<Flavour>,
+    /// Host loads (columns, besides "none"): [host:]KIND[:N][@CPUS], repeatable.
+    #[arg(long = "load", value_parser = parse_host_load)]
+    pub loads: Vec<LoadSpec>,
+    #[command(flatten)]
+    pub guest: GuestOpts,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The rtvirt measurement run in every guest (after `--`).
+    #[arg(last = true, value_name = "GUEST_ARGS", default_values = ["measure", "timer", "--duration", "10s"])]
+    pub guest_args: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct ProbeAccelArgs {
+    /// Bound on the KVM boot.
+    #[arg(long, default_value = "10s", value_parser = Nanos::parse)]
+    pub timeout: Nanos,
+    /// Probe again even if a cached result exists.
+    #[arg(long)]
+    pub refresh: bool,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+fn parse_flavour(text: &str) -> Result<Flavour, String> {
+    match text {
+        "rt" => Ok(Flavour::Rt),
+        "nrt" => Ok(Flavour::Nrt),
+        _ => Err(format!("\"{text}\" is not a guest kernel (expected rt or nrt)")),
+    }
+}
+
+/// `--load`: a host load, optionally prefixed `host:`.
+fn parse_host_load(text: &str) -> Result<LoadSpec, String> {
+    if text.starts_with("guest:") {
+        return Err("loads inside the guest belong to the guest command: put `--load KIND` after `--`".into());
+    }
+    LoadSpec::parse(text.strip_prefix("host:").unwrap_or(text))
+}
+
+pub fn run(a: VmArgs) -> CmdResult {
+    match a.action {
+        VmAction::Image(a) => image_cmd(a),
+        VmAction::Run(a) => run_cmd(a),
+        VmAction::Matrix(a) => matrix_cmd(a),
+        VmAction::ProbeAccel(a) => probe_accel_cmd(a),
+        VmAction::List(a) => list_cmd(a),
+    }
+}
+
+fn flavours(k: KernelArg) -> Vec<Flavour> {
+    match k {
+        KernelArg::Nrt => vec![Flavour::Nrt],
+        KernelArg::Rt => vec![Flavour::Rt],
+        KernelArg::All => Flavour::ALL.to_vec(),
+    }
+}
+
+fn single_flavour(k: KernelArg) -> anyhow::Result<Flavour> {
+    match k {
+        KernelArg::All => anyhow::bail!("--kernel all is for `vm image`; `vm run` boots one kernel (use `vm matrix` for both)"),
+        k => Ok(flavours(k)[0]),
+    }
+}
+
+/// The image of `flavour` carrying this rtvirt binary (built or reused).
+fn guest_image(flavour: Flavour) -> anyhow::Result<Image> {
+    let cache = paths::cache_dir();
+    let exe = std::env::current_exe().context("cannot find the rtvirt binary to put in the guest")?;
+    let spec = ImageSpec::standard(&cache, flavour, Some(exe))?;
+    let img = image::build(&cache, &spec)?;
+    eprintln!(
+        "vm: image {} {} ({:.1} MiB, {})",
+        flavour,
+        img.kernel_version,
+        img.size_bytes as f64 / 1048576.0,
+        if img.rebuilt { "built" } else { "cached" }
+    );
+    Ok(img)
+}
+
+fn image_cmd(a: ImageArgs) -> CmdResult {
+    let images = flavours(a.kernel).into_iter().map(guest_image).collect::<anyhow::Result<Vec<_>>>()?;
+    match a.format {
+        Format::Json => print_json(&images)?,
+        Format::Table => {
+            println!("{:<5} {:<22} {:>9} {:<8} {:<16} initramfs", "kernel", "version", "size MiB", "state", "key");
+            for i in &images {
+                println!(
+                    "{:<5} {:<22} {:>9.1} {:<8} {:<16} {}",
+                    i.flavour.name(),
+                    i.kernel_version,
+                    i.size_bytes as f64 / 1048576.0,
+                    if i.rebuilt { "built" } else { "cached" },
+                    i.key,
+                    i.initramfs.display()
+                );
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn to_duration(n: Nanos) -> Duration {
+    Duration::from_nanos(n.0)
+}
+
+/// Resolve the accelerator for `image`, saying what was chosen and why.
+fn choose_accel(o: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
+    let r = accel::resolve(o.accel, &paths::cache_dir(), image, to_duration(o.probe_timeout))?;
+    eprintln!("vm: accelerator {} ({}{})", r.accel.name(), r.reason, if r.cached { ", cached probe" } else { "" });
+    if r.accel == rtvirt_vm::Accel::Tcg {
+        eprintln!("vm: warning: {}", accel::TCG_WARNING);
+    }
+    Ok(r)
+}
+
+fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConfig {
+    let mut c = GuestConfig::new(name, accel, to_duration(o.timeout));
+    c.vcpus = o.vcpus;
+    c.memory_mib = o.memory;
+    c.pin = o.pin.clone();
+    c.boot_timeout = to_duration(o.boot_timeout);
+    c
+}
+
+/// Host loads that are stopped when dropped (also on errors).
+struct HostLoads(Vec<RunningLoad>);
+
+impl HostLoads {
+    fn start(specs: &[LoadSpec]) -> anyhow::Result<HostLoads> {
+        for s in specs {
+            s.validate("--load", false)?;
+        }
+        Ok(HostLoads(load::start_all(specs)?))
+    }
+
+    /// Stop and report (the `environment.load` entries, tagged `"where": "host"`).
+    fn stop(mut self) -> Vec<serde_json::Value> {
+        let mut reports = load::stop_all(std::mem::take(&mut self.0));
+        for r in &mut reports {
+            if let Some(m) = r.as_object_mut() {
+                m.insert("where".into(), "host".into());
+            }
+        }
+        reports
+    }
+}
+
+impl Drop for HostLoads {
+    fn drop(&mut self) {
+        load::stop_all(std::mem::take(&mut self.0));
+    }
+}
+
+fn load_label(specs: &[LoadSpec]) -> String {
+    if specs.is_empty() {
+        return "none".into();
+    }
+    specs
+        .iter()
+        .map(|s| {
+            let cpus = s.cpus.as_ref().map(|c| format!("@{}", c.iter().map(u32::to_string).collect::<Vec<_>>().join(","))).unwrap_or_default();
+            format!("{}:{}{cpus}", s.kind.as_str(), s.workers)
+        })
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// Boot, measure under `loads`, return the annotated results and the guest's exit status.
+fn measure_in_guest(image: &Image, cfg: &GuestConfig, loads: &[LoadSpec], args: &[String]) -> anyhow::Result<measure::Measured> {
+    eprintln!("vm: booting {} ({} kernel, {}, host load {}) to run: rtvirt {}", cfg.name, image.flavour, cfg.accel.name(), load_label(loads), args.join(" "));
+    let running = HostLoads::start(loads)?;
+    let outcome = measure::run(image, cfg, args);
+    let reports = running.stop();
+    let mut m = outcome?;
+    let env = m.results.environment.get_or_insert_with(Default::default);
+    env.load.extend(reports);
+    env.extra.insert("host_load".into(), load_label(loads).into());
+    Ok(m)
+}
+
+fn run_cmd(a: RunArgs) -> CmdResult {
+    let flavour = single_flavour(a.kernel)?;
+    let image = guest_image(flavour)?;
+    let accel = choose_accel(&a.guest, &image)?.accel;
+    let mut cfg = guest_config(&a.guest, &a.guest.name, accel);
+    cfg.network = a.net;
+    if let Some(hold) = a.hold {
+        return hold_guest(&image, cfg, hold, a.format);
+    }
+    if a.guest_args.is_empty() {
+        anyhow::bail!("nothing to run: give the guest command after `--` (e.g. `-- measure timer --duration 5s`) or --hold DURATION");
+    }
+    let m = measure_in_guest(&image, &cfg, &a.loads, &a.guest_args)?;
+    match a.format {
+        Format::Json => print_json(&m.results)?,
+        Format::Table => print_rows(&[(flavour, load_label(&a.loads), m.results.clone())]),
+    }
+    Ok(if m.rc == 1 { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Boot a guest that only sleeps, print where to find it, keep it up for `hold`.
+fn hold_guest(image: &Image, mut cfg: GuestConfig, hold: Nanos, format: Format) -> CmdResult {
+    cfg.job_timeout = to_duration(hold) + Duration::from_secs(30);
+    let secs = hold.0.div_ceil(1_000_000_000);
+    let mut guest = Guest::start(image, &cfg, &format!("echo up; sleep {secs}"))?;
+    guest.wait_for_output("up")?;
+    let rec = guest.record().clone();
+    match format {
+        Format::Json => print_json(&rec)?,
+        Format::Table => {
+            println!("guest {} up ({} kernel {}, {}), holding for {}", rec.name, rec.kernel, rec.kernel_version, rec.accel, hold);
+            println!("  QEMU pid      {}", rec.pid);
+            println!("  QMP socket    {}", rec.qmp_socket.display());
+            println!("  vCPU threads  {:?}", rec.vcpu_threads);
+            if let (Some(b), Some(ip)) = (&rec.bridge, &rec.guest_ip) {
+                println!("  network       bridge {b}, tap {}, guest {ip}", rec.tap.as_deref().unwrap_or("?"));
+            }
+            println!("  runtime dir   {}", guest.dir().display());
+        }
+    }
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    guest.wait_done()?;
+    eprintln!("vm: guest {} shut down", rec.name);
+    Ok(Outcome::Ok)
+}
+
+fn matrix_cmd(a: MatrixArgs) -> CmdResult {
+    let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
+    columns.extend(a.loads.iter().map(|l| vec![l.clone()]));
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for &flavour in &a.kernels {
+        let image = guest_image(flavour)?;
+        let accel = choose_accel(&a.guest, &image)?.accel;
+        let cfg = guest_config(&a.guest, &a.guest.name, accel);
+        for loads in &columns {
+            let mut m = measure_in_guest(&image, &cfg, loads, &a.guest_args)?;
+            m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
+            failed |= m.rc == 1;
+            rows.push((flavour, load_label(loads), m.results));
+        }
+    }
+    match a.format {
+        Format::Json => print_json(&rows.iter().map(|r| &r.2).collect::<Vec<_>>())?,
+        Format::Table => print_rows(&rows),
+    }
+    Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net).
+fn print_rows(rows: &[(Flavour, String, Results)]) {
+    println!("{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}", "guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us");
+    let mut tcg = false;
+    for (flavour, load, r) in rows {
+        let accel = r.environment.as_ref().and_then(|e| e.extra.get("accel")).and_then(|v| v.as_str()).unwrap_or("?");
+        tcg |= accel == "tcg";
+        let us = |ns: f64| format!("{:.1}", ns / 1000.0);
+        match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
+            Some(s) => println!(
+                "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
+                flavour.name(),
+                load,
+                accel,
+                r.kind,
+                s.count,
+                us(s.min as f64),
+                us(s.mean),
+                us(s.p99 as f64),
+                us(s.max as f64)
+            ),
+            None => println!("{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)", flavour.name(), load, accel, r.kind),
+        }
+    }
+    if tcg {
+        println!("note: {}", accel::TCG_WARNING);
+    }
+}
+
+fn probe_accel_cmd(a: ProbeAccelArgs) -> CmdResult {
+    let cache = paths::cache_dir();
+    let image = guest_image(Flavour::Nrt)?;
+    if a.refresh {
+        let _ = std::fs::remove_file(cache.join("accel.json"));
+    }
+    let r = accel::resolve(AccelChoice::Auto, &cache, &image, to_duration(a.timeout))?;
+    match a.format {
+        Format::Json => print_json(&serde_json::json!({ "accel": r.accel, "reason": r.reason, "host": r.host_key, "cached": r.cached }))?,
+        Format::Table => {
+            println!("accelerator: {}", r.accel.name());
+            println!("reason:      {}{}", r.reason, if r.cached { " (cached; --refresh to probe again)" } else { "" });
+            println!("host:        {}", r.host_key);
+            if r.accel == rtvirt_vm::Accel::Tcg {
+                println!("note:        {}", accel::TCG_WARNING);
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn list_cmd(a: ListArgs) -> CmdResult {
+    let guests = runtime::list();
+    match a.format {
+        Format::Json => print_json(&guests)?,
+        Format::Table => {
+            println!("{:<20} {:>8} {:<5} {:<4} {:<24} qmp", "name", "qemu pid", "accel", "kern", "vcpu threads");
+            for g in &guests {
+                println!("{:<20} {:>8} {:<5} {:<4} {:<24} {}", g.name, g.pid, g.accel, g.kernel, format!("{:?}", g.vcpu_threads), g.qmp_socket.display());
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
