@@ -38,6 +38,42 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# --- rtvirt-vm (crates/vm): QEMU guests ------------------------------------------------------
+# QEMU, static busybox and cpio build and boot the guest image; the guest kernels are Debian's
+# cloud (non-RT, "nrt") and rt (PREEMPT_RT, "rt") packages, downloaded with apt and unpacked with
+# dpkg-deb into the cache rtvirt-vm reads (same rule as crates/vm/src/paths.rs).
+VM_PACKAGES=(qemu-system-x86 busybox-static cpio)
+vm_missing=()
+for p in "${VM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || vm_missing+=("$p")
+done
+if [ "${#vm_missing[@]}" -gt 0 ]; then
+    echo "setup: installing Debian packages for guests: ${vm_missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" >/dev/null
+fi
+vm_cache="${RTVIRT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rtvirt}"
+fetch_guest_kernel() {  # $1: rt|nrt  $2: Debian metapackage
+    local dest="$vm_cache/kernels/$1" pkg deb
+    ls "$dest"/boot/vmlinuz-* >/dev/null 2>&1 && return 0
+    pkg=$(apt-cache depends "$2" 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    if [ -z "$pkg" ]; then
+        apt-get update -qq
+        pkg=$(apt-cache depends "$2" | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    fi
+    [ -n "$pkg" ] || { echo "setup: cannot resolve the kernel package of $2" >&2; exit 2; }
+    echo "setup: fetching guest kernel $pkg into $dest"
+    mkdir -p "$vm_cache/debs"
+    (cd "$vm_cache/debs" && apt-get download -qq "$pkg" 2>/dev/null)
+    deb=$(ls -t "$vm_cache/debs/${pkg}"_*.deb | head -1)
+    rm -rf "$dest.tmp" && mkdir -p "$dest.tmp" && dpkg-deb -x "$deb" "$dest.tmp"
+    rm -rf "$dest" && mv "$dest.tmp" "$dest"
+}
+fetch_guest_kernel nrt linux-image-cloud-amd64
+fetch_guest_kernel rt linux-image-rt-amd64
+# --- end rtvirt-vm ---------------------------------------------------------------------------
+
 # Python venv for cross-checks (SimSo 0.8.5 needs SimPy 2.3.1).
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import simso' 2>/dev/null; then
     echo "setup: creating .venv with simso"
