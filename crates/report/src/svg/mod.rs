@@ -25,7 +25,7 @@ pub fn color(i: usize) -> &'static str {
 pub type Fmt = fn(f64) -> String;
 
 /// Canvas and plot-area geometry shared by every chart.
-pub const WIDTH: f64 = 780.0;
+pub const WIDTH: f64 = 820.0;
 pub const HEIGHT: f64 = 380.0;
 pub const LEFT: f64 = 76.0;
 pub const RIGHT: f64 = 580.0;
@@ -183,7 +183,7 @@ pub fn legend(svg: &mut Svg, entries: &[(String, &str)]) {
             break;
         }
         svg.rect(LEGEND_X, y - 9.0, 12.0, 12.0, col, "none");
-        svg.text(LEGEND_X + 18.0, y + 1.0, "start", 12.0, "normal", &shorten(name, 26));
+        svg.text(LEGEND_X + 18.0, y + 1.0, "start", 12.0, "normal", &shorten(name, 31));
     }
 }
 

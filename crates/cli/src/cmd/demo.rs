@@ -1,0 +1,231 @@
+//! `rtvirt demo`: the main job end to end on the embedded default scenario - plan it, simulate
+//! it under the plan, measure this host for real (timer latency idle and under a generated
+//! load; the task set under the plan's reservations), and write one report comparing prediction
+//! and measurement. Each step prints its progress; a step whose library is not there yet says so
+//! and is skipped (nothing is faked).
+
+use crate::cli_common::{load_scenario, CmdResult, Outcome};
+use clap::Args;
+use rtvirt_analysis::planner::{plan, PlanOptions};
+use rtvirt_model::plan::Plan;
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
+use rtvirt_probe::load::{self, LoadSpec};
+use rtvirt_probe::timer::{self, TimerConfig};
+use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args)]
+#[command(after_help = "Steps: 1 plan (rtvirt plan), 2 simulate under the plan (rtvirt simulate --plan), \
+3 timer latency on this host, idle (rtvirt measure timer), 4 the same under a system-call load \
+(--load syscalls), 5 the task set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), \
+6 the report (rtvirt report). Every file is kept in the output directory, so each step can be re-run \
+by hand. Real-time threads are bounded by the measurement time; needs root for the real measurements \
+(use --no-measure without it).\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo --measure-time 3s")]
+pub struct DemoArgs {
+    /// Scenario file (TOML). Without it, the embedded default scenario.
+    pub scenario: Option<PathBuf>,
+    /// Directory for the plan, the results and the report (created if missing).
+    #[arg(short, long, default_value = "rtvirt-demo", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Length of each real measurement (timer idle, timer under load, task set).
+    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    pub measure_time: Nanos,
+    /// Simulated horizon.
+    #[arg(long, value_parser = parse_nanos, default_value = "20s")]
+    pub sim_time: Nanos,
+    /// Plan, simulate and report only: no real measurement, no real-time threads.
+    #[arg(long)]
+    pub no_measure: bool,
+}
+
+fn parse_nanos(s: &str) -> Result<Nanos, String> {
+    let n = Nanos::parse(s)?;
+    if n.0 == 0 { Err("must be longer than 0".into()) } else { Ok(n) }
+}
+
+/// How a step ended.
+enum Step {
+    /// Wrote these files.
+    Done(Vec<PathBuf>),
+    /// The library this step needs does not exist yet, or it was switched off.
+    Skipped(String),
+}
+
+/// The demo's state: where files go, and what each step produced for the next.
+struct Demo {
+    args: DemoArgs,
+    scenario: Scenario,
+    plan: Option<Plan>,
+    inputs: Vec<PathBuf>,
+    failed: Vec<String>,
+}
+
+const STEPS: usize = 6;
+
+pub fn run(args: DemoArgs) -> CmdResult {
+    let scenario = load_scenario(args.scenario.as_deref())?;
+    std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
+    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), failed: Vec::new() };
+    eprintln!("rtvirt demo: {} guests on {} cores; files in {}", d.scenario.guests.len(), d.scenario.host.cores, d.args.out.display());
+    d.step(1, "plan the reservations", Demo::plan_step);
+    d.step(2, "simulate the scenario under the plan", Demo::simulate_step);
+    d.step(3, "measure timer latency on this host, idle", |d| d.timer_step(false));
+    d.step(4, "measure timer latency under a system-call load", |d| d.timer_step(true));
+    d.step(5, "run the task set under the plan's reservations", Demo::tasks_step);
+    d.step(6, "write the report", Demo::report_step);
+    d.finish()
+}
+
+impl Demo {
+    /// Run one step with progress: its name first, then how it ended and how long it took.
+    fn step(&mut self, n: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
+        eprint!("[{n}/{STEPS}] {what} ... ");
+        let _ = std::io::stderr().flush();
+        let start = Instant::now();
+        let took = |s: Instant| format!("{:.1}s", s.elapsed().as_secs_f64());
+        match f(self) {
+            Ok(Step::Done(files)) => {
+                let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+                eprintln!("done in {} -> {}", took(start), names.join(", "));
+            }
+            Ok(Step::Skipped(why)) => eprintln!("NOT AVAILABLE: {why}"),
+            Err(e) => {
+                eprintln!("FAILED after {}: {e:#}", took(start));
+                self.failed.push(format!("{what}: {e:#}"));
+            }
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.args.out.join(name)
+    }
+
+    /// Write a results document and remember it for the report.
+    fn keep(&mut self, name: &str, r: &Results) -> anyhow::Result<PathBuf> {
+        let p = self.path(name);
+        write_json(&p, r)?;
+        self.inputs.push(p.clone());
+        Ok(p)
+    }
+
+    fn plan_step(&mut self) -> anyhow::Result<Step> {
+        let planned = plan(&self.scenario, &PlanOptions::default());
+        let p = self.path("plan.json");
+        write_json(&p, &planned.plan)?;
+        if !planned.plan.feasible {
+            let why: Vec<String> = planned.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
+            anyhow::bail!("the scenario does not fit: {}", why.join("; "));
+        }
+        self.plan = Some(planned.plan);
+        self.inputs.push(p.clone());
+        Ok(Step::Done(vec![p]))
+    }
+
+    fn simulate_step(&mut self) -> anyhow::Result<Step> {
+        let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
+        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.args.sim_time), seed: Some(1) })?;
+        let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
+        r.label = Some("simulated (plan)".into());
+        add_uniform_rho(&mut r, &self.scenario);
+        Ok(Step::Done(vec![self.keep("simulated.json", &r)?]))
+    }
+
+    fn timer_step(&mut self, with_load: bool) -> anyhow::Result<Step> {
+        if self.args.no_measure {
+            return Ok(Step::Skipped("--no-measure".into()));
+        }
+        let cfg = TimerConfig { duration: self.args.measure_time, interval_report: Some(report_every(self.args.measure_time)), ..TimerConfig::default() };
+        let loads = if with_load { vec![syscall_load(&cfg.cpus)?] } else { Vec::new() };
+        let running = load::start_all(&loads)?;
+        let mut intervals = Vec::new();
+        let measured = timer::run_with_reports(&cfg, &mut |rep| intervals.extend(interval_points(rep)));
+        let load_reports = load::stop_all(running);
+        let run = measured?;
+        let mut r = run.results;
+        r.label = Some(if with_load { "measured: timer + syscall load" } else { "measured: timer idle" }.into());
+        r.extra.insert("histogram_ns".into(), serde_json::to_value(run.overall.buckets())?);
+        r.extra.insert("intervals".into(), serde_json::Value::Array(intervals));
+        if let Some(env) = r.environment.as_mut() {
+            env.load = load_reports;
+        }
+        Ok(Step::Done(vec![self.keep(if with_load { "timer_load.json" } else { "timer_idle.json" }, &r)?]))
+    }
+
+    fn tasks_step(&mut self) -> anyhow::Result<Step> {
+        if self.args.no_measure {
+            return Ok(Step::Skipped("--no-measure".into()));
+        }
+        Ok(Step::Skipped("rtvirt-probe has no periodic task workload yet (`rtvirt measure tasks`, issue 5); the report compares the simulation with the timer measurements only".into()))
+    }
+
+    fn report_step(&mut self) -> anyhow::Result<Step> {
+        if self.inputs.is_empty() {
+            anyhow::bail!("no step produced anything to report");
+        }
+        let title = format!("rtvirt demo: {}", self.scenario.name);
+        let html = rtvirt_report::report_from_files(&title, &self.inputs, rtvirt_report::ReportFormat::Html)?;
+        let md = rtvirt_report::report_from_files(&title, &self.inputs, rtvirt_report::ReportFormat::Markdown)?;
+        let (ph, pm) = (self.path("report.html"), self.path("report.md"));
+        std::fs::write(&ph, html).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", ph.display()))?;
+        std::fs::write(&pm, md).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", pm.display()))?;
+        Ok(Step::Done(vec![ph, pm]))
+    }
+
+    fn finish(self) -> CmdResult {
+        let report = self.path("report.html");
+        if report.exists() {
+            let shown = std::fs::canonicalize(&report).unwrap_or(report);
+            println!("report: {}", shown.display());
+        }
+        if self.failed.is_empty() {
+            return Ok(Outcome::Ok);
+        }
+        anyhow::bail!("{} step(s) failed:\n  {}", self.failed.len(), self.failed.join("\n  "))
+    }
+}
+
+fn write_json<T: serde::Serialize>(p: &Path, v: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(v)?;
+    std::fs::write(p, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+}
+
+/// Record `rho` on the result when every task of the scenario was planned with the same one.
+fn add_uniform_rho(r: &mut Results, s: &Scenario) {
+    let rhos: Vec<Option<f64>> = s.guests.iter().flat_map(|g| g.tasks.iter().map(move |t| t.rho.or(g.rho))).collect();
+    if let Some(Some(first)) = rhos.first() {
+        if rhos.iter().all(|x| *x == Some(*first)) {
+            r.extra.insert("rho".into(), (*first).into());
+        }
+    }
+}
+
+/// Interval reports: about ten per measurement, at least every 100 ms.
+fn report_every(total: Nanos) -> Nanos {
+    Nanos((total.0 / 10).max(100_000_000))
+}
+
+/// One system-call stress worker per measured CPU (SEEDS 4's "kernel stress").
+fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    let spec = LoadSpec::parse(&format!("syscalls:{}@{}", cpus.len().max(1), list.join(","))).map_err(anyhow::Error::msg)?;
+    spec.validate("--load", false)?;
+    Ok(spec)
+}
+
+/// The report's `intervals` points of one interval report: per CPU its maximum, or a stall.
+fn interval_points(rep: &timer::IntervalReport) -> Vec<serde_json::Value> {
+    rep.cpus
+        .iter()
+        .map(|c| {
+            if c.count == 0 {
+                serde_json::json!({"t_ns": rep.t_ns, "cpu": c.cpu, "count": 0, "stall": true})
+            } else {
+                serde_json::json!({"t_ns": rep.t_ns, "cpu": c.cpu, "count": c.count, "max_ns": c.max_ns, "missed_periods": c.missed_periods})
+            }
+        })
+        .collect()
+}
