@@ -23,9 +23,22 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Write a readable report (HTML with SVG charts, or Markdown) from results and plan files.
     Report(cmd::report::ReportArgs),
+    /// The main job end to end: plan the default scenario, simulate it, measure this host, report.
+    Demo(cmd::demo::DemoArgs),
+    /// Simulate the host and its guests (deterministic): deadline misses, DSR, response times.
+    Simulate(cmd::simulate::SimulateArgs),
+    /// Measure for real: timer wake-up latency, network round trips, periodic task sets under
+    /// reservations; on the host or in a container, optionally under interference (--load).
+    Measure(cmd::measure::MeasureArgs),
+    /// Run an interference load (net flood, kernel stress, cache thrashing, CPU hogs) and report
+    /// what it achieved.
+    Load(cmd::load::LoadArgs),
     /// Minimal QEMU guests (Debian rt/non-rt kernel + busybox): build images, run rtvirt
     /// measurements inside, the SEEDS 4 guest-kernel x host-load matrix.
     Vm(cmd::vm::VmArgs),
+    /// Configure a real host: audit it for RT guests, list the RT data path's threads, apply
+    /// plans/profiles to real threads (journaled) and revert them.
+    Host(cmd::host::HostArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,7 +46,12 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Measure(a) => cmd::measure::run(a),
+        Command::Load(a) => cmd::load::run(a),
         Command::Vm(a) => cmd::vm::run(a),
+        Command::Host(a) => cmd::host::run(a),
     };
     cli_common::finish(outcome)
 }

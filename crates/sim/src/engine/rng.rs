@@ -7,6 +7,7 @@ use rand_pcg::Pcg64Mcg;
 use rtvirt_model::Nanos;
 
 /// A deterministic random stream.
+#[derive(Debug, Clone)]
 pub struct SimRng(Pcg64Mcg);
 
 impl SimRng {

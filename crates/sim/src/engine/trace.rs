@@ -1,9 +1,13 @@
 //! Chrome trace-event JSON (opens in Perfetto / chrome://tracing): complete ("X") slices on named
 //! tracks, instant events, and thread-name metadata. Bounded: only events inside the configured
 //! window are kept, and at most `max_events`; what was left out is counted and reported.
+//! Events are stored compactly (interned names, ~40 bytes each) and streamed out by
+//! [`TraceWriter::write_json`], so a trace of millions of events fits in memory.
 
 use rtvirt_model::Nanos;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, Write};
 
 /// Which part of the simulation to record.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +16,9 @@ pub struct TraceWindow {
     pub to: Nanos,
     pub max_events: usize,
 }
+
+/// Largest accepted `max_events` (about 40 bytes in memory and 100 bytes of JSON each).
+pub const MAX_TRACE_EVENTS: usize = 20_000_000;
 
 impl Default for TraceWindow {
     fn default() -> Self {
@@ -26,16 +33,29 @@ pub struct Track {
     pub tid: u32,
 }
 
+#[derive(Clone, Copy)]
+struct Ev {
+    track: Track,
+    name: u32,
+    ts: u64,
+    /// None: an instant event.
+    dur: Option<u64>,
+    args: Option<u32>,
+}
+
 pub struct TraceWriter {
     window: TraceWindow,
-    events: Vec<Value>,
+    events: Vec<Ev>,
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    args: Vec<Value>,
     meta: Vec<Value>,
     dropped: u64,
 }
 
 impl TraceWriter {
     pub fn new(window: TraceWindow) -> TraceWriter {
-        TraceWriter { window, events: Vec::new(), meta: Vec::new(), dropped: 0 }
+        TraceWriter { window, events: Vec::new(), names: Vec::new(), index: HashMap::new(), args: Vec::new(), meta: Vec::new(), dropped: 0 }
     }
 
     /// Name a group of tracks and one track in it.
@@ -50,11 +70,7 @@ impl TraceWriter {
         if e <= s || !self.room() {
             return;
         }
-        let mut ev = json!({"ph":"X","name":name,"pid":track.pid,"tid":track.tid,"ts":us(s),"dur":us(e - s)});
-        if let Some(a) = args {
-            ev["args"] = a;
-        }
-        self.events.push(ev);
+        self.push(track, name, s, Some(e.0 - s.0), args);
     }
 
     /// An instant event (e.g. a deadline miss or a packet drop).
@@ -62,11 +78,12 @@ impl TraceWriter {
         if at < self.window.from || at >= self.window.to || !self.room() {
             return;
         }
-        let mut ev = json!({"ph":"i","s":"t","name":name,"pid":track.pid,"tid":track.tid,"ts":us(at)});
-        if let Some(a) = args {
-            ev["args"] = a;
-        }
-        self.events.push(ev);
+        self.push(track, name, at, None, args);
+    }
+
+    /// Whether anything at or after `t` can still be recorded.
+    pub fn wants(&self, t: Nanos) -> bool {
+        t < self.window.to
     }
 
     /// Events left out because the trace was full.
@@ -74,12 +91,65 @@ impl TraceWriter {
         self.dropped
     }
 
-    /// The whole trace as a JSON document.
+    /// Events kept.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The whole trace as a JSON document (small traces; prefer [`TraceWriter::write_json`]).
     pub fn finish(self) -> Value {
-        let mut all = self.meta;
-        all.extend(self.events);
-        json!({"traceEvents": all, "displayTimeUnit": "ns",
-               "otherData": {"window_from_ns": self.window.from.0, "window_to_ns": self.window.to.0, "dropped_events": self.dropped}})
+        let mut buf = Vec::new();
+        self.write_json(&mut buf).expect("writing to memory cannot fail");
+        serde_json::from_slice(&buf).expect("the writer emits valid JSON")
+    }
+
+    /// Stream the trace as JSON.
+    pub fn write_json<W: Write>(&self, mut out: W) -> io::Result<()> {
+        out.write_all(b"{\"traceEvents\":[\n")?;
+        let mut first = true;
+        for m in &self.meta {
+            sep(&mut out, &mut first)?;
+            serde_json::to_writer(&mut out, m)?;
+        }
+        for e in &self.events {
+            sep(&mut out, &mut first)?;
+            let name = serde_json::to_string(&self.names[e.name as usize])?;
+            match e.dur {
+                Some(d) => write!(out, "{{\"ph\":\"X\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}", e.track.pid, e.track.tid, us(e.ts), us(d))?,
+                None => write!(out, "{{\"ph\":\"i\",\"s\":\"t\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{}", e.track.pid, e.track.tid, us(e.ts))?,
+            }
+            if let Some(a) = e.args {
+                out.write_all(b",\"args\":")?;
+                serde_json::to_writer(&mut out, &self.args[a as usize])?;
+            }
+            out.write_all(b"}")?;
+        }
+        write!(
+            out,
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"window_from_ns\":{},\"window_to_ns\":{},\"dropped_events\":{}}}}}\n",
+            self.window.from.0, self.window.to.0, self.dropped
+        )
+    }
+
+    fn push(&mut self, track: Track, name: &str, at: Nanos, dur: Option<u64>, args: Option<Value>) {
+        let name = match self.index.get(name) {
+            Some(&i) => i,
+            None => {
+                let i = self.names.len() as u32;
+                self.names.push(name.to_string());
+                self.index.insert(name.to_string(), i);
+                i
+            }
+        };
+        let args = args.map(|a| {
+            self.args.push(a);
+            self.args.len() as u32 - 1
+        });
+        self.events.push(Ev { track, name, ts: at.0, dur, args });
     }
 
     fn room(&mut self) -> bool {
@@ -92,9 +162,17 @@ impl TraceWriter {
     }
 }
 
-/// Trace timestamps are microseconds (fractional, so ns precision is kept).
-fn us(t: Nanos) -> f64 {
-    t.0 as f64 / 1000.0
+fn sep<W: Write>(out: &mut W, first: &mut bool) -> io::Result<()> {
+    if !*first {
+        out.write_all(b",\n")?;
+    }
+    *first = false;
+    Ok(())
+}
+
+/// Trace timestamps are microseconds with 3 decimals (ns precision kept exactly).
+fn us(ns: u64) -> String {
+    if ns % 1000 == 0 { format!("{}", ns / 1000) } else { format!("{}.{:03}", ns / 1000, ns % 1000) }
 }
 
 #[cfg(test)]
@@ -108,7 +186,7 @@ mod tests {
         w.name_track(t, "cores", "core 0");
         w.slice(t, "a", Nanos(0), Nanos(2000), None);
         w.slice(t, "outside", Nanos(6000), Nanos(7000), None);
-        w.instant(t, "miss", Nanos(3000), None);
+        w.instant(t, "miss", Nanos(3000), Some(json!({"k": 1})));
         w.slice(t, "full", Nanos(3000), Nanos(4000), None);
         assert_eq!(w.dropped(), 1);
         let v = w.finish();
@@ -116,5 +194,17 @@ mod tests {
         assert_eq!(evs.len(), 4);
         assert_eq!(evs[2]["ts"], 1.0);
         assert_eq!(evs[2]["dur"], 1.0);
+        assert_eq!(evs[3]["args"]["k"], 1);
+        assert_eq!(v["otherData"]["dropped_events"], 1);
+    }
+
+    #[test]
+    fn keeps_nanosecond_precision() {
+        let mut w = TraceWriter::new(TraceWindow::default());
+        w.slice(Track { pid: 0, tid: 0 }, "x\"y", Nanos(1500), Nanos(2001), None);
+        let v = w.finish();
+        assert_eq!(v["traceEvents"][0]["ts"], 1.5);
+        assert_eq!(v["traceEvents"][0]["dur"], 0.501);
+        assert_eq!(v["traceEvents"][0]["name"], "x\"y");
     }
 }

@@ -1,0 +1,284 @@
+//! What runs on a host thread: a guest (one vCPU, EDF or fixed-priority scheduler over periodic
+//! tasks) or an extra host load (a periodic run, or a CPU hog).
+//!
+//! Jobs of one task are served in release order, so the pending jobs of a task are just the index
+//! range `head..released` (release k at offset + k*T): memory stays constant whatever the horizon
+//! and however late the jobs are. A job's execution time is drawn from the task's own random
+//! stream when it becomes the head job, so draws do not depend on the schedule.
+//!
+//! Counting: a job counts when it completes (a miss if its response time exceeds the deadline),
+//! when it is aborted at its deadline (`abort` policy: a miss), or at the end of the run if its
+//! deadline has passed (a miss without a response-time sample). Jobs still pending whose deadline
+//! is after the horizon are not counted.
+
+use crate::engine::rng::SimRng;
+use crate::host::ThreadId;
+use rtvirt_model::exec::ExecModel;
+use rtvirt_model::scenario::{Guest, GuestScheduler};
+use rtvirt_model::stats::LatencyHistogram;
+use rtvirt_model::Nanos;
+
+/// One periodic task and its statistics.
+pub struct TaskState {
+    pub name: String,
+    period: u64,
+    deadline: u64,
+    wcet: Nanos,
+    offset: u64,
+    prio: u32,
+    exec: ExecModel,
+    rng: SimRng,
+    released: u64,
+    head: u64,
+    remaining: u64,
+    ready_since: u64,
+    pub jobs: u64,
+    pub misses: u64,
+    pub response: LatencyHistogram,
+}
+
+impl TaskState {
+    fn release_of(&self, k: u64) -> u64 {
+        self.offset + k * self.period
+    }
+
+    fn pending(&self) -> bool {
+        self.head < self.released
+    }
+
+    /// Start the head job: draw its execution time.
+    fn start_head(&mut self, now: u64) {
+        self.remaining = self.exec.draw(self.wcet, self.rng.inner()).0;
+        self.ready_since = now;
+    }
+}
+
+/// One finished or aborted job (recorded only when a job log is requested, e.g. cross-checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRecord {
+    pub workload: u32,
+    pub task: u32,
+    pub index: u64,
+    pub release: u64,
+    /// Completion time; None when aborted or still pending at the end.
+    pub end: Option<u64>,
+}
+
+pub struct Workload {
+    pub name: String,
+    pub thread: ThreadId,
+    /// A guest (reported per task) or an extra host thread.
+    pub is_guest: bool,
+    edf: bool,
+    pub tasks: Vec<TaskState>,
+    /// Task whose head job the guest is serving.
+    pub current: Option<u32>,
+    last_ran: Option<u32>,
+    overhead: u64,
+    context_switch: u64,
+    idle_poll: bool,
+    pub log: Option<Vec<JobRecord>>,
+    index: u32,
+}
+
+impl Workload {
+    /// A guest's workload; random streams are (seed, workload index, task index).
+    pub fn guest(index: u32, g: &Guest, thread: ThreadId, seed: u64, idle_poll: bool, context_switch: u64) -> Workload {
+        let tasks = g
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(ti, t)| {
+                task(&t.name, t.period.0, t.deadline.0, t.wcet, t.offset.0, t.priority, t.exec.clone(), SimRng::new(seed, ((index as u64) << 32) | ti as u64))
+            })
+            .collect();
+        Workload {
+            name: g.name.clone(),
+            thread,
+            is_guest: true,
+            edf: g.scheduler == GuestScheduler::Edf,
+            tasks,
+            current: None,
+            last_ran: None,
+            overhead: 0,
+            context_switch,
+            idle_poll,
+            log: None,
+            index,
+        }
+    }
+
+    /// An extra host thread: `Some((period, run, offset))` periodic, None a CPU hog.
+    pub fn load(index: u32, name: &str, thread: ThreadId, periodic: Option<(u64, u64, u64)>) -> Workload {
+        let tasks = periodic
+            .map(|(p, r, o)| vec![task("run", p, p, Nanos(r), o, 1, ExecModel::Constant, SimRng::new(0, 0))])
+            .unwrap_or_default();
+        Workload {
+            name: name.to_string(),
+            thread,
+            is_guest: false,
+            edf: false,
+            tasks,
+            current: None,
+            last_ran: None,
+            overhead: 0,
+            context_switch: 0,
+            idle_poll: periodic.is_none(),
+            log: None,
+            index,
+        }
+    }
+
+    /// First release time of each task.
+    pub fn first_releases(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.tasks.iter().enumerate().map(|(i, t)| (i as u32, t.offset))
+    }
+
+    /// Release the next job of task `ti` at `now`. Returns (next release time, this job's index
+    /// and absolute deadline).
+    pub fn release(&mut self, ti: u32, now: u64) -> (u64, u64, u64) {
+        let t = &mut self.tasks[ti as usize];
+        let k = t.released;
+        t.released += 1;
+        if t.head == k {
+            t.start_head(now);
+        }
+        self.pick();
+        let t = &self.tasks[ti as usize];
+        (t.release_of(k + 1), k, t.release_of(k) + t.deadline)
+    }
+
+    /// Whether the thread has something to run (poll mode: always).
+    pub fn runnable(&self) -> bool {
+        self.current.is_some() || self.idle_poll
+    }
+
+    /// Time the current work still needs (u64::MAX while busy-polling).
+    pub fn work_left(&self) -> u64 {
+        match self.current {
+            Some(c) => self.overhead + self.tasks[c as usize].remaining,
+            None if self.idle_poll => u64::MAX,
+            None => 0,
+        }
+    }
+
+    /// The guest scheduler's choice: EDF (deadline, then time ready, then task order) or the
+    /// highest fixed priority. A change of task costs a context switch.
+    fn pick(&mut self) {
+        let mut best: Option<(u64, u64, u64, u32)> = None;
+        for (i, t) in self.tasks.iter().enumerate() {
+            if !t.pending() {
+                continue;
+            }
+            let key = if self.edf {
+                (t.release_of(t.head) + t.deadline, t.ready_since, 0, i as u32)
+            } else {
+                (u32::MAX as u64 - t.prio as u64, 0, 0, i as u32)
+            };
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        let choice = best.map(|b| b.3);
+        if choice != self.current {
+            if choice.is_some() && self.last_ran.is_some() && choice != self.last_ran {
+                self.overhead = self.context_switch;
+            }
+            self.current = choice;
+        }
+    }
+
+    /// `dt` ns of CPU time ending at `now`: pay the context switch, advance the current job and
+    /// complete it when done. Returns whether there is still work.
+    pub fn progress(&mut self, dt: u64, now: u64) -> bool {
+        let Some(c) = self.current else { return self.idle_poll };
+        let paid = self.overhead.min(dt);
+        self.overhead -= paid;
+        let work = dt - paid;
+        if work == 0 {
+            return true;
+        }
+        self.last_ran = Some(c);
+        let t = &mut self.tasks[c as usize];
+        debug_assert!(work <= t.remaining, "a job ran past its completion");
+        t.remaining = t.remaining.saturating_sub(work);
+        if t.remaining == 0 {
+            self.complete(c, now);
+        }
+        self.runnable()
+    }
+
+    fn complete(&mut self, c: u32, now: u64) {
+        let t = &mut self.tasks[c as usize];
+        let release = t.release_of(t.head);
+        let response = now - release;
+        t.jobs += 1;
+        t.misses += (response > t.deadline) as u64;
+        t.response.record(response);
+        if let Some(log) = &mut self.log {
+            log.push(JobRecord { workload: self.index, task: c, index: t.head, release, end: Some(now) });
+        }
+        self.next_head(c, now);
+    }
+
+    fn next_head(&mut self, c: u32, now: u64) {
+        let t = &mut self.tasks[c as usize];
+        t.head += 1;
+        if t.pending() {
+            t.start_head(now);
+        }
+        self.pick();
+    }
+
+    /// `abort` policy: job `k` of task `ti` reached its deadline; drop it if unfinished.
+    /// Returns whether a job was dropped.
+    pub fn abort(&mut self, ti: u32, k: u64, now: u64) -> bool {
+        let t = &mut self.tasks[ti as usize];
+        if t.head != k || !t.pending() {
+            return false;
+        }
+        t.jobs += 1;
+        t.misses += 1;
+        if let Some(log) = &mut self.log {
+            log.push(JobRecord { workload: self.index, task: ti, index: k, release: t.release_of(k), end: None });
+        }
+        if self.current == Some(ti) {
+            self.overhead = 0;
+        }
+        self.next_head(ti, now);
+        true
+    }
+
+    /// End of the run: pending jobs whose deadline has passed are misses.
+    pub fn finish(&mut self, horizon: u64) {
+        for t in &mut self.tasks {
+            for k in t.head..t.released {
+                if t.release_of(k) + t.deadline <= horizon {
+                    t.jobs += 1;
+                    t.misses += 1;
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn task(name: &str, period: u64, deadline: u64, wcet: Nanos, offset: u64, prio: u32, exec: ExecModel, rng: SimRng) -> TaskState {
+    TaskState {
+        name: name.to_string(),
+        period,
+        deadline,
+        wcet,
+        offset,
+        prio,
+        exec,
+        rng,
+        released: 0,
+        head: 0,
+        remaining: 0,
+        ready_since: 0,
+        jobs: 0,
+        misses: 0,
+        response: LatencyHistogram::new(),
+    }
+}

@@ -1,0 +1,466 @@
+//! The simulated host: cores, host threads and the dispatcher.
+//!
+//! Threads are grouped into *clusters*: a set of cores and the threads whose affinity is exactly
+//! that set (one core = partitioned scheduling, several = global scheduling: the m most urgent
+//! eligible threads run, a running thread keeps its core). Each thread has a policy
+//! ([`policy::PState`]) that gives its priority key, charging and enforcement rules.
+//!
+//! The host does not know what a thread does. Its owner (a guest's vCPU, an interference load,
+//! and for the network model an IRQ/softirq/backend thread) tells it when the thread wakes
+//! ([`Host::wake`]) or blocks ([`Host::block`]), how long its current work item still needs
+//! (the `work_left` callback of [`Host::resched`]) and receives the CPU time it got
+//! ([`Host::charge`]'s `progress` callback, which returns whether the thread still has work).
+//! Extension points for the network path: a work item is any amount of CPU time, so packet
+//! processing steps map onto it; a priority-inheritance lock is modelled by the owner calling
+//! [`Host::set_boost`] on the lock holder (its key is raised to the waiter's while boosted) and
+//! blocking the waiter until the holder releases.
+//!
+//! Host events (core timers, thread timers, cluster ticks) are [`HostEv`] values that the owner's
+//! event type embeds (`From<HostEv>`), so the host runs on any model's queue.
+
+pub mod policy;
+
+use crate::config::{Settings, ThreadSpec};
+use crate::engine::rng::SimRng;
+use crate::engine::EventQueue;
+use policy::{Ctx, Key, PState, CREDIT_ACCT};
+
+pub type ThreadId = usize;
+
+/// Events the host schedules for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostEv {
+    /// The running thread of a core reaches a limit (work done, budget, slice...).
+    CoreTimer { core: u32, ver: u32 },
+    /// A thread's replenishment / server period / supply window edge.
+    ThreadTimer { thread: u32, ver: u32 },
+    /// RT throttling period of a cluster.
+    RtPeriod { cluster: u32 },
+    /// Xen Credit accounting of a cluster.
+    CreditAcct { cluster: u32 },
+}
+
+/// A host thread's scheduling state.
+pub struct HThread {
+    pub name: String,
+    pub cluster: u32,
+    pub st: PState,
+    pub runnable: bool,
+    /// Core it is on (running or holding the core idle).
+    pub core: Option<u32>,
+    seq: u64,
+    /// Host overhead (vCPU switch) still to pay before the owner's work progresses.
+    overhead: u64,
+    /// CPU time it used (not counting time holding a core idle).
+    pub cpu_time: u64,
+    timer_ver: u32,
+    dispatched: u64,
+    /// Priority-inheritance boost: key used instead of its own while set.
+    boost: Option<Key>,
+}
+
+struct Core {
+    cluster: u32,
+    running: Option<ThreadId>,
+    last: Option<ThreadId>,
+    charged_to: u64,
+    busy: u64,
+    timer_ver: u32,
+    timer_at: u64,
+}
+
+struct Cluster {
+    cores: Vec<u32>,
+    threads: Vec<ThreadId>,
+    rt_used: u64,
+    rt_throttled: bool,
+    dirty: bool,
+}
+
+pub struct Host {
+    pub threads: Vec<HThread>,
+    cores: Vec<Core>,
+    clusters: Vec<Cluster>,
+    dirty: Vec<u32>,
+    ctx: Ctx,
+    rt_throttle: Option<(u64, u64)>,
+    vcpu_switch: u64,
+    seq: u64,
+    buf: Vec<(Key, ThreadId)>,
+}
+
+impl Host {
+    /// Build the host for `cores` cores and these threads (thread id = index).
+    pub fn new<'a>(cores: u32, specs: impl IntoIterator<Item = &'a ThreadSpec>, s: &Settings) -> Host {
+        let mut clusters: Vec<Cluster> = Vec::new();
+        let mut core_cluster = vec![u32::MAX; cores as usize];
+        let mut threads = Vec::new();
+        for (i, spec) in specs.into_iter().enumerate() {
+            let ci = match clusters.iter().position(|c| c.cores == spec.cores) {
+                Some(ci) => ci,
+                None => {
+                    clusters.push(Cluster { cores: spec.cores.clone(), threads: vec![], rt_used: 0, rt_throttled: false, dirty: false });
+                    clusters.len() - 1
+                }
+            };
+            clusters[ci].threads.push(i);
+            for &c in &spec.cores {
+                core_cluster[c as usize] = ci as u32;
+            }
+            let rng = SimRng::new(s.seed, (1 << 62) | i as u64);
+            threads.push(HThread {
+                name: spec.name.clone(),
+                cluster: ci as u32,
+                st: PState::new(&spec.policy, rng),
+                runnable: false,
+                core: None,
+                seq: 0,
+                overhead: 0,
+                cpu_time: 0,
+                timer_ver: 0,
+                dispatched: 0,
+                boost: None,
+            });
+        }
+        let cores = core_cluster
+            .into_iter()
+            .map(|cluster| Core { cluster, running: None, last: None, charged_to: 0, busy: 0, timer_ver: 0, timer_at: u64::MAX })
+            .collect();
+        Host {
+            threads,
+            cores,
+            clusters,
+            dirty: Vec::new(),
+            ctx: Ctx { tick: s.tick, hrtick: s.hrtick, tslice: s.credit_tslice, ratelimit: s.credit_ratelimit },
+            rt_throttle: s.rt_throttle,
+            vcpu_switch: s.vcpu_switch,
+            seq: 1,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Arm the periodic timers (server periods, supply windows, RT throttling, Credit accounting).
+    pub fn start<E: From<HostEv>>(&mut self, q: &mut EventQueue<E>) {
+        for t in 0..self.threads.len() {
+            if let Some(at) = self.threads[t].st.first_timer() {
+                self.arm_thread_timer(t, at, q);
+            }
+        }
+        for (ci, cl) in self.clusters.iter().enumerate() {
+            let ci = ci as u32;
+            if let Some((_, period)) = self.rt_throttle {
+                if cl.threads.iter().any(|&t| self.threads[t].st.is_rt()) {
+                    q.schedule(rtvirt_model::Nanos(period), HostEv::RtPeriod { cluster: ci }.into());
+                }
+            }
+            if cl.threads.iter().any(|&t| matches!(self.threads[t].st, PState::Credit { .. })) {
+                q.schedule(rtvirt_model::Nanos(0), HostEv::CreditAcct { cluster: ci }.into());
+            }
+        }
+    }
+
+    pub fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// Busy time of a core (a thread with work ran on it).
+    pub fn core_busy(&self, core: usize) -> u64 {
+        self.cores[core].busy
+    }
+
+    /// Thread running on a core (None: idle).
+    pub fn running(&self, core: usize) -> Option<ThreadId> {
+        self.cores[core].running
+    }
+
+    /// Charge every core's running thread for the time since the last charge. `progress(t, dt)`
+    /// gives the owner `dt` ns of work done by thread `t` and returns whether it still has work.
+    pub fn charge<F: FnMut(ThreadId, u64) -> bool>(&mut self, now: u64, mut progress: F) {
+        for c in 0..self.cores.len() {
+            let core = &mut self.cores[c];
+            let dt = now - core.charged_to;
+            core.charged_to = now;
+            let Some(t) = core.running else { continue };
+            if dt == 0 {
+                continue;
+            }
+            let th = &mut self.threads[t];
+            th.st.charge(dt);
+            let cl = &mut self.clusters[th.cluster as usize];
+            if th.st.is_rt() {
+                cl.rt_used += dt;
+            }
+            if !th.runnable {
+                continue;
+            }
+            core.busy += dt;
+            th.cpu_time += dt;
+            let paid = th.overhead.min(dt);
+            th.overhead -= paid;
+            if dt > paid && !progress(t, dt - paid) {
+                th.runnable = false;
+                mark(&mut self.dirty, cl, th.cluster);
+            }
+        }
+    }
+
+    /// The thread becomes runnable (wake-up rules of its policy apply).
+    pub fn wake<E: From<HostEv>>(&mut self, t: ThreadId, now: u64, q: &mut EventQueue<E>) {
+        if self.threads[t].runnable {
+            return;
+        }
+        let minv = self.min_vruntime(self.threads[t].cluster as usize);
+        let th = &mut self.threads[t];
+        th.runnable = true;
+        th.seq = self.seq;
+        self.seq += 1;
+        if let Some(at) = th.st.wake(now, minv) {
+            self.arm_thread_timer(t, at, q);
+        }
+        self.touch(t);
+    }
+
+    /// The thread has no more work and blocks.
+    pub fn block(&mut self, t: ThreadId) {
+        if self.threads[t].runnable {
+            self.threads[t].runnable = false;
+            self.touch(t);
+        }
+    }
+
+    /// The owner changed the thread's work: re-evaluate its cluster.
+    pub fn touch(&mut self, t: ThreadId) {
+        let ci = self.threads[t].cluster;
+        mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
+    }
+
+    /// Priority inheritance: run `t` with `key` (another thread's key) until cleared with None.
+    pub fn set_boost(&mut self, t: ThreadId, donor: Option<ThreadId>, now: u64) {
+        let key = donor.and_then(|d| self.key_of(d, now));
+        self.threads[t].boost = key;
+        self.touch(t);
+    }
+
+    /// Handle one of the host's own events.
+    pub fn on_event<E: From<HostEv>>(&mut self, ev: HostEv, now: u64, q: &mut EventQueue<E>) {
+        match ev {
+            HostEv::CoreTimer { core, ver } => {
+                let c = &mut self.cores[core as usize];
+                if c.timer_ver == ver {
+                    c.timer_at = u64::MAX;
+                    let ci = c.cluster;
+                    mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
+                }
+            }
+            HostEv::ThreadTimer { thread, ver } => {
+                let t = thread as usize;
+                if self.threads[t].timer_ver == ver {
+                    if let Some(next) = self.threads[t].st.on_timer(now) {
+                        self.arm_thread_timer(t, next, q);
+                    }
+                    self.touch(t);
+                }
+            }
+            HostEv::RtPeriod { cluster } => {
+                let cl = &mut self.clusters[cluster as usize];
+                cl.rt_used = 0;
+                cl.rt_throttled = false;
+                mark(&mut self.dirty, cl, cluster);
+                let period = self.rt_throttle.map(|p| p.1).unwrap_or(u64::MAX);
+                q.schedule(rtvirt_model::Nanos(now.saturating_add(period)), ev.into());
+            }
+            HostEv::CreditAcct { cluster } => {
+                self.credit_accounting(cluster as usize);
+                q.schedule(rtvirt_model::Nanos(now + CREDIT_ACCT), ev.into());
+            }
+        }
+    }
+
+    /// Credit refill: each thread of the cluster gets m * 30ms * weight / total weight.
+    fn credit_accounting(&mut self, ci: usize) {
+        let cl = &mut self.clusters[ci];
+        let total: u64 = cl.threads.iter().map(|&t| self.threads[t].st.weight()).sum();
+        let m = cl.cores.len() as u64;
+        for &t in &cl.threads {
+            let w = self.threads[t].st.weight();
+            if total > 0 && w > 0 {
+                let share = (m * CREDIT_ACCT) as u128 * w as u128 / total as u128;
+                self.threads[t].st.credit_refill(share as u64, self.ctx.tslice);
+            }
+        }
+        mark(&mut self.dirty, cl, ci as u32);
+    }
+
+    /// Re-decide every cluster touched since the last call: enforce limits, pick the most urgent
+    /// eligible threads, dispatch them, and arm each core's timer. `work_left(t)`: how long the
+    /// owner's current work of `t` still needs (u64::MAX: unbounded).
+    pub fn resched<E: From<HostEv>, W: Fn(ThreadId) -> u64>(&mut self, now: u64, q: &mut EventQueue<E>, work_left: W) {
+        while let Some(ci) = self.dirty.pop() {
+            let ci = ci as usize;
+            self.clusters[ci].dirty = false;
+            self.enforce(ci, now, q);
+            self.pick(ci, now);
+            for k in 0..self.clusters[ci].cores.len() {
+                let c = self.clusters[ci].cores[k] as usize;
+                self.arm_core_timer(c, now, q, &work_left);
+            }
+        }
+    }
+
+    fn enforce<E: From<HostEv>>(&mut self, ci: usize, now: u64, q: &mut EventQueue<E>) {
+        if let Some((runtime, _)) = self.rt_throttle {
+            let cl = &mut self.clusters[ci];
+            if cl.rt_used >= runtime * cl.cores.len() as u64 {
+                cl.rt_throttled = true;
+            }
+        }
+        for k in 0..self.clusters[ci].cores.len() {
+            let c = self.clusters[ci].cores[k] as usize;
+            let Some(t) = self.cores[c].running else { continue };
+            let th = &mut self.threads[t];
+            th.st.credit_tick(now, th.dispatched);
+            let (to_tail, timer) = th.st.enforce(now);
+            if to_tail {
+                th.seq = self.seq;
+                self.seq += 1;
+            }
+            if let Some(at) = timer {
+                self.arm_thread_timer(t, at, q);
+            }
+        }
+    }
+
+    fn key_of(&self, t: ThreadId, now: u64) -> Option<Key> {
+        let th = &self.threads[t];
+        if !(th.runnable || th.st.holds_core_when_idle()) {
+            return None;
+        }
+        if let Some(k) = th.boost {
+            return Some(k);
+        }
+        let running = th.core.is_some();
+        let ran = if running { now - th.dispatched } else { 0 };
+        th.st.key(now, running, ran, th.seq, self.clusters[th.cluster as usize].rt_throttled, &self.ctx)
+    }
+
+    /// Choose and dispatch the cluster's threads.
+    fn pick(&mut self, ci: usize, now: u64) {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        for &t in &self.clusters[ci].threads {
+            if let Some(k) = self.key_of(t, now) {
+                buf.push((k, t));
+            }
+        }
+        let m = self.clusters[ci].cores.len();
+        if m == 1 {
+            let best = buf.iter().min().map(|&(_, t)| t);
+            let core = self.clusters[ci].cores[0] as usize;
+            self.assign(core, best, now);
+        } else {
+            buf.sort_unstable();
+            buf.truncate(m);
+            let cores = self.clusters[ci].cores.clone();
+            let mut plan: Vec<Option<ThreadId>> = vec![None; m];
+            for (k, &c) in cores.iter().enumerate() {
+                if let Some(r) = self.cores[c as usize].running {
+                    if buf.iter().any(|&(_, t)| t == r) {
+                        plan[k] = Some(r);
+                    }
+                }
+            }
+            for &(_, t) in buf.iter() {
+                if !plan.contains(&Some(t)) {
+                    if let Some(slot) = plan.iter().position(Option::is_none) {
+                        plan[slot] = Some(t);
+                    }
+                }
+            }
+            for (k, &c) in cores.iter().enumerate() {
+                if self.cores[c as usize].running != plan[k] {
+                    self.assign(c as usize, None, now);
+                }
+            }
+            for (k, &c) in cores.iter().enumerate() {
+                self.assign(c as usize, plan[k], now);
+            }
+        }
+        self.buf = buf;
+    }
+
+    fn assign(&mut self, c: usize, to: Option<ThreadId>, now: u64) {
+        let from = self.cores[c].running;
+        if from == to {
+            if let Some(t) = to {
+                let share = self.share(t);
+                self.threads[t].st.renew_slice(share, &self.ctx);
+            }
+            return;
+        }
+        if let Some(f) = from {
+            self.threads[f].core = None;
+        }
+        self.cores[c].running = to;
+        if let Some(t) = to {
+            let share = self.share(t);
+            let switched = self.cores[c].last != Some(t);
+            let th = &mut self.threads[t];
+            th.core = Some(c as u32);
+            th.dispatched = now;
+            th.st.on_dispatch(share, &self.ctx);
+            if switched {
+                th.overhead = self.vcpu_switch;
+            }
+            self.cores[c].last = Some(t);
+        }
+    }
+
+    /// (own weight, sum of weights of the runnable threads of its cluster).
+    fn share(&self, t: ThreadId) -> (u64, u64) {
+        let cl = &self.clusters[self.threads[t].cluster as usize];
+        let total = cl.threads.iter().filter(|&&u| self.threads[u].runnable).map(|&u| self.threads[u].st.weight()).sum();
+        (self.threads[t].st.weight(), total)
+    }
+
+    fn min_vruntime(&self, ci: usize) -> Option<u64> {
+        self.clusters[ci].threads.iter().filter(|&&u| self.threads[u].runnable).filter_map(|&u| self.threads[u].st.vruntime()).min()
+    }
+
+    fn arm_core_timer<E: From<HostEv>, W: Fn(ThreadId) -> u64>(&mut self, c: usize, now: u64, q: &mut EventQueue<E>, work_left: &W) {
+        let at = match self.cores[c].running {
+            None => u64::MAX,
+            Some(t) => {
+                let th = &self.threads[t];
+                let work = if th.runnable { th.overhead.saturating_add(work_left(t)) } else { u64::MAX };
+                let mut d = work.min(th.st.limit(now, th.dispatched, &self.ctx));
+                if let (Some((runtime, _)), true) = (self.rt_throttle, th.st.is_rt()) {
+                    let cl = &self.clusters[th.cluster as usize];
+                    let left = (runtime * cl.cores.len() as u64).saturating_sub(cl.rt_used);
+                    d = d.min(left.div_ceil(cl.cores.len() as u64).max(1));
+                }
+                now.saturating_add(d)
+            }
+        };
+        let core = &mut self.cores[c];
+        if at != core.timer_at {
+            core.timer_ver = core.timer_ver.wrapping_add(1);
+            core.timer_at = at;
+            if at != u64::MAX {
+                q.schedule(rtvirt_model::Nanos(at), HostEv::CoreTimer { core: c as u32, ver: core.timer_ver }.into());
+            }
+        }
+    }
+
+    fn arm_thread_timer<E: From<HostEv>>(&mut self, t: ThreadId, at: u64, q: &mut EventQueue<E>) {
+        let th = &mut self.threads[t];
+        th.timer_ver = th.timer_ver.wrapping_add(1);
+        q.schedule(rtvirt_model::Nanos(at), HostEv::ThreadTimer { thread: t as u32, ver: th.timer_ver }.into());
+    }
+}
+
+fn mark(dirty: &mut Vec<u32>, cl: &mut Cluster, ci: u32) {
+    if !cl.dirty {
+        cl.dirty = true;
+        dirty.push(ci);
+    }
+}

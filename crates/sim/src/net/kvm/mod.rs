@@ -1,0 +1,471 @@
+//! The KVM host network path of SEEDS 1 as work done by simulated threads on cores.
+//!
+//! - [`sched`]: the per-core scheduler (hard-IRQ context above every thread, SCHED_FIFO
+//!   priorities with RT push on wake-up, CFS with vruntime, wake-up preemption and 1 ms ticks,
+//!   idle pull, context-switch cost, priority inheritance through the softirq locks, and the
+//!   cache reload penalty on every dispatch).
+//! - [`softirq`]: NET_RX: per-CPU poll_list(s) and their locks, NAPI weight 64, budget 300
+//!   packets or 2 jiffies, repoll to tail, time_squeeze, restarts then ksoftirqd; the 4.x
+//!   PREEMPT_RT lock semantics (a contending thread boosts the holder, the holder stops after
+//!   its current NAPI poll, the contender then drains the whole shared list) and the partitioned
+//!   rt_poll_list chosen by priority >= rtnet_prio.
+//! - [`path`]: what every thread does: NIC hard IRQ and IRQ threads, bridge, vhost backend
+//!   (per-packet + per-byte copy, batch limit, virtual interrupt), the guest vCPU (guest IRQ,
+//!   IP/UDP/TCP, socket, server, send through VM exit), socket outsourcing (host stack, single
+//!   copy, virtual interrupt or shared event queue + halted-vCPU wake-up), the send path.
+//! - [`traffic`]: the critical UDP request/response client and the window-limited TCP senders.
+//!
+//! Why a scheduler of its own: the network path needs hard-IRQ context, per-CPU IRQ threads,
+//! softirq locks with priority inheritance and non-preemptible vanilla softirq sections, which
+//! a task-level host scheduler does not offer; this one is small and focused on exactly that.
+
+mod path;
+mod sched;
+mod softirq;
+mod traffic;
+
+use crate::engine::rng::SimRng;
+use crate::engine::trace::{TraceWindow, TraceWriter, Track};
+use crate::engine::EventQueue;
+use rtvirt_model::results::{CoreResult, Results};
+use rtvirt_model::scenario::net::{IrqMode, KvmNet, SocketMode};
+use rtvirt_model::Nanos;
+use std::collections::VecDeque;
+
+pub(crate) type Tid = usize;
+
+/// One packet (request, response, or bulk segment).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pkt {
+    pub flow: u32,
+    pub bytes: u32,
+    /// Arrival on the wire at the NIC.
+    pub t0: Nanos,
+    /// VM entry / first guest touch (end of "host receive").
+    pub t_entry: Nanos,
+    /// VM exit that sends the response (end of "guest").
+    pub t_exit: Nanos,
+}
+
+/// What a thread is (decides its behaviour in `path.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Hard-IRQ context of a core (vanilla: also softirq at irq_exit).
+    IrqCtx(usize),
+    /// PREEMPT_RT per-CPU per-device IRQ thread serving one RX queue.
+    IrqThread(usize),
+    Ksoftirqd(usize),
+    Vhost(usize),
+    /// vCPU thread of a VM, or the server process of a non-virtualized endpoint.
+    Vcpu(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum St {
+    Sleeping,
+    Ready,
+    Running,
+    Blocked,
+}
+
+/// The work a thread is doing now and what happens when it is done.
+pub(crate) struct Work {
+    pub left: Nanos,
+    pub act: Act,
+}
+
+/// A thread's answer to "what next?".
+pub(crate) enum Next {
+    Work(Work),
+    Sleep,
+    /// Block on the softirq lock of this list.
+    Block(usize),
+}
+
+pub(crate) enum Act {
+    Nothing,
+    /// Threaded mode: primary handler woke the IRQ thread of this RX queue.
+    TopHalf(usize),
+    /// Device handler: napi_schedule the RX queue on the current context's list, raise NET_RX.
+    HardIrq(usize),
+    /// One NAPI poll of an RX queue on a list.
+    Poll { list: usize, rxq: usize, pkts: Vec<Pkt> },
+    VhostRx { vm: usize, pkts: Vec<Pkt> },
+    Inject { vm: usize },
+    VhostTx { pkts: Vec<Pkt> },
+    VmEntry { vm: usize },
+    GuestIrq { vm: usize },
+    GuestRx { vm: usize, pkts: Vec<Pkt> },
+    Serve { vm: usize, pkt: Pkt },
+    /// Vhost mode: the kick VM exit that hands the response to the backend.
+    Kick { vm: usize, pkt: Pkt },
+    /// Outsourced: the RPC VM exit of sendto.
+    RpcExit { vm: usize, pkt: Pkt },
+    /// Host stack sends the response (outsourced or host process).
+    HostSend { pkt: Pkt },
+    Halt { vm: usize },
+    Exit,
+}
+
+pub(crate) struct Thread {
+    pub name: String,
+    pub role: Role,
+    /// 0 = normal (CFS), 1..99 = SCHED_FIFO, 1000 = hard-IRQ context.
+    pub base: i32,
+    pub boost: i32,
+    pub mask: u64,
+    pub core: usize,
+    pub st: St,
+    pub work: Option<Work>,
+    pub vruntime: u64,
+    pub ready_seq: u64,
+    /// Bytes copied system-wide when this thread last stopped running (cache model).
+    pub mark: f64,
+    pub footprint_kib: f64,
+    /// Kernel-thread exit work still due before sleeping.
+    pub exit_due: bool,
+    /// NET_RX softirq state while this context runs it.
+    pub soft: Option<softirq::SoftCtx>,
+    /// Lists whose softirq this thread must still run (raised by it, or deferred to ksoftirqd).
+    pub raised: Vec<usize>,
+    /// IRQ thread: hard IRQs waiting to be handled.
+    pub irq_pending: u32,
+    pub blocked_since: Nanos,
+    /// Cache reload penalty not yet charged (vCPU: charged to the first guest step).
+    pub debt: Nanos,
+    pub trace_track: Track,
+}
+
+pub(crate) struct Core {
+    pub cur: Option<Tid>,
+    pub started: Nanos,
+    pub gen: u64,
+    pub ready: Vec<Tid>,
+    pub busy: u64,
+    pub prev: Option<Tid>,
+    pub irqctx: Tid,
+    pub ksoftirqd: Tid,
+    /// Thread interrupted by the hard-IRQ context (vanilla need_resched check).
+    pub interrupted: Option<Tid>,
+    /// Hard IRQs waiting for the hard-IRQ context: an RX queue, or None for the tick.
+    pub irq_jobs: VecDeque<Option<usize>>,
+    /// When the running thread was switched in.
+    pub since: Nanos,
+    /// CFS min_vruntime of the core.
+    pub min_vr: u64,
+    pub time_squeeze: u64,
+    pub trace_track: Track,
+}
+
+pub(crate) struct RxQ {
+    pub nic: usize,
+    pub core: usize,
+    pub ring: VecDeque<Pkt>,
+    pub ring_cap: usize,
+    pub irq_enabled: bool,
+    pub irq_event: bool,
+    pub on_list: Option<usize>,
+    pub irq_thread: Option<Tid>,
+    pub senders: Vec<usize>,
+    pub drops: u64,
+}
+
+pub(crate) struct VmState {
+    pub socket: SocketMode,
+    pub vhost: Option<Tid>,
+    pub vcpu: Tid,
+    pub batch: usize,
+    pub tap: VecDeque<Pkt>,
+    pub txq: VecDeque<Pkt>,
+    pub ring: VecDeque<Pkt>,
+    pub ring_cap: usize,
+    pub sock: VecDeque<Pkt>,
+    pub virq: bool,
+    pub in_guest: bool,
+    pub needs_resume: bool,
+    pub need_inject: bool,
+    /// Response between the server and the wire.
+    pub resp: Option<(Pkt, RespPhase)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RespPhase {
+    Kick,
+    RpcExit,
+    HostSend,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ev {
+    Done { core: usize, gen: u64 },
+    Arrival { flow: usize },
+    NicIrq { rxq: usize },
+    Tick { core: usize },
+}
+
+/// Poll lists (and softirq locks) per core: normal and RT.
+pub(crate) const LISTS_PER_CORE: usize = 2;
+const TAP_LIMIT: usize = 1000;
+const TICK: Nanos = Nanos(1_000_000);
+
+pub(crate) struct Sim {
+    pub cfg: KvmNet,
+    pub q: EventQueue<Ev>,
+    pub threads: Vec<Thread>,
+    pub cores: Vec<Core>,
+    pub rxqs: Vec<RxQ>,
+    pub vms: Vec<VmState>,
+    pub flows: Vec<traffic::FlowState>,
+    pub lists: Vec<softirq::PollList>,
+    pub copied: f64,
+    pub seq: u64,
+    pub warmup: Nanos,
+    pub end: Nanos,
+    pub rng: SimRng,
+    pub trace: Option<TraceWriter>,
+    pub inversions: u64,
+}
+
+/// Options of one run.
+pub struct KvmRunOptions {
+    pub duration: Nanos,
+    pub warmup: Nanos,
+    pub seed: u64,
+    pub trace: Option<TraceWindow>,
+}
+
+/// Result of one run: the results document and, if asked, the trace.
+pub struct KvmRun {
+    pub results: Results,
+    pub trace: Option<serde_json::Value>,
+    pub events: u64,
+}
+
+/// Simulate `cfg` for `opt.duration`.
+pub fn run(cfg: &KvmNet, opt: &KvmRunOptions) -> KvmRun {
+    let mut sim = Sim::build(cfg.clone(), opt);
+    sim.start();
+    while let Some((_, ev)) = sim.q.pop_until(sim.end) {
+        sim.handle(ev);
+    }
+    sim.finish(opt)
+}
+
+impl Sim {
+    fn build(cfg: KvmNet, opt: &KvmRunOptions) -> Sim {
+        let mut sim = Sim {
+            q: EventQueue::new(),
+            threads: Vec::new(),
+            cores: Vec::new(),
+            rxqs: Vec::new(),
+            vms: Vec::new(),
+            flows: Vec::new(),
+            lists: (0..cfg.cores as usize * LISTS_PER_CORE).map(|_| softirq::PollList::default()).collect(),
+            copied: 0.0,
+            seq: 0,
+            warmup: opt.warmup.min(opt.duration),
+            end: opt.duration,
+            rng: SimRng::new(opt.seed, 0),
+            trace: opt.trace.map(TraceWriter::new),
+            inversions: 0,
+            cfg,
+        };
+        sim.build_cores();
+        sim.build_rxqs();
+        sim.build_vms();
+        sim.flows = traffic::build(&sim.cfg, &sim.rxqs, opt.seed);
+        for (f, fl) in sim.flows.iter().enumerate() {
+            if let Some(rxq) = fl.sender_rxq() {
+                sim.rxqs[rxq].senders.push(f);
+            }
+        }
+        sim
+    }
+
+    fn build_cores(&mut self) {
+        let cache = self.cfg.cache;
+        for c in 0..self.cfg.cores as usize {
+            let irq = self.add_thread(format!("hardirq/{c}"), Role::IrqCtx(c), 1000, 1 << c, cache.footprint_irq_kib);
+            let ksoft = self.add_thread(format!("ksoftirqd/{c}"), Role::Ksoftirqd(c), 0, 1 << c, cache.footprint_irq_kib);
+            let track = Track { pid: 1, tid: c as u32 };
+            self.cores.push(Core {
+                cur: None,
+                started: Nanos::ZERO,
+                gen: 0,
+                ready: Vec::new(),
+                busy: 0,
+                prev: None,
+                irqctx: irq,
+                ksoftirqd: ksoft,
+                interrupted: None,
+                irq_jobs: VecDeque::new(),
+                time_squeeze: 0,
+                since: Nanos::ZERO,
+                min_vr: 0,
+                trace_track: track,
+            });
+            if let Some(t) = self.trace.as_mut() {
+                t.name_track(track, "cores", &format!("core {c}"));
+            }
+        }
+    }
+
+    fn build_rxqs(&mut self) {
+        for (n, nic) in self.cfg.nics.clone().iter().enumerate() {
+            let host_stack = self.cfg.vms.iter().any(|v| v.nic == Some(n) && v.socket != SocketMode::Vhost);
+            let rr = self.cfg.vms.iter().enumerate().any(|(i, v)| v.nic == Some(n) && self.serves_rr(i));
+            let fp = if rr { self.cfg.cache.footprint_irq_kib } else { 0.0 } + if host_stack { self.cfg.cache.footprint_host_stack_kib } else { 0.0 };
+            for &c in &nic.irq_cores {
+                let c = c as usize;
+                let irq_thread = (self.cfg.irq == IrqMode::Threaded).then(|| {
+                    let prio = nic.irq_prio.map(i32::from).unwrap_or(0);
+                    self.add_thread(format!("irq/{}-{c}", nic.name), Role::IrqThread(self.rxqs.len()), prio, 1 << c, fp)
+                });
+                self.rxqs.push(RxQ {
+                    nic: n,
+                    core: c,
+                    ring: VecDeque::new(),
+                    ring_cap: nic.ring as usize,
+                    irq_enabled: true,
+                    irq_event: false,
+                    on_list: None,
+                    irq_thread,
+                    senders: Vec::new(),
+                    drops: 0,
+                });
+            }
+        }
+    }
+
+    fn build_vms(&mut self) {
+        let c = self.cfg.cache;
+        for (i, vm) in self.cfg.vms.clone().iter().enumerate() {
+            let rr = if self.serves_rr(i) { 1.0 } else { 0.0 };
+            let vcpu_fp = rr * match vm.socket {
+                SocketMode::Vhost | SocketMode::Outsourced => c.footprint_guest_stack_kib + c.footprint_app_kib,
+                SocketMode::OutsourcedRt | SocketMode::Host => c.footprint_app_kib + c.footprint_host_stack_kib,
+            };
+            let prio = |p: Option<u8>| p.map(i32::from).unwrap_or(0);
+            let vhost = (vm.socket == SocketMode::Vhost)
+                .then(|| self.add_thread(format!("vhost-{}", vm.name), Role::Vhost(i), prio(vm.vhost.prio), vm.vhost.cores, rr * c.footprint_vhost_kib));
+            let vname = if vm.socket == SocketMode::Host { format!("server-{}", vm.name) } else { format!("vcpu-{}", vm.name) };
+            let vcpu = self.add_thread(vname, Role::Vcpu(i), prio(vm.vcpu.prio), vm.vcpu.cores, vcpu_fp);
+            self.vms.push(VmState {
+                socket: vm.socket,
+                vhost,
+                vcpu,
+                batch: vm.vhost.batch as usize,
+                tap: VecDeque::new(),
+                txq: VecDeque::new(),
+                ring: VecDeque::new(),
+                ring_cap: vm.ring as usize,
+                sock: VecDeque::new(),
+                virq: false,
+                in_guest: false,
+                needs_resume: false,
+                need_inject: false,
+                resp: None,
+            });
+        }
+    }
+
+    /// Whether VM `vm` serves a request/response flow. Only such paths carry a cache footprint
+    /// that goes cold between requests; bulk paths stream and their per-packet and per-byte costs
+    /// are calibrated at streaming (miss-bound) speed.
+    fn serves_rr(&self, vm: usize) -> bool {
+        self.cfg.flows.iter().any(|f| f.vm == vm && matches!(f.kind, rtvirt_model::scenario::net::FlowKind::UdpRr { .. }))
+    }
+
+    fn add_thread(&mut self, name: String, role: Role, base: i32, mask: u64, footprint_kib: f64) -> Tid {
+        let id = self.threads.len();
+        let track = Track { pid: 2, tid: id as u32 };
+        if let Some(t) = self.trace.as_mut() {
+            t.name_track(track, "threads", &name);
+        }
+        let core = mask.trailing_zeros() as usize;
+        self.threads.push(Thread {
+            name,
+            role,
+            base,
+            boost: 0,
+            mask,
+            core,
+            st: St::Sleeping,
+            work: None,
+            vruntime: 0,
+            ready_seq: 0,
+            mark: 0.0,
+            footprint_kib,
+            exit_due: false,
+            soft: None,
+            raised: Vec::new(),
+            irq_pending: 0,
+            blocked_since: Nanos::ZERO,
+            debt: Nanos::ZERO,
+            trace_track: track,
+        });
+        id
+    }
+
+    fn start(&mut self) {
+        for c in 0..self.cores.len() {
+            self.q.schedule(Nanos(TICK.0 + c as u64 * 1_000), Ev::Tick { core: c });
+        }
+        for f in 0..self.flows.len() {
+            self.start_flow(f);
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Done { core, gen } => {
+                if self.cores[core].gen == gen {
+                    self.work_done(core);
+                }
+            }
+            Ev::Arrival { flow } => self.arrival(flow),
+            Ev::NicIrq { rxq } => self.nic_irq(rxq),
+            Ev::Tick { core } => {
+                self.tick(core);
+                self.q.schedule_in(TICK, Ev::Tick { core });
+            }
+        }
+    }
+
+    /// Bytes moved through the LLC (DMA and copies): feeds the cache interference model.
+    pub(crate) fn copy_bytes(&mut self, bytes: u64) {
+        self.copied += bytes as f64;
+    }
+
+    /// CPU time to copy `bytes`.
+    pub(crate) fn copy_cost(&self, bytes: u64) -> Nanos {
+        Nanos(bytes * self.cfg.costs.copy_per_kib.0 / 1024)
+    }
+
+    fn finish(mut self, opt: &KvmRunOptions) -> KvmRun {
+        let now = self.end;
+        for c in 0..self.cores.len() {
+            if self.cores[c].cur.is_some() {
+                let started = self.cores[c].started;
+                self.account(c, started, now);
+            }
+        }
+        let span = now.saturating_sub(self.warmup);
+        let mut results = Results::new("netsim", span.0);
+        results.seed = Some(opt.seed);
+        for (i, c) in self.cores.iter().enumerate() {
+            let mut cr = CoreResult { id: i as u32, utilisation: c.busy as f64 / span.0.max(1) as f64, cpu_time_ns: Some(c.busy), ..Default::default() };
+            cr.extra.insert("time_squeeze".into(), c.time_squeeze.into());
+            results.cores.push(cr);
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let name = self.cfg.flows[i].name.clone();
+            let drops = f.drops();
+            results.flows.push(f.stats().result(name, span, drops));
+        }
+        results.extra.insert("softirq_lock_inversions".into(), self.inversions.into());
+        results.extra.insert("events".into(), self.q.delivered().into());
+        let events = self.q.delivered();
+        KvmRun { results, trace: self.trace.take().map(TraceWriter::finish), events }
+    }
+}

@@ -1,0 +1,326 @@
+//! What each thread of the network path does next, and what its finished work changes:
+//! hard IRQ / IRQ threads (NAPI scheduling onto the list chosen by priority), NET_RX delivery
+//! (bridge to a tap, or the host stack for outsourced sockets and host processes), the vhost
+//! backend (RX copy into guest memory in batches, virtual interrupt injection, TX copy + bridge
+//! + NIC), the vCPU (VM entry, guest IRQ, guest NAPI + IP/UDP/TCP, the server, the send path by
+//! kick or by outsourced RPC, HLT) and the non-virtualized server process.
+
+use super::softirq::NAPI_WEIGHT;
+use super::{Act, Next, Pkt, RespPhase, Role, Sim, St, Tid, Work, TAP_LIMIT};
+use rtvirt_model::scenario::net::{IrqMode, SocketMode, SoftirqMode};
+use rtvirt_model::Nanos;
+
+fn work(cost: Nanos, act: Act) -> Next {
+    Next::Work(Work { left: cost, act })
+}
+
+impl Sim {
+    /// The next work of thread `t` (called when it is on a core).
+    pub(crate) fn next_work(&mut self, t: Tid) -> Next {
+        match self.threads[t].role {
+            Role::IrqCtx(c) => self.irqctx_next(t, c),
+            Role::IrqThread(rxq) => self.irq_thread_next(t, rxq),
+            Role::Ksoftirqd(_) => self.softirq_next(t).unwrap_or(Next::Sleep),
+            Role::Vhost(vm) => self.vhost_next(t, vm),
+            Role::Vcpu(vm) => self.vcpu_next(vm),
+        }
+    }
+
+    fn irqctx_next(&mut self, t: Tid, c: usize) -> Next {
+        loop {
+            match self.cores[c].irq_jobs.pop_front() {
+                Some(Some(rxq)) => {
+                    return match self.cfg.irq {
+                        IrqMode::HardIrq => work(self.cfg.costs.hardirq, Act::HardIrq(rxq)),
+                        IrqMode::Threaded => work(self.cfg.costs.wakeup, Act::TopHalf(rxq)),
+                    }
+                }
+                Some(None) => {
+                    if self.cfg.irq == IrqMode::HardIrq && !self.lists[Self::list_id(c, false)].q.is_empty() {
+                        self.raise(t, Self::list_id(c, false));
+                    }
+                }
+                None => return self.softirq_next(t).unwrap_or(Next::Sleep),
+            }
+        }
+    }
+
+    fn irq_thread_next(&mut self, t: Tid, rxq: usize) -> Next {
+        if let Some(n) = self.softirq_next(t) {
+            return n;
+        }
+        if self.threads[t].irq_pending > 0 {
+            self.threads[t].irq_pending -= 1;
+            return work(self.cfg.costs.hardirq, Act::HardIrq(rxq));
+        }
+        self.exit_or_sleep(t)
+    }
+
+    fn exit_or_sleep(&mut self, t: Tid) -> Next {
+        if std::mem::take(&mut self.threads[t].exit_due) {
+            return work(self.cfg.costs.thread_exit, Act::Exit);
+        }
+        Next::Sleep
+    }
+
+    /// CPU cost of NET_RX delivering `pkts` (driver, bridge or host stack, waking the consumer).
+    pub(crate) fn rx_cost(&self, pkts: &[Pkt]) -> Nanos {
+        let c = &self.cfg.costs;
+        let mut cost = Nanos::ZERO;
+        let mut woken: Vec<usize> = Vec::new();
+        for p in pkts {
+            let vm = self.cfg.flows[p.flow as usize].vm;
+            let v = &self.vms[vm];
+            cost += c.rx_per_packet
+                + match v.socket {
+                    SocketMode::Vhost => c.bridge_per_packet,
+                    SocketMode::Host => c.host_udp_rx,
+                    SocketMode::Outsourced => c.host_udp_rx + c.virq_inject,
+                    SocketMode::OutsourcedRt => c.host_udp_rx + c.event_notify,
+                };
+            let consumer = v.vhost.unwrap_or(v.vcpu);
+            if !woken.contains(&consumer) && self.threads[consumer].st == St::Sleeping {
+                woken.push(consumer);
+                cost += c.wakeup;
+            }
+        }
+        cost
+    }
+
+    fn vhost_next(&mut self, t: Tid, vm: usize) -> Next {
+        let c = self.cfg.costs;
+        let batch = self.vms[vm].batch;
+        if !self.vms[vm].txq.is_empty() {
+            let n = batch.min(self.vms[vm].txq.len());
+            let pkts: Vec<Pkt> = self.vms[vm].txq.drain(..n).collect();
+            let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+            let per = c.vhost_per_packet + c.bridge_per_packet + c.nic_xmit;
+            return work(Nanos(per.0 * n as u64) + self.copy_cost(bytes), Act::VhostTx { pkts });
+        }
+        if std::mem::take(&mut self.vms[vm].need_inject) {
+            return work(c.virq_inject, Act::Inject { vm });
+        }
+        let room = self.vms[vm].ring_cap.saturating_sub(self.vms[vm].ring.len());
+        if !self.vms[vm].tap.is_empty() && room > 0 {
+            let n = batch.min(room).min(self.vms[vm].tap.len());
+            let pkts: Vec<Pkt> = self.vms[vm].tap.drain(..n).collect();
+            let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Act::VhostRx { vm, pkts });
+        }
+        self.exit_or_sleep(t)
+    }
+
+    fn vcpu_next(&mut self, vm: usize) -> Next {
+        let c = self.cfg.costs;
+        let host = self.vms[vm].socket == SocketMode::Host;
+        if let Some((_, phase)) = self.vms[vm].resp {
+            let cost = match phase {
+                RespPhase::Kick => c.vm_exit + c.wakeup,
+                RespPhase::RpcExit => c.vm_exit,
+                RespPhase::HostSend if host => c.host_udp_tx + c.nic_xmit,
+                RespPhase::HostSend => c.rpc + c.host_udp_tx + c.nic_xmit,
+            };
+            let (pkt, _) = self.vms[vm].resp.take().expect("checked");
+            let act = match phase {
+                RespPhase::Kick => Act::Kick { vm, pkt },
+                RespPhase::RpcExit => Act::RpcExit { vm, pkt },
+                RespPhase::HostSend => Act::HostSend { pkt },
+            };
+            return work(cost, act);
+        }
+        let v = &self.vms[vm];
+        let has_work = v.virq || !v.ring.is_empty() || !v.sock.is_empty();
+        if !host && !v.in_guest {
+            if has_work {
+                return work(c.vm_entry, Act::VmEntry { vm });
+            }
+            if std::mem::take(&mut self.vms[vm].needs_resume) {
+                return work(c.vm_entry + c.vm_exit, Act::Halt { vm });
+            }
+            return Next::Sleep;
+        }
+        let debt = std::mem::take(&mut self.threads[self.vms[vm].vcpu].debt);
+        let v = &self.vms[vm];
+        if v.virq {
+            return work(c.guest_hardirq + debt, Act::GuestIrq { vm });
+        }
+        let now = self.q.now();
+        if !v.ring.is_empty() {
+            let n = NAPI_WEIGHT.min(v.ring.len());
+            let mut pkts: Vec<Pkt> = self.vms[vm].ring.drain(..n).collect();
+            let mut cost = Nanos::ZERO;
+            for p in pkts.iter_mut() {
+                stamp_entry(p, now);
+                cost += if self.flows[p.flow as usize].is_bulk() {
+                    c.guest_tcp_rx_per_packet + self.copy_cost(p.bytes as u64)
+                } else {
+                    c.guest_udp_rx
+                };
+            }
+            return work(cost + debt, Act::GuestRx { vm, pkts });
+        }
+        if let Some(mut pkt) = self.vms[vm].sock.pop_front() {
+            stamp_entry(&mut pkt, now);
+            let service = self.service_time();
+            let send_prep = match self.vms[vm].socket {
+                SocketMode::Vhost => c.guest_udp_tx,
+                SocketMode::Outsourced => c.rpc,
+                SocketMode::OutsourcedRt => c.rpc + c.event_notify,
+                SocketMode::Host => Nanos::ZERO,
+            };
+            return work(self.copy_cost(pkt.bytes as u64) + service + send_prep + debt, Act::Serve { vm, pkt });
+        }
+        if !host {
+            return work(c.vm_exit, Act::Halt { vm });
+        }
+        Next::Sleep
+    }
+
+    /// The server's service time: mean +- uniform jitter.
+    fn service_time(&mut self) -> Nanos {
+        let c = self.cfg.costs;
+        let lo = c.app_service.saturating_sub(c.app_service_jitter);
+        self.rng.uniform_nanos(lo, c.app_service + c.app_service_jitter)
+    }
+
+    /// Apply the effect of finished work of thread `t`.
+    pub(crate) fn apply(&mut self, t: Tid, act: Act) {
+        match act {
+            Act::Nothing => {}
+            Act::Exit => {}
+            Act::TopHalf(rxq) => {
+                let it = self.rxqs[rxq].irq_thread.expect("threaded mode has IRQ threads");
+                self.threads[it].irq_pending += 1;
+                self.wake(it);
+            }
+            Act::HardIrq(rxq) => {
+                let c = self.threads[t].core;
+                let rt = self.cfg.softirq == SoftirqMode::Partitioned
+                    && !matches!(self.threads[t].role, Role::IrqCtx(_))
+                    && self.eff(t) >= self.cfg.rtnet_prio as i32;
+                let list = Self::list_id(c, rt);
+                self.napi_schedule(rxq, list);
+                self.raise(t, list);
+                self.threads[t].exit_due = true;
+            }
+            Act::Poll { list, rxq, pkts } => {
+                let n = pkts.len();
+                for p in pkts {
+                    self.deliver(p);
+                }
+                self.after_poll(list, rxq, n);
+            }
+            Act::VhostRx { vm, pkts } => {
+                let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+                self.copy_bytes(bytes);
+                let was_empty = self.vms[vm].ring.is_empty();
+                self.vms[vm].ring.extend(pkts);
+                let vcpu = self.vms[vm].vcpu;
+                if was_empty || self.threads[vcpu].st == St::Sleeping {
+                    self.vms[vm].need_inject = true;
+                }
+                self.threads[t].exit_due = true;
+            }
+            Act::Inject { vm } => {
+                self.vms[vm].virq = true;
+                let vcpu = self.vms[vm].vcpu;
+                self.wake(vcpu);
+            }
+            Act::VhostTx { pkts } => {
+                let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+                self.copy_bytes(bytes);
+                for p in pkts {
+                    self.response_out(p);
+                }
+                self.threads[t].exit_due = true;
+            }
+            Act::VmEntry { vm } => {
+                let now = self.q.now();
+                let v = &mut self.vms[vm];
+                v.in_guest = true;
+                v.ring.iter_mut().chain(v.sock.iter_mut()).for_each(|p| stamp_entry(p, now));
+            }
+            Act::GuestIrq { vm } => self.vms[vm].virq = false,
+            Act::GuestRx { vm, pkts } => self.guest_rx_done(vm, pkts),
+            Act::Serve { vm, pkt } => self.served(vm, pkt),
+            Act::Kick { vm, pkt } => {
+                let now = self.q.now();
+                let v = &mut self.vms[vm];
+                v.in_guest = false;
+                v.needs_resume = true;
+                v.txq.push_back(Pkt { t_exit: now, ..pkt });
+                let vh = v.vhost.expect("kick needs a vhost backend");
+                self.wake(vh);
+            }
+            Act::RpcExit { vm, pkt } => {
+                let now = self.q.now();
+                let v = &mut self.vms[vm];
+                v.in_guest = false;
+                v.needs_resume = true;
+                v.resp = Some((Pkt { t_exit: now, ..pkt }, RespPhase::HostSend));
+            }
+            Act::HostSend { pkt } => {
+                self.copy_bytes(pkt.bytes as u64);
+                self.response_out(pkt);
+            }
+            Act::Halt { vm } => self.vms[vm].in_guest = false,
+        }
+    }
+
+    /// NET_RX hands one packet to its consumer: a VM's tap (vhost) or the host stack's socket.
+    fn deliver(&mut self, p: Pkt) {
+        let vm = self.cfg.flows[p.flow as usize].vm;
+        match self.vms[vm].socket {
+            SocketMode::Vhost => {
+                if self.vms[vm].tap.len() >= TAP_LIMIT {
+                    self.drop_pkt(p);
+                    return;
+                }
+                self.vms[vm].tap.push_back(p);
+                let vh = self.vms[vm].vhost.expect("vhost socket has a backend");
+                self.wake(vh);
+            }
+            mode => {
+                self.vms[vm].sock.push_back(p);
+                if mode == SocketMode::Outsourced {
+                    self.vms[vm].virq = true;
+                }
+                let vcpu = self.vms[vm].vcpu;
+                self.wake(vcpu);
+            }
+        }
+    }
+
+    fn guest_rx_done(&mut self, vm: usize, pkts: Vec<Pkt>) {
+        let (bulk, rr): (Vec<Pkt>, Vec<Pkt>) = pkts.into_iter().partition(|p| self.flows[p.flow as usize].is_bulk());
+        if !bulk.is_empty() {
+            let bytes: u64 = bulk.iter().map(|p| p.bytes as u64).sum();
+            self.copy_bytes(bytes);
+            self.consumed(&bulk);
+        }
+        self.vms[vm].sock.extend(rr);
+        if let Some(vh) = self.vms[vm].vhost {
+            if !self.vms[vm].tap.is_empty() {
+                self.wake(vh);
+            }
+        }
+    }
+
+    fn served(&mut self, vm: usize, pkt: Pkt) {
+        self.copy_bytes(pkt.bytes as u64);
+        let now = self.q.now();
+        let bytes = self.flows[pkt.flow as usize].response_bytes();
+        let resp = Pkt { bytes, ..pkt };
+        self.vms[vm].resp = Some(match self.vms[vm].socket {
+            SocketMode::Vhost => (resp, RespPhase::Kick),
+            SocketMode::Outsourced | SocketMode::OutsourcedRt => (resp, RespPhase::RpcExit),
+            SocketMode::Host => (Pkt { t_exit: now, ..resp }, RespPhase::HostSend),
+        });
+    }
+}
+
+fn stamp_entry(p: &mut Pkt, now: Nanos) {
+    if p.t_entry == Nanos::ZERO {
+        p.t_entry = now;
+    }
+}

@@ -1,0 +1,44 @@
+//! The network path of a virtualized host (SEEDS.md sections 1 and 2) as a discrete-event model
+//! in which every cost is CPU work done by a simulated thread on a simulated core, so that
+//! priorities, placement, locks and copies decide the latency, not per-method factors.
+//!
+//! - [`kvm`]: the KVM host (NIC, hard IRQ / PREEMPT_RT IRQ threads, NET_RX softirq with shared
+//!   or partitioned poll lists and priority-inheriting locks, bridge, vhost, guest, socket
+//!   outsourcing) for SEEDS 1.
+//! - [`xen`]: Xen Dom0 inter-domain communication (netback TX/RX, softnet backlog, original and
+//!   RTCA) for SEEDS 2.
+//! - [`cache`]: the shared-LLC interference model; [`stats`]: per-flow statistics.
+//!
+//! One set of calibrated per-stage costs (`rtvirt_model::scenario::net::NetCosts::default`) is
+//! shared by every method; docs/netsim.md documents the model and its calibration.
+
+pub mod cache;
+pub mod kvm;
+pub mod stats;
+pub mod xen;
+
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::net::{NetModel, NetScenario};
+
+/// A finished network simulation.
+pub struct NetRun {
+    pub results: Results,
+    pub trace: Option<serde_json::Value>,
+    /// Events processed (performance reporting).
+    pub events: u64,
+}
+
+/// Run a validated `[net]` scenario (with an optional Perfetto trace window for KVM runs).
+pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow>) -> NetRun {
+    match &s.model {
+        NetModel::Kvm(k) => {
+            let opt = kvm::KvmRunOptions { duration: s.duration, warmup: s.warmup, seed: s.seed, trace };
+            let r = kvm::run(k, &opt);
+            NetRun { results: r.results, trace: r.trace, events: r.events }
+        }
+        NetModel::Xen(x) => {
+            let r = xen::run(x, s.seed);
+            NetRun { results: r, trace: None, events: 0 }
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! One simulation run: wires the host ([`crate::host`]) and the workloads ([`crate::guest`]) on
+//! the event queue, runs to the horizon, and reports `rtvirt.results/v1` (kind "simulation")
+//! plus an optional Chrome trace (a track per core: which host thread runs; a track per guest:
+//! which task runs; deadline misses as instants).
+//!
+//! Within one instant, work is charged first (so a job completing at t completes before a
+//! release or abort at t is handled), then the event, then the touched clusters are re-decided.
+
+use crate::config::{Load, SimConfig};
+use crate::engine::trace::{TraceWindow, TraceWriter, Track};
+use crate::engine::EventQueue;
+use crate::guest::{JobRecord, Workload};
+use crate::host::{Host, HostEv, ThreadId};
+use rtvirt_model::results::{CoreResult, GuestResult, Results, TaskResult};
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
+use serde_json::json;
+use std::sync::Arc;
+
+/// Events of the CPU-scheduling model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ev {
+    Host(HostEv),
+    /// Next job of task `task` of workload `w`.
+    Release { w: u32, task: u32 },
+    /// `abort` policy: job `k` of the task reaches its deadline.
+    Abort { w: u32, task: u32, k: u64 },
+}
+
+impl From<HostEv> for Ev {
+    fn from(h: HostEv) -> Ev {
+        Ev::Host(h)
+    }
+}
+
+/// Optional outputs of a run.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub trace: Option<TraceWindow>,
+    /// Keep every job's release/end (tests and cross-checks only: grows with the horizon).
+    pub job_log: bool,
+    /// Called with (simulated time, horizon) every 2^20 events.
+    pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+}
+
+/// What a run produces.
+pub struct Outcome {
+    pub results: Results,
+    pub trace: Option<TraceWriter>,
+    /// Events delivered by the queue.
+    pub events: u64,
+    pub job_log: Vec<JobRecord>,
+}
+
+/// Run the scenario with the checked configuration.
+pub fn simulate(s: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Outcome {
+    let mut sim = Sim::new(s, cfg, opts);
+    sim.run();
+    sim.outcome(s, cfg)
+}
+
+struct Sim {
+    q: EventQueue<Ev>,
+    host: Host,
+    loads: Vec<Workload>,
+    horizon: u64,
+    abort_late: bool,
+    tracer: Option<Tracer>,
+    progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+}
+
+impl Sim {
+    fn new(s: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
+        let seed = cfg.settings.seed;
+        let host = Host::new(s.host.cores, cfg.threads(), &cfg.settings);
+        let mut loads: Vec<Workload> = s
+            .guests
+            .iter()
+            .zip(&cfg.vcpus)
+            .enumerate()
+            .map(|(i, (g, v))| Workload::guest(i as u32, g, i, seed, v.idle_poll, v.context_switch))
+            .collect();
+        for (j, e) in cfg.extra.iter().enumerate() {
+            let i = loads.len();
+            let periodic = match e.load {
+                Load::Periodic { period, run, offset } => Some((period, run, offset)),
+                Load::Busy => None,
+            };
+            debug_assert_eq!(i, cfg.vcpus.len() + j);
+            loads.push(Workload::load(i as u32, &e.thread.name, i, periodic));
+        }
+        if opts.job_log {
+            loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
+        }
+        let tracer = opts.trace.map(|w| Tracer::new(w, &host, &loads));
+        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone() }
+    }
+
+    fn run(&mut self) {
+        for (wi, w) in self.loads.iter().enumerate() {
+            for (ti, at) in w.first_releases() {
+                self.q.schedule(Nanos(at), Ev::Release { w: wi as u32, task: ti });
+            }
+        }
+        self.host.start(&mut self.q);
+        for wi in 0..self.loads.len() {
+            self.sync_thread(wi, 0);
+        }
+        self.resched(0);
+        while let Some((t, ev)) = self.q.pop_until(Nanos(self.horizon)) {
+            let now = t.0;
+            self.charge(now);
+            match ev {
+                Ev::Host(h) => self.host.on_event(h, now, &mut self.q),
+                Ev::Release { w, task } => self.release(w, task, now),
+                Ev::Abort { w, task, k } => {
+                    if self.loads[w as usize].abort(task, k, now) {
+                        self.sync_thread(w as usize, now);
+                    }
+                }
+            }
+            self.resched(now);
+            if self.q.delivered() & 0xF_FFFF == 0 {
+                if let Some(p) = &self.progress {
+                    p(now, self.horizon);
+                }
+            }
+        }
+        self.charge(self.horizon);
+        if let Some(tr) = &mut self.tracer {
+            tr.close(self.horizon);
+        }
+        self.loads.iter_mut().for_each(|w| w.finish(self.horizon));
+    }
+
+    fn charge(&mut self, now: u64) {
+        let loads = &mut self.loads;
+        self.host.charge(now, |t, dt| loads[t].progress(dt, now));
+    }
+
+    fn release(&mut self, w: u32, task: u32, now: u64) {
+        let (next, k, deadline) = self.loads[w as usize].release(task, now);
+        self.q.schedule(Nanos(next), Ev::Release { w, task });
+        if self.abort_late {
+            self.q.schedule(Nanos(deadline), Ev::Abort { w, task, k });
+        }
+        self.sync_thread(w as usize, now);
+    }
+
+    /// Tell the host whether the workload's thread has work (its work may also have changed).
+    fn sync_thread(&mut self, wi: usize, now: u64) {
+        let t: ThreadId = self.loads[wi].thread;
+        if self.loads[wi].runnable() {
+            self.host.wake(t, now, &mut self.q);
+            self.host.touch(t);
+        } else {
+            self.host.block(t);
+        }
+    }
+
+    fn resched(&mut self, now: u64) {
+        let loads = &self.loads;
+        self.host.resched(now, &mut self.q, |t| loads[t].work_left());
+        if let Some(tr) = &mut self.tracer {
+            tr.observe(now, &self.host, &self.loads);
+        }
+    }
+
+    fn outcome(self, s: &Scenario, cfg: &SimConfig) -> Outcome {
+        let d = self.horizon;
+        let mut r = Results::new("simulation", d);
+        r.label = Some(s.name.clone());
+        r.seed = Some(cfg.settings.seed);
+        let mut threads = Vec::new();
+        for (w, spec) in self.loads.iter().zip(cfg.threads()) {
+            let cpu = self.host.threads[w.thread].cpu_time;
+            if !w.is_guest {
+                threads.push(json!({"name": w.name, "policy": spec.policy.name(), "cores": spec.cores, "cpu_time_ns": cpu, "utilisation": cpu as f64 / d as f64}));
+                continue;
+            }
+            for t in &w.tasks {
+                r.tasks.push(TaskResult {
+                    guest: w.name.clone(),
+                    name: t.name.clone(),
+                    jobs: t.jobs,
+                    misses: t.misses,
+                    dsr: TaskResult::dsr_of(t.jobs, t.misses),
+                    response_ns: t.response.summary(),
+                    extra: Default::default(),
+                });
+            }
+            let mut g = GuestResult { name: w.name.clone(), cpu_time_ns: cpu, utilisation: cpu as f64 / d as f64, extra: Default::default() };
+            g.extra.insert("policy".into(), spec.policy.name().into());
+            g.extra.insert("cores".into(), json!(spec.cores));
+            r.guests.push(g);
+        }
+        for c in 0..self.host.cores() {
+            let busy = self.host.core_busy(c);
+            r.cores.push(CoreResult { id: c as u32, utilisation: busy as f64 / d as f64, cpu_time_ns: Some(busy), extra: Default::default() });
+        }
+        if !threads.is_empty() {
+            r.extra.insert("threads".into(), threads.into());
+        }
+        r.extra.insert("events".into(), self.q.delivered().into());
+        r.extra.insert("miss_policy".into(), (if cfg.settings.abort_late { "abort" } else { "continue" }).into());
+        let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
+        Outcome { results: r, trace: self.tracer.map(|t| t.writer), events: self.q.delivered(), job_log }
+    }
+}
+
+/// Turns the state after each event into trace slices.
+struct Tracer {
+    writer: TraceWriter,
+    /// Per core: (thread, since).
+    cores: Vec<Option<(ThreadId, u64)>>,
+    /// Per workload: (task, since) while its task runs.
+    loads: Vec<Option<(u32, u64)>>,
+    misses: Vec<u64>,
+    thread_names: Vec<String>,
+    task_names: Vec<Vec<String>>,
+}
+
+const CORES_PID: u32 = 1;
+
+impl Tracer {
+    fn new(window: TraceWindow, host: &Host, loads: &[Workload]) -> Tracer {
+        let mut writer = TraceWriter::new(window);
+        for c in 0..host.cores() {
+            writer.name_track(Track { pid: CORES_PID, tid: c as u32 }, "cores", &format!("core {c}"));
+        }
+        for (i, w) in loads.iter().enumerate() {
+            let group = if w.is_guest { format!("guest {}", w.name) } else { format!("thread {}", w.name) };
+            writer.name_track(Track { pid: 2 + i as u32, tid: 0 }, &group, "tasks");
+        }
+        Tracer {
+            writer,
+            cores: vec![None; host.cores()],
+            loads: vec![None; loads.len()],
+            misses: vec![0; loads.len()],
+            thread_names: host.threads.iter().map(|t| t.name.clone()).collect(),
+            task_names: loads.iter().map(|w| w.tasks.iter().map(|t| t.name.clone()).collect()).collect(),
+        }
+    }
+
+    fn observe(&mut self, now: u64, host: &Host, loads: &[Workload]) {
+        if !self.writer.wants(Nanos(now)) {
+            return;
+        }
+        for c in 0..host.cores() {
+            let cur = host.running(c);
+            if self.cores[c].map(|x| x.0) != cur {
+                self.close_core(c, now);
+                self.cores[c] = cur.map(|t| (t, now));
+            }
+        }
+        for (i, w) in loads.iter().enumerate() {
+            let th = &host.threads[w.thread];
+            let running = if th.core.is_some() && th.runnable { w.current } else { None };
+            if self.loads[i].map(|x| x.0) != running {
+                self.close_load(i, now);
+                self.loads[i] = running.map(|t| (t, now));
+            }
+            let misses: u64 = w.tasks.iter().map(|t| t.misses).sum();
+            if misses != self.misses[i] {
+                self.misses[i] = misses;
+                self.writer.instant(Track { pid: 2 + i as u32, tid: 0 }, "deadline miss", Nanos(now), None);
+            }
+        }
+    }
+
+    fn close_core(&mut self, c: usize, now: u64) {
+        if let Some((t, since)) = self.cores[c].take() {
+            self.writer.slice(Track { pid: CORES_PID, tid: c as u32 }, &self.thread_names[t], Nanos(since), Nanos(now), None);
+        }
+    }
+
+    fn close_load(&mut self, i: usize, now: u64) {
+        if let Some((t, since)) = self.loads[i].take() {
+            self.writer.slice(Track { pid: 2 + i as u32, tid: 0 }, &self.task_names[i][t as usize], Nanos(since), Nanos(now), None);
+        }
+    }
+
+    /// End of the run: close every open slice.
+    fn close(&mut self, now: u64) {
+        (0..self.cores.len()).for_each(|c| self.close_core(c, now));
+        (0..self.loads.len()).for_each(|i| self.close_load(i, now));
+    }
+}
