@@ -1,0 +1,46 @@
+//! `rtvirt report` as a user runs it: files in, report out, exit codes.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn rtvirt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures").join(name)
+}
+
+#[test]
+fn writes_html_report_and_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    let o = rtvirt().arg("report").arg(fixture("timer_idle.json")).arg(fixture("plan.json")).arg("-o").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("r.html"));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("data-chart=\"cdf\"") && html.contains("data-chart=\"bandwidth\""));
+}
+
+#[test]
+fn markdown_to_stdout() {
+    let o = rtvirt().args(["report", "--format", "md", "-o", "-", "--title", "T"]).arg(fixture("net_rtt.json")).output().unwrap();
+    assert!(o.status.success());
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(md.starts_with("# T\n") && md.contains("| result | kind |"), "{md}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken.json");
+    std::fs::write(&bad, "{\"schema\": \"rtvirt.results/v1\", \"kind\": 3}").unwrap();
+    let out = dir.path().join("r.html");
+    let o = rtvirt().arg("report").arg(&bad).arg("-o").arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("broken.json") && err.contains("line 1"), "{err}");
+    assert!(!out.exists(), "nothing written on failure");
+    let o = rtvirt().arg("report").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "no files is a usage error");
+}
