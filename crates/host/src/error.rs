@@ -98,8 +98,8 @@ pub enum HostError {
     #[error("QMP {socket}: {message}")]
     Qmp { socket: PathBuf, message: String },
     /// The lint found problems and --force was not given; nothing was changed.
-    #[error("lint failed ({0} problem(s)); nothing was changed (use --force to apply anyway)")]
-    LintFailed(usize),
+    #[error("lint failed ({} problem(s)); nothing was changed (use --force to apply anyway)", .0.failures())]
+    LintFailed(Box<crate::lint::LintReport>),
     #[error("journal {path}: {message}")]
     Journal { path: PathBuf, message: String },
     /// The apply failed and what had been changed was rolled back.

@@ -6,6 +6,7 @@
 //! - [`sched`], [`cpuset`], [`procfs`], [`qmp`], [`cpulist`]: the OS interfaces underneath.
 
 pub mod apply;
+pub mod audit;
 pub mod change;
 pub mod cpulist;
 pub mod cpuset;
@@ -14,6 +15,7 @@ pub mod journal;
 pub mod lint;
 pub mod procfs;
 pub mod qmp;
+pub mod render;
 pub mod sched;
 pub mod sysinfo;
 pub mod threads;

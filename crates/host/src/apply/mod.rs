@@ -148,7 +148,7 @@ pub(crate) fn lint_and_run(
         lint,
     };
     if report.lint.failures() > 0 && !opts.force {
-        return Err(HostError::LintFailed(report.lint.failures()));
+        return Err(HostError::LintFailed(Box::new(report.lint)));
     }
     if opts.dry_run {
         report.changes = p.changes.iter().filter(|c| !c.is_noop()).map(Change::describe).collect();

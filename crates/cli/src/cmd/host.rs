@@ -1,0 +1,199 @@
+//! `rtvirt host audit | threads | apply | revert`: wiring to rtvirt-host. The exact per-core
+//! admission test of a plan comes from rtvirt-analysis (EDF processor demand on a dedicated core).
+
+use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use clap::{Args, Subcommand};
+use rtvirt_host::apply::plan::{Admission, Server};
+use rtvirt_host::apply::profile::Profile;
+use rtvirt_host::apply::{ApplyOptions, Binding};
+use rtvirt_host::threads::{self, Target};
+use rtvirt_host::{audit, journal, render, HostError};
+use rtvirt_model::plan::Plan;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct HostArgs {
+    #[command(subcommand)]
+    pub action: HostAction,
+}
+
+#[derive(Subcommand)]
+pub enum HostAction {
+    /// Check this host's readiness for RT guests: preemption model, isolation, RT throttling and
+    /// the fair server, cpufreq/cpuidle, THP/KSM, IRQs, threaded NAPI, kernel threads, KVM...
+    /// Each check shows the raw value read, pass/warn/fail/skip, why, the fix, and what tuned's
+    /// realtime-virtual-host profile would set. Exit code 1 if any check fails.
+    Audit(AuditArgs),
+    /// List the threads of the RT data path with policy, priority, deadline parameters, affinity
+    /// and CPU: QEMU vCPU threads (QMP query-cpus-fast, or thread names "CPU n/KVM"), iothreads,
+    /// vhost workers, IRQ and NAPI threads, ksoftirqd/ktimers/rcuc, container processes.
+    Threads(ThreadsArgs),
+    /// Apply a plan (rtvirt.plan/v1 JSON from `rtvirt plan --format json`: SCHED_DEADLINE per
+    /// guest vCPU in a cpuset partition of its core) or a profile (rtvirt.profile/v1 TOML: roles ->
+    /// policy/priority/affinity, IRQ affinity, threaded NAPI, container cpusets). A lint runs
+    /// first; every original value is journaled (fsynced) before it is changed.
+    Apply(ApplyArgs),
+    /// Undo everything recorded in the journal (also completes an apply that was killed halfway).
+    Revert(RevertArgs),
+}
+
+#[derive(Args)]
+pub struct AuditArgs {
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ThreadsArgs {
+    /// The QEMU process started with `-name NAME` (found in /proc; its QMP socket is used if its
+    /// command line has one).
+    #[arg(long, conflicts_with_all = ["qmp", "pid"])]
+    pub vm: Option<String>,
+    /// The QEMU behind this QMP unix socket.
+    #[arg(long, conflicts_with = "pid")]
+    pub qmp: Option<PathBuf>,
+    /// All threads of this process (or this one thread).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ApplyArgs {
+    /// PLAN.json (rtvirt.plan/v1) or PROFILE.toml (rtvirt.profile/v1).
+    pub input: PathBuf,
+    /// A guest's QEMU: GUEST=QMP_SOCKET[,vcpu=N] (vcpu selects which vCPU carries a plan's
+    /// reservation when the VM has several). Repeatable.
+    #[arg(long = "vm", value_name = "GUEST=QMP_SOCKET[,vcpu=N]")]
+    pub vms: Vec<String>,
+    /// A thread standing for a guest's vCPU: GUEST=TID[,vcpu=N]. Repeatable.
+    #[arg(long = "pid", value_name = "GUEST=TID[,vcpu=N]")]
+    pub pids: Vec<String>,
+    /// Apply even if the lint fails.
+    #[arg(long)]
+    pub force: bool,
+    /// Resolve, validate and lint; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Journal directory [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct RevertArgs {
+    /// Journal directory [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn run(a: HostArgs) -> CmdResult {
+    match a.action {
+        HostAction::Audit(a) => run_audit(a),
+        HostAction::Threads(a) => run_threads(a),
+        HostAction::Apply(a) => run_apply(a),
+        HostAction::Revert(a) => run_revert(a),
+    }
+}
+
+fn emit<T: serde::Serialize>(format: Format, value: &T, table: impl FnOnce(&T) -> String) -> anyhow::Result<()> {
+    match format {
+        Format::Json => print_json(value),
+        Format::Table => {
+            print!("{}", table(value));
+            Ok(())
+        }
+    }
+}
+
+fn run_audit(a: AuditArgs) -> CmdResult {
+    let report = audit::run();
+    emit(a.format, &report, render::audit)?;
+    Ok(if report.summary.fail > 0 { Outcome::Failed } else { Outcome::Ok })
+}
+
+fn run_threads(a: ThreadsArgs) -> CmdResult {
+    let target = match (a.vm, a.qmp, a.pid) {
+        (Some(name), _, _) => Target::Vm(name),
+        (_, Some(sock), _) => Target::Qmp(sock),
+        (_, _, Some(pid)) => Target::Pid(pid),
+        _ => Target::System,
+    };
+    let ts = threads::discover(&target)?;
+    emit(a.format, &ts, |t| render::threads(t))?;
+    Ok(Outcome::Ok)
+}
+
+/// The exact EDF processor-demand test of rtvirt-analysis on a dedicated core.
+struct ExactEdf;
+
+impl Admission for ExactEdf {
+    fn name(&self) -> &str {
+        "exact EDF demand test (rtvirt-analysis)"
+    }
+    fn admit(&self, servers: &[Server]) -> Result<(), String> {
+        use rtvirt_analysis::dbf::Sporadic;
+        let tasks: Vec<Sporadic> = servers.iter().map(|s| Sporadic { c: s.runtime_ns, d: s.deadline_ns, t: s.period_ns }).collect();
+        if rtvirt_analysis::schedtest::edf_schedulable(&tasks, &rtvirt_analysis::sbf::Dedicated) {
+            Ok(())
+        } else {
+            Err("the servers' demand exceeds the core in some interval (dbf_EDF(t) > t)".into())
+        }
+    }
+}
+
+fn is_plan(path: &Path) -> bool {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => true,
+        Some("toml") => false,
+        _ => std::fs::read_to_string(path).map(|s| s.trim_start().starts_with('{')).unwrap_or(false),
+    }
+}
+
+fn run_apply(a: ApplyArgs) -> CmdResult {
+    let mut bindings = Vec::new();
+    for v in &a.vms {
+        bindings.push(Binding::parse_vm(v)?);
+    }
+    for p in &a.pids {
+        bindings.push(Binding::parse_pid(p)?);
+    }
+    let opts = ApplyOptions { state_dir: a.state_dir.unwrap_or_else(journal::default_state_dir), force: a.force, dry_run: a.dry_run };
+    let table = a.format == Format::Table;
+    let mut progress = |c: &rtvirt_host::change::Change| {
+        if table {
+            eprintln!("  applied: {}", c.describe());
+        }
+    };
+    let result = if is_plan(&a.input) {
+        let plan = Plan::from_file(&a.input)?;
+        rtvirt_host::apply::plan::apply_plan(&plan, &bindings, &[&ExactEdf], &opts, &mut progress)
+    } else {
+        let profile = Profile::from_file(&a.input)?;
+        rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &opts, &mut progress)
+    };
+    match result {
+        Ok(report) => {
+            emit(a.format, &report, render::apply)?;
+            Ok(Outcome::Ok)
+        }
+        Err(HostError::LintFailed(lint)) => {
+            emit(a.format, &*lint, render::lint)?;
+            eprintln!("rtvirt: the lint failed; nothing was changed (use --force to apply anyway)");
+            Ok(Outcome::Failed)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn run_revert(a: RevertArgs) -> CmdResult {
+    let dir = a.state_dir.unwrap_or_else(journal::default_state_dir);
+    let report = journal::revert(&dir)?;
+    emit(a.format, &report, render::revert)?;
+    Ok(Outcome::Ok)
+}

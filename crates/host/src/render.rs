@@ -1,0 +1,113 @@
+//! Text tables for people (`--format table`) of audits, thread lists, applies and reverts.
+
+use crate::apply::ApplyReport;
+use crate::audit::Audit;
+use crate::journal::RevertReport;
+use crate::lint::{LintReport, Severity};
+use crate::threads::{Role, ThreadInfo};
+use std::fmt::Write;
+
+/// Columns padded to their widest cell.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                let _ = write!(s, "{c:<w$}  ", w = widths[i]);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for r in rows {
+        out += &line(r.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+pub fn audit(a: &Audit) -> String {
+    let rows: Vec<Vec<String>> = a.checks.iter().map(|c| vec![c.status.as_str().to_uppercase(), c.id.to_string(), c.found.clone()]).collect();
+    let mut out = format!("rtvirt host audit - kernel {}, CPUs {}\n\n", a.kernel, a.cpus_online);
+    out += &table(&["STATUS", "CHECK", "FOUND"], &rows);
+    out += "\nDetails (warn/fail):\n";
+    for c in a.checks.iter().filter(|c| matches!(c.status, crate::audit::Status::Warn | crate::audit::Status::Fail)) {
+        let _ = write!(out, "\n[{}] {} - {}\n  found:  {}\n  source: {}\n  why:    {}\n  fix:    {}\n  tuned:  {}\n", c.status.as_str(), c.id, c.title, c.found, c.source, c.why, c.fix, c.tuned);
+    }
+    let s = &a.summary;
+    let _ = write!(out, "\n{} pass, {} warn, {} fail, {} skip\n", s.pass, s.warn, s.fail, s.skip);
+    out
+}
+
+fn role_detail(r: &Role) -> String {
+    match r {
+        Role::Vcpu { index } => format!("vcpu {index}"),
+        Role::Iothread { id } => format!("iothread {id}"),
+        Role::Vhost { owner } => format!("vhost (qemu {owner})"),
+        Role::Irq { irq, name } => format!("irq {irq} {name}"),
+        Role::Napi { dev, id } => format!("napi {dev} {id}"),
+        Role::Ksoftirqd { cpu } | Role::Ktimers { cpu } | Role::Rcuc { cpu } => format!("{} {cpu}", r.name()),
+        Role::Container { cgroup } => format!("container {cgroup}"),
+        other => other.name().to_string(),
+    }
+}
+
+pub fn threads(ts: &[ThreadInfo]) -> String {
+    let rows: Vec<Vec<String>> = ts
+        .iter()
+        .map(|t| vec![t.tid.to_string(), t.pid.to_string(), role_detail(&t.role), t.guest.clone().unwrap_or_else(|| "-".into()), t.sched.to_string(), t.affinity.to_string(), t.cpu.to_string(), t.comm.clone()])
+        .collect();
+    table(&["TID", "PID", "ROLE", "GUEST", "SCHED", "AFFINITY", "CPU", "COMM"], &rows)
+}
+
+pub fn lint(l: &LintReport) -> String {
+    let mut out = String::from("Per CPU after the change (non-fair-class threads, per-CPU kthreads, changed threads):\n");
+    for (cpu, es) in &l.per_cpu {
+        let _ = writeln!(out, "  CPU {cpu}:");
+        for e in es {
+            let _ = writeln!(out, "    {}{:<8} {:<22} {} ({})", if e.changed { "* " } else { "  " }, e.tid, e.comm, e.sched, e.role);
+        }
+    }
+    if l.findings.is_empty() {
+        out += "Lint: no findings\n";
+    }
+    for f in &l.findings {
+        let _ = writeln!(out, "Lint {}: {}: {}", if f.severity == Severity::Fail { "FAIL" } else { "warn" }, f.id, f.message);
+    }
+    out
+}
+
+pub fn apply(r: &ApplyReport) -> String {
+    let mut out = lint(&r.lint);
+    let verb = if r.dry_run { "Would change" } else { "Changed" };
+    let _ = writeln!(out, "\n{verb} ({}):", r.changes.len());
+    for c in &r.changes {
+        let _ = writeln!(out, "  {c}");
+    }
+    if r.changes.is_empty() {
+        out += "  nothing (already applied)\n";
+    }
+    if !r.skipped.is_empty() {
+        let _ = writeln!(out, "Not bound with --vm/--pid, left untouched: {}", r.skipped.join(", "));
+    }
+    if !r.dry_run {
+        let _ = writeln!(out, "Journal: {} (undo with `rtvirt host revert`)", r.journal.display());
+    }
+    out
+}
+
+pub fn revert(r: &RevertReport) -> String {
+    if r.restored.is_empty() && r.threads_gone.is_empty() {
+        return format!("Nothing to revert (no journal at {})\n", r.journal.display());
+    }
+    let mut out = format!("Restored ({}):\n", r.restored.len());
+    for c in &r.restored {
+        let _ = writeln!(out, "  {c}");
+    }
+    for c in &r.threads_gone {
+        let _ = writeln!(out, "  thread gone, nothing to restore: {c}");
+    }
+    out
+}
