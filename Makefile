@@ -11,7 +11,7 @@ build:
 	$(CARGO) build --release --bin rtvirt
 
 demo: build
-	./target/release/rtvirt plan
+	./target/release/rtvirt demo
 
 setup-test:
 	./scripts/setup.sh test
