@@ -1,0 +1,73 @@
+//! Planner benchmark (docs/PERFORMANCE.md): plan N guests x M Baker light tasks with the default
+//! scan of 20 candidate server periods, and report how time grows with tasks per guest and with
+//! the hyperperiod. Run: `cargo run --release -p rtvirt-analysis --example plan_bench`.
+//! Optional args: `<guests> <tasks> <repeats>` for the headline case (default 1000 10 3).
+
+use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
+use rtvirt_analysis::maxrho::max_rho;
+use rtvirt_analysis::planner::{plan_at, PlanOptions};
+use std::time::Instant;
+
+/// Best of `repeats` wall-clock runs of `f`, in seconds.
+fn best_of(repeats: usize, mut f: impl FnMut()) -> f64 {
+    (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn spec(guests: usize, tasks: usize, periods_ms: &[u64]) -> BakerSpec {
+    let mut s = BakerSpec::light(1, guests, tasks, 0.5);
+    s.periods_ms = periods_ms.to_vec();
+    s.rho = Some(0.9);
+    s
+}
+
+fn lcm_ms(p: &[u64]) -> u64 {
+    p.iter().fold(1, |l, &x| l / gcd(l, x) * x)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (guests, tasks, repeats) = (*args.first().unwrap_or(&1000), *args.get(1).unwrap_or(&10), *args.get(2).unwrap_or(&3));
+    let o = PlanOptions::default();
+    let divisors = rtvirt_analysis::gen::DIVISOR_PERIODS_MS;
+
+    let s = baker_scenario(&spec(guests, tasks, &divisors));
+    let mut feasible = false;
+    let t = best_of(repeats, || feasible = plan_at(&s, &o, None).plan.feasible);
+    println!("headline: {guests} guests x {tasks} tasks, 20 candidate periods, periods from divisors of 1000 ms");
+    println!("  plan (no max_rho): {t:.3} s (best of {repeats}), feasible = {feasible}, rayon threads = {}", rayon::current_num_threads());
+    let t = best_of(1, || {
+        max_rho(&s, &o);
+    });
+    println!("  max_rho search:    {t:.3} s");
+
+    println!("\ngrowth with tasks per guest ({} guests, WCET scaled so that U stays ~0.55 per guest):", guests / 10);
+    for n in [2, 5, 10, 20, 40, 80] {
+        let mut sp = spec(guests / 10, n, &divisors);
+        sp.wcet_fraction = (0.1 / n as f64, 1.0 / n as f64);
+        let s = baker_scenario(&sp);
+        let t = best_of(repeats, || {
+            plan_at(&s, &o, None);
+        });
+        println!("  {n:>3} tasks/guest: {:>8.3} ms per guest", t * 1e3 / (guests / 10) as f64);
+    }
+
+    println!("\ngrowth with the hyperperiod ({} guests x {tasks} tasks):", guests / 10);
+    let sets: [&[u64]; 5] = [&[10, 20, 50, 100], &[4, 5, 8, 10, 20, 25, 40, 50, 100, 200], &divisors, &[6, 7, 10, 12, 15, 21, 35], &[7, 11, 13, 17, 19, 23]];
+    for p in sets {
+        let s = baker_scenario(&spec(guests / 10, tasks, p));
+        let t = best_of(repeats, || {
+            plan_at(&s, &o, None);
+        });
+        println!("  LCM of the period set {:>12} ms: {:>9.3} ms per guest   (periods {p:?})", lcm_ms(p), t * 1e3 / (guests / 10) as f64);
+    }
+}
