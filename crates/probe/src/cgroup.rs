@@ -48,7 +48,10 @@ fn read(path: &Path) -> Result<String> {
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).context(|| format!("cannot write \"{value}\" to {}", path.display()))
+    std::fs::write(path, value).context(|| {
+        let hint = if path.ends_with("cpuset.cpus") { " (is the CPU held by another exclusive cpuset, e.g. a running SCHED_DEADLINE measurement?)" } else { "" };
+        format!("cannot write \"{value}\" to {}{hint}", path.display())
+    })
 }
 
 /// A cgroup directory we created: on drop, its tasks go back to the parent and it is removed.

@@ -115,6 +115,7 @@ impl Container {
         let joins: Vec<CString> = self.cgroup.iter().flat_map(|g| g.join_files.iter()).map(|p| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL")).collect();
         let mut cmd = Command::new(program);
         cmd.env(crate::environment::ENV_VAR, "container");
+        cmd.env(crate::environment::DETAIL_VAR, self.describe().to_string());
         // SAFETY: the closure only makes async-signal-safe system calls (open, setns, write, close)
         // on strings prepared before fork.
         unsafe {

@@ -8,6 +8,10 @@ use rtvirt_model::results::Environment;
 /// or VM it created ("container", "vm"); default "host".
 pub const ENV_VAR: &str = "RTVIRT_ENVIRONMENT";
 
+/// Environment variable with a JSON description of that container or VM (recorded as
+/// `environment.<in>`, e.g. `environment.container`).
+pub const DETAIL_VAR: &str = "RTVIRT_ENVIRONMENT_DETAIL";
+
 /// Collect the environment of this machine (loads are added by the caller).
 pub fn collect() -> Environment {
     let mut env = Environment {
@@ -25,6 +29,10 @@ pub fn collect() -> Environment {
     };
     if let Some(rt) = read("/proc/sys/kernel/sched_rt_runtime_us") {
         env.extra.insert("sched_rt_runtime_us".into(), rt.into());
+    }
+    if let Some(detail) = std::env::var(DETAIL_VAR).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+        let key = env.r#in.clone().unwrap_or_else(|| "host".into());
+        env.extra.insert(key, detail);
     }
     env.extra.insert("online_cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
     env

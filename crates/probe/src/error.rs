@@ -6,14 +6,14 @@ use rtvirt_model::InputError;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A value given by the user is wrong (CPU list, address, duration, plan...).
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] InputError),
     /// The operation needs privileges the process does not have.
     #[error("{0} (run as root, or with CAP_SYS_NICE / CAP_NET_ADMIN / CAP_IPC_LOCK as needed)")]
     Permission(String),
     /// An OS call failed.
-    #[error("{context}: {source}")]
-    Os { context: String, source: std::io::Error },
+    #[error("{context}: {err}")]
+    Os { context: String, err: std::io::Error },
     /// Anything else that stops a measurement (a peer vanished, a child failed...).
     #[error("{0}")]
     Failed(String),
@@ -31,7 +31,7 @@ impl Error {
         let context = context.into();
         match source.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) => Error::Permission(format!("{context}: {source}")),
-            _ => Error::Os { context, source },
+            _ => Error::Os { context, err: source },
         }
     }
 

@@ -26,3 +26,10 @@ pub fn install() {
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
+
+/// Ask a child process we started to stop (SIGTERM): rtvirt children stop measuring, drop their
+/// guards and exit normally.
+pub fn terminate(pid: u32) {
+    // SAFETY: kill has no memory effects; the caller passes the id of its own child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+}

@@ -1,0 +1,81 @@
+//! `rtvirt measure net` end to end over real sockets (loopback, and host <-> container bridge).
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+
+fn rtvirt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+/// Start a server, wait for its "listening on" line.
+fn server(port: u16, proto: &str) -> std::process::Child {
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = rtvirt().args(["measure", "net", "server", "--listen", &listen, proto, "--duration", "20s"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on"), "{line}");
+    child
+}
+
+#[test]
+fn client_json_has_the_documented_shape() {
+    for proto in ["--udp", "--tcp"] {
+        let port = free_port();
+        let mut srv = server(port, proto);
+        let connect = format!("127.0.0.1:{port}");
+        let out = rtvirt().args(["measure", "net", "client", "--connect", &connect, proto, "--arrivals", "uniform:1ms-2ms", "--duration", "500ms", "--format", "json"]).output().unwrap();
+        let _ = srv.kill();
+        let _ = srv.wait();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["schema"], "rtvirt.results/v1");
+        assert_eq!(v["kind"], "net");
+        assert_eq!(v["protocol"], &proto[2..]);
+        assert_eq!(v["arrivals"], "uniform:1ms-2ms");
+        let req = v["requests"].as_u64().unwrap();
+        assert!(req > 100, "{v}");
+        assert_eq!(v["responses"].as_u64().unwrap() + v["lost"].as_u64().unwrap(), req);
+        for k in ["count", "min", "mean", "sd", "p50", "p90", "p99", "p999", "p9999", "max"] {
+            assert!(v["rtt_ns"][k].is_number(), "rtt_ns.{k}");
+        }
+        assert!(v["environment"]["kernel"].is_string());
+    }
+}
+
+#[test]
+fn port_in_use_and_bad_values_exit_2() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let out = rtvirt().args(["measure", "net", "server", "--listen", &listen, "--duration", "1s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
+    for args in [vec!["--connect", "nonsense"], vec!["--size", "8"], vec!["--arrivals", "poisson:0"], vec!["--udp", "--tcp"]] {
+        let mut a = vec!["measure", "net", "client", "--duration", "100ms"];
+        a.extend(&args);
+        let out = rtvirt().args(&a).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn round_trips_between_host_and_container_over_the_bridge() {
+    if !is_root() {
+        return;
+    }
+    let out = rtvirt().args(["measure", "net", "client", "--in", "container", "--connect", "127.0.0.1:9555", "--arrivals", "fixed:500", "--duration", "500ms", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["environment"]["container"];
+    assert_eq!(v["server"].as_str().unwrap(), format!("{}:9555", c["container_addr"].as_str().unwrap()));
+    assert!(v["responses"].as_u64().unwrap() > 200, "{v}");
+    assert!(!std::path::Path::new("/sys/class/net").join(c["bridge"].as_str().unwrap()).exists());
+    assert!(!std::path::Path::new("/run/netns").join(c["netns"].as_str().unwrap()).exists());
+}

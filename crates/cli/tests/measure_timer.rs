@@ -1,0 +1,125 @@
+//! `rtvirt measure timer` end to end: real threads, real sleeps, real files; only shapes asserted.
+
+use std::process::Command;
+
+fn rtvirt(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+/// Tests that create cpusets (deadline, container) must not hold the same CPU at once.
+static CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const KEYS: &[&str] = &["count", "min", "mean", "sd", "p50", "p90", "p99", "p999", "p9999", "max"];
+
+#[test]
+fn json_has_the_documented_shape_and_counts_every_period() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("hist.txt");
+    let out = rtvirt(&["measure", "timer", "--cpus", "0-1", "--interval", "1ms", "--duration", "500ms", "--format", "json", "--histogram", hist.to_str().unwrap()]);
+    let v = json(&out);
+    assert_eq!(v["schema"], "rtvirt.results/v1");
+    assert_eq!(v["kind"], "timer");
+    assert_eq!(v["interval_ns"], 1_000_000);
+    for k in KEYS {
+        assert!(v["latency_ns"][k].is_number(), "latency_ns.{k}");
+    }
+    let cpus = v["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 2);
+    for c in cpus {
+        // 500 activations per CPU are due in 500 ms; a late wake-up still accounts every one.
+        let n = c["latency_ns"]["count"].as_u64().unwrap();
+        assert!((495..=500).contains(&n), "{c}");
+        assert!(c["latency_ns"]["min"].as_u64().unwrap() > 0);
+    }
+    assert!(v["missed_periods"].is_u64());
+    let env = &v["environment"];
+    for k in ["kernel", "preemption", "cmdline", "clocksource", "rtvirt_version"] {
+        assert!(env[k].is_string(), "environment.{k}");
+    }
+    assert_eq!(env["in"], "host");
+    let text = std::fs::read_to_string(&hist).unwrap();
+    assert!(text.starts_with("# Histogram\n000000 "), "{}", &text[..100.min(text.len())]);
+    let total = text.lines().find(|l| l.starts_with("# Total:")).unwrap();
+    assert_eq!(total.split_whitespace().count(), 4, "{total}");
+}
+
+#[test]
+fn interval_reports_stream_as_json_lines() {
+    if !is_root() {
+        return;
+    }
+    let out = rtvirt(&["measure", "timer", "--cpus", "0", "--duration", "600ms", "--interval-report", "200ms", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let intervals: Vec<_> = lines.iter().filter(|l| l["type"] == "interval").collect();
+    assert_eq!(intervals.len(), 3);
+    assert!(intervals.iter().all(|i| i["count"].as_u64().unwrap() >= 150 && i["stalled_cpus"].as_array().unwrap().is_empty()));
+    assert_eq!(lines.last().unwrap()["kind"], "timer");
+}
+
+#[test]
+fn deadline_policy_runs_and_restores_the_cpuset_setup() {
+    if !is_root() {
+        return;
+    }
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let lb = "/sys/fs/cgroup/cpuset/cpuset.sched_load_balance";
+    let before = std::fs::read_to_string(lb).ok();
+    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--policy", "deadline", "--duration", "300ms", "--format", "json"]));
+    assert_eq!(v["policy"], "deadline");
+    assert_eq!(v["reservation"]["period_ns"], 1_000_000);
+    assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
+    assert_eq!(std::fs::read_to_string(lb).ok(), before);
+}
+
+#[test]
+fn bad_input_is_exit_2_with_the_option_named() {
+    for (args, needle) in [
+        (vec!["--cpus", "999"], "--cpus"),
+        (vec!["--priority", "99"], "--force"),
+        (vec!["--interval", "5us"], "--interval"),
+        (vec!["--policy", "edf"], "policy"),
+        (vec!["--duration", "10"], "unit"),
+        (vec!["--load", "disk"], "load kind"),
+    ] {
+        let mut a = vec!["measure", "timer"];
+        a.extend(args);
+        let out = rtvirt(&a);
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{a:?}: {err}");
+    }
+}
+
+#[test]
+fn in_container_records_it_and_leaves_nothing_behind() {
+    if !is_root() {
+        return;
+    }
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--duration", "300ms", "--in", "container", "--load", "cpu@1", "--format", "json"]));
+    assert_eq!(v["environment"]["in"], "container");
+    let c = &v["environment"]["container"];
+    assert_eq!(c["cpuset"], "1");
+    let load = &v["environment"]["load"][0];
+    assert_eq!((load["kind"].as_str(), load["cpus_ran_on"].as_str()), (Some("cpu"), Some("1")));
+    assert!(load["ops"].as_u64().unwrap() > 0);
+    let bridge = c["bridge"].as_str().unwrap();
+    assert!(!std::path::Path::new("/sys/class/net").join(bridge).exists());
+    assert!(!std::path::Path::new("/run/netns").join(c["netns"].as_str().unwrap()).exists());
+    for d in c["cgroups"].as_array().unwrap() {
+        assert!(!std::path::Path::new(d.as_str().unwrap()).exists());
+    }
+}
