@@ -1,0 +1,105 @@
+//! Cross-check against SimSo 0.8.5 (the venv made by scripts/setup.sh): random task sets with
+//! integer-microsecond parameters and constant execution times, EDF and RM, one guest alone on
+//! a dedicated core under SCHED_FIFO 99 without RT throttling (the host never preempts it), with
+//! and without abort-on-miss. Every job's release and completion (or abort) must be equal, hence
+//! also job counts, deadline misses and response times.
+
+use rtvirt_model::scenario::Scenario;
+use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+fn simso_runs(seed: u64, sets: u32, horizon_ms: u64) -> Vec<Value> {
+    let root = workspace_root();
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "SimSo venv missing: {} does not exist. Run `scripts/setup.sh test` (creates .venv with SimPy 2.3.1 + simso 0.8.5).",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg(root.join("experiments/simso_crosscheck.py"))
+        .args(["check", &seed.to_string(), &sets.to_string(), &horizon_ms.to_string()])
+        .output()
+        .expect("run experiments/simso_crosscheck.py");
+    assert!(out.status.success(), "SimSo script failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("SimSo script prints JSON")
+}
+
+fn scenario(run: &Value) -> String {
+    let mut s = format!(
+        "[host]\ncores = 1\n[sim]\nrt_throttling = false\nmiss_policy = \"{}\"\n[[guest]]\nname = \"vm1\"\nscheduler = \"{}\"\n[guest.vcpu]\ncore = 0\npolicy = \"fifo\"\npriority = 99\n",
+        if run["abort"].as_bool().unwrap() { "abort" } else { "continue" },
+        run["scheduler"].as_str().unwrap()
+    );
+    for (i, t) in run["tasks"].as_array().unwrap().iter().enumerate() {
+        s += &format!(
+            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
+            t["period_us"], t["deadline_us"], t["wcet_us"], t["offset_us"]
+        );
+    }
+    s
+}
+
+/// (task, release_us, Some(end_us) | None for aborted) of every finished or aborted job.
+type Job = (u64, u64, Option<u64>);
+
+fn simso_jobs(run: &Value, horizon_us: u64) -> BTreeSet<Job> {
+    run["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|j| {
+            let (task, release) = (j[0].as_u64().unwrap(), j[1].as_u64().unwrap());
+            let aborted = j[3].as_bool().unwrap();
+            match j[2].as_u64() {
+                _ if aborted => Some((task, release, None)),
+                Some(end) if end <= horizon_us => Some((task, release, Some(end))),
+                _ => None,
+            }
+        })
+        .filter(|j| j.1 < horizon_us)
+        .collect()
+}
+
+fn rtvirt_jobs(src: &str, horizon_us: u64) -> BTreeSet<Job> {
+    let s = Scenario::from_toml(src, None).unwrap();
+    let cfg = SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1) }).unwrap();
+    let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
+    out.job_log
+        .iter()
+        .map(|j| (j.task as u64, j.release / 1000, j.end.map(|e| e / 1000)))
+        .filter(|j| j.1 < horizon_us)
+        .collect()
+}
+
+#[test]
+fn jobs_equal_simso_edf_and_rm() {
+    let runs = simso_runs(20261122, 8, 1000);
+    let mut misses_seen = 0;
+    for run in &runs {
+        let horizon = run["horizon_us"].as_u64().unwrap();
+        let src = scenario(run);
+        let expected = simso_jobs(run, horizon);
+        let got = rtvirt_jobs(&src, horizon);
+        let missed = expected.iter().filter(|(t, r, e)| {
+            let d = run["tasks"][*t as usize]["deadline_us"].as_u64().unwrap();
+            e.is_none_or(|e| e - r > d)
+        });
+        misses_seen += missed.count();
+        let only_simso: Vec<_> = expected.difference(&got).take(5).collect();
+        let only_rtvirt: Vec<_> = got.difference(&expected).take(5).collect();
+        assert!(
+            only_simso.is_empty() && only_rtvirt.is_empty(),
+            "set {} {} abort={}: {} jobs in SimSo, {} in rtvirt; only SimSo: {only_simso:?}; only rtvirt: {only_rtvirt:?}\n{src}",
+            run["set"], run["scheduler"], run["abort"], expected.len(), got.len()
+        );
+    }
+    assert!(misses_seen > 0, "the random sets should include overloads with deadline misses");
+}
