@@ -1,0 +1,81 @@
+//! `rtvirt vm` on bad input and failing guests: missing kernel package, garbage instead of
+//! results, rtvirt failing inside the guest, a guest over its time bound, a signal while a guest
+//! is held up - each a clear error (with the guest console where there is one), exit code 2,
+//! and nothing left running.
+
+mod vm_support;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use vm_support::{assert_nothing_left, output, run, rtvirt};
+
+#[test]
+fn a_missing_kernel_package_says_how_to_fetch_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let o = rtvirt().env("RTVIRT_CACHE_DIR", empty.path()).args(["vm", "run", "--kernel", "rt", "--accel", "tcg", "--", "measure", "timer"]).output().unwrap();
+    let (code, _, err) = output(o);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("guest kernel 'rt' not found") && err.contains("apt-get download") && err.contains("linux-image-rt-amd64"), "{err}");
+}
+
+#[test]
+fn garbage_instead_of_results_is_an_error_with_the_output() {
+    let name = "vmt-garbage";
+    // `plan` prints a plan, not a results document
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--", "plan", "--format", "json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("returned garbage instead of results") && err.contains("rtvirt.results/v1"), "{err}");
+    assert!(err.contains("Guest output (last lines)") && err.contains("Guest console (last lines)"), "{err}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn rtvirt_failing_in_the_guest_shows_its_error_from_the_console() {
+    let name = "vmt-guesterr";
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--", "measure", "timer", "--duration", "0s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exited with status 2"), "{err}");
+    assert!(err.contains("--duration"), "the guest's own error message is in the console tail: {err}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn a_guest_over_its_bound_is_killed() {
+    let name = "vmt-bound";
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--timeout", "1s", "--", "measure", "timer", "--duration", "60s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not finish within 1s (running the job)") && err.contains("QEMU killed"), "{err}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
+    let name = "vmt-hold";
+    let mut child = rtvirt()
+        .args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The record is printed once the guest is up.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut text = String::new();
+    while !text.trim_end().ends_with('}') {
+        assert!(stdout.read_line(&mut text).unwrap() > 0, "rtvirt ended before printing the guest record");
+    }
+    let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let qemu_pid = rec["pid"].as_u64().unwrap();
+    assert!(std::path::Path::new(rec["qmp_socket"].as_str().unwrap()).exists());
+    let (code, list, _) = run(&["vm", "list", "--format", "json"]);
+    assert_eq!(code, 0);
+    let listed: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert!(listed.as_array().unwrap().iter().any(|g| g["name"] == name && g["pid"] == qemu_pid), "{list}");
+
+    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted by signal"), "{err}");
+    assert!(!std::path::Path::new(&format!("/proc/{qemu_pid}")).exists(), "QEMU {qemu_pid} survived");
+    assert_nothing_left(name);
+}

@@ -1,0 +1,55 @@
+//! `rtvirt vm run` / `rtvirt vm matrix` for real: TCG guests (Debian cloud and rt kernels from
+//! scripts/setup.sh) run `rtvirt measure timer` inside, results come back in the common schema
+//! with the guest environment, host loads run alongside, and nothing is left behind.
+
+mod vm_support;
+use vm_support::{assert_nothing_left, run};
+
+fn results_of(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn timer_in_a_non_rt_guest_comes_back_with_the_guest_environment() {
+    let name = "vmt-timer";
+    let (code, out, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--format", "json", "--", "measure", "timer", "--duration", "1s"]);
+    assert_eq!(code, 0, "{err}");
+    let r = results_of(&out);
+    assert_eq!(r["schema"], "rtvirt.results/v1");
+    assert_eq!(r["kind"], "timer");
+    let env = &r["environment"];
+    assert_eq!(env["in"], "vm");
+    assert_eq!(env["accel"], "tcg");
+    assert!(env["warning"].as_str().unwrap().contains("NOT representative"));
+    assert_eq!(env["guest_kernel"], "nrt");
+    // measured inside the guest: the guest's kernel, not the host's
+    assert!(env["kernel"].as_str().unwrap().contains("cloud-amd64"), "{env}");
+    assert_ne!(env["preemption"], "PREEMPT_RT");
+    assert_eq!(env["vcpu_threads"].as_array().unwrap().len(), 1);
+    assert!(r["latency_ns"]["count"].as_u64().unwrap() > 0);
+    assert!(err.contains("vm: booting") && err.contains("TCG"), "progress and warning on stderr: {err}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
+    let name = "vmt-matrix";
+    let args = ["vm", "matrix", "--kernels", "rt", "--load", "host:syscalls:1", "--accel", "tcg", "--name", name, "--boot-timeout", "150s"];
+    let (code, out, err) = run(&[&args[..], &["--format", "json", "--", "measure", "timer", "--duration", "1s"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let rows = results_of(&out);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["label"], "vm/rt/none");
+    assert_eq!(rows[1]["label"], "vm/rt/syscalls:1");
+    for r in rows {
+        assert_eq!(r["environment"]["preemption"], "PREEMPT_RT", "{}", r["environment"]);
+        assert!(r["latency_ns"]["count"].as_u64().unwrap() > 0);
+    }
+    assert!(rows[0]["environment"].get("load").is_none());
+    let load = &rows[1]["environment"]["load"][0];
+    assert_eq!(load["where"], "host");
+    assert_eq!(load["kind"], "syscalls");
+    assert!(load["ops"].as_u64().unwrap() > 0, "{load}");
+    assert_nothing_left(name);
+}
