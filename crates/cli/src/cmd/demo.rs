@@ -13,6 +13,7 @@ use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec};
 use rtvirt_probe::timer::{self, TimerConfig};
+use rtvirt_report::units::fmt_ns;
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,8 @@ struct Demo {
     scenario: Scenario,
     plan: Option<Plan>,
     inputs: Vec<PathBuf>,
+    /// One line per result for the closing summary.
+    summary: Vec<String>,
     failed: Vec<String>,
 }
 
@@ -69,7 +72,7 @@ const STEPS: usize = 6;
 pub fn run(args: DemoArgs) -> CmdResult {
     let scenario = load_scenario(args.scenario.as_deref())?;
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
-    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), failed: Vec::new() };
+    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), summary: Vec::new(), failed: Vec::new() };
     eprintln!("rtvirt demo: {} guests on {} cores; files in {}", d.scenario.guests.len(), d.scenario.host.cores, d.args.out.display());
     d.step(1, "plan the reservations", Demo::plan_step);
     d.step(2, "simulate the scenario under the plan", Demo::simulate_step);
@@ -109,6 +112,7 @@ impl Demo {
         let p = self.path(name);
         write_json(&p, r)?;
         self.inputs.push(p.clone());
+        self.summary.push(summary_line(r));
         Ok(p)
     }
 
@@ -176,6 +180,9 @@ impl Demo {
     }
 
     fn finish(self) -> CmdResult {
+        for line in &self.summary {
+            println!("{line}");
+        }
         let report = self.path("report.html");
         if report.exists() {
             let shown = std::fs::canonicalize(&report).unwrap_or(report);
@@ -186,6 +193,17 @@ impl Demo {
         }
         anyhow::bail!("{} step(s) failed:\n  {}", self.failed.len(), self.failed.join("\n  "))
     }
+}
+
+/// One line about a result: pooled DSR for task results, p50/p99/max for latencies.
+fn summary_line(r: &Results) -> String {
+    let label = r.label.clone().unwrap_or_else(|| r.kind.clone());
+    if let Some(l) = &r.latency_ns {
+        let missed = r.extra.get("missed_periods").map_or(String::new(), |m| format!(", {m} missed periods"));
+        return format!("{label}: latency p50 {} p99 {} max {} over {} samples{missed}", fmt_ns(l.p50 as f64), fmt_ns(l.p99 as f64), fmt_ns(l.max as f64), l.count);
+    }
+    let (jobs, misses) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
+    format!("{label}: {jobs} jobs, {misses} deadline misses, DSR {:.4}", rtvirt_model::results::TaskResult::dsr_of(jobs, misses))
 }
 
 fn write_json<T: serde::Serialize>(p: &Path, v: &T) -> anyhow::Result<()> {
