@@ -30,12 +30,14 @@ pub fn compared(text: String, value: f64, base: Option<f64>, diff: Diff, better:
     let (change, label, beyond) = match diff {
         Diff::Relative(t) if base != 0.0 => {
             let rel = (value - base) / base.abs();
-            (rel, format!("{:+.0}%", rel * 100.0), rel.abs() > t)
+            let label = if rel.abs() < 0.005 { "±0%".to_string() } else { format!("{:+.0}%", rel * 100.0) };
+            (rel, label, rel.abs() > t)
         }
         Diff::Relative(_) => (value - base, if value == base { "+0%".into() } else { "new".into() }, value != base),
         Diff::Points(t) => {
             let pp = (value - base) * 100.0;
-            (pp, format!("{pp:+.1} pp"), pp.abs() > t)
+            let label = if pp.abs() < 0.05 { "±0 pp".to_string() } else { format!("{pp:+.1} pp") };
+            (pp, label, pp.abs() > t)
         }
     };
     let mark = match (beyond, change > 0.0, better) {

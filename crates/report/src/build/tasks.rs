@@ -102,7 +102,7 @@ fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
         reference: None,
         y_range: Some((floor, 1.0)),
     };
-    let caption = if floor > 0.0 { format!("One bar per result; the axis starts at {} to show small differences.", fmt_ratio(floor)) } else { "One bar per result.".into() };
+    let caption = if floor > 0.0 { format!("One bar per result; the axis starts at {} to show small differences.", crate::units::tidy(&fmt_ratio(floor))) } else { "One bar per result.".into() };
     Figure { kind: "dsr-tasks", title: chart.title.clone(), caption, svg: chart.render() }
 }
 
