@@ -96,10 +96,10 @@ fn housekeeping(plan: &Plan) -> Option<String> {
 pub fn libvirt(plan: &Plan) -> String {
     let mut s = String::new();
     let hk = housekeeping(plan);
-    let _ = writeln!(s, "<!-- rtvirt plan --emit libvirt: paste each <cputune> into its domain XML.");
+    let _ = writeln!(s, "<!-- rtvirt plan, emit libvirt: paste each <cputune> into its domain XML.");
     let _ = writeln!(s, "     libvirt has no deadline policy (<vcpusched> offers fifo, rr, batch, idle): apply the");
     let _ = writeln!(s, "     SCHED_DEADLINE runtime/deadline/period given per domain to its vCPU thread outside libvirt,");
-    let _ = writeln!(s, "     e.g. with the script of `rtvirt plan --emit chrt` or `rtvirt host apply`. -->");
+    let _ = writeln!(s, "     e.g. with the script of rtvirt plan (emit chrt) or rtvirt host apply. -->");
     for (g, core) in placed(plan) {
         let emu = hk.clone().unwrap_or_else(|| core.to_string());
         let _ = writeln!(s, "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
@@ -130,7 +130,7 @@ fn xml_escape(s: &str) -> String {
 /// period, deadline and execution bound c from the plan.
 pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan --emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
+    let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan, emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
     let _ = writeln!(s, "<system os_scheduler=\"EDF\">");
     for g in &scenario.guests {
         let sched = match g.scheduler {

@@ -1,23 +1,247 @@
-//! `rtvirt plan`: scenario -> per-guest reservations and cores.
+//! `rtvirt plan`: scenario -> per-guest reservations (budget/period/deadline) and cores, as a
+//! table, JSON (`rtvirt.plan/v1`) or deployable settings (`--emit`). The work is done by
+//! `rtvirt_analysis::planner`; this module parses flags, validates them and prints.
 
-use crate::cli_common::{load_scenario, CmdResult, Format, Outcome};
-use clap::Args;
+use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
+use clap::{Args, ValueEnum};
+use rtvirt_analysis::budgets::BudgetMethod;
+use rtvirt_analysis::interface::Model;
+use rtvirt_analysis::partition::Heuristic;
+use rtvirt_analysis::planner::{plan, PlanOptions, Planned};
+use rtvirt_analysis::{emit, maxrho};
+use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::{InputError, Nanos};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModelArg {
+    /// Periodic resource model (Shin & Lee 2003): deadline = period.
+    Prm,
+    /// Explicit-deadline periodic resource (Easwaran et al. 2007): deadline <= period, maps 1:1
+    /// to SCHED_DEADLINE runtime/deadline/period.
+    Edp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HeuristicArg {
+    /// Best-fit decreasing bandwidth.
+    Bfd,
+    /// First-fit decreasing bandwidth.
+    Ffd,
+    /// Worst-fit decreasing bandwidth.
+    Wfd,
+    /// Best-fit in scenario order.
+    Bf,
+    /// First-fit in scenario order.
+    Ff,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BudgetArg {
+    /// c = min(WCET, E + sqrt(rho Var / (1 - rho))) (Cantelli / one-sided Chebyshev).
+    Cantelli,
+    /// c = min(WCET, rho-quantile of the samples) for tasks with samples; Cantelli for others.
+    Quantile,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EmitArg {
+    /// Shell script: taskset + chrt -d (SCHED_DEADLINE) per guest vCPU thread.
+    Chrt,
+    /// Xen: xl cpupool layout + xl sched-rtds commands (microseconds).
+    Rtds,
+    /// libvirt <cputune> fragments (vcpupin, emulatorpin) + what to apply outside libvirt.
+    Libvirt,
+    /// CARTS XML input (times in ms, e = the planned budget c).
+    Carts,
+}
+
 #[derive(Args)]
+#[command(after_help = "\
+Budgets: each task's c = min(WCET, E + sqrt(rho*Var/(1-rho))); rho is taken from the task, else its
+guest, else --rho; with none of them (the default) c = WCET. Constant execution times always use WCET.
+Interfaces: for every candidate server period the least integer-ns budget that keeps the guest's
+EDF/FP task set schedulable (exact); the period of least bandwidth wins (ties: the larger period).
+Cores: servers are packed with the heuristic under an exact EDF admission test and the per-core cap.
+max_rho: the largest single rho for all tasks with which every guest still fits (1 = even at WCET).
+
+Exit codes: 0 feasible; 1 infeasible (the guests that did not fit are named); 2 bad input.
+Examples:
+  rtvirt plan                                   # embedded default scenario, table
+  rtvirt plan s.toml --rho 0.9 --format json
+  rtvirt plan s.toml --model edp --emit chrt --pid vm1=4242
+  rtvirt plan s.toml --max-rho
+  rtvirt plan --import-carts system.xml")]
 pub struct PlanArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario is used.
     pub scenario: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Probability in (0,1) that a job completes within its budget, for tasks whose task and
+    /// guest set no rho. Default: none (those tasks use their WCET).
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// Resource model of each guest's server.
+    #[arg(long, value_enum, default_value_t = ModelArg::Prm)]
+    pub model: ModelArg,
+    /// Number of host cores (overrides the scenario's host.cores).
+    #[arg(long)]
+    pub cores: Option<u32>,
+    /// How servers are packed onto cores.
+    #[arg(long, value_enum, default_value_t = HeuristicArg::Bfd)]
+    pub heuristic: HeuristicArg,
+    /// How stochastic tasks get their budget.
+    #[arg(long, value_enum, default_value_t = BudgetArg::Cantelli)]
+    pub budget: BudgetArg,
+    /// Print deployable settings instead of the plan (only when the plan is feasible).
+    #[arg(long, value_enum)]
+    pub emit: Option<EmitArg>,
+    /// Thread id of a guest's vCPU for `--emit chrt` (repeatable). Without it the script reads
+    /// VCPU_PID_<GUEST> from the environment.
+    #[arg(long = "pid", value_name = "GUEST=PID")]
+    pub pids: Vec<String>,
+    /// Only search and print the largest uniform rho for which every guest fits.
+    #[arg(long)]
+    pub max_rho: bool,
+    /// Read the scenario from a CARTS XML input file (times in ms; one host core per component
+    /// unless --cores).
+    #[arg(long, value_name = "FILE.xml", conflicts_with = "scenario")]
+    pub import_carts: Option<PathBuf>,
+}
+
+fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
+    if let Some(r) = a.rho {
+        if !(r > 0.0 && r < 1.0) {
+            return Err(InputError::field("--rho", format!("{r}: expected a probability strictly between 0 and 1")));
+        }
+    }
+    if a.cores == Some(0) {
+        return Err(InputError::field("--cores", "0: expected at least one core"));
+    }
+    Ok(PlanOptions {
+        rho: a.rho,
+        model: match a.model {
+            ModelArg::Prm => Model::Prm,
+            ModelArg::Edp => Model::Edp,
+        },
+        heuristic: match a.heuristic {
+            HeuristicArg::Bfd => Heuristic::Bfd,
+            HeuristicArg::Ffd => Heuristic::Ffd,
+            HeuristicArg::Wfd => Heuristic::Wfd,
+            HeuristicArg::Bf => Heuristic::Bf,
+            HeuristicArg::Ff => Heuristic::Ff,
+        },
+        cores: a.cores,
+        budget: match a.budget {
+            BudgetArg::Cantelli => BudgetMethod::Cantelli,
+            BudgetArg::Quantile => BudgetMethod::Quantile,
+        },
+    })
+}
+
+/// `--pid NAME=PID` values, checked against the scenario's guests.
+fn pids(a: &PlanArgs, s: &Scenario) -> Result<BTreeMap<String, u32>, InputError> {
+    let mut out = BTreeMap::new();
+    for p in &a.pids {
+        let bad = |m: String| InputError::field("--pid", format!("\"{p}\": {m}"));
+        let (name, pid) = p.split_once('=').ok_or_else(|| bad("expected GUEST=PID".into()))?;
+        if s.guest(name).is_none() {
+            return Err(bad(format!("no guest \"{name}\" in the scenario")));
+        }
+        let pid: u32 = pid.trim().parse().ok().filter(|&v| v > 0).ok_or_else(|| bad("expected a positive thread id".into()))?;
+        out.insert(name.to_string(), pid);
+    }
+    Ok(out)
+}
+
+fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
+    match &a.import_carts {
+        Some(x) => rtvirt_model::carts::from_file(x),
+        None => load_scenario(a.scenario.as_deref()),
+    }
 }
 
 pub fn run(a: PlanArgs) -> CmdResult {
-    let s = load_scenario(a.scenario.as_deref())?;
-    for g in &s.guests {
-        let u: f64 = g.tasks.iter().map(|t| t.utilisation()).sum();
-        println!("{:<12} {:>3} tasks  U(wcet) = {u:.3}", g.name, g.tasks.len());
+    let s = load(&a)?;
+    let o = options(&a)?;
+    let pid_map = pids(&a, &s)?;
+    if a.max_rho {
+        return print_max_rho(&s, &o, a.format);
     }
-    Ok(Outcome::Ok)
+    let p = plan(&s, &o);
+    match a.emit {
+        Some(e) if p.plan.feasible => print!("{}", emitted(e, &s, &p.plan, &pid_map)),
+        Some(_) => {}
+        None if a.format == Format::Json => print_json(&p.plan)?,
+        None => print!("{}", table(&s, &p.plan)),
+    }
+    report_infeasible(&p);
+    Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
+}
+
+fn emitted(e: EmitArg, s: &Scenario, p: &Plan, pids: &BTreeMap<String, u32>) -> String {
+    match e {
+        EmitArg::Chrt => emit::chrt(p, pids),
+        EmitArg::Rtds => emit::rtds(p),
+        EmitArg::Libvirt => emit::libvirt(p),
+        EmitArg::Carts => emit::carts(s, p),
+    }
+}
+
+fn rho_text(r: Option<f64>) -> String {
+    match r {
+        Some(r) if r >= 1.0 => "1 (fits even at WCET)".into(),
+        Some(r) => format!("{r:.4}"),
+        None => "none (does not fit even at the mean execution times)".into(),
+    }
+}
+
+fn print_max_rho(s: &Scenario, o: &PlanOptions, f: Format) -> CmdResult {
+    eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", maxrho::RHO_RESOLUTION);
+    let r = maxrho::max_rho(s, o);
+    match f {
+        Format::Json => print_json(&serde_json::json!({ "max_rho": r, "resolution": maxrho::RHO_RESOLUTION }))?,
+        Format::Table => println!("max_rho = {}", rho_text(r)),
+    }
+    Ok(if r.is_some() { Outcome::Ok } else { Outcome::Failed })
+}
+
+fn report_infeasible(p: &Planned) {
+    if p.plan.feasible {
+        return;
+    }
+    eprintln!("rtvirt: infeasible: {} guest(s) did not fit:", p.unplaced.len());
+    for u in &p.unplaced {
+        eprintln!("  {}: {}", u.name, u.reason);
+    }
+    eprintln!("  largest uniform rho with which everything fits: {}", rho_text(p.plan.max_rho));
+}
+
+fn table(s: &Scenario, p: &Plan) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let set = |k: &str| p.settings.get(k).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
+    let _ = writeln!(out, "plan of \"{}\": {}, {} core(s) used of {}, model {}, heuristic {}, budgets {}, max rho {}\n",
+        s.name, if p.feasible { "feasible" } else { "INFEASIBLE" }, p.cores_used, set("cores"), set("model"),
+        set("heuristic"), set("budget"), rho_text(p.max_rho));
+    let _ = writeln!(out, "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9} {:>5}", "guest", "sched", "period", "budget", "deadline", "bandwidth", "core");
+    for g in &p.guests {
+        let core = g.core.map_or("-".into(), |c| c.to_string());
+        let _ = writeln!(out, "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9.4} {:>5}", g.name, g.scheduler,
+            Nanos(g.period_ns).to_string(), Nanos(g.budget_ns).to_string(), Nanos(g.deadline_ns).to_string(), g.bandwidth, core);
+        for t in &g.tasks {
+            let rho = t.rho.map_or("-".into(), |r| format!("{r}"));
+            let _ = writeln!(out, "  {:<12} period {:>8}  deadline {:>8}  wcet {:>8}  c {:>8}  rho {:<5} {}", t.name,
+                Nanos(t.period_ns).to_string(), Nanos(t.deadline_ns).to_string(), Nanos(t.wcet_ns).to_string(),
+                Nanos(t.budget_ns).to_string(), rho, t.bound);
+        }
+    }
+    let _ = writeln!(out, "\n{:<6} {:>9}  guests", "core", "bandwidth");
+    for c in &p.cores {
+        let _ = writeln!(out, "{:<6} {:>9.4}  {}", c.id, c.bandwidth, c.guests.join(", "));
+    }
+    out
 }
