@@ -51,6 +51,7 @@ fn show(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(show).collect::<Vec<_>>().join("; "),
         Value::Object(o) => o.iter().map(|(k, v)| format!("{k}={}", show(v))).collect::<Vec<_>>().join(", "),
+        Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:.1}")),
         other => other.to_string(),
     }
 }

@@ -8,8 +8,8 @@ const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;
 h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 figure{margin:1.2em 0}figcaption{font-size:.9em;color:#555;max-width:780px}
 table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:bold;padding:.3em 0}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}th{background:#f3f3f3}
-td:first-child,th:first-child{text-align:left}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}th{background:#f3f3f3}
+td.num{text-align:right}
 .worse{background:#fbd5d0}.better{background:#d4f0d4}.differs{background:#fff3c4}
 .note{font-size:.9em;color:#444}nav a{margin-right:1em}";
 
@@ -63,11 +63,19 @@ fn table(out: &mut String, t: &Table) {
 }
 
 fn cell(out: &mut String, c: &Cell) {
-    let class = match c.mark {
+    let mark = match c.mark {
         Mark::None => "",
-        Mark::Worse => " class=\"worse\"",
-        Mark::Better => " class=\"better\"",
-        Mark::Differs => " class=\"differs\"",
+        Mark::Worse => "worse",
+        Mark::Better => "better",
+        Mark::Differs => "differs",
     };
-    let _ = write!(out, "<td{class}>{}</td>", esc(&c.text));
+    let num = if is_numeric(&c.text) { "num" } else { "" };
+    let class = [num, mark].iter().filter(|c| !c.is_empty()).copied().collect::<Vec<_>>().join(" ");
+    let attr = if class.is_empty() { String::new() } else { format!(" class=\"{class}\"") };
+    let _ = write!(out, "<td{attr}>{}</td>", esc(&c.text));
+}
+
+/// Numbers (with units or a difference) are right-aligned; text and "-" are not.
+fn is_numeric(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_digit()) || (text.len() > 1 && text.starts_with(['-', '+']))
 }
