@@ -1,0 +1,118 @@
+//! `rtvirt simulate` end to end: JSON shape, determinism, traces, plans, sweeps whose results do
+//! not depend on the thread count, and bad input -> exit code 2 with a located message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rtvirt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).current_dir(root()).output().expect("run rtvirt")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn stdout_json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn json_has_the_issue_shape_and_is_deterministic() {
+    let args = ["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--seed", "3", "--format", "json"];
+    let a = rtvirt(&args);
+    let v = stdout_json(&a);
+    assert_eq!(v["schema"], "rtvirt.results/v1");
+    assert_eq!(v["kind"], "simulation");
+    assert_eq!(v["seed"], 3);
+    assert_eq!(v["duration_ns"], 2_000_000_000u64);
+    let t = &v["tasks"][0];
+    for k in ["guest", "name", "jobs", "misses", "dsr"] {
+        assert!(!t[k].is_null(), "task field {k} missing");
+    }
+    for k in ["mean", "sd", "p50", "p99", "p999", "max"] {
+        assert!(t["response_ns"][k].is_number(), "response_ns.{k} missing");
+    }
+    assert!(v["cores"][0]["utilisation"].as_f64().unwrap() > 0.0);
+    assert!(v["guests"][0]["cpu_time_ns"].as_u64().unwrap() > 0);
+    assert_eq!(rtvirt(&args).stdout, a.stdout, "same seed must give byte-identical results");
+    let other = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--seed", "4", "--format", "json"]);
+    assert_ne!(other.stdout, a.stdout, "another seed draws other execution times");
+}
+
+#[test]
+fn table_output_lists_tasks_guests_and_cores() {
+    let o = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "1s"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for needle in ["DSR", "p999_us", "core 0", "deadline", "noise"] {
+        assert!(text.contains(needle), "{needle} not in table:\n{text}");
+    }
+}
+
+#[test]
+fn trace_has_core_and_guest_tracks_and_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let o = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--trace", path.to_str().unwrap(), "--trace-window", "100ms", "--trace-max-events", "500"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = evs.iter().filter(|e| e["ph"] == "M").filter_map(|e| e["args"]["name"].as_str()).collect();
+    assert!(names.contains(&"core 0") && names.iter().any(|n| n.starts_with("guest ")), "{names:?}");
+    let slices: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(!slices.is_empty() && slices.len() <= 500);
+    assert!(slices.iter().all(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap() <= 100_000.0 + 1e-6));
+}
+
+#[test]
+fn plan_becomes_deadline_reservations() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let p = rtvirt(&["plan", "scenarios/sim_seeds5.toml", "--format", "json"]);
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    std::fs::write(&plan, &p.stdout).unwrap();
+    let v = stdout_json(&rtvirt(&["simulate", "scenarios/sim_seeds5.toml", "--plan", plan.to_str().unwrap(), "--duration", "2s", "--format", "json"]));
+    assert!(v["guests"].as_array().unwrap().iter().all(|g| g["policy"] == "deadline"));
+    // WCET budgets (no rho in the file): no deadline misses
+    assert!(v["tasks"].as_array().unwrap().iter().all(|t| t["misses"] == 0), "{v}");
+}
+
+#[test]
+fn sweep_results_do_not_depend_on_thread_count() {
+    let one = rtvirt(&["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--duration", "2s", "--threads", "1", "--format", "json"]);
+    let two = rtvirt(&["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--duration", "2s", "--threads", "2", "--format", "json"]);
+    let v = stdout_json(&one);
+    assert_eq!(v.as_array().unwrap().len(), 27);
+    assert_eq!(one.stdout, two.stdout);
+}
+
+fn fails_with(scenario_text: &str, extra: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, scenario_text).unwrap();
+    let mut args = vec!["simulate", path.to_str().unwrap(), "--duration", "100ms"];
+    args.extend_from_slice(extra);
+    let o = rtvirt(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "expected exit 2 for {needle}: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+const GOOD: &str = "[host]\ncores = 1\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n[guest.vcpu]\npolicy = \"fifo\"\npriority = 50\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
+
+#[test]
+fn bad_input_exits_2_with_located_errors() {
+    assert!(rtvirt(&["simulate", "--duration", "100ms"]).status.success());
+    fails_with(&GOOD.replace("\"fifo\"", "\"lottery\""), &[], "line 7");
+    fails_with(&GOOD.replace("priority = 50", "priority = 150"), &[], "priority 150 is out of range");
+    fails_with(&GOOD.replace("priority = 50", "priority = 50\nruntime = \"1ms\""), &[], "guest[0].vcpu.runtime");
+    fails_with(&GOOD.replace("[guest.vcpu]", "[guest.vcpu]\ncore = 3"), &[], "core 3 does not exist");
+    fails_with(GOOD, &["--trace", "/tmp/x.json", "--trace-max-events", "999999999"], "would not fit in memory");
+    fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"), &[], "unknown unit");
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#).unwrap();
+    fails_with(GOOD, &["--plan", plan.to_str().unwrap()], "the plan has no guest \"vm1\"");
+}
