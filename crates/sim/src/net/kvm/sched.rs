@@ -80,10 +80,6 @@ impl Sim {
     fn enqueue(&mut self, t: Tid, c: usize) {
         self.seq += 1;
         let th = &mut self.threads[t];
-        if th.core != c && th.base == 0 {
-            let (from, to) = (self.cores[th.core].min_vr, self.cores[c].min_vr);
-            th.vruntime = (th.vruntime + to).saturating_sub(from);
-        }
         th.core = c;
         th.st = St::Ready;
         th.ready_seq = self.seq;
@@ -158,10 +154,11 @@ impl Sim {
 
     /// Account the running segment of `c` and take its thread off the core.
     fn stop(&mut self, c: usize) -> Option<Tid> {
-        let t = self.cores[c].cur.take()?;
+        let t = self.cores[c].cur?;
         let now = self.q.now();
         let started = self.cores[c].started;
         self.account(c, started, now);
+        self.cores[c].cur = None;
         let elapsed = now.saturating_sub(started);
         if let Some(w) = self.threads[t].work.as_mut() {
             w.left = w.left.saturating_sub(elapsed);

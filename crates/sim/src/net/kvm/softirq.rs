@@ -2,8 +2,10 @@
 //! with priority inheritance, and the net_rx_action rounds (Linux 4.1 net/core/dev.c):
 //! NAPI weight 64 per poll, budget 300 packets or 2 jiffies per round, a poll that used its whole
 //! weight is re-queued at the tail, a round that ends with work left counts a time_squeeze and
-//! restarts (up to `softirq_restarts` rounds, and in hard-IRQ context only while no thread
-//! needs the CPU) before the work is deferred to ksoftirqd.
+//! restarts: in hard-IRQ context up to `softirq_restarts` rounds while no thread needs the CPU,
+//! then the work is deferred to ksoftirqd; a thread (PREEMPT_RT IRQ thread, ksoftirqd) loops
+//! while NET_RX stays raised (4.x-rt do_current_softirqs), preemptible by the scheduler; in
+//! vanilla mode ksoftirqd yields between rounds.
 //!
 //! Lock semantics of 4.x PREEMPT_RT (SEEDS 1, inversion #2): a thread that raised NET_RX takes
 //! the CPU's softirq lock; if another thread holds it, it blocks and boosts the holder; the
@@ -12,6 +14,7 @@
 
 use super::sched::PRIO_IRQ;
 use super::{Act, Next, Role, Sim, St, Tid, Work, LISTS_PER_CORE};
+use rtvirt_model::scenario::net::IrqMode;
 use rtvirt_model::Nanos;
 use serde_json::json;
 use std::collections::VecDeque;
@@ -104,8 +107,16 @@ impl Sim {
                 let c = self.threads[t].core;
                 self.cores[c].time_squeeze += 1;
                 sc.rounds += 1;
+                // irq_exit (__do_softirq) restarts a bounded number of times while no thread needs
+                // the CPU; a thread (PREEMPT_RT do_current_softirqs, ksoftirqd) loops while NET_RX
+                // is re-raised, being preemptible by the scheduler.
                 let in_irq = matches!(self.threads[t].role, Role::IrqCtx(_));
-                let again = sc.rounds < self.cfg.softirq_restarts && !(in_irq && self.need_resched(c));
+                let bounded = sc.rounds < self.cfg.softirq_restarts;
+                let again = if in_irq {
+                    bounded && !self.need_resched(c)
+                } else {
+                    bounded || self.cfg.irq == IrqMode::Threaded
+                };
                 if again {
                     sc.budget = BUDGET;
                     sc.round_start = now;

@@ -1,0 +1,109 @@
+//! `rtvirt simulate` for scenarios with a `[net]` section: the network-path simulation of
+//! SEEDS 1 (KVM) and SEEDS 2 (Xen Dom0), printed as a per-flow table or results JSON, with an
+//! optional Perfetto trace (cores, threads, softirq-lock blocking and priority boosts).
+
+use super::simulate::SimulateArgs;
+use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use anyhow::Context;
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::{locate_field, Scenario};
+use rtvirt_model::{InputError, Nanos};
+use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
+use rtvirt_sim::net::simulate;
+use std::time::Instant;
+
+/// Run the `[net]` section of `scenario` with the command line's overrides.
+pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
+    let raw = scenario.net.as_ref().expect("called for scenarios with [net]");
+    let mut net = raw.validate(scenario.host.cores).map_err(|e| located(e, scenario))?;
+    if let Some(d) = a.duration {
+        if d.0 == 0 {
+            return Err(InputError::field("--duration", "zero duration: expected a positive duration").into());
+        }
+        net.duration = d;
+    }
+    if let Some(s) = a.seed {
+        net.seed = s;
+    }
+    let window = trace_window(a)?;
+    let started = Instant::now();
+    let run = simulate(&net, window);
+    let wall = started.elapsed().as_secs_f64();
+    let mut results = run.results;
+    results.label = Some(scenario.name.clone());
+    if let (Some(path), Some(trace)) = (&a.trace, &run.trace) {
+        let text = serde_json::to_string(trace)?;
+        std::fs::write(path, text).with_context(|| format!("cannot write trace {}", path.display()))?;
+        eprintln!("trace written to {} (open in https://ui.perfetto.dev)", path.display());
+    }
+    match a.format {
+        Format::Json => print_json(&results)?,
+        Format::Table => print_table(&scenario.name, &results),
+    }
+    let simulated = net.duration.as_secs_f64();
+    eprintln!("simulated {} in {wall:.2}s wall ({:.1}x real time, {} events)", net.duration, simulated / wall.max(1e-9), run.events);
+    Ok(Outcome::Ok)
+}
+
+/// Give a `[net]` validation error its file and line.
+fn located(e: InputError, s: &Scenario) -> InputError {
+    let Some(path) = &s.source else { return e };
+    let e = match (std::fs::read_to_string(path), &e.at.field) {
+        (Ok(src), Some(f)) => match locate_field(&src, f) {
+            Some((l, c)) => e.at_line(l, c),
+            None => e,
+        },
+        _ => e,
+    };
+    e.in_file(path)
+}
+
+fn trace_window(a: &SimulateArgs) -> Result<Option<TraceWindow>, InputError> {
+    if a.trace.is_none() {
+        return Ok(None);
+    }
+    if a.trace_max_events == 0 || a.trace_max_events > MAX_TRACE_EVENTS {
+        return Err(InputError::field("--trace-max-events", format!("{}: expected 1..{MAX_TRACE_EVENTS}", a.trace_max_events)));
+    }
+    if a.trace_window.0 == 0 {
+        return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
+    }
+    let to = a.trace_from.checked_add(a.trace_window).unwrap_or(Nanos::MAX);
+    Ok(Some(TraceWindow { from: a.trace_from, to, max_events: a.trace_max_events }))
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+/// Per-flow latency (us), segments, throughput and drops; utilisation per core.
+pub fn print_table(name: &str, r: &Results) {
+    println!("scenario {name}  seed {}  measured {}", r.seed.unwrap_or(0), Nanos(r.duration_ns));
+    println!();
+    println!(
+        "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}",
+        "flow", "count", "mean_us", "sd_us", "p50_us", "p75_us", "p95_us", "p99_us", "p999_us", "max_us", "host_rx/guest/host_tx", "Gb/s", "drops"
+    );
+    for f in &r.flows {
+        let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
+        match &f.latency_ns {
+            Some(l) => {
+                let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v["mean"].as_f64()).map(us).unwrap_or_default();
+                let segs = format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send"));
+                println!(
+                    "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}",
+                    f.name, l.count, us(l.mean), us(l.sd), us(l.p50 as f64), us(l.p75 as f64), us(l.p95 as f64), us(l.p99 as f64), us(l.p999 as f64), us(l.max as f64), segs, gbps, f.drops
+                );
+            }
+            None => println!("{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}", f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops),
+        }
+    }
+    println!();
+    for c in &r.cores {
+        let squeeze = c.extra.get("time_squeeze").and_then(|v| v.as_u64()).map(|s| format!("  time_squeeze {s}")).unwrap_or_default();
+        println!("core {:<3} util {:.4}{squeeze}", c.id, c.utilisation);
+    }
+    if let Some(n) = r.extra.get("softirq_lock_inversions") {
+        println!("softirq-lock priority inversions (RT thread blocked on a lower-priority holder): {n}");
+    }
+}
