@@ -55,6 +55,9 @@ impl Change {
         match self {
             Change::Sched { tid, starttime, after, .. } => {
                 check_same_thread(*tid, *starttime)?;
+                if after.is_deadline() {
+                    crate::migrate::settle(*tid)?;
+                }
                 Ok(sched::set(*tid, after)?)
             }
             Change::Affinity { tid, starttime, after, .. } => {

@@ -13,6 +13,7 @@ pub mod cpuset;
 pub mod error;
 pub mod journal;
 pub mod lint;
+pub mod migrate;
 pub mod procfs;
 pub mod qmp;
 pub mod render;

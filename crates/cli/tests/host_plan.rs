@@ -1,0 +1,144 @@
+//! `rtvirt host apply PLAN.json` / `revert` on real processes: SCHED_DEADLINE in a cpuset
+//! partition, verified with sched_getattr, chrt and /proc; revert bit for bit; a crash at every
+//! step; bad inputs change nothing.
+
+mod host_support;
+
+use host_support::*;
+use rtvirt_host::sched::{self, SCHED_DEADLINE};
+
+fn apply_args<'a>(plan: &'a str, state: &'a str) -> Vec<&'a str> {
+    vec!["host", "apply", plan, "--state-dir", state]
+}
+
+#[test]
+fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
+    let _g = serial();
+    let (a, b) = (Sleeper::start(), Sleeper::start());
+    let core = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 2_000_000, 15_000_000, 20_000_000, core)]));
+    let state = dir.path().join("state");
+    let (plan_s, state_s) = (plan.to_str().unwrap(), state.to_str().unwrap());
+    let before = snapshot(&[a.pid(), b.pid()]);
+
+    let (ga, gb) = (format!("g1={}", a.pid()), format!("g2={}", b.pid()));
+    let o = run(rtvirt(&apply_args(plan_s, state_s)).args(["--pid", &ga, "--pid", &gb]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = sched::get(a.pid()).unwrap();
+    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000));
+    let s = sched::get(b.pid()).unwrap();
+    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, 2_000_000, 15_000_000, 20_000_000));
+    assert!(chrt(a.pid()).contains("SCHED_DEADLINE") && chrt(a.pid()).contains("1000000/10000000/10000000"), "{}", chrt(a.pid()));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", a.pid())).unwrap();
+    assert!(status.lines().any(|l| l.starts_with("Cpus_allowed_list:") && l.split_whitespace().nth(1) == Some(&core.to_string())), "{status}");
+    let cg = std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid())).unwrap();
+    assert!(cg.contains(&format!("rtvirt-core{core}")), "{cg}");
+
+    // applying twice is harmless: nothing changes, revert still restores the original
+    let o = run(rtvirt(&apply_args(plan_s, state_s)).args(["--pid", &ga, "--pid", &gb, "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["changes"].as_array().unwrap().len(), 0, "{report}");
+
+    let o = run(rtvirt(&["host", "revert", "--state-dir", state_s]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
+    assert!(!journal_exists(&state));
+}
+
+#[test]
+fn a_crash_at_every_step_is_completed_by_revert() {
+    let _g = serial();
+    let a = Sleeper::start();
+    let core = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
+    let before = snapshot(&[a.pid()]);
+    let ga = format!("g1={}", a.pid());
+    // Count the steps of a complete apply.
+    let state = dir.path().join("count");
+    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let steps = journal_len(&state);
+    assert!(steps >= 4, "partition, load balance, affinity, move, sched: {steps}");
+    assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()])).status.code(), Some(0));
+    assert_eq!(snapshot(&[a.pid()]), before);
+
+    for n in 1..=steps {
+        let state = dir.path().join(format!("crash{n}"));
+        let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]).env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
+        assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
+        assert_eq!(journal_len(&state), n, "the journal holds every step up to the crash");
+        let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
+        assert_eq!(o.status.code(), Some(0), "step {n}: {}", text(&o));
+        assert_eq!(snapshot(&[a.pid()]), before, "after a crash at step {n} and revert");
+    }
+}
+
+#[test]
+fn kernel_refusal_halfway_rolls_back_and_explains() {
+    let _g = serial();
+    let (a, b) = (Sleeper::start(), Sleeper::start());
+    let core = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    // g2's runtime is below the kernel's 1024 ns minimum: sched_setattr fails with EINVAL after
+    // g1 was fully applied.
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]));
+    let state = dir.path().join("state");
+    let before = snapshot(&[a.pid(), b.pid()]);
+    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &format!("g1={}", a.pid()), "--pid", &format!("g2={}", b.pid())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("EINVAL") && err.contains("runtime <= deadline") && err.contains("rolled back"), "{err}");
+    assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
+    assert!(!journal_exists(&state));
+}
+
+#[test]
+fn bad_inputs_exit_2_and_change_nothing() {
+    let _g = serial();
+    let a = Sleeper::start();
+    let core = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let good = write(dir.path(), "good.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
+    let before = snapshot(&[a.pid()]);
+    let ga = format!("g1={}", a.pid());
+
+    let stale = {
+        let mut s = Sleeper::start();
+        let pid = s.pid();
+        let _ = s.0.kill();
+        let _ = s.0.wait();
+        pid
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![good.display().to_string(), "--pid".into(), format!("g1={stale}")], "does not exist"),
+        (vec![good.display().to_string(), "--vm".into(), format!("g1={}/missing.qmp", dir.path().display())], "no such socket"),
+        (vec![good.display().to_string(), "--pid".into(), format!("nosuch={}", a.pid())], "not in the plan"),
+        (vec![write(dir.path(), "far.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, 999)])).display().to_string(), "--pid".into(), ga.clone()], "does not fit this host's cores"),
+        (vec![write(dir.path(), "full.json", &plan_json(&[("g1", 9_900_000, 10_000_000, 10_000_000, core)])).display().to_string(), "--pid".into(), ga.clone()], "does not fit core"),
+        (vec![write(dir.path(), "infeasible.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]).replace("\"feasible\":true", "\"feasible\":false")).display().to_string(), "--pid".into(), ga.clone()], "not feasible"),
+        (vec![write(dir.path(), "broken.json", "{\"schema\":\"rtvirt.plan/v1\",\"feasible\":3}").display().to_string(), "--pid".into(), ga.clone()], "broken.json"),
+        (vec![good.display().to_string(), "--pid".into(), "g1=abc".into()], "not a thread id"),
+        (vec![good.display().to_string()], "no guest to apply"),
+    ];
+    for (args, msg) in cases {
+        let mut c = rtvirt(&["host", "apply", "--state-dir", state_s]);
+        c.args(&args);
+        let o = run(&mut c);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(msg), "{args:?} should say {msg:?}: {}", text(&o));
+        assert_eq!(snapshot(&[a.pid()]), before, "{args:?} changed nothing");
+        assert!(!journal_exists(&state));
+    }
+    // dry run: lint and list, change nothing
+    let o = run(rtvirt(&["host", "apply", "--state-dir", state_s, "--dry-run", good.to_str().unwrap(), "--pid", &ga]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Would change"), "{}", text(&o));
+    assert_eq!(snapshot(&[a.pid()]), before);
+    // revert with nothing journaled is fine
+    assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state_s])).status.code(), Some(0));
+}
