@@ -275,6 +275,7 @@ mod tests {
         if !rt::is_root() || find("cpuset").is_none() {
             return;
         }
+        let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let cpu = *crate::cpus::allowed().last().unwrap();
         let g = ExclusiveCpus::create(&[cpu]).unwrap();
         let dirs: Vec<PathBuf> = g.cpus.iter().map(|(_, d)| d.clone()).collect();
@@ -301,6 +302,7 @@ mod tests {
         if !rt::is_root() || find("cpuset").is_none() {
             return;
         }
+        let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let g = ContainerCgroup::create(&[0]).unwrap();
         let dirs = g.dirs();
         assert!(dirs.iter().all(|d| d.exists()));

@@ -181,6 +181,7 @@ mod tests {
         if !crate::rt::is_root() {
             return;
         }
+        let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let cpu = *crate::cpus::allowed().last().unwrap();
         let c = Container::create(&[cpu]).unwrap();
         let out = c

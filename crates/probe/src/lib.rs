@@ -19,6 +19,11 @@ pub mod net;
 pub mod error;
 pub mod rt;
 pub mod signals;
+pub mod tasks;
 pub mod timer;
 
 pub use error::{Error, Result};
+
+/// Serialises unit tests that create exclusive cpusets (two cannot hold the same CPU).
+#[cfg(test)]
+pub(crate) static TEST_CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());

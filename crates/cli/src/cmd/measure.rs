@@ -27,6 +27,9 @@ pub enum What {
     /// Request/response latency over UDP or TCP (server and client), paced or back-to-back.
     #[command(subcommand)]
     Net(NetWhat),
+    /// Periodic task sets of a scenario's guests, each guest's vCPU thread under its planned
+    /// SCHED_DEADLINE reservation on its planned core: jobs, misses, DSR, response times.
+    Tasks(TasksArgs),
 }
 
 /// Where the measurement runs.
@@ -157,6 +160,27 @@ pub struct ClientArgs {
     pub common: Common,
 }
 
+#[derive(Args)]
+pub struct TasksArgs {
+    /// Scenario file (TOML). Without it, the embedded default scenario is used.
+    pub scenario: Option<PathBuf>,
+    /// Plan (JSON from `rtvirt plan --format json`). Without it, the scenario is planned here.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// When planning here: one rho for every task (overrides the scenario's rhos); without it,
+    /// the scenario's rhos (or WCET).
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// How long to run the task sets.
+    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    pub duration: Nanos,
+    /// Seed of the execution-time draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub common: Common,
+}
+
 pub fn parse_nanos(s: &str) -> Result<Nanos, String> {
     Nanos::parse(s)
 }
@@ -173,6 +197,7 @@ pub fn run(a: MeasureArgs) -> CmdResult {
         What::Timer(t) => run_timer(t),
         What::Net(NetWhat::Server(s)) => run_server(s),
         What::Net(NetWhat::Client(c)) => run_client(c),
+        What::Tasks(t) => run_tasks(t),
     }
 }
 
@@ -251,6 +276,50 @@ fn run_timer(a: TimerArgs) -> CmdResult {
     let footer = format!("missed periods: {}", results.extra.get("missed_periods").cloned().unwrap_or_default());
     output(&results, a.common.format, a.interval_report.is_some(), "timer latency", &rows, &footer)?;
     Ok(Outcome::Ok)
+}
+
+fn run_tasks(a: TasksArgs) -> CmdResult {
+    let scenario = crate::cli_common::load_scenario(a.scenario.as_deref())?;
+    let plan = match (&a.plan, a.rho) {
+        (Some(_), Some(_)) => anyhow::bail!("--rho applies when planning here; a --plan file was already planned"),
+        (Some(path), None) => {
+            let p = rtvirt_model::plan::Plan::from_file(path)?;
+            p.check_matches(&scenario).map_err(|e| e.in_file(path))?;
+            p
+        }
+        (None, rho) => {
+            if let Some(r) = rho {
+                if !(r > 0.0 && r <= 1.0) {
+                    anyhow::bail!("--rho {r}: expected 0 < rho <= 1");
+                }
+            }
+            let opts = rtvirt_analysis::planner::PlanOptions::default();
+            rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
+        }
+    };
+    let cfg = rtvirt_probe::tasks::TasksConfig { duration: a.duration, seed: a.seed, force: a.common.force };
+    if a.common.r#in == Where::Container {
+        let cores: Vec<u32> = plan.guests.iter().filter_map(|g| g.core).collect();
+        return rerun_in_container(&cores);
+    }
+    progress(a.duration, &format!("running {} guest(s) of \"{}\" under their reservations", scenario.guests.len(), scenario.name));
+    let results = with_loads(&a.common, || Ok(rtvirt_probe::tasks::run(&scenario, &plan, &cfg)?))?;
+    match a.common.format {
+        Format::Json => print_json(&results)?,
+        Format::Table => {
+            println!("{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}", "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max");
+            for t in &results.tasks {
+                let us = |v: u64| format!("{:.0}us", v as f64 / 1e3);
+                println!("{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}", t.guest, t.name, t.jobs, t.misses, t.dsr, us(t.response_ns.p50), us(t.response_ns.p99), us(t.response_ns.max));
+            }
+            for g in &results.guests {
+                println!("{}: core {} reservation {} used {:.1}% CPU", g.name, g.extra["core"], g.extra["reservation"], g.utilisation * 100.0);
+            }
+            println!("overall DSR {:.4} ({} jobs, {} misses)", results.extra["dsr"].as_f64().unwrap_or(0.0), results.extra["jobs"], results.extra["misses"]);
+        }
+    }
+    let misses = results.extra["misses"].as_u64().unwrap_or(0);
+    Ok(if misses > 0 && plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet")) { Outcome::Failed } else { Outcome::Ok })
 }
 
 fn run_server(a: ServerArgs) -> CmdResult {

@@ -1,0 +1,153 @@
+//! `measure tasks`: the sched_test_app of SEEDS 5 under real reservations. Each guest of the
+//! scenario is a "vCPU" thread (a thread group of this process) that gets the guest's reservation
+//! from the plan - SCHED_DEADLINE runtime = budget, deadline, period - pinned to its planned core
+//! (each used core in its own exclusive cpuset, the SCHED_DEADLINE root-domain requirement), and
+//! runs the guest's periodic tasks under a user-level EDF or FP scheduler ([`guest`]) with work
+//! calibrated on that core ([`work`]). Jobs, misses, DSR and response times come out per task in
+//! the simulator's schema (`Results.tasks`), so that `rtvirt simulate` and this can be compared.
+
+pub mod guest;
+pub mod work;
+
+use crate::error::{Error, Result};
+use crate::rt::{self, Reservation, Sched};
+use rtvirt_model::plan::Plan;
+use rtvirt_model::results::{GuestResult, Results, TaskResult};
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct TasksConfig {
+    pub duration: Nanos,
+    /// Seed of the execution-time draws.
+    pub seed: u64,
+    /// Allow runs over one hour.
+    pub force: bool,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false }
+    }
+}
+
+/// A guest's reservation and core as taken from the plan.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    core: u32,
+    reservation: Reservation,
+}
+
+/// Check the plan against the scenario and this machine; the placement of every guest.
+fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
+    let allowed = crate::cpus::allowed();
+    s.guests
+        .iter()
+        .map(|g| {
+            let p = plan.guest(&g.name).ok_or_else(|| Error::input("--plan", format!("the plan has no guest \"{}\"", g.name)))?;
+            let core = p.core.ok_or_else(|| Error::input("--plan", format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name)))?;
+            if !allowed.contains(&core) {
+                return Err(Error::input("--plan", format!("guest \"{}\" is planned on core {core}, which this machine does not have (usable CPUs: {})", g.name, crate::cpus::format_list(&allowed))));
+            }
+            if p.budget_ns == 0 {
+                return Err(Error::input("--plan", format!("guest \"{}\" has a zero budget", g.name)));
+            }
+            Ok(Placement { core, reservation: Reservation { runtime_ns: p.budget_ns, deadline_ns: p.deadline_ns, period_ns: p.period_ns } })
+        })
+        .collect()
+}
+
+/// Run every guest of `s` under its planned reservation for `cfg.duration`.
+pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
+    plan.check_matches(s).map_err(|e| Error::Input(e.under("plan")))?;
+    if cfg.duration.0 == 0 || (cfg.duration > Nanos::from_secs(3600) && !cfg.force) {
+        return Err(Error::input("--duration", format!("{} must be > 0 and at most 1h without --force", cfg.duration)));
+    }
+    let places = placements(s, plan)?;
+    let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let _mem = rt::MemoryLock::acquire()?;
+    let exclusive = crate::cgroup::ExclusiveCpus::create(&cores)?;
+    let start = rt::now_ns() + 300_000_000; // calibration and setup of every vCPU first
+    let end = start + cfg.duration.0;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
+    let outcomes: Vec<Result<guest::GuestOutcome>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = s
+            .guests
+            .iter()
+            .zip(&places)
+            .enumerate()
+            .map(|(gi, (g, p))| {
+                let (ex, stop, wd) = (&exclusive, &*stop, &watchdog);
+                std::thread::Builder::new()
+                    .name(format!("rtvirt-vcpu-{}", g.name))
+                    .spawn_scoped(sc, move || -> Result<guest::GuestOutcome> {
+                        let fail = |e: Error| {
+                            stop.store(true, Ordering::SeqCst);
+                            e
+                        };
+                        ex.enter(p.core).map_err(fail)?;
+                        rt::pin_current_thread(p.core).map_err(fail)?;
+                        let per_ns = work::calibrate();
+                        wd.register_current();
+                        rt::set_sched(0, Sched::Deadline(p.reservation)).map_err(fail)?;
+                        rt::sleep_until(start);
+                        let out = guest::run_tasks(g, per_ns, cfg.seed.wrapping_add(gi as u64 * 1000), start, end, stop);
+                        let _ = rt::set_sched(0, Sched::Other);
+                        Ok(out)
+                    })
+                    .expect("spawn vCPU thread")
+            })
+            .collect();
+        while rt::now_ns() < end && !stop.load(Ordering::Relaxed) {
+            if crate::signals::interrupted() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("vCPU thread panicked".into())))).collect()
+    });
+    let runaways = watchdog.finish();
+    drop(exclusive);
+    let outcomes = outcomes.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(assemble(s, plan, &places, outcomes, cfg, runaways))
+}
+
+fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<guest::GuestOutcome>, cfg: &TasksConfig, runaways: Vec<i32>) -> Results {
+    let mut r = Results::new("tasks", cfg.duration.0);
+    r.seed = Some(cfg.seed);
+    r.label = Some(s.name.clone());
+    for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
+        for (t, (jobs, misses, unfinished, hist)) in g.tasks.iter().zip(o.tasks) {
+            let mut tr = TaskResult { guest: g.name.clone(), name: t.name.clone(), jobs, misses, dsr: TaskResult::dsr_of(jobs, misses), response_ns: hist.summary(), ..Default::default() };
+            tr.extra.insert("unfinished".into(), unfinished.into());
+            r.tasks.push(tr);
+        }
+        let mut gr = GuestResult { name: g.name.clone(), cpu_time_ns: o.cpu_time_ns, utilisation: o.cpu_time_ns as f64 / cfg.duration.0 as f64, ..Default::default() };
+        gr.extra.insert("core".into(), p.core.into());
+        gr.extra.insert("reservation".into(), serde_json::to_value(p.reservation).unwrap_or_default());
+        gr.extra.insert("work_iterations_per_ns".into(), o.iters_per_ns.into());
+        r.guests.push(gr);
+    }
+    let (jobs, misses): (u64, u64) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
+    r.extra.insert("jobs".into(), jobs.into());
+    r.extra.insert("misses".into(), misses.into());
+    r.extra.insert("dsr".into(), TaskResult::dsr_of(jobs, misses).into());
+    r.extra.insert("plan".into(), serde_json::json!({"feasible": plan.feasible, "max_rho": plan.max_rho, "settings": plan.settings}));
+    if !runaways.is_empty() {
+        r.extra.insert("runaway_threads_demoted".into(), runaways.into());
+    }
+    if crate::signals::interrupted() {
+        r.extra.insert("interrupted".into(), true.into());
+    }
+    r.environment = Some(crate::environment::collect());
+    r
+}
+
+#[cfg(test)]
+mod tests;
