@@ -40,6 +40,10 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
         assert!(html.contains(&format!("data-chart=\"{kind}\"")), "no {kind} chart");
     }
     assert!(html.contains("measured: timer idle") && html.contains("measured: timer + syscall load"));
+    let tasks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
+    assert_eq!(tasks["kind"], "tasks");
+    assert_eq!(tasks["tasks"].as_array().map(|t| t.len()), Some(15), "every task of the default scenario");
+    assert!(html.contains("measured (plan&#39;s reservations)"), "the task run is compared with the simulation");
 }
 
 #[test]

@@ -33,6 +33,23 @@ fn net_result(dir: &Path) -> PathBuf {
     p.unwrap()
 }
 
+fn scenario(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name).display().to_string()
+}
+
+#[test]
+fn report_of_real_network_simulations_compares_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let vanilla = produce(d, "vanilla.json", &["simulate", &scenario("seeds1_vanilla_hr.toml"), "--duration", "1s", "--format", "json"]);
+    let outsourcing = produce(d, "outsourcing.json", &["simulate", &scenario("seeds1_outsourcing_hr.toml"), "--duration", "1s", "--format", "json"]);
+    let out = rtvirt().args(["report", "-o", "-"]).args([&vanilla, &outsourcing]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(html.contains("data-chart=\"segments\"") && html.contains("Flow critical: end-to-end latency"));
+    assert!(html.contains("seeds1_vanilla_hr / critical") && html.contains("seeds1_outsourcing_hr / critical"));
+}
+
 #[test]
 fn report_of_real_plan_simulation_and_measurements() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,11 +12,13 @@ use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec};
+use rtvirt_probe::tasks::TasksConfig;
 use rtvirt_probe::timer::{self, TimerConfig};
 use rtvirt_report::units::fmt_ns;
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Args)]
@@ -90,7 +92,14 @@ impl Demo {
         let _ = std::io::stderr().flush();
         let start = Instant::now();
         let took = |s: Instant| format!("{:.1}s", s.elapsed().as_secs_f64());
-        match f(self) {
+        let done = AtomicBool::new(false);
+        let outcome = std::thread::scope(|sc| {
+            sc.spawn(|| tick_while_running(&done));
+            let r = f(self);
+            done.store(true, Ordering::SeqCst);
+            r
+        });
+        match outcome {
             Ok(Step::Done(files)) => {
                 let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
                 eprintln!("done in {} -> {}", took(start), names.join(", "));
@@ -163,7 +172,12 @@ impl Demo {
         if self.args.no_measure {
             return Ok(Step::Skipped("--no-measure".into()));
         }
-        Ok(Step::Skipped("rtvirt-probe has no periodic task workload yet (`rtvirt measure tasks`, issue 5); the report compares the simulation with the timer measurements only".into()))
+        let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to run the tasks under") };
+        let cfg = TasksConfig { duration: self.args.measure_time, seed: 1, force: false };
+        let mut r = rtvirt_probe::tasks::run(&self.scenario, plan, &cfg)?;
+        r.label = Some("measured (plan's reservations)".into());
+        add_uniform_rho(&mut r, &self.scenario);
+        Ok(Step::Done(vec![self.keep("measured_tasks.json", &r)?]))
     }
 
     fn report_step(&mut self) -> anyhow::Result<Step> {
@@ -204,6 +218,19 @@ fn summary_line(r: &Results) -> String {
     }
     let (jobs, misses) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
     format!("{label}: {jobs} jobs, {misses} deadline misses, DSR {:.4}", rtvirt_model::results::TaskResult::dsr_of(jobs, misses))
+}
+
+/// Print a dot every second until `done`, so that long steps show they are alive.
+fn tick_while_running(done: &AtomicBool) {
+    let mut waited = 0;
+    while !done.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+        if waited % 10 == 0 && !done.load(Ordering::SeqCst) {
+            eprint!(".");
+            let _ = std::io::stderr().flush();
+        }
+    }
 }
 
 fn write_json<T: serde::Serialize>(p: &Path, v: &T) -> anyhow::Result<()> {
