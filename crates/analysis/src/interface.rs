@@ -37,12 +37,41 @@ impl Model {
         }
     }
 
-    /// The resource with budget `theta` per `period` that the least-budget search explores:
-    /// PRM `(Pi, Theta, Pi)`, EDP `(Pi, Theta, Theta)` (the most supply for that budget).
+    /// The budget family the least-bandwidth search explores: PRM `(Pi, Theta, Pi)`, EDP
+    /// `(Pi, Theta, Theta)` (the most supply for that budget).
+    fn family(self) -> Family {
+        match self {
+            Model::Prm => Family::Prm,
+            Model::Edp => Family::EdpTight,
+        }
+    }
+}
+
+/// A one-parameter family of resources over the budget `Theta`, each with sbf non-decreasing in
+/// `Theta` at every t (what makes the bisection over `Theta` exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `(Pi, Theta, Pi)`: Shin & Lee's periodic resource.
+    Prm,
+    /// `(Pi, Theta, Theta)`: EDP with the deadline at the budget.
+    EdpTight,
+    /// `(Pi, Theta, Delta)` with a fixed deadline `Delta` (`Theta <= Delta`).
+    EdpDeadline(u64),
+}
+
+impl Family {
     fn supply(self, period: u64, theta: u64) -> Edp {
         match self {
-            Model::Prm => Edp::prm(period, theta),
-            Model::Edp => Edp { period, budget: theta, deadline: theta },
+            Family::Prm => Edp::prm(period, theta),
+            Family::EdpTight => Edp { period, budget: theta, deadline: theta },
+            Family::EdpDeadline(d) => Edp { period, budget: theta, deadline: d },
+        }
+    }
+    /// Largest budget of the family for this period.
+    fn max_budget(self, period: u64) -> u64 {
+        match self {
+            Family::EdpDeadline(d) => d.min(period),
+            _ => period,
         }
     }
 }
@@ -70,7 +99,7 @@ impl Interface {
 
 /// Least `theta` in `[lo, hi]` with `sbf(t) >= demand` on `model.supply(period, theta)`, by
 /// bisection (sbf at fixed t is non-decreasing in theta); None if `hi` does not suffice.
-fn least_theta_at(model: Model, period: u64, t: u64, demand: u128, lo: u64, hi: u64) -> Option<u64> {
+fn least_theta_at(model: Family, period: u64, t: u64, demand: u128, lo: u64, hi: u64) -> Option<u64> {
     let ok = |theta: u64| model.supply(period, theta).sbf(t) as u128 >= demand;
     if lo > hi || !ok(hi) {
         return None;
@@ -89,18 +118,19 @@ fn least_theta_at(model: Model, period: u64, t: u64, demand: u128, lo: u64, hi: 
 
 /// Least integer budget for EDF on the model's resource with this period (Shin & Lee 2003,
 /// Theorem 1; Easwaran et al. 2007, Theorem 1 for EDP). None: not even `Theta = Pi` suffices.
-pub fn min_budget_edf(tasks: &[Sporadic], model: Model, period: u64) -> Option<u64> {
+pub fn min_budget_edf(tasks: &[Sporadic], model: Family, period: u64) -> Option<u64> {
+    let top = model.max_budget(period);
     let horizon = edf_horizon(tasks);
     let until = |theta: u64| linear_horizon(tasks, &model.supply(period, theta)).map_or(horizon, |t| t.min(horizon));
     // Theta >= U Pi is necessary (with less, dbf overtakes sbf by t = LCM).
-    let mut theta = ((utilisation(tasks) * period as f64 * (1.0 - 1e-9)).floor() as u64).min(period);
+    let mut theta = ((utilisation(tasks) * period as f64 * (1.0 - 1e-9)).floor() as u64).min(top);
     let mut stop = until(theta);
     for (t, demand) in DeadlineWalk::new(tasks) {
         if t > stop {
             break;
         }
         if (model.supply(period, theta).sbf(t) as u128) < demand {
-            theta = least_theta_at(model, period, t, demand, theta + 1, period)?;
+            theta = least_theta_at(model, period, t, demand, theta + 1, top)?;
             stop = until(theta);
         }
     }
@@ -109,7 +139,8 @@ pub fn min_budget_edf(tasks: &[Sporadic], model: Model, period: u64) -> Option<u
 
 /// Least integer budget for FP (tasks sorted by decreasing priority) on the model's resource
 /// (Shin & Lee 2003, Theorem 4): the max over tasks of the min over their scheduling points.
-pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Model, period: u64) -> Option<u64> {
+pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Family, period: u64) -> Option<u64> {
+    let top = model.max_budget(period);
     let mut theta = 0;
     for i in 0..tasks_by_priority.len() {
         let points = fp_points(tasks_by_priority, i);
@@ -118,7 +149,7 @@ pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Model, period: u64) 
         }
         let mut best: Option<u64> = None;
         for &(t, r) in &points {
-            let hi = best.map_or(period, |b| b - 1);
+            let hi = best.map_or(top, |b| b - 1);
             if let Some(v) = least_theta_at(model, period, t, r, theta + 1, hi) {
                 best = Some(v);
             }
@@ -130,6 +161,11 @@ pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Model, period: u64) 
 
 /// Least budget for the guest's scheduler (FP: tasks sorted by decreasing priority).
 pub fn min_budget(tasks: &[Sporadic], sched: GuestScheduler, model: Model, period: u64) -> Option<u64> {
+    min_budget_in(tasks, sched, model.family(), period)
+}
+
+/// Least budget within a resource family (FP: tasks sorted by decreasing priority).
+pub fn min_budget_in(tasks: &[Sporadic], sched: GuestScheduler, model: Family, period: u64) -> Option<u64> {
     match sched {
         GuestScheduler::Edf => min_budget_edf(tasks, model, period),
         GuestScheduler::Fp => min_budget_fp(tasks, model, period),
@@ -185,6 +221,33 @@ pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, c
     Some(Interface { period, budget, deadline })
 }
 
+/// Deadlines tried for the EDP menu: `Pi k / EDP_MENU_STEPS`, k = 1..=EDP_MENU_STEPS.
+pub const EDP_MENU_STEPS: u64 = 8;
+
+/// EDP alternatives at the chosen period, least bandwidth first: the least-bandwidth interface
+/// `best`, then for deadlines `Delta = Pi k / 8` above its deadline the least budget with that
+/// deadline (Easwaran et al. 2007), keeping only those that are not dominated (a larger budget
+/// must buy a larger deadline). A larger deadline costs bandwidth but lowers the density
+/// `Theta / Delta`, which is what lets servers share a core; the partitioner picks per core the
+/// cheapest alternative that the core admits.
+pub fn edp_menu(tasks: &[Sporadic], sched: GuestScheduler, best: Interface) -> Vec<Interface> {
+    let mut menu = vec![best];
+    for k in 1..=EDP_MENU_STEPS {
+        let deadline = best.period * k / EDP_MENU_STEPS;
+        let last = menu[menu.len() - 1];
+        if deadline <= last.deadline {
+            continue;
+        }
+        if let Some(budget) = min_budget_in(tasks, sched, Family::EdpDeadline(deadline), best.period) {
+            let d = max_deadline(tasks, sched, best.period, budget);
+            if d > last.deadline {
+                menu.push(Interface { period: best.period, budget, deadline: d });
+            }
+        }
+    }
+    menu
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,8 +263,12 @@ mod tests {
     }
 
     /// Every integer budget, each checked at every integer t.
-    fn oracle_min_budget(ts: &[Sporadic], sched: GuestScheduler, model: Model, p: u64) -> Option<u64> {
-        (0..=p).find(|&b| oracle_ok(ts, sched, &model.supply(p, b)))
+    fn oracle_min_budget(ts: &[Sporadic], sched: GuestScheduler, model: Family, p: u64) -> Option<u64> {
+        (0..=model.max_budget(p)).find(|&b| oracle_ok(ts, sched, &model.supply(p, b)))
+    }
+
+    fn family() -> impl Strategy<Value = Family> {
+        prop_oneof![Just(Family::Prm), Just(Family::EdpTight), (1u64..10).prop_map(Family::EdpDeadline)]
     }
 
     fn sched() -> impl Strategy<Value = GuestScheduler> {
@@ -211,9 +278,24 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         #[test]
-        fn min_budget_matches_exhaustive_scan(ts in taskset(), s in sched(), p in 1u64..10,
-                                              m in prop::sample::select(vec![Model::Prm, Model::Edp])) {
-            prop_assert_eq!(min_budget(&ts, s, m, p), oracle_min_budget(&ts, s, m, p));
+        fn min_budget_matches_exhaustive_scan(ts in taskset(), s in sched(), p in 1u64..10, f in family()) {
+            let f = match f { Family::EdpDeadline(d) => Family::EdpDeadline(d.min(p)), f => f };
+            prop_assert_eq!(min_budget_in(&ts, s, f, p), oracle_min_budget(&ts, s, f, p));
+        }
+
+        #[test]
+        fn edp_menu_is_feasible_and_trades_bandwidth_for_deadline(ts in taskset(), s in sched(), p in 1u64..12) {
+            if let Some(best) = best_interface(&ts, s, Model::Edp, &[p]) {
+                let menu = edp_menu(&ts, s, best);
+                prop_assert_eq!(menu[0], best);
+                for w in menu.windows(2) {
+                    prop_assert!(w[0].budget < w[1].budget && w[0].deadline < w[1].deadline);
+                }
+                for i in &menu {
+                    prop_assert!(i.budget <= i.deadline && i.deadline <= i.period);
+                    prop_assert!(oracle_ok(&ts, s, &i.as_supply()));
+                }
+            }
         }
 
         #[test]
@@ -239,7 +321,7 @@ mod tests {
         #[test]
         fn chosen_period_has_least_bandwidth(ts in taskset(), s in sched(), ps in prop::collection::vec(1u64..12, 1..5)) {
             let got = best_interface(&ts, s, Model::Prm, &ps);
-            let options: Vec<(u64, u64)> = ps.iter().filter_map(|&p| oracle_min_budget(&ts, s, Model::Prm, p).map(|b| (p, b))).collect();
+            let options: Vec<(u64, u64)> = ps.iter().filter_map(|&p| oracle_min_budget(&ts, s, Family::Prm, p).map(|b| (p, b))).collect();
             match got {
                 None => prop_assert!(options.is_empty()),
                 Some(i) => {

@@ -7,6 +7,10 @@
 //! constrained-deadline sporadic tasks `(C = Theta, D = Delta, T = Pi)` under the host core's EDF
 //! (SCHED_DEADLINE), pass the exact processor-demand test (Baruah, Rosier & Howell 1990; with
 //! implicit deadlines it reduces to `U <= 1`).
+//!
+//! A guest may offer several interfaces, least bandwidth first (EDP: larger deadlines for more
+//! budget, see `interface::edp_menu`); on each core tried, the cheapest one the core admits is
+//! taken. The decreasing orders sort by the least bandwidth.
 
 use crate::dbf::Sporadic;
 use crate::interface::Interface;
@@ -73,23 +77,24 @@ fn preference(cores: &[Core], h: Heuristic) -> Vec<usize> {
     ids
 }
 
-/// Place each server (None: the guest has no interface) on one of `cores` cores; returns each
-/// server's core, None where it did not fit.
-pub fn partition(servers: &[Option<Interface>], cores: u32, cap: f64, h: Heuristic) -> Vec<Option<u32>> {
+/// Place each guest, given its interfaces least bandwidth first (empty: no interface), on one of
+/// `cores` cores; returns each guest's core and the interface it got, None where it did not fit.
+pub fn partition(servers: &[Vec<Interface>], cores: u32, cap: f64, h: Heuristic) -> Vec<Option<(u32, Interface)>> {
     let mut order: Vec<usize> = (0..servers.len()).collect();
     if h.decreasing() {
-        let bw = |i: usize| servers[i].map_or(f64::INFINITY, |s| s.bandwidth());
+        let bw = |i: usize| servers[i].first().map_or(f64::INFINITY, |s| s.bandwidth());
         order.sort_by(|&a, &b| bw(b).total_cmp(&bw(a)).then(a.cmp(&b)));
     }
     let mut state: Vec<Core> = (0..cores).map(|_| Core { servers: vec![], bandwidth: 0.0 }).collect();
     let mut placed = vec![None; servers.len()];
     for i in order {
-        let Some(server) = servers[i] else { continue };
-        let task = server.as_task();
-        if let Some(c) = preference(&state, h).into_iter().find(|&c| admits(&state[c].servers, task, cap)) {
-            state[c].servers.push(task);
+        let fit = preference(&state, h)
+            .into_iter()
+            .find_map(|c| servers[i].iter().find(|s| admits(&state[c].servers, s.as_task(), cap)).map(|s| (c, *s)));
+        if let Some((c, server)) = fit {
+            state[c].servers.push(server.as_task());
             state[c].bandwidth += server.bandwidth();
-            placed[i] = Some(c as u32);
+            placed[i] = Some((c as u32, server));
         }
     }
     placed
@@ -102,8 +107,12 @@ mod tests {
     use crate::dbf::edf_horizon;
     use proptest::prelude::*;
 
-    fn iface(budget: u64, deadline: u64, period: u64) -> Option<Interface> {
-        Some(Interface { period, budget, deadline })
+    fn iface(budget: u64, deadline: u64, period: u64) -> Vec<Interface> {
+        vec![Interface { period, budget, deadline }]
+    }
+
+    fn cores(p: Vec<Option<(u32, Interface)>>) -> Vec<Option<u32>> {
+        p.into_iter().map(|x| x.map(|(c, _)| c)).collect()
     }
 
     proptest! {
@@ -126,14 +135,14 @@ mod tests {
     fn heuristics_place_as_their_names_say() {
         let s = [iface(5, 10, 10), iface(3, 10, 10), iface(4, 10, 10), iface(2, 10, 10)];
         // BFD: 0.5 -> c0, 0.4 -> c0 (0.9), 0.3 -> c1, 0.2 -> c1
-        assert_eq!(partition(&s, 3, 0.95, Heuristic::Bfd), vec![Some(0), Some(1), Some(0), Some(1)]);
+        assert_eq!(cores(partition(&s, 3, 0.95, Heuristic::Bfd)), vec![Some(0), Some(1), Some(0), Some(1)]);
         // WFD spreads: 0.5 -> c0, 0.4 -> c1, 0.3 -> c2, 0.2 -> c2 (0.5 vs 0.4 vs 0.3)
-        assert_eq!(partition(&s, 3, 0.95, Heuristic::Wfd), vec![Some(0), Some(2), Some(1), Some(2)]);
+        assert_eq!(cores(partition(&s, 3, 0.95, Heuristic::Wfd)), vec![Some(0), Some(2), Some(1), Some(2)]);
         // FF in order: 0.5 c0, 0.3 c0, 0.4 c1, 0.2 c1
-        assert_eq!(partition(&s, 3, 0.95, Heuristic::Ff), vec![Some(0), Some(0), Some(1), Some(1)]);
+        assert_eq!(cores(partition(&s, 3, 0.95, Heuristic::Ff)), vec![Some(0), Some(0), Some(1), Some(1)]);
         // cap: 0.5 + 0.5 > 0.95
-        assert_eq!(partition(&[iface(5, 10, 10), iface(5, 10, 10)], 1, 0.95, Heuristic::Bfd), vec![Some(0), None]);
-        assert_eq!(partition(&[None, iface(1, 10, 10)], 1, 0.95, Heuristic::Bfd), vec![None, Some(0)]);
+        assert_eq!(cores(partition(&[iface(5, 10, 10), iface(5, 10, 10)], 1, 0.95, Heuristic::Bfd)), vec![Some(0), None]);
+        assert_eq!(cores(partition(&[vec![], iface(1, 10, 10)], 1, 0.95, Heuristic::Bfd)), vec![None, Some(0)]);
     }
 
     #[test]
@@ -144,5 +153,10 @@ mod tests {
         assert!(!admits(&[a], a, 0.95));
         let b = Interface { period: 10, budget: 3, deadline: 6 }.as_task();
         assert!(admits(&[a], b, 0.95));
+        // a menu: the tight alternative does not fit next to `a`, the looser one does
+        let menu = vec![Interface { period: 10, budget: 3, deadline: 3 }, Interface { period: 10, budget: 4, deadline: 8 }];
+        let first = vec![Interface { period: 10, budget: 3, deadline: 3 }];
+        let got = partition(&[first, menu], 1, 0.95, Heuristic::Ff);
+        assert_eq!(got[1], Some((0, Interface { period: 10, budget: 4, deadline: 8 })));
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
 use crate::dbf::Sporadic;
-use crate::interface::{best_interface, Interface, Model};
+use crate::interface::{best_interface, edp_menu, Interface, Model};
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
 use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, TaskPlan, PLAN_SCHEMA};
@@ -36,10 +36,12 @@ pub struct Planned {
     pub unplaced: Vec<Unplaced>,
 }
 
-/// One guest analysed: its task budgets and its least interface (None: no candidate period works).
+/// One guest analysed: its task budgets and its least interface (None: no candidate period works)
+/// with the alternatives the partitioner may use instead (EDP: larger deadlines), least first.
 struct GuestAnalysis {
     budgets: Vec<TaskBudget>,
     interface: Option<Interface>,
+    menu: Vec<Interface>,
     /// Sum of c / T (for messages).
     utilisation: f64,
 }
@@ -64,8 +66,13 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
     let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
     let interface = best_interface(&tasks, g.scheduler, o.model, &candidates);
+    let menu = match (interface, o.model) {
+        (None, _) => vec![],
+        (Some(i), Model::Prm) => vec![i],
+        (Some(i), Model::Edp) => edp_menu(&tasks, g.scheduler, i),
+    };
     let utilisation = crate::dbf::utilisation(&tasks);
-    GuestAnalysis { budgets, interface, utilisation }
+    GuestAnalysis { budgets, interface, menu, utilisation }
 }
 
 fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
@@ -84,11 +91,12 @@ fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
         .collect()
 }
 
-/// The guest's plan entry. Without an interface it is shown as a whole core at the largest
-/// candidate period (it needs at least that).
-fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, core: Option<u32>) -> GuestPlan {
+/// The guest's plan entry: the interface it was placed with, else its least one. Without an
+/// interface it is shown as a whole core at the largest candidate period (it needs at least that).
+fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, Interface)>) -> GuestPlan {
     let fallback = g.server_periods.candidates(&g.tasks).last().map_or(1, |p| p.0);
-    let i = a.interface.unwrap_or(Interface { period: fallback, budget: fallback, deadline: fallback });
+    let core = placed.map(|p| p.0);
+    let i = placed.map(|p| p.1).or(a.interface).unwrap_or(Interface { period: fallback, budget: fallback, deadline: fallback });
     GuestPlan {
         name: g.name.clone(),
         scheduler: g.scheduler.as_str().to_string(),
@@ -151,7 +159,7 @@ pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Plann
     let cores = o.cores.unwrap_or(s.host.cores);
     let cap = s.host.bandwidth_cap;
     let analyses: Vec<GuestAnalysis> = s.guests.par_iter().map(|g| analyse_guest(g, o, uniform_rho)).collect();
-    let servers: Vec<Option<Interface>> = analyses.iter().map(|a| a.interface).collect();
+    let servers: Vec<Vec<Interface>> = analyses.iter().map(|a| a.menu.clone()).collect();
     let placed = partition(&servers, cores, cap, o.heuristic);
     let guests: Vec<GuestPlan> =
         s.guests.iter().zip(&analyses).zip(&placed).map(|((g, a), &c)| guest_plan(g, a, o.model, c)).collect();

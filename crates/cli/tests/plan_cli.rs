@@ -1,0 +1,257 @@
+//! `rtvirt plan` end to end: outputs, exit codes, every bad-input class (exit 2 naming
+//! file/line/field), infeasible plans (exit 1 naming the guests), emitted settings.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rtvirt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).current_dir(repo()).output().expect("run rtvirt")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const GOOD: &str = r#"name = "t"
+[host]
+cores = 1
+
+[[guest]]
+name = "vm1"
+scheduler = "edf"
+server_periods = ["5ms", "10ms"]
+rho = 0.9
+
+[[guest.task]]
+name = "a"
+period = "10ms"
+wcet = "2ms"
+exec = { dist = "normal", mean = "1ms", sd = "200us" }
+
+[[guest.task]]
+name = "b"
+period = "20ms"
+wcet = "4ms"
+"#;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn plan_json(args: &[&str]) -> (serde_json::Value, Output) {
+    let o = rtvirt(&[&["plan", "--format", "json"], args].concat());
+    (serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null), o)
+}
+
+#[test]
+fn default_scenario_plans_with_the_issue_json_shape() {
+    let (v, o) = plan_json(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(v["schema"], "rtvirt.plan/v1");
+    assert_eq!(v["feasible"], true);
+    assert!(v["cores_used"].as_u64().unwrap() >= 1);
+    assert!(v["max_rho"].as_f64().is_some());
+    for g in v["guests"].as_array().unwrap() {
+        for k in ["name", "scheduler", "model", "period_ns", "budget_ns", "deadline_ns", "bandwidth", "core", "tasks"] {
+            assert!(!g[k].is_null(), "guest field {k} missing");
+        }
+        let (b, d, p) = (g["budget_ns"].as_u64().unwrap(), g["deadline_ns"].as_u64().unwrap(), g["period_ns"].as_u64().unwrap());
+        assert!(b > 0 && b <= d && d <= p);
+        for t in g["tasks"].as_array().unwrap() {
+            assert!(t["budget_ns"].as_u64().unwrap() <= t["wcet_ns"].as_u64().unwrap());
+            assert!(["wcet", "cantelli", "quantile"].contains(&t["bound"].as_str().unwrap()));
+            assert_eq!(t["rho"], 0.9);
+        }
+    }
+    assert!(!v["cores"].as_array().unwrap().is_empty());
+    assert_eq!(v["settings"]["model"], "prm");
+    // the JSON is a valid plan for the model crate's reader
+    rtvirt_model::plan::Plan::from_json(&stdout(&o)).unwrap();
+}
+
+#[test]
+fn table_names_guests_tasks_bounds_and_cores() {
+    let o = rtvirt(&["plan"]);
+    assert_eq!(o.status.code(), Some(0));
+    let t = stdout(&o);
+    for s in ["vm1", "vm2", "vm3", "bandwidth", "cantelli", "core", "feasible"] {
+        assert!(t.contains(s), "table lacks {s}:\n{t}");
+    }
+}
+
+#[test]
+fn flags_change_the_plan_as_documented() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(&d, "s.toml", &GOOD.replace("rho = 0.9\n", ""));
+    // no rho anywhere: WCET; --rho applies to tasks without their own
+    let (v, _) = plan_json(&[&f]);
+    assert_eq!(v["guests"][0]["tasks"][0]["bound"], "wcet");
+    assert_eq!(v["guests"][0]["tasks"][0]["budget_ns"], 2_000_000);
+    let (v, _) = plan_json(&[&f, "--rho", "0.5"]);
+    // 1ms + sqrt(0.5 * (200us)^2 / 0.5) = 1.2ms
+    assert_eq!(v["guests"][0]["tasks"][0]["budget_ns"], 1_200_000);
+    assert_eq!(v["guests"][0]["tasks"][0]["bound"], "cantelli");
+    assert_eq!(v["guests"][0]["tasks"][1]["bound"], "wcet");
+    let (v, _) = plan_json(&[&f, "--model", "edp", "--heuristic", "ffd", "--cores", "3"]);
+    assert_eq!(v["guests"][0]["model"], "edp");
+    assert_eq!(v["settings"]["heuristic"], "ffd");
+    assert_eq!(v["settings"]["cores"], 3);
+    let o = rtvirt(&["plan", &f, "--max-rho"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("max_rho = 1"), "{}", stdout(&o));
+}
+
+#[test]
+fn samples_scenario_offers_quantile_budgets() {
+    let (v, o) = plan_json(&["scenarios/samples.toml", "--budget", "quantile"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(v["guests"][0]["tasks"][0]["bound"], "quantile");
+    let (w, _) = plan_json(&["scenarios/samples.toml"]);
+    assert_ne!(w["guests"][0]["tasks"][0]["bound"], "quantile");
+    let (f, _) = plan_json(&["scenarios/fp-guests.toml"]);
+    assert_eq!(f["feasible"], true);
+    assert_eq!(f["guests"][0]["scheduler"], "fp");
+}
+
+#[test]
+fn infeasible_exits_1_and_names_the_guests() {
+    let d = tempfile::tempdir().unwrap();
+    let mut text = GOOD.to_string();
+    for i in 2..=4 {
+        text.push_str(&GOOD[GOOD.find("[[guest]]").unwrap()..].replace("\"vm1\"", &format!("\"vm{i}\"")));
+    }
+    let f = write(&d, "s.toml", &text);
+    let (v, o) = plan_json(&[&f]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(v["feasible"], false);
+    let e = stderr(&o);
+    assert!(e.contains("did not fit") && e.contains("vm"), "{e}");
+    let unplaced = v["unplaced"].as_array().unwrap();
+    assert!(!unplaced.is_empty());
+    for u in unplaced {
+        assert!(e.contains(u.as_str().unwrap()), "{e}");
+    }
+    // emit on an infeasible plan prints nothing and exits 1
+    let o = rtvirt(&["plan", &f, "--emit", "chrt"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).is_empty());
+    // with more cores it fits
+    assert_eq!(rtvirt(&["plan", &f, "--cores", "4"]).status.code(), Some(0));
+}
+
+#[test]
+fn bad_input_exits_2_naming_file_line_and_field() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("malformed", GOOD.replace("cores = 1", "cores = = 1"), "line 3"),
+        ("unknown field", GOOD.replace("cores = 1", "cores = 1\ncolour = 2"), "colour"),
+        ("zero duration", GOOD.replace("period = \"10ms\"", "period = \"0ms\""), "period"),
+        ("negative duration", GOOD.replace("period = \"10ms\"", "period = \"-10ms\""), "period"),
+        ("wcet > deadline", GOOD.replace("wcet = \"2ms\"", "wcet = \"20ms\""), "wcet"),
+        ("deadline > period", GOOD.replace("period = \"10ms\"", "period = \"10ms\"\ndeadline = \"11ms\""), "deadline"),
+        ("rho outside (0,1)", GOOD.replace("rho = 0.9", "rho = 1.5"), "rho"),
+        ("duplicate names", GOOD.replace("name = \"b\"", "name = \"a\""), "name"),
+        ("missing samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"nope.csv\" }"), "nope.csv"),
+        ("empty samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"empty.csv\" }"), "empty.csv"),
+        ("unparsable samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "bad.csv:line 2"),
+    ];
+    write(&d, "empty.csv", "# nothing\n");
+    write(&d, "bad.csv", "1ms\nbanana\n");
+    for (what, text, needle) in cases {
+        let f = write(&d, "bad.toml", &text);
+        let o = rtvirt(&["plan", &f]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {e}");
+        assert!(e.contains(needle), "{what}: error lacks {needle:?}: {e}");
+        assert!(e.contains(".toml") || e.contains(".csv"), "{what}: no file named: {e}");
+        assert!(!e.contains("panicked"), "{what}: {e}");
+    }
+    let f = write(&d, "ok.toml", GOOD);
+    for (args, needle) in [
+        (vec!["--rho", "0"], "--rho"),
+        (vec!["--rho", "1"], "--rho"),
+        (vec!["--cores", "0"], "--cores"),
+        (vec!["--pid", "nobody=12"], "--pid"),
+        (vec!["--pid", "vm1=abc"], "--pid"),
+        (vec!["--model", "mpr"], "mpr"),
+    ] {
+        let o = rtvirt(&[&["plan", f.as_str()], args.as_slice()].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let o = rtvirt(&["plan", "/nonexistent/s.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// XML comments may not contain "--".
+fn assert_valid_comments(xml: &str) {
+    for c in xml.split("<!--").skip(1) {
+        let body = &c[..c.find("-->").expect("closed comment")];
+        assert!(!body.contains("--"), "comment contains --: {body}");
+    }
+}
+
+#[test]
+fn emitted_settings_carry_the_planned_numbers() {
+    let (v, _) = plan_json(&["--model", "edp"]);
+    let o = rtvirt(&["plan", "--model", "edp", "--emit", "chrt", "--pid", "vm1=4242"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let script = stdout(&o);
+    assert!(script.starts_with("#!/bin/sh"));
+    for g in v["guests"].as_array().unwrap() {
+        let line = format!(
+            "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0",
+            g["budget_ns"], g["deadline_ns"], g["period_ns"]
+        );
+        assert!(script.contains(&line), "missing {line}\n{script}");
+        assert!(script.contains(&format!("taskset -p -c {} ", g["core"])));
+    }
+    assert!(script.contains("-p 0 4242"));
+    assert!(script.contains("VCPU_PID_VM2"));
+
+    let (v, _) = plan_json(&[]);
+    let rtds = stdout(&rtvirt(&["plan", "--emit", "rtds"]));
+    for g in v["guests"].as_array().unwrap() {
+        let (b, p) = (g["budget_ns"].as_u64().unwrap().div_ceil(1000), g["period_ns"].as_u64().unwrap() / 1000);
+        assert!(rtds.contains(&format!("xl sched-rtds -d {} -v all -p {p} -b {b}", g["name"].as_str().unwrap())), "{rtds}");
+    }
+    assert!(rtds.contains("xl cpupool-create") && rtds.contains("xl cpupool-migrate"));
+
+    let lv = stdout(&rtvirt(&["plan", "--emit", "libvirt"]));
+    assert!(lv.contains("<vcpupin vcpu=\"0\" cpuset=\"0\"/>") && lv.contains("<emulatorpin cpuset=\"1\"/>"), "{lv}");
+    assert!(lv.contains("outside libvirt"));
+    assert_valid_comments(&lv);
+
+    let carts = stdout(&rtvirt(&["plan", "--emit", "carts"]));
+    assert_valid_comments(&carts);
+    assert!(carts.contains("<task name=\"t1\" p=\"25\" d=\"25\" e=\"1.905\"/>"), "{carts}");
+}
+
+#[test]
+fn carts_round_trip_and_import_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let xml = stdout(&rtvirt(&["plan", "--emit", "carts"]));
+    let f = write(&d, "sys.xml", &xml);
+    let (v, o) = plan_json(&["--import-carts", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(v["guests"].as_array().unwrap().len(), 3);
+    // the imported WCETs are the exported budgets
+    assert_eq!(v["guests"][0]["tasks"][0]["wcet_ns"], 1_905_000);
+    let (w, _) = plan_json(&["--import-carts", "scenarios/data/carts-example.xml"]);
+    assert_eq!(w["feasible"], true);
+    let bad = write(&d, "bad.xml", &xml.replace("e=\"1.905\"", "e=\"1.9x\""));
+    let o = rtvirt(&["plan", "--import-carts", &bad]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.xml:line 5") && e.contains("@e"), "{e}");
+}
