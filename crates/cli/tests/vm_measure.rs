@@ -53,3 +53,20 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     assert!(load["ops"].as_u64().unwrap() > 0, "{load}");
     assert_nothing_left(name);
 }
+
+#[test]
+fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() {
+    let name = "vmt-net";
+    let (code, out, err) = run(&["vm", "net", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--duration", "2s", "--format", "json", "--", "--arrivals", "uniform:1ms-5ms"]);
+    assert_eq!(code, 0, "{err}");
+    let r = results_of(&out);
+    assert_eq!(r["kind"], "net");
+    assert!(r["rtt_ns"]["count"].as_u64().unwrap() > 0, "{out}");
+    let env = &r["environment"];
+    assert_eq!(env["in"], "vm");
+    assert_eq!(env["accel"], "tcg");
+    assert!(env["guest_ip"].as_str().unwrap().starts_with("10.213."));
+    // the server's side, measured in the guest
+    assert!(env["guest_environment"]["kernel"].as_str().unwrap().contains("cloud-amd64"), "{env}");
+    assert_nothing_left(name);
+}

@@ -211,6 +211,22 @@ impl Guest {
         }
     }
 
+    /// Wait until the guest console (kernel, init, the job's stderr) contains `needle`, e.g. a
+    /// server's "listening on" line.
+    pub fn wait_for_console(&mut self, needle: &str) -> Result<()> {
+        let path = self.dir.join("console.log");
+        loop {
+            if let Progress::Done { stdout, .. } = self.poll()? {
+                return Err(self.garbage(&format!("the job ended before the console showed {needle:?}"), &stdout));
+            }
+            let console = std::fs::read(&path).unwrap_or_default();
+            if String::from_utf8_lossy(&console).contains(needle) {
+                return Ok(());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
     /// Wait for the job's end marker; the guest then powers off.
     pub fn wait_done(&mut self) -> Result<JobOutput> {
         loop {

@@ -4,7 +4,7 @@
 //! guest kernel package, vCPUs, memory, vCPU pinning, boot time, host kernel.
 
 use crate::accel::TCG_WARNING;
-use crate::error::Result;
+use crate::error::{Result, VmError};
 use crate::guest::{garbage_error, Accel, Guest, GuestConfig, JobOutput};
 use crate::image::Image;
 use crate::init::shell_line;
@@ -38,18 +38,60 @@ pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Measured
     Ok(Measured { results, rc: out.rc })
 }
 
+/// Boot a networked guest serving `rtvirt <args>`, wait until its output shows `ready` (e.g.
+/// "listening on"), run `host_side` against it (it gets the guest's record: address, threads),
+/// then collect the guest's own results. The host side's error ends the run at once.
+pub fn run_serving<T>(
+    image: &Image,
+    cfg: &GuestConfig,
+    args: &[String],
+    ready: &str,
+    host_side: impl FnOnce(&crate::runtime::GuestRecord) -> std::result::Result<T, String>,
+) -> Result<(Measured, T)> {
+    let mut cfg = cfg.clone();
+    cfg.network = true;
+    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
+    guest.wait_for_output(ready)?;
+    let host = host_side(guest.record()).map_err(|e| VmError::Invalid(format!("host side of the guest measurement failed: {e}")))?;
+    let out = guest.wait_done()?;
+    let mut results = parse(&cfg.name, &out)?;
+    annotate(&mut results, image, &cfg, &guest, &out);
+    Ok((Measured { results, rc: out.rc }, host))
+}
+
+/// Complete `r` (measured on the host against a guest) with the guest's environment.
+pub fn annotate_from(r: &mut Results, guest: &Results) {
+    let env = r.environment.get_or_insert_with(Environment::default);
+    env.r#in = Some("vm".into());
+    if let Some(g) = &guest.environment {
+        for key in ["accel", "warning", "guest_kernel", "guest_kernel_version", "vcpus", "memory_mib", "vcpu_threads", "vcpu_pinning", "guest_boot_ns", "guest_ip"] {
+            if let Some(v) = g.extra.get(key) {
+                env.extra.insert(key.into(), v.clone());
+            }
+        }
+        env.extra.insert("guest_environment".into(), serde_json::to_value(g).unwrap_or_default());
+    }
+}
+
 /// The job's stdout as a results document. Exit status 0 and 1 (the thing measured failed)
 /// both carry results; anything else is an error.
 pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
     if out.rc != 0 && out.rc != 1 {
         return Err(garbage_error(name, &format!("rtvirt in the guest exited with status {} (its error is on the console)", out.rc), &out.stdout, out.console_tail.clone()));
     }
-    let r: Results = serde_json::from_str(out.stdout.trim())
+    let r: Results = serde_json::from_str(json_part(&out.stdout))
         .map_err(|e| garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {e}"), &out.stdout, out.console_tail.clone()))?;
     if r.schema != RESULTS_SCHEMA {
         return Err(garbage_error(name, &format!("schema \"{}\", expected \"{RESULTS_SCHEMA}\"", r.schema), &out.stdout, out.console_tail.clone()));
     }
     Ok(r)
+}
+
+/// The JSON document of a command's stdout: from its first line starting with `{` (servers print
+/// a "listening on" line first).
+fn json_part(stdout: &str) -> &str {
+    let start = stdout.find("\n{").map(|i| i + 1).filter(|_| !stdout.starts_with('{')).unwrap_or(0);
+    stdout[start..].trim()
 }
 
 /// Complete the environment with what the host knows about the guest.
@@ -97,6 +139,7 @@ mod tests {
         let doc = serde_json::to_string(&Results::new("timer", 5)).unwrap();
         assert_eq!(parse("g", &out(&doc, 0)).unwrap().kind, "timer");
         assert_eq!(parse("g", &out(&doc, 1)).unwrap().kind, "timer");
+        assert_eq!(parse("g", &out(&format!("listening on 0.0.0.0:9000 (udp)\n{doc}\n"), 0)).unwrap().kind, "timer");
         let e = parse("g", &out("Segmentation fault\n", 0)).unwrap_err().to_string();
         assert!(e.contains("garbage") && e.contains("Segmentation fault") && e.contains("console"), "{e}");
         let e = parse("g", &out("", 2)).unwrap_err().to_string();

@@ -37,6 +37,9 @@ pub enum VmAction {
     Run(RunArgs),
     /// SEEDS 4: the same measurement for each guest kernel x host load, as one table.
     Matrix(MatrixArgs),
+    /// Network round trips to a guest: server in the guest, client on the host, over a tap on a
+    /// bridge and virtio-net (vhost-net when available) - the bridged path of SEEDS 1 and 3.
+    Net(NetArgs),
     /// Find out (bounded boot) whether KVM can boot a guest here; otherwise TCG is used.
     ProbeAccel(ProbeAccelArgs),
     /// List running rtvirt guests (name, QEMU pid, QMP socket, vCPU threads).
@@ -135,6 +138,33 @@ pub struct MatrixArgs {
 }
 
 #[derive(Args)]
+pub struct NetArgs {
+    /// Guest kernel.
+    #[arg(long, value_enum, default_value_t = KernelArg::Nrt)]
+    pub kernel: KernelArg,
+    #[command(flatten)]
+    pub guest: GuestOpts,
+    /// TCP instead of UDP.
+    #[arg(long)]
+    pub tcp: bool,
+    /// Port the guest's server listens on.
+    #[arg(long, default_value_t = 9000)]
+    pub port: u16,
+    /// How long the host's client sends requests.
+    #[arg(long, default_value = "10s", value_parser = Nanos::parse)]
+    pub duration: Nanos,
+    /// Host interference during the client's run: [host:]KIND[:N][@CPUS], repeatable.
+    #[arg(long = "load", value_parser = parse_host_load)]
+    pub loads: Vec<LoadSpec>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// More options for the host's `rtvirt measure net client` (after `--`), e.g.
+    /// `--arrivals uniform:1ms-10ms --size 64`.
+    #[arg(last = true, value_name = "CLIENT_ARGS")]
+    pub client_args: Vec<String>,
+}
+
+#[derive(Args)]
 pub struct ProbeAccelArgs {
     /// Bound on the KVM boot.
     #[arg(long, default_value = "10s", value_parser = Nanos::parse)]
@@ -173,6 +203,7 @@ pub fn run(a: VmArgs) -> CmdResult {
         VmAction::Image(a) => image_cmd(a),
         VmAction::Run(a) => run_cmd(a),
         VmAction::Matrix(a) => matrix_cmd(a),
+        VmAction::Net(a) => net_cmd(a),
         VmAction::ProbeAccel(a) => probe_accel_cmd(a),
         VmAction::List(a) => list_cmd(a),
     }
@@ -378,6 +409,58 @@ fn matrix_cmd(a: MatrixArgs) -> CmdResult {
         Format::Table => print_rows(&rows),
     }
     Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Extra time the guest's server runs beyond the client's duration (client start-up).
+const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
+
+fn net_cmd(a: NetArgs) -> CmdResult {
+    let flavour = single_flavour(a.kernel)?;
+    let image = guest_image(flavour)?;
+    let accel = choose_accel(&a.guest, &image)?.accel;
+    let cfg = guest_config(&a.guest, &a.guest.name, accel);
+    let proto = if a.tcp { "--tcp" } else { "--udp" };
+    let server: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{}", a.port), "--duration", &(a.duration + SERVER_MARGIN).to_string(), proto]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    eprintln!("vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}", cfg.name, flavour, accel.name(), if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" }, &proto[2..], a.port);
+    let (served, (mut client, client_rc, loads)) = measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
+        let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
+        eprintln!("vm: guest serving at {ip}:{}; host client for {} (host load {})", a.port, a.duration, load_label(&a.loads));
+        let running = HostLoads::start(&a.loads).map_err(|e| e.to_string())?;
+        let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, &a.client_args);
+        let reports = running.stop();
+        let (results, rc) = client?;
+        Ok::<_, String>((results, rc, reports))
+    })?;
+    measure::annotate_from(&mut client, &served.results);
+    let env = client.environment.get_or_insert_with(Default::default);
+    env.load.extend(loads);
+    env.extra.insert("host_load".into(), load_label(&a.loads).into());
+    env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
+    match a.format {
+        Format::Json => print_json(&client)?,
+        Format::Table => print_rows(&[(flavour, load_label(&a.loads), client)]),
+    }
+    Ok(if client_rc == 1 { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Run `rtvirt measure net client` on the host against the guest; its results and exit status.
+fn run_host_client(connect: &str, duration: Nanos, proto: &str, extra: &[String]) -> Result<(Results, i32), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the rtvirt binary: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args(["measure", "net", "client", "--connect", connect, "--duration", &duration.to_string(), proto, "--format", "json"])
+        .args(extra)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the client: {e}"))?;
+    let rc = out.status.code().unwrap_or(-1);
+    if rc != 0 && rc != 1 {
+        return Err(format!("`rtvirt measure net client` exited with status {rc}"));
+    }
+    let r: Results = serde_json::from_slice(&out.stdout).map_err(|e| format!("client printed no results document: {e}"))?;
+    Ok((r, rc))
 }
 
 /// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net).
