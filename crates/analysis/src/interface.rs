@@ -202,11 +202,23 @@ fn better(a: (u64, u64), b: (u64, u64)) -> bool {
     lhs < rhs || (lhs == rhs && a.0 > b.0)
 }
 
+/// Whether `period` can beat or tie the best so far: only if the largest budget with no more
+/// bandwidth, `floor(Theta_b Pi / Pi_b)`, passes the (exact) test. Cheaper than the least-budget
+/// search, as a failing test stops at its first violated check point.
+fn may_compete(tasks: &[Sporadic], sched: GuestScheduler, model: Model, period: u64, best: (u64, u64)) -> bool {
+    let theta = (best.1 as u128 * period as u128 / best.0 as u128).min(period as u128) as u64;
+    theta as f64 >= utilisation(tasks) * period as f64 * (1.0 - 1e-9)
+        && schedulable(tasks, sched, &model.family().supply(period, theta))
+}
+
 /// The interface of least bandwidth over the candidate periods (ties: larger period); None if no
 /// candidate period admits any budget. FP tasks must be sorted by decreasing priority.
 pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, candidates: &[u64]) -> Option<Interface> {
     let mut best: Option<(u64, u64)> = None;
     for &period in candidates.iter().filter(|&&p| p > 0) {
+        if best.is_some_and(|b| !may_compete(tasks, sched, model, period, b)) {
+            continue;
+        }
         if let Some(theta) = min_budget(tasks, sched, model, period) {
             if best.is_none_or(|b| better((period, theta), b)) {
                 best = Some((period, theta));
