@@ -22,6 +22,10 @@ pub enum Change {
     /// A cgroup directory rtvirt creates, with the files it writes in it (in order). Undo moves
     /// any thread left in it to `parent_tasks` and removes it.
     Cgroup { path: PathBuf, files: Vec<(String, String)>, tasks_file: String, parent_tasks: PathBuf },
+    /// The root cpuset's `sched_load_balance` switched off so that each partition is its own root
+    /// domain (cgroup v1). Undo turns it back on only if no other tool's exclusive cpuset still
+    /// relies on it (rtvirt's own `rtvirt-core*` partitions are removed right after).
+    LoadBalanceOff { path: PathBuf, before: String },
     /// Move a thread to another cgroup by writing its TID into `after_tasks` (v1 `tasks`, v2
     /// `cgroup.threads`); undo writes it into `before_tasks`.
     MoveThread { tid: u32, starttime: u64, before_tasks: PathBuf, after_tasks: PathBuf },
@@ -47,6 +51,7 @@ impl Change {
                 format!("create cgroup {} ({})", path.display(), f.join(", "))
             }
             Change::MoveThread { tid, after_tasks, .. } => format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display()),
+            Change::LoadBalanceOff { path, before } => format!("{}: {before:?} -> \"0\"", path.display()),
         }
     }
 
@@ -75,6 +80,7 @@ impl Change {
                 check_same_thread(*tid, *starttime)?;
                 write_file(after_tasks, &tid.to_string(), Op::MoveToCgroup)
             }
+            Change::LoadBalanceOff { path, .. } => write_file(path, "0", Op::WriteFile),
         }
     }
 
@@ -92,6 +98,12 @@ impl Change {
             }
             Change::Cgroup { path, tasks_file, parent_tasks, .. } => remove_cgroup(path, tasks_file, parent_tasks).map(|_| Undone::Restored),
             Change::MoveThread { tid, starttime, before_tasks, .. } => on_thread(*tid, *starttime, || write_file(before_tasks, &tid.to_string(), Op::MoveToCgroup)),
+            Change::LoadBalanceOff { path, before } => {
+                if before != "0" && !foreign_exclusive_cpusets(parent_dir(path)) && read_trimmed(path)? != *before {
+                    write_file(path, before, Op::WriteFile)?;
+                }
+                Ok(Undone::Restored)
+            }
         }
     }
 
@@ -103,6 +115,7 @@ impl Change {
             Change::File { before, after, .. } => before == after,
             Change::Cgroup { .. } => false,
             Change::MoveThread { before_tasks, after_tasks, .. } => before_tasks == after_tasks,
+            Change::LoadBalanceOff { before, .. } => before == "0",
         }
     }
 }
@@ -124,6 +137,17 @@ fn on_thread(tid: u32, starttime: u64, f: impl FnOnce() -> Result<()>) -> Result
         Err(HostError::Kernel(k)) if k.errno == libc::ESRCH => Ok(Undone::ThreadGone),
         other => other.map(|_| Undone::Restored),
     }
+}
+
+/// Does another tool (not an rtvirt partition) keep an exclusive cpuset under `base`?
+fn foreign_exclusive_cpusets(base: &Path) -> bool {
+    std::fs::read_dir(base)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
+                .any(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
+        })
+        .unwrap_or(false)
 }
 
 fn parent_dir(p: &Path) -> &Path {

@@ -54,8 +54,13 @@ pub fn last_cpu() -> u32 {
     sysinfo::online_cpus().iter().last().expect("an online CPU")
 }
 
-/// Everything apply may change for these threads, plus the cpuset hierarchy's state.
+/// Everything a plan apply may change for these threads, plus the cpuset hierarchy's state.
 pub fn snapshot(tids: &[u32]) -> String {
+    thread_snapshot(tids) + &cpuset_state()
+}
+
+/// Scheduling attributes, affinity and cgroups of these threads.
+pub fn thread_snapshot(tids: &[u32]) -> String {
     let mut out = String::new();
     for &tid in tids {
         let attr = sched::get(tid).expect("sched_getattr");
@@ -63,7 +68,7 @@ pub fn snapshot(tids: &[u32]) -> String {
         let cgroup = procfs::read_opt(format!("/proc/{tid}/cgroup")).unwrap_or_default();
         out += &format!("{tid}: {attr:?} affinity={aff} cgroup={cgroup:?}\n");
     }
-    out + &cpuset_state()
+    out
 }
 
 /// Root cpuset settings and rtvirt's partitions.

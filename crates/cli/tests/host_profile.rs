@@ -1,0 +1,210 @@
+//! `rtvirt host apply PROFILE.toml` / `revert` on real processes, a real IRQ and a real veth with
+//! threaded NAPI: policies, priorities, affinities, IRQ affinity, NAPI threads; the lint; a crash
+//! at every step; bad profiles.
+
+mod host_support;
+
+use host_support::*;
+use rtvirt_host::sched::{self, SCHED_FIFO, SCHED_OTHER};
+use rtvirt_host::threads::{self, Role, Target};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A veth pair with GRO on (so it has NAPI instances), deleted on drop.
+struct Veth(String);
+
+impl Veth {
+    fn create() -> Veth {
+        let name = format!("rtvh{}", std::process::id() % 100_000);
+        let peer = format!("{name}p");
+        let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
+        let _ = Command::new("ip").args(["link", "del", &name]).output();
+        ok(Command::new("ip").args(["link", "add", &name, "type", "veth", "peer", "name", &peer]));
+        let v = Veth(name.clone());
+        ok(Command::new("ip").args(["link", "set", &name, "up"]));
+        ok(Command::new("ip").args(["link", "set", &peer, "up"]));
+        ok(Command::new("ethtool").args(["-K", &name, "gro", "on"]));
+        v
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.0]).output();
+    }
+}
+
+/// An IRQ whose affinity can be changed harmlessly (the serial console), if the host has one.
+fn serial_irq() -> Option<(u32, String)> {
+    rtvirt_host::sysinfo::irqs().into_iter().find(|i| i.actions.iter().any(|a| a == "ttyS0")).map(|i| (i.number, "ttyS0".to_string()))
+}
+
+fn napi_tids(dev: &str) -> Vec<u32> {
+    threads::discover(&Target::System).unwrap().into_iter().filter(|t| matches!(&t.role, Role::Napi { dev: d, .. } if d == dev)).map(|t| t.tid).collect()
+}
+
+fn profile(dev: &str, irq: Option<&str>, vcpu_prio: u32) -> String {
+    let cpu = last_cpu();
+    let mut p = String::from("schema = \"rtvirt.profile/v1\"\n");
+    if let Some(name) = irq {
+        p += &format!("[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\n");
+    }
+    p += &format!("[[set]]\nrole = \"napi\"\ndevice = \"{dev}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 49\n");
+    p += &format!("[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = {vcpu_prio}\n");
+    p += "[[set]]\nrole = \"vcpu\"\nguest = \"hk\"\ncpus = \"0\"\npolicy = \"other\"\nnice = 5\n";
+    p
+}
+
+/// Everything the profile may change.
+fn state(tids: &[u32], dev: &str, irq: Option<u32>) -> String {
+    let threaded = std::fs::read_to_string(format!("/sys/class/net/{dev}/threaded")).unwrap();
+    let irq_aff = irq.map(|n| std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap()).unwrap_or_default();
+    format!("{}threaded={threaded} irq={irq_aff} napi={:?}", thread_snapshot(tids), napi_tids(dev))
+}
+
+struct Setup {
+    rt: Sleeper,
+    hk: Sleeper,
+    veth: Veth,
+    irq: Option<(u32, String)>,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup { rt: Sleeper::start(), hk: Sleeper::start(), veth: Veth::create(), irq: serial_irq(), dir: tempfile::tempdir().unwrap() }
+    }
+    fn state(&self) -> String {
+        state(&[self.rt.pid(), self.hk.pid()], &self.veth.0, self.irq.as_ref().map(|i| i.0))
+    }
+    fn profile_file(&self, vcpu_prio: u32) -> PathBuf {
+        write(self.dir.path(), "p.toml", &profile(&self.veth.0, self.irq.as_ref().map(|i| i.1.as_str()), vcpu_prio))
+    }
+    fn command(&self, profile: &Path, state_dir: &Path) -> Command {
+        let (rt, hk) = (format!("rt={}", self.rt.pid()), format!("hk={}", self.hk.pid()));
+        rtvirt(&["host", "apply", profile.to_str().unwrap(), "--state-dir", state_dir.to_str().unwrap(), "--pid", &rt, "--pid", &hk])
+    }
+    fn apply(&self, profile: &Path, state_dir: &Path, extra: &[&str]) -> std::process::Output {
+        run(self.command(profile, state_dir).args(extra))
+    }
+    fn apply_env(&self, profile: &Path, state_dir: &Path, env: (&str, &str)) -> std::process::Output {
+        run(self.command(profile, state_dir).env(env.0, env.1))
+    }
+}
+
+fn revert(state_dir: &Path) {
+    let o = run(rtvirt(&["host", "revert", "--state-dir", state_dir.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
+    let _g = serial();
+    let s = Setup::new();
+    let before = s.state();
+    let cpu = last_cpu();
+    let st = s.dir.path().join("state");
+    let o = s.apply(&s.profile_file(47), &st, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let rt = sched::get(s.rt.pid()).unwrap();
+    assert_eq!((rt.policy, rt.priority), (SCHED_FIFO, 47));
+    assert!(chrt(s.rt.pid()).contains("SCHED_FIFO") && chrt(s.rt.pid()).contains("priority: 47"), "{}", chrt(s.rt.pid()));
+    assert_eq!(sched::get_affinity(s.rt.pid()).unwrap(), cpus(&cpu.to_string()));
+    let hk = sched::get(s.hk.pid()).unwrap();
+    assert_eq!((hk.policy, hk.nice), (SCHED_OTHER, 5));
+    assert_eq!(sched::get_affinity(s.hk.pid()).unwrap(), cpus("0"));
+    assert_eq!(std::fs::read_to_string(format!("/sys/class/net/{}/threaded", s.veth.0)).unwrap().trim(), "1");
+    let napi = napi_tids(&s.veth.0);
+    assert!(!napi.is_empty(), "threaded NAPI created napi/{}-* threads", s.veth.0);
+    for t in &napi {
+        let a = sched::get(*t).unwrap();
+        assert_eq!((a.policy, a.priority), (SCHED_FIFO, 49), "napi thread {t}");
+        assert_eq!(sched::get_affinity(*t).unwrap(), cpus(&cpu.to_string()));
+    }
+    if let Some((n, _)) = &s.irq {
+        assert_eq!(std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim(), cpu.to_string());
+    }
+    // the report shows the lint's per-CPU view with the changed threads
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("CPU {cpu}:")) && out.contains("FIFO 47"), "{out}");
+
+    // applying twice changes nothing more
+    let o = s.apply(&s.profile_file(47), &st, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["changes"].as_array().unwrap().len(), 0, "{r}");
+
+    revert(&st);
+    assert_eq!(s.state(), before);
+}
+
+#[test]
+fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
+    let _g = serial();
+    let s = Setup::new();
+    let before = s.state();
+    let st = s.dir.path().join("state");
+    let bad = s.profile_file(60);
+    let o = s.apply(&bad, &st, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"), "{lint}");
+    assert_eq!(s.state(), before, "nothing changed");
+    assert!(!journal_exists(&st));
+
+    let o = s.apply(&bad, &st, &["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(sched::get(s.rt.pid()).unwrap().priority, 60);
+    revert(&st);
+    assert_eq!(s.state(), before);
+}
+
+#[test]
+fn a_crash_at_every_step_is_completed_by_revert() {
+    let _g = serial();
+    let s = Setup::new();
+    let before = s.state();
+    let p = s.profile_file(47);
+    let count = s.dir.path().join("count");
+    assert_eq!(s.apply(&p, &count, &[]).status.code(), Some(0));
+    let steps = journal_len(&count);
+    revert(&count);
+    assert_eq!(s.state(), before);
+    for n in 1..=steps {
+        let st = s.dir.path().join(format!("crash{n}"));
+        let o = s.apply_env(&p, &st, ("RTVIRT_TEST_CRASH_AFTER", &n.to_string()));
+        assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
+        assert_eq!(journal_len(&st), n);
+        revert(&st);
+        assert_eq!(s.state(), before, "after a crash at step {n} and revert");
+    }
+}
+
+#[test]
+fn bad_profiles_exit_2_and_change_nothing() {
+    let _g = serial();
+    let s = Setup::new();
+    let before = s.state();
+    let st = s.dir.path().join("state");
+    let head = "schema = \"rtvirt.profile/v1\"\n";
+    let cases = [
+        (format!("{head}[[set]]\nrole = \"nic\"\ndevice = \"x\"\ncpus = \"0\"\n"), "unknown role \"nic\""),
+        (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"other\"\npolicy = \"fifo\"\npriority = 5\n"), "guest \"other\" is not bound"),
+        (format!("{head}[[set]]\nrole = \"vhost\"\nguest = \"rt\"\npolicy = \"fifo\"\npriority = 5\n"), "matches no thread"),
+        (format!("{head}[[set]]\nrole = \"napi\"\ndevice = \"nosuchdev0\"\n"), "no network device"),
+        (format!("{head}[[set]]\nrole = \"irq\"\ndevice = \"nosuchirq\"\ncpus = \"0\"\n"), "no IRQ handler"),
+        (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"999\"\n"), "not online"),
+        (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\npolicy = \"fifo\"\n"), "need a priority"),
+        (format!("{head}[[set]]\nrole = \"container\"\ncgroup = \"/no/such/cgroup\"\ncpus = \"0\"\n"), "no cpuset cgroup"),
+    ];
+    for (i, (src, msg)) in cases.iter().enumerate() {
+        let p = write(s.dir.path(), &format!("bad{i}.toml"), src);
+        let o = s.apply(&p, &st, &[]);
+        assert_eq!(o.status.code(), Some(2), "{src}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(msg) && err.contains(&format!("bad{i}.toml")), "{src} should say {msg:?}: {err}");
+        assert_eq!(s.state(), before);
+        assert!(!journal_exists(&st));
+    }
+}
