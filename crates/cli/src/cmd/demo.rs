@@ -37,9 +37,9 @@ pub struct DemoArgs {
     /// Length of each real measurement (timer idle, timer under load, task set).
     #[arg(long, value_parser = parse_nanos, default_value = "10s")]
     pub measure_time: Nanos,
-    /// Simulated horizon.
-    #[arg(long, value_parser = parse_nanos, default_value = "20s")]
-    pub sim_time: Nanos,
+    /// Simulated horizon (default: the measurement time, so that job counts compare directly).
+    #[arg(long, value_parser = parse_nanos)]
+    pub sim_time: Option<Nanos>,
     /// Plan, simulate and report only: no real measurement, no real-time threads.
     #[arg(long)]
     pub no_measure: bool,
@@ -102,7 +102,7 @@ impl Demo {
         match outcome {
             Ok(Step::Done(files)) => {
                 let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-                eprintln!("done in {} -> {}", took(start), names.join(", "));
+                eprintln!(" done in {} -> {}", took(start), names.join(", "));
             }
             Ok(Step::Skipped(why)) => eprintln!("NOT AVAILABLE: {why}"),
             Err(e) => {
@@ -140,7 +140,7 @@ impl Demo {
 
     fn simulate_step(&mut self) -> anyhow::Result<Step> {
         let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
-        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.args.sim_time), seed: Some(1) })?;
+        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.args.sim_time.unwrap_or(self.args.measure_time)), seed: Some(1) })?;
         let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
         r.label = Some("simulated (plan)".into());
         add_uniform_rho(&mut r, &self.scenario);
