@@ -1,0 +1,159 @@
+//! A real QEMU guest (TCG, paused in firmware with -S, two vCPUs, an iothread, a QMP socket):
+//! discover its threads through QMP and by name, apply and revert a plan and a profile on them.
+
+mod host_support;
+
+use host_support::*;
+use rtvirt_host::qmp::Qmp;
+use rtvirt_host::sched::{self, SCHED_DEADLINE, SCHED_FIFO};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A QEMU process, killed and reaped on drop.
+struct Qemu {
+    child: Child,
+    socket: PathBuf,
+    name: String,
+}
+
+impl Qemu {
+    fn start(dir: &Path) -> Qemu {
+        let socket = dir.join("qmp.sock");
+        let name = format!("rtvirt-test-{}", std::process::id());
+        let child = Command::new("qemu-system-x86_64")
+            .args(["-M", "pc", "-accel", "tcg", "-smp", "2", "-m", "64", "-nodefaults", "-display", "none", "-S"])
+            .args(["-name", &format!("{name},debug-threads=on"), "-object", "iothread,id=io1"])
+            .arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", socket.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("qemu-system-x86_64 (installed by scripts/setup.sh)");
+        let q = Qemu { child, socket, name };
+        let start = Instant::now();
+        while Qmp::connect(&q.socket).is_err() {
+            assert!(start.elapsed() < Duration::from_secs(20), "QEMU did not open its QMP socket");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        q
+    }
+
+    /// vCPU index -> thread id, straight from QMP.
+    fn vcpus(&self) -> Vec<(u32, u32)> {
+        Qmp::connect(&self.socket).unwrap().vcpus().unwrap().into_iter().map(|v| (v.index, v.thread_id)).collect()
+    }
+
+    fn sock(&self) -> &str {
+        self.socket.to_str().unwrap()
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn threads_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let o = run(rtvirt(&[&["host", "threads", "--format", "json"], args].concat()));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn vcpu_tids(ts: &[serde_json::Value]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = ts.iter().filter(|t| t["role"]["kind"] == "vcpu").map(|t| (t["role"]["index"].as_u64().unwrap(), t["tid"].as_u64().unwrap())).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn discovers_vcpus_and_iothreads_via_qmp_and_by_name() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let q = Qemu::start(dir.path());
+    let expected: Vec<(u64, u64)> = q.vcpus().into_iter().map(|(i, t)| (i as u64, t as u64)).collect();
+    assert_eq!(expected.len(), 2);
+
+    let via_qmp = threads_json(&["--qmp", q.sock()]);
+    assert_eq!(vcpu_tids(&via_qmp), expected);
+    assert!(via_qmp.iter().any(|t| t["role"]["kind"] == "iothread" && t["role"]["id"] == "io1"), "{via_qmp:?}");
+    assert!(via_qmp.iter().all(|t| t["guest"] == q.name.as_str()));
+    for t in &via_qmp {
+        assert!(t["policy"].is_string() && t["affinity"].is_string() && t["cpu"].is_u64());
+    }
+    // by -name (QMP socket found on its command line), by pid (thread names), and system-wide
+    assert_eq!(vcpu_tids(&threads_json(&["--vm", &q.name])), expected);
+    assert_eq!(vcpu_tids(&threads_json(&["--pid", &q.child.id().to_string()])), expected);
+    let all = threads_json(&[]);
+    assert!(expected.iter().all(|(_, tid)| all.iter().any(|t| t["tid"].as_u64() == Some(*tid) && t["role"]["kind"] == "vcpu")));
+    assert!(all.iter().any(|t| t["role"]["kind"] == "ksoftirqd"));
+    // the table names the columns
+    let o = run(rtvirt(&["host", "threads", "--qmp", q.sock()]));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("vcpu 1") && table.contains("SCHED") && table.contains("AFFINITY"), "{table}");
+
+    let o = run(rtvirt(&["host", "threads", "--vm", "no-such-vm"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no running QEMU"));
+}
+
+#[test]
+fn plan_on_qemu_vcpus_applies_and_reverts() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let q = Qemu::start(dir.path());
+    let tids: Vec<u32> = q.vcpus().into_iter().map(|(_, t)| t).collect();
+    let before = snapshot(&tids);
+    let core = last_cpu();
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("a", 1_000_000, 10_000_000, 10_000_000, core), ("b", 1_000_000, 10_000_000, 10_000_000, core)]));
+    let state = dir.path().join("state");
+    let (va, vb) = (format!("a={},vcpu=0", q.sock()), format!("b={},vcpu=1", q.sock()));
+
+    // a two-vCPU VM needs the vCPU named
+    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("a={}", q.sock())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has 2 vCPUs"), "{}", text(&o));
+    assert_eq!(snapshot(&tids), before);
+
+    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &va, "--vm", &vb]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for tid in &tids {
+        let s = sched::get(*tid).unwrap();
+        assert_eq!((s.policy, s.runtime_ns, s.period_ns), (SCHED_DEADLINE, 1_000_000, 10_000_000), "vCPU thread {tid}");
+        assert_eq!(sched::get_affinity(*tid).unwrap(), cpus(&core.to_string()));
+    }
+    let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(snapshot(&tids), before);
+}
+
+#[test]
+fn profile_on_qemu_threads_applies_and_reverts() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let q = Qemu::start(dir.path());
+    let vcpus = q.vcpus();
+    let io = Qmp::connect(&q.socket).unwrap().iothreads().unwrap();
+    let mut tids: Vec<u32> = vcpus.iter().map(|v| v.1).collect();
+    tids.push(io[0].thread_id);
+    let before = thread_snapshot(&tids);
+    let cpu = last_cpu();
+    let profile = format!(
+        "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"iothread\"\nguest = \"rt\"\nid = \"io1\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 48\n\
+         [[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 1\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 47\n\
+         [[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 0\ncpus = \"0\"\npolicy = \"other\"\n"
+    );
+    let p = write(dir.path(), "p.toml", &profile);
+    let state = dir.path().join("state");
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("rt={}", q.sock())]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v1 = vcpus.iter().find(|v| v.0 == 1).unwrap().1;
+    assert_eq!((sched::get(v1).unwrap().policy, sched::get(v1).unwrap().priority), (SCHED_FIFO, 47));
+    assert_eq!(sched::get(io[0].thread_id).unwrap().priority, 48);
+    assert_eq!(sched::get_affinity(vcpus.iter().find(|v| v.0 == 0).unwrap().1).unwrap(), cpus("0"));
+    let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(thread_snapshot(&tids), before);
+}
