@@ -27,6 +27,11 @@ impl Cell {
     pub fn marked(text: impl Into<String>, mark: Mark) -> Cell {
         Cell { text: text.into(), mark }
     }
+    /// Numbers (with units or a difference) are right-aligned; text and "-" are not.
+    pub fn is_numeric(&self) -> bool {
+        let t = &self.text;
+        t.chars().next().is_some_and(|c| c.is_ascii_digit()) || (t.len() > 1 && t.starts_with(['-', '+']))
+    }
 }
 
 impl From<String> for Cell {
@@ -53,6 +58,11 @@ impl Table {
     }
     pub fn row(&mut self, cells: Vec<Cell>) {
         self.rows.push(cells);
+    }
+    /// Whether column `i` holds numbers (most of its non-empty cells are numeric).
+    pub fn numeric_column(&self, i: usize) -> bool {
+        let cells: Vec<&Cell> = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.text.is_empty() && c.text != "-").collect();
+        !cells.is_empty() && cells.iter().filter(|c| c.is_numeric()).count() * 2 > cells.len()
     }
 }
 
@@ -116,5 +126,20 @@ impl Report {
             Block::Table(t) => Some(t),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_columns_are_told_from_text() {
+        let mut t = Table::new("", &["name", "p99"]);
+        t.row(vec![Cell::plain("vm1"), Cell::plain("12.3us (+4%)")]);
+        t.row(vec![Cell::plain("-"), Cell::plain("-")]);
+        t.row(vec![Cell::plain("-5 is text?"), Cell::plain("-0.5 pp")]);
+        assert!(!t.numeric_column(0) && t.numeric_column(1));
+        assert!(!Cell::plain("-").is_numeric());
     }
 }

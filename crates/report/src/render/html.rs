@@ -69,13 +69,8 @@ fn cell(out: &mut String, c: &Cell) {
         Mark::Better => "better",
         Mark::Differs => "differs",
     };
-    let num = if is_numeric(&c.text) { "num" } else { "" };
+    let num = if c.is_numeric() { "num" } else { "" };
     let class = [num, mark].iter().filter(|c| !c.is_empty()).copied().collect::<Vec<_>>().join(" ");
     let attr = if class.is_empty() { String::new() } else { format!(" class=\"{class}\"") };
     let _ = write!(out, "<td{attr}>{}</td>", esc(&c.text));
-}
-
-/// Numbers (with units or a difference) are right-aligned; text and "-" are not.
-fn is_numeric(text: &str) -> bool {
-    text.chars().next().is_some_and(|c| c.is_ascii_digit()) || (text.len() > 1 && text.starts_with(['-', '+']))
 }

@@ -25,7 +25,7 @@ fn table(t: &Table) -> String {
         out.push_str(&format!("**{}**\n\n", escape(&t.caption)));
     }
     out.push_str(&format!("| {} |\n", t.header.iter().map(|h| escape(h)).collect::<Vec<_>>().join(" | ")));
-    out.push_str(&format!("|{}|\n", t.header.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "---:" }).collect::<Vec<_>>().join("|")));
+    out.push_str(&format!("|{}|\n", (0..t.header.len()).map(|i| if t.numeric_column(i) { "---:" } else { "---" }).collect::<Vec<_>>().join("|")));
     for row in &t.rows {
         out.push_str(&format!("| {} |\n", row.iter().map(cell).collect::<Vec<_>>().join(" | ")));
     }
