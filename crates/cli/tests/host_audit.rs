@@ -1,0 +1,111 @@
+//! `rtvirt host audit`: every value reported is the real value of this machine, read again here
+//! independently from the same files.
+
+mod host_support;
+
+use host_support::*;
+use serde_json::Value;
+
+fn audit() -> (Value, Option<i32>) {
+    let o = run(rtvirt(&["host", "audit", "--format", "json"]));
+    (serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o))), o.status.code())
+}
+
+fn check<'a>(a: &'a Value, id: &str) -> &'a Value {
+    a["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn none_if_empty(s: String) -> String {
+    if s.is_empty() {
+        "none".into()
+    } else {
+        s
+    }
+}
+
+fn cmdline(key: &str) -> Option<String> {
+    read("/proc/cmdline").unwrap().split_whitespace().filter_map(|w| w.strip_prefix(&format!("{key}="))).last().map(str::to_string)
+}
+
+#[test]
+fn schema_ids_and_shape() {
+    let (a, code) = audit();
+    assert_eq!(a["schema"], "rtvirt.audit/v1");
+    for id in ["preemption", "rt_throttling", "isolcpus", "nohz_full", "rcu_nocbs", "governor", "cpuidle", "thp", "irqbalance", "fair_server"] {
+        let c = check(&a, id);
+        assert!(["pass", "warn", "fail", "skip"].contains(&c["status"].as_str().unwrap()), "{c}");
+        for f in ["found", "why", "fix", "depends_on", "tuned", "source"] {
+            assert!(!c[f].as_str().unwrap().is_empty(), "{id}.{f} empty");
+        }
+    }
+    let fails = a["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "fail").count();
+    assert_eq!(code, Some(if fails > 0 { 1 } else { 0 }), "exit 1 iff a check fails");
+    assert_eq!(a["summary"]["fail"].as_u64(), Some(fails as u64));
+}
+
+#[test]
+fn found_values_are_this_machines_files() {
+    let (a, _) = audit();
+    let found = |id: &str| check(&a, id)["found"].as_str().unwrap().to_string();
+    let status = |id: &str| check(&a, id)["status"].as_str().unwrap().to_string();
+
+    assert_eq!(found("rt_throttling"), read("/proc/sys/kernel/sched_rt_runtime_us").unwrap());
+    assert_eq!(found("isolcpus"), none_if_empty(read("/sys/devices/system/cpu/isolated").unwrap_or_default()));
+    match read("/sys/devices/system/cpu/nohz_full") {
+        Some(v) => assert_eq!(found("nohz_full"), if v == "(null)" { "none".into() } else { none_if_empty(v) }),
+        None => assert_eq!(found("nohz_full"), "none"),
+    }
+    assert_eq!(found("rcu_nocbs"), cmdline("rcu_nocbs").unwrap_or_else(|| "none".into()));
+    let thp = read("/sys/kernel/mm/transparent_hugepage/enabled").unwrap();
+    let selected = thp.split_whitespace().find(|w| w.starts_with('[')).unwrap().trim_matches(['[', ']']);
+    assert_eq!(found("thp"), selected);
+    match read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") {
+        Some(g) => assert!(found("governor").contains(&g)),
+        None => assert_eq!((found("governor").as_str(), status("governor").as_str()), ("none", "skip")),
+    }
+    assert_eq!(found("cpuidle"), none_if_empty(read("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_default()));
+    let irqbalance = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()).any(|e| read(&format!("{}/comm", e.path().display())).as_deref() == Some("irqbalance"));
+    assert_eq!(found("irqbalance") == "not running", !irqbalance);
+    assert_eq!(found("timer_migration"), read("/proc/sys/kernel/timer_migration").unwrap_or_else(|| "none".into()));
+    assert_eq!(found("hugepages"), read("/proc/sys/vm/nr_hugepages").unwrap());
+    if let Some(ksm) = read("/sys/kernel/mm/ksm/run") {
+        assert_eq!(found("ksm"), ksm);
+    }
+    assert_eq!(found("clocksource"), read("/sys/devices/system/clocksource/clocksource0/current_clocksource").unwrap());
+
+    let version = read("/proc/sys/kernel/version").unwrap();
+    let preemption = found("preemption");
+    if read("/sys/kernel/realtime").as_deref() == Some("1") {
+        assert_eq!(preemption, "PREEMPT_RT");
+    } else if version.contains("PREEMPT_DYNAMIC") {
+        assert!(preemption.starts_with("PREEMPT_DYNAMIC (") && preemption.ends_with(')'), "{preemption}");
+        if let Some(mode) = cmdline("preempt") {
+            assert_eq!(preemption, format!("PREEMPT_DYNAMIC ({mode})"));
+        }
+    }
+    let release = read("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap());
+    let has_fair_server = (v.next().unwrap(), v.next().unwrap()) >= (6, 12);
+    assert_eq!(status("fair_server") == "skip", !has_fair_server);
+    match read("/sys/kernel/debug/sched/fair_server/cpu0/runtime") {
+        Some(r) if has_fair_server => assert!(found("fair_server").starts_with(&format!("cpu0={r}/"))),
+        _ => {}
+    }
+    // kernel threads: what chrt says about ksoftirqd/0
+    let kt = found("kthread_priorities");
+    assert!(kt.contains("ksoftirqd/0="), "{kt}");
+}
+
+#[test]
+fn table_lists_every_check_with_details() {
+    let o = run(rtvirt(&["host", "audit"]));
+    let t = String::from_utf8_lossy(&o.stdout);
+    for id in ["preemption", "rt_throttling", "fair_server", "isolcpus", "thp", "irqbalance", "cpuset_partitions"] {
+        assert!(t.contains(id), "{id} missing from\n{t}");
+    }
+    assert!(t.contains("tuned:") && t.contains("fix:") && t.contains("STATUS"), "{t}");
+}
