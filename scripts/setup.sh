@@ -24,6 +24,8 @@ APT_PACKAGES=(
     iproute2        # ip netns / veth / bridge for containers
     procps
     util-linux      # chrt, taskset
+    qemu-system-x86 # host tests: a real QEMU (TCG) with QMP for thread discovery and apply/revert
+    ethtool         # host tests: GRO on a veth so that it has NAPI instances (threaded NAPI)
     chromium        # report tests: headless browser loads the HTML report, screenshot
 )
 
