@@ -141,6 +141,9 @@ impl Host {
 
     /// Arm the periodic timers (server periods, supply windows, RT throttling, Credit accounting).
     pub fn start<E: From<HostEv>>(&mut self, q: &mut EventQueue<E>) {
+        for ci in 0..self.clusters.len() {
+            mark(&mut self.dirty, &mut self.clusters[ci], ci as u32);
+        }
         for t in 0..self.threads.len() {
             if let Some(at) = self.threads[t].st.first_timer() {
                 self.arm_thread_timer(t, at, q);

@@ -258,7 +258,8 @@ impl PState {
                 }
                 l
             }
-            PState::Server { left, .. } => (*left).max(1),
+            // A depleted server only runs on extratime: nothing to enforce until its next period.
+            PState::Server { left, .. } => if *left == 0 { u64::MAX } else { *left },
             PState::Supply { win, .. } => win.1.saturating_sub(now).max(1),
         }
     }
