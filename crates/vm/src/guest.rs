@@ -173,8 +173,18 @@ impl Guest {
         self.wait_until("QEMU opening its QMP socket", Duration::from_secs(10), |_| sock.exists())?;
         let (threads, kvm) = match query_qmp(&sock) {
             Ok(v) => v,
-            // QEMU exiting early closes QMP: report that (with the console), not the socket error.
-            Err(e) => return Err(self.poll().err().unwrap_or(e)),
+            // QEMU exiting early closes QMP: report that (with its stderr and the console), not
+            // the socket error; give it a moment to be reaped.
+            Err(e) => {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(2) {
+                    if let Err(exit) = self.poll() {
+                        return Err(exit);
+                    }
+                    std::thread::sleep(POLL);
+                }
+                return Err(e);
+            }
         };
         self.record.vcpu_threads = threads;
         if (self.cfg.accel == Accel::Kvm) != kvm {

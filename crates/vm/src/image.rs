@@ -88,6 +88,8 @@ pub fn build(cache: &Path, spec: &ImageSpec) -> Result<Image> {
     if rebuilt {
         write_cpio(&dir, &initramfs, &entries)?;
         prune(&dir, &initramfs);
+    } else {
+        mark_used(&initramfs);
     }
     let size_bytes = std::fs::metadata(&initramfs).map_err(|e| VmError::io(format!("reading {}", initramfs.display()), e))?.len();
     Ok(Image {
@@ -197,7 +199,7 @@ fn read(p: &Path) -> Result<Vec<u8>> {
 
 /// Stage the entries in a scratch directory next to `out` and archive them with `cpio -H newc`.
 fn write_cpio(dir: &Path, out: &Path, entries: &[Entry]) -> Result<()> {
-    let stage = dir.join(format!("stage-{}", std::process::id()));
+    let stage = dir.join(format!("stage-{}", unique_suffix()));
     let _ = std::fs::remove_dir_all(&stage);
     let result = stage_and_archive(&stage, out, entries);
     let _ = std::fs::remove_dir_all(&stage);
@@ -220,7 +222,7 @@ fn stage_and_archive(stage: &Path, out: &Path, entries: &[Entry]) -> Result<()> 
     names.clear();
     collect_paths(stage, stage, &mut names)?;
     names.sort();
-    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = out.with_extension(format!("tmp-{}", unique_suffix()));
     let file = std::fs::File::create(&tmp).map_err(|e| VmError::io(format!("creating {}", tmp.display()), e))?;
     let mut child = Command::new("cpio")
         .args(["--create", "--format=newc", "--quiet", "--owner=0:0"])
@@ -267,7 +269,25 @@ fn collect_paths(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// Keep the newest [`KEEP_IMAGES`] images of a flavour (and `keep` itself).
+/// `<pid>-<n>`: distinct for every build, also between threads of one process.
+fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Reusing an image makes it recent (pruning goes by last use).
+fn mark_used(image: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(image) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Images unused this long may be pruned (beyond the newest [`KEEP_IMAGES`]): one being booted
+/// by another run is never removed under it.
+const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Keep the newest [`KEEP_IMAGES`] images of a flavour (and `keep` itself, and any used within
+/// [`PRUNE_AFTER`]).
 fn prune(dir: &Path, keep: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut images: Vec<(std::time::SystemTime, PathBuf)> = entries
@@ -278,8 +298,11 @@ fn prune(dir: &Path, keep: &Path) {
         .collect();
     images.sort();
     let excess = images.len().saturating_sub(KEEP_IMAGES - 1);
-    for (_, p) in images.into_iter().take(excess) {
-        let _ = std::fs::remove_file(p);
+    let now = std::time::SystemTime::now();
+    for (used, p) in images.into_iter().take(excess) {
+        if now.duration_since(used).is_ok_and(|age| age > PRUNE_AFTER) {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
