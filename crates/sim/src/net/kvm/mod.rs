@@ -133,6 +133,8 @@ pub(crate) struct Thread {
     pub blocked_since: Nanos,
     /// Cache reload penalty not yet charged (vCPU: charged to the first guest step).
     pub debt: Nanos,
+    /// CPU time used after warm-up.
+    pub cpu: u64,
     pub trace_track: Track,
 }
 
@@ -153,6 +155,8 @@ pub(crate) struct Core {
     pub since: Nanos,
     /// CFS min_vruntime of the core.
     pub min_vr: u64,
+    /// Start of the running thread's current trace slice.
+    pub trace_since: Nanos,
     pub time_squeeze: u64,
     pub trace_track: Track,
 }
@@ -302,6 +306,7 @@ impl Sim {
                 time_squeeze: 0,
                 since: Nanos::ZERO,
                 min_vr: 0,
+                trace_since: Nanos::ZERO,
                 trace_track: track,
             });
             if let Some(t) = self.trace.as_mut() {
@@ -402,6 +407,7 @@ impl Sim {
             irq_pending: 0,
             blocked_since: Nanos::ZERO,
             debt: Nanos::ZERO,
+            cpu: 0,
             trace_track: track,
         });
         id
@@ -463,6 +469,13 @@ impl Sim {
             let drops = f.drops();
             results.flows.push(f.stats().result(name, span, drops));
         }
+        let threads: Vec<serde_json::Value> = self
+            .threads
+            .iter()
+            .filter(|t| t.cpu > 0)
+            .map(|t| serde_json::json!({"name": t.name, "prio": t.base, "cpu_time_ns": t.cpu, "utilisation": t.cpu as f64 / span.0.max(1) as f64}))
+            .collect();
+        results.extra.insert("threads".into(), threads.into());
         results.extra.insert("softirq_lock_inversions".into(), self.inversions.into());
         results.extra.insert("events".into(), self.q.delivered().into());
         let events = self.q.delivered();

@@ -163,7 +163,7 @@ impl Sim {
         if let Some(w) = self.threads[t].work.as_mut() {
             w.left = w.left.saturating_sub(elapsed);
         }
-        self.trace_run(c, t, self.cores[c].since, now);
+        self.trace_run(c, t, self.cores[c].trace_since, now);
         self.threads[t].mark = self.copied;
         self.cores[c].gen += 1;
         Some(t)
@@ -174,6 +174,9 @@ impl Sim {
         let from_w = from.max(self.warmup);
         if to > from_w {
             self.cores[c].busy += (to - from_w).0;
+            if let Some(t) = self.cores[c].cur {
+                self.threads[t].cpu += (to - from_w).0;
+            }
         }
         if let Some(t) = self.cores[c].cur {
             if self.threads[t].base == 0 && self.eff(t) == 0 {
@@ -201,6 +204,7 @@ impl Sim {
         self.cores[c].cur = Some(t);
         self.cores[c].started = now;
         self.cores[c].since = now;
+        self.cores[c].trace_since = now;
         if !matches!(self.threads[t].role, Role::IrqCtx(_)) {
             self.cores[c].prev = Some(t);
             if self.cores[c].interrupted == Some(t) {
@@ -332,6 +336,17 @@ impl Sim {
             }
             _ => {}
         }
+    }
+
+    /// Close the running thread's trace slice now (its priority is about to change).
+    pub(crate) fn trace_split(&mut self, t: Tid) {
+        if self.trace.is_none() || self.threads[t].st != St::Running {
+            return;
+        }
+        let c = self.threads[t].core;
+        let now = self.q.now();
+        self.trace_run(c, t, self.cores[c].trace_since, now);
+        self.cores[c].trace_since = now;
     }
 
     fn trace_run(&mut self, c: usize, t: Tid, from: Nanos, to: Nanos) {

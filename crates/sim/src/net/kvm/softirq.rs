@@ -146,6 +146,9 @@ impl Sim {
         let list = sc.list;
         self.lists[list].holder = None;
         let was_boosted = self.threads[t].boost;
+        if was_boosted > 0 {
+            self.trace_split(t);
+        }
         self.threads[t].boost = 0;
         if let Some(&next) = self.lists[list].waiters.iter().max_by_key(|&&w| (self.eff(w), std::cmp::Reverse(w))) {
             self.lists[list].waiters.retain(|&w| w != next);
@@ -194,6 +197,7 @@ impl Sim {
         let top = self.lists[list].waiters.iter().map(|&w| self.threads[w].base.max(self.threads[w].boost)).max().unwrap_or(0);
         let top = if top >= PRIO_IRQ { 0 } else { top };
         if top != self.threads[h].boost {
+            self.trace_split(h);
             self.threads[h].boost = top;
             self.reprioritised(h);
         }

@@ -1,0 +1,93 @@
+//! SEEDS 1 reproduction shapes (issue 4 "must hold") from short fixed-seed runs of the network
+//! simulator: the five methods with and without two Heavy Receivers, plus the trace of the
+//! softirq-lock priority inversion and determinism.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rtvirt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).current_dir(root()).output().expect("run rtvirt")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// (mean us, p99 us, SD us, Heavy Receiver Gb/s) of the critical flow of one scenario.
+struct Row {
+    mean: f64,
+    p99: f64,
+    sd: f64,
+    hr_gbps: f64,
+}
+
+fn run(method: &str, heavy: bool, duration: &str) -> Row {
+    let file = format!("scenarios/seeds1_{method}{}.toml", if heavy { "_hr" } else { "" });
+    let o = rtvirt(&["simulate", &file, "--duration", duration, "--seed", "7", "--format", "json"]);
+    assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let flows = v["flows"].as_array().unwrap();
+    let crit = flows.iter().find(|f| f["name"] == "critical").expect("critical flow");
+    let l = &crit["latency_ns"];
+    let hr_gbps = flows.iter().filter(|f| f["name"] != "critical").map(|f| f["throughput_bps"].as_f64().unwrap()).sum::<f64>() / 1e9;
+    Row { mean: l["mean"].as_f64().unwrap() / 1e3, p99: l["p99"].as_f64().unwrap() / 1e3, sd: l["sd"].as_f64().unwrap() / 1e3, hr_gbps }
+}
+
+#[test]
+fn with_heavy_receivers_outsourcing_keeps_latency_consistent_and_throughput() {
+    let [van, thr, exc, out] = ["vanilla", "threaded", "exclusive", "outsourcing"].map(|m| run(m, true, "3s"));
+    let show = |n: &str, r: &Row| format!("{n}: mean {:.1} p99 {:.1} sd {:.1} hr {:.2}", r.mean, r.p99, r.sd, r.hr_gbps);
+    let all = [show("vanilla", &van), show("threaded", &thr), show("exclusive", &exc), show("outsourcing", &out)].join("\n");
+    assert!(thr.sd / out.sd >= 3.0, "SD(threaded)/SD(outsourcing) >= 3\n{all}");
+    assert!(exc.sd / out.sd >= 1.5, "SD(exclusive)/SD(outsourcing) >= 1.5\n{all}");
+    assert!(out.p99 < exc.p99 && exc.p99 < thr.p99.min(van.p99), "p99: outsourcing < exclusive < min(threaded, vanilla)\n{all}");
+    let ratio = exc.hr_gbps / van.hr_gbps;
+    assert!((0.4..=0.7).contains(&ratio), "HR throughput exclusive/vanilla {ratio:.2} in 0.4..0.7\n{all}");
+    assert!(out.hr_gbps >= 0.95 * van.hr_gbps, "outsourcing keeps >= 95% of vanilla's HR throughput\n{all}");
+}
+
+#[test]
+fn without_heavy_receivers_latency_is_tight_and_ordered() {
+    let rows = ["nonvirt", "outsourcing", "vanilla", "threaded", "exclusive"].map(|m| (m, run(m, false, "2s")));
+    for (m, r) in &rows {
+        assert!(r.sd <= 3.0, "{m}: SD {:.2} us > 3 us", r.sd);
+    }
+    for w in rows.windows(2) {
+        assert!(w[0].1.mean < w[1].1.mean, "mean {} ({:.1}) < {} ({:.1})", w[0].0, w[0].1.mean, w[1].0, w[1].1.mean);
+    }
+}
+
+#[test]
+fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let p = path.to_str().unwrap();
+    let o = rtvirt(&["simulate", "scenarios/seeds1_threaded_hr.toml", "--duration", "300ms", "--trace", p, "--trace-window", "300ms", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["softirq_lock_inversions"].as_u64().unwrap() > 0);
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let evs = trace["traceEvents"].as_array().unwrap();
+    let blocked = evs.iter().find(|e| e["name"] == "blocked on softirq lock" && e["ph"] == "X").expect("a blocked slice");
+    assert_eq!(blocked["tid"], thread_tid(evs, "irq/rt0-0"), "the RT IRQ thread is the one blocked");
+    assert!(
+        evs.iter().any(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("irq/hr0-0 (boosted to FIFO 50)") || n.starts_with("ksoftirqd/0 (boosted to FIFO 50)"))),
+        "a non-RT holder runs boosted to FIFO 50"
+    );
+    // with the partitioned softirq the RT thread never waits for a non-RT holder
+    let o = rtvirt(&["simulate", "scenarios/seeds1_outsourcing_hr.toml", "--duration", "300ms", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["softirq_lock_inversions"], 0);
+}
+
+fn thread_tid(evs: &[serde_json::Value], name: &str) -> serde_json::Value {
+    evs.iter().find(|e| e["name"] == "thread_name" && e["args"]["name"] == name && e["pid"] == 2).map(|e| e["tid"].clone()).expect("thread track")
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let args = ["simulate", "scenarios/seeds1_threaded_hr.toml", "--duration", "200ms", "--format", "json"];
+    let (a, b) = (rtvirt(&args), rtvirt(&args));
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}
