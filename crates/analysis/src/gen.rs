@@ -6,7 +6,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rtvirt_model::exec::ExecModel;
-use rtvirt_model::scenario::{Guest, GuestScheduler, Host, PeriodChoice, Scenario, Task};
+use rtvirt_model::scenario::{assign_deadline_monotonic, Guest, GuestScheduler, Host, PeriodChoice, Scenario, Task};
 use rtvirt_model::Nanos;
 
 /// The divisors of 1000 ms (in ms): any set of them has a hyperperiod dividing 1 s.
@@ -65,17 +65,6 @@ fn baker_task(rng: &mut Pcg64Mcg, name: String, spec: &BakerSpec) -> Task {
     }
 }
 
-/// Deadline-monotonic priorities (shorter deadline = higher number), as the scenario validator
-/// assigns them.
-fn deadline_monotonic(tasks: &mut [Task]) {
-    let mut order: Vec<usize> = (0..tasks.len()).collect();
-    order.sort_by_key(|&i| (tasks[i].deadline, tasks[i].period, i));
-    let n = tasks.len() as u32;
-    for (rank, &i) in order.iter().enumerate() {
-        tasks[i].priority = n - rank as u32;
-    }
-}
-
 /// A scenario of `spec.guests` guests, each with `spec.tasks_per_guest` Baker tasks and the
 /// default server-period scan.
 pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
@@ -83,7 +72,7 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
     let guests = (0..spec.guests)
         .map(|g| {
             let mut tasks: Vec<Task> = (0..spec.tasks_per_guest).map(|t| baker_task(&mut rng, format!("t{}", t + 1), spec)).collect();
-            deadline_monotonic(&mut tasks);
+            assign_deadline_monotonic(&mut tasks);
             Guest {
                 name: format!("vm{}", g + 1),
                 scheduler: spec.scheduler,

@@ -210,6 +210,23 @@ mod tests {
         assert_eq!(s.guests[1].tasks[0].deadline, Nanos(4_000_000));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_text(s in "\\PC*") {
+            let _ = from_xml(&s, None);
+        }
+
+        #[test]
+        fn never_panics_on_mutated_documents(pos in 0usize..400, junk in "[<>/=\"a-z0-9. -]{0,12}") {
+            let mut x = XML.to_string();
+            let p = pos.min(x.len());
+            if x.is_char_boundary(p) {
+                x.insert_str(p, &junk);
+                let _ = from_xml(&x, None);
+            }
+        }
+    }
+
     #[test]
     fn errors_point_at_the_xml() {
         let e = from_xml(&XML.replace("e=\"1.5\"", "e=\"15\""), None).unwrap_err();

@@ -148,6 +148,13 @@ impl Task {
     }
 }
 
+/// Give tasks the deadline-monotonic priorities the validator assigns when a file gives none
+/// (shorter deadline = higher number; ties by period, then order). For generated scenarios.
+pub fn assign_deadline_monotonic(tasks: &mut [Task]) {
+    tasks.iter_mut().for_each(|t| t.priority_given = false);
+    let _ = validate::assign_priorities(tasks, GuestScheduler::Fp);
+}
+
 impl Scenario {
     /// Parse and validate scenario text. `file` is used in error messages and to resolve sample
     /// paths (relative to the file's folder).

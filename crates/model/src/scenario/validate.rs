@@ -212,7 +212,7 @@ fn check_exec_within_wcet(exec: &ExecModel, wcet: Nanos) -> R<()> {
 
 /// Fixed priorities: given ones must be unique; missing ones are deadline monotonic (shorter
 /// deadline = higher number; ties by period, then file order). All or none must be given.
-fn assign_priorities(tasks: &mut [Task], scheduler: GuestScheduler) -> R<()> {
+pub(super) fn assign_priorities(tasks: &mut [Task], scheduler: GuestScheduler) -> R<()> {
     let given = tasks.iter().filter(|t| t.priority_given).count();
     if given > 0 && given < tasks.len() {
         let i = tasks.iter().position(|t| !t.priority_given).unwrap_or(0);
