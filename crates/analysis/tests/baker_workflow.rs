@@ -7,7 +7,7 @@ use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
 use rtvirt_analysis::dbf::Sporadic;
 use rtvirt_analysis::interface::{best_interface, Model};
 use rtvirt_model::plan::GuestPlan;
-use rtvirt_model::scenario::GuestScheduler;
+use rtvirt_model::scenario::{Guest, GuestScheduler};
 use rtvirt_analysis::maxrho::{max_rho, RHO_RESOLUTION};
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{plan_at, PlanOptions};
@@ -19,10 +19,9 @@ const RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 
 /// The guest's least-bandwidth interface for its planned task budgets. With PRM the plan uses it;
 /// with EDP the partitioner may pick a looser (more bandwidth, larger deadline) alternative.
-fn least_bandwidth(g: &GuestPlan, model: Model) -> f64 {
+fn least_bandwidth(g: &GuestPlan, guest: &Guest, model: Model) -> f64 {
     let ts: Vec<Sporadic> = g.tasks.iter().map(|t| Sporadic { c: t.budget_ns, d: t.deadline_ns, t: t.period_ns }).collect();
-    let dmin = ts.iter().map(|t| t.d).min().unwrap();
-    let cands: Vec<u64> = (1..=20).map(|k| (dmin * k / 20 / 1000 * 1000).max(1000)).collect();
+    let cands: Vec<u64> = guest.server_periods.candidates(&guest.tasks).iter().map(|p| p.0).collect();
     let i = best_interface(&ts, GuestScheduler::Edf, model, &cands).unwrap();
     if model == Model::Prm {
         assert_eq!((i.period, i.budget), (g.period_ns, g.budget_ns), "the PRM plan uses the least interface");
@@ -40,13 +39,14 @@ fn budgets_and_bandwidths_fall_with_rho_and_never_exceed_wcet() {
     for seed in 0..SEEDS {
         for mean in MEANS {
             let spec = BakerSpec::light(seed, 3, 6, mean);
+            let guests = baker_scenario(&spec).guests;
             for model in [Model::Prm, Model::Edp] {
                 let wcet = plan(&spec, None, model, Heuristic::Bfd);
                 let mut prev: Option<Plan> = None;
                 for rho in RHOS {
                     let p = plan(&spec, Some(rho), model, Heuristic::Bfd);
-                    for (g, gw) in p.guests.iter().zip(&wcet.guests) {
-                        let (b, bw) = (least_bandwidth(g, model), least_bandwidth(gw, model));
+                    for ((g, gw), guest) in p.guests.iter().zip(&wcet.guests).zip(&guests) {
+                        let (b, bw) = (least_bandwidth(g, guest, model), least_bandwidth(gw, guest, model));
                         assert!(b <= bw + 1e-12, "seed {seed} mean {mean} rho {rho}: {} bw {b} > wcet bw {bw}", g.name);
                         for (t, tw) in g.tasks.iter().zip(&gw.tasks) {
                             assert!(t.budget_ns <= tw.wcet_ns && tw.budget_ns == tw.wcet_ns);
@@ -54,8 +54,8 @@ fn budgets_and_bandwidths_fall_with_rho_and_never_exceed_wcet() {
                         }
                     }
                     if let Some(q) = &prev {
-                        for (g, gq) in p.guests.iter().zip(&q.guests) {
-                            let (b, bq) = (least_bandwidth(g, model), least_bandwidth(gq, model));
+                        for ((g, gq), guest) in p.guests.iter().zip(&q.guests).zip(&guests) {
+                            let (b, bq) = (least_bandwidth(g, guest, model), least_bandwidth(gq, guest, model));
                             assert!(bq <= b + 1e-12, "bandwidth rose as rho fell: {} {b} -> {bq}", g.name);
                             for (t, tq) in g.tasks.iter().zip(&gq.tasks) {
                                 assert!(tq.budget_ns <= t.budget_ns);
