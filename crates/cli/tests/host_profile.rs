@@ -208,3 +208,69 @@ fn bad_profiles_exit_2_and_change_nothing() {
         assert!(!journal_exists(&st));
     }
 }
+
+/// A container stand-in: a cpuset cgroup named like rtvirt's containers with a process in it.
+struct Container {
+    dir: PathBuf,
+    rel: String,
+    proc_: Option<Sleeper>,
+}
+
+impl Container {
+    fn create() -> Container {
+        let h = rtvirt_host::cpuset::Hierarchy::find().expect("cpuset controller");
+        let rel = format!("/rtvirt-ct-hosttest-{}", std::process::id());
+        let dir = h.base().join(&rel[1..]);
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let mut c = Container { dir: dir.clone(), rel, proc_: None };
+        let online = rtvirt_host::sysinfo::online_cpus().to_string();
+        std::fs::write(dir.join("cpuset.cpus"), &online).unwrap();
+        if let rtvirt_host::cpuset::Hierarchy::V1(base) = &h {
+            std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim()).unwrap();
+        }
+        let s = Sleeper::start();
+        std::fs::write(dir.join("cgroup.procs"), s.pid().to_string()).unwrap();
+        c.proc_ = Some(s);
+        c
+    }
+    fn pid(&self) -> u32 {
+        self.proc_.as_ref().unwrap().pid()
+    }
+    fn cpus(&self) -> String {
+        std::fs::read_to_string(self.dir.join("cpuset.cpus")).unwrap().trim().to_string()
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        self.proc_ = None; // kill and reap the process first
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
+    let _g = serial();
+    let ct = Container::create();
+    let threads_out = run(rtvirt(&["host", "threads", "--format", "json"]));
+    let ts: Vec<serde_json::Value> = serde_json::from_slice(&threads_out.stdout).unwrap();
+    assert!(ts.iter().any(|t| t["tid"].as_u64() == Some(ct.pid() as u64) && t["role"]["kind"] == "container" && t["role"]["cgroup"] == ct.rel.as_str()), "{}", text(&threads_out));
+
+    let before = (ct.cpus(), thread_snapshot(&[ct.pid()]));
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = last_cpu();
+    let p = write(dir.path(), "ct.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"container\"\ncgroup = \"{}\"\ncpus = \"{cpu}\"\n", ct.rel));
+    let st = dir.path().join("state");
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(ct.cpus(), cpu.to_string());
+    assert_eq!(sched::get_affinity(ct.pid()).unwrap(), cpus(&cpu.to_string()), "the container's process follows its cpuset");
+    revert(&st);
+    assert_eq!((ct.cpus(), thread_snapshot(&[ct.pid()])), before);
+}

@@ -100,11 +100,24 @@ pub fn cmdline(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The unified (v2) cgroup path of a thread, or the first v1 path when there is no "0::" line.
+/// The unified (v2) cgroup path of a thread, or the first non-root v1 path when it has none.
 pub fn cgroup(tid: u32) -> String {
+    let paths = cgroup_paths(tid);
+    paths.first().cloned().unwrap_or_else(|| "/".into())
+}
+
+/// Every distinct non-root cgroup path of a thread: the v2 path first, then the v1 ones.
+pub fn cgroup_paths(tid: u32) -> Vec<String> {
     let text = read_opt(task_dir(tid).join("cgroup")).unwrap_or_default();
-    let v2 = text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string);
-    v2.filter(|p| p != "/").or_else(|| container_like_v1(&text)).unwrap_or_else(|| "/".into())
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_by_key(|l| !l.starts_with("0::"));
+    let mut out: Vec<String> = Vec::new();
+    for p in lines.iter().filter_map(|l| l.splitn(3, ':').nth(2)) {
+        if p != "/" && !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
+        }
+    }
+    out
 }
 
 /// The v1 cgroup path of `controller` ("cpuset", ...) for a thread.
@@ -115,11 +128,6 @@ pub fn cgroup_v1(tid: u32, controller: &str) -> Option<String> {
         let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
         ctrls.split(',').any(|c| c == controller).then(|| path.to_string())
     })
-}
-
-/// On a v1 host, the first non-root v1 path (containers show up there).
-fn container_like_v1(text: &str) -> Option<String> {
-    text.lines().filter_map(|l| l.splitn(3, ':').nth(2)).find(|p| *p != "/").map(str::to_string)
 }
 
 #[cfg(test)]

@@ -277,7 +277,13 @@ fn by_vm_name(name: &str) -> Result<Vec<ThreadInfo>> {
 }
 
 /// Container runtimes' cgroup path markers.
-const CONTAINER_MARKERS: &[&str] = &["docker", "containerd", "libpod", "lxc", "kubepods", "machine.slice", "crio"];
+/// (`rtvirt-ct-` is the cgroup of rtvirt's own measurement containers.)
+pub const CONTAINER_MARKERS: &[&str] = &["docker", "containerd", "libpod", "lxc", "kubepods", "machine.slice", "crio", "rtvirt-ct-"];
+
+/// The container cgroup a thread belongs to, if any of its cgroup paths names a container.
+pub fn container_cgroup(tid: u32) -> Option<String> {
+    procfs::cgroup_paths(tid).into_iter().find(|p| CONTAINER_MARKERS.iter().any(|m| p.contains(m)))
+}
 
 /// The RT data path of the whole host.
 fn system() -> Vec<ThreadInfo> {
@@ -290,11 +296,8 @@ fn system() -> Vec<ThreadInfo> {
             }
         } else if is_qemu(pid) {
             out.extend(qemu_threads_by_name(pid, qemu_guest_name(&procfs::cmdline(pid))));
-        } else {
-            let cg = procfs::cgroup(pid);
-            if CONTAINER_MARKERS.iter().any(|m| cg.contains(m)) {
-                out.extend(read_thread(pid, Role::Container { cgroup: cg }, None));
-            }
+        } else if let Some(cgroup) = container_cgroup(pid) {
+            out.extend(read_thread(pid, Role::Container { cgroup }, None));
         }
     }
     out
