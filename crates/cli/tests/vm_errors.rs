@@ -51,7 +51,7 @@ fn a_guest_over_its_bound_is_killed() {
 fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
     let name = "vmt-hold";
     let mut child = rtvirt()
-        .args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--format", "json"])
+        .args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--pin", "1", "--format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -65,6 +65,14 @@ fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
     let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
     let qemu_pid = rec["pid"].as_u64().unwrap();
     assert!(std::path::Path::new(rec["qmp_socket"].as_str().unwrap()).exists());
+    // vCPU 0 pinned to host CPU 1
+    let vcpu = rec["vcpu_threads"][0].as_u64().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{qemu_pid}/task/{vcpu}/status")).unwrap();
+    assert!(status.lines().any(|l| l.starts_with("Cpus_allowed_list:") && l.ends_with("\t1")), "{status}");
+    // rtvirt host finds the guest's threads by its name
+    let (code, threads, err) = run(&["host", "threads", "--vm", name]);
+    assert_eq!(code, 0, "{err}");
+    assert!(threads.lines().any(|l| l.contains(&vcpu.to_string()) && l.contains("vcpu 0")), "{threads}");
     let (code, list, _) = run(&["vm", "list", "--format", "json"]);
     assert_eq!(code, 0);
     let listed: serde_json::Value = serde_json::from_str(&list).unwrap();
