@@ -1,0 +1,56 @@
+//! Whatever valid documents come in (degenerate summaries, zero counts, equal percentiles, empty
+//! sections), the report is built without panicking and every chart is well-formed XML.
+
+use proptest::prelude::*;
+use rtvirt_model::results::{FlowResult, Results, TaskResult};
+use rtvirt_model::stats::Summary;
+use rtvirt_report::input::{Document, Input};
+use rtvirt_report::{build_report, render, ReportFormat};
+
+/// A summary from 9 arbitrary values, sorted so that min <= p25 <= ... <= max.
+fn summary(mut v: Vec<u64>, count: u64) -> Summary {
+    v.sort_unstable();
+    Summary { count, min: v[0], p25: Some(v[1]), p50: v[2], p75: v[3], p90: v[4], p95: v[5], p99: v[6], p999: v[7], p9999: v[7], max: v[8], mean: v[2] as f64, sd: 0.0, low_confidence: vec![] }
+}
+
+fn values() -> impl Strategy<Value = Vec<u64>> {
+    prop_oneof![proptest::collection::vec(0u64..10, 9), proptest::collection::vec(0u64..u64::MAX / 2, 9), Just(vec![0; 9])]
+}
+
+fn result(kind: usize, v: Vec<u64>, count: u64, jobs: u64, misses: u64, rho: f64) -> Results {
+    let s = summary(v, count);
+    let mut r = Results::new(["timer", "net", "simulation", "netsim"][kind], 1_000_000_000);
+    match kind {
+        0 => r.latency_ns = Some(s),
+        1 => r.rtt_ns = Some(s),
+        2 => {
+            r.tasks.push(TaskResult { guest: "g".into(), name: "t".into(), jobs, misses: misses.min(jobs), dsr: TaskResult::dsr_of(jobs, misses.min(jobs)), response_ns: s, ..Default::default() });
+            r.extra.insert("rho".into(), rho.into());
+        }
+        _ => {
+            let mut f = FlowResult { name: "f".into(), latency_ns: Some(s), ..Default::default() };
+            f.segments_ns.insert("guest".into(), serde_json::json!({"mean": 0.0}));
+            r.flows.push(f);
+        }
+    }
+    r
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn any_results_render(docs in proptest::collection::vec((0usize..4, values(), 0u64..1000, 0u64..100, 0u64..100, 0.0f64..1.0), 1..5)) {
+        let inputs: Vec<Input> = docs.into_iter().enumerate().map(|(i, (k, v, c, j, m, rho))| Input {
+            name: format!("r{i}"),
+            path: format!("r{i}.json").into(),
+            doc: Document::Results(Box::new(result(k, v, c, j, m, rho))),
+        }).collect();
+        let report = build_report("t", &inputs);
+        for f in report.figures() {
+            prop_assert!(roxmltree::Document::parse(&f.svg).is_ok(), "{}", f.title);
+            prop_assert!(!f.svg.contains("NaN") && !f.svg.contains("inf"), "{}", f.title);
+        }
+        let _ = render(&report, ReportFormat::Html);
+        let _ = render(&report, ReportFormat::Markdown);
+    }
+}
