@@ -140,7 +140,7 @@ fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>
 fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
     for io in input.planned.iter().filter(|p| matches!(p.role, Role::Irq { .. } | Role::Napi { .. } | Role::Vhost { .. } | Role::Iothread { .. })) {
         let same_path = io.guest.is_none() || io.guest == vcpu.guest;
-        if same_path && io.cpus.intersection(&vcpu.cpus).len() > 0 && rank(&io.sched) < rank(&vcpu.sched) {
+        if same_path && !io.cpus.intersection(&vcpu.cpus).is_empty() && rank(&io.sched) < rank(&vcpu.sched) {
             out.push(Finding {
                 id: "io_below_vcpu",
                 severity: Severity::Fail,

@@ -68,7 +68,7 @@ pub fn cmdline() -> String {
 /// The value of `key=` on the boot command line (last occurrence wins, as in the kernel), or
 /// Some("") for a bare flag.
 pub fn cmdline_param(cmdline: &str, key: &str) -> Option<String> {
-    cmdline.split_whitespace().filter_map(|w| if w == key { Some(String::new()) } else { w.strip_prefix(key)?.strip_prefix('=').map(str::to_string) }).last()
+    cmdline.split_whitespace().filter_map(|w| if w == key { Some(String::new()) } else { w.strip_prefix(key)?.strip_prefix('=').map(str::to_string) }).next_back()
 }
 
 /// One hardware interrupt with its handlers and CPU affinity.

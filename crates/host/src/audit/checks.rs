@@ -70,7 +70,7 @@ fn preempt_dynamic_mode(cmdline: &str) -> (String, String) {
     match std::fs::read_to_string(path) {
         Ok(s) => {
             let mode = s.split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')').map(str::to_string)).unwrap_or_else(|| s.trim().into());
-            return (mode, format!("{path}: {:?}", s.trim()));
+            (mode, format!("{path}: {:?}", s.trim()))
         }
         Err(e) => {
             let why = format!("{path} unreadable ({e})");
