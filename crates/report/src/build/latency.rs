@@ -131,9 +131,13 @@ pub fn stat_cells(s: &Summary, base: Option<&Summary>) -> Vec<Cell> {
 fn notes(m: &LatencySeries) -> String {
     let mut parts = Vec::new();
     for key in ["missed_periods", "lost", "timeouts", "stalls"] {
-        if let Some(v) = m.result.extra.get(key).filter(|v| !v.is_null()) {
-            parts.push(format!("{}: {v}", key.replace('_', " ")));
-        }
+        let shown = match m.result.extra.get(key) {
+            None | Some(serde_json::Value::Null) => continue,
+            Some(serde_json::Value::Array(a)) if a.is_empty() => continue,
+            Some(serde_json::Value::Array(a)) => a.len().to_string(),
+            Some(v) => v.to_string(),
+        };
+        parts.push(format!("{}: {shown}", key.replace('_', " ")));
     }
     if !m.summary.low_confidence.is_empty() {
         parts.push("* too few samples for this percentile".into());
