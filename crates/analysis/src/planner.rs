@@ -191,3 +191,54 @@ pub fn plan(s: &Scenario, o: &PlanOptions) -> Planned {
     p.plan.max_rho = crate::maxrho::max_rho(s, o);
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(cores: u32, guests: &[(&str, &[(&str, &str)])]) -> Scenario {
+        let mut t = format!("[host]\ncores = {cores}\n");
+        for (name, tasks) in guests {
+            t.push_str(&format!("[[guest]]\nname = \"{name}\"\nscheduler = \"edf\"\nserver_periods = [\"5ms\"]\n"));
+            for (i, (period, wcet)) in tasks.iter().enumerate() {
+                t.push_str(&format!("[[guest.task]]\nname = \"t{i}\"\nperiod = \"{period}\"\nwcet = \"{wcet}\"\n"));
+            }
+        }
+        Scenario::from_toml(&t, None).unwrap()
+    }
+
+    #[test]
+    fn every_unplaced_guest_has_its_reason() {
+        let s = scenario(1, &[
+            ("big", &[("10ms", "6ms")]),
+            ("over", &[("10ms", "6ms"), ("10ms", "6ms")]),
+            ("overcap", &[("10ms", "9.8ms")]),
+        ]);
+        let p = plan_at(&s, &PlanOptions::default(), None);
+        assert!(!p.plan.feasible);
+        let why = |n: &str| p.unplaced.iter().find(|u| u.name == n).map(|u| u.reason.clone()).unwrap_or_default();
+        assert!(why("over").contains("not schedulable even with a whole core"), "{:?}", p.unplaced);
+        assert!(why("overcap").contains("above the per-core cap"), "{:?}", p.unplaced);
+        assert!(why("big").is_empty(), "big fits alone: {:?}", p.unplaced);
+        assert_eq!(p.plan.unplaced.len(), 2);
+        assert_eq!(p.plan.guests[1].bandwidth, 1.0);
+        // the plan JSON passes the model's reader checks
+        rtvirt_model::plan::Plan::from_json(&serde_json::to_string(&p.plan).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn plan_fields_follow_the_analysis() {
+        let s = scenario(2, &[("a", &[("10ms", "2ms")]), ("b", &[("10ms", "3ms")])]);
+        let p = plan(&s, &PlanOptions::default()).plan;
+        assert!(p.feasible && p.max_rho == Some(1.0));
+        // one task of U = 0.2 on a 5ms PRM: least budget from sbf(10ms) >= 2ms
+        let a = &p.guests[0];
+        assert_eq!((a.period_ns, a.deadline_ns), (5_000_000, 5_000_000));
+        let r = crate::sbf::Edp::prm(a.period_ns, a.budget_ns);
+        use crate::sbf::Supply;
+        assert!(r.sbf(10_000_000) >= 2_000_000 && crate::sbf::Edp::prm(a.period_ns, a.budget_ns - 1).sbf(10_000_000) < 2_000_000);
+        assert_eq!(p.cores_used, 1);
+        assert_eq!(p.cores[0].guests, vec!["a", "b"]); // scenario order
+        assert_eq!(p.settings["heuristic"], "bfd");
+    }
+}
