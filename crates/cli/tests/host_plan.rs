@@ -123,6 +123,8 @@ fn bad_inputs_exit_2_and_change_nothing() {
         (vec![write(dir.path(), "infeasible.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]).replace("\"feasible\":true", "\"feasible\":false")).display().to_string(), "--pid".into(), ga.clone()], "not feasible"),
         (vec![write(dir.path(), "broken.json", "{\"schema\":\"rtvirt.plan/v1\",\"feasible\":3}").display().to_string(), "--pid".into(), ga.clone()], "broken.json"),
         (vec![good.display().to_string(), "--pid".into(), "g1=abc".into()], "not a thread id"),
+        // bandwidth 0.1 passes the kernel's cap, but both need 5 ms within the same 5 ms window
+        (vec![write(dir.path(), "dense.json", &plan_json(&[("g1", 5_000_000, 5_000_000, 100_000_000, core), ("g2", 5_000_000, 5_000_000, 100_000_000, core)])).display().to_string(), "--pid".into(), ga.clone()], "exact EDF demand test"),
         (vec![good.display().to_string()], "no guest to apply"),
     ];
     for (args, msg) in cases {
@@ -141,4 +143,27 @@ fn bad_inputs_exit_2_and_change_nothing() {
     assert_eq!(snapshot(&[a.pid()]), before);
     // revert with nothing journaled is fine
     assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state_s])).status.code(), Some(0));
+}
+
+#[test]
+fn without_permission_the_kernels_answer_is_explained_and_nothing_changes() {
+    let _g = serial();
+    let a = Sleeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, last_cpu())]));
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    for p in [dir.path(), state.as_path()] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    }
+    let before = snapshot(&[a.pid()]);
+    let o = run(std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_rtvirt"), "host", "apply"])
+        .arg(&plan)
+        .args(["--state-dir", state.to_str().unwrap(), "--pid", &format!("g1={}", a.pid())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("permission denied") && err.contains("root"), "{err}");
+    assert_eq!(snapshot(&[a.pid()]), before);
+    assert!(!journal_exists(&state));
 }

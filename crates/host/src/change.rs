@@ -107,6 +107,17 @@ impl Change {
         }
     }
 
+    /// What the change targets: two changes with the same key set the same thing.
+    pub fn key(&self) -> String {
+        match self {
+            Change::Sched { tid, .. } => format!("sched:{tid}"),
+            Change::Affinity { tid, .. } => format!("affinity:{tid}"),
+            Change::File { path, .. } | Change::LoadBalanceOff { path, .. } => format!("file:{}", path.display()),
+            Change::Cgroup { path, .. } => format!("cgroup:{}", path.display()),
+            Change::MoveThread { tid, .. } => format!("cgroup-of:{tid}"),
+        }
+    }
+
     /// Would performing this change leave the host as it is (already applied)?
     pub fn is_noop(&self) -> bool {
         match self {
@@ -118,6 +129,12 @@ impl Change {
             Change::LoadBalanceOff { before, .. } => before == "0",
         }
     }
+}
+
+/// The changes of a batch that must be made: a no-op is skipped unless an earlier change of the
+/// batch set the same thing (then it sets it back).
+pub fn needed(changes: &[Change]) -> Vec<&Change> {
+    changes.iter().enumerate().filter(|(i, c)| !c.is_noop() || changes[..*i].iter().any(|e| e.key() == c.key())).map(|(_, c)| c).collect()
 }
 
 /// Is (tid, starttime) still the same thread? A stale TID is an error when changing.

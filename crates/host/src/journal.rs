@@ -90,7 +90,7 @@ impl Journal {
     /// Returns the changes made.
     pub fn apply_all(&mut self, changes: &[Change], progress: &mut dyn FnMut(&Change)) -> Result<Vec<Change>> {
         let mut done = Vec::new();
-        for change in changes.iter().filter(|c| !c.is_noop()) {
+        for change in crate::change::needed(changes) {
             let result = self.record(change).and_then(|_| {
                 self.crash_hook();
                 change.perform()
@@ -249,6 +249,16 @@ mod tests {
     }
 
     #[test]
+    fn a_later_change_back_to_the_original_is_not_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, "a").unwrap();
+        let mut j = Journal::open(&d.path().join("state")).unwrap();
+        j.apply_all(&[file_change(&f, "a", "b"), file_change(&f, "a", "a")], &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "a");
+    }
+
+    #[test]
     fn failure_halfway_rolls_back_this_session_only() {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (d.path().join("a"), d.path().join("b"));
@@ -263,6 +273,39 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "a0");
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "b1", "the earlier session stays applied");
         assert_eq!(read_entries(&state.join(JOURNAL_FILE)).unwrap().len(), 1);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// Oracle: whatever sequence of applies (each possibly failing halfway on a missing file)
+        /// runs, revert brings every file back to its original content and removes the journal.
+        #[test]
+        fn any_sequence_of_applies_reverts_to_the_original(
+            sessions in proptest::collection::vec(proptest::collection::vec((0usize..3, 0u8..4, proptest::bool::weighted(0.1)), 1..5), 1..4)
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let files: Vec<PathBuf> = (0..3).map(|i| d.path().join(format!("f{i}"))).collect();
+            for (i, f) in files.iter().enumerate() {
+                std::fs::write(f, format!("orig{i}")).unwrap();
+            }
+            let state = d.path().join("state");
+            for steps in &sessions {
+                let changes: Vec<Change> = steps.iter().map(|(i, v, broken)| {
+                    let path = if *broken { d.path().join("missing/x") } else { files[*i].clone() };
+                    let before = std::fs::read_to_string(&path).unwrap_or_default();
+                    file_change(&path, &before, &format!("v{v}"))
+                }).collect();
+                // Sequential semantics: each change's "before" is what the file holds when the
+                // apply is prepared, as apply does; a broken step makes the session roll back.
+                let mut j = Journal::open(&state).unwrap();
+                let _ = j.apply_all(&changes, &mut |_| {});
+            }
+            revert(&state).unwrap();
+            for (i, f) in files.iter().enumerate() {
+                proptest::prop_assert_eq!(std::fs::read_to_string(f).unwrap(), format!("orig{i}"));
+            }
+            proptest::prop_assert!(!state.join(JOURNAL_FILE).exists());
+        }
     }
 
     #[test]

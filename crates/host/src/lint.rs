@@ -209,6 +209,12 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
             }
         }
     }
+    if input.fair_server {
+        // Linux >= 6.12: each CPU's SCHED_OTHER tasks run inside a deadline server (dl_server).
+        for v in view.values_mut() {
+            v.push(Entity { tid: 0, comm: "fair_server".into(), role: "dl_server", sched: "DEADLINE server for SCHED_OTHER (default 50ms/1s)".into(), changed: false, rank: 1000 });
+        }
+    }
     for v in view.values_mut() {
         v.sort_by_key(|e| std::cmp::Reverse(e.rank));
     }

@@ -151,7 +151,7 @@ pub(crate) fn lint_and_run(
         return Err(HostError::LintFailed(Box::new(report.lint)));
     }
     if opts.dry_run {
-        report.changes = p.changes.iter().filter(|c| !c.is_noop()).map(Change::describe).collect();
+        report.changes = crate::change::needed(&p.changes).into_iter().map(Change::describe).collect();
         return Ok(report);
     }
     let mut journal = Journal::open(&opts.state_dir)?;
