@@ -102,7 +102,7 @@ pub fn revert(r: &RevertReport) -> String {
     if r.restored.is_empty() && r.threads_gone.is_empty() {
         return format!("Nothing to revert (no journal at {})\n", r.journal.display());
     }
-    let mut out = format!("Restored ({}):\n", r.restored.len());
+    let mut out = format!("Undone, newest first ({}); each line is the change that was reverted:\n", r.restored.len());
     for c in &r.restored {
         let _ = writeln!(out, "  {c}");
     }

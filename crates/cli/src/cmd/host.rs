@@ -60,6 +60,10 @@ pub struct ThreadsArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
+role...) exit 2 with nothing changed; a failing lint exits 1 with nothing changed.\n\
+Test hook: RTVIRT_TEST_CRASH_AFTER=N aborts the process right after the N-th change is journaled \
+(before it is made), as a kill would; `rtvirt host revert` then restores everything.")]
 pub struct ApplyArgs {
     /// PLAN.json (rtvirt.plan/v1) or PROFILE.toml (rtvirt.profile/v1).
     pub input: PathBuf,
