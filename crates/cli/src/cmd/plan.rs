@@ -171,6 +171,10 @@ pub fn run(a: PlanArgs) -> CmdResult {
     if a.max_rho {
         return print_max_rho(&s, &o, a.format);
     }
+    let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
+    if tasks >= 2000 {
+        eprintln!("rtvirt: planning {} guests ({tasks} tasks), then searching the largest uniform rho...", s.guests.len());
+    }
     let p = plan(&s, &o);
     match a.emit {
         Some(e) if p.plan.feasible => print!("{}", emitted(e, &s, &p.plan, &pid_map)),
