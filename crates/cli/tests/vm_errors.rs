@@ -1,7 +1,8 @@
 //! `rtvirt vm` on bad input and failing guests: missing kernel package, garbage instead of
 //! results, rtvirt failing inside the guest, a guest over its time bound, a signal while a guest
 //! is held up - each a clear error (with the guest console where there is one), exit code 2,
-//! and nothing left running.
+//! and nothing left running. The held guest is also driven by `rtvirt host threads --vm NAME` and
+//! `rtvirt host apply/revert --vm GUEST=QMP_SOCKET` while it runs.
 
 mod vm_support;
 use std::io::{BufRead, BufReader};
@@ -48,7 +49,7 @@ fn a_guest_over_its_bound_is_killed() {
 }
 
 #[test]
-fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
+fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigterm() {
     let name = "vmt-hold";
     let mut child = rtvirt()
         .args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--pin", "1", "--format", "json"])
@@ -73,6 +74,18 @@ fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
     let (code, threads, err) = run(&["host", "threads", "--vm", name]);
     assert_eq!(code, 0, "{err}");
     assert!(threads.lines().any(|l| l.contains(&vcpu.to_string()) && l.contains("vcpu 0")), "{threads}");
+    // rtvirt host apply/revert change the vCPU thread found through the guest's QMP socket
+    let state = tempfile::tempdir().unwrap();
+    let profile = state.path().join("profile.toml");
+    std::fs::write(&profile, "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"fifo\"\npriority = 1\n").unwrap();
+    let bind = format!("g={}", rec["qmp_socket"].as_str().unwrap());
+    let journal = state.path().join("journal");
+    let (code, _, err) = run(&["host", "apply", profile.to_str().unwrap(), "--vm", &bind, "--state-dir", journal.to_str().unwrap(), "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(policy_of(qemu_pid, vcpu), 1, "vCPU thread is SCHED_FIFO after apply");
+    let (code, _, err) = run(&["host", "revert", "--state-dir", journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(policy_of(qemu_pid, vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
     let (code, list, _) = run(&["vm", "list", "--format", "json"]);
     assert_eq!(code, 0);
     let listed: serde_json::Value = serde_json::from_str(&list).unwrap();
@@ -87,3 +100,10 @@ fn a_held_guest_is_listed_and_torn_down_on_sigterm() {
     assert!(!std::path::Path::new(&format!("/proc/{qemu_pid}")).exists(), "QEMU {qemu_pid} survived");
     assert_nothing_left(name);
 }
+
+/// Scheduling policy of a thread (field 41 of /proc/PID/task/TID/stat).
+fn policy_of(pid: u64, tid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
+    stat.rsplit(')').next().unwrap().split_whitespace().nth(38).unwrap().parse().unwrap()
+}
+
