@@ -167,3 +167,35 @@ fn without_permission_the_kernels_answer_is_explained_and_nothing_changes() {
     assert_eq!(snapshot(&[a.pid()]), before);
     assert!(!journal_exists(&state));
 }
+
+#[test]
+fn the_plan_of_rtvirt_plan_applies_end_to_end() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(rtvirt(&["plan", "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan_path = write(dir.path(), "plan.json", &String::from_utf8(o.stdout).unwrap());
+    let plan = rtvirt_model::plan::Plan::from_file(&plan_path).unwrap();
+    let online = rtvirt_host::sysinfo::online_cpus();
+    if plan.guests.iter().any(|g| !g.core.is_some_and(|c| online.contains(c))) {
+        eprintln!("skipped: the default plan uses cores this host does not have");
+        return;
+    }
+    let procs: Vec<Sleeper> = plan.guests.iter().map(|_| Sleeper::start()).collect();
+    let tids: Vec<u32> = procs.iter().map(Sleeper::pid).collect();
+    let before = snapshot(&tids);
+    let state = dir.path().join("state");
+    let mut c = rtvirt(&["host", "apply", plan_path.to_str().unwrap(), "--state-dir", state.to_str().unwrap()]);
+    for (g, p) in plan.guests.iter().zip(&procs) {
+        c.args(["--pid", &format!("{}={}", g.name, p.pid())]);
+    }
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for (g, p) in plan.guests.iter().zip(&procs) {
+        let s = sched::get(p.pid()).unwrap();
+        assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, g.budget_ns, g.deadline_ns, g.period_ns), "{}", g.name);
+        assert_eq!(sched::get_affinity(p.pid()).unwrap(), cpus(&g.core.unwrap().to_string()));
+    }
+    assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()])).status.code(), Some(0));
+    assert_eq!(snapshot(&tids), before);
+}

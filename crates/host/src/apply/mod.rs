@@ -6,6 +6,9 @@
 pub mod plan;
 pub mod profile;
 
+pub use plan::{apply_plan, Admission, KernelBandwidthCap, Server};
+pub use profile::{apply_profile, Profile};
+
 use crate::change::Change;
 use crate::cpulist::CpuList;
 use crate::error::{HostError, Result};
