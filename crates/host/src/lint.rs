@@ -209,6 +209,13 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
             }
         }
     }
+    for p in input.planned.iter().filter(|p| !input.existing.iter().any(|t| t.tid == p.tid)) {
+        for c in p.cpus.iter() {
+            if let Some(v) = view.get_mut(&c) {
+                v.push(Entity { tid: p.tid, comm: p.comm.clone(), role: p.role.name(), sched: p.sched.to_string(), changed: true, rank: rank(&p.sched) });
+            }
+        }
+    }
     if input.fair_server {
         // Linux >= 6.12: each CPU's SCHED_OTHER tasks run inside a deadline server (dl_server).
         for v in view.values_mut() {
@@ -219,4 +226,65 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
         v.sort_by_key(|e| std::cmp::Reverse(e.rank));
     }
     view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::SCHED_FIFO;
+
+    fn thread(tid: u32, comm: &str, role: Role, sched: SchedAttr, cpus: &str) -> ThreadInfo {
+        ThreadInfo { tid, pid: tid, comm: comm.into(), role, guest: None, sched, policy: sched::policy_name(sched.policy), affinity: CpuList::parse(cpus).unwrap(), cpu: 0, cgroup: "/".into(), starttime: 1, kthread: true }
+    }
+
+    fn planned(tid: u32, role: Role, sched: SchedAttr, cpus: &str) -> Planned {
+        Planned { tid, comm: format!("t{tid}"), role, guest: Some("g".into()), sched, cpus: CpuList::parse(cpus).unwrap() }
+    }
+
+    fn run(planned: &[Planned], rt_runtime: i64, fair_server: bool) -> LintReport {
+        let existing = vec![thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1")];
+        lint(&LintInput { planned, existing: &existing, irqs: &[], placed_irqs: &[], isolated: CpuList::default(), online: CpuList::parse("0-1").unwrap(), partitions: CpuList::default(), rt_runtime_us: Some(rt_runtime), fair_server })
+    }
+
+    fn severity(r: &LintReport, id: &str) -> Option<Severity> {
+        r.findings.iter().find(|f| f.id == id).map(|f| f.severity)
+    }
+
+    #[test]
+    fn fifo_vcpu_over_kthreads_fails_only_when_nothing_bounds_it() {
+        let p = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::fixed(SCHED_FIFO, 47), "1")];
+        assert_eq!(severity(&run(&p, -1, false), "fifo_vcpu_above_kthreads"), Some(Severity::Fail));
+        assert_eq!(severity(&run(&p, 950_000, false), "fifo_vcpu_above_kthreads"), Some(Severity::Warn));
+        assert_eq!(severity(&run(&p, -1, true), "fifo_vcpu_above_kthreads"), Some(Severity::Warn));
+        assert_eq!(severity(&run(&p, -1, true), "fair_server_preempts_rt"), Some(Severity::Warn));
+        // on another CPU than the kthread: nothing to starve
+        let p0 = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::fixed(SCHED_FIFO, 47), "0")];
+        assert_eq!(severity(&run(&p0, -1, false), "fifo_vcpu_above_kthreads"), None);
+    }
+
+    #[test]
+    fn deadline_with_admission_disabled_fails_and_reclaim_warns() {
+        let p = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::deadline(1_000_000, 10_000_000, 10_000_000), "1")];
+        assert_eq!(severity(&run(&p, -1, true), "dl_admission_disabled"), Some(Severity::Fail));
+        assert_eq!(severity(&run(&p, 950_000, true), "dl_admission_disabled"), None);
+        let mut greedy = SchedAttr::deadline(1_000_000, 10_000_000, 10_000_000);
+        greedy.flags |= SCHED_FLAG_RECLAIM;
+        let p2 = [p[0].clone(), planned(2, Role::Other, greedy, "1")];
+        assert_eq!(severity(&run(&p2, 950_000, true), "reclaim_on_hard_reservation"), Some(Severity::Warn));
+    }
+
+    #[test]
+    fn io_thread_below_its_vcpu_fails_and_the_view_orders_by_priority() {
+        let p = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::fixed(SCHED_FIFO, 47), "1"), planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 40), "1")];
+        let r = run(&p, 950_000, false);
+        assert_eq!(severity(&r, "io_below_vcpu"), Some(Severity::Fail));
+        assert_eq!(r.failures(), 1);
+        let ok = [p[0].clone(), planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 49), "1")];
+        assert_eq!(severity(&run(&ok, 950_000, false), "io_below_vcpu"), None);
+        let cpu1 = &r.per_cpu[&1];
+        assert!(cpu1.windows(2).all(|w| w[0].rank >= w[1].rank), "{cpu1:?}");
+        assert_eq!(cpu1.last().unwrap().comm, "ksoftirqd/1");
+        let order: Vec<&str> = cpu1.iter().map(|e| e.comm.as_str()).collect();
+        assert_eq!(order, ["t1", "t2", "ksoftirqd/1"], "planned threads are shown too, highest first");
+    }
 }
