@@ -51,6 +51,8 @@ pub struct GuestConfig {
     /// Pin vCPU i to host CPU `pin[i]` (sched_setaffinity on the vCPU threads).
     pub pin: Vec<usize>,
     pub qemu: PathBuf,
+    /// Called with a line of progress when the guest starts its job ("booted in 4.2s").
+    pub progress: Option<fn(&str)>,
 }
 
 impl GuestConfig {
@@ -66,6 +68,7 @@ impl GuestConfig {
             network: false,
             pin: Vec::new(),
             qemu: PathBuf::from("qemu-system-x86_64"),
+            progress: None,
         }
     }
 }
@@ -263,6 +266,9 @@ impl Guest {
         let progress = console::progress(&String::from_utf8_lossy(&log), &self.nonce);
         if !matches!(progress, Progress::Booting) && self.begun.is_none() {
             self.begun = Some(Instant::now());
+            if let Some(report) = self.cfg.progress {
+                report(&format!("guest {} booted in {:.1}s, running its job (bound {:.0}s)", self.cfg.name, self.started.elapsed().as_secs_f64(), self.cfg.job_timeout.as_secs_f64()));
+            }
         }
         if matches!(progress, Progress::Done { .. }) {
             return Ok(progress);
