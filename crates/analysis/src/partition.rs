@@ -131,6 +131,37 @@ mod tests {
         }
     }
 
+    fn server() -> impl Strategy<Value = Interface> {
+        (2u64..9).prop_flat_map(|p| (1..=p).prop_flat_map(move |b| (b..=p).prop_map(move |d| Interface { period: p, budget: b, deadline: d })))
+    }
+
+    proptest! {
+        #[test]
+        fn every_core_of_every_heuristic_passes_the_exact_test(
+            servers in prop::collection::vec(server(), 1..7), cores in 1u32..4,
+            h in prop::sample::select(vec![Heuristic::Bfd, Heuristic::Ffd, Heuristic::Wfd, Heuristic::Bf, Heuristic::Ff])
+        ) {
+            let menus: Vec<Vec<Interface>> = servers.iter().map(|s| vec![*s]).collect();
+            let placed = partition(&menus, cores, 1.0, h);
+            for c in 0..cores {
+                let on: Vec<Sporadic> = placed.iter().flatten().filter(|p| p.0 == c).map(|p| p.1.as_task()).collect();
+                let u: f64 = on.iter().map(|k| k.c as f64 / k.t as f64).sum();
+                prop_assert!(u <= 1.0 + 1e-12);
+                prop_assert!((1..=edf_horizon(&on).max(1)).all(|t| dbf_edf(&on, t) <= t as u128));
+            }
+            // a server is left out only if no core could take it (cores only fill up, so not even
+            // next to what ended up there)
+            for (i, p) in placed.iter().enumerate() {
+                if p.is_none() {
+                    for c in 0..cores {
+                        let on: Vec<Sporadic> = placed.iter().flatten().filter(|p| p.0 == c).map(|p| p.1.as_task()).collect();
+                        prop_assert!(!admits(&on, servers[i].as_task(), 1.0));
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn heuristics_place_as_their_names_say() {
         let s = [iface(5, 10, 10), iface(3, 10, 10), iface(4, 10, 10), iface(2, 10, 10)];
