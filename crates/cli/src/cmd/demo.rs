@@ -88,7 +88,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
 impl Demo {
     /// Run one step with progress: its name first, then how it ended and how long it took.
     fn step(&mut self, n: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
-        eprint!("[{n}/{STEPS}] {what} ... ");
+        eprint!("[{n}/{STEPS}] {what} ...");
         let _ = std::io::stderr().flush();
         let start = Instant::now();
         let took = |s: Instant| format!("{:.1}s", s.elapsed().as_secs_f64());
