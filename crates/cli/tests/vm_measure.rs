@@ -10,9 +10,9 @@ fn results_of(stdout: &str) -> serde_json::Value {
 }
 
 #[test]
-fn timer_in_a_non_rt_guest_comes_back_with_the_guest_environment() {
+fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
     let name = "vmt-timer";
-    let (code, out, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--format", "json", "--", "measure", "timer", "--duration", "1s"]);
+    let (code, out, err) = run(&["vm", "run", "--accel", "tcg", "--vcpus", "2", "--name", name, "--boot-timeout", "150s", "--format", "json", "--", "measure", "timer", "--duration", "1s"]);
     assert_eq!(code, 0, "{err}");
     let r = results_of(&out);
     assert_eq!(r["schema"], "rtvirt.results/v1");
@@ -25,7 +25,10 @@ fn timer_in_a_non_rt_guest_comes_back_with_the_guest_environment() {
     // measured inside the guest: the guest's kernel, not the host's
     assert!(env["kernel"].as_str().unwrap().contains("cloud-amd64"), "{env}");
     assert_ne!(env["preemption"], "PREEMPT_RT");
-    assert_eq!(env["vcpu_threads"].as_array().unwrap().len(), 1);
+    assert_eq!(env["vcpu_threads"].as_array().unwrap().len(), 2);
+    assert_eq!(env["vcpus"], 2);
+    // one measuring thread per guest CPU
+    assert_eq!(r["cpus"].as_array().unwrap().len(), 2, "{}", r["cpus"]);
     assert!(r["latency_ns"]["count"].as_u64().unwrap() > 0);
     assert!(err.contains("vm: booting") && err.contains("TCG"), "progress and warning on stderr: {err}");
     assert_nothing_left(name);
