@@ -134,6 +134,9 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["changes"].as_array().unwrap().len(), 0, "{r}");
+    let ids: Vec<&str> = r["lint"]["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"fifo_vcpu_above_kthreads"), "a FIFO vCPU above ksoftirqd/{cpu} is flagged: {ids:?}");
+    assert_eq!(ids.contains(&"fair_server_preempts_rt"), rtvirt_host::sysinfo::has_fair_server());
 
     revert(&st);
     assert_eq!(s.state(), before);
@@ -273,4 +276,27 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     assert_eq!(sched::get_affinity(ct.pid()).unwrap(), cpus(&cpu.to_string()), "the container's process follows its cpuset");
     revert(&st);
     assert_eq!((ct.cpus(), thread_snapshot(&[ct.pid()])), before);
+}
+
+#[test]
+fn irq_threads_of_a_device_get_their_priority_and_revert() {
+    let _g = serial();
+    let Some(t) = threads::discover(&Target::System).unwrap().into_iter().find(|t| matches!(&t.role, Role::Irq { name, .. } if !name.is_empty())) else {
+        eprintln!("skipped: this kernel has no IRQ threads (no threadirqs / PREEMPT_RT)");
+        return;
+    };
+    let Role::Irq { name, .. } = &t.role else { unreachable!() };
+    let tids: Vec<u32> = threads::discover(&Target::System).unwrap().into_iter().filter(|x| matches!(&x.role, Role::Irq { name: n, .. } if n == name)).map(|x| x.tid).collect();
+    let before = thread_snapshot(&tids);
+    let prio = if t.sched.priority >= 98 { 97 } else { t.sched.priority + 1 };
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\npolicy = \"fifo\"\npriority = {prio}\n"));
+    let st = dir.path().join("state");
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for tid in &tids {
+        assert_eq!((sched::get(*tid).unwrap().policy, sched::get(*tid).unwrap().priority), (SCHED_FIFO, prio), "irq thread {tid} ({name})");
+    }
+    revert(&st);
+    assert_eq!(thread_snapshot(&tids), before);
 }
