@@ -180,3 +180,15 @@ fn percentile_only_results_still_chart() {
     let cdf = r.figures().find(|f| f.kind == "cdf").unwrap();
     assert!(datum_count(&cdf.svg) >= 10, "percentile points are marked");
 }
+
+#[test]
+fn bandwidth_chart_shows_every_host_core() {
+    let text = std::fs::read_to_string(fixture("plan.json")).unwrap().replacen("\"model\": \"prm\",", "\"model\": \"prm\", \"cores\": 4,", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plan4.json");
+    std::fs::write(&p, text).unwrap();
+    let r = build_report("t", &load_inputs(&[p]).unwrap());
+    let f = r.figures().find(|f| f.kind == "bandwidth").unwrap();
+    assert!(f.svg.contains("core 1<") && f.svg.contains("core 3 (unused)"), "{}", f.svg);
+    assert_eq!(datum_count(&f.svg), 3, "one bar per placed guest");
+}

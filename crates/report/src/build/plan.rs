@@ -26,7 +26,8 @@ fn plan_section(name: &str, plan: &Plan) -> Section {
 
 fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
     let guests: Vec<String> = plan.guests.iter().filter(|g| g.core.is_some()).map(|g| g.name.clone()).collect();
-    let values = plan.cores.iter().map(|c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c.id)).map(|gp| gp.bandwidth)).collect()).collect();
+    let cores = core_ids(plan);
+    let values = cores.iter().map(|&c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c)).map(|gp| gp.bandwidth)).collect()).collect();
     let cap = plan.settings.get("bandwidth_cap").and_then(|v| v.as_f64());
     let chart = BarChart {
         kind: "bandwidth",
@@ -34,13 +35,20 @@ fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
         y_label: "bandwidth (budget / period)".into(),
         y_fmt: fmt_ratio,
         mode: BarMode::Stacked,
-        categories: plan.cores.iter().map(|c| format!("core {}", c.id)).collect(),
+        categories: cores.iter().map(|&c| if plan.cores.iter().any(|p| p.id == c) { format!("core {c}") } else { format!("core {c} (unused)") }).collect(),
         series: guests,
         values,
         reference: cap.map(|c| (c, format!("cap {}", fmt_ratio(c)))),
         y_range: None,
     };
     Figure { kind: "bandwidth", title: chart.title.clone(), caption: "Each guest's vCPU reservation stacked on its core.".into(), svg: chart.render() }
+}
+
+/// Every core of the host the plan was made for (`settings.cores`), else the cores it uses.
+fn core_ids(plan: &Plan) -> Vec<u32> {
+    let used_max = plan.cores.iter().map(|c| c.id + 1).max().unwrap_or(0);
+    let host = plan.settings.get("cores").and_then(|v| v.as_u64()).map_or(0, |n| n.min(256) as u32);
+    (0..used_max.max(host)).collect()
 }
 
 fn reservation_table(plan: &Plan) -> Table {
