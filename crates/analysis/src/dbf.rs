@@ -110,6 +110,31 @@ impl Iterator for DeadlineWalk<'_> {
     }
 }
 
+/// The EDF check points `(t, dbf_EDF(t))` of a task set, walked once and kept, so that every
+/// supply tried for the same tasks (candidate periods, budgets, deadlines) reads an array instead
+/// of walking the deadlines again.
+pub struct CheckPoints<'a> {
+    tasks: &'a [Sporadic],
+    walk: DeadlineWalk<'a>,
+    seen: Vec<(u64, u128)>,
+}
+
+impl<'a> CheckPoints<'a> {
+    pub fn new(tasks: &'a [Sporadic]) -> Self {
+        CheckPoints { tasks, walk: DeadlineWalk::new(tasks), seen: vec![] }
+    }
+    pub fn tasks(&self) -> &'a [Sporadic] {
+        self.tasks
+    }
+    /// The `i`-th check point (0-based), walking further only when it was not reached before.
+    pub fn get(&mut self, i: usize) -> Option<(u64, u128)> {
+        while self.seen.len() <= i {
+            self.seen.push(self.walk.next()?);
+        }
+        Some(self.seen[i])
+    }
+}
+
 /// Scheduling points of task `i` (tasks sorted by decreasing priority): `{D_i} U {k T_j <= D_i :
 /// j < i}`, each with `rbf_i` there. `rbf_i` is constant on `(k T_j, (k+1) T_j]`, so its right
 /// ends are the only points worth checking against a non-decreasing supply (Bini & Buttazzo 2004).

@@ -14,8 +14,8 @@
 //! current budget fails. For EDF the walk over absolute deadlines stops at `min(2 LCM, t*(Theta))`,
 //! which shrinks as `Theta` grows; it starts from the necessary lower bound `Theta >= U Pi`.
 
-use crate::dbf::{edf_horizon, fp_points, utilisation, DeadlineWalk, Sporadic};
-use crate::schedtest::{edf_schedulable, fp_schedulable, linear_horizon};
+use crate::dbf::{edf_horizon, fp_points, utilisation, CheckPoints, Sporadic};
+use crate::schedtest::{edf_schedulable_at, fp_schedulable_at, linear_horizon};
 use crate::sbf::{Edp, Supply};
 use rtvirt_model::scenario::GuestScheduler;
 
@@ -116,16 +116,57 @@ fn least_theta_at(model: Family, period: u64, t: u64, demand: u128, lo: u64, hi:
     Some(lo)
 }
 
-/// Least integer budget for EDF on the model's resource with this period (Shin & Lee 2003,
-/// Theorem 1; Easwaran et al. 2007, Theorem 1 for EDP). None: not even `Theta = Pi` suffices.
-pub fn min_budget_edf(tasks: &[Sporadic], model: Family, period: u64) -> Option<u64> {
+/// What a guest's tasks demand, computed once per guest and shared by every resource tried:
+/// EDF check points (lazily extended) or FP scheduling points with `rbf` (FP tasks sorted by
+/// decreasing priority).
+pub struct Demand<'a> {
+    tasks: &'a [Sporadic],
+    kind: DemandKind<'a>,
+}
+
+enum DemandKind<'a> {
+    Edf(CheckPoints<'a>),
+    Fp(Vec<Vec<(u64, u128)>>),
+}
+
+impl<'a> Demand<'a> {
+    pub fn new(tasks: &'a [Sporadic], sched: GuestScheduler) -> Self {
+        let kind = match sched {
+            GuestScheduler::Edf => DemandKind::Edf(CheckPoints::new(tasks)),
+            GuestScheduler::Fp => DemandKind::Fp((0..tasks.len()).map(|i| fp_points(tasks, i)).collect()),
+        };
+        Demand { tasks, kind }
+    }
+
+    /// Exact test on one resource (Shin & Lee 2003, Theorems 1 and 4).
+    pub fn schedulable(&mut self, r: &Edp) -> bool {
+        match &mut self.kind {
+            DemandKind::Edf(points) => edf_schedulable_at(points, r),
+            DemandKind::Fp(points) => fp_schedulable_at(points, r),
+        }
+    }
+
+    /// Least budget within the family for this period; None: not even the family's largest works.
+    pub fn min_budget(&mut self, model: Family, period: u64) -> Option<u64> {
+        match &mut self.kind {
+            DemandKind::Edf(points) => min_budget_edf(points, model, period),
+            DemandKind::Fp(points) => min_budget_fp(points, model, period),
+        }
+    }
+}
+
+/// Least integer budget for EDF on the family's resource with this period (Shin & Lee 2003,
+/// Theorem 1; Easwaran et al. 2007, Theorem 1 for EDP). None: not even the largest suffices.
+fn min_budget_edf(points: &mut CheckPoints, model: Family, period: u64) -> Option<u64> {
+    let tasks = points.tasks();
     let top = model.max_budget(period);
     let horizon = edf_horizon(tasks);
     let until = |theta: u64| linear_horizon(tasks, &model.supply(period, theta)).map_or(horizon, |t| t.min(horizon));
     // Theta >= U Pi is necessary (with less, dbf overtakes sbf by t = LCM).
     let mut theta = ((utilisation(tasks) * period as f64 * (1.0 - 1e-9)).floor() as u64).min(top);
     let mut stop = until(theta);
-    for (t, demand) in DeadlineWalk::new(tasks) {
+    for i in 0.. {
+        let Some((t, demand)) = points.get(i) else { break };
         if t > stop {
             break;
         }
@@ -137,18 +178,17 @@ pub fn min_budget_edf(tasks: &[Sporadic], model: Family, period: u64) -> Option<
     Some(theta)
 }
 
-/// Least integer budget for FP (tasks sorted by decreasing priority) on the model's resource
-/// (Shin & Lee 2003, Theorem 4): the max over tasks of the min over their scheduling points.
-pub fn min_budget_fp(tasks_by_priority: &[Sporadic], model: Family, period: u64) -> Option<u64> {
+/// Least integer budget for FP on the family's resource (Shin & Lee 2003, Theorem 4): the max
+/// over tasks of the min over their scheduling points.
+fn min_budget_fp(points: &[Vec<(u64, u128)>], model: Family, period: u64) -> Option<u64> {
     let top = model.max_budget(period);
     let mut theta = 0;
-    for i in 0..tasks_by_priority.len() {
-        let points = fp_points(tasks_by_priority, i);
-        if points.iter().any(|&(t, r)| model.supply(period, theta).sbf(t) as u128 >= r) {
+    for task_points in points {
+        if task_points.iter().any(|&(t, r)| model.supply(period, theta).sbf(t) as u128 >= r) {
             continue;
         }
         let mut best: Option<u64> = None;
-        for &(t, r) in &points {
+        for &(t, r) in task_points {
             let hi = best.map_or(top, |b| b - 1);
             if let Some(v) = least_theta_at(model, period, t, r, theta + 1, hi) {
                 best = Some(v);
@@ -166,28 +206,17 @@ pub fn min_budget(tasks: &[Sporadic], sched: GuestScheduler, model: Model, perio
 
 /// Least budget within a resource family (FP: tasks sorted by decreasing priority).
 pub fn min_budget_in(tasks: &[Sporadic], sched: GuestScheduler, model: Family, period: u64) -> Option<u64> {
-    match sched {
-        GuestScheduler::Edf => min_budget_edf(tasks, model, period),
-        GuestScheduler::Fp => min_budget_fp(tasks, model, period),
-    }
-}
-
-fn schedulable(tasks: &[Sporadic], sched: GuestScheduler, r: &Edp) -> bool {
-    match sched {
-        GuestScheduler::Edf => edf_schedulable(tasks, r),
-        GuestScheduler::Fp => fp_schedulable(tasks, r),
-    }
+    Demand::new(tasks, sched).min_budget(model, period)
 }
 
 /// Largest EDP deadline `Delta` in `[Theta, Pi]` that keeps the guest schedulable with budget
 /// `Theta` (Easwaran et al. 2007; sbf is non-increasing in `Delta`, so bisection is exact).
 /// Assumes `Delta = Theta` is schedulable.
-pub fn max_deadline(tasks: &[Sporadic], sched: GuestScheduler, period: u64, budget: u64) -> u64 {
-    let ok = |d: u64| schedulable(tasks, sched, &Edp { period, budget, deadline: d });
+pub fn max_deadline(demand: &mut Demand, period: u64, budget: u64) -> u64 {
     let (mut lo, mut hi) = (budget.max(1).min(period), period);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if ok(mid) {
+        if demand.schedulable(&Edp { period, budget, deadline: mid }) {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -205,21 +234,26 @@ fn better(a: (u64, u64), b: (u64, u64)) -> bool {
 /// Whether `period` can beat or tie the best so far: only if the largest budget with no more
 /// bandwidth, `floor(Theta_b Pi / Pi_b)`, passes the (exact) test. Cheaper than the least-budget
 /// search, as a failing test stops at its first violated check point.
-fn may_compete(tasks: &[Sporadic], sched: GuestScheduler, model: Model, period: u64, best: (u64, u64)) -> bool {
+fn may_compete(demand: &mut Demand, model: Model, period: u64, best: (u64, u64)) -> bool {
     let theta = (best.1 as u128 * period as u128 / best.0 as u128).min(period as u128) as u64;
-    theta as f64 >= utilisation(tasks) * period as f64 * (1.0 - 1e-9)
-        && schedulable(tasks, sched, &model.family().supply(period, theta))
+    theta as f64 >= utilisation(demand.tasks) * period as f64 * (1.0 - 1e-9)
+        && demand.schedulable(&model.family().supply(period, theta))
 }
 
 /// The interface of least bandwidth over the candidate periods (ties: larger period); None if no
 /// candidate period admits any budget. FP tasks must be sorted by decreasing priority.
 pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, candidates: &[u64]) -> Option<Interface> {
+    best_interface_for(&mut Demand::new(tasks, sched), model, candidates)
+}
+
+/// [`best_interface`] on a guest's shared [`Demand`].
+pub fn best_interface_for(demand: &mut Demand, model: Model, candidates: &[u64]) -> Option<Interface> {
     let mut best: Option<(u64, u64)> = None;
     for &period in candidates.iter().filter(|&&p| p > 0) {
-        if best.is_some_and(|b| !may_compete(tasks, sched, model, period, b)) {
+        if best.is_some_and(|b| !may_compete(demand, model, period, b)) {
             continue;
         }
-        if let Some(theta) = min_budget(tasks, sched, model, period) {
+        if let Some(theta) = demand.min_budget(model.family(), period) {
             if best.is_none_or(|b| better((period, theta), b)) {
                 best = Some((period, theta));
             }
@@ -228,7 +262,7 @@ pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, c
     let (period, budget) = best?;
     let deadline = match model {
         Model::Prm => period,
-        Model::Edp => max_deadline(tasks, sched, period, budget),
+        Model::Edp => max_deadline(demand, period, budget),
     };
     Some(Interface { period, budget, deadline })
 }
@@ -242,7 +276,7 @@ pub const EDP_MENU_STEPS: u64 = 8;
 /// must buy a larger deadline). A larger deadline costs bandwidth but lowers the density
 /// `Theta / Delta`, which is what lets servers share a core; the partitioner picks per core the
 /// cheapest alternative that the core admits.
-pub fn edp_menu(tasks: &[Sporadic], sched: GuestScheduler, best: Interface) -> Vec<Interface> {
+pub fn edp_menu(demand: &mut Demand, best: Interface) -> Vec<Interface> {
     let mut menu = vec![best];
     for k in 1..=EDP_MENU_STEPS {
         let deadline = best.period * k / EDP_MENU_STEPS;
@@ -250,8 +284,8 @@ pub fn edp_menu(tasks: &[Sporadic], sched: GuestScheduler, best: Interface) -> V
         if deadline <= last.deadline {
             continue;
         }
-        if let Some(budget) = min_budget_in(tasks, sched, Family::EdpDeadline(deadline), best.period) {
-            let d = max_deadline(tasks, sched, best.period, budget);
+        if let Some(budget) = demand.min_budget(Family::EdpDeadline(deadline), best.period) {
+            let d = max_deadline(demand, best.period, budget);
             if d > last.deadline {
                 menu.push(Interface { period: best.period, budget, deadline: d });
             }
@@ -265,6 +299,7 @@ mod tests {
     use super::*;
     use crate::schedtest::oracle::{edf_every_t, fp_every_t};
     use crate::schedtest::strategies::taskset;
+    use crate::schedtest::edf_schedulable;
     use proptest::prelude::*;
 
     fn oracle_ok(ts: &[Sporadic], sched: GuestScheduler, r: &Edp) -> bool {
@@ -298,7 +333,7 @@ mod tests {
         #[test]
         fn edp_menu_is_feasible_and_trades_bandwidth_for_deadline(ts in taskset(), s in sched(), p in 1u64..12) {
             if let Some(best) = best_interface(&ts, s, Model::Edp, &[p]) {
-                let menu = edp_menu(&ts, s, best);
+                let menu = edp_menu(&mut Demand::new(&ts, s), best);
                 prop_assert_eq!(menu[0], best);
                 for w in menu.windows(2) {
                     prop_assert!(w[0].budget < w[1].budget && w[0].deadline < w[1].deadline);

@@ -3,7 +3,7 @@
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
 use crate::dbf::Sporadic;
-use crate::interface::{best_interface, edp_menu, Interface, Model};
+use crate::interface::{best_interface_for, edp_menu, Demand, Interface, Model};
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
 use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, TaskPlan, PLAN_SCHEMA};
@@ -65,11 +65,12 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
         .collect();
     let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
-    let interface = best_interface(&tasks, g.scheduler, o.model, &candidates);
+    let mut demand = Demand::new(&tasks, g.scheduler);
+    let interface = best_interface_for(&mut demand, o.model, &candidates);
     let menu = match (interface, o.model) {
         (None, _) => vec![],
         (Some(i), Model::Prm) => vec![i],
-        (Some(i), Model::Edp) => edp_menu(&tasks, g.scheduler, i),
+        (Some(i), Model::Edp) => edp_menu(&mut demand, i),
     };
     let utilisation = crate::dbf::utilisation(&tasks);
     GuestAnalysis { budgets, interface, menu, utilisation }

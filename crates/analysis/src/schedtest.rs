@@ -8,7 +8,7 @@
 //! - FP: schedulable iff every task `i` has a scheduling point `t <= D_i` with
 //!   `rbf_i(t) <= sbf(t)` (Shin & Lee 2003, Theorem 4, with Bini & Buttazzo 2004's point set).
 
-use crate::dbf::{edf_horizon, fp_points, linear_demand_offset, utilisation, DeadlineWalk, Sporadic, TIME_CAP};
+use crate::dbf::{edf_horizon, fp_points, linear_demand_offset, utilisation, CheckPoints, Sporadic, TIME_CAP};
 use crate::sbf::Supply;
 
 /// `t*`: no EDF check point at or beyond it can fail on this supply (None: the linear bounds never
@@ -32,14 +32,24 @@ pub fn edf_check_until(tasks: &[Sporadic], supply: &impl Supply) -> u64 {
 
 /// Exact EDF test on a supply (Shin & Lee 2003, Theorem 1).
 pub fn edf_schedulable(tasks: &[Sporadic], supply: &impl Supply) -> bool {
-    let until = edf_check_until(tasks, supply);
-    DeadlineWalk::new(tasks).take_while(|&(t, _)| t <= until).all(|(t, d)| d <= supply.sbf(t) as u128)
+    edf_schedulable_at(&mut CheckPoints::new(tasks), supply)
+}
+
+/// [`edf_schedulable`] reading (and extending) shared check points.
+pub fn edf_schedulable_at(points: &mut CheckPoints, supply: &impl Supply) -> bool {
+    let until = edf_check_until(points.tasks(), supply);
+    (0..).map_while(|i| points.get(i)).take_while(|&(t, _)| t <= until).all(|(t, d)| d <= supply.sbf(t) as u128)
 }
 
 /// Exact FP test on a supply for tasks sorted by decreasing priority (Shin & Lee 2003, Thm 4).
 pub fn fp_schedulable(tasks_by_priority: &[Sporadic], supply: &impl Supply) -> bool {
-    (0..tasks_by_priority.len())
-        .all(|i| fp_points(tasks_by_priority, i).iter().any(|&(t, r)| r <= supply.sbf(t) as u128))
+    let points: Vec<Vec<(u64, u128)>> = (0..tasks_by_priority.len()).map(|i| fp_points(tasks_by_priority, i)).collect();
+    fp_schedulable_at(&points, supply)
+}
+
+/// [`fp_schedulable`] on precomputed scheduling points (one list per task, priority order).
+pub fn fp_schedulable_at(points: &[Vec<(u64, u128)>], supply: &impl Supply) -> bool {
+    points.iter().all(|p| p.iter().any(|&(t, r)| r <= supply.sbf(t) as u128))
 }
 
 #[cfg(test)]
