@@ -144,7 +144,7 @@ impl Guest {
         }
         let ip = guest.bridge.as_ref().map(|b| (format!("{}/{}", b.guest_ip, b.prefix_len), b.host_ip.clone()));
         let cmdline = init::kernel_cmdline(job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
-        let args = qemu_args(image, cfg, &dir, &cmdline, guest.record.tap.as_deref());
+        let args = crate::qemu::qemu_args(image, cfg, &dir, &cmdline, guest.record.tap.as_deref());
         let stderr = std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| VmError::io("creating qemu.stderr", e))?;
         let mut cmd = Command::new(&cfg.qemu);
         cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).process_group(0);
@@ -193,7 +193,7 @@ impl Guest {
         if (self.cfg.accel == Accel::Kvm) != kvm {
             return Err(VmError::Spawn(format!("QEMU did not enable the requested accelerator {}", self.cfg.accel.name())));
         }
-        pin_threads(&self.record.vcpu_threads, &self.cfg.pin)?;
+        crate::qemu::pin_threads(&self.record.vcpu_threads, &self.cfg.pin)?;
         self.write_record()
     }
 
@@ -380,52 +380,4 @@ fn claim_run_dir(name: &str) -> Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
     Ok(dir)
-}
-
-/// QEMU's command line.
-pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, tap: Option<&str>) -> Vec<String> {
-    let p = |f: &str| dir.join(f).display().to_string();
-    let mut a: Vec<String> = vec![
-        "-name".into(), format!("{},debug-threads=on", cfg.name),
-        "-machine".into(), "q35".into(),
-        // TCG's default 1 GiB translation cache would be locked by mem-lock: keep it small.
-        "-accel".into(), if cfg.accel == Accel::Kvm { "kvm".into() } else { "tcg,tb-size=64".into() },
-        "-cpu".into(), if cfg.accel == Accel::Kvm { "host".into() } else { "max".into() },
-        "-smp".into(), cfg.vcpus.to_string(),
-        "-m".into(), cfg.memory_mib.to_string(),
-        "-overcommit".into(), "mem-lock=on".into(),
-        "-kernel".into(), image.vmlinuz.display().to_string(),
-        "-initrd".into(), image.initramfs.display().to_string(),
-        "-append".into(), cmdline.into(),
-        "-nodefaults".into(), "-no-user-config".into(), "-display".into(), "none".into(), "-no-reboot".into(),
-        "-serial".into(), format!("file:{}", p("console.log")),
-        "-serial".into(), format!("file:{}", p("output.log")),
-        "-qmp".into(), format!("unix:{},server=on,wait=off", p("qmp.sock")),
-        "-pidfile".into(), p("qemu.pid"),
-    ];
-    if let Some(tap) = tap {
-        let vhost = if net::vhost_available() { "on" } else { "off" };
-        a.push("-netdev".into());
-        a.push(format!("tap,id=net0,ifname={tap},script=no,downscript=no,vhost={vhost}"));
-        a.push("-device".into());
-        a.push("virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56".into());
-    }
-    a
-}
-
-/// Pin vCPU threads to host CPUs (vCPU i -> `cpus[i]`).
-fn pin_threads(tids: &[i32], cpus: &[usize]) -> Result<()> {
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    if cpus.len() != tids.len() {
-        return Err(VmError::Invalid(format!("--pin lists {} CPUs for {} vCPUs", cpus.len(), tids.len())));
-    }
-    for (&tid, &cpu) in tids.iter().zip(cpus) {
-        let mut set = nix::sched::CpuSet::new();
-        set.set(cpu).map_err(|e| VmError::Invalid(format!("host CPU {cpu}: {e}")))?;
-        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &set)
-            .map_err(|e| VmError::Invalid(format!("cannot pin vCPU thread {tid} to host CPU {cpu}: {e}")))?;
-    }
-    Ok(())
 }

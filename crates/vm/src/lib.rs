@@ -12,6 +12,7 @@
 //! - [`accel`]: KVM if a bounded boot probe succeeds, else TCG (recorded, with a warning).
 //! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
 //! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
+//! - [`qemu`]: QEMU's command line, vCPU pinning.
 //! - plumbing: [`qmp`], [`console`], [`signals`], [`paths`], [`error`].
 
 pub mod accel;
@@ -25,6 +26,7 @@ pub mod measure;
 pub mod modules;
 pub mod net;
 pub mod paths;
+pub mod qemu;
 pub mod qmp;
 pub mod runtime;
 pub mod signals;
