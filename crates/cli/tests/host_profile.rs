@@ -262,7 +262,8 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     let _g = serial();
     let ct = Container::create();
     let threads_out = run(rtvirt(&["host", "threads", "--format", "json"]));
-    let ts: Vec<serde_json::Value> = serde_json::from_slice(&threads_out.stdout).unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&threads_out.stdout).unwrap();
+    let ts = list["threads"].as_array().unwrap();
     assert!(ts.iter().any(|t| t["tid"].as_u64() == Some(ct.pid() as u64) && t["role"]["kind"] == "container" && t["role"]["cgroup"] == ct.rel.as_str()), "{}", text(&threads_out));
 
     let before = (ct.cpus(), thread_snapshot(&[ct.pid()]));

@@ -59,7 +59,9 @@ impl Drop for Qemu {
 fn threads_json(args: &[&str]) -> Vec<serde_json::Value> {
     let o = run(rtvirt(&[&["host", "threads", "--format", "json"], args].concat()));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list["schema"], "rtvirt.threads/v1");
+    list["threads"].as_array().unwrap().clone()
 }
 
 fn vcpu_tids(ts: &[serde_json::Value]) -> Vec<(u64, u64)> {

@@ -133,7 +133,10 @@ fn undo_all<'a>(changes: impl Iterator<Item = &'a Change>) -> Vec<String> {
 /// What `revert` did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RevertReport {
+    /// "rtvirt.revert/v1"
+    pub schema: &'static str,
     pub journal: PathBuf,
+    /// The changes undone, newest first.
     pub restored: Vec<String>,
     /// Changes on threads that have exited since: nothing to restore.
     pub threads_gone: Vec<String>,
@@ -143,7 +146,7 @@ pub struct RevertReport {
 /// to do. If any undo fails the journal is kept (undo is idempotent, so revert can be re-run).
 pub fn revert(dir: &Path) -> Result<RevertReport> {
     let path = dir.join(JOURNAL_FILE);
-    let mut report = RevertReport { journal: path.clone(), ..Default::default() };
+    let mut report = RevertReport { schema: "rtvirt.revert/v1", journal: path.clone(), ..Default::default() };
     if !path.exists() {
         return Ok(report);
     }

@@ -73,6 +73,15 @@ pub struct ThreadInfo {
     pub kthread: bool,
 }
 
+pub const THREADS_SCHEMA: &str = "rtvirt.threads/v1";
+
+/// `rtvirt host threads --format json`: the discovered threads.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadList {
+    pub schema: &'static str,
+    pub threads: Vec<ThreadInfo>,
+}
+
 /// Which threads to discover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {

@@ -128,8 +128,8 @@ fn run_threads(a: ThreadsArgs) -> CmdResult {
         (_, _, Some(pid)) => Target::Pid(pid),
         _ => Target::System,
     };
-    let ts = threads::discover(&target)?;
-    emit(a.format, &ts, |t| render::threads(t))?;
+    let list = threads::ThreadList { schema: threads::THREADS_SCHEMA, threads: threads::discover(&target)? };
+    emit(a.format, &list, |l| render::threads(&l.threads))?;
     Ok(Outcome::Ok)
 }
 

@@ -348,6 +348,20 @@ mod tests {
     }
 
     #[test]
+    fn every_example_profile_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/profiles");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().and_then(|x| x.to_str()) == Some("toml") {
+                Profile::from_file(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 2);
+    }
+
+    #[test]
     fn unknown_role_and_bad_priority_are_located() {
         let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"fifo\"\npriority = 10\n[[set]]\nrole = \"nic\"\ndevice = \"x\"\n";
         let e = Profile::from_toml(src).unwrap_err();
