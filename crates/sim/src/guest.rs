@@ -34,7 +34,44 @@ pub struct TaskState {
     ready_since: u64,
     pub jobs: u64,
     pub misses: u64,
-    pub response: LatencyHistogram,
+    pub response: ResponseTimes,
+}
+
+/// Response times: a small buffer flushed into the HDR histogram sorted and run-length encoded.
+/// An HDR histogram is large (hundreds of KiB for ms values); recording jobs one at a time into
+/// dozens of them misses the caches on every job. Memory stays bounded (the buffer's size).
+pub struct ResponseTimes {
+    buf: Vec<u64>,
+    hist: LatencyHistogram,
+}
+
+impl ResponseTimes {
+    const BUFFER: usize = 2048;
+
+    fn new() -> ResponseTimes {
+        ResponseTimes { buf: Vec::with_capacity(Self::BUFFER), hist: LatencyHistogram::new() }
+    }
+
+    fn record(&mut self, ns: u64) {
+        self.buf.push(ns);
+        if self.buf.len() == Self::BUFFER {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.buf.sort_unstable();
+        for run in self.buf.chunk_by(|a, b| a == b) {
+            self.hist.record_n(run[0], run.len() as u64);
+        }
+        self.buf.clear();
+    }
+
+    /// Every response time recorded so far.
+    pub fn histogram(&mut self) -> &LatencyHistogram {
+        self.flush();
+        &self.hist
+    }
 }
 
 impl TaskState {
@@ -279,6 +316,6 @@ fn task(name: &str, period: u64, deadline: u64, wcet: Nanos, offset: u64, prio: 
         ready_since: 0,
         jobs: 0,
         misses: 0,
-        response: LatencyHistogram::new(),
+        response: ResponseTimes::new(),
     }
 }

@@ -67,6 +67,7 @@ struct Sim {
     abort_late: bool,
     tracer: Option<Tracer>,
     progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    core_timers: u64,
 }
 
 impl Sim {
@@ -93,7 +94,7 @@ impl Sim {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
         let tracer = opts.trace.map(|w| Tracer::new(w, &host, &loads));
-        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone() }
+        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone(), core_timers: 0 }
     }
 
     fn run(&mut self) {
@@ -107,20 +108,20 @@ impl Sim {
             self.sync_thread(wi, 0);
         }
         self.resched(0);
-        while let Some((t, ev)) = self.q.pop_until(Nanos(self.horizon)) {
-            let now = t.0;
+        while let Some((now, ev)) = self.next_event() {
             self.charge(now);
             match ev {
-                Ev::Host(h) => self.host.on_event(h, now, &mut self.q),
-                Ev::Release { w, task } => self.release(w, task, now),
-                Ev::Abort { w, task, k } => {
+                None => {}
+                Some(Ev::Host(h)) => self.host.on_event(h, now, &mut self.q),
+                Some(Ev::Release { w, task }) => self.release(w, task, now),
+                Some(Ev::Abort { w, task, k }) => {
                     if self.loads[w as usize].abort(task, k, now) {
                         self.sync_thread(w as usize, now);
                     }
                 }
             }
             self.resched(now);
-            if self.q.delivered() & 0xF_FFFF == 0 {
+            if self.events() & 0xF_FFFF == 0 {
                 if let Some(p) = &self.progress {
                     p(now, self.horizon);
                 }
@@ -131,6 +132,28 @@ impl Sim {
             tr.close(self.horizon);
         }
         self.loads.iter_mut().for_each(|w| w.finish(self.horizon));
+    }
+
+    /// The next queued event or core timer (queued events first at equal times), up to the
+    /// horizon. A fired core timer is returned as `None` (its cluster is already marked).
+    fn next_event(&mut self) -> Option<(u64, Option<Ev>)> {
+        let queued = self.q.peek_time().map(|t| t.0).filter(|&t| t <= self.horizon);
+        let timer = self.host.next_core_timer().filter(|&(t, _)| t <= self.horizon);
+        match (queued, timer) {
+            (Some(tq), Some((tt, _))) if tq <= tt => self.q.pop().map(|(t, e)| (t.0, Some(e))),
+            (_, Some((tt, core))) => {
+                self.host.fire_core_timer(core);
+                self.core_timers += 1;
+                Some((tt, None))
+            }
+            (Some(_), None) => self.q.pop().map(|(t, e)| (t.0, Some(e))),
+            (None, None) => None,
+        }
+    }
+
+    /// Events handled: queued events plus core timers.
+    fn events(&self) -> u64 {
+        self.q.delivered() + self.core_timers
     }
 
     fn charge(&mut self, now: u64) {
@@ -166,26 +189,27 @@ impl Sim {
         }
     }
 
-    fn outcome(self, s: &Scenario, cfg: &SimConfig) -> Outcome {
+    fn outcome(mut self, s: &Scenario, cfg: &SimConfig) -> Outcome {
         let d = self.horizon;
         let mut r = Results::new("simulation", d);
         r.label = Some(s.name.clone());
         r.seed = Some(cfg.settings.seed);
         let mut threads = Vec::new();
-        for (w, spec) in self.loads.iter().zip(cfg.threads()) {
+        for (w, spec) in self.loads.iter_mut().zip(cfg.threads()) {
             let cpu = self.host.threads[w.thread].cpu_time;
             if !w.is_guest {
                 threads.push(json!({"name": w.name, "policy": spec.policy.name(), "cores": spec.cores, "cpu_time_ns": cpu, "utilisation": cpu as f64 / d as f64}));
                 continue;
             }
-            for t in &w.tasks {
+            for t in &mut w.tasks {
+                let response_ns = t.response.histogram().summary();
                 r.tasks.push(TaskResult {
                     guest: w.name.clone(),
                     name: t.name.clone(),
                     jobs: t.jobs,
                     misses: t.misses,
                     dsr: TaskResult::dsr_of(t.jobs, t.misses),
-                    response_ns: t.response.summary(),
+                    response_ns,
                     extra: Default::default(),
                 });
             }
@@ -201,10 +225,11 @@ impl Sim {
         if !threads.is_empty() {
             r.extra.insert("threads".into(), threads.into());
         }
-        r.extra.insert("events".into(), self.q.delivered().into());
+        r.extra.insert("events".into(), self.events().into());
         r.extra.insert("miss_policy".into(), (if cfg.settings.abort_late { "abort" } else { "continue" }).into());
         let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
-        Outcome { results: r, trace: self.tracer.map(|t| t.writer), events: self.q.delivered(), job_log }
+        let events = self.events();
+        Outcome { results: r, trace: self.tracer.map(|t| t.writer), events, job_log }
     }
 }
 

@@ -27,11 +27,12 @@ use policy::{Ctx, Key, PState, CREDIT_ACCT};
 
 pub type ThreadId = usize;
 
-/// Events the host schedules for itself.
+/// Events the host schedules for itself on the owner's queue. (Core timers - the running
+/// thread reaches a limit: work done, budget, slice - are kept out of the queue: the owner's loop
+/// polls [`Host::next_core_timer`] and calls [`Host::fire_core_timer`]; re-arming them costs no
+/// heap operation and leaves no stale event behind.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostEv {
-    /// The running thread of a core reaches a limit (work done, budget, slice...).
-    CoreTimer { core: u32, ver: u32 },
     /// A thread's replenishment / server period / supply window edge.
     ThreadTimer { thread: u32, ver: u32 },
     /// RT throttling period of a cluster.
@@ -65,7 +66,6 @@ struct Core {
     last: Option<ThreadId>,
     charged_to: u64,
     busy: u64,
-    timer_ver: u32,
     timer_at: u64,
 }
 
@@ -87,6 +87,8 @@ pub struct Host {
     vcpu_switch: u64,
     seq: u64,
     buf: Vec<(Key, ThreadId)>,
+    /// (time, core) of the earliest core timer.
+    timer_min: (u64, usize),
 }
 
 impl Host {
@@ -124,7 +126,7 @@ impl Host {
         }
         let cores = core_cluster
             .into_iter()
-            .map(|cluster| Core { cluster, running: None, last: None, charged_to: 0, busy: 0, timer_ver: 0, timer_at: u64::MAX })
+            .map(|cluster| Core { cluster, running: None, last: None, charged_to: 0, busy: 0, timer_at: u64::MAX })
             .collect();
         Host {
             threads,
@@ -136,6 +138,7 @@ impl Host {
             vcpu_switch: s.vcpu_switch,
             seq: 1,
             buf: Vec::new(),
+            timer_min: (u64::MAX, 0),
         }
     }
 
@@ -212,7 +215,7 @@ impl Host {
         if self.threads[t].runnable {
             return;
         }
-        let minv = self.min_vruntime(self.threads[t].cluster as usize);
+        let minv = if self.threads[t].st.vruntime().is_some() { self.min_vruntime(self.threads[t].cluster as usize) } else { None };
         let th = &mut self.threads[t];
         th.runnable = true;
         th.seq = self.seq;
@@ -247,14 +250,6 @@ impl Host {
     /// Handle one of the host's own events.
     pub fn on_event<E: From<HostEv>>(&mut self, ev: HostEv, now: u64, q: &mut EventQueue<E>) {
         match ev {
-            HostEv::CoreTimer { core, ver } => {
-                let c = &mut self.cores[core as usize];
-                if c.timer_ver == ver {
-                    c.timer_at = u64::MAX;
-                    let ci = c.cluster;
-                    mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
-                }
-            }
             HostEv::ThreadTimer { thread, ver } => {
                 let t = thread as usize;
                 if self.threads[t].timer_ver == ver {
@@ -279,6 +274,23 @@ impl Host {
         }
     }
 
+    /// Earliest armed core timer: (time, core).
+    pub fn next_core_timer(&self) -> Option<(u64, usize)> {
+        (self.timer_min.0 != u64::MAX).then_some(self.timer_min)
+    }
+
+    /// The core timer of `core` expired: its cluster is re-decided at the next `resched`.
+    pub fn fire_core_timer(&mut self, core: usize) {
+        self.cores[core].timer_at = u64::MAX;
+        let ci = self.cores[core].cluster;
+        mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
+        self.update_timer_min();
+    }
+
+    fn update_timer_min(&mut self) {
+        self.timer_min = self.cores.iter().enumerate().map(|(i, c)| (c.timer_at, i)).min().unwrap_or((u64::MAX, 0));
+    }
+
     /// Credit refill: each thread of the cluster gets m * 30ms * weight / total weight.
     fn credit_accounting(&mut self, ci: usize) {
         let cl = &mut self.clusters[ci];
@@ -298,6 +310,9 @@ impl Host {
     /// eligible threads, dispatch them, and arm each core's timer. `work_left(t)`: how long the
     /// owner's current work of `t` still needs (u64::MAX: unbounded).
     pub fn resched<E: From<HostEv>, W: Fn(ThreadId) -> u64>(&mut self, now: u64, q: &mut EventQueue<E>, work_left: W) {
+        if self.dirty.is_empty() {
+            return;
+        }
         while let Some(ci) = self.dirty.pop() {
             let ci = ci as usize;
             self.clusters[ci].dirty = false;
@@ -305,9 +320,10 @@ impl Host {
             self.pick(ci, now);
             for k in 0..self.clusters[ci].cores.len() {
                 let c = self.clusters[ci].cores[k] as usize;
-                self.arm_core_timer(c, now, q, &work_left);
+                self.arm_core_timer(c, now, &work_left);
             }
         }
+        self.update_timer_min();
     }
 
     fn enforce<E: From<HostEv>>(&mut self, ci: usize, now: u64, q: &mut EventQueue<E>) {
@@ -348,6 +364,20 @@ impl Host {
 
     /// Choose and dispatch the cluster's threads.
     fn pick(&mut self, ci: usize, now: u64) {
+        let m = self.clusters[ci].cores.len();
+        if m == 1 {
+            let mut best: Option<(Key, ThreadId)> = None;
+            for &t in &self.clusters[ci].threads {
+                if let Some(k) = self.key_of(t, now) {
+                    if best.is_none_or(|b| (k, t) < b) {
+                        best = Some((k, t));
+                    }
+                }
+            }
+            let core = self.clusters[ci].cores[0] as usize;
+            self.assign(core, best.map(|b| b.1), now);
+            return;
+        }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         for &t in &self.clusters[ci].threads {
@@ -355,12 +385,7 @@ impl Host {
                 buf.push((k, t));
             }
         }
-        let m = self.clusters[ci].cores.len();
-        if m == 1 {
-            let best = buf.iter().min().map(|&(_, t)| t);
-            let core = self.clusters[ci].cores[0] as usize;
-            self.assign(core, best, now);
-        } else {
+        {
             buf.sort_unstable();
             buf.truncate(m);
             let cores = self.clusters[ci].cores.clone();
@@ -418,8 +443,12 @@ impl Host {
         }
     }
 
-    /// (own weight, sum of weights of the runnable threads of its cluster).
+    /// (own weight, sum of weights of the runnable threads of its cluster); (0, 0) for policies
+    /// without weights (no scan of the cluster on their hot path).
     fn share(&self, t: ThreadId) -> (u64, u64) {
+        if self.threads[t].st.weight() == 0 {
+            return (0, 0);
+        }
         let cl = &self.clusters[self.threads[t].cluster as usize];
         let total = cl.threads.iter().filter(|&&u| self.threads[u].runnable).map(|&u| self.threads[u].st.weight()).sum();
         (self.threads[t].st.weight(), total)
@@ -429,7 +458,7 @@ impl Host {
         self.clusters[ci].threads.iter().filter(|&&u| self.threads[u].runnable).filter_map(|&u| self.threads[u].st.vruntime()).min()
     }
 
-    fn arm_core_timer<E: From<HostEv>, W: Fn(ThreadId) -> u64>(&mut self, c: usize, now: u64, q: &mut EventQueue<E>, work_left: &W) {
+    fn arm_core_timer<W: Fn(ThreadId) -> u64>(&mut self, c: usize, now: u64, work_left: &W) {
         let at = match self.cores[c].running {
             None => u64::MAX,
             Some(t) => {
@@ -444,14 +473,7 @@ impl Host {
                 now.saturating_add(d)
             }
         };
-        let core = &mut self.cores[c];
-        if at != core.timer_at {
-            core.timer_ver = core.timer_ver.wrapping_add(1);
-            core.timer_at = at;
-            if at != u64::MAX {
-                q.schedule(rtvirt_model::Nanos(at), HostEv::CoreTimer { core: c as u32, ver: core.timer_ver }.into());
-            }
-        }
+        self.cores[c].timer_at = at;
     }
 
     fn arm_thread_timer<E: From<HostEv>>(&mut self, t: ThreadId, at: u64, q: &mut EventQueue<E>) {
