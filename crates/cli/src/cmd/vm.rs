@@ -282,6 +282,7 @@ fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConf
     c.memory_mib = o.memory;
     c.pin = o.pin.clone();
     c.boot_timeout = to_duration(o.boot_timeout);
+    c.progress = Some(|line| eprintln!("vm: {line}"));
     c
 }
 
@@ -389,26 +390,110 @@ fn hold_guest(image: &Image, mut cfg: GuestConfig, hold: Nanos, format: Format) 
 }
 
 fn matrix_cmd(a: MatrixArgs) -> CmdResult {
+    matrix(&a.kernels, &a.loads, &a.guest, &a.guest_args, a.format)
+}
+
+/// SEEDS 4: `guest_args` in a guest of each kernel, without and with each host load.
+fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args: &[String], format: Format) -> CmdResult {
     let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
-    columns.extend(a.loads.iter().map(|l| vec![l.clone()]));
+    columns.extend(loads.iter().map(|l| vec![l.clone()]));
     let mut rows = Vec::new();
     let mut failed = false;
-    for &flavour in &a.kernels {
+    for &flavour in kernels {
         let image = guest_image(flavour)?;
-        let accel = choose_accel(&a.guest, &image)?.accel;
-        let cfg = guest_config(&a.guest, &a.guest.name, accel);
+        let accel = choose_accel(guest, &image)?.accel;
+        let cfg = guest_config(guest, &guest.name, accel);
         for loads in &columns {
-            let mut m = measure_in_guest(&image, &cfg, loads, &a.guest_args)?;
+            let mut m = measure_in_guest(&image, &cfg, loads, guest_args)?;
             m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
             failed |= m.rc == 1;
             rows.push((flavour, load_label(loads), m.results));
         }
     }
-    match a.format {
+    match format {
         Format::Json => print_json(&rows.iter().map(|r| &r.2).collect::<Vec<_>>())?,
         Format::Table => print_rows(&rows),
     }
     Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// The hook of `rtvirt measure timer --in vm [--guest-kernel rt,nrt] [--load host:KIND]`: the
+/// same command run in guests of each kernel (both by default) x host load (none + each --load),
+/// as one table - the SEEDS 4 matrix - with default guest options (see `rtvirt vm matrix` for
+/// more control).
+pub fn measure_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format) -> CmdResult {
+    let kernels = parse_kernels(guest_kernels)?;
+    let args = guest_args_from(std::env::args().skip(1));
+    matrix(&kernels, loads, &default_guest_opts(), &args, format)
+}
+
+/// The hook of `rtvirt measure net client --in vm`: a server in a guest, this client on the host.
+pub fn client_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format, net: (bool, u16, Nanos)) -> CmdResult {
+    let (tcp, port, duration) = net;
+    let kernels = parse_kernels(guest_kernels)?;
+    let [flavour] = kernels[..] else {
+        anyhow::bail!("--in vm for net measures one guest: choose it with --guest-kernel rt or --guest-kernel nrt");
+    };
+    let client_args = client_args_from(std::env::args().skip(1));
+    let params = NetParams { tcp, port, duration, loads, client_args: &client_args };
+    net_in_guest(flavour, &default_guest_opts(), &params, format)
+}
+
+/// `--guest-kernel` values (none: both).
+fn parse_kernels(values: &[String]) -> anyhow::Result<Vec<Flavour>> {
+    if values.is_empty() {
+        return Ok(Flavour::ALL.to_vec());
+    }
+    values.iter().map(|v| parse_flavour(v).map_err(|e| anyhow::anyhow!("--guest-kernel: {e}"))).collect()
+}
+
+/// The guest options' documented defaults.
+fn default_guest_opts() -> GuestOpts {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        guest: GuestOpts,
+    }
+    <Defaults as clap::Parser>::try_parse_from(["rtvirt"]).expect("defaults parse").guest
+}
+
+/// This command's arguments without the options that stay on the host (`--in`, `--guest-kernel`,
+/// `--load`, `--format`): what the guest runs.
+fn guest_args_from(args: impl Iterator<Item = String>) -> Vec<String> {
+    strip_options(args, &["--in", "--guest-kernel", "--load", "--format"], &[])
+}
+
+/// Extra client options of `measure net client --in vm` for the host's client (without the
+/// subcommand and the options `vm net` sets itself).
+fn client_args_from(args: impl Iterator<Item = String>) -> Vec<String> {
+    let rest = strip_options(args, &["--in", "--guest-kernel", "--load", "--format", "--connect", "--duration"], &["--udp", "--tcp"]);
+    rest.into_iter().skip_while(|a| !a.starts_with('-')).collect()
+}
+
+/// `args` without the `with_value` options (`--x V` or `--x=V`) and the `flags`.
+fn strip_options(args: impl Iterator<Item = String>, with_value: &[&str], flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = args.peekable();
+    while let Some(a) = args.next() {
+        let name = a.split('=').next().unwrap_or("");
+        if with_value.contains(&name) {
+            if !a.contains('=') {
+                args.next();
+            }
+        } else if !flags.contains(&a.as_str()) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// What the host's client does.
+struct NetParams<'a> {
+    tcp: bool,
+    port: u16,
+    duration: Nanos,
+    loads: &'a [LoadSpec],
+    client_args: &'a [String],
 }
 
 /// Extra time the guest's server runs beyond the client's duration (client start-up).
@@ -416,9 +501,15 @@ const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 
 fn net_cmd(a: NetArgs) -> CmdResult {
     let flavour = single_flavour(a.kernel)?;
+    let params = NetParams { tcp: a.tcp, port: a.port, duration: a.duration, loads: &a.loads, client_args: &a.client_args };
+    net_in_guest(flavour, &a.guest, &params, a.format)
+}
+
+/// Server in a guest of `flavour`, client on the host for `a.duration` under `a.loads`.
+fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Format) -> CmdResult {
     let image = guest_image(flavour)?;
-    let accel = choose_accel(&a.guest, &image)?.accel;
-    let cfg = guest_config(&a.guest, &a.guest.name, accel);
+    let accel = choose_accel(guest, &image)?.accel;
+    let cfg = guest_config(guest, &guest.name, accel);
     let proto = if a.tcp { "--tcp" } else { "--udp" };
     let server: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{}", a.port), "--duration", &(a.duration + SERVER_MARGIN).to_string(), proto]
         .iter()
@@ -427,9 +518,9 @@ fn net_cmd(a: NetArgs) -> CmdResult {
     eprintln!("vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}", cfg.name, flavour, accel.name(), if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" }, &proto[2..], a.port);
     let (served, (mut client, client_rc, loads)) = measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
         let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
-        eprintln!("vm: guest serving at {ip}:{}; host client for {} (host load {})", a.port, a.duration, load_label(&a.loads));
-        let running = HostLoads::start(&a.loads).map_err(|e| e.to_string())?;
-        let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, &a.client_args);
+        eprintln!("vm: guest serving at {ip}:{}; host client for {} (host load {})", a.port, a.duration, load_label(a.loads));
+        let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
+        let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, a.client_args);
         let reports = running.stop();
         let (results, rc) = client?;
         Ok::<_, String>((results, rc, reports))
@@ -437,11 +528,11 @@ fn net_cmd(a: NetArgs) -> CmdResult {
     measure::annotate_from(&mut client, &served.results);
     let env = client.environment.get_or_insert_with(Default::default);
     env.load.extend(loads);
-    env.extra.insert("host_load".into(), load_label(&a.loads).into());
+    env.extra.insert("host_load".into(), load_label(a.loads).into());
     env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
-    match a.format {
+    match format {
         Format::Json => print_json(&client)?,
-        Format::Table => print_rows(&[(flavour, load_label(&a.loads), client)]),
+        Format::Table => print_rows(&[(flavour, load_label(a.loads), client)]),
     }
     Ok(if client_rc == 1 { Outcome::Failed } else { Outcome::Ok })
 }
@@ -526,3 +617,33 @@ fn list_cmd(a: ListArgs) -> CmdResult {
     }
     Ok(Outcome::Ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> impl Iterator<Item = String> + '_ {
+        line.split_whitespace().map(str::to_string)
+    }
+
+    #[test]
+    fn host_side_options_are_removed_from_the_guest_command() {
+        assert_eq!(
+            guest_args_from(args("measure timer --in vm --duration 5s --guest-kernel=rt --load host:syscalls --format json --interval 1ms")),
+            ["measure", "timer", "--duration", "5s", "--interval", "1ms"]
+        );
+        assert_eq!(
+            client_args_from(args("measure net client --in=vm --tcp --connect 1.2.3.4:9 --arrivals poisson:100 --duration 3s --size 64")),
+            ["--arrivals", "poisson:100", "--size", "64"]
+        );
+    }
+
+    #[test]
+    fn guest_kernels_default_to_both_and_are_checked() {
+        assert_eq!(parse_kernels(&[]).unwrap(), [Flavour::Nrt, Flavour::Rt]);
+        assert_eq!(parse_kernels(&["rt".into()]).unwrap(), [Flavour::Rt]);
+        assert!(parse_kernels(&["xen".into()]).unwrap_err().to_string().contains("--guest-kernel"));
+        assert_eq!(default_guest_opts().vcpus, 1);
+    }
+}
+
