@@ -123,3 +123,58 @@ fn in_container_records_it_and_leaves_nothing_behind() {
         assert!(!std::path::Path::new(d.as_str().unwrap()).exists());
     }
 }
+
+#[test]
+fn ctrl_c_stops_early_and_removes_the_container() {
+    if !is_root() {
+        return;
+    }
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["measure", "timer", "--cpus", "0", "--duration", "30s", "--in", "container", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Keep draining stderr (a closed pipe would break the processes writing to it).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let line = rx.recv().unwrap();
+    assert!(line.contains("bridge"), "{line}");
+    let bridge = line.split("bridge ").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    assert!(std::path::Path::new("/sys/class/net").join(&bridge).exists());
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let t0 = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10), "stopped early");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["latency_ns"]["count"].as_u64().unwrap() > 0);
+    assert!(!std::path::Path::new("/sys/class/net").join(&bridge).exists(), "bridge {bridge} removed");
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn without_root_every_measurement_is_a_clear_exit_2() {
+    if !is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    for args in [vec!["measure", "timer", "--duration", "1s"], vec!["measure", "timer", "--duration", "1s", "--in", "container"], vec!["measure", "tasks", "--duration", "1s"]] {
+        let out = Command::new("setpriv").args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_rtvirt")]).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("root"), "{args:?}: {err}");
+    }
+}

@@ -186,7 +186,11 @@ impl MemoryLock {
     pub fn acquire() -> Result<MemoryLock> {
         // SAFETY: plain syscall.
         if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-            return Err(Error::last_os("cannot lock memory (mlockall)"));
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::ENOMEM) && !is_root() {
+                return Err(Error::Permission(format!("cannot lock memory (mlockall): {err}; the memory-lock limit (ulimit -l) is too low for a non-root user")));
+            }
+            return Err(Error::os("cannot lock memory (mlockall)", err));
         }
         Ok(MemoryLock(()))
     }

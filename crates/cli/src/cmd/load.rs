@@ -70,6 +70,9 @@ pub fn run(a: LoadArgs) -> CmdResult {
     if a.duration.0 == 0 || (a.duration > Nanos::from_secs(3600) && !a.force) {
         anyhow::bail!("--duration {} must be > 0 and at most 1h without --force", a.duration);
     }
+    if a.r#in == Where::Vm {
+        anyhow::bail!("--in vm is not available for rtvirt load; use `rtvirt vm run -- load ...`");
+    }
     if a.r#in == Where::Container {
         return super::measure::rerun_in_container(&cpu_list.unwrap_or_else(cpus::allowed));
     }

@@ -41,6 +41,9 @@ pub enum Where {
     /// In a container rtvirt creates (network namespace, veth pair on a bridge, cgroup with a
     /// cpuset) and removes afterwards, also on failure or Ctrl-C.
     Container,
+    /// In QEMU guests (crates/vm): `measure timer` runs in a guest of each --guest-kernel with
+    /// each host --load (the SEEDS 4 matrix); `measure net client` reaches a server in a guest.
+    Vm,
 }
 
 /// Options every measurement shares.
@@ -60,6 +63,19 @@ pub struct Common {
     /// Allow priority 99, intervals below 50us, more than 4 load workers per CPU, runs over 1 hour.
     #[arg(long)]
     pub force: bool,
+    /// With --in vm: guest kernel(s), rt and/or nrt (default: both for timer).
+    #[arg(long, value_delimiter = ',')]
+    pub guest_kernel: Vec<String>,
+}
+
+impl Common {
+    /// Refuse `--in vm` where no guest variant exists.
+    fn host_or_container(&self, what: &str) -> anyhow::Result<()> {
+        if self.r#in == Where::Vm {
+            anyhow::bail!("--in vm is not available for {what}; run it in a guest with `rtvirt vm run -- {what} ...`");
+        }
+        Ok(())
+    }
 }
 
 #[derive(Args)]
@@ -222,12 +238,28 @@ pub fn rerun_in_container(cpu_list: &[u32]) -> CmdResult {
     let exe = std::env::current_exe().context("cannot find the rtvirt executable")?;
     let container = Container::create(cpu_list)?;
     eprintln!("rtvirt: container {} (netns {}, bridge {} {}, cpuset {})", container.name, container.netns, container.bridge, container.host_addr, cpus::format_list(cpu_list));
-    let status = container.command(&exe)?.args(args_inside()).status().context("cannot start rtvirt inside the container")?;
+    let mut child = container.command(&exe)?.args(args_inside()).spawn().context("cannot start rtvirt inside the container")?;
+    let status = wait_forwarding_interrupt(&mut child)?;
     drop(container);
     match status.code() {
         Some(0) => Ok(Outcome::Ok),
         Some(1) => Ok(Outcome::Failed),
         _ => Err(anyhow::anyhow!("the measurement inside the container failed ({status})")),
+    }
+}
+
+/// Wait for a child; on Ctrl-C/SIGTERM ask it to stop (it finishes cleanly and reports).
+fn wait_forwarding_interrupt(child: &mut std::process::Child) -> anyhow::Result<std::process::ExitStatus> {
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for rtvirt inside the container")? {
+            return Ok(status);
+        }
+        if rtvirt_probe::signals::interrupted() && !forwarded {
+            rtvirt_probe::signals::terminate(child.id());
+            forwarded = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -252,8 +284,10 @@ fn run_timer(a: TimerArgs) -> CmdResult {
     let cpu_list = cpus::resolve("--cpus", a.cpus.as_deref())?;
     let cfg = timer::TimerConfig { cpus: cpu_list.clone(), interval: a.interval, priority: a.priority, policy: a.policy, duration: a.duration, interval_report: a.interval_report, force: a.common.force };
     cfg.validate()?;
-    if a.common.r#in == Where::Container {
-        return rerun_in_container(&cpu_list);
+    match a.common.r#in {
+        Where::Container => return rerun_in_container(&cpu_list),
+        Where::Vm => return super::vm::measure_in_vm(&a.common.guest_kernel, &a.common.load, a.common.format),
+        Where::Host => {}
     }
     progress(a.duration, &format!("measuring timer latency on CPU(s) {} ({} every {})", cpus::format_list(&cpu_list), a.policy.as_str(), a.interval));
     let mut hists = Vec::new();
@@ -297,6 +331,7 @@ fn run_tasks(a: TasksArgs) -> CmdResult {
             rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
         }
     };
+    a.common.host_or_container("measure tasks")?;
     let cfg = rtvirt_probe::tasks::TasksConfig { duration: a.duration, seed: a.seed, force: a.common.force };
     if a.common.r#in == Where::Container {
         let cores: Vec<u32> = plan.guests.iter().filter_map(|g| g.core).collect();
@@ -323,6 +358,7 @@ fn run_tasks(a: TasksArgs) -> CmdResult {
 }
 
 fn run_server(a: ServerArgs) -> CmdResult {
+    a.common.host_or_container("measure net server")?;
     if a.common.r#in == Where::Container {
         return rerun_in_container(&cpus::allowed());
     }
@@ -376,6 +412,7 @@ fn run_client(a: ClientArgs) -> CmdResult {
     let results = match a.common.r#in {
         Where::Host => with_loads(&a.common, || Ok(client::run(&cfg)?))?,
         Where::Container => with_loads(&a.common, || client_to_container(&mut cfg))?,
+        Where::Vm => return super::vm::client_in_vm(&a.common.guest_kernel, &a.common.load, a.common.format, (a.proto.tcp, a.connect.port(), a.duration)),
     };
     let rows = vec![("rtt".to_string(), results.rtt_ns.as_ref().expect("client results have rtt"))];
     let x = &results.extra;
