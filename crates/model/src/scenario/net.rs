@@ -523,11 +523,14 @@ impl RawNet {
             return Err(InputError::field("duration", "zero duration: expected a positive duration"));
         }
         let warmup = self.warmup.unwrap_or(Nanos::from_ms(20));
-        let model = match self.kind.as_deref().unwrap_or("kvm") {
-            "kvm" => NetModel::Kvm(self.kvm(cores)?),
+        let (model, duration) = match self.kind.as_deref().unwrap_or("kvm") {
+            "kvm" => (NetModel::Kvm(self.kvm(cores)?), duration),
             "xen" => {
                 let x = self.xen.as_ref().ok_or_else(|| InputError::field("xen", "kind = \"xen\" needs a [net.xen] section"))?;
-                NetModel::Xen(x.validate(cores).map_err(|e| e.under("xen"))?)
+                let x = x.validate(cores).map_err(|e| e.under("xen"))?;
+                // Xen: the run lasts `packets` ping periods unless a duration is given
+                let d = self.duration.unwrap_or(Nanos(x.period.0 * (x.packets as u64 + 1)));
+                (NetModel::Xen(x), d)
             }
             other => return Err(InputError::field("kind", format!("\"{other}\": expected \"kvm\" or \"xen\""))),
         };
@@ -801,14 +804,17 @@ impl RawXen {
             softnet_round: positive(self.softnet_round, 300, "softnet_round")?,
             backlog_limit: positive(self.backlog_limit, 1000, "backlog_limit")?,
             ring: positive(self.ring, 256, "ring")?,
-            tx_cost: self.tx_cost.unwrap_or(Nanos(2_500)),
-            softnet_cost: self.softnet_cost.unwrap_or(Nanos(1_500)),
-            rx_cost: self.rx_cost.unwrap_or(Nanos(2_500)),
-            guest_send: self.guest_send.unwrap_or(Nanos(5_000)),
-            guest_recv: self.guest_recv.unwrap_or(Nanos(5_000)),
-            event_channel: self.event_channel.unwrap_or(Nanos(3_000)),
+            tx_cost: self.tx_cost.unwrap_or(Nanos(4_000)),
+            softnet_cost: self.softnet_cost.unwrap_or(Nanos(2_000)),
+            rx_cost: self.rx_cost.unwrap_or(Nanos(4_000)),
+            guest_send: self.guest_send.unwrap_or(Nanos(8_000)),
+            guest_recv: self.guest_recv.unwrap_or(Nanos(8_000)),
+            event_channel: self.event_channel.unwrap_or(Nanos(4_000)),
             packets: positive(self.packets, 5000, "packets")?,
-            period: self.period.unwrap_or(Nanos::from_ms(10)),
+            period: match self.period {
+                Some(p) if p.0 == 0 => return Err(InputError::field("period", "zero period: expected a positive duration")),
+                p => p.unwrap_or(Nanos::from_ms(10)),
+            },
             queues,
             domains,
         })

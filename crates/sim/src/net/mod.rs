@@ -37,7 +37,8 @@ pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow
             NetRun { results: r.results, trace: r.trace, events: r.events }
         }
         NetModel::Xen(x) => {
-            let r = xen::run(x, s.seed);
+            let rounds = (s.duration.0 / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
+            let r = xen::run(x, Some(rounds), s.seed);
             NetRun { results: r, trace: None, events: 0 }
         }
     }
