@@ -177,6 +177,7 @@ impl SimConfig {
         }
         let cfg = SimConfig { settings, vcpus, extra };
         cfg.check_clusters()?;
+        cfg.check_deadline_admission()?;
         Ok(cfg)
     }
 
@@ -188,6 +189,33 @@ impl SimConfig {
     /// Field path of thread `i` (for errors).
     fn thread_field(&self, i: usize) -> String {
         if i < self.vcpus.len() { format!("guest[{i}].vcpu") } else { format!("sim.thread[{}].sched", i - self.vcpus.len()) }
+    }
+
+    /// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may
+    /// not exceed m * sched_rt_runtime_us / sched_rt_period_us (m with RT throttling disabled);
+    /// beyond it `sched_setattr` fails with EBUSY, so such a host cannot be configured.
+    fn check_deadline_admission(&self) -> R<()> {
+        let limit = self.settings.rt_throttle.map(|(r, p)| r as f64 / p as f64).unwrap_or(1.0);
+        let specs: Vec<&ThreadSpec> = self.threads().collect();
+        for (i, a) in specs.iter().enumerate() {
+            let bw: f64 = specs
+                .iter()
+                .take(i + 1)
+                .filter(|b| b.cores == a.cores)
+                .map(|b| match b.policy {
+                    Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
+                    _ => 0.0,
+                })
+                .sum();
+            let cap = limit * a.cores.len() as f64;
+            if matches!(a.policy, Policy::Deadline { .. }) && bw > cap + 1e-12 {
+                return Err(InputError::field(
+                    format!("{}.runtime", self.thread_field(i)),
+                    format!("SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bw:.4} > {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)", a.cores),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Affinities must be equal or disjoint (each set of cores is one scheduling cluster), and
@@ -473,6 +501,11 @@ mod tests {
             ("", "[sim]\nduration = \"0s\"\n", "sim.duration"),
             ("", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { policy = \"credit\" }\n", "sim.thread[0].sched.policy"),
             ("[guest.vcpu]\ncores = [0, 1]\n", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0 }\n", "sim.thread[0].sched.cores"),
+            (
+                "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"6ms\"\nperiod = \"10ms\"\n",
+                "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0, policy = \"deadline\", runtime = \"4ms\", period = \"10ms\" }\n",
+                "sim.thread[0].sched.runtime",
+            ),
         ];
         for (vcpu, sim, field) in cases {
             let e = err(vcpu, sim);

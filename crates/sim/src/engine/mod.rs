@@ -11,6 +11,25 @@ pub mod trace;
 use rtvirt_model::Nanos;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hasher for event sequence numbers (distinct u64 keys): one multiply instead of SipHash.
+#[derive(Default)]
+struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Handle of a scheduled event, used to cancel it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,7 +39,7 @@ pub struct EventId(u64);
 /// Cancellation is lazy: a cancelled event is skipped when it reaches the head.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
-    cancelled: HashSet<u64>,
+    cancelled: HashSet<u64, BuildHasherDefault<SeqHasher>>,
     next_seq: u64,
     now: Nanos,
     popped: u64,
@@ -58,7 +77,7 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::new(), cancelled: HashSet::new(), next_seq: 0, now: Nanos::ZERO, popped: 0 }
+        EventQueue { heap: BinaryHeap::new(), cancelled: HashSet::default(), next_seq: 0, now: Nanos::ZERO, popped: 0 }
     }
 
     /// Current simulated time (time of the last popped event).
