@@ -262,69 +262,98 @@ fn prepare(profile: &Profile, bindings: &[Binding]) -> Result<Prepared> {
             return Err(HostError::input(format!("guest \"{}\" is bound twice", b.guest)));
         }
     }
-    let system = threads::discover(&threads::Target::System)?;
-    let (mut changes, mut planned, mut placed_irqs) = (Vec::new(), Vec::new(), Vec::new());
-    for r in &profile.rules {
-        match &r.select {
-            Selector::Guest { guest, role, vcpu, id } => {
-                let ts = guests.get(guest).ok_or_else(|| profile.error(r.index, "guest", format!("guest \"{guest}\" is not bound: give it with --vm {guest}=QMP_SOCKET or --pid {guest}=TID")))?;
-                let hit: Vec<ThreadInfo> = ts.iter().filter(|t| guest_role_matches(t, role, *vcpu, id.as_deref())).cloned().collect();
-                if hit.is_empty() {
-                    let have: Vec<String> = ts.iter().map(|t| format!("{} {}", t.role.name(), t.comm)).collect();
-                    return Err(profile.error(r.index, "role", format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", "))));
-                }
-                changes.extend(thread_changes(&hit, r));
-                planned.extend(planned_of(&hit, r));
-            }
-            Selector::Irq { device } => {
-                let irqs: Vec<sysinfo::Irq> = sysinfo::irqs().into_iter().filter(|i| i.serves(device)).collect();
-                if irqs.is_empty() {
-                    return Err(profile.error(r.index, "device", format!("no IRQ handler named \"{device}\" (see /proc/interrupts)")));
-                }
-                for i in &irqs {
-                    if let Some(c) = &r.cpus {
-                        let path = PathBuf::from(format!("/proc/irq/{}/smp_affinity_list", i.number));
-                        changes.push(Change::File { before: read_trimmed(&path)?, after: c.to_string(), path });
-                        placed_irqs.push(i.number);
-                    }
-                }
-                let ts: Vec<ThreadInfo> = system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
-                changes.extend(thread_changes(&ts, r));
-                planned.extend(planned_of(&ts, r));
-            }
-            Selector::Napi { device, threaded } => {
-                let path = PathBuf::from(format!("/sys/class/net/{device}/threaded"));
-                if !path.exists() {
-                    return Err(profile.error(r.index, "device", format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display())));
-                }
-                changes.push(Change::File { before: read_trimmed(&path)?, after: if *threaded { "1" } else { "0" }.into(), path });
-                let existing = napi_threads(device);
-                let mut p = planned_of(&existing, r);
-                if existing.is_empty() && *threaded {
-                    p.push(Planned { tid: 0, comm: format!("napi/{device}-*"), role: Role::Napi { dev: device.clone(), id: 0 }, guest: None, sched: r.sched.unwrap_or_default(), cpus: r.cpus.clone().unwrap_or_else(sysinfo::online_cpus) });
-                }
-                planned.extend(p);
-            }
-            Selector::PerCpu { role, cpu } => {
-                let ts: Vec<ThreadInfo> = system.iter().filter(|t| t.role.name() == role && cpu.is_none_or(|c| t.affinity == CpuList::single(c))).cloned().collect();
-                if ts.is_empty() {
-                    return Err(profile.error(r.index, "role", format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default())));
-                }
-                changes.extend(thread_changes(&ts, r));
-                planned.extend(planned_of(&ts, r));
-            }
-            Selector::Container { cgroup } => {
-                let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
-                let path = h.cpus_file(cgroup);
-                if !path.exists() {
-                    return Err(profile.error(r.index, "cgroup", format!("no cpuset cgroup \"{cgroup}\" ({} missing)", path.display())));
-                }
-                let cpus = r.cpus.clone().expect("validated: container has cpus");
-                changes.push(Change::File { before: read_trimmed(&path)?, after: cpus.to_string(), path });
-            }
+    let mut r = Resolver { profile, guests, system: threads::discover(&threads::Target::System)?, out: Prepared { changes: Vec::new(), planned: Vec::new(), partitions: CpuList::default(), placed_irqs: Vec::new(), skipped: Vec::new() } };
+    for rule in &profile.rules {
+        match &rule.select {
+            Selector::Guest { guest, role, vcpu, id } => r.guest_threads(rule, guest, role, *vcpu, id.as_deref())?,
+            Selector::Irq { device } => r.irq(rule, device)?,
+            Selector::Napi { device, threaded } => r.napi(rule, device, *threaded)?,
+            Selector::PerCpu { role, cpu } => r.per_cpu(rule, role, *cpu)?,
+            Selector::Container { cgroup } => r.container(rule, cgroup)?,
         }
     }
-    Ok(Prepared { changes, planned, partitions: CpuList::default(), placed_irqs, skipped: Vec::new() })
+    Ok(r.out)
+}
+
+/// Resolves profile entries into changes and the planned thread states.
+struct Resolver<'a> {
+    profile: &'a Profile,
+    guests: BTreeMap<String, Vec<ThreadInfo>>,
+    system: Vec<ThreadInfo>,
+    out: Prepared,
+}
+
+impl Resolver<'_> {
+    /// Set policy/affinity on these threads.
+    fn threads(&mut self, ts: &[ThreadInfo], rule: &Rule) {
+        self.out.changes.extend(thread_changes(ts, rule));
+        self.out.planned.extend(planned_of(ts, rule));
+    }
+
+    fn guest_threads(&mut self, rule: &Rule, guest: &str, role: &str, vcpu: Option<u32>, id: Option<&str>) -> Result<()> {
+        let ts = self.guests.get(guest).ok_or_else(|| self.profile.error(rule.index, "guest", format!("guest \"{guest}\" is not bound: give it with --vm {guest}=QMP_SOCKET or --pid {guest}=TID")))?;
+        let hit: Vec<ThreadInfo> = ts.iter().filter(|t| guest_role_matches(t, role, vcpu, id)).cloned().collect();
+        if hit.is_empty() {
+            let have: Vec<String> = ts.iter().map(|t| format!("{} {}", t.role.name(), t.comm)).collect();
+            return Err(self.profile.error(rule.index, "role", format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", "))));
+        }
+        self.threads(&hit, rule);
+        Ok(())
+    }
+
+    /// The device's IRQs get the affinity; their IRQ threads (if threaded) policy and affinity.
+    fn irq(&mut self, rule: &Rule, device: &str) -> Result<()> {
+        let irqs: Vec<sysinfo::Irq> = sysinfo::irqs().into_iter().filter(|i| i.serves(device)).collect();
+        if irqs.is_empty() {
+            return Err(self.profile.error(rule.index, "device", format!("no IRQ handler named \"{device}\" (see /proc/interrupts)")));
+        }
+        if let Some(c) = &rule.cpus {
+            for i in &irqs {
+                let path = PathBuf::from(format!("/proc/irq/{}/smp_affinity_list", i.number));
+                self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: c.to_string(), path });
+                self.out.placed_irqs.push(i.number);
+            }
+        }
+        let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
+        self.threads(&ts, rule);
+        Ok(())
+    }
+
+    /// Threaded NAPI on; its NAPI threads are set once they exist (the apply's follow-up).
+    fn napi(&mut self, rule: &Rule, device: &str, threaded: bool) -> Result<()> {
+        let path = PathBuf::from(format!("/sys/class/net/{device}/threaded"));
+        if !path.exists() {
+            return Err(self.profile.error(rule.index, "device", format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display())));
+        }
+        self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: if threaded { "1" } else { "0" }.into(), path });
+        let existing = napi_threads(device);
+        self.out.planned.extend(planned_of(&existing, rule));
+        if existing.is_empty() && threaded {
+            let cpus = rule.cpus.clone().unwrap_or_else(sysinfo::online_cpus);
+            self.out.planned.push(Planned { tid: 0, comm: format!("napi/{device}-*"), role: Role::Napi { dev: device.to_string(), id: 0 }, guest: None, sched: rule.sched.unwrap_or_default(), cpus });
+        }
+        Ok(())
+    }
+
+    fn per_cpu(&mut self, rule: &Rule, role: &str, cpu: Option<u32>) -> Result<()> {
+        let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| t.role.name() == role && cpu.is_none_or(|c| t.affinity == CpuList::single(c))).cloned().collect();
+        if ts.is_empty() {
+            return Err(self.profile.error(rule.index, "role", format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default())));
+        }
+        self.threads(&ts, rule);
+        Ok(())
+    }
+
+    fn container(&mut self, rule: &Rule, cgroup: &str) -> Result<()> {
+        let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
+        let path = h.cpus_file(cgroup);
+        if !path.exists() {
+            return Err(self.profile.error(rule.index, "cgroup", format!("no cpuset cgroup \"{cgroup}\" ({} missing)", path.display())));
+        }
+        let cpus = rule.cpus.clone().expect("validated: container has cpus");
+        self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: cpus.to_string(), path });
+        Ok(())
+    }
 }
 
 fn guest_role_matches(t: &ThreadInfo, role: &str, vcpu: Option<u32>, id: Option<&str>) -> bool {
