@@ -97,6 +97,18 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> ProbeResult {
         },
         Ok(out) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM guest answered {:?}", out.stdout.trim()), host_key, cached: false },
         Err(VmError::Interrupted { name }) => ProbeResult { accel: Accel::Tcg, reason: format!("probe {name} interrupted"), host_key, cached: false },
+        Err(VmError::EarlyExit { status, stderr, .. }) => ProbeResult {
+            accel: Accel::Tcg,
+            reason: format!("QEMU with KVM exited at once ({status}): {}", stderr.split(" | ").next().unwrap_or("")),
+            host_key,
+            cached: false,
+        },
+        Err(VmError::Timeout { bound_s, phase, .. }) => ProbeResult {
+            accel: Accel::Tcg,
+            reason: format!("the guest did not answer under KVM within {bound_s:.0}s ({phase}); e.g. nested virtualization that hangs guest kernels"),
+            host_key,
+            cached: false,
+        },
         Err(e) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM cannot boot the guest: {}", first_line(&e.to_string())), host_key, cached: false },
     }
 }
