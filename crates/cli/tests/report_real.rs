@@ -56,13 +56,13 @@ fn report_of_real_plan_simulation_and_measurements() {
     let d = dir.path();
     let plan = produce(d, "plan.json", &["plan", "--format", "json"]);
     let sim = produce(d, "sim.json", &["simulate", "--plan", plan.to_str().unwrap(), "--duration", "2s", "--format", "json"]);
-    let timer = produce(d, "timer.json", &["measure", "timer", "--duration", "1s", "--format", "json"]);
+    let timer = produce(d, "timer.json", &["measure", "timer", "--duration", "1s", "--interval-report", "250ms", "--format", "json"]);
     let net = net_result(d);
     let html = d.join("report.html");
     let out = rtvirt().arg("report").args([&sim, &timer, &net, &plan]).arg("-o").arg(&html).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&html).unwrap();
-    for kind in ["bandwidth", "dsr-tasks", "cdf", "histogram", "boxplot"] {
+    for kind in ["bandwidth", "dsr-tasks", "cdf", "histogram", "boxplot", "timeseries"] {
         assert!(text.contains(&format!("data-chart=\"{kind}\"")), "no {kind} chart");
     }
     for section in ["Plan: plan", "Periodic tasks", "Timer wake-up latency", "Request/response round-trip time", "Environment"] {

@@ -4,7 +4,9 @@
 //! - `histogram_ns`: exact histogram buckets, `[[value_ns, count], ...]` or
 //!   `[{"value_ns": .., "count": ..}, ...]` (e.g. `LatencyHistogram::buckets()`);
 //! - `intervals`: per-interval reports of long runs, `[{"t_ns"|"end_ns"|"start_ns": .., "max_ns": ..,
-//!   "cpu": optional, "stall": optional bool}, ...]`;
+//!   "cpu": optional, "stall": optional bool}, ...]`, or `measure timer --interval-report` lines
+//!   (`{"type": "interval", "t_ns": .., "cpus": [{"cpu", "count", "max_ns"}, ...]}`), which
+//!   [`crate::input`] also picks up from the JSON lines before the document;
 //! - `rho`: the rho a simulation or task run was planned with (else read from the label, "rho=0.5");
 //! - `flows[].segments_ns`: per segment a number (mean ns) or an object with `mean`, `p99`, ...
 
@@ -83,12 +85,29 @@ pub struct IntervalPoint {
     pub stall: bool,
 }
 
-/// The per-interval maxima of a result (`intervals`), in time order.
+/// The per-interval maxima of a result (`intervals`), in time order. An item is either one
+/// point, or a `measure timer --interval-report` line whose `cpus` array gives one point per
+/// CPU (a CPU without samples in the interval is a stall).
 pub fn intervals(r: &Results) -> Vec<IntervalPoint> {
     let Some(items) = r.extra.get("intervals").and_then(Value::as_array) else { return Vec::new() };
-    let mut pts: Vec<IntervalPoint> = items.iter().enumerate().filter_map(|(i, it)| interval_point(i, it)).collect();
+    let mut pts: Vec<IntervalPoint> = items.iter().enumerate().flat_map(|(i, it)| interval_points(i, it)).collect();
     pts.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
     pts
+}
+
+fn interval_points(index: usize, it: &Value) -> Vec<IntervalPoint> {
+    let Some(cpus) = it.get("cpus").and_then(Value::as_array) else { return interval_point(index, it).into_iter().collect() };
+    let t = it.get("t_ns").cloned().unwrap_or(Value::from(index as u64));
+    cpus.iter()
+        .filter_map(|c| {
+            let mut c = c.as_object()?.clone();
+            c.insert("t_ns".into(), t.clone());
+            if c.get("count").and_then(Value::as_u64) == Some(0) {
+                c.insert("stall".into(), true.into());
+            }
+            interval_point(index, &Value::Object(c))
+        })
+        .collect()
 }
 
 fn interval_point(index: usize, it: &Value) -> Option<IntervalPoint> {
@@ -168,6 +187,17 @@ mod tests {
         let pts = intervals(&r);
         assert_eq!(pts.iter().map(|p| p.t_ns).collect::<Vec<_>>(), vec![1e9, 2e9, 3e9]);
         assert!(pts[2].stall && !pts[0].stall);
+    }
+
+    #[test]
+    fn interval_report_lines_give_one_point_per_cpu() {
+        let mut r = Results::new("timer", 1);
+        r.extra.insert("intervals".into(), serde_json::json!([{"type": "interval", "t_ns": 5e8, "max_ns": 9, "cpus": [
+            {"cpu": 0, "count": 10, "max_ns": 9}, {"cpu": 1, "count": 0, "max_ns": 0}]}]));
+        let pts = intervals(&r);
+        assert_eq!(pts.len(), 2);
+        assert_eq!((pts[0].cpu, pts[0].max_ns, pts[0].stall, pts[0].t_ns), (Some(0), 9.0, false, 5e8));
+        assert!(pts[1].stall);
     }
 
     #[test]

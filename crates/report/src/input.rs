@@ -47,31 +47,57 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
     Ok(inputs)
 }
 
-/// Load one file, deciding by its `schema` field whether it is a plan or results.
+/// Load one file, deciding by its `schema` field whether it is a plan or results. A results
+/// file may also be the output of `measure timer --interval-report ... --format json`: the
+/// interval reports as JSON lines, then the results document; the reports become the result's
+/// `intervals` (see [`crate::extract::intervals`]).
 pub fn load_input(path: &Path) -> Result<Input, InputError> {
-    let schema = read_schema(path)?;
-    let doc = if schema == PLAN_SCHEMA {
-        Document::Plan(Box::new(Plan::from_file(path)?))
-    } else if schema == RESULTS_SCHEMA {
-        Document::Results(Box::new(Results::from_file(path)?))
-    } else {
-        return Err(InputError::field("schema", format!("\"{schema}\": expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\"")).in_file(path));
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
+    let values = json_values(&text).map_err(|e| e.in_file(path))?;
+    let (main, intervals) = split_stream(values);
+    let main = main.ok_or_else(|| InputError::field("schema", format!("missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format json`)")).in_file(path))?;
+    let doc = match main.get("schema") {
+        Some(serde_json::Value::String(s)) if s == PLAN_SCHEMA => Document::Plan(Box::new(Plan::from_file(path)?)),
+        Some(serde_json::Value::String(s)) if s == RESULTS_SCHEMA => Document::Results(Box::new(read_results(path, main, intervals)?)),
+        Some(other) => {
+            return Err(InputError::field("schema", format!("{other}: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\"")).in_file(path));
+        }
+        None => unreachable!("split_stream only returns documents with a schema"),
     };
     let name = default_name(path, &doc);
     Ok(Input { name, path: path.to_path_buf(), doc })
 }
 
-/// The `schema` string of a JSON document, with located errors for unreadable or non-JSON files.
-fn read_schema(path: &Path) -> Result<String, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        InputError::new(format!("not a JSON document: {e}")).in_file(path).at_line(e.line(), e.column())
-    })?;
-    match value.get("schema") {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(InputError::field("schema", format!("{other}: expected a string")).in_file(path)),
-        None => Err(InputError::field("schema", format!("missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format json`)")).in_file(path)),
+/// Every JSON value in the text (one document, or JSON lines followed by a document).
+fn json_values(text: &str) -> Result<Vec<serde_json::Value>, InputError> {
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<serde_json::Value>()
+        .map(|v| v.map_err(|e| InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column())))
+        .collect()
+}
+
+/// The document carrying a `schema` (the last one), and the `"type": "interval"` reports.
+fn split_stream(values: Vec<serde_json::Value>) -> (Option<serde_json::Value>, Vec<serde_json::Value>) {
+    let mut main = None;
+    let mut intervals = Vec::new();
+    for v in values {
+        if v.get("schema").is_some() {
+            main = Some(v);
+        } else if v.get("type").and_then(|t| t.as_str()) == Some("interval") {
+            intervals.push(v);
+        }
     }
+    (main, intervals)
+}
+
+/// The results document; a single-document file is re-read for line-located errors.
+fn read_results(path: &Path, main: serde_json::Value, intervals: Vec<serde_json::Value>) -> Result<Results, InputError> {
+    if intervals.is_empty() {
+        return Results::from_file(path);
+    }
+    let mut r: Results = serde_json::from_value(main).map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path))?;
+    r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
+    Ok(r)
 }
 
 fn default_name(path: &Path, doc: &Document) -> String {

@@ -155,7 +155,7 @@ impl Demo {
         let loads = if with_load { vec![syscall_load(&cfg.cpus)?] } else { Vec::new() };
         let running = load::start_all(&loads)?;
         let mut intervals = Vec::new();
-        let measured = timer::run_with_reports(&cfg, &mut |rep| intervals.extend(interval_points(rep)));
+        let measured = timer::run_with_reports(&cfg, &mut |rep| intervals.extend(serde_json::to_value(rep).ok()));
         let load_reports = load::stop_all(running);
         let run = measured?;
         let mut r = run.results;
@@ -259,18 +259,4 @@ fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
     let spec = LoadSpec::parse(&format!("syscalls:{}@{}", cpus.len().max(1), list.join(","))).map_err(anyhow::Error::msg)?;
     spec.validate("--load", false)?;
     Ok(spec)
-}
-
-/// The report's `intervals` points of one interval report: per CPU its maximum, or a stall.
-fn interval_points(rep: &timer::IntervalReport) -> Vec<serde_json::Value> {
-    rep.cpus
-        .iter()
-        .map(|c| {
-            if c.count == 0 {
-                serde_json::json!({"t_ns": rep.t_ns, "cpu": c.cpu, "count": 0, "stall": true})
-            } else {
-                serde_json::json!({"t_ns": rep.t_ns, "cpu": c.cpu, "count": c.count, "max_ns": c.max_ns, "missed_periods": c.missed_periods})
-            }
-        })
-        .collect()
 }
