@@ -46,6 +46,9 @@ pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
             let _ = writeln!(s, "# {} has no real-time tasks: no reservation (budget 0)", g.name);
             continue;
         }
+        if g.budget_ns < 1024 {
+            let _ = writeln!(s, "# note: the planned runtime {} ns is below the kernel minimum; raised to 1024 ns", g.budget_ns);
+        }
         let _ = writeln!(s, "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0 {pid}",
             g.budget_ns.max(1024), g.deadline_ns, g.period_ns);
     }
