@@ -19,6 +19,7 @@ fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 2_000_000, 15_000_000, 20_000_000, core)]));
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let (plan_s, state_s) = (plan.to_str().unwrap(), state.to_str().unwrap());
     let before = snapshot(&[a.pid(), b.pid()]);
 
@@ -58,6 +59,7 @@ fn a_crash_at_every_step_is_completed_by_revert() {
     let ga = format!("g1={}", a.pid());
     // Count the steps of a complete apply.
     let state = dir.path().join("count");
+    let _revert_state = RevertGuard(state.clone());
     let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let steps = journal_len(&state);
@@ -67,6 +69,7 @@ fn a_crash_at_every_step_is_completed_by_revert() {
 
     for n in 1..=steps {
         let state = dir.path().join(format!("crash{n}"));
+        let _revert_state = RevertGuard(state.clone());
         let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]).env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
         assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
         assert_eq!(journal_len(&state), n, "the journal holds every step up to the crash");
@@ -86,6 +89,7 @@ fn kernel_refusal_halfway_rolls_back_and_explains() {
     // g1 was fully applied.
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]));
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let before = snapshot(&[a.pid(), b.pid()]);
     let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &format!("g1={}", a.pid()), "--pid", &format!("g2={}", b.pid())]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -98,13 +102,14 @@ fn kernel_refusal_halfway_rolls_back_and_explains() {
 #[test]
 fn bad_inputs_exit_2_and_change_nothing() {
     let _g = serial();
-    let a = Sleeper::start();
+    let (a, other) = (Sleeper::start(), Sleeper::start());
     let core = last_cpu();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let state_s = state.to_str().unwrap();
     let good = write(dir.path(), "good.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
-    let before = snapshot(&[a.pid()]);
+    let before = snapshot(&[a.pid(), other.pid()]);
     let ga = format!("g1={}", a.pid());
 
     let stale = {
@@ -124,7 +129,7 @@ fn bad_inputs_exit_2_and_change_nothing() {
         (vec![write(dir.path(), "broken.json", "{\"schema\":\"rtvirt.plan/v1\",\"feasible\":3}").display().to_string(), "--pid".into(), ga.clone()], "broken.json"),
         (vec![good.display().to_string(), "--pid".into(), "g1=abc".into()], "not a thread id"),
         // bandwidth 0.1 passes the kernel's cap, but both need 5 ms within the same 5 ms window
-        (vec![write(dir.path(), "dense.json", &plan_json(&[("g1", 5_000_000, 5_000_000, 100_000_000, core), ("g2", 5_000_000, 5_000_000, 100_000_000, core)])).display().to_string(), "--pid".into(), ga.clone()], "exact EDF demand test"),
+        (vec![write(dir.path(), "dense.json", &plan_json(&[("g1", 5_000_000, 5_000_000, 100_000_000, core), ("g2", 5_000_000, 5_000_000, 100_000_000, core)])).display().to_string(), "--pid".into(), ga.clone(), "--pid".into(), format!("g2={}", other.pid())], "exact EDF demand test"),
         (vec![good.display().to_string()], "no guest to apply"),
     ];
     for (args, msg) in cases {
@@ -133,14 +138,14 @@ fn bad_inputs_exit_2_and_change_nothing() {
         let o = run(&mut c);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains(msg), "{args:?} should say {msg:?}: {}", text(&o));
-        assert_eq!(snapshot(&[a.pid()]), before, "{args:?} changed nothing");
+        assert_eq!(snapshot(&[a.pid(), other.pid()]), before, "{args:?} changed nothing");
         assert!(!journal_exists(&state));
     }
     // dry run: lint and list, change nothing
     let o = run(rtvirt(&["host", "apply", "--state-dir", state_s, "--dry-run", good.to_str().unwrap(), "--pid", &ga]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("Would change"), "{}", text(&o));
-    assert_eq!(snapshot(&[a.pid()]), before);
+    assert_eq!(snapshot(&[a.pid(), other.pid()]), before);
     // revert with nothing journaled is fine
     assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state_s])).status.code(), Some(0));
 }
@@ -152,6 +157,7 @@ fn without_permission_the_kernels_answer_is_explained_and_nothing_changes() {
     let dir = tempfile::tempdir().unwrap();
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, last_cpu())]));
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     std::fs::create_dir(&state).unwrap();
     for p in [dir.path(), state.as_path()] {
         std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
@@ -185,6 +191,7 @@ fn the_plan_of_rtvirt_plan_applies_end_to_end() {
     let tids: Vec<u32> = procs.iter().map(Sleeper::pid).collect();
     let before = snapshot(&tids);
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let mut c = rtvirt(&["host", "apply", plan_path.to_str().unwrap(), "--state-dir", state.to_str().unwrap()]);
     for (g, p) in plan.guests.iter().zip(&procs) {
         c.args(["--pid", &format!("{}={}", g.name, p.pid())]);
@@ -198,4 +205,29 @@ fn the_plan_of_rtvirt_plan_applies_end_to_end() {
     }
     assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()])).status.code(), Some(0));
     assert_eq!(snapshot(&tids), before);
+}
+
+#[test]
+fn deadline_threads_already_on_the_core_count_in_the_admission() {
+    let _g = serial();
+    let (a, b) = (Sleeper::start(), Sleeper::start());
+    let core = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
+    let st = state.to_str().unwrap();
+    let before = snapshot(&[a.pid(), b.pid()]);
+    let big = write(dir.path(), "big.json", &plan_json(&[("g0", 8_000_000, 10_000_000, 10_000_000, core)]));
+    let o = run(rtvirt(&["host", "apply", big.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g0={}", a.pid())]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // a second plan that alone fits, but not next to the 80% already reserved on the core
+    let more = write(dir.path(), "more.json", &plan_json(&[("g1", 2_000_000, 10_000_000, 10_000_000, core)]));
+    let o = run(rtvirt(&["host", "apply", more.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g1={}", b.pid())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("existing thread {}", a.pid())) && err.contains("does not fit core"), "{err}");
+    assert_eq!(sched::get(b.pid()).unwrap().policy, 0, "g1 untouched");
+    assert_eq!(sched::get(a.pid()).unwrap().policy, SCHED_DEADLINE, "the earlier apply stays");
+    assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", st])).status.code(), Some(0));
+    assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
 }

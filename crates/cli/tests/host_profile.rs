@@ -104,6 +104,7 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     let before = s.state();
     let cpu = last_cpu();
     let st = s.dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
     let o = s.apply(&s.profile_file(47), &st, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
@@ -148,6 +149,7 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     let s = Setup::new();
     let before = s.state();
     let st = s.dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
     let bad = s.profile_file(60);
     let o = s.apply(&bad, &st, &["--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -170,12 +172,14 @@ fn a_crash_at_every_step_is_completed_by_revert() {
     let before = s.state();
     let p = s.profile_file(47);
     let count = s.dir.path().join("count");
+    let _revert_count = RevertGuard(count.clone());
     assert_eq!(s.apply(&p, &count, &[]).status.code(), Some(0));
     let steps = journal_len(&count);
     revert(&count);
     assert_eq!(s.state(), before);
     for n in 1..=steps {
         let st = s.dir.path().join(format!("crash{n}"));
+        let _revert_st = RevertGuard(st.clone());
         let o = s.apply_env(&p, &st, ("RTVIRT_TEST_CRASH_AFTER", &n.to_string()));
         assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
         assert_eq!(journal_len(&st), n);
@@ -190,6 +194,7 @@ fn bad_profiles_exit_2_and_change_nothing() {
     let s = Setup::new();
     let before = s.state();
     let st = s.dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
     let head = "schema = \"rtvirt.profile/v1\"\n";
     let cases = [
         (format!("{head}[[set]]\nrole = \"nic\"\ndevice = \"x\"\ncpus = \"0\"\n"), "unknown role \"nic\""),
@@ -271,6 +276,7 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     let cpu = last_cpu();
     let p = write(dir.path(), "ct.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"container\"\ncgroup = \"{}\"\ncpus = \"{cpu}\"\n", ct.rel));
     let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(ct.cpus(), cpu.to_string());
@@ -293,6 +299,7 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\npolicy = \"fifo\"\npriority = {prio}\n"));
     let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for tid in &tids {

@@ -111,6 +111,7 @@ fn plan_on_qemu_vcpus_applies_and_reverts() {
     let core = last_cpu();
     let plan = write(dir.path(), "plan.json", &plan_json(&[("a", 1_000_000, 10_000_000, 10_000_000, core), ("b", 1_000_000, 10_000_000, 10_000_000, core)]));
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let (va, vb) = (format!("a={},vcpu=0", q.sock()), format!("b={},vcpu=1", q.sock()));
 
     // a two-vCPU VM needs the vCPU named
@@ -149,6 +150,7 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     );
     let p = write(dir.path(), "p.toml", &profile);
     let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("rt={}", q.sock())]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v1 = vcpus.iter().find(|v| v.0 == 1).unwrap().1;

@@ -117,3 +117,20 @@ impl HostError {
 }
 
 pub type Result<T, E = HostError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_errnos_are_explained_per_operation() {
+        let busy = KernelError::new(Op::SetSchedDeadline, "sched_setattr on thread 1", libc::EBUSY).to_string();
+        assert!(busy.contains("admission control refused") && busy.contains("EBUSY"), "{busy}");
+        let pinned = KernelError::new(Op::SetAffinity, "sched_setaffinity on thread 1", libc::EBUSY).to_string();
+        assert!(pinned.contains("root domain") && pinned.contains("cpuset partition"), "{pinned}");
+        let perm = KernelError::new(Op::SetSchedDeadline, "x", libc::EPERM).to_string();
+        assert!(perm.contains("CAP_SYS_NICE") && perm.contains("root domain"), "{perm}");
+        let inval = KernelError::new(Op::SetSchedDeadline, "x", libc::EINVAL).to_string();
+        assert!(inval.contains("runtime <= deadline <= period"), "{inval}");
+    }
+}

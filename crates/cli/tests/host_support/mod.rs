@@ -122,3 +122,14 @@ pub fn chrt(tid: u32) -> String {
 pub fn journal_len(state: &Path) -> usize {
     rtvirt_host::journal::read_entries(&state.join(rtvirt_host::journal::JOURNAL_FILE)).unwrap().len()
 }
+
+/// Reverts a state directory when dropped, so that a failing test leaves the host as it was.
+pub struct RevertGuard(pub PathBuf);
+
+impl Drop for RevertGuard {
+    fn drop(&mut self) {
+        if journal_exists(&self.0) {
+            let _ = rtvirt(&["host", "revert", "--state-dir", self.0.to_str().unwrap()]).output();
+        }
+    }
+}

@@ -9,7 +9,7 @@ use crate::error::{HostError, Result};
 use crate::lint::Planned;
 use crate::sched::SchedAttr;
 use crate::sysinfo;
-use crate::threads::{Role, ThreadInfo};
+use crate::threads::{self, Role, ThreadInfo};
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::InputError;
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         }
         targets.push((g, vcpu_thread(b)?, core));
     }
-    admit_per_core(plan, admission)?;
+    admit_per_core(&targets, admission)?;
     let hierarchy = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 cpuset controller)"))?;
     let partitions: CpuList = targets.iter().map(|(_, _, c)| *c).collect();
     let mut changes = hierarchy.partition_changes(&partitions)?;
@@ -111,12 +111,17 @@ fn check_fits(plan: &Plan) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Every core's servers (all plan guests placed there) must pass every admission test.
-fn admit_per_core(plan: &Plan, extra: &[&dyn Admission]) -> Result<(), InputError> {
+/// What will run on each core: the bound guests' servers plus the SCHED_DEADLINE threads already
+/// pinned there (other guests, earlier applies); every admission test must pass.
+fn admit_per_core(targets: &[(&GuestPlan, ThreadInfo, u32)], extra: &[&dyn Admission]) -> Result<(), InputError> {
     let mut per_core: BTreeMap<u32, Vec<Server>> = BTreeMap::new();
-    for g in &plan.guests {
-        if let Some(c) = g.core {
-            per_core.entry(c).or_default().push(Server { guest: g.name.clone(), runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns });
+    for (g, _, core) in targets {
+        per_core.entry(*core).or_default().push(Server { guest: g.name.clone(), runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns });
+    }
+    let existing = threads::all_threads();
+    for t in existing.iter().filter(|t| t.sched.is_deadline() && t.affinity.len() == 1 && !targets.iter().any(|(_, x, _)| x.tid == t.tid)) {
+        if let Some(v) = per_core.get_mut(&t.affinity.iter().next().expect("one CPU")) {
+            v.push(Server { guest: format!("existing thread {} ({})", t.tid, t.comm), runtime_ns: t.sched.runtime_ns, deadline_ns: t.sched.deadline_ns, period_ns: t.sched.period_ns });
         }
     }
     let kernel = KernelBandwidthCap::of_this_host();
