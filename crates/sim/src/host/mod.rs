@@ -240,9 +240,10 @@ impl Host {
         mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
     }
 
-    /// Priority inheritance: run `t` with `key` (another thread's key) until cleared with None.
+    /// Priority inheritance: run `t` with the priority key of `donor` (typically a thread blocked
+    /// on a lock `t` holds) until cleared with None.
     pub fn set_boost(&mut self, t: ThreadId, donor: Option<ThreadId>, now: u64) {
-        let key = donor.and_then(|d| self.key_of(d, now));
+        let key = donor.and_then(|d| self.policy_key(d, now));
         self.threads[t].boost = key;
         self.touch(t);
     }
@@ -357,6 +358,12 @@ impl Host {
         if let Some(k) = th.boost {
             return Some(k);
         }
+        self.policy_key(t, now)
+    }
+
+    /// The key its policy gives the thread now, whether or not it is runnable.
+    fn policy_key(&self, t: ThreadId, now: u64) -> Option<Key> {
+        let th = &self.threads[t];
         let running = th.core.is_some();
         let ran = if running { now - th.dispatched } else { 0 };
         th.st.key(now, running, ran, th.seq, self.clusters[th.cluster as usize].rt_throttled, &self.ctx)
@@ -487,5 +494,35 @@ fn mark(dirty: &mut Vec<u32>, cl: &mut Cluster, ci: u32) {
     if !cl.dirty {
         cl.dirty = true;
         dirty.push(ci);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Policy, Settings};
+
+    fn fifo(name: &str, prio: u8) -> ThreadSpec {
+        ThreadSpec { name: name.into(), cores: vec![0], policy: Policy::Rt { prio, rr_quantum: None } }
+    }
+
+    #[test]
+    fn priority_inheritance_boost_lifts_the_holder_above_a_medium_thread() {
+        let s = Settings { duration: 1, seed: 1, abort_late: false, tick: 1_000_000, hrtick: false, rt_throttle: None, vcpu_switch: 0, credit_tslice: 30_000_000, credit_ratelimit: 0 };
+        let specs = [fifo("holder", 10), fifo("medium", 50), fifo("waiter", 90)];
+        let mut h = Host::new(1, specs.iter(), &s);
+        let mut q: EventQueue<HostEv> = EventQueue::new();
+        h.start(&mut q);
+        h.wake(0, 0, &mut q);
+        h.wake(1, 0, &mut q);
+        h.resched(0, &mut q, |_| 1_000);
+        assert_eq!(h.running(0), Some(1));
+        // The waiter blocks on the holder's lock: the holder inherits its priority.
+        h.set_boost(0, Some(2), 10);
+        h.resched(10, &mut q, |_| 1_000);
+        assert_eq!(h.running(0), Some(0));
+        h.set_boost(0, None, 20);
+        h.resched(20, &mut q, |_| 1_000);
+        assert_eq!(h.running(0), Some(1));
     }
 }
