@@ -413,6 +413,26 @@ mod tests {
     }
 
     #[test]
+    fn silent_cpus_are_reported_as_stalls() {
+        // CPU 0 records nothing (a stalled thread), CPU 1 one sample per report interval.
+        let cfg = TimerConfig { cpus: vec![0, 1], interval: Nanos::from_ms(1), interval_report: Some(Nanos::from_ms(20)), ..Default::default() };
+        let lives = [Live::default(), Live::default()];
+        let stop = AtomicBool::new(false);
+        let start = rt::now_ns();
+        let mut reports = Vec::new();
+        let stalls = report_loop(&cfg, &lives, &stop, start, start + 100_000_000, &mut |r| {
+            reports.push(r.clone());
+            lives[1].count.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(reports.len(), 5);
+        // CPU 0 silent from the start; CPU 1 was silent for one interval only: not a stall.
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        let s0 = stalls.iter().find(|s| s.cpu == 0).unwrap();
+        assert_eq!((s0.from_ns, s0.intervals), (0, 5));
+        assert_eq!(reports[4].stalled_cpus, vec![0]);
+    }
+
+    #[test]
     fn validation_names_the_option() {
         let bad = TimerConfig { interval: Nanos::from_us(10), ..Default::default() };
         assert!(bad.validate().unwrap_err().to_string().contains("--interval"));

@@ -79,6 +79,14 @@ impl Common {
 }
 
 #[derive(Args)]
+#[command(after_help = "Latency = actual wake-up - programmed time (CLOCK_MONOTONIC, absolute clock_nanosleep). A wake-up \
+that comes after further activations were due counts each of them as a sample with its own lateness (missed_periods). \
+Memory is locked and /dev/cpu_dma_latency held at 0 during the run; every setting is restored.
+
+Examples:
+  rtvirt measure timer --cpus 1 --duration 60s --histogram hist.txt
+  rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
+  rtvirt measure timer --in container --interval-report 1s --format json")]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each (default: every CPU this process may use).
     #[arg(long)]
@@ -150,6 +158,15 @@ pub struct ServerArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
+omission); back-to-back is closed loop (sockperf ping-pong). UDP responses also carry kernel software receive \
+timestamps (SO_TIMESTAMPING): rtt_kernel_rx_ns and rx_wakeup_ns.
+
+Examples:
+  rtvirt measure net server --listen 127.0.0.1:9000 &
+  rtvirt measure net client --connect 127.0.0.1:9000 --arrivals uniform:1ms-10ms --duration 30s
+  rtvirt measure net client --tcp --arrivals back-to-back --size 64
+  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge")]
 pub struct ClientArgs {
     /// Server address and port (with --in container only the port is used).
     #[arg(long, default_value = "127.0.0.1:9000")]
@@ -177,6 +194,14 @@ pub struct ClientArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "Each guest's vCPU is a thread under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
+to its planned core (each core in its own exclusive cpuset), running the guest's tasks under a user-level EDF/FP \
+scheduler with calibrated CPU work drawn from each task's execution-time model. Exit code 1 if a plan made \
+with WCET budgets misses deadlines.
+
+Examples:
+  rtvirt plan --format json > plan.json && rtvirt measure tasks --plan plan.json --duration 30s
+  rtvirt measure tasks scenario.toml --rho 0.5 --format json")]
 pub struct TasksArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario is used.
     pub scenario: Option<PathBuf>,

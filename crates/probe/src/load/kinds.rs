@@ -86,7 +86,7 @@ fn syscalls(stop: &AtomicBool, meter: &Meter, rate: Option<f64>) {
             let _ = n.write(&b);
         }
         round += 1;
-        if round % 16 == 0 {
+        if round.is_multiple_of(16) {
             std::thread::sleep(Duration::from_micros(10));
         }
         meter.add(1);
