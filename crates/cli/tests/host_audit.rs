@@ -101,6 +101,16 @@ fn found_values_are_this_machines_files() {
 }
 
 #[test]
+fn audit_changes_nothing_not_even_mounts() {
+    let mounts = || read("/proc/self/mounts").unwrap();
+    let before = mounts();
+    let (a, _) = audit();
+    assert_eq!(mounts(), before, "debugfs is only mounted in a private namespace");
+    let src = check(&a, "fair_server")["source"].as_str().unwrap().to_string();
+    assert!(!src.is_empty());
+}
+
+#[test]
 fn table_lists_every_check_with_details() {
     let o = run(rtvirt(&["host", "audit"]));
     let t = String::from_utf8_lossy(&o.stdout);

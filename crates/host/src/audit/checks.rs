@@ -63,14 +63,35 @@ pub fn kconfig(name: &str) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
 }
 
+const DEBUGFS: &str = "/sys/kernel/debug";
+
+/// Read files under /sys/kernel/debug (paths relative to it). When debugfs is not mounted, it is
+/// mounted in a private mount namespace of a child process (`unshare --mount`, util-linux), which
+/// disappears with the child: the host's mounts are not changed. Returns how it was read.
+pub fn debugfs_read(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
+    if Path::new(DEBUGFS).join("sched").is_dir() {
+        let v: Result<Vec<String>, String> = rel.iter().map(|r| std::fs::read_to_string(Path::new(DEBUGFS).join(r)).map(|s| s.trim().to_string()).map_err(|e| format!("{DEBUGFS}/{r}: {e}"))).collect();
+        return v.map(|v| (v, "mounted debugfs"));
+    }
+    let cats: Vec<String> = rel.iter().map(|r| format!("cat {DEBUGFS}/{r} && echo @@END@@")).collect();
+    let script = format!("mount -t debugfs none {DEBUGFS} && {}", cats.join(" && "));
+    let out = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().map_err(|e| format!("unshare: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("private debugfs mount: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok((text.split("@@END@@").map(|s| s.trim().to_string()).take(rel.len()).collect(), "debugfs mounted in a private mount namespace"))
+}
+
 /// The PREEMPT_DYNAMIC mode: debugfs (selected in parentheses), else preempt= on the command
 /// line, else the Kconfig default.
 fn preempt_dynamic_mode(cmdline: &str) -> (String, String) {
-    let path = "/sys/kernel/debug/sched/preempt";
-    match std::fs::read_to_string(path) {
-        Ok(s) => {
-            let mode = s.split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')').map(str::to_string)).unwrap_or_else(|| s.trim().into());
-            (mode, format!("{path}: {:?}", s.trim()))
+    let path = format!("{DEBUGFS}/sched/preempt");
+    match debugfs_read(&["sched/preempt".to_string()]) {
+        Ok((v, how)) => {
+            let s = &v[0];
+            let mode = s.split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')').map(str::to_string)).unwrap_or_else(|| s.clone());
+            (mode, format!("{path} ({how}): {s:?}"))
         }
         Err(e) => {
             let why = format!("{path} unreadable ({e})");
@@ -116,24 +137,16 @@ fn fair_server(isolated: &CpuList) -> Check {
     if !sysinfo::has_fair_server() {
         return Check::new("fair_server", Status::Skip, "none", format!("/proc/sys/kernel/osrelease = {release} (< 6.12: no fair server)"));
     }
-    let dir = Path::new("/sys/kernel/debug/sched/fair_server");
-    let mut values = Vec::new();
-    let mut zero_on_isolated = !isolated.is_empty();
-    for cpu in sysinfo::online_cpus().iter() {
-        let read = |f: &str| std::fs::read_to_string(dir.join(format!("cpu{cpu}")).join(f)).map(|s| s.trim().to_string());
-        match (read("runtime"), read("period")) {
-            (Ok(r), Ok(p)) => {
-                if isolated.contains(cpu) && r != "0" {
-                    zero_on_isolated = false;
-                }
-                values.push(format!("cpu{cpu}={r}/{p}"));
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                return Check::new("fair_server", Status::Warn, format!("unreadable ({e})"), format!("{}/cpu{cpu}/runtime; kernel {release} >= 6.12 has a fair server (default 50000000/1000000000 ns per CPU) but its settings cannot be read (mount debugfs on /sys/kernel/debug)", dir.display()));
-            }
+    let cpus: Vec<u32> = sysinfo::online_cpus().iter().collect();
+    let files: Vec<String> = cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
+    match debugfs_read(&files) {
+        Ok((v, how)) => {
+            let values: Vec<String> = cpus.iter().zip(v.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp.get(1).map(String::as_str).unwrap_or("?"))).collect();
+            let zero_on_isolated = !isolated.is_empty() && cpus.iter().zip(v.chunks(2)).all(|(c, rp)| !isolated.contains(*c) || rp[0] == "0");
+            Check::new("fair_server", pass_if(zero_on_isolated), values.join(","), format!("{DEBUGFS}/sched/fair_server/cpuN/{{runtime,period}} in ns ({how})"))
         }
+        Err(e) => Check::new("fair_server", Status::Warn, format!("unreadable ({e})"), format!("{DEBUGFS}/sched/fair_server/cpuN/runtime; kernel {release} >= 6.12 has a fair server (default 50000000/1000000000 ns per CPU) but its settings cannot be read")),
     }
-    Check::new("fair_server", pass_if(zero_on_isolated), values.join(","), format!("{}/cpuN/{{runtime,period}} (ns)", dir.display()))
 }
 
 fn isolcpus(cmdline: &str, isolated: &CpuList) -> Check {
