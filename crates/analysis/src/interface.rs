@@ -331,6 +331,19 @@ mod tests {
         }
 
         #[test]
+        fn shared_demand_answers_like_a_fresh_one(ts in taskset(), s in sched(),
+                                                  rs in prop::collection::vec((1u64..12, 0u64..12, 0u64..12), 1..8)) {
+            // one Demand asked about supplies in any order (its cache grows in between) answers
+            // exactly as the exhaustive oracle does for each
+            let mut shared = Demand::new(&ts, s);
+            for (p, b, d) in rs {
+                let b = b.min(p);
+                let r = Edp { period: p, budget: b, deadline: d.clamp(b.max(1), p) };
+                prop_assert_eq!(shared.schedulable(&r), oracle_ok(&ts, s, &r));
+            }
+        }
+
+        #[test]
         fn edp_menu_is_feasible_and_trades_bandwidth_for_deadline(ts in taskset(), s in sched(), p in 1u64..12) {
             if let Some(best) = best_interface(&ts, s, Model::Edp, &[p]) {
                 let menu = edp_menu(&mut Demand::new(&ts, s), best);
