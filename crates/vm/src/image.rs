@@ -284,7 +284,7 @@ fn mark_used(image: &Path) {
 
 /// Images unused this long may be pruned (beyond the newest [`KEEP_IMAGES`]): one being booted
 /// by another run is never removed under it.
-const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Keep the newest [`KEEP_IMAGES`] images of a flavour (and `keep` itself, and any used within
 /// [`PRUNE_AFTER`]).
