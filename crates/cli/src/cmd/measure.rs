@@ -159,7 +159,7 @@ pub struct ServerArgs {
 
 #[derive(Args)]
 #[command(after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
-omission); back-to-back is closed loop (sockperf ping-pong). UDP responses also carry kernel software receive \
+omission); back-to-back is closed loop (sockperf ping-pong). Responses (UDP and TCP) also carry kernel software receive \
 timestamps (SO_TIMESTAMPING): rtt_kernel_rx_ns and rx_wakeup_ns.
 
 Examples:

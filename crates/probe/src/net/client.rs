@@ -12,7 +12,7 @@ use rand::SeedableRng;
 use rtvirt_model::results::Results;
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,7 +144,8 @@ impl Conn {
                 let s = TcpStream::connect_timeout(&cfg.connect, Duration::from_secs(3)).context(what)?;
                 s.set_nodelay(true).context(what)?;
                 s.set_read_timeout(poll).context(what)?;
-                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: false, clock: timestamps::ClockMap::now() })
+                let ts = timestamps::enable(s.as_raw_fd());
+                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: ts, clock: timestamps::ClockMap::now() })
             }
         }
     }
@@ -168,17 +169,18 @@ impl Conn {
 struct Receiver {
     buf: Vec<u8>,
     pending: Vec<u8>,
+    last_kernel_rx: Option<u64>,
 }
 
 impl Receiver {
     fn new(size: usize) -> Receiver {
-        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new() }
+        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new(), last_kernel_rx: None }
     }
 
     /// Next response: (header, user time read, kernel rx monotonic); None on poll timeout.
     fn next(&mut self, conn: &Conn) -> Result<Option<(wire::Header, u64, Option<u64>)>> {
         if let Some(u) = &conn.udp {
-            return match timestamps::recv(u.as_raw_fd(), &mut self.buf) {
+            return match timestamps::recv(u.as_raw_fd(), &mut self.buf, true) {
                 Ok(r) => {
                     let now = rt::now_ns();
                     let k = r.kernel_rx_realtime_ns.map(|t| conn.clock.to_monotonic(t));
@@ -189,7 +191,7 @@ impl Receiver {
                 Err(e) => Err(Error::os("receive failed", e)),
             };
         }
-        let mut t = conn.tcp.as_ref().expect("tcp");
+        let t = conn.tcp.as_ref().expect("tcp");
         loop {
             if self.pending.len() >= 4 {
                 let len = u32::from_be_bytes(self.pending[..4].try_into().expect("4")) as usize;
@@ -198,14 +200,18 @@ impl Receiver {
                     self.pending.drain(..4 + len);
                     let now = rt::now_ns();
                     return match h {
-                        Some(h) => Ok(Some((h, now, None))),
+                        Some(h) => Ok(Some((h, now, self.last_kernel_rx))),
                         None => Err(Error::Failed("the server sent a malformed response".into())),
                     };
                 }
             }
-            match t.read(&mut self.buf) {
-                Ok(0) => return Err(Error::Failed("the server closed the connection".into())),
-                Ok(n) => self.pending.extend_from_slice(&self.buf[..n]),
+            match timestamps::recv(t.as_raw_fd(), &mut self.buf, false) {
+                Ok(r) if r.len == 0 => return Err(Error::Failed("the server closed the connection".into())),
+                Ok(r) => {
+                    self.pending.extend_from_slice(&self.buf[..r.len]);
+                    // The stamp of the segment that completed the frame (the last one read).
+                    self.last_kernel_rx = r.kernel_rx_realtime_ns.map(|k| conn.clock.to_monotonic(k));
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => return Ok(None),
                 Err(e) => return Err(Error::os("receive failed", e)),
             }

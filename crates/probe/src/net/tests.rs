@@ -52,14 +52,16 @@ fn udp_and_tcp_round_trips_every_arrival_process() {
 }
 
 #[test]
-fn udp_records_kernel_software_timestamps() {
-    with_server(Protocol::Udp, |addr, _| {
-        let r = client(addr, Protocol::Udp, "fixed:1000");
+fn udp_and_tcp_record_kernel_software_timestamps() {
+    for p in [Protocol::Udp, Protocol::Tcp] {
+    with_server(p, |addr, _| {
+        let r = client(addr, p, "fixed:1000");
         assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
         let k: rtvirt_model::stats::Summary = serde_json::from_value(r.extra["rtt_kernel_rx_ns"].clone()).unwrap();
         // The kernel saw the response before user space read it.
         assert!(k.p50 <= r.rtt_ns.as_ref().unwrap().p50 + 1_000_000, "{k:?}");
     });
+    }
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Kernel software receive timestamps (SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE): the time
+//! Kernel software receive timestamps (SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE), UDP and TCP
+//! (for TCP, the stamp of the segment that completed a response): the time
 //! the kernel took a datagram in, reported next to the user-space time it was read. The kernel
 //! stamps CLOCK_REALTIME; [`ClockMap`] maps it to CLOCK_MONOTONIC (both measured at start, the run
 //! is short enough that their drift is far below the measured latencies).
@@ -25,7 +26,9 @@ pub struct Received {
 }
 
 /// recvmsg into `buf`, collecting the software timestamp; Err(WouldBlock/TimedOut) on timeout.
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> std::io::Result<Received> {
+/// `datagram`: pass MSG_TRUNC to learn a datagram's real length (never for streams, where it
+/// would discard data).
+pub fn recv(fd: RawFd, buf: &mut [u8], datagram: bool) -> std::io::Result<Received> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut control = [0u64; 64];
     // SAFETY: msghdr is plain data; we point it at valid buffers that outlive the call.
@@ -35,7 +38,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> std::io::Result<Received> {
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(fd, &mut msg, libc::MSG_TRUNC);
+        let n = libc::recvmsg(fd, &mut msg, if datagram { libc::MSG_TRUNC } else { 0 });
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
