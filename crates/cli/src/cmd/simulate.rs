@@ -19,12 +19,12 @@ use std::time::Instant;
 
 #[derive(Args)]
 #[command(after_help = "The host, the vCPU policies (fifo, rr, deadline, other, credit, rtds, ds, ps, supply) \
-and extra host threads come from the scenario's [sim] and [guest.vcpu] sections (see docs/ARCHITECTURE.md); \
+and extra host threads come from the scenario's [sim] and [guest.vcpu] sections (see docs/simulate.md); \
 without [guest.vcpu] a vCPU is a SCHED_OTHER thread on core (guest index mod cores). \
 --plan turns every vCPU into a SCHED_DEADLINE reservation from `rtvirt plan --format json`.\n\n\
 Same scenario + same seed = byte-identical results. Deadline misses are results, not errors: \
 the exit code is 0 unless the input is wrong (2).\n\n\
-Examples:\n  rtvirt simulate scenarios/sim_fifo_vs_deadline.toml --duration 5s\n  \
+Examples:\n  rtvirt simulate scenarios/sim_policies.toml --duration 5s --trace trace.json\n  \
 rtvirt plan s.toml --format json > plan.json && rtvirt simulate s.toml --plan plan.json --format json\n  \
 rtvirt simulate --sweep experiments/seeds5_dsr_vs_rho.sweep.toml --threads 2")]
 pub struct SimulateArgs {
