@@ -151,6 +151,14 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     let p = write(dir.path(), "p.toml", &profile);
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
+    // the guest named by its QEMU -name (its QMP socket is found on the command line)
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("guest \"rt\" is not bound"), "{}", text(&o));
+    let p_named = write(dir.path(), "named.toml", &profile.replace("guest = \"rt\"", &format!("guest = \"{}\"", q.name)));
+    let o = run(rtvirt(&["host", "apply", p_named.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name, "--dry-run"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Would change"));
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("rt={}", q.sock())]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v1 = vcpus.iter().find(|v| v.0 == 1).unwrap().1;

@@ -67,8 +67,9 @@ Test hook: RTVIRT_TEST_CRASH_AFTER=N aborts the process right after the N-th cha
 pub struct ApplyArgs {
     /// PLAN.json (rtvirt.plan/v1) or PROFILE.toml (rtvirt.profile/v1).
     pub input: PathBuf,
-    /// A guest's QEMU: GUEST=QMP_SOCKET[,vcpu=N] (vcpu selects which vCPU carries a plan's
-    /// reservation when the VM has several). Repeatable.
+    /// A guest's QEMU: GUEST=QMP_SOCKET[,vcpu=N], or GUEST[,vcpu=N] for the QEMU started with
+    /// `-name GUEST` (vcpu selects which vCPU carries a plan's reservation when the VM has
+    /// several). Repeatable.
     #[arg(long = "vm", value_name = "GUEST=QMP_SOCKET[,vcpu=N]")]
     pub vms: Vec<String>,
     /// A thread standing for a guest's vCPU: GUEST=TID[,vcpu=N]. Repeatable.

@@ -29,6 +29,8 @@ pub enum GuestSource {
     Qmp(PathBuf),
     /// One thread standing for the guest's vCPU (`--pid GUEST=TID`).
     Thread(u32),
+    /// The running QEMU started with `-name GUEST` (`--vm GUEST`, no socket given).
+    VmName,
 }
 
 /// `--vm GUEST=SOCKET[,vcpu=N]` or `--pid GUEST=TID[,vcpu=N]`.
@@ -41,8 +43,15 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// Parse `GUEST=SOCKET[,vcpu=N]`.
+    /// Parse `GUEST=SOCKET[,vcpu=N]` or `GUEST[,vcpu=N]` (the QEMU started with `-name GUEST`).
     pub fn parse_vm(spec: &str) -> Result<Binding, InputError> {
+        if !spec.contains('=') || spec.split_once('=').is_some_and(|(g, _)| g.ends_with(",vcpu")) {
+            let (guest, vcpu) = match spec.rsplit_once(",vcpu=") {
+                Some((g, n)) => (g, Some(n.parse::<u32>().map_err(|_| InputError::field("--vm", format!("\"{spec}\": vcpu must be a number")))?)),
+                None => (spec, None),
+            };
+            return Ok(Binding { guest: guest.to_string(), source: GuestSource::VmName, vcpu });
+        }
         let (guest, rest, vcpu) = split_spec(spec, "--vm", "GUEST=QMP_SOCKET[,vcpu=N]")?;
         Ok(Binding { guest, source: GuestSource::Qmp(PathBuf::from(rest)), vcpu })
     }
@@ -58,6 +67,7 @@ impl Binding {
     pub fn threads(&self) -> Result<Vec<ThreadInfo>> {
         let mut v = match &self.source {
             GuestSource::Qmp(socket) => threads::discover(&threads::Target::Qmp(socket.clone()))?,
+            GuestSource::VmName => threads::discover(&threads::Target::Vm(self.guest.clone()))?,
             GuestSource::Thread(tid) => {
                 let role = Role::Vcpu { index: self.vcpu.unwrap_or(0) };
                 vec![threads::read_thread(*tid, role, Some(self.guest.clone())).ok_or_else(|| HostError::input(format!("--pid {}={tid}: thread {tid} does not exist (stale PID?)", self.guest)))?]
@@ -219,6 +229,8 @@ mod tests {
         assert_eq!(b.source, GuestSource::Qmp("/run/q.sock".into()));
         assert_eq!(Binding::parse_pid("g=42").unwrap().source, GuestSource::Thread(42));
         assert!(Binding::parse_pid("g=abc").unwrap_err().to_string().contains("not a thread id"));
-        assert!(Binding::parse_vm("nothing").is_err());
+        let by_name = Binding::parse_vm("rt0,vcpu=1").unwrap();
+        assert_eq!((by_name.guest.as_str(), by_name.source, by_name.vcpu), ("rt0", GuestSource::VmName, Some(1)));
+        assert!(Binding::parse_vm("=x").is_err());
     }
 }

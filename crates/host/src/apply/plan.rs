@@ -75,7 +75,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
     for b in bindings {
         let (i, g) = plan.guests.iter().enumerate().find(|(_, g)| g.name == b.guest).ok_or_else(|| {
             let names: Vec<&str> = plan.guests.iter().map(|g| g.name.as_str()).collect();
-            InputError::field(if matches!(b.source, super::GuestSource::Qmp(_)) { "--vm" } else { "--pid" }, format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")))
+            InputError::field(if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" }, format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")))
         })?;
         let core = g.core.ok_or_else(|| InputError::field(format!("guests[{i}].core"), format!("guest \"{}\" has no core in the plan", g.name)))?;
         check_online(&CpuList::single(core), &format!("guests[{i}].core")).map_err(|e| InputError::field(format!("guests[{i}].core"), format!("the plan does not fit this host's cores: {}", e.message)))?;
