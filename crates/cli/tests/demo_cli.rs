@@ -12,8 +12,8 @@ fn without_measurements_plans_simulates_and_reports() {
     let out = rtvirt().args(["demo", "--no-measure", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    for n in 1..=6 {
-        assert!(err.contains(&format!("[{n}/6]")), "progress of step {n}: {err}");
+    for n in 1..=7 {
+        assert!(err.contains(&format!("[{n}/7]")), "progress of step {n}: {err}");
     }
     assert_eq!(err.matches("NOT AVAILABLE").count(), 3, "{err}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -21,6 +21,8 @@ fn without_measurements_plans_simulates_and_reports() {
     assert!(stdout.contains("report: ") && stdout.contains("report.html"), "{stdout}");
     let html = std::fs::read_to_string(report).unwrap();
     assert!(html.contains("data-chart=\"bandwidth\"") && html.contains("data-chart=\"dsr-tasks\""));
+    assert!(html.contains("Prediction: deadline satisfaction versus rho") && html.contains("data-chart=\"dsr-rho\""), "the simulated rho sweep");
+    assert_eq!(std::fs::read_dir(dir.path().join("rho-sweep")).unwrap().count(), 5);
     assert!(dir.path().join("plan.json").is_file() && dir.path().join("simulated.json").is_file());
 }
 
@@ -44,6 +46,7 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
     assert_eq!(tasks["kind"], "tasks");
     assert_eq!(tasks["tasks"].as_array().map(|t| t.len()), Some(15), "every task of the default scenario");
     assert!(html.contains("measured (plan&#39;s reservations)"), "the task run is compared with the simulation");
+    assert!(html.contains("measured vm1") && html.contains("simulated vm1"), "measured DSR drawn on the predicted curve");
 }
 
 #[test]

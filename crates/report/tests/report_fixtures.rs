@@ -192,3 +192,12 @@ fn bandwidth_chart_shows_every_host_core() {
     assert!(f.svg.contains("core 1<") && f.svg.contains("core 3 (unused)"), "{}", f.svg);
     assert_eq!(datum_count(&f.svg), 3, "one bar per placed guest");
 }
+
+#[test]
+fn dsr_versus_rho_section_alone() {
+    let paths: Vec<PathBuf> = ["sim_rho1.json", "sim_rho5.json", "sim_rho9.json", "tasks_measured.json"].iter().map(|n| fixture(n)).collect();
+    let inputs = load_inputs(&paths).unwrap();
+    let sec = rtvirt_report::build::dsr_versus_rho_section("Prediction", &inputs).expect("three rhos");
+    assert_eq!(sec.blocks.len(), 2, "chart and table");
+    assert!(rtvirt_report::build::dsr_versus_rho_section("x", &inputs[..1]).is_none(), "one rho: no curve");
+}

@@ -6,7 +6,7 @@
 
 use crate::cli_common::{load_scenario, CmdResult, Outcome};
 use clap::Args;
-use rtvirt_analysis::planner::{plan, PlanOptions};
+use rtvirt_analysis::planner::{plan, plan_at, PlanOptions};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
@@ -64,24 +64,30 @@ struct Demo {
     scenario: Scenario,
     plan: Option<Plan>,
     inputs: Vec<PathBuf>,
+    /// Simulations at several rho (the prediction curve), kept out of the per-task tables.
+    sweep: Vec<PathBuf>,
     /// One line per result for the closing summary.
     summary: Vec<String>,
     failed: Vec<String>,
 }
 
-const STEPS: usize = 6;
+const STEPS: usize = 7;
+
+/// The rho values of the predicted DSR-versus-rho curve (SEEDS 5 plots 0.1 .. 0.9).
+const SWEEP_RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 
 pub fn run(args: DemoArgs) -> CmdResult {
     let scenario = load_scenario(args.scenario.as_deref())?;
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
-    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), summary: Vec::new(), failed: Vec::new() };
+    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), sweep: Vec::new(), summary: Vec::new(), failed: Vec::new() };
     eprintln!("rtvirt demo: {} guests on {} cores; files in {}", d.scenario.guests.len(), d.scenario.host.cores, d.args.out.display());
     d.step(1, "plan the reservations", Demo::plan_step);
     d.step(2, "simulate the scenario under the plan", Demo::simulate_step);
-    d.step(3, "measure timer latency on this host, idle", |d| d.timer_step(false));
-    d.step(4, "measure timer latency under a system-call load", |d| d.timer_step(true));
-    d.step(5, "run the task set under the plan's reservations", Demo::tasks_step);
-    d.step(6, "write the report", Demo::report_step);
+    d.step(3, "predict DSR versus rho (plan + simulation at rho 0.1 .. 0.9)", Demo::sweep_step);
+    d.step(4, "measure timer latency on this host, idle", |d| d.timer_step(false));
+    d.step(5, "measure timer latency under a system-call load", |d| d.timer_step(true));
+    d.step(6, "run the task set under the plan's reservations", Demo::tasks_step);
+    d.step(7, "write the report", Demo::report_step);
     d.finish()
 }
 
@@ -140,11 +146,40 @@ impl Demo {
 
     fn simulate_step(&mut self) -> anyhow::Result<Step> {
         let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
-        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.args.sim_time.unwrap_or(self.args.measure_time)), seed: Some(1) })?;
+        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
         let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
         r.label = Some("simulated (plan)".into());
         add_uniform_rho(&mut r, &self.scenario);
         Ok(Step::Done(vec![self.keep("simulated.json", &r)?]))
+    }
+
+    /// Plan every guest at one uniform rho and simulate, for each rho of [`SWEEP_RHOS`].
+    fn sweep_step(&mut self) -> anyhow::Result<Step> {
+        let dir = self.path("rho-sweep");
+        std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        let mut infeasible = Vec::new();
+        for rho in SWEEP_RHOS {
+            let planned = plan_at(&self.scenario, &PlanOptions::default(), Some(rho));
+            if !planned.plan.feasible {
+                infeasible.push(rho.to_string());
+                continue;
+            }
+            let cfg = SimConfig::new(&self.scenario, Some(&planned.plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
+            let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
+            r.label = Some(format!("simulated rho={rho}"));
+            r.extra.insert("rho".into(), rho.into());
+            let p = dir.join(format!("simulated_rho{rho}.json"));
+            write_json(&p, &r)?;
+            self.sweep.push(p);
+        }
+        if !infeasible.is_empty() {
+            eprint!(" (no feasible plan at rho {})", infeasible.join(", "));
+        }
+        Ok(Step::Done(vec![dir]))
+    }
+
+    fn sim_time(&self) -> Nanos {
+        self.args.sim_time.unwrap_or(self.args.measure_time)
     }
 
     fn timer_step(&mut self, with_load: bool) -> anyhow::Result<Step> {
@@ -185,12 +220,27 @@ impl Demo {
             anyhow::bail!("no step produced anything to report");
         }
         let title = format!("rtvirt demo: {}", self.scenario.name);
-        let html = rtvirt_report::report_from_files(&title, &self.inputs, rtvirt_report::ReportFormat::Html)?;
-        let md = rtvirt_report::report_from_files(&title, &self.inputs, rtvirt_report::ReportFormat::Markdown)?;
+        let inputs = rtvirt_report::load_inputs(&self.inputs)?;
+        let mut report = rtvirt_report::build_report(&title, &inputs);
+        if let Some(sec) = self.prediction_section(&inputs)? {
+            report.sections.insert(2.min(report.sections.len()), sec);
+        }
+        let html = rtvirt_report::render(&report, rtvirt_report::ReportFormat::Html);
+        let md = rtvirt_report::render(&report, rtvirt_report::ReportFormat::Markdown);
         let (ph, pm) = (self.path("report.html"), self.path("report.md"));
         std::fs::write(&ph, html).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", ph.display()))?;
         std::fs::write(&pm, md).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", pm.display()))?;
         Ok(Step::Done(vec![ph, pm]))
+    }
+
+    /// The predicted DSR-versus-rho curve (the sweep) with the measured task run as a point.
+    fn prediction_section(&self, inputs: &[rtvirt_report::Input]) -> anyhow::Result<Option<rtvirt_report::doc::Section>> {
+        if self.sweep.is_empty() {
+            return Ok(None);
+        }
+        let mut curve = rtvirt_report::load_inputs(&self.sweep)?;
+        curve.extend(inputs.iter().filter(|i| i.results().is_some_and(|r| r.kind == "tasks")).cloned());
+        Ok(rtvirt_report::build::dsr_versus_rho_section("Prediction: deadline satisfaction versus rho", &curve))
     }
 
     fn finish(self) -> CmdResult {

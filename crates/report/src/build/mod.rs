@@ -10,6 +10,8 @@ mod plan;
 mod tasks;
 mod timeline;
 
+pub use tasks::dsr_versus_rho_section;
+
 use crate::doc::{Cell, Report, Section, Table};
 use crate::input::{Document, Input};
 use crate::units::fmt_ns;

@@ -23,13 +23,25 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
         return None;
     }
     let mut sec = Section::new("Periodic tasks: deadline satisfaction and response times");
-    if let Some(f) = dsr_rho_figure(&results) {
-        sec.figure(f);
+    if let Some(lines) = dsr_rho_lines(&results) {
+        sec.figure(dsr_rho_figure(&lines));
+        sec.table(dsr_rho_table(&lines));
     }
     sec.figure(dsr_per_task_figure(&results));
     sec.table(task_table(&results));
     sec.table(utilisation_table(&results));
     sec.note("DSR = (jobs - deadline misses) / jobs. Differences are against the first result that has the same task; highlighted beyond 1 percentage point (DSR) or 10% (response time).");
+    Some(sec)
+}
+
+/// A section with only the DSR-versus-rho chart of `inputs` (e.g. a simulated rho sweep plus a
+/// measured point), for reports that keep a sweep out of the per-task tables. None: fewer than
+/// two rho values.
+pub fn dsr_versus_rho_section(title: &str, inputs: &[Input]) -> Option<Section> {
+    let lines = dsr_rho_lines(&task_inputs(inputs))?;
+    let mut sec = Section::new(title);
+    sec.figure(dsr_rho_figure(&lines));
+    sec.table(dsr_rho_table(&lines));
     Some(sec)
 }
 
@@ -49,25 +61,38 @@ fn find<'a>(r: &'a Results, key: &(String, String)) -> Option<&'a TaskResult> {
     r.tasks.iter().find(|t| t.guest == key.0 && t.name == key.1)
 }
 
+/// Per line ("simulated vm1", "measured vm3", ...) and rho (in millionths): pooled (jobs, misses).
+type RhoLines = BTreeMap<String, BTreeMap<u64, (u64, u64)>>;
+
 /// DSR of each guest (pooled over its tasks' jobs) against rho, one line per (kind, guest);
-/// results with the same kind, guest and rho (e.g. several seeds) are pooled. Needs two rhos.
-fn dsr_rho_figure(results: &[(&str, &Results)]) -> Option<Figure> {
-    let mut lines: BTreeMap<String, BTreeMap<u64, (u64, u64)>> = BTreeMap::new();
+/// results with the same kind, guest and rho (e.g. several seeds) are pooled. None: < 2 rhos.
+fn dsr_rho_lines(results: &[(&str, &Results)]) -> Option<RhoLines> {
+    let mut lines = RhoLines::new();
     for (_, r) in results {
         let Some(rho) = rho(r) else { continue };
         for t in &r.tasks {
-            let e = lines.entry(format!("{} {}", r.kind, t.guest)).or_default().entry((rho * 1e6).round() as u64).or_default();
+            let e = lines.entry(format!("{} {}", source(&r.kind), t.guest)).or_default().entry((rho * 1e6).round() as u64).or_default();
             e.0 += t.jobs;
             e.1 += t.misses;
         }
     }
     let distinct: std::collections::BTreeSet<u64> = lines.values().flat_map(|m| m.keys().copied()).collect();
-    if distinct.len() < 2 {
-        return None;
+    (distinct.len() >= 2).then_some(lines)
+}
+
+/// "simulated" for simulations, "measured" for real task runs.
+fn source(kind: &str) -> &str {
+    match kind {
+        "simulation" => "simulated",
+        "tasks" => "measured",
+        other => other,
     }
+}
+
+fn dsr_rho_figure(lines: &RhoLines) -> Figure {
     let series: Vec<Series> = lines
-        .into_iter()
-        .map(|(name, pts)| Series { name, points: pts.into_iter().map(|(k, (j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(), step: false, markers: true })
+        .iter()
+        .map(|(name, pts)| Series { name: name.clone(), points: pts.iter().map(|(&k, &(j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(), step: false, markers: true })
         .collect();
     let lowest = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(1.0, f64::min);
     let chart = LineChart {
@@ -82,7 +107,21 @@ fn dsr_rho_figure(results: &[(&str, &Results)]) -> Option<Figure> {
         y_range: Some((dsr_floor(lowest), 1.0)),
         series,
     };
-    Some(Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (SEEDS 5: DSR rises with rho).".into(), svg: chart.render() })
+    Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (SEEDS 5: DSR rises with rho).".into(), svg: chart.render() }
+}
+
+/// The same numbers as the chart: one row per line, one column per rho.
+fn dsr_rho_table(lines: &RhoLines) -> Table {
+    let rhos: std::collections::BTreeSet<u64> = lines.values().flat_map(|m| m.keys().copied()).collect();
+    let mut header = vec!["DSR".to_string()];
+    header.extend(rhos.iter().map(|&k| format!("rho {}", fmt_plain(k as f64 / 1e6))));
+    let mut t = Table { caption: "Deadline satisfaction ratio versus rho (pooled per guest)".into(), header, rows: Vec::new() };
+    for (name, pts) in lines {
+        let mut row = vec![Cell::plain(name.clone())];
+        row.extend(rhos.iter().map(|k| Cell::plain(pts.get(k).map_or("-".into(), |&(j, m)| fmt_ratio(TaskResult::dsr_of(j, m))))));
+        t.row(row);
+    }
+    t
 }
 
 fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
