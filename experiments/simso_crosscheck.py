@@ -4,7 +4,8 @@
 Run with the project's venv (scripts/setup.sh creates it: SimPy 2.3.1 + simso 0.8.5):
 
   .venv/bin/python experiments/simso_crosscheck.py check SEED SETS HORIZON_MS
-      Random task sets (integer-microsecond parameters, constant execution = WCET), each
+      Random task sets (integer-microsecond parameters, constant execution = WCET, half of
+      the tasks with a constrained deadline and a release offset), each
       simulated by SimSo under EDF (EDF_mono) and RM (RM_mono), with and without
       abort-on-miss. Prints JSON: for every run the task set and every job (release, end,
       aborted) in microseconds. crates/sim/tests/simso_crosscheck.rs compares them job by
@@ -54,7 +55,11 @@ def random_taskset(rng, n, target_u, distinct_periods):
         wcet = max(1, min(period, int(period * share)))
         while not exact_us(wcet):
             wcet -= 1
-        tasks.append({"period_us": period, "deadline_us": period, "wcet_us": max(wcet, 1), "offset_us": 0})
+        wcet = max(wcet, 1)
+        # half of the tasks: a constrained deadline and a release offset
+        deadline = draw_us(rng, wcet, period) if rng.random() < 0.5 else period
+        offset = draw_us(rng, 0, period) if rng.random() < 0.5 else 0
+        tasks.append({"period_us": period, "deadline_us": deadline, "wcet_us": wcet, "offset_us": offset})
     return tasks
 
 
@@ -111,7 +116,7 @@ def scenario_toml(tasks, horizon_ms, scheduler="edf"):
 
 def bench(seed, n, horizon_ms, scenario_out):
     rng = random.Random(seed)
-    tasks = random_taskset(rng, n, 0.9, distinct_periods=True)
+    tasks = [dict(t, deadline_us=t["period_us"], offset_us=0) for t in random_taskset(rng, n, 0.9, distinct_periods=True)]
     with open(scenario_out, "w") as f:
         f.write(scenario_toml(tasks, horizon_ms))
     jobs, wall = run_simso(tasks, "EDF_mono", False, horizon_ms)

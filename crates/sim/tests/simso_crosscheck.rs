@@ -1,7 +1,8 @@
 //! Cross-check against SimSo 0.8.5 (the venv made by scripts/setup.sh): random task sets with
-//! integer-microsecond parameters and constant execution times, EDF and RM, one guest alone on
-//! a dedicated core under SCHED_FIFO 99 without RT throttling (the host never preempts it), with
-//! and without abort-on-miss. Every job's release and completion (or abort) must be equal, hence
+//! integer-microsecond parameters (half of the tasks with a constrained deadline and an offset)
+//! and constant execution times, EDF and RM, one guest alone on a dedicated core under
+//! SCHED_FIFO 99 without RT throttling (the host never preempts it), with and without
+//! abort-on-miss. Every job's release and completion (or abort) must be equal, hence
 //! also job counts, deadline misses and response times.
 
 use rtvirt_model::scenario::Scenario;
@@ -38,11 +39,18 @@ fn scenario(run: &Value) -> String {
         if run["abort"].as_bool().unwrap() { "abort" } else { "continue" },
         run["scheduler"].as_str().unwrap()
     );
-    for (i, t) in run["tasks"].as_array().unwrap().iter().enumerate() {
+    let tasks = run["tasks"].as_array().unwrap();
+    let fp = run["scheduler"] == "fp";
+    for (i, t) in tasks.iter().enumerate() {
         s += &format!(
             "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
             t["period_us"], t["deadline_us"], t["wcet_us"], t["offset_us"]
         );
+        if fp {
+            // SimSo's RM_mono: rate monotonic (shorter period = more urgent; periods are distinct).
+            let longer = tasks.iter().filter(|u| u["period_us"].as_u64() > t["period_us"].as_u64()).count();
+            s += &format!("priority = {}\n", longer + 1);
+        }
     }
     s
 }
