@@ -1,5 +1,5 @@
 //! `rtvirt demo`: the main job end to end on the embedded default scenario - plan it, simulate
-//! it under the plan, measure this host for real (timer latency idle and under a generated
+//! it under the plan (and at several rho, the predicted DSR-versus-rho curve), measure this host for real (timer latency idle and under a generated
 //! load; the task set under the plan's reservations), and write one report comparing prediction
 //! and measurement. Each step prints its progress; a step whose library is not there yet says so
 //! and is skipped (nothing is faked).
@@ -23,9 +23,9 @@ use std::time::Instant;
 
 #[derive(Args)]
 #[command(after_help = "Steps: 1 plan (rtvirt plan), 2 simulate under the plan (rtvirt simulate --plan), \
-3 timer latency on this host, idle (rtvirt measure timer), 4 the same under a system-call load \
-(--load syscalls), 5 the task set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), \
-6 the report (rtvirt report). Every file is kept in the output directory, so each step can be re-run \
+3 predict DSR versus rho (plans at a uniform rho 0.1 .. 0.9, each simulated), 4 timer latency on this \
+host, idle (rtvirt measure timer), 5 the same under a system-call load (--load syscalls), 6 the task \
+set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), 7 the report (rtvirt report). Every file is kept in the output directory, so each step can be re-run \
 by hand. Real-time threads are bounded by the measurement time; needs root for the real measurements \
 (use --no-measure without it).\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo --measure-time 3s")]
 pub struct DemoArgs {
