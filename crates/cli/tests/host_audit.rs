@@ -28,7 +28,7 @@ fn none_if_empty(s: String) -> String {
 }
 
 fn cmdline(key: &str) -> Option<String> {
-    read("/proc/cmdline").unwrap().split_whitespace().filter_map(|w| w.strip_prefix(&format!("{key}="))).last().map(str::to_string)
+    read("/proc/cmdline").unwrap().split_whitespace().filter_map(|w| w.strip_prefix(&format!("{key}="))).next_back().map(str::to_string)
 }
 
 #[test]
