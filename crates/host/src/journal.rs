@@ -56,6 +56,11 @@ impl Journal {
         let lock = lock_dir(dir)?;
         let path = dir.join(JOURNAL_FILE);
         let previous = read_entries(&path)?;
+        let torn = std::fs::read(&path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n'));
+        if torn {
+            // A process killed mid-write left a partial last line: drop it before appending.
+            rewrite(&path, &previous)?;
+        }
         let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| HostError::io(&path, e))?;
         fsync_dir(dir)?;
         let crash_after = std::env::var(CRASH_HOOK_ENV).ok().and_then(|v| v.parse().ok());
@@ -318,7 +323,16 @@ mod tests {
         let good = serde_json::to_string(&Entry { session: 1, seq: 1, change: file_change(&d.path().join("x"), "0", "1") }).unwrap();
         std::fs::write(&p, format!("{good}\n{{\"session\":1,\"se")).unwrap();
         assert_eq!(read_entries(&p).unwrap().len(), 1);
-        let _held = Journal::open(d.path()).unwrap();
-        assert!(Journal::open(d.path()).is_err());
+        {
+            let _held = Journal::open(d.path()).unwrap();
+            assert!(Journal::open(d.path()).is_err());
+        }
+        // appending after a torn line keeps the journal readable
+        let f = d.path().join("x");
+        std::fs::write(&f, "1").unwrap();
+        Journal::open(d.path()).unwrap().apply_all(&[file_change(&f, "1", "2")], &mut |_| {}).unwrap();
+        assert_eq!(read_entries(&p).unwrap().len(), 2);
+        revert(d.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "0");
     }
 }
