@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// PF_KTHREAD in /proc/<tid>/stat field 9.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
-/// The fields of /proc/<tid>/stat rtvirt uses.
+/// The fields of `/proc/<tid>/stat` rtvirt uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStat {
     pub comm: String,
@@ -55,12 +55,12 @@ fn numeric_entries(dir: &Path) -> Vec<u32> {
     v
 }
 
-/// /proc/<tid> works for any thread id, not only process ids.
+/// `/proc/<tid>` works for any thread id, not only process ids.
 pub fn task_dir(tid: u32) -> PathBuf {
     Path::new("/proc").join(tid.to_string())
 }
 
-/// Parse /proc/<tid>/stat.
+/// Parse `/proc/<tid>/stat`.
 pub fn stat(tid: u32) -> Result<TaskStat> {
     let path = task_dir(tid).join("stat");
     let text = read(&path)?;

@@ -71,7 +71,7 @@ pub enum Selector {
     Guest { guest: String, role: String, vcpu: Option<u32>, id: Option<String> },
     /// The IRQs serving a device (their affinity) and their IRQ threads, if threaded.
     Irq { device: String },
-    /// Threaded NAPI on a net device and its napi/<dev>-<id> threads.
+    /// Threaded NAPI on a net device and its `napi/<dev>-<id>` threads.
     Napi { device: String, threaded: bool },
     /// ksoftirqd/ktimers/rcuc, on one CPU or all.
     PerCpu { role: String, cpu: Option<u32> },
