@@ -1,7 +1,7 @@
 //! `rtvirt demo`: the main job end to end on the embedded default scenario - plan it, simulate
-//! it under the plan (and at several rho, the predicted DSR-versus-rho curve), measure this host for real (timer latency idle and under a generated
-//! load; the task set under the plan's reservations), and write one report comparing prediction
-//! and measurement. Each step prints its progress; a step whose library is not there yet says so
+//! it under the plan (and at several rho: the predicted DSR-versus-rho curve), measure this host
+//! for real (timer latency idle and under a generated load; the task set under the plan's
+//! reservations), and write one report comparing prediction and measurement. Each step prints its progress; a step whose library is not there yet says so
 //! and is skipped (nothing is faked).
 
 use crate::cli_common::{load_scenario, CmdResult, Outcome};
