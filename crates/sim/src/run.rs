@@ -114,11 +114,8 @@ impl Sim {
                 None => {}
                 Some(Ev::Host(h)) => self.host.on_event(h, now, &mut self.q),
                 Some(Ev::Release { w, task }) => self.release(w, task, now),
-                Some(Ev::Abort { w, task, k }) => {
-                    if self.loads[w as usize].abort(task, k, now) {
-                        self.sync_thread(w as usize, now);
-                    }
-                }
+                Some(Ev::Abort { w, task, k }) if self.loads[w as usize].abort(task, k, now) => self.sync_thread(w as usize, now),
+                Some(Ev::Abort { .. }) => {}
             }
             self.resched(now);
             if self.events() & 0xF_FFFF == 0 {

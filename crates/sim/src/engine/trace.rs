@@ -172,7 +172,7 @@ fn sep<W: Write>(out: &mut W, first: &mut bool) -> io::Result<()> {
 
 /// Trace timestamps are microseconds with 3 decimals (ns precision kept exactly).
 fn us(ns: u64) -> String {
-    if ns % 1000 == 0 { format!("{}", ns / 1000) } else { format!("{}.{:03}", ns / 1000, ns % 1000) }
+    if ns.is_multiple_of(1000) { format!("{}", ns / 1000) } else { format!("{}.{:03}", ns / 1000, ns % 1000) }
 }
 
 #[cfg(test)]
