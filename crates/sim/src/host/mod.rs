@@ -337,7 +337,9 @@ impl Host {
         for k in 0..self.clusters[ci].cores.len() {
             let c = self.clusters[ci].cores[k] as usize;
             let Some(t) = self.cores[c].running else { continue };
+            let share = self.share(t);
             let th = &mut self.threads[t];
+            th.st.cap_slice(share, now - th.dispatched);
             th.st.credit_tick(now, th.dispatched);
             let (to_tail, timer) = th.st.enforce(now);
             if to_tail {

@@ -199,6 +199,15 @@ impl PState {
         }
     }
 
+    /// SCHED_OTHER: the slice shrinks when more threads share the core (CFS recomputes
+    /// sched_slice from the current weights); `ran` = time since it was dispatched.
+    pub fn cap_slice(&mut self, share: (u64, u64), ran: u64) {
+        if let PState::Other { slice_left, weight, .. } = self {
+            let ideal = (CFS_LATENCY * *weight / share.1.max(*weight)).max(CFS_MIN_GRAN);
+            *slice_left = (*slice_left).min(ideal.saturating_sub(ran));
+        }
+    }
+
     /// A thread that stays on its core after its slice ended gets a new slice.
     pub fn renew_slice(&mut self, share: (u64, u64), ctx: &Ctx) {
         if matches!(self, PState::Other { slice_left: 0, .. } | PState::Credit { slice_left: 0, .. }) {
