@@ -38,7 +38,9 @@ fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
 fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     let name = "vmt-matrix";
     let args = ["vm", "matrix", "--kernels", "rt", "--load", "host:syscalls:1", "--accel", "tcg", "--name", name, "--boot-timeout", "150s"];
-    let (code, out, err) = run(&[&args[..], &["--format", "json", "--", "measure", "timer", "--duration", "1s"]].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let (code, out, err) = run(&[&args[..], &["--format", "json", "--out-dir", out_dir, "--", "measure", "timer", "--duration", "1s"]].concat());
     assert_eq!(code, 0, "{err}");
     let rows = results_of(&out);
     let rows = rows.as_array().unwrap();
@@ -54,6 +56,9 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     assert_eq!(load["where"], "host");
     assert_eq!(load["kind"], "syscalls");
     assert!(load["ops"].as_u64().unwrap() > 0, "{load}");
+    // one results file per cell, readable by `rtvirt report`
+    let (code, _, err) = run(&["report", &format!("{out_dir}/vm-rt-none.json"), &format!("{out_dir}/vm-rt-syscalls_1.json"), "--output", &format!("{out_dir}/report.html")]);
+    assert_eq!(code, 0, "{err}");
     assert_nothing_left(name);
 }
 

@@ -132,6 +132,9 @@ pub struct MatrixArgs {
     pub guest: GuestOpts,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Also write each cell's results to DIR/vm-<kernel>-<load>.json (for `rtvirt report`).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<std::path::PathBuf>,
     /// The rtvirt measurement run in every guest (after `--`).
     #[arg(last = true, value_name = "GUEST_ARGS", default_values = ["measure", "timer", "--duration", "10s"])]
     pub guest_args: Vec<String>,
@@ -390,11 +393,14 @@ fn hold_guest(image: &Image, mut cfg: GuestConfig, hold: Nanos, format: Format) 
 }
 
 fn matrix_cmd(a: MatrixArgs) -> CmdResult {
-    matrix(&a.kernels, &a.loads, &a.guest, &a.guest_args, a.format)
+    if let Some(dir) = &a.out_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create --out-dir {}", dir.display()))?;
+    }
+    matrix(&a.kernels, &a.loads, &a.guest, &a.guest_args, a.format, a.out_dir.as_deref())
 }
 
 /// SEEDS 4: `guest_args` in a guest of each kernel, without and with each host load.
-fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args: &[String], format: Format) -> CmdResult {
+fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args: &[String], format: Format, out_dir: Option<&std::path::Path>) -> CmdResult {
     let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
     columns.extend(loads.iter().map(|l| vec![l.clone()]));
     let mut rows = Vec::new();
@@ -406,6 +412,11 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args
         for loads in &columns {
             let mut m = measure_in_guest(&image, &cfg, loads, guest_args)?;
             m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
+            if let Some(dir) = out_dir {
+                let path = dir.join(format!("vm-{}-{}.json", flavour.name(), load_label(loads).replace([':', '@', ',', '+'], "_")));
+                std::fs::write(&path, serde_json::to_string_pretty(&m.results)?).with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!("vm: wrote {}", path.display());
+            }
             failed |= m.rc == 1;
             rows.push((flavour, load_label(loads), m.results));
         }
@@ -424,7 +435,7 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args
 pub fn measure_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format) -> CmdResult {
     let kernels = parse_kernels(guest_kernels)?;
     let args = guest_args_from(std::env::args().skip(1));
-    matrix(&kernels, loads, &default_guest_opts(), &args, format)
+    matrix(&kernels, loads, &default_guest_opts(), &args, format, None)
 }
 
 /// The hook of `rtvirt measure net client --in vm`: a server in a guest, this client on the host.
