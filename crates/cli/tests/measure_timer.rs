@@ -178,3 +178,18 @@ fn without_root_every_measurement_is_a_clear_exit_2() {
         assert!(err.contains("root"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn deadline_policy_inside_a_container() {
+    if !is_root() {
+        return;
+    }
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--policy", "deadline", "--duration", "300ms", "--in", "container", "--format", "json"]));
+    assert_eq!((v["environment"]["in"].as_str(), v["policy"].as_str()), (Some("container"), Some("deadline")));
+    assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
+    // The per-CPU exclusive cpusets lived inside the container's cpuset, which is gone.
+    for d in v["environment"]["container"]["cgroups"].as_array().unwrap() {
+        assert!(!std::path::Path::new(d.as_str().unwrap()).exists(), "{d}");
+    }
+}

@@ -54,6 +54,16 @@ fn write(path: &Path, value: &str) -> Result<()> {
     })
 }
 
+/// This process's cgroup path (relative to the hierarchy root) of a v1 controller.
+fn own_cgroup_v1(controller: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        ctrls.split(',').any(|c| c == controller).then(|| path.to_string())
+    })
+}
+
 /// A cgroup directory we created: on drop, its tasks go back to the parent and it is removed.
 #[derive(Debug)]
 struct OwnedDir {
@@ -164,11 +174,20 @@ impl ExclusiveCpus {
         }
     }
 
+    /// v1: the per-CPU cpusets go under this process's own cpuset (the container's, if it runs
+    /// in one). A non-root parent is made exclusive and stops balancing itself, so that each
+    /// child becomes its own root domain; both settings are restored on drop.
     fn create_v1(base: &Path, cpus: &[u32]) -> Result<ExclusiveCpus> {
-        let mems = read(&base.join("cpuset.mems"))?;
+        let parent = own_cgroup_v1("cpuset").map(|rel| base.join(rel.trim_start_matches('/'))).unwrap_or_else(|| base.to_path_buf());
+        let mut restore = Vec::new();
+        if parent != base {
+            restore.push(Restore::set(&parent.join("cpuset.cpu_exclusive"), "1")?);
+            restore.push(Restore::set(&parent.join("cpuset.sched_load_balance"), "0")?);
+        }
+        let mems = read(&parent.join("cpuset.mems"))?;
         let (mut dirs, mut out) = (Vec::new(), Vec::new());
         for &cpu in cpus {
-            let d = OwnedDir::create(base, &unique_name(&format!("cpu{cpu}")), "tasks")?;
+            let d = OwnedDir::create(&parent, &unique_name(&format!("cpu{cpu}")), "tasks")?;
             write(&d.dir.join("cpuset.cpus"), &cpu.to_string())?;
             write(&d.dir.join("cpuset.mems"), &mems)?;
             write(&d.dir.join("cpuset.cpu_exclusive"), "1")?;
@@ -176,7 +195,7 @@ impl ExclusiveCpus {
             dirs.push(d);
         }
         let lb = LoadBalanceOff::acquire(base)?;
-        Ok(ExclusiveCpus { cpus: out, procs_file: "tasks", _dirs: dirs, _restore: Vec::new(), _load_balance: Some(lb) })
+        Ok(ExclusiveCpus { cpus: out, procs_file: "tasks", _dirs: dirs, _restore: restore, _load_balance: Some(lb) })
     }
 
     fn create_v2(base: &Path, cpus: &[u32]) -> Result<ExclusiveCpus> {
