@@ -231,3 +231,39 @@ fn deadline_threads_already_on_the_core_count_in_the_admission() {
     assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", st])).status.code(), Some(0));
     assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
 }
+
+/// Another tool's exclusive cpuset on a CPU, removed on drop.
+struct ForeignExclusive(std::path::PathBuf);
+
+impl Drop for ForeignExclusive {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_cpu_held_by_another_exclusive_cpuset_is_explained_and_rolled_back() {
+    let _g = serial();
+    let Some(rtvirt_host::cpuset::Hierarchy::V1(base)) = rtvirt_host::cpuset::Hierarchy::find() else {
+        eprintln!("skipped: needs the cgroup v1 cpuset hierarchy");
+        return;
+    };
+    let core = last_cpu();
+    let foreign = ForeignExclusive(base.join(format!("hosttest-foreign-{}", std::process::id())));
+    std::fs::create_dir(&foreign.0).unwrap();
+    std::fs::write(foreign.0.join("cpuset.cpus"), core.to_string()).unwrap();
+    std::fs::write(foreign.0.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim()).unwrap();
+    std::fs::write(foreign.0.join("cpuset.cpu_exclusive"), "1").unwrap();
+    let a = Sleeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
+    let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
+    let before = snapshot(&[a.pid()]);
+    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--pid", &format!("g1={}", a.pid())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("already held by another exclusive cpuset") && err.contains("rolled back"), "{err}");
+    assert_eq!(snapshot(&[a.pid()]), before);
+    assert!(!journal_exists(&state));
+}

@@ -74,7 +74,7 @@ impl Change {
                 if !path.is_dir() {
                     std::fs::create_dir(path).map_err(|e| kernel_io(Op::CreateCgroup, format!("mkdir {}", path.display()), e))?;
                 }
-                files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::WriteFile))
+                files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::CreateCgroup))
             }
             Change::MoveThread { tid, starttime, after_tasks, .. } => {
                 check_same_thread(*tid, *starttime)?;

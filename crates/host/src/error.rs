@@ -53,6 +53,8 @@ impl KernelError {
                  the period within kernel.sched_deadline_period_min_us..max_us, and no SCHED_DEADLINE inside a cgroup with RT group scheduling".into(),
             (libc::EINVAL, SetSchedOther) => "invalid policy/priority: FIFO and RR need priority 1..99, the other policies priority 0".into(),
             (libc::EINVAL, SetAffinity) => "the CPU list contains no online CPU the thread may use (check its cpuset)".into(),
+            (libc::EINVAL, CreateCgroup) => "the cpuset was refused: its CPU is already held by another exclusive cpuset (another partition, \
+                 e.g. a running rtvirt measurement or a container), or the CPU/memory node list is invalid".into(),
             (libc::EINVAL, WriteFile) | (libc::EINVAL, MoveToCgroup) => "the kernel rejected the value for this file".into(),
             (libc::EOPNOTSUPP, WriteFile) => "the device or kernel does not support this setting (e.g. threaded NAPI on a device without NAPI instances)".into(),
             (libc::ENOSPC, MoveToCgroup) => "the cpuset has no CPUs or memory nodes set".into(),
