@@ -4,16 +4,20 @@ mod vm_support;
 use vm_support::{assert_nothing_left, run};
 
 #[test]
-fn measure_timer_in_vm_runs_the_matrix_of_the_given_guest_kernel() {
-    let (code, out, err) = run(&["measure", "timer", "--in", "vm", "--guest-kernel", "nrt", "--duration", "1s", "--interval", "2ms", "--format", "json"]);
+fn measure_timer_in_vm_runs_the_matrix_of_the_given_guest_kernel_and_host_loads() {
+    let (code, out, err) = run(&["measure", "timer", "--in", "vm", "--guest-kernel", "nrt", "--load", "host:cpu:1", "--duration", "1s", "--interval", "2ms", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), 1, "one kernel x no host load");
+    assert_eq!(rows.len(), 2, "one kernel x (no load, host cpu load)");
     assert_eq!(rows[0]["label"], "vm/nrt/none");
-    assert_eq!(rows[0]["environment"]["in"], "vm");
-    // the guest ran the same measurement: 1 s at 2 ms = 500 samples per guest CPU
-    assert_eq!(rows[0]["latency_ns"]["count"], 500, "{}", rows[0]["latency_ns"]);
+    assert_eq!(rows[1]["label"], "vm/nrt/cpu:1");
+    assert_eq!(rows[1]["environment"]["load"][0]["kind"], "cpu");
+    for r in rows {
+        assert_eq!(r["environment"]["in"], "vm");
+        // the guest ran the same measurement: 1 s at 2 ms = 500 samples per guest CPU
+        assert_eq!(r["latency_ns"]["count"], 500, "{}", r["latency_ns"]);
+    }
     assert!(err.contains("rtvirt measure timer --duration 1s --interval 2ms"), "{err}");
     assert_nothing_left("rtvirt-guest");
 }

@@ -228,8 +228,9 @@ pub fn parse_nanos(s: &str) -> Result<Nanos, String> {
 fn parse_policy(s: &str) -> Result<Policy, String> {
     Policy::parse(s)
 }
+/// `--load`; an optional `host:` prefix says where it runs (the host), e.g. with `--in vm`.
 pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
-    LoadSpec::parse(s)
+    LoadSpec::parse(s.strip_prefix("host:").unwrap_or(s))
 }
 
 pub fn run(a: MeasureArgs) -> CmdResult {
