@@ -136,6 +136,8 @@ pub struct Settings {
     pub vcpu_switch: u64,
     pub credit_tslice: u64,
     pub credit_ratelimit: u64,
+    /// Xen Credit burns credits for the exact time run (else: sampled 10 ms tick accounting).
+    pub credit_precise: bool,
 }
 
 /// The whole checked configuration.
@@ -277,6 +279,11 @@ fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
         vcpu_switch: raw.vcpu_switch.unwrap_or_default().0,
         credit_tslice: tslice.0,
         credit_ratelimit: raw.credit_ratelimit.unwrap_or_default().0,
+        credit_precise: match raw.credit_accounting.as_deref() {
+            None | Some("tick") => false,
+            Some("precise") => true,
+            Some(o) => return Err(InputError::field("credit_accounting", format!("\"{o}\": expected \"tick\" (credit1: debit the vCPU running at each 10ms tick) or \"precise\""))),
+        },
     })
 }
 
@@ -499,6 +506,7 @@ mod tests {
             ("[guest.vcpu]\npolicy = \"deadline\"\nruntime = \"20ms\"\nperiod = \"10ms\"\n", "", "guest[0].vcpu.runtime"),
             ("", "[sim]\nmiss_policy = \"drop\"\n", "sim.miss_policy"),
             ("", "[sim]\nduration = \"0s\"\n", "sim.duration"),
+            ("", "[sim]\ncredit_accounting = \"sampled\"\n", "sim.credit_accounting"),
             ("", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { policy = \"credit\" }\n", "sim.thread[0].sched.policy"),
             ("[guest.vcpu]\ncores = [0, 1]\n", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0 }\n", "sim.thread[0].sched.cores"),
             (

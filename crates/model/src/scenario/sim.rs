@@ -14,6 +14,7 @@
 //! vcpu_switch = "0ns"         # host cost of switching a core to another thread
 //! credit_tslice = "30ms"      # Xen Credit time slice
 //! credit_ratelimit = "0ns"    # Xen Credit rate limit (Xen's own default is 1ms)
+//! credit_accounting = "tick"  # or "precise": burn credits for the exact time run
 //!
 //! [[sim.thread]]              # an extra host thread (interference), periodic or busy
 //! name = "noise"
@@ -54,6 +55,9 @@ pub struct RawSim {
     pub vcpu_switch: Option<Nanos>,
     pub credit_tslice: Option<Nanos>,
     pub credit_ratelimit: Option<Nanos>,
+    /// Xen Credit accounting: "tick" (default: the vCPU running at each 10 ms tick is debited
+    /// 10 ms of credit, as credit1 does) or "precise" (credits burnt for the exact time run).
+    pub credit_accounting: Option<String>,
     /// Extra host threads.
     #[serde(default, rename = "thread")]
     pub threads: Vec<RawThread>,

@@ -37,8 +37,10 @@ pub enum HostEv {
     ThreadTimer { thread: u32, ver: u32 },
     /// RT throttling period of a cluster.
     RtPeriod { cluster: u32 },
-    /// Xen Credit accounting of a cluster.
+    /// Xen Credit accounting of a cluster (credit refill, every 30 ms).
     CreditAcct { cluster: u32 },
+    /// Xen Credit 10 ms tick of a cluster (boost removal, tick accounting).
+    CreditTick { cluster: u32 },
 }
 
 /// A host thread's scheduling state.
@@ -110,10 +112,12 @@ impl Host {
                 core_cluster[c as usize] = ci as u32;
             }
             let rng = SimRng::new(s.seed, (1 << 62) | i as u64);
+            let mut st = PState::new(&spec.policy, rng);
+            st.set_credit_precise(s.credit_precise);
             threads.push(HThread {
                 name: spec.name.clone(),
                 cluster: ci as u32,
-                st: PState::new(&spec.policy, rng),
+                st,
                 runnable: false,
                 core: None,
                 seq: 0,
@@ -161,6 +165,7 @@ impl Host {
             }
             if cl.threads.iter().any(|&t| matches!(self.threads[t].st, PState::Credit { .. })) {
                 q.schedule(rtvirt_model::Nanos(0), HostEv::CreditAcct { cluster: ci }.into());
+                q.schedule(rtvirt_model::Nanos(policy::CREDIT_TICK), HostEv::CreditTick { cluster: ci }.into());
             }
         }
     }
@@ -272,6 +277,17 @@ impl Host {
                 self.credit_accounting(cluster as usize);
                 q.schedule(rtvirt_model::Nanos(now + CREDIT_ACCT), ev.into());
             }
+            HostEv::CreditTick { cluster } => {
+                let ci = cluster as usize;
+                for k in 0..self.clusters[ci].cores.len() {
+                    let c = self.clusters[ci].cores[k] as usize;
+                    if let Some(t) = self.cores[c].running.filter(|&t| self.threads[t].runnable) {
+                        self.threads[t].st.credit_tick();
+                    }
+                }
+                mark(&mut self.dirty, &mut self.clusters[ci], cluster);
+                q.schedule(rtvirt_model::Nanos(now + policy::CREDIT_TICK), ev.into());
+            }
         }
     }
 
@@ -340,7 +356,6 @@ impl Host {
             let share = self.share(t);
             let th = &mut self.threads[t];
             th.st.cap_slice(share, now - th.dispatched);
-            th.st.credit_tick(now, th.dispatched);
             let (to_tail, timer) = th.st.enforce(now);
             if to_tail {
                 th.seq = self.seq;
@@ -510,7 +525,7 @@ mod tests {
 
     #[test]
     fn priority_inheritance_boost_lifts_the_holder_above_a_medium_thread() {
-        let s = Settings { duration: 1, seed: 1, abort_late: false, tick: 1_000_000, hrtick: false, rt_throttle: None, vcpu_switch: 0, credit_tslice: 30_000_000, credit_ratelimit: 0 };
+        let s = Settings { duration: 1, seed: 1, abort_late: false, tick: 1_000_000, hrtick: false, rt_throttle: None, vcpu_switch: 0, credit_tslice: 30_000_000, credit_ratelimit: 0, credit_precise: false };
         let specs = [fifo("holder", 10), fifo("medium", 50), fifo("waiter", 90)];
         let mut h = Host::new(1, specs.iter(), &s);
         let mut q: EventQueue<HostEv> = EventQueue::new();

@@ -16,7 +16,9 @@
 //!   table of the kernel), slice = max(0.75ms, 6ms * w / sum w), wake-up placement at
 //!   min_vruntime - 3ms, wake-up preemption only beyond a 1ms granularity.
 //! - Xen Credit (credit1): credits in ns of entitlement, refilled every 30ms in proportion to the
-//!   weights (capped at one time slice, floored at minus one), burnt precisely while running;
+//!   weights (capped at one time slice, floored at minus one); by default debited 10ms at each
+//!   10ms tick from the vCPU found running (credit1's sampled accounting: a vCPU that always
+//!   blocks before the tick is never charged), or burnt for the exact time run (`precise`);
 //!   BOOST on wake-up while UNDER, lost at the next 10ms tick; UNDER/OVER by credit sign;
 //!   round robin inside a class; a 30ms time slice; optional rate limit (no preemption before the
 //!   running vCPU has run that long).
@@ -41,8 +43,8 @@ const NICE_WEIGHT: [u64; 40] = [
 const CFS_LATENCY: u64 = 6_000_000;
 const CFS_MIN_GRAN: u64 = 750_000;
 const CFS_WAKEUP_GRAN: u64 = 1_000_000;
-/// Xen credit1 tick (boost removal).
-const CREDIT_TICK: u64 = 10_000_000;
+/// Xen credit1 tick: tick accounting and boost removal.
+pub const CREDIT_TICK: u64 = 10_000_000;
 /// Xen credit1 accounting period (credit refill).
 pub const CREDIT_ACCT: u64 = 30_000_000;
 
@@ -59,7 +61,9 @@ pub enum PState {
     Rt { prio: u8, quantum: Option<u64>, left: u64 },
     Dl { dl_runtime: u64, dl_deadline: u64, dl_period: u64, runtime: i64, deadline: u64, throttled: bool },
     Other { weight: u64, vruntime: u64, slice_left: u64 },
-    Credit { weight: u64, credit: i64, boost: bool, slice_left: u64 },
+    /// `precise`: credits burnt for the exact time run; else debited one tick's worth from the
+    /// vCPU found running at each 10 ms tick (credit1's sampled accounting).
+    Credit { weight: u64, credit: i64, boost: bool, slice_left: u64, precise: bool },
     Server { kind: ServerKind, budget: u64, period: u64, left: u64, deadline: u64 },
     Supply { budget: u64, period: u64, pattern: SupplyPattern, win: (u64, u64), rng: Box<SimRng> },
 }
@@ -79,7 +83,7 @@ impl PState {
                 PState::Dl { dl_runtime: runtime, dl_deadline: deadline, dl_period: period, runtime: 0, deadline: 0, throttled: false }
             }
             Policy::Other { nice } => PState::Other { weight: NICE_WEIGHT[(nice as i32 + 20) as usize], vruntime: 0, slice_left: 0 },
-            Policy::Credit { weight } => PState::Credit { weight: weight as u64, credit: 0, boost: false, slice_left: 0 },
+            Policy::Credit { weight } => PState::Credit { weight: weight as u64, credit: 0, boost: false, slice_left: 0, precise: false },
             Policy::Rtds { budget, period, extratime } => server(ServerKind::Rtds { extratime }, budget, period),
             Policy::Ds { prio, budget, period } => server(ServerKind::Ds { prio }, budget, period),
             Policy::Ps { prio, budget, period } => server(ServerKind::Ps { prio }, budget, period),
@@ -136,8 +140,10 @@ impl PState {
                 *vruntime += dt * 1024 / *weight;
                 *slice_left = slice_left.saturating_sub(dt);
             }
-            PState::Credit { credit, slice_left, .. } => {
-                *credit -= dt as i64;
+            PState::Credit { credit, slice_left, precise, .. } => {
+                if *precise {
+                    *credit -= dt as i64;
+                }
                 *slice_left = slice_left.saturating_sub(dt);
             }
             PState::Server { left, .. } => *left = left.saturating_sub(dt),
@@ -256,11 +262,8 @@ impl PState {
                 if ctx.hrtick { r } else { next_multiple(now + r, ctx.tick) - now }
             }
             PState::Other { slice_left, .. } => (*slice_left).max(1),
-            PState::Credit { slice_left, boost, .. } => {
+            PState::Credit { slice_left, .. } => {
                 let mut l = (*slice_left).max(1);
-                if *boost {
-                    l = l.min(next_multiple(now + 1, CREDIT_TICK) - now);
-                }
                 let rl_end = dispatched + ctx.ratelimit;
                 if rl_end > now {
                     l = l.min(rl_end - now);
@@ -273,12 +276,21 @@ impl PState {
         }
     }
 
-    /// Credit tick while running: a BOOSTed vCPU falls back to UNDER.
-    pub fn credit_tick(&mut self, now: u64, dispatched: u64) {
-        if let PState::Credit { boost, .. } = self {
-            if *boost && next_multiple(dispatched + 1, CREDIT_TICK) <= now {
-                *boost = false;
+    /// Credit tick on the vCPU found running: BOOST falls back to UNDER (csched_vcpu_acct) and,
+    /// with tick accounting, one tick's worth of credit is debited.
+    pub fn credit_tick(&mut self) {
+        if let PState::Credit { boost, credit, precise, .. } = self {
+            *boost = false;
+            if !*precise {
+                *credit -= CREDIT_TICK as i64;
             }
+        }
+    }
+
+    /// Choose precise credit burning instead of tick accounting.
+    pub fn set_credit_precise(&mut self, on: bool) {
+        if let PState::Credit { precise, .. } = self {
+            *precise = on;
         }
     }
 
