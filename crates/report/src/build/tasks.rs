@@ -90,8 +90,10 @@ fn source(kind: &str) -> &str {
 }
 
 fn dsr_rho_figure(lines: &RhoLines) -> Figure {
-    let series: Vec<Series> = lines
-        .iter()
+    let mut ordered: Vec<(&String, &BTreeMap<u64, (u64, u64)>)> = lines.iter().collect();
+    ordered.sort_by_key(|(name, _)| (!name.starts_with("simulated"), name.to_string()));
+    let series: Vec<Series> = ordered
+        .into_iter()
         .map(|(name, pts)| Series { name: name.clone(), points: pts.iter().map(|(&k, &(j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(), step: false, markers: true })
         .collect();
     let lowest = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(1.0, f64::min);
