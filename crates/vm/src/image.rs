@@ -269,6 +269,19 @@ fn collect_paths(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
     Ok(())
 }
 
+/// Remove staging directories and partial archives of builds whose process died (killed mid-build).
+fn remove_stale_stages(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for p in entries.filter_map(|e| e.ok()).map(|e| e.path()) {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let owner = name.strip_prefix("stage-").or_else(|| name.split_once(".tmp-").map(|(_, rest)| rest));
+        let Some(pid) = owner.and_then(|o| o.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !crate::runtime::process_alive(pid) {
+            let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+        }
+    }
+}
+
 /// `<pid>-<n>`: distinct for every build, also between threads of one process.
 fn unique_suffix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -289,6 +302,7 @@ const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 /// Keep the newest [`KEEP_IMAGES`] images of a flavour (and `keep` itself, and any used within
 /// [`PRUNE_AFTER`]).
 fn prune(dir: &Path, keep: &Path) {
+    remove_stale_stages(dir);
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut images: Vec<(std::time::SystemTime, PathBuf)> = entries
         .filter_map(|e| e.ok())
@@ -315,6 +329,23 @@ mod tests {
         let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
         assert_eq!(parse_ldd(text).unwrap(), [PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]);
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").unwrap_err().contains("libfoo"));
+    }
+
+    #[test]
+    fn leftovers_of_dead_builds_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = u32::MAX - 1;
+        let me = std::process::id();
+        for d in [format!("stage-{dead}-0"), format!("stage-{me}-0")] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        for f in [format!("initramfs-ab.tmp-{dead}-3"), format!("initramfs-ab.tmp-{me}-3"), "initramfs-ab.cpio".into()] {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        remove_stale_stages(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, [format!("initramfs-ab.cpio"), format!("initramfs-ab.tmp-{me}-3"), format!("stage-{me}-0")]);
     }
 
     #[test]
