@@ -1,5 +1,10 @@
 //! Loose agreement with the established tools (docs/PERFORMANCE.md has the real comparison):
 //! cyclictest vs `measure timer`, sockperf ping-pong vs `measure net` back-to-back.
+//!
+//! The two tests run one after the other (cyclictest and `measure timer` hold
+//! /dev/cpu_dma_latency at 0, which shortens every wake-up on the machine, so a network run
+//! beside them is faster than one without), and each tool runs twice, interleaved, so that a
+//! change of the machine's state during the test hits both tools.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -36,8 +41,15 @@ fn cyclictest_median_us(hist: &str) -> f64 {
     f64::NAN
 }
 
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn timer_median_agrees_loosely_with_cyclictest() {
+    let _g = serial();
     if !is_root() || !have("cyclictest") {
         return;
     }
@@ -51,26 +63,45 @@ fn timer_median_agrees_loosely_with_cyclictest() {
     assert!(rv < ct * 3.0 + 20.0 && ct < rv * 3.0 + 20.0, "median: rtvirt {rv} us vs cyclictest {ct} us");
 }
 
+/// Median full RTT (us) of a sockperf ping-pong run against a sockperf server on `port`.
+fn sockperf_median_us(port: &str) -> f64 {
+    let out = Command::new("sockperf").args(["pp", "-i", "127.0.0.1", "-p", port, "-m", "64", "-t", "1", "--full-rtt"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    text.lines().find(|l| l.contains("percentile 50.000 =")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no median in sockperf output: {text}"))
+}
+
+/// Median RTT (us) of `measure net client` back-to-back against an rtvirt server on `port`.
+fn rtvirt_median_us(port: &str) -> f64 {
+    let v = rtvirt_json(&["measure", "net", "client", "--connect", &format!("127.0.0.1:{port}"), "--size", "64", "--arrivals", "back-to-back", "--duration", "1s", "--format", "json"]);
+    v["rtt_ns"]["p50"].as_f64().unwrap() / 1e3
+}
+
 #[test]
 fn net_median_agrees_loosely_with_sockperf() {
+    let _g = serial();
     if !have("sockperf") {
         return;
     }
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let mut srv = Command::new("sockperf").args(["sr", "-i", "127.0.0.1", "-p", &port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let out = Command::new("sockperf").args(["pp", "-i", "127.0.0.1", "-p", &port, "-m", "64", "-t", "2", "--full-rtt"]).output().unwrap();
-    let _ = srv.kill();
-    let _ = srv.wait();
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    let sp: f64 = text.lines().find(|l| l.contains("percentile 50.000 =")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no median in sockperf output: {text}"));
-    // rtvirt server + client, back-to-back, same size.
-    let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{port}"), "--duration", "20s"]).stdout(Stdio::piped()).spawn().unwrap();
+    let sp_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let rv_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut srv = Command::new("sockperf").args(["sr", "-i", "127.0.0.1", "-p", &sp_port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{rv_port}"), "--duration", "30s"]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufReader::new(rsrv.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let v = rtvirt_json(&["measure", "net", "client", "--connect", &format!("127.0.0.1:{port}"), "--size", "64", "--arrivals", "back-to-back", "--duration", "2s", "--format", "json"]);
-    let _ = rsrv.kill();
-    let _ = rsrv.wait();
-    let rv = v["rtt_ns"]["p50"].as_f64().unwrap() / 1e3;
-    assert!(rv < sp * 2.0 + 10.0 && sp < rv * 2.0 + 10.0, "median RTT: rtvirt {rv} us vs sockperf {sp} us");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (mut sp, mut rv) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        sp.push(sockperf_median_us(&sp_port));
+        rv.push(rtvirt_median_us(&rv_port));
+    }
+    for p in [&mut srv, &mut rsrv] {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    let ((sp_lo, sp_hi), (rv_lo, rv_hi)) = (lo_hi(&sp), lo_hi(&rv));
+    assert!(rv_lo < sp_hi * 2.0 + 10.0 && sp_lo < rv_hi * 2.0 + 10.0, "median RTT: rtvirt {rv:?} us vs sockperf {sp:?} us");
+}
+
+fn lo_hi(v: &[f64]) -> (f64, f64) {
+    (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max))
 }
