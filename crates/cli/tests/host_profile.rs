@@ -308,3 +308,31 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
     revert(&st);
     assert_eq!(thread_snapshot(&tids), before);
 }
+
+#[test]
+fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
+    let _g = serial();
+    let a = Sleeper::start();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
+    let before = snapshot(&[a.pid()]);
+    let entry = |cpus: &str| format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"10ms\"\ncpus = \"{cpus}\"\n");
+    let bind = format!("g={}", a.pid());
+
+    let wide = write(dir.path(), "wide.toml", &entry("0-1"));
+    let o = run(rtvirt(&["host", "apply", wide.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pinned to one CPU"), "{}", text(&o));
+    assert_eq!(snapshot(&[a.pid()]), before);
+
+    let p = write(dir.path(), "dl.toml", &entry(&cpu.to_string()));
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = sched::get(a.pid()).unwrap();
+    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (rtvirt_host::sched::SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000));
+    assert!(std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid())).unwrap().contains(&format!("rtvirt-core{cpu}")));
+    revert(&st);
+    assert_eq!(snapshot(&[a.pid()]), before);
+}

@@ -272,7 +272,14 @@ fn prepare(profile: &Profile, bindings: &[Binding]) -> Result<Prepared> {
             Selector::Container { cgroup } => r.container(rule, cgroup)?,
         }
     }
-    Ok(r.out)
+    let mut out = r.out;
+    if !out.partitions.is_empty() {
+        let h = Hierarchy::find().expect("checked when the partition was planned");
+        let mut changes = h.partition_changes(&out.partitions)?;
+        changes.append(&mut out.changes);
+        out.changes = changes;
+    }
+    Ok(out)
 }
 
 /// Resolves profile entries into changes and the planned thread states.
@@ -284,10 +291,30 @@ struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    /// Set policy/affinity on these threads.
-    fn threads(&mut self, ts: &[ThreadInfo], rule: &Rule) {
-        self.out.changes.extend(thread_changes(ts, rule));
+    /// Set policy/affinity on these threads. A deadline thread pinned to one CPU goes into that
+    /// CPU's cpuset partition (created once, before every move), as for plans.
+    fn threads(&mut self, ts: &[ThreadInfo], rule: &Rule) -> Result<()> {
         self.out.planned.extend(planned_of(ts, rule));
+        let (Some(attr), Some(cpus)) = (rule.sched, &rule.cpus) else {
+            self.out.changes.extend(thread_changes(ts, rule));
+            return Ok(());
+        };
+        if !attr.is_deadline() {
+            self.out.changes.extend(thread_changes(ts, rule));
+            return Ok(());
+        }
+        if cpus.len() != 1 {
+            return Err(self.profile.error(rule.index, "cpus", format!("\"{cpus}\": a SCHED_DEADLINE thread is pinned to one CPU (its own cpuset partition) or not pinned at all")));
+        }
+        let cpu = cpus.iter().next().expect("one CPU");
+        let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: pinned SCHED_DEADLINE threads need one"))?;
+        self.out.partitions.0.insert(cpu);
+        for t in ts {
+            self.out.changes.push(affinity_change(t, cpus.clone()));
+            self.out.changes.push(h.move_change(t.tid, t.starttime, cpu));
+            self.out.changes.push(sched_change(t, attr));
+        }
+        Ok(())
     }
 
     fn guest_threads(&mut self, rule: &Rule, guest: &str, role: &str, vcpu: Option<u32>, id: Option<&str>) -> Result<()> {
@@ -297,8 +324,7 @@ impl Resolver<'_> {
             let have: Vec<String> = ts.iter().map(|t| format!("{} {}", t.role.name(), t.comm)).collect();
             return Err(self.profile.error(rule.index, "role", format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", "))));
         }
-        self.threads(&hit, rule);
-        Ok(())
+        self.threads(&hit, rule)
     }
 
     /// The device's IRQs get the affinity; their IRQ threads (if threaded) policy and affinity.
@@ -315,8 +341,7 @@ impl Resolver<'_> {
             }
         }
         let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
-        self.threads(&ts, rule);
-        Ok(())
+        self.threads(&ts, rule)
     }
 
     /// Threaded NAPI on; its NAPI threads are set once they exist (the apply's follow-up).
@@ -340,8 +365,7 @@ impl Resolver<'_> {
         if ts.is_empty() {
             return Err(self.profile.error(rule.index, "role", format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default())));
         }
-        self.threads(&ts, rule);
-        Ok(())
+        self.threads(&ts, rule)
     }
 
     fn container(&mut self, rule: &Rule, cgroup: &str) -> Result<()> {
