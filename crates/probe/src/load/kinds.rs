@@ -121,8 +121,19 @@ const CHUNK: usize = 64 * 1024;
 
 fn cache_thrash(stop: &AtomicBool, meter: &Meter, rate: Option<f64>, bytes: usize) {
     let half = bytes.max(2 * CHUNK) / 2;
-    let mut buf = vec![1u8; 2 * half];
     let mut pacer = Pacer::new(rate);
+    // Filled chunk by chunk (first touch of tens of MiB is itself memory traffic, and a short
+    // run must count it and be able to stop during it).
+    let mut buf = Vec::with_capacity(2 * half);
+    while buf.len() < 2 * half {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let n = CHUNK.min(2 * half - buf.len());
+        buf.resize(buf.len() + n, 1u8);
+        meter.add(n as u64);
+        pacer.pace(n as u64);
+    }
     let mut off = 0;
     while !stop.load(Ordering::Relaxed) {
         let (src, dst) = buf.split_at_mut(half);
