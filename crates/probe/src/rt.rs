@@ -1,10 +1,12 @@
-//! Real-time plumbing for measuring threads: scheduling policies through the `sched_setattr`
-//! system call (libc has no wrapper for SCHED_DEADLINE attributes), CPU pinning, the memory lock,
-//! `/dev/cpu_dma_latency`, the monotonic clock, and the runaway guard.
+//! Real-time plumbing for measuring threads: scheduling policies and CPU pinning (through
+//! rtvirt-host's `sched_setattr`/`sched_setaffinity` wrappers, whose errors explain the errno), the
+//! memory lock, `/dev/cpu_dma_latency`, the monotonic clock, and the runaway guard.
 //!
 //! Everything that changes process state is a guard that restores the previous state on drop.
 
 use crate::error::{Error, Result};
+use rtvirt_host::sched::{self as host_sched, SchedAttr};
+use rtvirt_host::{CpuList, KernelError};
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
@@ -62,52 +64,25 @@ pub enum Sched {
     Deadline(Reservation),
 }
 
-const SCHED_DEADLINE: u32 = 6;
-
-/// `struct sched_attr` (first version, 48 bytes) of include/uapi/linux/sched/types.h.
-#[repr(C)]
-#[derive(Default)]
-struct SchedAttr {
-    size: u32,
-    sched_policy: u32,
-    sched_flags: u64,
-    sched_nice: i32,
-    sched_priority: u32,
-    sched_runtime: u64,
-    sched_deadline: u64,
-    sched_period: u64,
-}
-
 /// Kernel thread id of the calling thread.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
-/// Apply `sched` to thread `tid` (0 = the calling thread).
-pub fn set_sched(tid: i32, sched: Sched) -> Result<()> {
-    let mut attr = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, ..Default::default() };
+/// The attributes `sched` stands for, in rtvirt-host's terms.
+fn host_attr(sched: Sched) -> SchedAttr {
     match sched {
-        Sched::Other => attr.sched_policy = libc::SCHED_OTHER as u32,
-        Sched::Fifo(p) => (attr.sched_policy, attr.sched_priority) = (libc::SCHED_FIFO as u32, p),
-        Sched::Rr(p) => (attr.sched_policy, attr.sched_priority) = (libc::SCHED_RR as u32, p),
-        Sched::Deadline(r) => {
-            attr.sched_policy = SCHED_DEADLINE;
-            (attr.sched_runtime, attr.sched_deadline, attr.sched_period) = (r.runtime_ns, r.deadline_ns, r.period_ns);
-        }
+        Sched::Other => SchedAttr::other(0),
+        Sched::Fifo(p) => SchedAttr::fixed(host_sched::SCHED_FIFO, p),
+        Sched::Rr(p) => SchedAttr::fixed(host_sched::SCHED_RR, p),
+        Sched::Deadline(r) => SchedAttr::deadline(r.runtime_ns, r.deadline_ns, r.period_ns),
     }
-    // SAFETY: attr is a valid sched_attr of the declared size; the kernel only reads it.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0u32) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        let hint = match (sched, err.raw_os_error()) {
-            (Sched::Deadline(_), Some(libc::EBUSY)) => " (the CPUs' SCHED_DEADLINE bandwidth is used up)",
-            (Sched::Deadline(_), Some(libc::EPERM)) => " (a SCHED_DEADLINE thread must be allowed on its whole root domain: rtvirt uses an exclusive cpuset for that; or not root)",
-            _ => "",
-        };
-        return Err(Error::os(format!("cannot set scheduling {sched:?} on thread {tid}{hint}"), err));
-    }
-    Ok(())
+}
+
+/// Apply `sched` to thread `tid` (0 = the calling thread), by rtvirt-host's `sched_setattr`.
+pub fn set_sched(tid: i32, sched: Sched) -> Result<()> {
+    host_sched::set(tid as u32, &host_attr(sched)).map_err(|e| kernel_error(&format!("cannot set scheduling {sched:?} on thread {tid}"), &e))
 }
 
 /// Pin the calling thread to one CPU.
@@ -115,22 +90,19 @@ pub fn pin_current_thread(cpu: u32) -> Result<()> {
     pin_thread(0, &[cpu])
 }
 
-/// Restrict thread `tid` (0 = calling thread) to `cpus`.
+/// Restrict thread `tid` (0 = calling thread) to `cpus`, by rtvirt-host's `sched_setaffinity`.
 pub fn pin_thread(tid: i32, cpus: &[u32]) -> Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked by the guard below.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c as usize >= libc::CPU_SETSIZE as usize {
-                return Err(Error::input("--cpus", format!("CPU {c} is out of range")));
-            }
-            libc::CPU_SET(c as usize, &mut set);
-        }
-        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(Error::last_os(format!("cannot pin thread to CPU(s) {}", crate::cpus::format_list(cpus))));
-        }
+    if let Some(c) = cpus.iter().find(|&&c| c as usize >= libc::CPU_SETSIZE as usize) {
+        return Err(Error::input("--cpus", format!("CPU {c} is out of range")));
     }
-    Ok(())
+    let list: CpuList = cpus.iter().copied().collect();
+    host_sched::set_affinity(tid as u32, &list).map_err(|e| kernel_error(&format!("cannot pin thread to CPU(s) {list}"), &e))
+}
+
+/// A failed host call as a probe error: what was being done, the kernel's reason in words, and
+/// the errno (EPERM/EACCES become `Permission`).
+fn kernel_error(context: &str, e: &KernelError) -> Error {
+    Error::os(format!("{context}: {}", e.explain()), std::io::Error::from_raw_os_error(e.errno))
 }
 
 /// CPU the calling thread runs on right now.
@@ -324,8 +296,16 @@ mod tests {
     }
 
     #[test]
-    fn sched_attr_has_kernel_size() {
-        assert_eq!(std::mem::size_of::<SchedAttr>(), 48);
+    fn policies_map_to_host_attributes() {
+        assert_eq!(host_attr(Sched::Fifo(90)), SchedAttr::fixed(host_sched::SCHED_FIFO, 90));
+        let r = Reservation { runtime_ns: 100_000, deadline_ns: 1_000_000, period_ns: 1_000_000 };
+        assert_eq!(host_attr(Sched::Deadline(r)).to_string(), "DEADLINE 100000/1000000/1000000ns");
+        assert_eq!(host_attr(Sched::Other).policy, host_sched::SCHED_OTHER);
+    }
+
+    #[test]
+    fn out_of_range_cpu_is_an_input_error() {
+        assert!(matches!(pin_thread(0, &[100_000]), Err(Error::Input(_))));
     }
 
     #[test]
