@@ -290,16 +290,18 @@ fn sample_loop(interval: u64, stop: &AtomicBool, live: &Live, start: u64, end: u
         rt::sleep_until(next);
         let now = rt::now_ns();
         wakeups += 1;
-        account_wakeup(now, &mut next, interval, &mut hist, &mut missed, live);
+        account_wakeup(now, &mut next, interval, end, &mut hist, &mut missed, live);
     }
     CpuOutcome { hist, missed, cpu_time_ns: 0, wakeups }
 }
 
 /// Record the samples of one wake-up at `now` for the activation due at `*next` and every later
-/// activation already due; advance `*next` to the first activation still in the future.
+/// activation already due (up to the end of the run); advance `*next` past them.
 /// Returns the number of activations accounted (1 + missed).
-fn account_wakeup(now: u64, next: &mut u64, interval: u64, hist: &mut LatencyHistogram, missed: &mut u64, live: &Live) -> u64 {
-    let due = if now < *next { 1 } else { (now - *next) / interval + 1 };
+fn account_wakeup(now: u64, next: &mut u64, interval: u64, end: u64, hist: &mut LatencyHistogram, missed: &mut u64, live: &Live) -> u64 {
+    let due_now = if now < *next { 1 } else { (now - *next) / interval + 1 };
+    let due_in_run = end.saturating_sub(*next) / interval + 1;
+    let due = due_now.min(due_in_run);
     for k in 0..due {
         let lat = now.saturating_sub(*next + k * interval);
         hist.record(lat);
@@ -403,13 +405,16 @@ mod tests {
         let (mut h, mut missed, live) = (LatencyHistogram::new(), 0, Live::default());
         let mut next = 1_000;
         // Woken 3.5 intervals late: activations at 1000, 2000, 3000, 4000 are all due.
-        assert_eq!(account_wakeup(4_500, &mut next, 1_000, &mut h, &mut missed, &live), 4);
+        assert_eq!(account_wakeup(4_500, &mut next, 1_000, 100_000, &mut h, &mut missed, &live), 4);
         assert_eq!((h.count(), missed, next), (4, 3, 5_000));
         assert_eq!((h.min(), h.max()), (Some(500), Some(3_500)));
         // An on-time wake-up is one sample, no miss.
-        assert_eq!(account_wakeup(5_010, &mut next, 1_000, &mut h, &mut missed, &live), 1);
+        assert_eq!(account_wakeup(5_010, &mut next, 1_000, 100_000, &mut h, &mut missed, &live), 1);
         assert_eq!((h.count(), missed, next), (5, 3, 6_000));
         assert_eq!(live.take(0).count, 5);
+        // Activations after the end of the run (at 7000) are not accounted.
+        assert_eq!(account_wakeup(9_999, &mut next, 1_000, 7_000, &mut h, &mut missed, &live), 2);
+        assert_eq!((h.count(), missed), (7, 4));
     }
 
     #[test]

@@ -53,8 +53,9 @@ pub struct Common {
     #[arg(long = "in", value_enum, default_value_t = Where::Host)]
     pub r#in: Where,
     /// Interference while measuring: KIND[:N][@CPUS] with KIND net|net-udp|syscalls|cache|cpu
-    /// (e.g. `cpu:2@0`, `cache`, `net@1`); repeatable. What it achieved is recorded in
-    /// environment.load.
+    /// (e.g. `cpu:2@0`, `cache`, `net@1`); repeatable. Loads run where the measurement runs
+    /// (inside the container with --in container, on the host with --in vm). What they achieved
+    /// is recorded in environment.load.
     #[arg(long = "load", value_name = "KIND[:N][@CPUS]", value_parser = parse_load)]
     pub load: Vec<LoadSpec>,
     /// Output format.
