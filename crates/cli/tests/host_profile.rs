@@ -336,3 +336,24 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     revert(&st);
     assert_eq!(snapshot(&[a.pid()]), before);
 }
+
+#[test]
+fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
+    let _g = serial();
+    let (a, b) = (Sleeper::start(), Sleeper::start());
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
+    let before = snapshot(&[a.pid(), b.pid()]);
+    let entry = |g: &str| format!("[[set]]\nrole = \"vcpu\"\nguest = \"{g}\"\npolicy = \"deadline\"\nruntime = \"5ms\"\ndeadline = \"5ms\"\nperiod = \"100ms\"\ncpus = \"{cpu}\"\n");
+    // bandwidth 0.1 passes the kernel's cap (the kernel would accept both), but both need 5 ms
+    // within the same 5 ms window: rtvirt's exact EDF test refuses before the kernel is asked.
+    let p = write(dir.path(), "dense.toml", &format!("schema = \"rtvirt.profile/v1\"\n{}{}", entry("a"), entry("b")));
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &format!("a={}", a.pid()), "--pid", &format!("b={}", b.pid())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("dense.toml") && err.contains(&format!("the profile does not fit core {cpu}")) && err.contains("exact EDF demand test"), "{}", text(&o));
+    assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
+    assert!(!journal_exists(&st));
+}

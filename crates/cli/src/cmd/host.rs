@@ -3,7 +3,7 @@
 
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, Subcommand};
-use rtvirt_host::apply::plan::{Admission, Server};
+use rtvirt_host::apply::{Admission, Server};
 use rtvirt_host::apply::profile::Profile;
 use rtvirt_host::apply::{ApplyOptions, Binding};
 use rtvirt_host::threads::{self, Target};
@@ -180,7 +180,7 @@ fn run_apply(a: ApplyArgs) -> CmdResult {
         rtvirt_host::apply::plan::apply_plan(&plan, &bindings, &[&ExactEdf], &opts, &mut progress)
     } else {
         let profile = Profile::from_file(&a.input)?;
-        rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &opts, &mut progress)
+        rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &[&ExactEdf], &opts, &mut progress)
     };
     match result {
         Ok(report) => {

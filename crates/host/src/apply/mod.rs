@@ -3,10 +3,12 @@
 //! (bad input: nothing changed), then the lint runs on the state the apply would produce, then
 //! each change is journaled and made; a failure rolls back what this apply changed.
 
+pub mod admission;
 pub mod plan;
 pub mod profile;
 
-pub use plan::{apply_plan, Admission, KernelBandwidthCap, Server};
+pub use admission::{Admission, KernelBandwidthCap, Server};
+pub use plan::apply_plan;
 pub use profile::{apply_profile, Profile};
 
 use crate::change::Change;

@@ -14,6 +14,7 @@
 //! cpus = "1"
 //! ```
 
+use super::admission::{admit_per_core, Admission, Pinned, Server};
 use super::{affinity_change, check_online, lint_and_run, sched_change, ApplyOptions, ApplyReport, Binding, Prepared};
 use crate::change::{read_trimmed, Change};
 use crate::cpulist::CpuList;
@@ -123,9 +124,12 @@ impl Profile {
 
     /// An InputError located at `set[i].field`.
     fn error(&self, i: usize, field: &str, msg: String) -> HostError {
-        let path = format!("set[{i}].{field}");
-        let mut e = InputError::field(path.clone(), msg);
-        if let Some((l, c)) = locate_field(&self.src, &path) {
+        self.located(InputError::field(format!("set[{i}].{field}"), msg))
+    }
+
+    /// The error with the profile's file and the line of its field.
+    fn located(&self, mut e: InputError) -> HostError {
+        if let Some((l, c)) = e.at.field.as_deref().and_then(|f| locate_field(&self.src, f)) {
             e = e.at_line(l, c);
         }
         match &self.file {
@@ -207,9 +211,10 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
     Ok(Some(attr))
 }
 
-/// Resolve and apply a profile.
-pub fn apply_profile(profile: &Profile, bindings: &[Binding], opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport> {
-    let prepared = prepare(profile, bindings)?;
+/// Resolve and apply a profile; pinned `deadline` entries pass the `admission` tests per core
+/// (then the kernel's cap) first, as a plan's reservations do.
+pub fn apply_profile(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission], opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport> {
+    let prepared = prepare(profile, bindings, admission)?;
     let napi_rules: Vec<Rule> = profile.rules.iter().filter(|r| matches!(r.select, Selector::Napi { .. })).cloned().collect();
     let mut followup = || -> Result<Vec<Change>> {
         let mut out = Vec::new();
@@ -255,14 +260,14 @@ fn planned_of(ts: &[ThreadInfo], r: &Rule) -> Vec<Planned> {
 }
 
 /// Resolve every entry against this host; nothing is changed.
-fn prepare(profile: &Profile, bindings: &[Binding]) -> Result<Prepared> {
+fn prepare(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission]) -> Result<Prepared> {
     let mut guests: BTreeMap<String, Vec<ThreadInfo>> = BTreeMap::new();
     for b in bindings {
         if guests.insert(b.guest.clone(), b.threads()?).is_some() {
             return Err(HostError::input(format!("guest \"{}\" is bound twice", b.guest)));
         }
     }
-    let mut r = Resolver { profile, guests, system: threads::discover(&threads::Target::System)?, out: Prepared { changes: Vec::new(), planned: Vec::new(), partitions: CpuList::default(), placed_irqs: Vec::new(), skipped: Vec::new() } };
+    let mut r = Resolver { profile, guests, system: threads::discover(&threads::Target::System)?, out: Prepared { changes: Vec::new(), planned: Vec::new(), partitions: CpuList::default(), placed_irqs: Vec::new(), skipped: Vec::new() }, pinned: Vec::new() };
     for rule in &profile.rules {
         match &rule.select {
             Selector::Guest { guest, role, vcpu, id } => r.guest_threads(rule, guest, role, *vcpu, id.as_deref())?,
@@ -272,6 +277,7 @@ fn prepare(profile: &Profile, bindings: &[Binding]) -> Result<Prepared> {
             Selector::Container { cgroup } => r.container(rule, cgroup)?,
         }
     }
+    admit_per_core(&r.pinned, admission, "the profile", "set").map_err(|e| profile.located(e))?;
     let mut out = r.out;
     if !out.partitions.is_empty() {
         let h = Hierarchy::find().expect("checked when the partition was planned");
@@ -288,6 +294,8 @@ struct Resolver<'a> {
     guests: BTreeMap<String, Vec<ThreadInfo>>,
     system: Vec<ThreadInfo>,
     out: Prepared,
+    /// The reservations of pinned deadline entries, for the admission tests.
+    pinned: Vec<Pinned>,
 }
 
 impl Resolver<'_> {
@@ -313,6 +321,8 @@ impl Resolver<'_> {
             self.out.changes.push(affinity_change(t, cpus.clone()));
             self.out.changes.push(h.move_change(t.tid, t.starttime, cpu));
             self.out.changes.push(sched_change(t, attr));
+            let server = Server { guest: format!("set[{}] thread {} ({})", rule.index, t.tid, t.comm), runtime_ns: attr.runtime_ns, deadline_ns: attr.deadline_ns, period_ns: attr.period_ns };
+            self.pinned.push(Pinned { core: cpu, tid: t.tid, server });
         }
         Ok(())
     }
