@@ -151,6 +151,19 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     let st = s.dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let bad = s.profile_file(60);
+    // `rtvirt host lint` alone: the same findings, exit 1, nothing changed.
+    let (rt, hk) = (format!("rt={}", s.rt.pid()), format!("hk={}", s.hk.pid()));
+    let o = run(rtvirt(&["host", "lint", bad.to_str().unwrap(), "--pid", &rt, "--pid", &hk, "--format", "json"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"), "{lint}");
+    let rt_cpu = last_cpu().to_string();
+    assert!(lint["per_cpu"][&rt_cpu].as_array().unwrap().iter().any(|e| e["tid"] == s.rt.pid() && e["changed"] == true), "{lint}");
+    let o = run(rtvirt(&["host", "lint", s.profile_file(40).to_str().unwrap(), "--pid", &rt, "--pid", &hk]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("CPU {rt_cpu}:")), "{}", text(&o));
+    assert_eq!(s.state(), before, "lint changes nothing");
+    let bad = s.profile_file(60);
     let o = s.apply(&bad, &st, &["--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

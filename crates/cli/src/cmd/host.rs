@@ -1,11 +1,12 @@
-//! `rtvirt host audit | threads | apply | revert`: wiring to rtvirt-host. The exact per-core
+//! `rtvirt host audit | threads | lint | apply | revert`: wiring to rtvirt-host. The exact per-core
 //! admission test of a plan comes from rtvirt-analysis (EDF processor demand on a dedicated core).
 
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, Subcommand};
 use rtvirt_host::apply::{Admission, Server};
 use rtvirt_host::apply::profile::Profile;
-use rtvirt_host::apply::{ApplyOptions, Binding};
+use rtvirt_host::apply::{ApplyOptions, ApplyReport, Binding};
+use rtvirt_host::change::Change;
 use rtvirt_host::threads::{self, Target};
 use rtvirt_host::{audit, journal, render, HostError};
 use rtvirt_model::plan::Plan;
@@ -33,6 +34,11 @@ pub enum HostAction {
     /// policy/priority/affinity, IRQ affinity, threaded NAPI, container cpusets). A lint runs
     /// first; every original value is journaled (fsynced) before it is changed.
     Apply(ApplyArgs),
+    /// Run only the lint of `apply` on a plan or profile: per CPU, every runnable entity with its
+    /// policy and priority after the change, and the findings (a FIFO vCPU starving per-CPU
+    /// kernel threads, DL admission disabled, the fair server preempting a FIFO vCPU, reclaim on
+    /// hard reservations, IRQs on isolated CPUs...). Changes nothing; exit code 1 if the lint fails.
+    Lint(LintArgs),
     /// Undo everything recorded in the journal (also completes an apply that was killed halfway).
     Revert(RevertArgs),
 }
@@ -65,6 +71,24 @@ role...) exit 2 with nothing changed; a failing lint exits 1 with nothing change
 Test hook: RTVIRT_TEST_CRASH_AFTER=N aborts the process right after the N-th change is journaled \
 (before it is made), as a kill would; `rtvirt host revert` then restores everything.")]
 pub struct ApplyArgs {
+    #[command(flatten)]
+    pub what: InputArgs,
+    /// Apply even if the lint fails.
+    #[arg(long)]
+    pub force: bool,
+    /// Resolve, validate and lint; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Journal directory [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// What to apply (or lint) and to which guests.
+#[derive(Args)]
+pub struct InputArgs {
     /// PLAN.json (rtvirt.plan/v1) or PROFILE.toml (rtvirt.profile/v1).
     pub input: PathBuf,
     /// A guest's QEMU: GUEST=QMP_SOCKET[,vcpu=N], or GUEST[,vcpu=N] for the QEMU started with
@@ -75,15 +99,14 @@ pub struct ApplyArgs {
     /// A thread standing for a guest's vCPU: GUEST=TID[,vcpu=N]. Repeatable.
     #[arg(long = "pid", value_name = "GUEST=TID[,vcpu=N]")]
     pub pids: Vec<String>,
-    /// Apply even if the lint fails.
-    #[arg(long)]
-    pub force: bool,
-    /// Resolve, validate and lint; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Journal directory [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
-    #[arg(long)]
-    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
+role...) exit 2; a failing lint exits 1. Nothing is ever changed.")]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub what: InputArgs,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -102,6 +125,7 @@ pub fn run(a: HostArgs) -> CmdResult {
         HostAction::Audit(a) => run_audit(a),
         HostAction::Threads(a) => run_threads(a),
         HostAction::Apply(a) => run_apply(a),
+        HostAction::Lint(a) => run_lint(a),
         HostAction::Revert(a) => run_revert(a),
     }
 }
@@ -160,29 +184,33 @@ fn is_plan(path: &Path) -> bool {
     }
 }
 
-fn run_apply(a: ApplyArgs) -> CmdResult {
+/// Resolve the input against this host and run the apply (or only its lint, with `dry_run`).
+fn apply_input(what: &InputArgs, opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport, HostError> {
     let mut bindings = Vec::new();
-    for v in &a.vms {
+    for v in &what.vms {
         bindings.push(Binding::parse_vm(v)?);
     }
-    for p in &a.pids {
+    for p in &what.pids {
         bindings.push(Binding::parse_pid(p)?);
     }
+    if is_plan(&what.input) {
+        let plan = Plan::from_file(&what.input)?;
+        rtvirt_host::apply::plan::apply_plan(&plan, &bindings, &[&ExactEdf], opts, progress)
+    } else {
+        let profile = Profile::from_file(&what.input)?;
+        rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &[&ExactEdf], opts, progress)
+    }
+}
+
+fn run_apply(a: ApplyArgs) -> CmdResult {
     let opts = ApplyOptions { state_dir: a.state_dir.unwrap_or_else(journal::default_state_dir), force: a.force, dry_run: a.dry_run };
     let table = a.format == Format::Table;
-    let mut progress = |c: &rtvirt_host::change::Change| {
+    let mut progress = |c: &Change| {
         if table {
             eprintln!("  applied: {}", c.describe());
         }
     };
-    let result = if is_plan(&a.input) {
-        let plan = Plan::from_file(&a.input)?;
-        rtvirt_host::apply::plan::apply_plan(&plan, &bindings, &[&ExactEdf], &opts, &mut progress)
-    } else {
-        let profile = Profile::from_file(&a.input)?;
-        rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &[&ExactEdf], &opts, &mut progress)
-    };
-    match result {
+    match apply_input(&a.what, &opts, &mut progress) {
         Ok(report) => {
             emit(a.format, &report, render::apply)?;
             Ok(Outcome::Ok)
@@ -194,6 +222,14 @@ fn run_apply(a: ApplyArgs) -> CmdResult {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+fn run_lint(a: LintArgs) -> CmdResult {
+    // A forced dry run: the lint report comes back whatever its findings, nothing is changed.
+    let opts = ApplyOptions { state_dir: journal::default_state_dir(), force: true, dry_run: true };
+    let report = apply_input(&a.what, &opts, &mut |_| {})?;
+    emit(a.format, &report.lint, render::lint)?;
+    Ok(if report.lint.failures() > 0 { Outcome::Failed } else { Outcome::Ok })
 }
 
 fn run_revert(a: RevertArgs) -> CmdResult {
