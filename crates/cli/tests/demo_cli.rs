@@ -1,9 +1,41 @@
 //! `rtvirt demo` end to end: plan, simulation, real timer measurements and the report.
 
-use std::process::Command;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 fn rtvirt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+}
+
+/// Measuring demos run one at a time: each switches the root cpuset's load balancing off while
+/// its task set runs, and the Ctrl-C test checks that it comes back.
+static HOST: Mutex<()> = Mutex::new(());
+
+/// The root cpuset's `sched_load_balance` (cgroup v1), which the task run switches off.
+fn root_load_balance() -> Option<String> {
+    std::fs::read_to_string("/sys/fs/cgroup/cpuset/cpuset.sched_load_balance").ok()
+}
+
+/// cgroups (4 levels under /sys/fs/cgroup) that rtvirt process `pid` created: "rtvirt-...-PID-N".
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: u32, tag: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rtvirt-") && name.contains(tag) {
+                out.push(e.path());
+            }
+            if depth > 0 {
+                walk(&e.path(), depth - 1, tag, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), 3, &format!("-{pid}-"), &mut out);
+    out
 }
 
 #[test]
@@ -15,7 +47,7 @@ fn without_measurements_plans_simulates_and_reports() {
     for n in 1..=7 {
         assert!(err.contains(&format!("[{n}/7]")), "progress of step {n}: {err}");
     }
-    assert_eq!(err.matches("NOT AVAILABLE").count(), 3, "{err}");
+    assert_eq!(err.matches("skipped: --no-measure").count(), 3, "{err}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report = dir.path().join("report.html");
     assert!(stdout.contains("report: ") && stdout.contains("report.html"), "{stdout}");
@@ -28,6 +60,7 @@ fn without_measurements_plans_simulates_and_reports() {
 
 #[test]
 fn with_short_measurements_compares_idle_and_loaded_timer() {
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = rtvirt().args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -56,4 +89,50 @@ fn bad_values_exit_2() {
     let out = rtvirt().args(["demo", "/nonexistent/scenario.toml", "--no-measure"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("scenario.toml"));
+}
+
+#[test]
+fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let balance_before = root_load_balance();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = rtvirt().args(["demo", "--measure-time", "3s", "--sim-time", "1s", "--out"]).arg(dir.path()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut all, mut buf) = (String::new(), [0u8; 512]);
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            let chunk = String::from_utf8_lossy(&buf[..n]).into_owned();
+            all.push_str(&chunk);
+            let _ = tx.send(chunk);
+        }
+        all
+    });
+    let mut seen = String::new();
+    while !seen.contains("[6/7]") {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(chunk) => seen.push_str(&chunk),
+            Err(_) => break,
+        }
+    }
+    // The task run is under way once its exclusive cpusets exist.
+    let start = Instant::now();
+    while cgroups_of(pid).is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let during = cgroups_of(pid);
+    // SAFETY: kill has no memory effects; pid is our own child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(!during.is_empty(), "the task run had not created its cpusets: {err}");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by Ctrl-C after") && err.contains("interrupted (Ctrl-C)"), "{err}");
+    assert_eq!(cgroups_of(pid), Vec::<PathBuf>::new(), "cpusets left behind");
+    assert_eq!(root_load_balance(), balance_before, "root cpuset load balancing not restored");
+    let tasks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
+    assert_eq!(tasks["interrupted"], true, "the partial task run is kept and says so");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("interrupted: shorter than planned"), "the report of what was done marks the partial run");
 }

@@ -1,8 +1,10 @@
 //! `rtvirt demo`: the main job end to end on the embedded default scenario - plan it, simulate
 //! it under the plan (and at several rho: the predicted DSR-versus-rho curve), measure this host
 //! for real (timer latency idle and under a generated load; the task set under the plan's
-//! reservations), and write one report comparing prediction and measurement. Each step prints its progress; a step whose library is not there yet says so
-//! and is skipped (nothing is faked).
+//! reservations), and write one report comparing prediction and measurement. Each step prints
+//! its progress; a step switched off (`--no-measure`) says so and is skipped (nothing is faked).
+//! Ctrl-C stops the running measurement early (its guards restore every host setting), skips
+//! the remaining measurements, writes the report of what was done and exits with code 130.
 
 use crate::cli_common::{load_scenario, CmdResult, Outcome};
 use clap::Args;
@@ -27,7 +29,9 @@ use std::time::Instant;
 host, idle (rtvirt measure timer), 5 the same under a system-call load (--load syscalls), 6 the task \
 set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), 7 the report (rtvirt report). Every file is kept in the output directory, so each step can be re-run \
 by hand. Real-time threads are bounded by the measurement time; needs root for the real measurements \
-(use --no-measure without it).\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo --measure-time 3s")]
+(use --no-measure without it). Ctrl-C stops the running measurement early, restores every host \
+setting it changed (cpusets, scheduling, cpu_dma_latency), skips the remaining measurements, writes the \
+report of what was done and exits with code 130.\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo --measure-time 3s")]
 pub struct DemoArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario.
     pub scenario: Option<PathBuf>,
@@ -54,7 +58,7 @@ fn parse_nanos(s: &str) -> Result<Nanos, String> {
 enum Step {
     /// Wrote these files.
     Done(Vec<PathBuf>),
-    /// The library this step needs does not exist yet, or it was switched off.
+    /// Switched off (the reason is shown).
     Skipped(String),
 }
 
@@ -78,6 +82,9 @@ const SWEEP_RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 
 pub fn run(args: DemoArgs) -> CmdResult {
     let scenario = load_scenario(args.scenario.as_deref())?;
+    // Ctrl-C only raises a flag: the running measurement stops early and drops its guards
+    // (cpusets, scheduling, cpu_dma_latency), the later steps are skipped, the report is written.
+    rtvirt_probe::signals::install();
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
     let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), sweep: Vec::new(), summary: Vec::new(), failed: Vec::new() };
     eprintln!("rtvirt demo: {} guests on {} cores; files in {}", d.scenario.guests.len(), d.scenario.host.cores, d.args.out.display());
@@ -96,6 +103,10 @@ impl Demo {
     fn step(&mut self, n: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
         eprint!("[{n}/{STEPS}] {what} ...");
         let _ = std::io::stderr().flush();
+        if interrupted() && n < STEPS {
+            eprintln!(" skipped: interrupted (Ctrl-C)");
+            return;
+        }
         let start = Instant::now();
         let took = |s: Instant| format!("{:.1}s", s.elapsed().as_secs_f64());
         let done = AtomicBool::new(false);
@@ -108,9 +119,10 @@ impl Demo {
         match outcome {
             Ok(Step::Done(files)) => {
                 let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-                eprintln!(" done in {} -> {}", took(start), names.join(", "));
+                let ended = if interrupted() { "stopped by Ctrl-C after" } else { "done in" };
+                eprintln!(" {ended} {} -> {}", took(start), names.join(", "));
             }
-            Ok(Step::Skipped(why)) => eprintln!("NOT AVAILABLE: {why}"),
+            Ok(Step::Skipped(why)) => eprintln!(" skipped: {why}"),
             Err(e) => {
                 eprintln!("FAILED after {}: {e:#}", took(start));
                 self.failed.push(format!("{what}: {e:#}"));
@@ -252,11 +264,22 @@ impl Demo {
             let shown = std::fs::canonicalize(&report).unwrap_or(report);
             println!("report: {}", shown.display());
         }
+        if interrupted() {
+            eprintln!("rtvirt demo: interrupted (Ctrl-C); every host setting a measurement changed has been restored");
+            std::process::exit(INTERRUPTED_EXIT);
+        }
         if self.failed.is_empty() {
             return Ok(Outcome::Ok);
         }
         anyhow::bail!("{} step(s) failed:\n  {}", self.failed.len(), self.failed.join("\n  "))
     }
+}
+
+/// Exit code after Ctrl-C (128 + SIGINT, as a shell reports a killed command).
+const INTERRUPTED_EXIT: i32 = 130;
+
+fn interrupted() -> bool {
+    rtvirt_probe::signals::interrupted()
 }
 
 /// One line about a result: pooled DSR for task results, p50/p99/max for latencies.

@@ -34,7 +34,7 @@ fn overview(inputs: &[Input]) -> Section {
     for i in inputs {
         let row = match &i.doc {
             Document::Results(r) => vec![
-                Cell::plain(r.kind.clone()),
+                kind_cell(r),
                 Cell::plain(fmt_ns(r.duration_ns as f64)),
                 Cell::plain(r.seed.map_or("-".into(), |s| s.to_string())),
                 Cell::plain(r.environment.as_ref().and_then(|e| e.r#in.clone()).unwrap_or_else(|| default_where(&r.kind).into())),
@@ -50,6 +50,41 @@ fn overview(inputs: &[Input]) -> Section {
     sec
 }
 
+/// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked.
+fn kind_cell(r: &rtvirt_model::results::Results) -> Cell {
+    if r.extra.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
+        Cell::marked(format!("{} (interrupted: shorter than planned)", r.kind), crate::doc::Mark::Worse)
+    } else {
+        Cell::plain(r.kind.clone())
+    }
+}
+
 fn default_where(kind: &str) -> &'static str {
     if kind == "simulation" || kind == "netsim" { "simulation" } else { "-" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Mark;
+    use rtvirt_model::results::Results;
+
+    fn input(r: Results) -> Input {
+        Input { name: "t".into(), path: "t.json".into(), doc: Document::Results(Box::new(r)) }
+    }
+
+    #[test]
+    fn interrupted_runs_are_marked_in_the_overview() {
+        let mut r = Results::new("timer", 1);
+        let plain = overview(&[input(r.clone())]);
+        r.extra.insert("interrupted".into(), true.into());
+        let marked = overview(&[input(r)]);
+        let kind = |s: &Section| match &s.blocks[0] {
+            crate::doc::Block::Table(t) => t.rows[0][2].clone(),
+            _ => panic!("overview starts with its table"),
+        };
+        assert_eq!(kind(&plain), Cell::plain("timer"));
+        assert_eq!(kind(&marked).mark, Mark::Worse);
+        assert!(kind(&marked).text.contains("interrupted"));
+    }
 }
