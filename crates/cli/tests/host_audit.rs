@@ -119,3 +119,60 @@ fn table_lists_every_check_with_details() {
     }
     assert!(t.contains("tuned:") && t.contains("fix:") && t.contains("STATUS"), "{t}");
 }
+
+/// `net_dev=threaded` for every device but lo, as the audit lists them.
+fn threaded_napi_files() -> String {
+    let mut devs: Vec<String> = std::fs::read_dir("/sys/class/net").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|d| d != "lo").filter_map(|d| read(&format!("/sys/class/net/{d}/threaded")).map(|v| format!("{d}={v}"))).collect();
+    devs.sort();
+    none_if_empty(devs.join(","))
+}
+
+#[test]
+fn the_other_checks_report_this_machines_values_too() {
+    let napi_before = threaded_napi_files();
+    let (a, _) = audit();
+    let napi_after = threaded_napi_files();
+    let found = |id: &str| check(&a, id)["found"].as_str().unwrap().to_string();
+    let status = |id: &str| check(&a, id)["status"].as_str().unwrap().to_string();
+    let words: Vec<String> = read("/proc/cmdline").unwrap().split_whitespace().map(str::to_string).collect();
+
+    let poll = words.iter().any(|w| w == "rcu_nocb_poll" || w.starts_with("rcu_nocb_poll="));
+    assert_eq!(found("rcu_nocb_poll"), if poll { "set" } else { "none" });
+    assert_eq!(found("irqaffinity"), cmdline("irqaffinity").unwrap_or_else(|| "none".into()));
+    // another engineer's test may add or remove a device meanwhile: one of the two readings
+    let napi = found("threaded_napi");
+    assert!(napi == napi_before || napi == napi_after || status("threaded_napi") == "skip", "{napi} vs {napi_before} / {napi_after}");
+    assert_eq!(found("smt"), read("/sys/devices/system/cpu/smt/control").unwrap_or_else(|| "none".into()));
+
+    let isolated = read("/sys/devices/system/cpu/isolated").unwrap_or_default();
+    if isolated.is_empty() {
+        assert_eq!((found("irq_affinity_isolated").as_str(), status("irq_affinity_isolated").as_str()), ("none", "skip"));
+    } else {
+        let iso = cpus(&isolated);
+        for irq in std::fs::read_dir("/proc/irq").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            let Some(eff) = read(&format!("/proc/irq/{irq}/effective_affinity_list")) else { continue };
+            let has_handler = read(&format!("/sys/kernel/irq/{irq}/actions")).is_some_and(|s| !s.is_empty());
+            if has_handler && !cpus(&eff).intersection(&iso).is_empty() {
+                assert!(found("irq_affinity_isolated").split(',').any(|h| h == format!("{irq}:{eff}")), "IRQ {irq} on {eff}: {}", found("irq_affinity_isolated"));
+            }
+        }
+    }
+
+    match std::fs::read_dir("/sys/module/kvm/parameters") {
+        Err(_) => assert_eq!(status("kvm"), "skip"),
+        Ok(_) => {
+            for p in ["halt_poll_ns", "lapic_timer_advance_ns", "lapic_timer_advance", "kvmclock_periodic_sync"] {
+                if let Some(v) = read(&format!("/sys/module/kvm/parameters/{p}")) {
+                    assert!(found("kvm").split(',').any(|kv| kv == format!("kvm.{p}={v}")), "kvm.{p}={v} missing: {}", found("kvm"));
+                }
+            }
+        }
+    }
+
+    // ksoftirqd/0's policy as util-linux chrt reports it
+    let pid = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|p| read(&format!("/proc/{p}/comm")).as_deref() == Some("ksoftirqd/0")).unwrap();
+    let policy = chrt(pid).lines().find_map(|l| l.split("policy: SCHED_").nth(1).map(str::to_string)).unwrap();
+    let kt = found("kthread_priorities");
+    let mine = kt.split(',').find_map(|e| e.strip_prefix("ksoftirqd/0=")).unwrap();
+    assert!(mine.starts_with(policy.trim()), "chrt says {policy}, audit {mine}");
+}
