@@ -39,6 +39,15 @@ fn serial_irq() -> Option<(u32, String)> {
     rtvirt_host::sysinfo::irqs().into_iter().find(|i| i.actions.iter().any(|a| a == "ttyS0")).map(|i| (i.number, "ttyS0".to_string()))
 }
 
+/// `rtvirt host threads --format json` (the whole host).
+fn system_threads() -> Vec<serde_json::Value> {
+    let o = run(rtvirt(&["host", "threads", "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list["schema"], "rtvirt.threads/v1");
+    list["threads"].as_array().unwrap().clone()
+}
+
 fn napi_tids(dev: &str) -> Vec<u32> {
     threads::discover(&Target::System).unwrap().into_iter().filter(|t| matches!(&t.role, Role::Napi { dev: d, .. } if d == dev)).map(|t| t.tid).collect()
 }
@@ -125,6 +134,13 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     }
     if let Some((n, _)) = &s.irq {
         assert_eq!(std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim(), cpu.to_string());
+    }
+    // `rtvirt host threads` labels the NAPI threads with their new policy and affinity
+    let ts = system_threads();
+    for t in &napi {
+        let j = ts.iter().find(|j| j["tid"] == *t).unwrap_or_else(|| panic!("napi thread {t} not listed"));
+        assert_eq!((j["role"]["kind"].as_str(), j["role"]["dev"].as_str()), (Some("napi"), Some(s.veth.0.as_str())), "{j}");
+        assert_eq!((j["policy"].as_str(), j["sched"]["priority"].as_u64(), j["affinity"].as_str()), (Some("FIFO"), Some(49), Some(cpu.to_string().as_str())), "{j}");
     }
     // the report shows the lint's per-CPU view with the changed threads
     let out = String::from_utf8_lossy(&o.stdout);
@@ -369,4 +385,39 @@ fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
     assert!(err.contains("dense.toml") && err.contains(&format!("the profile does not fit core {cpu}")) && err.contains("exact EDF demand test"), "{}", text(&o));
     assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
     assert!(!journal_exists(&st));
+}
+
+#[test]
+fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
+    let _g = serial();
+    let ts = system_threads();
+    let kthreads: Vec<(u32, String)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| Some((p, std::fs::read_to_string(format!("/proc/{p}/comm")).ok()?.trim().to_string())))
+        .filter(|(p, _)| std::fs::read_link(format!("/proc/{p}/exe")).is_err())
+        .collect();
+    let mut seen = 0;
+    for (pid, comm) in &kthreads {
+        let kind = match comm.split('/').next() {
+            Some("ksoftirqd") => "ksoftirqd",
+            Some("irq") => "irq",
+            _ => continue,
+        };
+        let Some(j) = ts.iter().find(|j| j["tid"] == *pid) else {
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{comm} ({pid}) not listed");
+            continue;
+        };
+        assert_eq!(j["role"]["kind"], kind, "{j}");
+        if kind == "irq" {
+            assert_eq!(comm, &format!("irq/{}-{}", j["role"]["irq"], j["role"]["name"].as_str().unwrap()), "{j}");
+        }
+        let attr = sched::get(*pid).unwrap();
+        assert_eq!((j["sched"]["policy"].as_u64(), j["sched"]["priority"].as_u64()), (Some(attr.policy as u64), Some(attr.priority as u64)), "{j}");
+        assert_eq!(j["affinity"].as_str().unwrap(), sched::get_affinity(*pid).unwrap().to_string(), "{j}");
+        assert!(chrt(*pid).contains(&format!("SCHED_{}", j["policy"].as_str().unwrap())), "{j} vs chrt {}", chrt(*pid));
+        seen += 1;
+    }
+    let ncpu = rtvirt_host::sysinfo::online_cpus().len();
+    assert!(seen >= ncpu, "one ksoftirqd per online CPU at least: {seen}");
 }
