@@ -3,14 +3,56 @@
 (back-to-back), interleaved rounds with the same settings. Prints a Markdown table for
 docs/PERFORMANCE.md. Needs root, rt-tests and sockperf (scripts/setup.sh installs them).
 
-  python3 crates/probe/bench/side_by_side.py RTVIRT_BINARY [ROUNDS] [SECONDS]
+  python3 crates/probe/bench/side_by_side.py RTVIRT_BINARY [ROUNDS] [SECONDS] [PARTS]
+
+PARTS (comma separated, default all): timer, net-free, net-held. /dev/cpu_dma_latency changes
+network RTT a lot (cyclictest and `measure timer` hold it at 0: CPUs stay out of deep idle
+states), so both net tools of a round always run in the same state, read before and after each
+run and printed: net-free = nobody holds a request (value 2000000000; a run during which another
+process held one is marked), net-held = this script holds 0 for both tools.
 """
-import json, os, re, resource, socket, subprocess, sys, tempfile, time
+import json, os, re, resource, socket, struct, subprocess, sys, tempfile, time
 
 RTVIRT = sys.argv[1] if len(sys.argv) > 1 else "target/release/rtvirt"
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 SECS = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+PARTS = (sys.argv[4] if len(sys.argv) > 4 else "timer,net-free,net-held").split(",")
 CPUS, PRIO, INTERVAL_US = "0-1", 90, 1000
+NO_REQUEST = 2000000000
+
+
+def dma_latency_us():
+    """The machine-wide CPU latency target now (us); NO_REQUEST when nobody holds one."""
+    with open("/dev/cpu_dma_latency", "rb") as f:
+        return struct.unpack("i", f.read(4))[0]
+
+
+class HoldDmaLatencyZero:
+    """Hold /dev/cpu_dma_latency at 0 while inside the `with` block (as cyclictest -m does)."""
+
+    def __enter__(self):
+        self.f = open("/dev/cpu_dma_latency", "wb", buffering=0)
+        self.f.write(struct.pack("i", 0))
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def in_state(state, fn):
+    """Run fn() with /dev/cpu_dma_latency in `state` ("free" or "held"); record what it read."""
+    if state == "held":
+        with HoldDmaLatencyZero():
+            before = dma_latency_us()
+            r = fn()
+            after = dma_latency_us()
+    else:
+        before = dma_latency_us()
+        r = fn()
+        after = dma_latency_us()
+    r["dma"] = f"{before}/{after}" if before != after else str(before)
+    r["dma_ok"] = (before == after == (0 if state == "held" else NO_REQUEST))
+    return r
 
 
 def child_cpu_s():
@@ -103,18 +145,28 @@ def rtvirt_net_round():
 
 def main():
     rows = []
+    if "timer" in PARTS:
+        for i in range(ROUNDS):
+            rows.append(("timer", i + 1, "cyclictest", cyclictest_round()))
+            rows.append(("timer", i + 1, "rtvirt", rtvirt_timer_round()))
+    states = [p.split("-", 1)[1] for p in PARTS if p.startswith("net-")]
     for i in range(ROUNDS):
-        rows.append(("timer", i + 1, "cyclictest", cyclictest_round()))
-        rows.append(("timer", i + 1, "rtvirt", rtvirt_timer_round()))
-    for i in range(ROUNDS):
-        rows.append(("net", i + 1, "sockperf", sockperf_round()))
-        rows.append(("net", i + 1, "rtvirt", rtvirt_net_round()))
-    print("| test | round | tool | p50 us | p99 us | max us | samples | CPU us/sample |")
-    print("|---|---|---|---|---|---|---|---|")
+        for state in states:
+            pair = [("sockperf", sockperf_round), ("rtvirt", rtvirt_net_round)]
+            for tool, fn in (pair if i % 2 == 0 else pair[::-1]):
+                rows.append((f"net ({state})", i + 1, tool, in_state(state, fn)))
+    print("| test | round | tool | p50 us | p99 us | max us | samples | CPU us/sample | cpu_dma_latency |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for test, rnd, tool, r in rows:
         mx = f"{r['max_us']:.0f}" if "max_us" in r else "-"
         cpu = f"{r['cpu_us_per_sample']:.2f}" if "cpu_us_per_sample" in r else "-"
-        print(f"| {test} | {rnd} | {tool} | {r['p50_us']:.1f} | {r['p99_us']:.1f} | {mx} | {r['samples']} | {cpu} |")
+        dma = (r["dma"] + ("" if r["dma_ok"] else " (other holder!)")) if "dma" in r else "0 (held by the tool)"
+        print(f"| {test} | {rnd} | {tool} | {r['p50_us']:.1f} | {r['p99_us']:.1f} | {mx} | {r['samples']} | {cpu} | {dma} |")
+    for state in states:
+        for tool in ["sockperf", "rtvirt"]:
+            p50 = sorted(r["p50_us"] for t, _, tl, r in rows if t == f"net ({state})" and tl == tool)
+            if p50:
+                print(f"net ({state}) {tool}: median of round medians {p50[len(p50) // 2]:.2f} us")
 
 
 if __name__ == "__main__":

@@ -205,4 +205,29 @@ mod tests {
         assert!(!std::path::Path::new("/run/netns").join(ns).exists());
         assert!(dirs.iter().all(|d| !d.exists()));
     }
+
+    /// Names in `dir` that start with `prefix`.
+    fn entries(dir: &str, prefix: &str) -> Vec<String> {
+        let names = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().to_string());
+        names.filter(|n| n.starts_with(prefix)).collect()
+    }
+
+    #[test]
+    fn a_failure_halfway_removes_what_was_created() {
+        if !crate::rt::is_root() {
+            return;
+        }
+        let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+        // The namespace, bridge and veth pair are made, then the cpuset refuses CPU 100000.
+        let err = Container::create(&[100_000]).unwrap_err();
+        assert!(err.to_string().contains("cpuset"), "{err}");
+        let id = std::process::id() % 100_000;
+        assert_eq!(entries("/run/netns", &format!("rtvirt-{id}")), Vec::<String>::new());
+        for prefix in [format!("rtvbr{id}"), format!("rtvh{id}")] {
+            assert_eq!(entries("/sys/class/net", &prefix), Vec::<String>::new());
+        }
+        if let Some(crate::cgroup::Hierarchy::V1(base) | crate::cgroup::Hierarchy::V2(base)) = crate::cgroup::find("cpuset") {
+            assert_eq!(entries(&base.to_string_lossy(), &format!("rtvirt-ctr-{}-", std::process::id())), Vec::<String>::new());
+        }
+    }
 }

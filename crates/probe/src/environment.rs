@@ -1,5 +1,6 @@
 //! The environment a measurement ran in: kernel, preemption model, command line, CPU model,
-//! clocksource, isolated CPUs, frequency governor, cpuidle driver, rtvirt version. Read from
+//! clocksource, isolated CPUs, frequency governor, cpuidle driver, the CPU latency target
+//! (/dev/cpu_dma_latency) when the environment was read, rtvirt version. Read from
 //! /proc and /sys; anything unreadable is left out rather than guessed.
 
 use rtvirt_model::results::Environment;
@@ -35,6 +36,11 @@ pub fn collect() -> Environment {
         env.extra.insert(key, detail);
     }
     env.extra.insert("online_cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
+    if let Some(us) = crate::rt::DmaLatency::current_us() {
+        // Whoever holds it (this run, cyclictest, another measurement) keeps CPUs out of deep
+        // idle states, which shortens every wake-up on the machine: part of the environment.
+        env.extra.insert("cpu_dma_latency_us".into(), us.into());
+    }
     env
 }
 
@@ -91,6 +97,10 @@ mod tests {
         assert!(e.clocksource.is_some());
         assert_eq!(e.rtvirt_version.as_deref(), Some(rtvirt_model::VERSION));
         assert!(e.r#in.is_some());
+        if crate::rt::is_root() {
+            let us = e.extra["cpu_dma_latency_us"].as_i64().unwrap();
+            assert!((0..=crate::rt::NO_DMA_LATENCY_REQUEST as i64).contains(&us), "{us}");
+        }
     }
 
     #[test]

@@ -9,9 +9,9 @@ use rtvirt_host::sched::{self as host_sched, SchedAttr};
 use rtvirt_host::{CpuList, KernelError};
 use serde::Serialize;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// Highest priority usable without `--force`; 99 is left to the kernel's own threads.
@@ -175,6 +175,9 @@ impl Drop for MemoryLock {
     }
 }
 
+/// What `/dev/cpu_dma_latency` reads when no process holds a request (the kernel's default).
+pub const NO_DMA_LATENCY_REQUEST: i32 = 2_000_000_000;
+
 /// Holds `/dev/cpu_dma_latency` at 0 us (no deep C-states) while alive; the kernel releases the
 /// request when the file is closed on drop.
 pub struct DmaLatency(#[allow(dead_code)] File);
@@ -187,6 +190,16 @@ impl DmaLatency {
             .map_err(|e| Error::os("cannot open /dev/cpu_dma_latency", e))?;
         f.write_all(&0i32.to_ne_bytes()).map_err(|e| Error::os("cannot write /dev/cpu_dma_latency", e))?;
         Ok(DmaLatency(f))
+    }
+
+    /// The machine-wide CPU latency target now, in us: the smallest request any process holds
+    /// (0 while cyclictest or `measure timer` runs; [`NO_DMA_LATENCY_REQUEST`] when nobody holds
+    /// one). None when the device cannot be read (not root). Reading opens the device with the
+    /// default request, which changes nothing.
+    pub fn current_us() -> Option<i32> {
+        let mut b = [0u8; 4];
+        File::open("/dev/cpu_dma_latency").and_then(|mut f| f.read_exact(&mut b)).ok()?;
+        Some(i32::from_ne_bytes(b))
     }
 }
 
@@ -205,11 +218,29 @@ pub fn check_priority(priority: u32, force: bool) -> Result<()> {
 /// grace period has passed and a thread has not stopped, the guard (itself a sleeping SCHED_FIFO
 /// 99 thread, so that a spinning thread cannot starve it) demotes the thread to SCHED_OTHER and
 /// records it. It also raises the shared stop flag at the end of the run, so every loop that
-/// polls the flag has a bounded duration even if its own clock logic is wrong.
+/// polls the flag has a bounded duration even if its own clock logic is wrong. It sleeps on a
+/// condition variable until its deadline or the end of the run: it wakes at most three times,
+/// never in the middle of a measurement.
 pub struct Watchdog {
     stop: Arc<AtomicBool>,
-    state: Arc<Mutex<WatchState>>,
+    shared: Arc<WatchShared>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct WatchShared {
+    state: Mutex<WatchState>,
+    finished: Condvar,
+}
+
+impl WatchShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn finish(&self) {
+        self.lock().finished = true;
+        self.finished.notify_all();
+    }
 }
 
 #[derive(Default)]
@@ -222,16 +253,20 @@ struct WatchState {
 impl Watchdog {
     /// Guard a run that must end by `end_ns` (CLOCK_MONOTONIC), allowing `grace` after it.
     pub fn start(stop: Arc<AtomicBool>, end_ns: u64, grace: Duration) -> Watchdog {
-        let state = Arc::new(Mutex::new(WatchState::default()));
-        let (st, flag) = (state.clone(), stop.clone());
+        let shared = Arc::new(WatchShared::default());
+        let (st, flag) = (shared.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("rtvirt-watchdog".into())
             .spawn(move || {
                 let _ = set_sched(0, Sched::Fifo(99));
-                sleep_or_finish(&st, end_ns);
+                if sleep_or_finish(&st, end_ns) {
+                    return;
+                }
                 flag.store(true, Ordering::SeqCst);
-                sleep_or_finish(&st, end_ns + grace.as_nanos() as u64);
-                let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+                if sleep_or_finish(&st, end_ns + grace.as_nanos() as u64) {
+                    return;
+                }
+                let mut s = st.lock();
                 if !s.finished {
                     for tid in s.tids.clone() {
                         if set_sched(tid, Sched::Other).is_ok() {
@@ -241,12 +276,12 @@ impl Watchdog {
                 }
             })
             .expect("spawn watchdog thread");
-        Watchdog { stop, state, thread: Some(thread) }
+        Watchdog { stop, shared, thread: Some(thread) }
     }
 
     /// Register the calling thread.
     pub fn register_current(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).tids.push(gettid());
+        self.shared.lock().tids.push(gettid());
     }
 
     /// The stop flag every guarded loop polls.
@@ -256,30 +291,35 @@ impl Watchdog {
 
     /// End the guard; returns the threads that had to be demoted (runaways).
     pub fn finish(mut self) -> Vec<i32> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
+        self.shared.finish();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).demoted)
+        std::mem::take(&mut self.shared.lock().demoted)
     }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
+        self.shared.finish();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// Sleep until `until_ns` in short steps, returning early once the run is finished.
-fn sleep_or_finish(state: &Mutex<WatchState>, until_ns: u64) {
-    while now_ns() < until_ns {
-        if state.lock().unwrap_or_else(|e| e.into_inner()).finished {
-            return;
+/// Sleep until `until_ns` (CLOCK_MONOTONIC) or until the run is finished; whether it is.
+fn sleep_or_finish(shared: &WatchShared, until_ns: u64) -> bool {
+    let mut s = shared.lock();
+    loop {
+        let now = now_ns();
+        if s.finished || now >= until_ns {
+            return s.finished;
         }
-        sleep_until((now_ns() + 20_000_000).min(until_ns));
+        s = match shared.finished.wait_timeout(s, Duration::from_nanos(until_ns - now)) {
+            Ok((g, _)) => g,
+            Err(e) => e.into_inner().0,
+        };
     }
 }
 
@@ -330,9 +370,9 @@ mod tests {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let wd = Watchdog::start(stop.clone(), now_ns() + 50_000_000, Duration::from_millis(50));
-        let wd_state = wd.state.clone();
+        let wd_state = wd.shared.clone();
         let t = std::thread::spawn(move || {
-            wd_state.lock().unwrap().tids.push(gettid());
+            wd_state.lock().tids.push(gettid());
             set_sched(0, Sched::Fifo(5)).unwrap();
             // A runaway: ignores the stop flag, spins until demoted (bounded by 2 s anyway).
             let end = now_ns() + 2_000_000_000;
@@ -349,11 +389,21 @@ mod tests {
     }
 
     #[test]
+    fn watchdog_finished_early_returns_without_stopping_the_run() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let wd = Watchdog::start(stop.clone(), now_ns() + 600_000_000_000, Duration::from_secs(1));
+        assert!(wd.finish().is_empty());
+        // The guard left its sleep when told, not at the end of the run (which raises the flag).
+        assert!(!stop.load(Ordering::SeqCst));
+    }
+
+    #[test]
     fn dma_latency_is_held_and_released() {
         if !is_root() {
             return;
         }
         let g = DmaLatency::hold_zero().unwrap();
+        assert_eq!(DmaLatency::current_us(), Some(0));
         drop(g);
     }
 }

@@ -122,6 +122,10 @@ pub struct IntervalReport {
     pub stalled_cpus: Vec<u32>,
 }
 
+/// How often the reporting thread looks for Ctrl-C or a failed measuring thread between reports
+/// (rarely: each of its wake-ups is CPU time the measurement pays for).
+const STOP_POLL_NS: u64 = 100_000_000;
+
 /// Report intervals without samples after which a CPU's thread counts as stalled.
 pub const STALL_INTERVALS: u32 = 2;
 
@@ -225,7 +229,7 @@ fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64,
     loop {
         let next = start.saturating_add(step.saturating_mul(k + 1)).min(end);
         while rt::now_ns() < next && !stop.load(Ordering::Relaxed) && !crate::signals::interrupted() {
-            rt::sleep_until((rt::now_ns() + 50_000_000).min(next));
+            rt::sleep_until((rt::now_ns() + STOP_POLL_NS).min(next));
         }
         if crate::signals::interrupted() {
             stop.store(true, Ordering::SeqCst);
