@@ -91,9 +91,9 @@ fn errno_name(errno: i32) -> Option<String> {
 /// Errors of the host crate. Every one is reported with exit code 2 by the CLI.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Kernel(#[from] KernelError),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
