@@ -107,3 +107,12 @@ fn policy_of(pid: u64, tid: u64) -> u64 {
     stat.rsplit(')').next().unwrap().split_whitespace().nth(38).unwrap().parse().unwrap()
 }
 
+
+#[test]
+fn qemu_refusing_the_guest_is_an_early_exit_with_its_message() {
+    let name = "vmt-early";
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--vcpus", "999", "--", "measure", "timer"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exited early") && err.contains("QEMU stderr") && err.contains("999"), "{err}");
+    assert_nothing_left(name);
+}

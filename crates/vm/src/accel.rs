@@ -72,7 +72,7 @@ pub fn resolve(choice: AccelChoice, cache: &Path, image: &Image, bound: Duration
                 r.cached = true;
                 return Ok(r);
             }
-            let r = probe(image, bound, key);
+            let r = probe(image, bound, key)?;
             write_cache(cache, &r)?;
             Ok(r)
         }
@@ -80,15 +80,16 @@ pub fn resolve(choice: AccelChoice, cache: &Path, image: &Image, bound: Duration
 }
 
 /// Boot `image` under KVM with a job that only echoes; KVM if it answers within `bound`.
-pub fn probe(image: &Image, bound: Duration, host_key: String) -> ProbeResult {
+/// An interrupted probe is an error (nothing is learnt, nothing cached).
+pub fn probe(image: &Image, bound: Duration, host_key: String) -> Result<ProbeResult> {
     if !Path::new("/dev/kvm").exists() {
-        return ProbeResult { accel: Accel::Tcg, reason: "/dev/kvm does not exist".into(), host_key, cached: false };
+        return Ok(ProbeResult { accel: Accel::Tcg, reason: "/dev/kvm does not exist".into(), host_key, cached: false });
     }
     let mut cfg = GuestConfig::new(&format!("rtvirt-kvm-probe-{}", std::process::id()), Accel::Kvm, bound);
     cfg.boot_timeout = bound;
     cfg.memory_mib = 256;
     let outcome = Guest::start(image, &cfg, "echo rtvirt-kvm-ok").and_then(|mut g| g.wait_done());
-    match outcome {
+    Ok(match outcome {
         Ok(out) if out.stdout.contains("rtvirt-kvm-ok") => ProbeResult {
             accel: Accel::Kvm,
             reason: format!("KVM booted the guest in {:.1}s", out.boot_time.as_secs_f64()),
@@ -96,7 +97,7 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> ProbeResult {
             cached: false,
         },
         Ok(out) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM guest answered {:?}", out.stdout.trim()), host_key, cached: false },
-        Err(VmError::Interrupted { name }) => ProbeResult { accel: Accel::Tcg, reason: format!("probe {name} interrupted"), host_key, cached: false },
+        Err(e @ VmError::Interrupted { .. }) => return Err(e),
         Err(VmError::EarlyExit { status, stderr, .. }) => ProbeResult {
             accel: Accel::Tcg,
             reason: format!("QEMU with KVM exited at once ({status}): {}", stderr.split(" | ").next().unwrap_or("")),
@@ -110,7 +111,7 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> ProbeResult {
             cached: false,
         },
         Err(e) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM cannot boot the guest: {}", first_line(&e.to_string())), host_key, cached: false },
-    }
+    })
 }
 
 fn first_line(s: &str) -> String {

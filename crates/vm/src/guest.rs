@@ -8,9 +8,10 @@ use crate::console::{self, Progress};
 use crate::error::{Result, VmError};
 use crate::image::Image;
 use crate::net::{self, Bridge};
-use crate::qmp::Qmp;
 use crate::runtime::{self, GuestRecord};
-use crate::{init, paths, signals};
+use crate::{init, paths};
+use rtvirt_host::qmp::Qmp;
+use rtvirt_probe::signals;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -100,6 +101,9 @@ pub struct Guest {
 /// Poll interval of the wait loops.
 const POLL: Duration = Duration::from_millis(25);
 
+/// Bound on QEMU creating its QMP socket and answering on it.
+const QMP_BOUND: Duration = Duration::from_secs(10);
+
 impl Guest {
     /// Start QEMU running `job` (a shell script) in `image`.
     pub fn start(image: &Image, cfg: &GuestConfig, job: &str) -> Result<Guest> {
@@ -173,20 +177,20 @@ impl Guest {
             self.bridge.as_ref().expect("a tap implies a bridge").attach(&tap)?;
         }
         let sock = self.record.qmp_socket.clone();
-        self.wait_until("QEMU opening its QMP socket", Duration::from_secs(10), |_| sock.exists())?;
-        let (threads, kvm) = match query_qmp(&sock) {
-            Ok(v) => v,
-            // QEMU exiting early closes QMP: report that (with its stderr and the console), not
-            // the socket error; give it a moment to be reaped.
-            Err(e) => {
-                let t0 = Instant::now();
-                while t0.elapsed() < Duration::from_secs(2) {
-                    if let Err(exit) = self.poll() {
-                        return Err(exit);
+        self.wait_until("QEMU opening its QMP socket", QMP_BOUND, |_| sock.exists())?;
+        // QEMU creates the socket file a moment before it listens: retry. If QEMU exited early
+        // (which also closes QMP), poll() reports that, with its stderr and the console.
+        let t0 = Instant::now();
+        let (threads, kvm) = loop {
+            match query_qmp(&sock) {
+                Ok(v) => break v,
+                Err(e) => {
+                    self.poll()?;
+                    if t0.elapsed() > QMP_BOUND {
+                        return Err(VmError::Spawn(e.to_string()));
                     }
-                    std::thread::sleep(POLL);
+                    std::thread::sleep(POLL * 4);
                 }
-                return Err(e);
             }
         };
         self.record.vcpu_threads = threads;
@@ -347,10 +351,13 @@ impl Drop for Guest {
     }
 }
 
-/// vCPU thread ids and whether KVM is on, over QMP.
-fn query_qmp(sock: &Path) -> Result<(Vec<i32>, bool)> {
-    let mut qmp = Qmp::connect(sock, Duration::from_secs(20))?;
-    Ok((qmp.vcpu_threads()?, qmp.kvm_enabled()?))
+/// vCPU thread ids (in vCPU index order) and whether KVM is on, over QMP.
+fn query_qmp(sock: &Path) -> rtvirt_host::Result<(Vec<i32>, bool)> {
+    let mut qmp = Qmp::connect(sock)?;
+    let mut vcpus = qmp.vcpus()?;
+    vcpus.sort_by_key(|v| v.index);
+    let kvm = qmp.execute("query-kvm", None)?.get("enabled").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    Ok((vcpus.into_iter().map(|v| v.thread_id as i32).collect(), kvm))
 }
 
 /// A "garbage" error with the tails of the output and console.

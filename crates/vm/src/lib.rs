@@ -13,7 +13,8 @@
 //! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
 //! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
 //! - [`qemu`]: QEMU's command line, vCPU pinning.
-//! - plumbing: [`qmp`], [`console`], [`signals`], [`paths`], [`error`].
+//! - plumbing: [`console`], [`paths`], [`error`]; QMP is `rtvirt_host::qmp`, Ctrl-C/SIGTERM
+//!   handling `rtvirt_probe::signals` (one flag for the whole process).
 
 pub mod accel;
 pub mod console;
@@ -27,9 +28,7 @@ pub mod modules;
 pub mod net;
 pub mod paths;
 pub mod qemu;
-pub mod qmp;
 pub mod runtime;
-pub mod signals;
 
 pub use error::{Result, VmError};
 pub use guest::{Accel, Guest, GuestConfig, JobOutput};
