@@ -103,7 +103,8 @@ impl Demo {
     fn step(&mut self, n: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
         eprint!("[{n}/{STEPS}] {what} ...");
         let _ = std::io::stderr().flush();
-        if interrupted() && n < STEPS {
+        let interrupted_before = interrupted();
+        if interrupted_before && n < STEPS {
             eprintln!(" skipped: interrupted (Ctrl-C)");
             return;
         }
@@ -119,7 +120,7 @@ impl Demo {
         match outcome {
             Ok(Step::Done(files)) => {
                 let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-                let ended = if interrupted() { "stopped by Ctrl-C after" } else { "done in" };
+                let ended = if interrupted() && !interrupted_before { "stopped by Ctrl-C after" } else { "done in" };
                 eprintln!(" {ended} {} -> {}", took(start), names.join(", "));
             }
             Ok(Step::Skipped(why)) => eprintln!(" skipped: {why}"),
@@ -284,7 +285,10 @@ fn interrupted() -> bool {
 
 /// One line about a result: pooled DSR for task results, p50/p99/max for latencies.
 fn summary_line(r: &Results) -> String {
-    let label = r.label.clone().unwrap_or_else(|| r.kind.clone());
+    let mut label = r.label.clone().unwrap_or_else(|| r.kind.clone());
+    if r.extra.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
+        label.push_str(" (interrupted by Ctrl-C)");
+    }
     if let Some(l) = &r.latency_ns {
         let missed = r.extra.get("missed_periods").map_or(String::new(), |m| format!(", {m} missed periods"));
         return format!("{label}: latency p50 {} p99 {} max {} over {} samples{missed}", fmt_ns(l.p50 as f64), fmt_ns(l.p99 as f64), fmt_ns(l.max as f64), l.count);
