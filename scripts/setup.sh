@@ -25,6 +25,8 @@ APT_PACKAGES=(
     procps
     util-linux      # chrt, taskset
     qemu-system-x86 # host tests: a real QEMU (TCG) with QMP for thread discovery and apply/revert
+    busybox-static  # vm: the guest initramfs's shell and tools
+    cpio            # vm: packing the guest initramfs
     ethtool         # host tests: GRO on a veth so that it has NAPI instances (threaded NAPI)
     chromium        # report tests: headless browser loads the HTML report, screenshot
 )
@@ -41,20 +43,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- rtvirt-vm (crates/vm): QEMU guests ------------------------------------------------------
-# QEMU, static busybox and cpio build and boot the guest image; the guest kernels are Debian's
-# cloud (non-RT, "nrt") and rt (PREEMPT_RT, "rt") packages, downloaded with apt and unpacked with
-# dpkg-deb into the cache rtvirt-vm reads (same rule as crates/vm/src/paths.rs).
-VM_PACKAGES=(qemu-system-x86 busybox-static cpio)
-vm_missing=()
-for p in "${VM_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || vm_missing+=("$p")
-done
-if [ "${#vm_missing[@]}" -gt 0 ]; then
-    echo "setup: installing Debian packages for guests: ${vm_missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" >/dev/null
-fi
+# QEMU, static busybox and cpio (in APT_PACKAGES above) build and boot the guest image; the guest
+# kernels are Debian's cloud (non-RT, "nrt") and rt (PREEMPT_RT, "rt") packages, downloaded with
+# apt and unpacked with dpkg-deb into the cache rtvirt-vm reads (same rule as crates/vm/src/paths.rs).
 vm_cache="${RTVIRT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rtvirt}"
 fetch_guest_kernel() {  # $1: rt|nrt  $2: Debian metapackage
     local dest="$vm_cache/kernels/$1" pkg deb
@@ -67,7 +58,7 @@ fetch_guest_kernel() {  # $1: rt|nrt  $2: Debian metapackage
     [ -n "$pkg" ] || { echo "setup: cannot resolve the kernel package of $2" >&2; exit 2; }
     echo "setup: fetching guest kernel $pkg into $dest"
     mkdir -p "$vm_cache/debs"
-    (cd "$vm_cache/debs" && apt-get download -qq "$pkg" 2>/dev/null)
+    (cd "$vm_cache/debs" && apt-get download -qq "$pkg") || { echo "setup: apt-get download $pkg failed" >&2; exit 2; }
     deb=$(ls -t "$vm_cache/debs/${pkg}"_*.deb | head -1)
     rm -rf "$dest.tmp" && mkdir -p "$dest.tmp" && dpkg-deb -x "$deb" "$dest.tmp"
     rm -rf "$dest" && mv "$dest.tmp" "$dest"
