@@ -61,8 +61,10 @@ fn find<'a>(r: &'a Results, key: &(String, String)) -> Option<&'a TaskResult> {
     r.tasks.iter().find(|t| t.guest == key.0 && t.name == key.1)
 }
 
-/// Per line ("simulated vm1", "measured vm3", ...) and rho (in millionths): pooled (jobs, misses).
-type RhoLines = BTreeMap<String, BTreeMap<u64, (u64, u64)>>;
+/// Per rho (in millionths): pooled (jobs, misses).
+type RhoPoints = BTreeMap<u64, (u64, u64)>;
+/// Per line ("simulated vm1", "measured vm3", ...): its points.
+type RhoLines = BTreeMap<String, RhoPoints>;
 
 /// DSR of each guest (pooled over its tasks' jobs) against rho, one line per (kind, guest);
 /// results with the same kind, guest and rho (e.g. several seeds) are pooled. None: < 2 rhos.
@@ -90,7 +92,7 @@ fn source(kind: &str) -> &str {
 }
 
 fn dsr_rho_figure(lines: &RhoLines) -> Figure {
-    let mut ordered: Vec<(&String, &BTreeMap<u64, (u64, u64)>)> = lines.iter().collect();
+    let mut ordered: Vec<(&String, &RhoPoints)> = lines.iter().collect();
     ordered.sort_by_key(|(name, _)| (!name.starts_with("simulated"), name.to_string()));
     let series: Vec<Series> = ordered
         .into_iter()
