@@ -164,9 +164,18 @@ fn bad_input_exits_2_naming_file_line_and_field() {
         ("missing samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"nope.csv\" }"), "nope.csv"),
         ("empty samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"empty.csv\" }"), "empty.csv"),
         ("unparsable samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "bad.csv:line 2"),
+        ("samples line without a first value", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"comma.csv\" }"), "comma.csv:line 3"),
+        ("all-zero samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"zero.csv\" }"), "zero.csv: field `guest[0].task[0].exec`"),
+        ("wrong unit", GOOD.replace("period = \"10ms\"", "period = \"10 parsecs\""), "unknown unit"),
+        ("duration without unit", GOOD.replace("period = \"10ms\"", "period = 10"), "guest[0].task[0].period"),
+        ("mean above wcet", GOOD.replace("mean = \"1ms\"", "mean = \"3ms\""), "exec.mean"),
+        ("guest without tasks", GOOD[..GOOD.find("[[guest.task]]").unwrap()].to_string(), "has no tasks"),
+        ("no guests", "[host]\ncores = 1\n".to_string(), "no [[guest]]"),
     ];
     write(&d, "empty.csv", "# nothing\n");
     write(&d, "bad.csv", "1ms\nbanana\n");
+    write(&d, "comma.csv", "exec\n1ms\n,2ms\n");
+    write(&d, "zero.csv", "0ns\n0ns\n");
     for (what, text, needle) in cases {
         let f = write(&d, "bad.toml", &text);
         let o = rtvirt(&["plan", &f]);

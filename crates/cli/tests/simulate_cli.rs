@@ -91,7 +91,10 @@ fn fails_with(scenario_text: &str, extra: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, scenario_text).unwrap();
-    let mut args = vec!["simulate", path.to_str().unwrap(), "--duration", "100ms"];
+    let mut args = vec!["simulate", path.to_str().unwrap()];
+    if !extra.contains(&"--duration") {
+        args.extend_from_slice(&["--duration", "100ms"]);
+    }
     args.extend_from_slice(extra);
     let o = rtvirt(&args);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -111,6 +114,11 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(&GOOD.replace("[guest.vcpu]", "[guest.vcpu]\ncore = 3"), &[], "core 3 does not exist");
     fails_with(GOOD, &["--trace", "/tmp/x.json", "--trace-max-events", "999999999"], "would not fit in memory");
     fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"), &[], "unknown unit");
+    fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"45000min\"\n[host]"), &["--duration", "45000min"], "field `--duration`: 2700000s");
+    fails_with("[host]\ncores = 1\n", &[], "nothing to simulate");
+    fails_with(&GOOD.replace("period = \"10ms\"", "period = \"-10ms\""), &[], "guest[0].task[0].period");
+    // a trace path that cannot be written fails before the run
+    fails_with(GOOD, &["--trace", "/nonexistent-dir/t.json"], "cannot write trace");
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
     std::fs::write(&plan, r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#).unwrap();

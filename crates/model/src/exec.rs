@@ -68,8 +68,13 @@ impl Samples {
         let mut values = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let cell = line.split(',').next().unwrap_or("").trim();
-            if cell.is_empty() || cell.starts_with('#') {
+            if line.trim().is_empty() || cell.starts_with('#') {
                 continue;
+            }
+            if cell.is_empty() {
+                return Err(InputError::new("empty first column: expected an execution time (e.g. \"1.2ms\") as the first value of the line")
+                    .in_file(path)
+                    .at_line(i + 1, 1));
             }
             if i == 0 && !cell.chars().any(|c| c.is_ascii_digit()) {
                 continue; // header
@@ -172,6 +177,8 @@ mod tests {
         let e = Samples::load(f.path()).unwrap_err();
         assert_eq!(e.at.line_col, Some((3, 1)));
         assert!(Samples::load(write("\n# nothing\n").path()).is_err());
+        let e = Samples::load(write("1ms\n, 2ms\n").path()).unwrap_err();
+        assert_eq!(e.at.line_col, Some((2, 1)), "{e}");
         assert!(Samples::load(Path::new("/nonexistent/x.csv")).is_err());
     }
 

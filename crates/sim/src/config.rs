@@ -161,7 +161,11 @@ impl SimConfig {
     /// reservation (runtime = budget, deadline, period) pinned to the plan's core.
     pub fn new(s: &Scenario, plan: Option<&Plan>, o: Overrides) -> R<SimConfig> {
         let raw = s.sim.clone().unwrap_or_default();
-        let settings = settings(&raw, o).map_err(|e| e.under("sim"))?;
+        let settings = settings(&raw, o).map_err(|e| match (e.at.field.as_deref(), o.duration) {
+            // the horizon came from the command line, not from the file
+            (Some("duration"), Some(_)) => InputError { at: Default::default(), ..e }.under("--duration"),
+            _ => e.under("sim"),
+        })?;
         let cores = s.host.cores;
         let mut vcpus = Vec::with_capacity(s.guests.len());
         for (i, g) in s.guests.iter().enumerate() {

@@ -10,6 +10,7 @@ use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{plan, PlanOptions, Planned};
 use rtvirt_analysis::{emit, maxrho};
 use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::sim::locate_sim_error;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
 use std::collections::BTreeMap;
@@ -158,9 +159,26 @@ fn pids(a: &PlanArgs, s: &Scenario) -> Result<BTreeMap<String, u32>, InputError>
 }
 
 fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
-    match &a.import_carts {
-        Some(x) => rtvirt_model::carts::from_file(x),
-        None => load_scenario(a.scenario.as_deref()),
+    let s = match &a.import_carts {
+        Some(x) => rtvirt_model::carts::from_file(x)?,
+        None => load_scenario(a.scenario.as_deref())?,
+    };
+    check_plannable(&s).map_err(|e| locate_sim_error(e, &s))?;
+    Ok(s)
+}
+
+/// Something to plan: at least one guest, and every guest with at least one task (a guest
+/// without tasks would get an empty reservation, almost always a forgotten `[[guest.task]]`).
+fn check_plannable(s: &Scenario) -> Result<(), InputError> {
+    if s.guests.is_empty() {
+        return Err(InputError::field("guest", "no [[guest]]: expected at least one guest with periodic tasks to plan"));
+    }
+    match s.guests.iter().position(|g| g.tasks.is_empty()) {
+        Some(i) => Err(InputError::field(
+            format!("guest[{i}]"),
+            format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (a reservation is planned for a guest's tasks)", s.guests[i].name),
+        )),
+        None => Ok(()),
     }
 }
 

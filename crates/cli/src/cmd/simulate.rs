@@ -87,14 +87,22 @@ pub fn run(a: SimulateArgs) -> CmdResult {
     let cfg = SimConfig::new(&scenario, plan.as_ref(), Overrides { duration: a.duration, seed: a.seed })
         .map_err(|e| match (&a.plan, e.at.field.as_deref()) {
             (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
+            (_, Some(f)) if f.starts_with("--") => e,
             _ => locate_sim_error(e, &scenario),
         })?;
+    if cfg.threads().next().is_none() {
+        return Err(locate_sim_error(InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"), &scenario).into());
+    }
     let opts = RunOptions { trace: trace_window(&a)?, progress: progress_printer(), ..Default::default() };
+    // the trace file is created before the run, so that a bad path fails before the work
+    let trace_file = match &a.trace {
+        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write trace {}", path.display()))?),
+        None => None,
+    };
     let started = Instant::now();
     let out = simulate(&scenario, &cfg, &opts);
     let wall = started.elapsed().as_secs_f64();
-    if let (Some(path), Some(trace)) = (&a.trace, &out.trace) {
-        let file = std::fs::File::create(path).with_context(|| format!("cannot write trace {}", path.display()))?;
+    if let (Some(path), Some(file), Some(trace)) = (&a.trace, trace_file, &out.trace) {
         trace.write_json(std::io::BufWriter::new(file)).with_context(|| format!("cannot write trace {}", path.display()))?;
         eprintln!("trace: {} events written to {} ({} dropped: beyond --trace-max-events)", trace.len(), path.display(), trace.dropped());
     }

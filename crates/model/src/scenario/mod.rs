@@ -160,8 +160,9 @@ impl Scenario {
     /// paths (relative to the file's folder).
     pub fn from_toml(src: &str, file: Option<&Path>) -> Result<Scenario, InputError> {
         let located = |e: InputError| {
-            let e = match (&e.at.field, e.at.line_col) {
-                (Some(f), None) => match locate_field(src, f) {
+            // an error inside another file (a samples CSV) keeps that file's own location
+            let e = match (&e.at.field, e.at.line_col, &e.at.file) {
+                (Some(f), None, None) => match locate_field(src, f) {
                     Some((l, c)) => e.at_line(l, c),
                     None => e,
                 },

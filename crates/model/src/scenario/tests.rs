@@ -105,6 +105,9 @@ fn samples_and_percentile_wcet() {
     let src = MINI.replace("wcet = \"1ms\"", "wcet = \"max\"\nexec = { samples = \"missing.csv\" }");
     let e = Scenario::from_toml(&src, Some(&file)).unwrap_err();
     assert!(e.to_string().contains("missing.csv"), "{e}");
+    // a samples-file error without a line in that file gets no line of the TOML file either
+    assert_eq!(e.at.line_col, None, "{e}");
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[0].exec"), "{e}");
 }
 
 #[test]
