@@ -48,6 +48,12 @@ fn report_of_real_network_simulations_compares_methods() {
     let html = String::from_utf8(out.stdout).unwrap();
     assert!(html.contains("data-chart=\"segments\"") && html.contains("Flow critical: end-to-end latency"));
     assert!(html.contains("seeds1_vanilla_hr / critical") && html.contains("seeds1_outsourcing_hr / critical"));
+    let chart = &html[html.find("data-chart=\"segments\"").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    for segment in ["host_receive", "guest", "host_send"] {
+        assert!(chart.contains(&format!(">{segment}<")), "segment {segment} in the legend");
+    }
+    assert!(chart.matches("class=\"datum\"").count() >= 6, "3 segments x 2 methods stacked");
 }
 
 #[test]
