@@ -28,6 +28,7 @@ def scenario(method, n, duration="2s"):
         "[net]",
         'kind = "kvm"',
         f'duration = "{duration}"',
+        'warmup = "500ms"  # skip the Heavy Receivers\' start-up burst',
         'irq = "threaded"',
         f'softirq = "{"partitioned" if outs else "shared"}"',
         "rtnet_prio = 47",

@@ -7,7 +7,7 @@ use std::process::Command;
 /// (median over VMs of the p99 in us, Heavy Receiver Gb/s).
 fn step(method: &str) -> (f64, f64) {
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(["simulate", &format!("scenarios/seeds1_scaling_{method}_20.toml"), "--duration", "1s", "--format", "json"])
+        .args(["simulate", &format!("scenarios/seeds1_scaling_{method}_20.toml"), "--duration", "1.5s", "--format", "json"])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .output()
         .unwrap();

@@ -226,7 +226,7 @@ impl Default for CacheModel {
             miss: Nanos(80),
             footprint_irq_kib: 4.0,
             footprint_vhost_kib: 8.0,
-            footprint_guest_stack_kib: 16.0,
+            footprint_guest_stack_kib: 24.0,
             footprint_host_stack_kib: 6.0,
             footprint_app_kib: 6.0,
         }
