@@ -659,7 +659,7 @@ fn prio(p: Option<i64>, field: &str) -> R<Option<u8>> {
 fn positive(v: Option<i64>, default: u32, field: &str) -> R<u32> {
     match v {
         None => Ok(default),
-        Some(x) if x < 1 || x > 1_000_000 => Err(InputError::field(field, format!("{x}: expected a whole number from 1 to 1000000"))),
+        Some(x) if !(1..=1_000_000).contains(&x) => Err(InputError::field(field, format!("{x}: expected a whole number from 1 to 1000000"))),
         Some(x) => Ok(x as u32),
     }
 }

@@ -1,8 +1,8 @@
 //! What each thread of the network path does next, and what its finished work changes:
 //! hard IRQ / IRQ threads (NAPI scheduling onto the list chosen by priority), NET_RX delivery
 //! (bridge to a tap, or the host stack for outsourced sockets and host processes), the vhost
-//! backend (RX copy into guest memory in batches, virtual interrupt injection, TX copy + bridge
-//! + NIC), the vCPU (VM entry, guest IRQ, guest NAPI + IP/UDP/TCP, the server, the send path by
+//! backend (RX copy into guest memory in batches, virtual interrupt injection, TX copy, bridge
+//! and NIC), the vCPU (VM entry, guest IRQ, guest NAPI + IP/UDP/TCP, the server, the send path by
 //! kick or by outsourced RPC, HLT) and the non-virtualized server process.
 
 use super::softirq::NAPI_WEIGHT;

@@ -118,19 +118,19 @@ impl Sim {
         let gap = rng.uniform_nanos(*min, *max);
         self.q.schedule_in(gap, Ev::Arrival { flow: f });
         let pkt = Pkt { flow: f as u32, bytes, t0: now, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
-        self.to_ring(rxq, pkt);
+        self.put_on_ring(rxq, pkt);
         self.arm_nic_irq(rxq);
     }
 
-    fn to_ring(&mut self, rxq: usize, pkt: Pkt) -> bool {
+    /// NIC DMA of one packet into the RX ring, or a drop when the ring is full.
+    fn put_on_ring(&mut self, rxq: usize, pkt: Pkt) {
         if self.rxqs[rxq].ring.len() >= self.rxqs[rxq].ring_cap {
             self.rxqs[rxq].drops += 1;
             self.drop_pkt(pkt);
-            return false;
+            return;
         }
         self.copy_bytes(pkt.bytes as u64);
         self.rxqs[rxq].ring.push_back(pkt);
-        true
     }
 
     /// Materialise the bulk senders' packets that reached the RX queue by now.
@@ -138,8 +138,7 @@ impl Sim {
         let now = self.q.now().0 as f64;
         for i in 0..self.rxqs[rxq].senders.len() {
             let f = self.rxqs[rxq].senders[i];
-            loop {
-                let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut self.flows[f] else { break };
+            while let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut self.flows[f] {
                 if *inflight >= *window || *next_at > now {
                     break;
                 }
@@ -148,7 +147,7 @@ impl Sim {
                 *inflight += 1;
                 stats.sent += 1;
                 let pkt = Pkt { flow: f as u32, bytes: *frame, t0, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
-                self.to_ring(rxq, pkt);
+                self.put_on_ring(rxq, pkt);
             }
         }
     }
