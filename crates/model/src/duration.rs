@@ -100,7 +100,7 @@ impl fmt::Display for Nanos {
         }
         for (unit, k) in [("s", NS_PER_S), ("ms", NS_PER_MS), ("us", NS_PER_US)] {
             if n >= k {
-                if n % k == 0 {
+                if n.is_multiple_of(k) {
                     return write!(f, "{}{unit}", n / k);
                 }
                 let digits = k.ilog10() as usize;
