@@ -219,7 +219,9 @@ fn print_grid(results: &[Results]) {
         let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
         let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
         let rho = r.extra.get("rho").and_then(|v| v.as_f64()).map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
+        // the file name (the JSON keeps the scenario's full path)
         let sc = r.extra.get("scenario").and_then(|v| v.as_str()).unwrap_or("");
+        let sc = std::path::Path::new(sc).file_name().map_or(sc.into(), |f| f.to_string_lossy());
         println!("{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}", sc, rho, r.seed.unwrap_or(0), jobs, misses, rtvirt_model::results::TaskResult::dsr_of(jobs, misses), min);
     }
 }
