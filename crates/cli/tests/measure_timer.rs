@@ -49,6 +49,8 @@ fn json_has_the_documented_shape_and_counts_every_period() {
         assert!(env[k].is_string(), "environment.{k}");
     }
     assert_eq!(env["in"], "host");
+    // The run held /dev/cpu_dma_latency at 0 (recorded while it was held).
+    assert_eq!(env["cpu_dma_latency_us"], 0);
     let text = std::fs::read_to_string(&hist).unwrap();
     assert!(text.starts_with("# Histogram\n000000 "), "{}", &text[..100.min(text.len())]);
     let total = text.lines().find(|l| l.starts_with("# Total:")).unwrap();
@@ -82,6 +84,16 @@ fn deadline_policy_runs_and_restores_the_cpuset_setup() {
     assert_eq!(v["reservation"]["period_ns"], 1_000_000);
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
     assert_eq!(std::fs::read_to_string(lb).ok(), before);
+}
+
+#[test]
+fn priority_99_runs_with_force() {
+    if !is_root() {
+        return;
+    }
+    let v = json(&rtvirt(&["measure", "timer", "--cpus", "0", "--priority", "99", "--force", "--duration", "200ms", "--format", "json"]));
+    assert_eq!(v["priority"], 99);
+    assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 190);
 }
 
 #[test]
