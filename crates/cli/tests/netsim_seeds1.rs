@@ -38,10 +38,7 @@ fn with_heavy_receivers_outsourcing_keeps_latency_consistent_and_throughput() {
     let [van, thr, exc, out] = ["vanilla", "threaded", "exclusive", "outsourcing"].map(|m| run(m, true, "3s"));
     let show = |n: &str, r: &Row| format!("{n}: mean {:.1} p99 {:.1} sd {:.1} hr {:.2}", r.mean, r.p99, r.sd, r.hr_gbps);
     let all = [show("vanilla", &van), show("threaded", &thr), show("exclusive", &exc), show("outsourcing", &out)].join("\n");
-    // The issue asks for >= 3 (published 29.0 / 4.3 = 6.7). The model's steady state (the scenarios
-    // skip the Heavy Receivers' 500 ms start-up burst) gives 2.8-3.0 at every seed and length
-    // tried: a known deviation (docs/netsim.md), so the test holds the model to >= 2.5.
-    assert!(thr.sd / out.sd >= 2.5, "SD(threaded)/SD(outsourcing) >= 2.5\n{all}");
+    assert!(thr.sd / out.sd >= 3.0, "SD(threaded)/SD(outsourcing) >= 3\n{all}");
     assert!(exc.sd / out.sd >= 1.5, "SD(exclusive)/SD(outsourcing) >= 1.5\n{all}");
     assert!(out.p99 < exc.p99 && exc.p99 < thr.p99.min(van.p99), "p99: outsourcing < exclusive < min(threaded, vanilla)\n{all}");
     let ratio = exc.hr_gbps / van.hr_gbps;
@@ -71,8 +68,10 @@ fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
     assert!(v["softirq_lock_inversions"].as_u64().unwrap() > 0);
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let evs = trace["traceEvents"].as_array().unwrap();
-    let blocked = evs.iter().find(|e| e["name"] == "blocked on softirq lock" && e["ph"] == "X").expect("a blocked slice");
-    assert_eq!(blocked["tid"], thread_tid(evs, "irq/rt0-0"), "the RT IRQ thread is the one blocked");
+    let blocked_tids: Vec<&serde_json::Value> = evs.iter().filter(|e| e["name"] == "blocked on softirq lock" && e["ph"] == "X").map(|e| &e["tid"]).collect();
+    assert!(blocked_tids.contains(&&thread_tid(evs, "irq/rt0-0")), "the RT IRQ thread is blocked on the lock");
+    // the send path too: the RT vhost thread's netif_rx backlog goes through the same shared list
+    assert!(blocked_tids.contains(&&thread_tid(evs, "vhost-rtvm")), "the RT vhost thread is blocked on the lock");
     assert!(
         evs.iter().any(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("irq/hr0-0 (boosted to FIFO 50)") || n.starts_with("ksoftirqd/0 (boosted to FIFO 50)"))),
         "a non-RT holder runs boosted to FIFO 50"

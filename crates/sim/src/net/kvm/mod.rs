@@ -159,6 +159,9 @@ pub(crate) struct Core {
     pub trace_since: Nanos,
     pub time_squeeze: u64,
     pub trace_track: Track,
+    /// The core's softnet backlog queue (an RX queue index): packets a thread hands to the
+    /// stack with netif_rx (the vhost TX path), polled by NET_RX like a NIC queue.
+    pub backlog: usize,
 }
 
 pub(crate) struct RxQ {
@@ -172,6 +175,8 @@ pub(crate) struct RxQ {
     pub irq_thread: Option<Tid>,
     pub senders: Vec<usize>,
     pub drops: u64,
+    /// A core's softnet backlog (no NIC, no interrupt) rather than a NIC RX queue.
+    pub backlog: bool,
 }
 
 pub(crate) struct VmState {
@@ -210,6 +215,8 @@ pub(crate) enum Ev {
 /// Poll lists (and softirq locks) per core: normal and RT.
 pub(crate) const LISTS_PER_CORE: usize = 2;
 const TAP_LIMIT: usize = 1000;
+/// netdev_max_backlog: packets a core's backlog queue holds (drops beyond).
+const BACKLOG_LIMIT: usize = 1000;
 const TICK: Nanos = Nanos(1_000_000);
 
 pub(crate) struct Sim {
@@ -308,6 +315,7 @@ impl Sim {
                 min_vr: 0,
                 trace_since: Nanos::ZERO,
                 trace_track: track,
+                backlog: usize::MAX,
             });
             if let Some(t) = self.trace.as_mut() {
                 t.name_track(track, "cores", &format!("core {c}"));
@@ -337,8 +345,25 @@ impl Sim {
                     irq_thread,
                     senders: Vec::new(),
                     drops: 0,
+                    backlog: false,
                 });
             }
+        }
+        for c in 0..self.cores.len() {
+            self.cores[c].backlog = self.rxqs.len();
+            self.rxqs.push(RxQ {
+                nic: usize::MAX,
+                core: c,
+                ring: VecDeque::new(),
+                ring_cap: BACKLOG_LIMIT,
+                irq_enabled: false,
+                irq_event: false,
+                on_list: None,
+                irq_thread: None,
+                senders: Vec::new(),
+                drops: 0,
+                backlog: true,
+            });
         }
     }
 

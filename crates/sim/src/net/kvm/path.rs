@@ -6,7 +6,7 @@
 //! kick or by outsourced RPC, HLT) and the non-virtualized server process.
 
 use super::softirq::NAPI_WEIGHT;
-use super::{Act, Next, Pkt, RespPhase, Role, Sim, St, Tid, Work, TAP_LIMIT};
+use super::{Act, Next, Pkt, RespPhase, Role, Sim, St, Tid, Work, BACKLOG_LIMIT, TAP_LIMIT};
 use rtvirt_model::scenario::net::{IrqMode, SocketMode, SoftirqMode};
 use rtvirt_model::Nanos;
 
@@ -87,15 +87,23 @@ impl Sim {
         cost
     }
 
+    /// CPU cost of NET_RX forwarding `n` backlog packets (process_backlog: bridge, NIC xmit).
+    pub(crate) fn backlog_cost(&self, n: usize) -> Nanos {
+        let c = &self.cfg.costs;
+        Nanos((c.bridge_per_packet.0 + c.nic_xmit.0) * n as u64)
+    }
+
     fn vhost_next(&mut self, t: Tid, vm: usize) -> Next {
+        if let Some(n) = self.softirq_next(t) {
+            return n;
+        }
         let c = self.cfg.costs;
         let batch = self.vms[vm].batch;
         if !self.vms[vm].txq.is_empty() {
             let n = batch.min(self.vms[vm].txq.len());
             let pkts: Vec<Pkt> = self.vms[vm].txq.drain(..n).collect();
             let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
-            let per = c.vhost_per_packet + c.bridge_per_packet + c.nic_xmit;
-            return work(Nanos(per.0 * n as u64) + self.copy_cost(bytes), Act::VhostTx { pkts });
+            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Act::VhostTx { pkts });
         }
         if std::mem::take(&mut self.vms[vm].need_inject) {
             return work(c.virq_inject, Act::Inject { vm });
@@ -194,19 +202,18 @@ impl Sim {
                 self.wake(it);
             }
             Act::HardIrq(rxq) => {
-                let c = self.threads[t].core;
-                let rt = self.cfg.softirq == SoftirqMode::Partitioned
-                    && !matches!(self.threads[t].role, Role::IrqCtx(_))
-                    && self.eff(t) >= self.cfg.rtnet_prio as i32;
-                let list = Self::list_id(c, rt);
-                self.napi_schedule(rxq, list);
-                self.raise(t, list);
+                self.schedule_on_own_list(t, rxq);
                 self.threads[t].exit_due = true;
             }
             Act::Poll { list, rxq, pkts } => {
                 let n = pkts.len();
+                let backlog = self.rxqs[rxq].backlog;
                 for p in pkts {
-                    self.deliver(p);
+                    if backlog {
+                        self.response_out(p);
+                    } else {
+                        self.deliver(p);
+                    }
                 }
                 self.after_poll(list, rxq, n);
             }
@@ -229,8 +236,17 @@ impl Sim {
             Act::VhostTx { pkts } => {
                 let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
                 self.copy_bytes(bytes);
+                let backlog = self.cores[self.threads[t].core].backlog;
                 for p in pkts {
-                    self.response_out(p);
+                    if self.rxqs[backlog].ring.len() >= BACKLOG_LIMIT {
+                        self.rxqs[backlog].drops += 1;
+                        self.drop_pkt(p);
+                    } else {
+                        self.rxqs[backlog].ring.push_back(p);
+                    }
+                }
+                if !self.rxqs[backlog].ring.is_empty() {
+                    self.schedule_on_own_list(t, backlog);
                 }
                 self.threads[t].exit_due = true;
             }
@@ -265,6 +281,18 @@ impl Sim {
             }
             Act::Halt { vm } => self.vms[vm].in_guest = false,
         }
+    }
+
+    /// napi_schedule `rxq` on the poll list of `t`'s core chosen by `t`'s priority (the
+    /// rt_poll_list when partitioned and priority >= rtnet_prio) and raise NET_RX for `t`.
+    fn schedule_on_own_list(&mut self, t: Tid, rxq: usize) {
+        let c = self.threads[t].core;
+        let rt = self.cfg.softirq == SoftirqMode::Partitioned
+            && !matches!(self.threads[t].role, Role::IrqCtx(_))
+            && self.eff(t) >= self.cfg.rtnet_prio as i32;
+        let list = Self::list_id(c, rt);
+        self.napi_schedule(rxq, list);
+        self.raise(t, list);
     }
 
     /// NET_RX hands one packet to its consumer: a VM's tap (vhost) or the host stack's socket.

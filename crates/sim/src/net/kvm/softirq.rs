@@ -210,7 +210,7 @@ impl Sim {
         self.pull_arrivals(rxq);
         let n = NAPI_WEIGHT.min(sc.budget).min(self.rxqs[rxq].ring.len());
         let pkts: Vec<_> = self.rxqs[rxq].ring.drain(..n).collect();
-        let cost = self.cfg.costs.napi_poll + self.rx_cost(&pkts);
+        let cost = self.cfg.costs.napi_poll + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
         sc.budget -= n.min(sc.budget);
         sc.polls += 1;
         let list = sc.list;
@@ -219,13 +219,19 @@ impl Sim {
     }
 
     /// After a poll: NAPI complete (IRQ re-enabled) if it used less than its weight, else
-    /// re-queue at the tail.
+    /// re-queue at the tail; a backlog has no IRQ and stays queued while it holds packets.
     pub(crate) fn after_poll(&mut self, list: usize, rxq: usize, n: usize) {
         let l = &mut self.lists[list].q;
         if let Some(pos) = l.iter().position(|&r| r == rxq) {
             l.remove(pos);
         }
-        if n < NAPI_WEIGHT {
+        if self.rxqs[rxq].backlog {
+            if self.rxqs[rxq].ring.is_empty() {
+                self.rxqs[rxq].on_list = None;
+            } else {
+                self.lists[list].q.push_back(rxq);
+            }
+        } else if n < NAPI_WEIGHT {
             self.rxqs[rxq].on_list = None;
             self.rxqs[rxq].irq_enabled = true;
             self.arm_nic_irq(rxq);
