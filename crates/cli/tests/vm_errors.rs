@@ -90,6 +90,11 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
     assert_eq!(code, 0);
     let listed: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert!(listed.as_array().unwrap().iter().any(|g| g["name"] == name && g["pid"] == qemu_pid), "{list}");
+    // the name is taken while the guest runs: a second run is refused and disturbs nothing
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--", "measure", "timer"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("a guest named '{name}' is already running")) && err.contains(&qemu_pid.to_string()), "{err}");
+    assert!(std::path::Path::new(rec["qmp_socket"].as_str().unwrap()).exists(), "the running guest's QMP socket survived");
 
     assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let status = child.wait().unwrap();
@@ -106,7 +111,6 @@ fn policy_of(pid: u64, tid: u64) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
     stat.rsplit(')').next().unwrap().split_whitespace().nth(38).unwrap().parse().unwrap()
 }
-
 
 #[test]
 fn qemu_refusing_the_guest_is_an_early_exit_with_its_message() {

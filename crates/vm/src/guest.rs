@@ -376,15 +376,34 @@ fn now_nanos() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
-/// Create the runtime directory of `name`, replacing a stale one; refuse if that guest runs.
+/// Claim the runtime directory of `name` atomically: it is made (with an `owner` file holding this
+/// process's id) under a private name and renamed into place, which fails while another run owns
+/// it. A stale one (owner gone) is replaced; a live one is refused.
 fn claim_run_dir(name: &str) -> Result<PathBuf> {
     let dir = paths::guest_run_dir(name);
-    if let Some(rec) = GuestRecord::read(&dir) {
-        if rec.alive() {
-            return Err(VmError::Invalid(format!("a guest named '{name}' is already running (QEMU pid {}); choose another --name", rec.pid)));
+    let parent = dir.parent().expect("guest dirs live under vm/");
+    let io = |what: &str, e| VmError::io(format!("{what} {}", dir.display()), e);
+    std::fs::create_dir_all(parent).map_err(|e| io("creating the parent of", e))?;
+    let stage = parent.join(format!(".{name}.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&stage);
+    std::fs::create_dir(&stage).map_err(|e| io("staging", e))?;
+    std::fs::write(stage.join("owner"), std::process::id().to_string()).map_err(|e| io("staging", e))?;
+    for _ in 0..3 {
+        if std::fs::rename(&stage, &dir).is_ok() {
+            return Ok(dir);
         }
+        if let Some(owner) = run_dir_owner(&dir).filter(|&pid| runtime::process_alive(pid)) {
+            let _ = std::fs::remove_dir_all(&stage);
+            let qemu = GuestRecord::read(&dir).map(|r| format!(", QEMU pid {}", r.pid)).unwrap_or_default();
+            return Err(VmError::Invalid(format!("a guest named '{name}' is already running (rtvirt pid {owner}{qemu}); choose another --name")));
+        }
+        let _ = std::fs::remove_dir_all(&dir); // stale: its owner is gone
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
-    Ok(dir)
+    let _ = std::fs::remove_dir_all(&stage);
+    Err(VmError::Invalid(format!("cannot claim {} (another run keeps taking it)", dir.display())))
+}
+
+/// The rtvirt process owning a runtime directory (from its `owner` file, else its record).
+fn run_dir_owner(dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(dir.join("owner")).ok().and_then(|t| t.trim().parse().ok()).or_else(|| GuestRecord::read(dir).map(|r| r.owner_pid))
 }

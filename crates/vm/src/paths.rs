@@ -5,7 +5,7 @@
 //!   `debs/*.deb`, `kernels/<flavour>/` (the unpacked package: `boot/vmlinuz-*`, `boot/config-*`,
 //!   `lib/modules/<version>/`), `images/<flavour>/{initramfs.cpio,key}`, `accel.json`.
 //! - runtime (one directory per running guest, read by `rtvirt host threads --vm NAME`):
-//!   `$RTVIRT_RUN_DIR`, else `/run/rtvirt`: `vm/<name>/{guest.json,qmp.sock,qemu.pid,console.log,
+//!   `$RTVIRT_RUN_DIR`, else `/run/rtvirt`: `vm/<name>/{owner,guest.json,qmp.sock,qemu.pid,console.log,
 //!   output.log}`; see [`crate::runtime`].
 
 use std::path::PathBuf;

@@ -435,7 +435,7 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args
 pub fn measure_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format) -> CmdResult {
     let kernels = parse_kernels(guest_kernels)?;
     let args = guest_args_from(std::env::args().skip(1));
-    matrix(&kernels, loads, &default_guest_opts(), &args, format, None)
+    matrix(&kernels, loads, &hook_guest_opts(), &args, format, None)
 }
 
 /// The hook of `rtvirt measure net client --in vm`: a server in a guest, this client on the host.
@@ -447,7 +447,7 @@ pub fn client_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format
     };
     let client_args = client_args_from(std::env::args().skip(1));
     let params = NetParams { tcp, port, duration, loads, client_args: &client_args };
-    net_in_guest(flavour, &default_guest_opts(), &params, format)
+    net_in_guest(flavour, &hook_guest_opts(), &params, format)
 }
 
 /// `--guest-kernel` values (none: both).
@@ -456,6 +456,12 @@ fn parse_kernels(values: &[String]) -> anyhow::Result<Vec<Flavour>> {
         return Ok(Flavour::ALL.to_vec());
     }
     values.iter().map(|v| parse_flavour(v).map_err(|e| anyhow::anyhow!("--guest-kernel: {e}"))).collect()
+}
+
+/// The guest options of the `--in vm` hooks: the documented defaults, with a guest name of this
+/// process (`rtvirt-measure-PID`), so that concurrent `--in vm` runs do not compete for one name.
+fn hook_guest_opts() -> GuestOpts {
+    GuestOpts { name: format!("rtvirt-measure-{}", std::process::id()), ..default_guest_opts() }
 }
 
 /// The guest options' documented defaults.
@@ -655,6 +661,8 @@ mod tests {
         assert_eq!(parse_kernels(&["rt".into()]).unwrap(), [Flavour::Rt]);
         assert!(parse_kernels(&["xen".into()]).unwrap_err().to_string().contains("--guest-kernel"));
         assert_eq!(default_guest_opts().vcpus, 1);
+        assert_eq!(hook_guest_opts().name, format!("rtvirt-measure-{}", std::process::id()));
+        assert!(runtime::check_name(&hook_guest_opts().name).is_ok());
     }
 }
 
