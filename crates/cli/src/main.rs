@@ -43,7 +43,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    quiet_broken_pipe_panics();
+    match std::panic::catch_unwind(move || run(cli)) {
+        Ok(outcome) => cli_common::finish(outcome),
+        Err(payload) if is_broken_pipe(payload.as_ref()) => ExitCode::from(EXIT_BROKEN_PIPE),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+fn run(cli: Cli) -> cli_common::CmdResult {
+    match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Demo(a) => cmd::demo::run(a),
@@ -52,6 +61,26 @@ fn main() -> ExitCode {
         Command::Load(a) => cmd::load::run(a),
         Command::Vm(a) => cmd::vm::run(a),
         Command::Host(a) => cmd::host::run(a),
-    };
-    cli_common::finish(outcome)
+    }
+}
+
+/// What a shell reports for a process killed by SIGPIPE (128 + 13).
+const EXIT_BROKEN_PIPE: u8 = 141;
+
+/// A reader that closes stdout early (`rtvirt plan --format json | head`) makes `println!` panic
+/// with "Broken pipe". SIGPIPE stays ignored (sockets to peers that went away must give EPIPE,
+/// not kill a measurement); instead the panic unwinds silently, so every cleanup guard on the way
+/// (RT settings, cpusets, namespaces) still runs, and the process exits with 141.
+fn quiet_broken_pipe_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_broken_pipe(info.payload()) {
+            default(info);
+        }
+    }));
+}
+
+fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("");
+    text.contains("failed printing to stdout") && text.contains("Broken pipe")
 }
