@@ -1,5 +1,6 @@
 //! `rtvirt vm` on bad input and failing guests: missing kernel package, garbage instead of
-//! results, rtvirt failing inside the guest, a guest over its time bound, a signal while a guest
+//! results, rtvirt failing inside the guest, a guest not booting or not finishing within its bound,
+//! QEMU refusing the guest (early exit), a second run with a running guest's name, a signal while a guest
 //! is held up - each a clear error (with the guest console where there is one), exit code 2,
 //! and nothing left running. The held guest is also driven by `rtvirt host threads --vm NAME` and
 //! `rtvirt host apply/revert --vm GUEST=QMP_SOCKET` while it runs.
@@ -45,6 +46,15 @@ fn a_guest_over_its_bound_is_killed() {
     let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--timeout", "1s", "--", "measure", "timer", "--duration", "60s"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not finish within 1s (running the job)") && err.contains("QEMU killed"), "{err}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn a_guest_not_booting_within_its_bound_is_killed_with_the_console_tail() {
+    let name = "vmt-noboot";
+    let (code, _, err) = run(&["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "1s", "--", "measure", "timer"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not finish within 1s (booting)") && err.contains("QEMU killed") && err.contains("Guest console (last lines)"), "{err}");
     assert_nothing_left(name);
 }
 
