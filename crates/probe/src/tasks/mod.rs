@@ -112,14 +112,17 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
         }
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("vCPU thread panicked".into())))).collect()
     });
+    let ran_ns = rt::now_ns().min(end).saturating_sub(start);
     let runaways = watchdog.finish();
     drop(exclusive);
     let outcomes = outcomes.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok(assemble(s, plan, &places, outcomes, cfg, runaways))
+    Ok(assemble(s, plan, &places, outcomes, cfg, ran_ns, runaways))
 }
 
-fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<guest::GuestOutcome>, cfg: &TasksConfig, runaways: Vec<i32>) -> Results {
-    let mut r = Results::new("tasks", cfg.duration.0);
+/// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when
+/// interrupted).
+fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<guest::GuestOutcome>, cfg: &TasksConfig, ran_ns: u64, runaways: Vec<i32>) -> Results {
+    let mut r = Results::new("tasks", ran_ns);
     r.seed = Some(cfg.seed);
     r.label = Some(s.name.clone());
     for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
@@ -128,7 +131,7 @@ fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<guest
             tr.extra.insert("unfinished".into(), unfinished.into());
             r.tasks.push(tr);
         }
-        let mut gr = GuestResult { name: g.name.clone(), cpu_time_ns: o.cpu_time_ns, utilisation: o.cpu_time_ns as f64 / cfg.duration.0 as f64, ..Default::default() };
+        let mut gr = GuestResult { name: g.name.clone(), cpu_time_ns: o.cpu_time_ns, utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64, ..Default::default() };
         gr.extra.insert("core".into(), p.core.into());
         gr.extra.insert("reservation".into(), serde_json::to_value(p.reservation).unwrap_or_default());
         gr.extra.insert("work_iterations_per_ns".into(), o.iters_per_ns.into());
