@@ -345,7 +345,7 @@ mod tests {
         remove_stale_stages(dir.path());
         let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
-        assert_eq!(left, [format!("initramfs-ab.cpio"), format!("initramfs-ab.tmp-{me}-3"), format!("stage-{me}-0")]);
+        assert_eq!(left, ["initramfs-ab.cpio".to_string(), format!("initramfs-ab.tmp-{me}-3"), format!("stage-{me}-0")]);
     }
 
     #[test]
