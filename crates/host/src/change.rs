@@ -23,9 +23,15 @@ pub enum Change {
     /// any thread left in it to `parent_tasks` and removes it.
     Cgroup { path: PathBuf, files: Vec<(String, String)>, tasks_file: String, parent_tasks: PathBuf },
     /// The root cpuset's `sched_load_balance` switched off so that each partition is its own root
-    /// domain (cgroup v1). Undo turns it back on only if no other tool's exclusive cpuset still
-    /// relies on it (rtvirt's own `rtvirt-core*` partitions are removed right after).
-    LoadBalanceOff { path: PathBuf, before: String },
+    /// domain (cgroup v1). Undo restores exactly `before`; if another tool created an exclusive
+    /// cpuset since (`foreign_before` lists those that existed at apply time), it may rely on
+    /// balancing staying off, and the undo says so in a warning.
+    LoadBalanceOff {
+        path: PathBuf,
+        before: String,
+        #[serde(default)]
+        foreign_before: Vec<String>,
+    },
     /// Move a thread to another cgroup by writing its TID into `after_tasks` (v1 `tasks`, v2
     /// `cgroup.threads`); undo writes it into `before_tasks`.
     MoveThread { tid: u32, starttime: u64, before_tasks: PathBuf, after_tasks: PathBuf },
@@ -35,6 +41,8 @@ pub enum Change {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Undone {
     Restored,
+    /// Restored, with something the user should know (e.g. another tool's cpuset partition).
+    RestoredWithWarning(String),
     /// The thread exited (or its TID was reused): nothing to restore.
     ThreadGone,
 }
@@ -51,7 +59,7 @@ impl Change {
                 format!("create cgroup {} ({})", path.display(), f.join(", "))
             }
             Change::MoveThread { tid, after_tasks, .. } => format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display()),
-            Change::LoadBalanceOff { path, before } => format!("{}: {before:?} -> \"0\"", path.display()),
+            Change::LoadBalanceOff { path, before, .. } => format!("{}: {before:?} -> \"0\"", path.display()),
         }
     }
 
@@ -98,11 +106,23 @@ impl Change {
             }
             Change::Cgroup { path, tasks_file, parent_tasks, .. } => remove_cgroup(path, tasks_file, parent_tasks).map(|_| Undone::Restored),
             Change::MoveThread { tid, starttime, before_tasks, .. } => on_thread(*tid, *starttime, || write_file(before_tasks, &tid.to_string(), Op::MoveToCgroup)),
-            Change::LoadBalanceOff { path, before } => {
-                if before != "0" && !foreign_exclusive_cpusets(parent_dir(path)) && read_trimmed(path)? != *before {
+            Change::LoadBalanceOff { path, before, foreign_before } => {
+                if before == "0" {
+                    return Ok(Undone::Restored); // rtvirt did not change it
+                }
+                if read_trimmed(path)? != *before {
                     write_file(path, before, Op::WriteFile)?;
                 }
-                Ok(Undone::Restored)
+                let new: Vec<String> = foreign_exclusive_cpusets(parent_dir(path)).into_iter().filter(|n| !foreign_before.contains(n)).collect();
+                if new.is_empty() {
+                    return Ok(Undone::Restored);
+                }
+                Ok(Undone::RestoredWithWarning(format!(
+                    "{} restored to {before:?} as it was before the apply, but exclusive cpuset(s) {} were created by another tool since: if they are meant to be separate root domains (e.g. for SCHED_DEADLINE), that tool needs {} set to \"0\" again",
+                    path.display(),
+                    new.join(", "),
+                    path.display()
+                )))
             }
         }
     }
@@ -156,15 +176,20 @@ fn on_thread(tid: u32, starttime: u64, f: impl FnOnce() -> Result<()>) -> Result
     }
 }
 
-/// Does another tool (not an rtvirt partition) keep an exclusive cpuset under `base`?
-fn foreign_exclusive_cpusets(base: &Path) -> bool {
-    std::fs::read_dir(base)
+/// The exclusive cpusets directly under `base` that are not rtvirt partitions (other tools'),
+/// sorted by name.
+pub(crate) fn foreign_exclusive_cpusets(base: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(base)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
-                .any(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
+                .filter(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
         })
-        .unwrap_or(false)
+        .unwrap_or_default();
+    v.sort();
+    v
 }
 
 fn parent_dir(p: &Path) -> &Path {
@@ -200,4 +225,74 @@ fn remove_cgroup(path: &Path, tasks_file: &str, parent_tasks: &Path) -> Result<(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     std::fs::remove_dir(path).map_err(|e| kernel_io(Op::CreateCgroup, format!("rmdir {}", path.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake cgroup v1 cpuset root in a temporary directory: the root's sched_load_balance and
+    /// child cpusets with their cpu_exclusive flag.
+    fn fake_root(load_balance: &str, children: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("cpuset.sched_load_balance"), load_balance).unwrap();
+        for (name, exclusive) in children {
+            std::fs::create_dir(d.path().join(name)).unwrap();
+            std::fs::write(d.path().join(name).join("cpuset.cpu_exclusive"), exclusive).unwrap();
+        }
+        d
+    }
+
+    fn load_balance_off(d: &tempfile::TempDir) -> Change {
+        let path = d.path().join("cpuset.sched_load_balance");
+        Change::LoadBalanceOff { before: read_trimmed(&path).unwrap(), foreign_before: foreign_exclusive_cpusets(d.path()), path }
+    }
+
+    fn value(d: &tempfile::TempDir) -> String {
+        read_trimmed(&d.path().join("cpuset.sched_load_balance")).unwrap()
+    }
+
+    #[test]
+    fn load_balance_is_restored_exactly_even_with_a_foreign_partition_from_before() {
+        let d = fake_root("1", &[("other-tool", "1"), ("rtvirt-core1", "1"), ("shared", "0")]);
+        let c = load_balance_off(&d);
+        assert_eq!(c, Change::LoadBalanceOff { path: d.path().join("cpuset.sched_load_balance"), before: "1".into(), foreign_before: vec!["other-tool".into()] });
+        c.perform().unwrap();
+        assert_eq!(value(&d), "0");
+        assert_eq!(c.undo().unwrap(), Undone::Restored, "the foreign partition existed before: nothing to warn about");
+        assert_eq!(value(&d), "1");
+        assert_eq!(c.undo().unwrap(), Undone::Restored, "idempotent");
+        assert_eq!(value(&d), "1");
+    }
+
+    #[test]
+    fn a_foreign_partition_created_after_the_apply_is_warned_about_not_silently_kept() {
+        let d = fake_root("1", &[]);
+        let c = load_balance_off(&d);
+        c.perform().unwrap();
+        std::fs::create_dir(d.path().join("late-tool")).unwrap();
+        std::fs::write(d.path().join("late-tool/cpuset.cpu_exclusive"), "1").unwrap();
+        match c.undo().unwrap() {
+            Undone::RestoredWithWarning(w) => assert!(w.contains("late-tool") && w.contains("restored to \"1\""), "{w}"),
+            other => panic!("expected a warning, got {other:?}"),
+        }
+        assert_eq!(value(&d), "1", "restored exactly");
+    }
+
+    #[test]
+    fn load_balance_already_off_is_left_alone() {
+        let d = fake_root("0", &[]);
+        let c = load_balance_off(&d);
+        assert!(c.is_noop());
+        std::fs::write(d.path().join("cpuset.sched_load_balance"), "1").unwrap(); // someone else's change since
+        assert_eq!(c.undo().unwrap(), Undone::Restored);
+        assert_eq!(value(&d), "1", "rtvirt did not change it, so revert does not touch it");
+    }
+
+    #[test]
+    fn journals_without_foreign_before_still_parse() {
+        let old = r#"{"kind":"load_balance_off","path":"/sys/fs/cgroup/cpuset/cpuset.sched_load_balance","before":"1"}"#;
+        let c: Change = serde_json::from_str(old).unwrap();
+        assert!(matches!(c, Change::LoadBalanceOff { ref foreign_before, .. } if foreign_before.is_empty()));
+    }
 }

@@ -108,7 +108,7 @@ impl Hierarchy {
         }
         if let Hierarchy::V1(_) = self {
             let lb = base.join("cpuset.sched_load_balance");
-            out.push(Change::LoadBalanceOff { before: read_trimmed(&lb)?, path: lb });
+            out.push(Change::LoadBalanceOff { before: read_trimmed(&lb)?, path: lb, foreign_before: crate::change::foreign_exclusive_cpusets(base) });
         }
         Ok(out)
     }

@@ -145,6 +145,8 @@ pub struct RevertReport {
     pub restored: Vec<String>,
     /// Changes on threads that have exited since: nothing to restore.
     pub threads_gone: Vec<String>,
+    /// What the user should know about the restored state (e.g. another tool's cpuset partition).
+    pub warnings: Vec<String>,
 }
 
 /// Undo every journaled change (newest first) and remove the journal. With no journal, nothing
@@ -161,6 +163,10 @@ pub fn revert(dir: &Path) -> Result<RevertReport> {
     for e in entries.iter().rev() {
         match e.change.undo() {
             Ok(Undone::Restored) => report.restored.push(e.change.describe()),
+            Ok(Undone::RestoredWithWarning(w)) => {
+                report.restored.push(e.change.describe());
+                report.warnings.push(w);
+            }
             Ok(Undone::ThreadGone) => report.threads_gone.push(e.change.describe()),
             Err(err) => failures.push(format!("{}: {err}", e.change.describe())),
         }

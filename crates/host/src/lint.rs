@@ -4,7 +4,7 @@
 
 use crate::cpulist::CpuList;
 use crate::sched::{self, SchedAttr, SCHED_FLAG_RECLAIM};
-use crate::sysinfo::Irq;
+use crate::sysinfo::{FairServers, Irq};
 use crate::threads::{Role, ThreadInfo};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -48,7 +48,8 @@ pub struct LintInput<'a> {
     /// CPUs given to cpuset partitions for reservations.
     pub partitions: CpuList,
     pub rt_runtime_us: Option<i64>,
-    pub fair_server: bool,
+    /// The per-CPU fair servers (Linux >= 6.12) and their runtimes.
+    pub fair_server: &'a FairServers,
 }
 
 /// One line of the per-CPU view.
@@ -113,7 +114,8 @@ fn dl_admission(input: &LintInput, out: &mut Vec<Finding>) {
 /// A FIFO/RR vCPU that busy-polls (guest idle=poll, KVM halt polling) starves the per-CPU kernel
 /// threads below it on its CPUs; only the fair server / RT throttling bound that.
 fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
-    let bounded = input.fair_server || input.rt_runtime_us.is_some_and(|r| r >= 0);
+    let fair_server = vcpu.cpus.iter().any(|c| input.fair_server.active_on(c).is_some());
+    let bounded = fair_server || input.rt_runtime_us.is_some_and(|r| r >= 0);
     let starved: Vec<String> = input
         .existing
         .iter()
@@ -124,7 +126,7 @@ fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>
         return;
     }
     let (severity, bound) = if bounded {
-        (Severity::Warn, if input.fair_server { "only the fair server's share (50 ms/s by default)" } else { "only what RT throttling leaves" })
+        (Severity::Warn, if fair_server { "only the fair server's share (50 ms/s by default)" } else { "only what RT throttling leaves" })
     } else {
         (Severity::Fail, "nothing: RT throttling is off and there is no fair server")
     };
@@ -150,13 +152,22 @@ fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
     }
 }
 
+/// Linux >= 6.12: a CPU's fair server runs SCHED_OTHER tasks ahead of FIFO/RR threads for its
+/// runtime each period. Flags the FIFO/RR vCPU threads on CPUs whose fair server runtime is > 0.
 fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
-    if !input.fair_server {
-        return;
+    let mut hits = Vec::new();
+    for p in input.planned.iter().filter(|p| p.sched.is_rt() && matches!(p.role, Role::Vcpu { .. })) {
+        let on: Vec<String> = p.cpus.iter().filter_map(|c| input.fair_server.active_on(c).map(|f| format!("cpu{c} {f}"))).collect();
+        if !on.is_empty() {
+            hits.push(format!("{} {} ({}) on {}", p.tid, p.comm, p.sched, on.join(", ")));
+        }
     }
-    let rt: Vec<String> = input.planned.iter().filter(|p| p.sched.is_rt()).map(|p| format!("{} {}", p.tid, p.comm)).collect();
-    if !rt.is_empty() {
-        out.push(Finding { id: "fair_server_preempts_rt", severity: Severity::Warn, message: format!("Linux >= 6.12: the per-CPU fair server (default 50 ms every 1 s) runs SCHED_OTHER tasks ahead of the FIFO/RR threads {}; set /sys/kernel/debug/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", rt.join(", ")) });
+    if !hits.is_empty() {
+        out.push(Finding {
+            id: "fair_server_preempts_rt",
+            severity: Severity::Warn,
+            message: format!("the per-CPU fair server runs SCHED_OTHER tasks ahead of the FIFO/RR vCPU threads {} ({}); set {}/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", hits.join("; "), input.fair_server.source(), crate::sysinfo::DEBUGFS),
+        });
     }
 }
 
@@ -193,36 +204,38 @@ fn after(input: &LintInput, t: &ThreadInfo) -> SchedAttr {
     input.planned.iter().find(|p| p.tid == t.tid).map(|p| p.sched).unwrap_or(t.sched)
 }
 
-/// Per CPU: every non-fair-class thread, every per-CPU kernel thread and every changed thread.
+fn entity(tid: u32, comm: &str, role: &Role, sched: &SchedAttr, changed: bool) -> Entity {
+    Entity { tid, comm: comm.to_string(), role: role.name(), sched: sched.to_string(), changed, rank: rank(sched) }
+}
+
+/// Per CPU, every entity that can compete for it after the apply: every thread whose affinity
+/// allows the CPU and that is runnable (state R) or in an RT/deadline class, every per-CPU kernel
+/// thread, every changed thread, and the CPU's fair server; highest priority first.
 fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
     let mut view: BTreeMap<u32, Vec<Entity>> = input.online.iter().map(|c| (c, Vec::new())).collect();
+    let mut add = |cpus: &CpuList, e: Entity| {
+        for c in cpus.iter() {
+            if let Some(v) = view.get_mut(&c) {
+                v.push(e.clone());
+            }
+        }
+    };
     for t in input.existing {
         let planned = input.planned.iter().find(|p| p.tid == t.tid);
         let sched = planned.map(|p| p.sched).unwrap_or(t.sched);
-        if planned.is_none() && rank(&sched) == 0 && !t.role.is_percpu_kthread() {
-            continue;
-        }
-        let cpus = planned.map(|p| p.cpus.clone()).unwrap_or_else(|| t.affinity.clone());
-        for c in cpus.iter() {
-            if let Some(v) = view.get_mut(&c) {
-                v.push(Entity { tid: t.tid, comm: t.comm.clone(), role: t.role.name(), sched: sched.to_string(), changed: planned.is_some(), rank: rank(&sched) });
-            }
+        let competes = planned.is_some() || rank(&sched) > 0 || t.state == 'R' || t.role.is_percpu_kthread();
+        if competes {
+            add(planned.map(|p| &p.cpus).unwrap_or(&t.affinity), entity(t.tid, &t.comm, &t.role, &sched, planned.is_some()));
         }
     }
     for p in input.planned.iter().filter(|p| !input.existing.iter().any(|t| t.tid == p.tid)) {
-        for c in p.cpus.iter() {
-            if let Some(v) = view.get_mut(&c) {
-                v.push(Entity { tid: p.tid, comm: p.comm.clone(), role: p.role.name(), sched: p.sched.to_string(), changed: true, rank: rank(&p.sched) });
-            }
-        }
+        add(&p.cpus, entity(p.tid, &p.comm, &p.role, &p.sched, true));
     }
-    if input.fair_server {
-        // Linux >= 6.12: each CPU's SCHED_OTHER tasks run inside a deadline server (dl_server).
-        for v in view.values_mut() {
-            v.push(Entity { tid: 0, comm: "fair_server".into(), role: "dl_server", sched: "DEADLINE server for SCHED_OTHER (default 50ms/1s)".into(), changed: false, rank: 1000 });
+    for (cpu, v) in view.iter_mut() {
+        if let Some(f) = input.fair_server.active_on(*cpu) {
+            // Linux >= 6.12: the CPU's SCHED_OTHER tasks run inside a deadline server (dl_server).
+            v.push(Entity { tid: 0, comm: "fair_server".into(), role: "dl_server", sched: format!("DEADLINE server for SCHED_OTHER {f}"), changed: false, rank: 1000 });
         }
-    }
-    for v in view.values_mut() {
         v.sort_by_key(|e| std::cmp::Reverse(e.rank));
     }
     view
@@ -234,16 +247,27 @@ mod tests {
     use crate::sched::SCHED_FIFO;
 
     fn thread(tid: u32, comm: &str, role: Role, sched: SchedAttr, cpus: &str) -> ThreadInfo {
-        ThreadInfo { tid, pid: tid, comm: comm.into(), role, guest: None, sched, policy: sched::policy_name(sched.policy), affinity: CpuList::parse(cpus).unwrap(), cpu: 0, cgroup: "/".into(), starttime: 1, kthread: true }
+        ThreadInfo { tid, pid: tid, comm: comm.into(), role, guest: None, sched, policy: sched::policy_name(sched.policy), affinity: CpuList::parse(cpus).unwrap(), cpu: 0, cgroup: "/".into(), starttime: 1, kthread: true, state: 'S' }
     }
 
     fn planned(tid: u32, role: Role, sched: SchedAttr, cpus: &str) -> Planned {
         Planned { tid, comm: format!("t{tid}"), role, guest: Some("g".into()), sched, cpus: CpuList::parse(cpus).unwrap() }
     }
 
+    /// Fair servers as debugfs would show them: (runtime, period) per CPU 0, 1.
+    fn fair(cpu0_runtime: u64, cpu1_runtime: u64) -> FairServers {
+        let v: Vec<String> = [cpu0_runtime, 1_000_000_000, cpu1_runtime, 1_000_000_000].iter().map(u64::to_string).collect();
+        FairServers::parse(&[0, 1], &v)
+    }
+
+    fn run_with(planned: &[Planned], existing: &[ThreadInfo], rt_runtime: i64, fair_server: &FairServers) -> LintReport {
+        lint(&LintInput { planned, existing, irqs: &[], placed_irqs: &[], isolated: CpuList::default(), online: CpuList::parse("0-1").unwrap(), partitions: CpuList::default(), rt_runtime_us: Some(rt_runtime), fair_server })
+    }
+
     fn run(planned: &[Planned], rt_runtime: i64, fair_server: bool) -> LintReport {
         let existing = vec![thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1")];
-        lint(&LintInput { planned, existing: &existing, irqs: &[], placed_irqs: &[], isolated: CpuList::default(), online: CpuList::parse("0-1").unwrap(), partitions: CpuList::default(), rt_runtime_us: Some(rt_runtime), fair_server })
+        let f = if fair_server { fair(50_000_000, 50_000_000) } else { FairServers::Absent };
+        run_with(planned, &existing, rt_runtime, &f)
     }
 
     fn severity(r: &LintReport, id: &str) -> Option<Severity> {
@@ -286,5 +310,42 @@ mod tests {
         assert_eq!(cpu1.last().unwrap().comm, "ksoftirqd/1");
         let order: Vec<&str> = cpu1.iter().map(|e| e.comm.as_str()).collect();
         assert_eq!(order, ["t1", "t2", "ksoftirqd/1"], "planned threads are shown too, highest first");
+    }
+
+    #[test]
+    fn fair_server_is_flagged_only_on_cpus_where_its_runtime_is_positive() {
+        let existing = vec![thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1")];
+        let fifo = SchedAttr::fixed(SCHED_FIFO, 47);
+        let on_cpu1 = [planned(1, Role::Vcpu { index: 0 }, fifo, "1")];
+        let on_cpu0 = [planned(1, Role::Vcpu { index: 0 }, fifo, "0")];
+        // CPU 1's fair server switched off (runtime 0), CPU 0's at the default
+        let f = fair(50_000_000, 0);
+        let r = run_with(&on_cpu1, &existing, -1, &f);
+        assert_eq!(severity(&r, "fair_server_preempts_rt"), None, "{:?}", r.findings);
+        assert_eq!(severity(&r, "fifo_vcpu_above_kthreads"), Some(Severity::Fail), "nothing bounds the vCPU on CPU 1 any more");
+        assert!(!r.per_cpu[&1].iter().any(|e| e.comm == "fair_server"));
+        let r0 = run_with(&on_cpu0, &existing, -1, &f);
+        let msg = &r0.findings.iter().find(|x| x.id == "fair_server_preempts_rt").expect("CPU 0 has an active fair server").message;
+        assert!(msg.contains("cpu0 50000000/1000000000 ns"), "{msg}");
+        assert!(r0.per_cpu[&0].iter().any(|e| e.comm == "fair_server" && e.sched.contains("50000000/1000000000")));
+        // a deadline vCPU or a FIFO thread that is not a vCPU is not what this finding is about
+        let dl = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::deadline(1_000_000, 10_000_000, 10_000_000), "0"), planned(2, Role::Napi { dev: "x".into(), id: 1 }, fifo, "0")];
+        assert_eq!(severity(&run_with(&dl, &existing, 950_000, &f), "fair_server_preempts_rt"), None);
+        // unreadable settings: assumed active at the default
+        let r = run_with(&on_cpu1, &existing, -1, &FairServers::Unreadable("no debugfs".into()));
+        assert_eq!(severity(&r, "fair_server_preempts_rt"), Some(Severity::Warn));
+    }
+
+    #[test]
+    fn per_cpu_view_lists_runnable_fair_class_threads_and_rt_threads_but_not_sleepers() {
+        let mut busy = thread(20, "make", Role::Other, SchedAttr::other(0), "0-1");
+        busy.state = 'R';
+        let sleeper = thread(21, "sshd", Role::Other, SchedAttr::other(0), "0-1");
+        let rt_sleeper = thread(22, "watchdog", Role::Other, SchedAttr::fixed(SCHED_FIFO, 99), "0");
+        let existing = vec![busy, sleeper, rt_sleeper, thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1")];
+        let r = run_with(&[], &existing, 950_000, &FairServers::Absent);
+        let names = |c: u32| r.per_cpu[&c].iter().map(|e| e.comm.as_str()).collect::<Vec<_>>();
+        assert_eq!(names(0), ["watchdog", "make"], "RT first; the runnable SCHED_OTHER thread too, not the sleeping one");
+        assert_eq!(names(1), ["make", "ksoftirqd/1"]);
     }
 }

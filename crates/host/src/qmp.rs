@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long to wait for QEMU to answer (QEMU serves one QMP client at a time per socket).
-const TIMEOUT: Duration = Duration::from_secs(5);
+pub const TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Qmp {
     socket: PathBuf,
@@ -42,13 +42,18 @@ pub struct QmpIothread {
 impl Qmp {
     /// Connect, read the greeting and leave capabilities negotiation mode.
     pub fn connect(socket: &Path) -> Result<Qmp> {
+        Qmp::connect_with_timeout(socket, TIMEOUT)
+    }
+
+    /// As [`Qmp::connect`], waiting at most `timeout` for each answer.
+    pub fn connect_with_timeout(socket: &Path, timeout: Duration) -> Result<Qmp> {
         let err = |m: String| HostError::Qmp { socket: socket.to_path_buf(), message: m };
         if !socket.exists() {
             return Err(err("no such socket (is the VM running, and was QEMU started with -qmp unix:PATH,server=on,wait=off?)".into()));
         }
         let stream = UnixStream::connect(socket).map_err(|e| err(format!("cannot connect: {e} (is the VM running?)")))?;
-        stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| err(e.to_string()))?;
-        stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| err(e.to_string()))?;
+        stream.set_read_timeout(Some(timeout)).map_err(|e| err(e.to_string()))?;
+        stream.set_write_timeout(Some(timeout)).map_err(|e| err(e.to_string()))?;
         let writer = stream.try_clone().map_err(|e| err(e.to_string()))?;
         let mut q = Qmp { socket: socket.to_path_buf(), reader: BufReader::new(stream), writer };
         let greeting = q.read_message()?;

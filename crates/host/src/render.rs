@@ -62,12 +62,21 @@ pub fn threads(ts: &[ThreadInfo]) -> String {
     table(&["TID", "PID", "ROLE", "GUEST", "SCHED", "AFFINITY", "CPU", "COMM"], &rows)
 }
 
+/// Unchanged fair-class threads shown per CPU before the rest are only counted.
+const FAIR_SHOWN: usize = 5;
+
 pub fn lint(l: &LintReport) -> String {
-    let mut out = String::from("Per CPU after the change (non-fair-class threads, per-CPU kthreads, changed threads):\n");
+    let mut out = String::from("Per CPU after the change (threads allowed there that are runnable or RT/deadline, per-CPU kthreads, changed threads; * = changed):\n");
     for (cpu, es) in &l.per_cpu {
         let _ = writeln!(out, "  CPU {cpu}:");
-        for e in es {
+        // Unchanged SCHED_OTHER/BATCH/IDLE threads other than the per-CPU kthreads: a few, then a count.
+        let minor = |e: &&crate::lint::Entity| !e.changed && e.rank == 0 && !matches!(e.role, "ksoftirqd" | "ktimers" | "rcuc");
+        let (rest, major): (Vec<_>, Vec<_>) = es.iter().partition(minor);
+        for e in major.iter().chain(rest.iter().take(FAIR_SHOWN)) {
             let _ = writeln!(out, "    {}{:<8} {:<22} {} ({})", if e.changed { "* " } else { "  " }, e.tid, e.comm, e.sched, e.role);
+        }
+        if rest.len() > FAIR_SHOWN {
+            let _ = writeln!(out, "      ... and {} more runnable fair-class threads (--format json lists them)", rest.len() - FAIR_SHOWN);
         }
     }
     if l.findings.is_empty() {
@@ -108,6 +117,9 @@ pub fn revert(r: &RevertReport) -> String {
     }
     for c in &r.threads_gone {
         let _ = writeln!(out, "  thread gone, nothing to restore: {c}");
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
     }
     out
 }

@@ -3,6 +3,7 @@
 
 use crate::cpulist::CpuList;
 use crate::procfs::read_opt;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const CPU_DIR: &str = "/sys/devices/system/cpu";
@@ -39,6 +40,102 @@ fn parse_version(release: &str) -> (u32, u32) {
 /// Linux 6.12 replaced RT throttling by a per-CPU deadline "fair server" for SCHED_OTHER tasks.
 pub fn has_fair_server() -> bool {
     kernel_version() >= (6, 12)
+}
+
+pub const DEBUGFS: &str = "/sys/kernel/debug";
+
+/// Read files under /sys/kernel/debug (paths relative to it). When debugfs is not mounted, it is
+/// mounted in a private mount namespace of a child process (`unshare --mount`, util-linux), which
+/// disappears with the child: the host's mounts are not changed. Returns how it was read.
+pub fn debugfs_read(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
+    if Path::new(DEBUGFS).join("sched").is_dir() {
+        let v: Result<Vec<String>, String> = rel.iter().map(|r| std::fs::read_to_string(Path::new(DEBUGFS).join(r)).map(|s| s.trim().to_string()).map_err(|e| format!("{DEBUGFS}/{r}: {e}"))).collect();
+        return v.map(|v| (v, "mounted debugfs"));
+    }
+    let cats: Vec<String> = rel.iter().map(|r| format!("cat {DEBUGFS}/{r} && echo @@END@@")).collect();
+    let script = format!("mount -t debugfs none {DEBUGFS} && {}", cats.join(" && "));
+    let out = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().map_err(|e| format!("unshare: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("private debugfs mount: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok((text.split("@@END@@").map(|s| s.trim().to_string()).take(rel.len()).collect(), "debugfs mounted in a private mount namespace"))
+}
+
+/// One CPU's fair server (Linux >= 6.12): the deadline server that runs SCHED_OTHER tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FairServer {
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+}
+
+impl FairServer {
+    /// The kernel's default: 50 ms every 1 s.
+    pub const DEFAULT: FairServer = FairServer { runtime_ns: 50_000_000, period_ns: 1_000_000_000 };
+}
+
+impl std::fmt::Display for FairServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} ns", self.runtime_ns, self.period_ns)
+    }
+}
+
+/// The fair servers of this host, as far as they can be read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FairServers {
+    /// Linux < 6.12: there is none.
+    #[default]
+    Absent,
+    /// Per CPU, read from debugfs `sched/fair_server/cpuN/{runtime,period}`.
+    Read(BTreeMap<u32, FairServer>),
+    /// The kernel has them but their settings cannot be read (why): assumed at the default.
+    Unreadable(String),
+}
+
+impl FairServers {
+    /// Read the fair servers of the online CPUs (debugfs, privately mounted if need be).
+    pub fn of_this_host() -> FairServers {
+        if !has_fair_server() {
+            return FairServers::Absent;
+        }
+        let cpus: Vec<u32> = online_cpus().iter().collect();
+        let files: Vec<String> = cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
+        match debugfs_read(&files) {
+            Ok((v, _)) => FairServers::parse(&cpus, &v),
+            Err(e) => FairServers::Unreadable(e),
+        }
+    }
+
+    /// From the values of runtime, period for each CPU in turn.
+    pub fn parse(cpus: &[u32], values: &[String]) -> FairServers {
+        let mut map = BTreeMap::new();
+        for (c, rp) in cpus.iter().zip(values.chunks(2)) {
+            match (rp[0].parse(), rp.get(1).and_then(|p| p.parse().ok())) {
+                (Ok(runtime_ns), Some(period_ns)) => map.insert(*c, FairServer { runtime_ns, period_ns }),
+                _ => return FairServers::Unreadable(format!("cpu{c}: runtime/period {rp:?} are not numbers")),
+            };
+        }
+        FairServers::Read(map)
+    }
+
+    /// The fair server that is active (runtime > 0) on `cpu`; an unreadable one is assumed active
+    /// at the default 50 ms / 1 s.
+    pub fn active_on(&self, cpu: u32) -> Option<FairServer> {
+        match self {
+            FairServers::Absent => None,
+            FairServers::Read(m) => m.get(&cpu).copied().filter(|f| f.runtime_ns > 0),
+            FairServers::Unreadable(_) => Some(FairServer::DEFAULT),
+        }
+    }
+
+    /// Where the values come from, for messages.
+    pub fn source(&self) -> String {
+        match self {
+            FairServers::Absent => "Linux < 6.12: no fair server".into(),
+            FairServers::Read(_) => format!("{DEBUGFS}/sched/fair_server/cpuN/runtime"),
+            FairServers::Unreadable(why) => format!("fair server settings unreadable ({why}), assumed at the default 50 ms/1 s"),
+        }
+    }
 }
 
 /// kernel.sched_rt_runtime_us (-1: no RT throttling and no SCHED_DEADLINE admission control).
@@ -119,6 +216,18 @@ mod tests {
         assert_eq!(cmdline_param(c, "isolcpus").as_deref(), Some("2"));
         assert_eq!(cmdline_param(c, "rcu_nocb_poll").as_deref(), Some(""));
         assert_eq!(cmdline_param(c, "nohz_full"), None);
+    }
+
+    #[test]
+    fn fair_servers_from_debugfs_values() {
+        let v: Vec<String> = ["50000000", "1000000000", "0", "1000000000"].map(String::from).to_vec();
+        let f = FairServers::parse(&[0, 1], &v);
+        assert_eq!(f.active_on(0), Some(FairServer::DEFAULT));
+        assert_eq!(f.active_on(1), None, "runtime 0: the fair server is off on CPU 1");
+        assert_eq!(f.active_on(2), None);
+        assert!(matches!(FairServers::parse(&[0], &["x".into(), "1".into()]), FairServers::Unreadable(_)));
+        assert_eq!(FairServers::Unreadable("no debugfs".into()).active_on(5), Some(FairServer::DEFAULT));
+        assert_eq!(FairServers::Absent.active_on(0), None);
     }
 
     #[test]

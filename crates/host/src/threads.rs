@@ -71,6 +71,8 @@ pub struct ThreadInfo {
     /// Start time in clock ticks since boot: (tid, starttime) identifies the thread.
     pub starttime: u64,
     pub kthread: bool,
+    /// The thread's state letter from /proc (R runnable, S sleeping, D, T, ...).
+    pub state: char,
 }
 
 pub const THREADS_SCHEMA: &str = "rtvirt.threads/v1";
@@ -99,7 +101,7 @@ pub enum Target {
 pub fn discover(target: &Target) -> Result<Vec<ThreadInfo>> {
     match target {
         Target::System => Ok(system()),
-        Target::Qmp(socket) => qemu_via_qmp(socket),
+        Target::Qmp(socket) => qemu_via_qmp(socket, crate::qmp::TIMEOUT),
         Target::Pid(pid) => by_pid(*pid),
         Target::Vm(name) => by_vm_name(name),
     }
@@ -122,6 +124,7 @@ pub fn read_thread(tid: u32, role: Role, guest: Option<String>) -> Option<Thread
         cgroup: procfs::cgroup(tid),
         starttime: st.starttime,
         kthread: st.is_kthread(),
+        state: st.state,
     })
 }
 
@@ -210,9 +213,9 @@ fn qemu_threads_by_name(pid: u32, guest: Option<String>) -> Vec<ThreadInfo> {
 
 /// The QEMU behind a QMP socket: vCPUs and iothreads from QMP, the rest of its threads and its
 /// vhost workers (in-process since 6.4, kernel threads `vhost-<pid>` before) from /proc.
-fn qemu_via_qmp(socket: &Path) -> Result<Vec<ThreadInfo>> {
+fn qemu_via_qmp(socket: &Path, timeout: std::time::Duration) -> Result<Vec<ThreadInfo>> {
     let (vcpus, iothreads, name) = {
-        let mut q = Qmp::connect(socket)?;
+        let mut q = Qmp::connect_with_timeout(socket, timeout)?;
         let vcpus = q.vcpus()?;
         let iothreads = q.iothreads().unwrap_or_default();
         (vcpus, iothreads, q.name().unwrap_or(None))
@@ -254,10 +257,7 @@ fn by_pid(pid: u32) -> Result<Vec<ThreadInfo>> {
         return Ok(read_thread(pid, role, None).into_iter().collect());
     }
     if is_qemu(pid) {
-        let cmd = procfs::cmdline(pid);
-        let mut v = qemu_threads_by_name(pid, qemu_guest_name(&cmd));
-        v.extend(kernel_vhost_workers(pid, qemu_guest_name(&cmd)));
-        return Ok(v);
+        return Ok(qemu_process(pid, &procfs::cmdline(pid), DISCOVERY_QMP_TIMEOUT));
     }
     Ok(procfs::tids(pid)
         .into_iter()
@@ -276,13 +276,25 @@ fn by_vm_name(name: &str) -> Result<Vec<ThreadInfo>> {
         .ok_or_else(|| HostError::input(format!("no running QEMU process with -name {name} (is the VM running?)")))?;
     let cmd = procfs::cmdline(pid);
     match qemu_qmp_socket(&cmd) {
-        Some(sock) => qemu_via_qmp(&sock),
-        None => {
-            let mut v = qemu_threads_by_name(pid, Some(name.to_string()));
-            v.extend(kernel_vhost_workers(pid, Some(name.to_string())));
-            Ok(v)
-        }
+        Some(sock) => qemu_via_qmp(&sock, crate::qmp::TIMEOUT),
+        None => Ok(qemu_process(pid, &cmd, DISCOVERY_QMP_TIMEOUT)),
     }
+}
+
+/// How long a scan waits for a QEMU's QMP socket before labelling its threads by name instead
+/// (QEMU serves one QMP client at a time: a busy socket must not stall the scan).
+const DISCOVERY_QMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A QEMU process found by PID or by a scan: labelled through the `-qmp`/`-mon` socket of its
+/// command line when it answers, else by thread names (with its kernel vhost workers).
+fn qemu_process(pid: u32, cmd: &[String], timeout: std::time::Duration) -> Vec<ThreadInfo> {
+    if let Some(v) = qemu_qmp_socket(cmd).and_then(|sock| qemu_via_qmp(&sock, timeout).ok()).filter(|v| v.iter().any(|t| t.pid == pid)) {
+        return v;
+    }
+    let guest = qemu_guest_name(cmd);
+    let mut v = qemu_threads_by_name(pid, guest.clone());
+    v.extend(kernel_vhost_workers(pid, guest));
+    v
 }
 
 /// Container runtimes' cgroup path markers.
@@ -294,7 +306,8 @@ pub fn container_cgroup(tid: u32) -> Option<String> {
     procfs::cgroup_paths(tid).into_iter().find(|p| CONTAINER_MARKERS.iter().any(|m| p.contains(m)))
 }
 
-/// The RT data path of the whole host.
+/// The RT data path of the whole host: labelled kernel threads, every QEMU (through its QMP
+/// socket when its command line names one), every thread of container processes.
 fn system() -> Vec<ThreadInfo> {
     let mut out = Vec::new();
     for pid in procfs::pids() {
@@ -304,12 +317,24 @@ fn system() -> Vec<ThreadInfo> {
                 out.extend(read_thread(pid, role, None));
             }
         } else if is_qemu(pid) {
-            out.extend(qemu_threads_by_name(pid, qemu_guest_name(&procfs::cmdline(pid))));
+            out.extend(qemu_process(pid, &procfs::cmdline(pid), DISCOVERY_QMP_TIMEOUT));
         } else if let Some(cgroup) = container_cgroup(pid) {
-            out.extend(read_thread(pid, Role::Container { cgroup }, None));
+            out.extend(procfs::tids(pid).into_iter().filter_map(|tid| read_thread(tid, Role::Container { cgroup: cgroup.clone() }, None)));
         }
     }
     out
+}
+
+/// The labelled kernel threads only (IRQ, NAPI, vhost, ksoftirqd, ktimers, rcuc): what profiles'
+/// irq/napi/per-CPU roles select. Never talks to a QEMU.
+pub fn kernel_threads() -> Vec<ThreadInfo> {
+    procfs::pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let st = procfs::stat(pid).ok().filter(|st| st.is_kthread())?;
+            read_thread(pid, role_from_comm(&st.comm, true)?, None)
+        })
+        .collect()
 }
 
 /// Every thread on the host with its scheduling state (for the lint), labelled where possible.

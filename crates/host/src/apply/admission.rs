@@ -23,19 +23,44 @@ pub struct Server {
 pub trait Admission {
     fn name(&self) -> &str;
     fn admit(&self, servers: &[Server]) -> std::result::Result<(), String>;
+    /// The test for core `core` (default: the same on every core).
+    fn admit_on(&self, _core: u32, servers: &[Server]) -> std::result::Result<(), String> {
+        self.admit(servers)
+    }
 }
 
-/// The kernel's own SCHED_DEADLINE rule, checked before asking it: the servers' total bandwidth
-/// must stay within sched_rt_runtime_us/sched_rt_period_us. (A necessary condition only; the exact
-/// EDF demand test comes from rtvirt-analysis through [`Admission`].)
+/// The kernel's own SCHED_DEADLINE rule, checked before asking it: the servers' total bandwidth,
+/// plus the core's fair server (Linux >= 6.12: its runtime/period is reserved in the root
+/// domain's deadline bandwidth like any deadline task's), must stay within
+/// sched_rt_runtime_us/sched_rt_period_us. (A necessary condition only; the exact EDF demand test
+/// comes from rtvirt-analysis through [`Admission`].)
 pub struct KernelBandwidthCap {
     /// None: admission control is disabled (sched_rt_runtime_us = -1).
     pub cap: Option<f64>,
+    /// The per-CPU fair servers whose bandwidth is already reserved.
+    pub fair_server: sysinfo::FairServers,
 }
 
 impl KernelBandwidthCap {
     pub fn of_this_host() -> Self {
-        KernelBandwidthCap { cap: sysinfo::dl_bandwidth_cap() }
+        let cap = sysinfo::dl_bandwidth_cap();
+        // Only read (debugfs, perhaps through a private mount) when the cap is enforced.
+        let fair_server = if cap.is_some() { sysinfo::FairServers::of_this_host() } else { sysinfo::FairServers::Absent };
+        KernelBandwidthCap { cap, fair_server }
+    }
+
+    fn check(&self, servers: &[Server], fair: Option<(u32, sysinfo::FairServer)>) -> std::result::Result<(), String> {
+        let Some(cap) = self.cap else { return Ok(()) };
+        // Integer arithmetic in the kernel's units (bandwidth << 20), as in to_ratio()/__dl_overflow().
+        let bw = |runtime: u64, period: u64| ((runtime as u128) << 20) / period.max(1) as u128;
+        let fair_bw = fair.map(|(_, f)| bw(f.runtime_ns, f.period_ns)).unwrap_or(0);
+        let total: u128 = servers.iter().map(|s| bw(s.runtime_ns, s.period_ns)).sum::<u128>() + fair_bw;
+        let limit = (cap * (1u64 << 20) as f64) as u128;
+        if total > limit {
+            let fair_note = fair.map(|(c, f)| format!(", including CPU {c}'s fair server {f} ({:.3}, {})", fair_bw as f64 / (1u64 << 20) as f64, self.fair_server.source())).unwrap_or_default();
+            return Err(format!("total bandwidth {:.3}{fair_note} exceeds the kernel's cap {cap:.3} (sched_rt_runtime_us/sched_rt_period_us)", total as f64 / (1u64 << 20) as f64));
+        }
+        Ok(())
     }
 }
 
@@ -43,15 +68,12 @@ impl Admission for KernelBandwidthCap {
     fn name(&self) -> &str {
         "kernel SCHED_DEADLINE bandwidth cap"
     }
+    /// Without a core: the servers alone.
     fn admit(&self, servers: &[Server]) -> std::result::Result<(), String> {
-        let Some(cap) = self.cap else { return Ok(()) };
-        // Integer arithmetic in the kernel's units (bandwidth << 20), as in dl_overflow().
-        let total: u128 = servers.iter().map(|s| ((s.runtime_ns as u128) << 20) / s.period_ns.max(1) as u128).sum();
-        let limit = (cap * (1u64 << 20) as f64) as u128;
-        if total > limit {
-            return Err(format!("total bandwidth {:.3} exceeds the kernel's cap {cap:.3} (sched_rt_runtime_us/sched_rt_period_us)", total as f64 / (1u64 << 20) as f64));
-        }
-        Ok(())
+        self.check(servers, None)
+    }
+    fn admit_on(&self, core: u32, servers: &[Server]) -> std::result::Result<(), String> {
+        self.check(servers, self.fair_server.active_on(core).map(|f| (core, f)))
     }
 }
 
@@ -84,7 +106,7 @@ pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], what: &str, f
     let tests: Vec<&dyn Admission> = exact.iter().copied().chain(std::iter::once(&kernel as &dyn Admission)).collect();
     for (core, servers) in &per_core {
         for t in &tests {
-            t.admit(servers).map_err(|why| {
+            t.admit_on(*core, servers).map_err(|why| {
                 let names: Vec<&str> = servers.iter().map(|s| s.guest.as_str()).collect();
                 InputError::field(field, format!("{what} does not fit core {core} ({}): {} failed: {why}", names.join(", "), t.name()))
             })?;
@@ -96,6 +118,7 @@ pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], what: &str, f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysinfo::FairServers;
 
     fn server(r: u64, p: u64) -> Server {
         Server { guest: "g".into(), runtime_ns: r, deadline_ns: p, period_ns: p }
@@ -103,10 +126,28 @@ mod tests {
 
     #[test]
     fn kernel_cap_uses_the_kernels_fixed_point() {
-        let k = KernelBandwidthCap { cap: Some(0.95) };
+        let k = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::Absent };
         assert!(k.admit(&[server(5, 10), server(4, 10)]).is_ok());
         assert!(k.admit(&[server(5, 10), server(5, 10)]).unwrap_err().contains("exceeds"));
-        assert!(KernelBandwidthCap { cap: None }.admit(&[server(10, 10), server(10, 10)]).is_ok());
+        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Absent }.admit(&[server(10, 10), server(10, 10)]).is_ok());
+    }
+
+    #[test]
+    fn kernel_cap_counts_the_cores_fair_server() {
+        // debugfs values: CPU 0's fair server at the default 50 ms / 1 s, CPU 1's switched off
+        let v: Vec<String> = ["50000000", "1000000000", "0", "1000000000"].map(String::from).to_vec();
+        let k = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::parse(&[0, 1], &v) };
+        let servers = [server(46, 100), server(45, 100)]; // 0.91
+        assert!(k.admit_on(1, &servers).is_ok(), "no fair server on CPU 1: 0.91 <= 0.95");
+        let e = k.admit_on(0, &servers).unwrap_err();
+        assert!(e.contains("0.960") && e.contains("CPU 0's fair server 50000000/1000000000 ns"), "{e}");
+        // exactly at the cap is admitted, as by the kernel (overflow only when above)
+        assert!(k.admit_on(0, &[server(90, 100)]).is_ok());
+        // admission control off: nothing counts
+        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Unreadable("x".into()) }.admit_on(0, &[server(1, 1)]).is_ok());
+        // unreadable settings are assumed at the default
+        let unknown = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::Unreadable("no debugfs".into()) };
+        assert!(unknown.admit_on(1, &servers).unwrap_err().contains("assumed at the default"));
     }
 
     /// Records the order in which tests are asked, and refuses everything.

@@ -122,12 +122,15 @@ pub struct ApplyReport {
 }
 
 /// A validated apply, ready to lint and run.
+#[derive(Default)]
 pub(crate) struct Prepared {
     pub changes: Vec<Change>,
     pub planned: Vec<Planned>,
     pub partitions: CpuList,
     pub placed_irqs: Vec<u32>,
     pub skipped: Vec<String>,
+    /// Lint findings known while resolving (e.g. a policy for an IRQ that has no IRQ thread).
+    pub findings: Vec<lint::Finding>,
 }
 
 /// Lint the resulting state; unless blocked (or a dry run), journal and perform the changes,
@@ -141,7 +144,8 @@ pub(crate) fn lint_and_run(
 ) -> Result<ApplyReport> {
     let existing = threads::all_threads();
     let irqs_after = irqs_after(&p.changes);
-    let lint = lint::lint(&LintInput {
+    let fair_server = sysinfo::FairServers::of_this_host();
+    let mut lint = lint::lint(&LintInput {
         planned: &p.planned,
         existing: &existing,
         irqs: &irqs_after,
@@ -150,8 +154,9 @@ pub(crate) fn lint_and_run(
         online: sysinfo::online_cpus(),
         partitions: p.partitions.clone(),
         rt_runtime_us: sysinfo::rt_runtime_us(),
-        fair_server: sysinfo::has_fair_server(),
+        fair_server: &fair_server,
     });
+    lint.findings.extend(p.findings);
     let mut report = ApplyReport {
         schema: APPLY_SCHEMA,
         journal: opts.state_dir.join(crate::journal::JOURNAL_FILE),

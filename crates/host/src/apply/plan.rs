@@ -52,7 +52,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         planned.push(Planned { tid: t.tid, comm: t.comm.clone(), role: t.role.clone(), guest: Some(g.name.clone()), sched: attr, cpus: CpuList::single(*core) });
     }
     let skipped = plan.guests.iter().filter(|g| !targets.iter().any(|(t, _, _)| t.name == g.name)).map(|g| g.name.clone()).collect();
-    Ok(Prepared { changes, planned, partitions, placed_irqs: Vec::new(), skipped })
+    Ok(Prepared { changes, planned, partitions, skipped, ..Default::default() })
 }
 
 /// The plan itself must be feasible and place every guest.

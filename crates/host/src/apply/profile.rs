@@ -20,7 +20,7 @@ use crate::change::{read_trimmed, Change};
 use crate::cpulist::CpuList;
 use crate::cpuset::Hierarchy;
 use crate::error::{HostError, Result};
-use crate::lint::Planned;
+use crate::lint::{Finding, Planned, Severity};
 use crate::sched::{self, SchedAttr, SCHED_DEADLINE, SCHED_FIFO, SCHED_FLAG_RECLAIM, SCHED_RR};
 use crate::sysinfo;
 use crate::threads::{self, Role, ThreadInfo};
@@ -125,6 +125,14 @@ impl Profile {
     /// An InputError located at `set[i].field`.
     fn error(&self, i: usize, field: &str, msg: String) -> HostError {
         self.located(InputError::field(format!("set[{i}].{field}"), msg))
+    }
+
+    /// "FILE:LINE set[i].field" (as much of it as is known), for lint messages.
+    fn place(&self, i: usize, field: &str) -> String {
+        let f = format!("set[{i}].{field}");
+        let line = locate_field(&self.src, &f).map(|(l, _)| format!(":{l}")).unwrap_or_default();
+        let file = self.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "profile".into());
+        format!("{file}{line} {f}")
     }
 
     /// The error with the profile's file and the line of its field.
@@ -233,8 +241,7 @@ pub fn apply_profile(profile: &Profile, bindings: &[Binding], admission: &[&dyn 
 
 /// Kernel threads napi/<dev>-<id>.
 fn napi_threads(device: &str) -> Vec<ThreadInfo> {
-    threads::discover(&threads::Target::System)
-        .unwrap_or_default()
+    threads::kernel_threads()
         .into_iter()
         .filter(|t| matches!(&t.role, Role::Napi { dev, .. } if dev == device))
         .collect()
@@ -267,7 +274,7 @@ fn prepare(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission]
             return Err(HostError::input(format!("guest \"{}\" is bound twice", b.guest)));
         }
     }
-    let mut r = Resolver { profile, guests, system: threads::discover(&threads::Target::System)?, out: Prepared { changes: Vec::new(), planned: Vec::new(), partitions: CpuList::default(), placed_irqs: Vec::new(), skipped: Vec::new() }, pinned: Vec::new() };
+    let mut r = Resolver { profile, guests, system: threads::kernel_threads(), out: Prepared::default(), pinned: Vec::new() };
     for rule in &profile.rules {
         match &rule.select {
             Selector::Guest { guest, role, vcpu, id } => r.guest_threads(rule, guest, role, *vcpu, id.as_deref())?,
@@ -351,6 +358,21 @@ impl Resolver<'_> {
             }
         }
         let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
+        if let Some(attr) = rule.sched {
+            let unthreaded: Vec<String> = irqs.iter().filter(|i| !ts.iter().any(|t| matches!(t.role, Role::Irq { irq, .. } if irq == i.number))).map(|i| format!("{} ({})", i.number, i.actions.join(","))).collect();
+            if !unthreaded.is_empty() {
+                self.out.findings.push(Finding {
+                    id: "irq_not_threaded",
+                    severity: Severity::Fail,
+                    message: format!(
+                        "{}: IRQ {} of \"{device}\" has no irq/N-{device} thread: its handler runs in hard-IRQ context, so `policy` ({attr}) cannot be applied to it and the IRQ keeps preempting every thread. Boot with `threadirqs` (or a PREEMPT_RT kernel) to get IRQ threads{}; --force applies the rest of the profile without it",
+                        self.profile.place(rule.index, "policy"),
+                        unthreaded.join(", "),
+                        if sysinfo::cmdline_param(&sysinfo::cmdline(), "threadirqs").is_some() { " (threadirqs is on the command line: this handler is not threadable, e.g. IRQF_NO_THREAD)" } else { "" },
+                    ),
+                });
+            }
+        }
         self.threads(&ts, rule)
     }
 

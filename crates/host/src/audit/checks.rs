@@ -3,7 +3,7 @@
 use super::{Check, Status};
 use crate::cpulist::CpuList;
 use crate::procfs::{self, read_opt};
-use crate::sysinfo::{self, cmdline_param, CPU_DIR};
+use crate::sysinfo::{self, cmdline_param, debugfs_read, CPU_DIR, DEBUGFS};
 use crate::threads;
 use std::io::Read;
 use std::path::Path;
@@ -61,26 +61,6 @@ pub fn kconfig(name: &str) -> Option<String> {
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
     let prefix = format!("{name}=");
     text.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
-}
-
-const DEBUGFS: &str = "/sys/kernel/debug";
-
-/// Read files under /sys/kernel/debug (paths relative to it). When debugfs is not mounted, it is
-/// mounted in a private mount namespace of a child process (`unshare --mount`, util-linux), which
-/// disappears with the child: the host's mounts are not changed. Returns how it was read.
-pub fn debugfs_read(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
-    if Path::new(DEBUGFS).join("sched").is_dir() {
-        let v: Result<Vec<String>, String> = rel.iter().map(|r| std::fs::read_to_string(Path::new(DEBUGFS).join(r)).map(|s| s.trim().to_string()).map_err(|e| format!("{DEBUGFS}/{r}: {e}"))).collect();
-        return v.map(|v| (v, "mounted debugfs"));
-    }
-    let cats: Vec<String> = rel.iter().map(|r| format!("cat {DEBUGFS}/{r} && echo @@END@@")).collect();
-    let script = format!("mount -t debugfs none {DEBUGFS} && {}", cats.join(" && "));
-    let out = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().map_err(|e| format!("unshare: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("private debugfs mount: {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok((text.split("@@END@@").map(|s| s.trim().to_string()).take(rel.len()).collect(), "debugfs mounted in a private mount namespace"))
 }
 
 /// The PREEMPT_DYNAMIC mode: debugfs (selected in parentheses), else preempt= on the command
@@ -149,9 +129,27 @@ fn fair_server(isolated: &CpuList) -> Check {
     }
 }
 
+/// isolcpus=[flag,...,]CPULIST split into its flags and CPU list.
+fn isolcpus_param(v: &str) -> (Vec<&str>, &str) {
+    let parts: Vec<&str> = v.split(',').collect();
+    let n = parts.iter().take_while(|p| p.chars().next().is_some_and(|c| c.is_ascii_alphabetic())).count();
+    let list_start = parts[..n].iter().map(|p| p.len() + 1).sum::<usize>().min(v.len());
+    (parts[..n].to_vec(), &v[list_start..])
+}
+
+/// /sys/devices/system/cpu/isolated shows only the CPUs isolated from the scheduler domains
+/// (isolcpus= with no flag or with `domain`); `found` also shows the command line's isolcpus=
+/// when it has one, so that e.g. isolcpus=nohz,managed_irq,2-3 is not reported as "none".
 fn isolcpus(cmdline: &str, isolated: &CpuList) -> Check {
-    let param = cmdline_param(cmdline, "isolcpus").unwrap_or_else(|| "none".into());
-    Check::new("isolcpus", pass_if(!isolated.is_empty()), or_none(&isolated.to_string()), format!("/sys/devices/system/cpu/isolated; /proc/cmdline isolcpus={param}"))
+    let sys = or_none(&isolated.to_string());
+    let source = "/sys/devices/system/cpu/isolated (domain-isolated CPUs); /proc/cmdline isolcpus=";
+    let Some(param) = cmdline_param(cmdline, "isolcpus") else {
+        return Check::new("isolcpus", pass_if(!isolated.is_empty()), sys, format!("{source}: not given"));
+    };
+    let (flags, list) = isolcpus_param(&param);
+    let domain = flags.is_empty() || flags.contains(&"domain");
+    let note = if domain { String::new() } else { format!("; flags {} without `domain`: those CPUs are still load-balanced", flags.join(",")) };
+    Check::new("isolcpus", pass_if(!isolated.is_empty() && domain), format!("{sys} (isolcpus={param})"), format!("{source}{param} (CPU list {}){note}", or_none(list)))
 }
 
 fn nohz_full(isolated: &CpuList) -> Check {
@@ -172,7 +170,14 @@ fn nohz_full(isolated: &CpuList) -> Check {
 fn rcu_nocbs(cmdline: &str) -> Check {
     let v = cmdline_param(cmdline, "rcu_nocbs");
     let cfg = kconfig("CONFIG_RCU_NOCB_CPU").unwrap_or_else(|| "unknown".into());
-    Check::new("rcu_nocbs", pass_if(v.is_some()), or_none(v.as_deref().unwrap_or("")), format!("/proc/cmdline; CONFIG_RCU_NOCB_CPU={cfg}"))
+    let found = match v.as_deref() {
+        None => "none".to_string(),
+        // A bare flag (Linux >= 5.17): every CPU can be offloaded, none is at boot.
+        Some("") => "rcu_nocbs (no CPU list)".to_string(),
+        Some(list) => list.to_string(),
+    };
+    let note = if v.as_deref() == Some("") { "; bare rcu_nocbs: no CPU is offloaded at boot, CPUs can be switched at run time (cpuset)" } else { "" };
+    Check::new("rcu_nocbs", pass_if(v.is_some()), found, format!("/proc/cmdline; CONFIG_RCU_NOCB_CPU={cfg}{note}"))
 }
 
 fn rcu_nocb_poll(cmdline: &str) -> Check {
@@ -269,7 +274,7 @@ fn threaded_napi() -> Check {
 }
 
 fn kthread_priorities() -> Check {
-    let ts: Vec<threads::ThreadInfo> = threads::discover(&threads::Target::System).unwrap_or_default().into_iter().filter(|t| t.role.is_percpu_kthread()).collect();
+    let ts: Vec<threads::ThreadInfo> = threads::kernel_threads().into_iter().filter(|t| t.role.is_percpu_kthread()).collect();
     let found = ts.iter().map(|t| format!("{}={}", t.comm, t.sched)).collect::<Vec<_>>().join(",");
     let too_high = ts.iter().any(|t| t.sched.is_rt() && t.sched.priority > 49);
     let present: Vec<&str> = ["ksoftirqd", "ktimers", "rcuc"].into_iter().filter(|k| ts.iter().any(|t| t.role.name() == *k)).collect();
@@ -323,4 +328,30 @@ fn clocksource() -> Check {
     let path = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
     let raw = read_opt(path).unwrap_or_else(|| "none".into());
     Check::new("clocksource", pass_if(raw == "tsc"), raw, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isolcpus_flags_and_list() {
+        assert_eq!(isolcpus_param("2-3"), (vec![], "2-3"));
+        assert_eq!(isolcpus_param("nohz,managed_irq,2-3"), (vec!["nohz", "managed_irq"], "2-3"));
+        assert_eq!(isolcpus_param("domain,1"), (vec!["domain"], "1"));
+        let c = isolcpus("quiet isolcpus=nohz,2-3", &CpuList::default());
+        assert_eq!((c.found.as_str(), c.status), ("none (isolcpus=nohz,2-3)", Status::Warn));
+        assert!(c.source.contains("without `domain`"), "{}", c.source);
+        let c = isolcpus("isolcpus=1", &CpuList::parse("1").unwrap());
+        assert_eq!((c.found.as_str(), c.status), ("1 (isolcpus=1)", Status::Pass));
+        assert_eq!(isolcpus("quiet", &CpuList::default()).found, "none");
+    }
+
+    #[test]
+    fn a_bare_rcu_nocbs_is_reported_as_found() {
+        let c = rcu_nocbs("quiet rcu_nocbs");
+        assert_eq!((c.found.as_str(), c.status), ("rcu_nocbs (no CPU list)", Status::Pass));
+        assert_eq!(rcu_nocbs("rcu_nocbs=1-3").found, "1-3");
+        assert_eq!((rcu_nocbs("quiet").found.as_str(), rcu_nocbs("quiet").status), ("none", Status::Warn));
+    }
 }

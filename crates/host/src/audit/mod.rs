@@ -42,7 +42,7 @@ pub struct Check {
     pub why: &'static str,
     pub fix: &'static str,
     pub depends_on: &'static str,
-    /// What tuned's realtime-virtual-host profile sets for this.
+    /// What tuned's realtime-virtual-host profile (or a profile it includes, named) sets for this.
     pub tuned: &'static str,
 }
 
