@@ -153,7 +153,8 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     assert_eq!(r["changes"].as_array().unwrap().len(), 0, "{r}");
     let ids: Vec<&str> = r["lint"]["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&"fifo_vcpu_above_kthreads"), "a FIFO vCPU above ksoftirqd/{cpu} is flagged: {ids:?}");
-    assert_eq!(ids.contains(&"fair_server_preempts_rt"), rtvirt_host::sysinfo::has_fair_server());
+    // flagged only where the CPU's fair server has runtime (read from debugfs like the lint does)
+    assert_eq!(ids.contains(&"fair_server_preempts_rt"), rtvirt_host::sysinfo::FairServers::of_this_host().active_on(cpu).is_some(), "{ids:?}");
 
     revert(&st);
     assert_eq!(s.state(), before);
@@ -175,6 +176,16 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     assert!(lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"), "{lint}");
     let rt_cpu = last_cpu().to_string();
     assert!(lint["per_cpu"][&rt_cpu].as_array().unwrap().iter().any(|e| e["tid"] == s.rt.pid() && e["changed"] == true), "{lint}");
+    // the per-CPU view lists every entity that competes for the CPU: a runnable SCHED_OTHER
+    // thread allowed there too, a sleeping one not
+    let spin = Spinner::start(last_cpu());
+    let idle = Sleeper::start();
+    let o = run(rtvirt(&["host", "lint", bad.to_str().unwrap(), "--pid", &rt, "--pid", &hk, "--format", "json"]));
+    let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let on_rt_cpu = lint["per_cpu"][&rt_cpu].as_array().unwrap();
+    assert!(on_rt_cpu.iter().any(|e| e["tid"] == spin.pid() && e["sched"].as_str().unwrap().starts_with("OTHER")), "runnable spinner missing: {lint}");
+    assert!(!on_rt_cpu.iter().any(|e| e["tid"] == idle.pid()), "a sleeping SCHED_OTHER thread is not listed: {lint}");
+    drop(spin);
     let o = run(rtvirt(&["host", "lint", s.profile_file(40).to_str().unwrap(), "--pid", &rt, "--pid", &hk]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("CPU {rt_cpu}:")), "{}", text(&o));
@@ -192,6 +203,73 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     assert_eq!(sched::get(s.rt.pid()).unwrap().priority, 60);
     revert(&st);
     assert_eq!(s.state(), before);
+}
+
+/// A busy SCHED_OTHER process pinned to one CPU (always runnable), killed on drop.
+struct Spinner(Sleeper);
+
+impl Spinner {
+    fn start(cpu: u32) -> Spinner {
+        let child = Command::new("taskset").args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"]).stdin(std::process::Stdio::null()).spawn().expect("taskset sh");
+        let s = Spinner(Sleeper(child));
+        // wait until taskset has exec'd the shell (its comm becomes sh)
+        while procfs_comm(s.pid()).as_deref() != Some("sh") {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        s
+    }
+    fn pid(&self) -> u32 {
+        self.0.pid()
+    }
+}
+
+fn procfs_comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
+}
+
+#[test]
+fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
+    let _g = serial();
+    let Some((n, name)) = serial_irq() else {
+        eprintln!("skipped: no ttyS0 IRQ to test with");
+        return;
+    };
+    let threaded = threads::kernel_threads().iter().any(|t| matches!(t.role, Role::Irq { irq, .. } if irq == n));
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap();
+    if threaded {
+        // booted with threadirqs (or PREEMPT_RT): irq_threads_of_a_device_get_their_priority_and_revert covers it
+        assert!(cmdline.split_whitespace().any(|w| w == "threadirqs") || std::fs::read_to_string("/sys/kernel/realtime").is_ok());
+        eprintln!("skipped: IRQ {n} ({name}) is threaded on this kernel");
+        return;
+    }
+    let cpu = last_cpu();
+    let aff = || std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim().to_string();
+    let before = aff();
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 50\n"));
+    let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
+    let apply = |extra: &[&str]| run(rtvirt(&[&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()], extra].concat()));
+
+    // the policy cannot be applied: the lint fails, naming the IRQ, the profile line and threadirqs
+    let o = apply(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("FAIL: irq_not_threaded") && out.contains(&format!("IRQ {n} ({name})")) && out.contains("threadirqs") && out.contains("irq.toml:6 set[0].policy"), "{out}");
+    assert_eq!(aff(), before, "nothing changed");
+    assert!(!journal_exists(&st));
+    let o = run(rtvirt(&["host", "lint", p.to_str().unwrap(), "--format", "json"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    // --force applies the rest (the IRQ's affinity) and reports the finding
+    let o = apply(&["--force", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["forced"], true, "{r}");
+    assert!(r["lint"]["findings"].as_array().unwrap().iter().any(|f| f["id"] == "irq_not_threaded" && f["severity"] == "fail"), "{r}");
+    assert_eq!(aff(), cpu.to_string());
+    revert(&st);
+    assert_eq!(aff(), before);
 }
 
 #[test]
