@@ -105,3 +105,71 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
     assert!(ran > 0 && ran < 30_000_000_000, "duration_ns {ran} is the time really run");
     assert!(v["tasks"].as_array().unwrap().iter().any(|t| t["jobs"].as_u64().unwrap() > 0));
 }
+
+/// The cpuset mount (cgroup v1) or unified hierarchy where rtvirt makes its exclusive cpusets.
+fn cpuset_root() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let v1 = f.get(2) == Some(&"cgroup") && f.get(3).is_some_and(|o| o.split(',').any(|x| x == "cpuset"));
+        (v1 || f.get(2) == Some(&"cgroup2")).then(|| f[1].into())
+    })
+}
+
+/// Worker processes (`measure tasks-worker`) whose parent is `parent`.
+fn workers_of(parent: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmd).contains("tasks-worker") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
+    if !is_root() {
+        return;
+    }
+    let Some(root) = cpuset_root() else { return };
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let balance = root.join("cpuset.sched_load_balance");
+    let balance_before = std::fs::read_to_string(&balance).ok();
+    let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    // The default scenario has three guests: three worker processes, children of rtvirt.
+    let mut workers = Vec::new();
+    for _ in 0..300 {
+        workers = workers_of(parent);
+        if workers.len() == 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(workers.len(), 3, "one worker process per guest");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // While running, the parent holds the exclusive cpusets and root load balancing is off.
+    let ours = |root: &std::path::Path| {
+        std::fs::read_dir(root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(&format!("-{parent}-"))).count()
+    };
+    assert!(ours(&root) > 0, "exclusive cpusets exist during the run");
+    // SAFETY: killing a grandchild we found by its parent (SIGKILL: no chance to clean up).
+    unsafe { libc_kill(workers[0], 9) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("vCPU worker") && stderr.contains(&workers[0].to_string()), "{stderr}");
+    assert_eq!(ours(&root), 0, "no cpuset of the run is left");
+    assert_eq!(std::fs::read_to_string(&balance).ok(), balance_before, "root load balancing restored");
+    assert!(workers.iter().all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists()), "no worker is left");
+}

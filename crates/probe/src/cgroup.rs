@@ -223,8 +223,19 @@ impl ExclusiveCpus {
 
     /// Move the calling thread into the cpuset of `cpu`.
     pub fn enter(&self, cpu: u32) -> Result<()> {
+        write(&self.join_file(cpu)?, &crate::rt::gettid().to_string())
+    }
+
+    /// The file a thread (of this or another process) writes its thread id into to enter the
+    /// cpuset of `cpu`.
+    pub fn join_file(&self, cpu: u32) -> Result<PathBuf> {
         let dir = self.cpus.iter().find(|(c, _)| *c == cpu).map(|(_, d)| d).ok_or_else(|| Error::Failed(format!("no exclusive cpuset for CPU {cpu}")))?;
-        write(&dir.join(self.procs_file), &crate::rt::gettid().to_string())
+        Ok(dir.join(self.procs_file))
+    }
+
+    /// The cpuset directories (for the record and for tests).
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        self.cpus.iter().map(|(_, d)| d.clone()).collect()
     }
 }
 

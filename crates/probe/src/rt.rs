@@ -7,7 +7,7 @@
 use crate::error::{Error, Result};
 use rtvirt_host::sched::{self as host_sched, SchedAttr};
 use rtvirt_host::{CpuList, KernelError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +48,7 @@ impl Policy {
 }
 
 /// SCHED_DEADLINE reservation: `runtime` every `period`, to be used within `deadline`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
     pub runtime_ns: u64,
     pub deadline_ns: u64,

@@ -27,9 +27,13 @@ pub enum What {
     /// Request/response latency over UDP or TCP (server and client), paced or back-to-back.
     #[command(subcommand)]
     Net(NetWhat),
-    /// Periodic task sets of a scenario's guests, each guest's vCPU thread under its planned
-    /// SCHED_DEADLINE reservation on its planned core: jobs, misses, DSR, response times.
+    /// Periodic task sets of a scenario's guests, each guest a process whose vCPU thread runs
+    /// under its planned SCHED_DEADLINE reservation on its planned core: jobs, misses, DSR,
+    /// response times.
     Tasks(TasksArgs),
+    /// Internal: one guest of `measure tasks` (started by it; talks JSON lines on stdin/stdout).
+    #[command(hide = true)]
+    TasksWorker,
 }
 
 /// Where the measurement runs.
@@ -41,8 +45,9 @@ pub enum Where {
     /// In a container rtvirt creates (network namespace, veth pair on a bridge, cgroup with a
     /// cpuset) and removes afterwards, also on failure or Ctrl-C.
     Container,
-    /// In QEMU guests (crates/vm): `measure timer` runs in a guest of each --guest-kernel with
-    /// each host --load (the SEEDS 4 matrix); `measure net client` reaches a server in a guest.
+    /// In QEMU guests (crates/vm): `measure timer` and `measure tasks` run in a guest of each
+    /// --guest-kernel with each host --load (the SEEDS 4 matrix); `measure net client` reaches a
+    /// server in a guest; `measure net server` serves from a guest.
     Vm,
 }
 
@@ -64,19 +69,12 @@ pub struct Common {
     /// Allow priority 99, intervals below 50us, more than 4 load workers per CPU, runs over 1 hour.
     #[arg(long)]
     pub force: bool,
-    /// With --in vm: guest kernel(s), rt and/or nrt (default: both for timer).
+    /// With --in vm: guest kernel(s), rt and/or nrt (default: both for timer and tasks; net
+    /// needs one).
     #[arg(long, value_delimiter = ',')]
     pub guest_kernel: Vec<String>,
-}
-
-impl Common {
-    /// Refuse `--in vm` where no guest variant exists.
-    fn host_or_container(&self, what: &str) -> anyhow::Result<()> {
-        if self.r#in == Where::Vm {
-            anyhow::bail!("--in vm is not available for {what}; run it in a guest with `rtvirt vm run -- {what} ...`");
-        }
-        Ok(())
-    }
+    #[command(flatten)]
+    pub vm: super::vm::InVmOpts,
 }
 
 #[derive(Args)]
@@ -195,7 +193,7 @@ pub struct ClientArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Each guest's vCPU is a thread under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
+#[command(after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
 to its planned core (each core in its own exclusive cpuset), running the guest's tasks under a user-level EDF/FP \
 scheduler with calibrated CPU work drawn from each task's execution-time model. Exit code 1 if a plan made \
 with WCET budgets misses deadlines.
@@ -241,6 +239,7 @@ pub fn run(a: MeasureArgs) -> CmdResult {
         What::Net(NetWhat::Server(s)) => run_server(s),
         What::Net(NetWhat::Client(c)) => run_client(c),
         What::Tasks(t) => run_tasks(t),
+        What::TasksWorker => std::process::exit(rtvirt_probe::tasks::worker::worker_main()),
     }
 }
 
@@ -313,7 +312,7 @@ fn run_timer(a: TimerArgs) -> CmdResult {
     cfg.validate()?;
     match a.common.r#in {
         Where::Container => return rerun_in_container(&cpu_list),
-        Where::Vm => return super::vm::measure_in_vm(&a.common.guest_kernel, &a.common.load, a.common.format),
+        Where::Vm => return super::vm::measure_in_vm(&a.common, a.duration),
         Where::Host => {}
     }
     progress(a.duration, &format!("measuring timer latency on CPU(s) {} ({} every {})", cpus::format_list(&cpu_list), a.policy.as_str(), a.interval));
@@ -358,11 +357,11 @@ fn run_tasks(a: TasksArgs) -> CmdResult {
             rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
         }
     };
-    a.common.host_or_container("measure tasks")?;
     let cfg = rtvirt_probe::tasks::TasksConfig { duration: a.duration, seed: a.seed, force: a.common.force };
-    if a.common.r#in == Where::Container {
-        let cores: Vec<u32> = plan.guests.iter().filter_map(|g| g.core).collect();
-        return rerun_in_container(&cores);
+    match a.common.r#in {
+        Where::Container => return rerun_in_container(&plan.guests.iter().filter_map(|g| g.core).collect::<Vec<u32>>()),
+        Where::Vm => return super::vm::tasks_in_vm(&a.common, &scenario, &plan, &cfg),
+        Where::Host => {}
     }
     progress(a.duration, &format!("running {} guest(s) of \"{}\" under their reservations", scenario.guests.len(), scenario.name));
     let results = with_loads(&a.common, || Ok(rtvirt_probe::tasks::run(&scenario, &plan, &cfg)?))?;
@@ -385,12 +384,13 @@ fn run_tasks(a: TasksArgs) -> CmdResult {
 }
 
 fn run_server(a: ServerArgs) -> CmdResult {
-    a.common.host_or_container("measure net server")?;
-    if a.common.r#in == Where::Container {
-        return rerun_in_container(&cpus::allowed());
-    }
     if a.duration > Nanos::from_secs(86_400) && !a.common.force {
         anyhow::bail!("--duration {} is more than a day; add --force", a.duration);
+    }
+    match a.common.r#in {
+        Where::Container => return rerun_in_container(&cpus::allowed()),
+        Where::Vm => return super::vm::server_in_vm(&a.common, a.listen.port(), a.proto.tcp, a.service_time, a.duration),
+        Where::Host => {}
     }
     let listen = inside_container_listen(a.listen);
     let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
@@ -439,7 +439,7 @@ fn run_client(a: ClientArgs) -> CmdResult {
     let results = match a.common.r#in {
         Where::Host => with_loads(&a.common, || Ok(client::run(&cfg)?))?,
         Where::Container => with_loads(&a.common, || client_to_container(&mut cfg))?,
-        Where::Vm => return super::vm::client_in_vm(&a.common.guest_kernel, &a.common.load, a.common.format, (a.proto.tcp, a.connect.port(), a.duration)),
+        Where::Vm => return super::vm::client_in_vm(&a.common, (a.proto.tcp, a.connect.port(), a.duration)),
     };
     let rows = vec![("rtt".to_string(), results.rtt_ns.as_ref().expect("client results have rtt"))];
     let x = &results.extra;

@@ -1,4 +1,4 @@
-//! One guest's "vCPU": a thread under the guest's SCHED_DEADLINE reservation, pinned to its core,
+//! One guest's "vCPU": the single thread of a worker process ([`super::worker`]) under the guest's SCHED_DEADLINE reservation, pinned to its core,
 //! running a user-level EDF or fixed-priority scheduler over the guest's periodic tasks. Jobs burn
 //! calibrated work in chunks of [`CHUNK_NS`]; between chunks new releases are taken in and the
 //! scheduler re-decides (fine-grained preemption points). A late job keeps running (as in the
@@ -7,7 +7,9 @@
 use super::work;
 use crate::rt;
 use rand::SeedableRng;
-use rtvirt_model::scenario::{Guest, GuestScheduler};
+use super::worker::GuestSpec;
+use rtvirt_model::exec::ExecModel;
+use rtvirt_model::scenario::GuestScheduler;
 use rtvirt_model::stats::LatencyHistogram;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +29,7 @@ struct TaskState {
     deadline: u64,
     wcet: u64,
     priority: u32,
+    exec: ExecModel,
     next_release: u64,
     queue: VecDeque<Job>,
     rng: rand_pcg::Pcg64Mcg,
@@ -45,18 +48,19 @@ pub struct GuestOutcome {
 }
 
 /// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns). The caller has already
-/// put the thread under its reservation.
-pub fn run_tasks(g: &Guest, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestOutcome {
+/// put the thread under its reservation. Stops early when `stop` is raised or on Ctrl-C/SIGTERM.
+pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestOutcome {
     let mut tasks: Vec<TaskState> = g
         .tasks
         .iter()
         .enumerate()
         .map(|(i, t)| TaskState {
-            period: t.period.0,
-            deadline: t.deadline.0,
-            wcet: t.wcet.0,
+            period: t.period_ns,
+            deadline: t.deadline_ns,
+            wcet: t.wcet_ns,
             priority: t.priority,
-            next_release: start + t.offset.0,
+            exec: t.exec.model(),
+            next_release: start + t.offset_ns,
             queue: VecDeque::new(),
             rng: rand_pcg::Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64)),
             jobs: 0,
@@ -67,13 +71,13 @@ pub fn run_tasks(g: &Guest, iters_per_ns: f64, seed: u64, start: u64, end: u64, 
         .collect();
     let cpu0 = rt::thread_cpu_ns();
     let chunk_iters = ((CHUNK_NS as f64 * iters_per_ns) as u64).max(1);
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !crate::signals::interrupted() {
         let now = rt::now_ns();
         if now >= end {
             break;
         }
-        release_due(&mut tasks, &g.tasks, now, end, iters_per_ns);
-        match pick(&tasks, g.scheduler) {
+        release_due(&mut tasks, now, end, iters_per_ns);
+        match pick(&tasks, g.scheduler()) {
             Some(i) => {
                 let job = tasks[i].queue.front_mut().expect("picked task has a job");
                 let n = job.remaining.min(chunk_iters);
@@ -105,10 +109,10 @@ pub fn run_tasks(g: &Guest, iters_per_ns: f64, seed: u64, start: u64, end: u64, 
 }
 
 /// Release every job due at `now` (releases after `end` are not made).
-fn release_due(tasks: &mut [TaskState], specs: &[rtvirt_model::scenario::Task], now: u64, end: u64, iters_per_ns: f64) {
-    for (t, spec) in tasks.iter_mut().zip(specs) {
+fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
+    for t in tasks.iter_mut() {
         while t.next_release <= now && t.next_release < end {
-            let exec = spec.exec.draw(rtvirt_model::Nanos(t.wcet), &mut t.rng).0;
+            let exec = t.exec.draw(rtvirt_model::Nanos(t.wcet), &mut t.rng).0;
             let release = t.next_release;
             t.queue.push_back(Job { release, deadline: release + t.deadline, remaining: ((exec as f64 * iters_per_ns) as u64).max(1) });
             t.next_release += t.period;
@@ -145,6 +149,7 @@ mod tests {
             deadline: 10,
             wcet: 1,
             priority,
+            exec: ExecModel::Constant,
             next_release: 0,
             queue: VecDeque::new(),
             rng: rand_pcg::Pcg64Mcg::seed_from_u64(0),

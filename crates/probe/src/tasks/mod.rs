@@ -1,5 +1,5 @@
 //! `measure tasks`: the sched_test_app of SEEDS 5 under real reservations. Each guest of the
-//! scenario is a "vCPU" thread (a thread group of this process) that gets the guest's reservation
+//! scenario is a process ([`worker`]) whose single "vCPU" thread gets the guest's reservation
 //! from the plan - SCHED_DEADLINE runtime = budget, deadline, period - pinned to its planned core
 //! (each used core in its own exclusive cpuset, the SCHED_DEADLINE root-domain requirement), and
 //! runs the guest's periodic tasks under a user-level EDF or FP scheduler ([`guest`]) with work
@@ -8,16 +8,14 @@
 
 pub mod guest;
 pub mod work;
+pub mod worker;
 
 use crate::error::{Error, Result};
-use crate::rt::{self, Reservation, Sched};
+use crate::rt::Reservation;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::{GuestResult, Results, TaskResult};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct TasksConfig {
@@ -60,7 +58,8 @@ fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
         .collect()
 }
 
-/// Run every guest of `s` under its planned reservation for `cfg.duration`.
+/// Run every guest of `s` under its planned reservation for `cfg.duration`: one worker process
+/// per guest ([`worker`]), each core in its own exclusive cpuset held by this process.
 pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     plan.check_matches(s).map_err(|e| Error::Input(e.under("plan")))?;
     if cfg.duration.0 == 0 || (cfg.duration > Nanos::from_secs(3600) && !cfg.force) {
@@ -70,71 +69,48 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
     cores.sort_unstable();
     cores.dedup();
-    let _mem = rt::MemoryLock::acquire()?;
     let exclusive = crate::cgroup::ExclusiveCpus::create(&cores)?;
-    let start = rt::now_ns() + 300_000_000; // calibration and setup of every vCPU first
-    let end = start + cfg.duration.0;
-    let stop = Arc::new(AtomicBool::new(false));
-    let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
-    let outcomes: Vec<Result<guest::GuestOutcome>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = s
-            .guests
-            .iter()
-            .zip(&places)
-            .enumerate()
-            .map(|(gi, (g, p))| {
-                let (ex, stop, wd) = (&exclusive, &*stop, &watchdog);
-                std::thread::Builder::new()
-                    .name(format!("rtvirt-vcpu-{}", g.name))
-                    .spawn_scoped(sc, move || -> Result<guest::GuestOutcome> {
-                        let fail = |e: Error| {
-                            stop.store(true, Ordering::SeqCst);
-                            e
-                        };
-                        ex.enter(p.core).map_err(fail)?;
-                        rt::pin_current_thread(p.core).map_err(fail)?;
-                        let per_ns = work::calibrate();
-                        wd.register_current();
-                        rt::set_sched(0, Sched::Deadline(p.reservation)).map_err(fail)?;
-                        rt::sleep_until(start);
-                        let out = guest::run_tasks(g, per_ns, cfg.seed.wrapping_add(gi as u64 * 1000), start, end, stop);
-                        let _ = rt::set_sched(0, Sched::Other);
-                        Ok(out)
-                    })
-                    .expect("spawn vCPU thread")
+    let specs = s
+        .guests
+        .iter()
+        .zip(&places)
+        .enumerate()
+        .map(|(gi, (g, p))| {
+            Ok(worker::WorkerSpec {
+                guest: worker::GuestSpec::of(g),
+                core: p.core,
+                reservation: p.reservation,
+                cpuset_join: exclusive.join_file(p.core)?,
+                seed: cfg.seed.wrapping_add(gi as u64 * 1000),
             })
-            .collect();
-        while rt::now_ns() < end && !stop.load(Ordering::Relaxed) {
-            if crate::signals::interrupted() {
-                stop.store(true, Ordering::SeqCst);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("vCPU thread panicked".into())))).collect()
-    });
-    let ran_ns = rt::now_ns().min(end).saturating_sub(start);
-    let runaways = watchdog.finish();
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let run = worker::run_workers(&specs, cfg.duration.0);
     drop(exclusive);
-    let outcomes = outcomes.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok(assemble(s, plan, &places, outcomes, cfg, ran_ns, runaways))
+    let run = run?;
+    let ran_ns = run.stopped_ns.saturating_sub(run.start_ns);
+    Ok(assemble(s, plan, &places, run.outcomes, cfg, ran_ns))
 }
 
 /// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when
 /// interrupted).
-fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<guest::GuestOutcome>, cfg: &TasksConfig, ran_ns: u64, runaways: Vec<i32>) -> Results {
+fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<worker::WorkerOutcome>, cfg: &TasksConfig, ran_ns: u64) -> Results {
     let mut r = Results::new("tasks", ran_ns);
+    let mut runaways = Vec::new();
     r.seed = Some(cfg.seed);
     r.label = Some(s.name.clone());
     for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
-        for (t, (jobs, misses, unfinished, hist)) in g.tasks.iter().zip(o.tasks) {
-            let mut tr = TaskResult { guest: g.name.clone(), name: t.name.clone(), jobs, misses, dsr: TaskResult::dsr_of(jobs, misses), response_ns: hist.summary(), ..Default::default() };
-            tr.extra.insert("unfinished".into(), unfinished.into());
+        for (t, w) in g.tasks.iter().zip(o.tasks) {
+            let mut tr = TaskResult { guest: g.name.clone(), name: t.name.clone(), jobs: w.jobs, misses: w.misses, dsr: TaskResult::dsr_of(w.jobs, w.misses), response_ns: w.response_ns, ..Default::default() };
+            tr.extra.insert("unfinished".into(), w.unfinished.into());
             r.tasks.push(tr);
         }
         let mut gr = GuestResult { name: g.name.clone(), cpu_time_ns: o.cpu_time_ns, utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64, ..Default::default() };
         gr.extra.insert("core".into(), p.core.into());
         gr.extra.insert("reservation".into(), serde_json::to_value(p.reservation).unwrap_or_default());
         gr.extra.insert("work_iterations_per_ns".into(), o.iters_per_ns.into());
+        gr.extra.insert("worker_pid".into(), o.pid.into());
+        runaways.extend(o.runaways);
         r.guests.push(gr);
     }
     let (jobs, misses): (u64, u64) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));

@@ -1,4 +1,6 @@
 use super::*;
+use crate::rt;
+use rtvirt_model::exec::ExecModel;
 use rtvirt_model::plan::{CorePlan, GuestPlan, PLAN_SCHEMA};
 
 const SCENARIO: &str = r#"
@@ -44,8 +46,29 @@ fn plan(budget_ns: u64) -> Plan {
     }
 }
 
+/// Environment variable telling this test binary, re-executed, to be a guest worker.
+const TEST_WORKER_VAR: &str = "RTVIRT_PROBE_TEST_WORKER";
+
+/// The guest worker when this test binary is started by [`use_this_binary_as_worker`].
+#[test]
+fn worker_process_entry() {
+    if std::env::var_os(TEST_WORKER_VAR).is_some() {
+        std::process::exit(worker::worker_main());
+    }
+}
+
+/// Workers are this test binary running only [`worker_process_entry`].
+fn use_this_binary_as_worker() {
+    worker::set_worker_command(worker::WorkerCommand {
+        program: std::env::current_exe().unwrap(),
+        args: ["tasks::tests::worker_process_entry", "--exact", "--nocapture", "--test-threads=1"].map(String::from).to_vec(),
+        env: vec![(TEST_WORKER_VAR.into(), "1".into())],
+    });
+}
+
 fn run_with(budget_ns: u64) -> Results {
     let _g = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    use_this_binary_as_worker();
     let s = Scenario::from_toml(SCENARIO, None).unwrap();
     run(&s, &plan(budget_ns), &TasksConfig { duration: Nanos::from_ms(1500), seed: 3, force: false }).unwrap()
 }
@@ -68,6 +91,25 @@ fn enough_budget_meets_deadlines_and_starvation_misses_them() {
     let starved = run_with(500_000);
     assert!(starved.extra["dsr"].as_f64().unwrap() < 0.6, "{:?}", starved.tasks);
     assert!(starved.guests[0].utilisation < 0.2, "the reservation caps the vCPU: {}", starved.guests[0].utilisation);
+    // The guest ran in its own process.
+    let pid = good.guests[0].extra["worker_pid"].as_u64().unwrap();
+    assert_ne!(pid, std::process::id() as u64);
+}
+
+#[test]
+fn guest_spec_carries_every_execution_model() {
+    let text = SCENARIO.replace("exec = { dist = \"uniform\", min = \"1ms\", max = \"4ms\" }", "exec = { dist = \"normal\", mean = \"2ms\", sd = \"1ms\" }");
+    let s = Scenario::from_toml(&text, None).unwrap();
+    let spec = worker::GuestSpec::of(&s.guests[0]);
+    let back: worker::GuestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+    for (t, b) in s.guests[0].tasks.iter().zip(&back.tasks) {
+        assert_eq!(t.exec, b.exec.model());
+        assert_eq!((t.period.0, t.deadline.0, t.wcet.0, t.offset.0, t.priority), (b.period_ns, b.deadline_ns, b.wcet_ns, b.offset_ns, b.priority));
+    }
+    assert_eq!(back.scheduler(), s.guests[0].scheduler);
+    let samples = ExecModel::Samples(rtvirt_model::exec::Samples { path: "x.txt".into(), sorted_ns: std::sync::Arc::new(vec![1, 2, 3]) });
+    let back: worker::ExecSpec = serde_json::from_str(&serde_json::to_string(&worker::ExecSpec::of(&samples)).unwrap()).unwrap();
+    assert_eq!(back.model(), samples);
 }
 
 #[test]

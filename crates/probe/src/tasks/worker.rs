@@ -1,0 +1,418 @@
+//! One process per guest. The parent ([`super::run`]) starts the worker command once per guest
+//! (by default this executable with the hidden `measure tasks-worker` subcommand), writes the
+//! guest's [`WorkerSpec`] as one JSON line on the worker's stdin, waits until every worker is
+//! ready (in its core's exclusive cpuset, pinned, work calibrated), then writes one
+//! `START <start_ns> <end_ns>` line to all of them. Each worker's single vCPU thread then takes
+//! the guest's SCHED_DEADLINE reservation, runs the tasks, goes back to SCHED_OTHER and prints one
+//! `RTVIRT-TASKS-RESULT <json>` line ([`WorkerOutcome`]).
+//!
+//! Stopping: Ctrl-C/SIGTERM in the parent is forwarded as SIGTERM; a worker stops its loop,
+//! restores its scheduling and reports. A worker dies with SIGTERM when its parent dies
+//! (PR_SET_PDEATHSIG). A worker that dies without a result stops the others; the parent's guards
+//! (exclusive cpusets, root load balancing) are restored whatever happened to the workers.
+
+use super::guest;
+use super::work;
+use crate::error::{Context, Error, Result};
+use crate::rt::{self, Reservation, Sched};
+use rtvirt_model::exec::{ExecModel, Samples};
+use rtvirt_model::scenario::{Guest, GuestScheduler};
+use rtvirt_model::stats::Summary;
+use rtvirt_model::Nanos;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Prefix of the worker's ready line.
+const READY: &str = "RTVIRT-TASKS-READY";
+/// Prefix of the worker's result line.
+const RESULT: &str = "RTVIRT-TASKS-RESULT ";
+/// Environment variable carrying the parent's pid (a worker whose parent is already gone quits).
+const PARENT_VAR: &str = "RTVIRT_TASKS_PARENT";
+/// How long workers may take to get ready (calibration on a busy machine included).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// After the end of the run, how long workers have to report before they are killed.
+const REPORT_GRACE_NS: u64 = 5_000_000_000;
+
+/// What a worker is told: its guest, core, reservation and cpuset.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub guest: GuestSpec,
+    pub core: u32,
+    pub reservation: Reservation,
+    /// The cgroup file the vCPU thread writes its thread id into (its core's exclusive cpuset).
+    pub cpuset_join: PathBuf,
+    pub seed: u64,
+}
+
+/// The part of a scenario guest its vCPU needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestSpec {
+    pub name: String,
+    /// Fixed priority (true) or EDF (false).
+    pub fixed_priority: bool,
+    pub tasks: Vec<TaskSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub period_ns: u64,
+    pub deadline_ns: u64,
+    pub wcet_ns: u64,
+    pub priority: u32,
+    pub offset_ns: u64,
+    pub exec: ExecSpec,
+}
+
+/// An execution-time model on the wire (a samples file travels as its values).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase")]
+pub enum ExecSpec {
+    Constant,
+    Normal { mean_ns: u64, sd_ns: u64 },
+    Uniform { min_ns: u64, max_ns: u64 },
+    Samples { path: PathBuf, sorted_ns: Vec<u64> },
+}
+
+impl GuestSpec {
+    pub fn of(g: &Guest) -> GuestSpec {
+        let tasks = g
+            .tasks
+            .iter()
+            .map(|t| TaskSpec {
+                period_ns: t.period.0,
+                deadline_ns: t.deadline.0,
+                wcet_ns: t.wcet.0,
+                priority: t.priority,
+                offset_ns: t.offset.0,
+                exec: ExecSpec::of(&t.exec),
+            })
+            .collect();
+        GuestSpec { name: g.name.clone(), fixed_priority: g.scheduler == GuestScheduler::Fp, tasks }
+    }
+
+    pub fn scheduler(&self) -> GuestScheduler {
+        if self.fixed_priority { GuestScheduler::Fp } else { GuestScheduler::Edf }
+    }
+}
+
+impl ExecSpec {
+    pub fn of(m: &ExecModel) -> ExecSpec {
+        match m {
+            ExecModel::Constant => ExecSpec::Constant,
+            ExecModel::Normal { mean, sd } => ExecSpec::Normal { mean_ns: mean.0, sd_ns: sd.0 },
+            ExecModel::Uniform { min, max } => ExecSpec::Uniform { min_ns: min.0, max_ns: max.0 },
+            ExecModel::Samples(s) => ExecSpec::Samples { path: s.path.clone(), sorted_ns: s.sorted_ns.to_vec() },
+        }
+    }
+
+    pub fn model(&self) -> ExecModel {
+        match self {
+            ExecSpec::Constant => ExecModel::Constant,
+            ExecSpec::Normal { mean_ns, sd_ns } => ExecModel::Normal { mean: Nanos(*mean_ns), sd: Nanos(*sd_ns) },
+            ExecSpec::Uniform { min_ns, max_ns } => ExecModel::Uniform { min: Nanos(*min_ns), max: Nanos(*max_ns) },
+            ExecSpec::Samples { path, sorted_ns } => ExecModel::Samples(Samples { path: path.clone(), sorted_ns: Arc::new(sorted_ns.clone()) }),
+        }
+    }
+}
+
+/// What a worker reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerOutcome {
+    pub tasks: Vec<TaskOutcome>,
+    pub cpu_time_ns: u64,
+    pub iters_per_ns: f64,
+    /// Thread ids the worker's runaway guard had to demote.
+    pub runaways: Vec<i32>,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskOutcome {
+    pub jobs: u64,
+    pub misses: u64,
+    pub unfinished: u64,
+    pub response_ns: Summary,
+}
+
+/// The program (and leading arguments, environment) started once per guest.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+static WORKER_COMMAND: Mutex<Option<WorkerCommand>> = Mutex::new(None);
+
+/// Replace the worker command (tests run their own harness as the worker).
+pub fn set_worker_command(cmd: WorkerCommand) {
+    *WORKER_COMMAND.lock().unwrap_or_else(|e| e.into_inner()) = Some(cmd);
+}
+
+/// The worker command: by default this executable, `measure tasks-worker` (the rtvirt CLI).
+fn worker_command() -> Result<WorkerCommand> {
+    if let Some(c) = WORKER_COMMAND.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        return Ok(c);
+    }
+    let program = std::env::current_exe().context(|| "cannot find the rtvirt executable to start the guest workers".into())?;
+    Ok(WorkerCommand { program, args: vec!["measure".into(), "tasks-worker".into()], env: vec![] })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker side.
+
+/// Entry point of a worker process; returns its exit code (0 reported, 2 failed).
+pub fn worker_main() -> i32 {
+    crate::signals::install();
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) };
+    let expected = std::env::var(PARENT_VAR).ok().and_then(|p| p.parse::<i32>().ok());
+    // SAFETY: getppid cannot fail.
+    if expected.is_some_and(|p| p != unsafe { libc::getppid() }) {
+        eprintln!("rtvirt: tasks worker: the parent is gone");
+        return 2;
+    }
+    match worker_run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("rtvirt: tasks worker: {e}");
+            2
+        }
+    }
+}
+
+fn worker_run() -> Result<()> {
+    let mut input = std::io::stdin().lock();
+    let mut line = String::new();
+    input.read_line(&mut line).context(|| "cannot read the worker's specification".into())?;
+    let spec: WorkerSpec = serde_json::from_str(&line).map_err(|e| Error::Failed(format!("bad worker specification: {e}")))?;
+    let _mem = rt::MemoryLock::acquire()?;
+    std::fs::write(&spec.cpuset_join, rt::gettid().to_string()).context(|| format!("cannot enter the exclusive cpuset of CPU {} ({})", spec.core, spec.cpuset_join.display()))?;
+    rt::pin_current_thread(spec.core)?;
+    let per_ns = work::calibrate();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{READY}").and_then(|_| out.flush()).context(|| "cannot talk to the parent".into())?;
+    line.clear();
+    input.read_line(&mut line).context(|| "cannot read the start line".into())?;
+    let mut f = line.split_whitespace();
+    let (start, end) = match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok()), f.next().and_then(|v| v.parse::<u64>().ok())) {
+        (Some("START"), Some(s), Some(e)) if s < e => (s, e),
+        _ => return Ok(()), // the parent gave up before the start: nothing ran, nothing to report
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
+    watchdog.register_current();
+    let sched = rt::set_sched(0, Sched::Deadline(spec.reservation));
+    let outcome = sched.map(|_| {
+        rt::sleep_until(start);
+        let o = guest::run_tasks(&spec.guest, per_ns, spec.seed, start, end, &stop);
+        let _ = rt::set_sched(0, Sched::Other);
+        o
+    });
+    let runaways = watchdog.finish();
+    let o = outcome?;
+    let report = WorkerOutcome {
+        tasks: o.tasks.into_iter().map(|(jobs, misses, unfinished, h)| TaskOutcome { jobs, misses, unfinished, response_ns: h.summary() }).collect(),
+        cpu_time_ns: o.cpu_time_ns,
+        iters_per_ns: o.iters_per_ns,
+        runaways,
+        pid: std::process::id(),
+    };
+    let text = serde_json::to_string(&report).map_err(|e| Error::Failed(e.to_string()))?;
+    writeln!(out, "{RESULT}{text}").and_then(|_| out.flush()).context(|| "cannot report to the parent".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side.
+
+enum Msg {
+    Ready,
+    Result(Box<WorkerOutcome>),
+    Bad(String),
+    Eof,
+}
+
+struct Worker {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    ready: bool,
+    result: Option<WorkerOutcome>,
+    ended: bool,
+    signalled: bool,
+    problem: Option<String>,
+}
+
+/// What the parent got back: outcomes in guest order, and the monotonic time the run started
+/// and stopped.
+pub struct Run {
+    pub outcomes: Vec<WorkerOutcome>,
+    pub start_ns: u64,
+    pub stopped_ns: u64,
+}
+
+/// Start one worker per spec, run them for `duration_ns`, collect their outcomes. Any worker that
+/// fails stops the others; every child is reaped before this returns.
+pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
+    let cmd = worker_command()?;
+    let (tx, rx) = mpsc::channel::<(usize, Msg)>();
+    let mut workers: Vec<Worker> = Vec::new();
+    let started = specs.iter().enumerate().try_for_each(|(i, spec)| {
+        let w = spawn(&cmd, i, spec, tx.clone())?;
+        workers.push(w);
+        Ok::<(), Error>(())
+    });
+    drop(tx);
+    let result = started.and_then(|_| drive(&mut workers, &rx, duration_ns));
+    // Whatever happened: no worker outlives this call.
+    for w in &mut workers {
+        w.stdin = None;
+        if !w.ended && result.is_err() {
+            crate::signals::terminate(w.child.id());
+        }
+    }
+    let kill_at = rt::now_ns() + REPORT_GRACE_NS;
+    for w in &mut workers {
+        while matches!(w.child.try_wait(), Ok(None)) {
+            if rt::now_ns() > kill_at {
+                let _ = w.child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    result
+}
+
+fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usize, Msg)>) -> Result<Worker> {
+    let mut child = Command::new(&cmd.program)
+        .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env(PARENT_VAR, std::process::id().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context(|| format!("cannot start the worker of guest \"{}\" ({})", spec.guest.name, cmd.program.display()))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut stdin = child.stdin.take();
+    let line = serde_json::to_string(spec).map_err(|e| Error::Failed(e.to_string()))?;
+    if let Some(s) = stdin.as_mut() {
+        // A worker that died at once shows up as an early end of its output.
+        let _ = writeln!(s, "{line}").and_then(|_| s.flush());
+    }
+    std::thread::Builder::new()
+        .name(format!("rtvirt-worker-out-{i}"))
+        .spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // Markers are searched anywhere in the line (a test harness may print before them).
+                let msg = if line.contains(READY) {
+                    Msg::Ready
+                } else if let Some(json) = line.find(RESULT).map(|at| &line[at + RESULT.len()..]) {
+                    match serde_json::from_str(json) {
+                        Ok(o) => Msg::Result(Box::new(o)),
+                        Err(e) => Msg::Bad(format!("unreadable result: {e}")),
+                    }
+                } else {
+                    continue;
+                };
+                if tx.send((i, msg)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send((i, Msg::Eof));
+        })
+        .map_err(|e| Error::os("cannot start a reader thread", e))?;
+    Ok(Worker { name: spec.guest.name.clone(), child, stdin, ready: false, result: None, ended: false, signalled: false, problem: None })
+}
+
+/// The two phases: every worker ready, then run and collect.
+fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns: u64) -> Result<Run> {
+    let ready_by = rt::now_ns() + READY_TIMEOUT.as_nanos() as u64;
+    while !workers.iter().all(|w| w.ready) {
+        receive(workers, rx)?;
+        if let Some(e) = failure(workers) {
+            return Err(e);
+        }
+        if crate::signals::interrupted() {
+            return Err(Error::Failed("interrupted before the task sets started".into()));
+        }
+        if rt::now_ns() > ready_by {
+            return Err(Error::Failed(format!("the guest workers were not ready within {}s", READY_TIMEOUT.as_secs())));
+        }
+    }
+    let start = rt::now_ns() + 50_000_000;
+    let end = start + duration_ns;
+    for w in workers.iter_mut() {
+        if let Some(s) = w.stdin.as_mut() {
+            let _ = writeln!(s, "START {start} {end}").and_then(|_| s.flush());
+        }
+        w.stdin = None;
+    }
+    let mut stopped: Option<u64> = None;
+    while !workers.iter().all(|w| w.ended) {
+        receive(workers, rx)?;
+        let now = rt::now_ns();
+        let failed = workers.iter().any(|w| w.problem.is_some());
+        if stopped.is_none() && (crate::signals::interrupted() || failed) {
+            stopped = Some(now);
+            for w in workers.iter_mut().filter(|w| !w.ended && !w.signalled) {
+                crate::signals::terminate(w.child.id());
+                w.signalled = true;
+            }
+        }
+        if now > end + REPORT_GRACE_NS {
+            for w in workers.iter_mut().filter(|w| !w.ended) {
+                let _ = w.child.kill();
+                w.problem.get_or_insert_with(|| "did not report in time and was killed".into());
+            }
+        }
+    }
+    if let Some(e) = failure(workers) {
+        return Err(e);
+    }
+    let stopped_ns = stopped.unwrap_or(end).min(end);
+    Ok(Run { outcomes: workers.iter_mut().map(|w| w.result.take().expect("every worker reported")).collect(), start_ns: start, stopped_ns })
+}
+
+/// Take in what the workers said (waits at most 20 ms).
+fn receive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>) -> Result<()> {
+    let first = match rx.recv_timeout(Duration::from_millis(20)) {
+        Ok(m) => Some(m),
+        Err(mpsc::RecvTimeoutError::Timeout) => None,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            // Every reader is gone: mark what has not ended.
+            for w in workers.iter_mut().filter(|w| !w.ended) {
+                w.ended = true;
+                w.problem.get_or_insert_with(|| "its output ended".into());
+            }
+            None
+        }
+    };
+    for (i, msg) in first.into_iter().chain(rx.try_iter()) {
+        let w = &mut workers[i];
+        match msg {
+            Msg::Ready => w.ready = true,
+            Msg::Result(o) => w.result = Some(*o),
+            Msg::Bad(e) => w.problem = Some(e),
+            Msg::Eof => {
+                w.ended = true;
+                if w.result.is_none() && w.problem.is_none() {
+                    let status = w.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    w.problem = Some(format!("ended without a result ({status})"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn failure(workers: &[Worker]) -> Option<Error> {
+    workers.iter().find_map(|w| w.problem.as_ref().map(|p| Error::Failed(format!("the vCPU worker of guest \"{}\" (pid {}) {p}", w.name, w.child.id()))))
+}
