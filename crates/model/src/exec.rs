@@ -128,11 +128,7 @@ impl ExecModel {
         use rand::RngExt;
         let v = match self {
             ExecModel::Constant => wcet.0,
-            ExecModel::Normal { mean, sd } => {
-                let z: f64 = rng.sample(rand_distr::StandardNormal);
-                let x = mean.0 as f64 + sd.0 as f64 * z;
-                x.round().clamp(1.0, wcet.0 as f64) as u64
-            }
+            ExecModel::Normal { mean, sd } => truncated_normal(mean.0 as f64, sd.0 as f64, wcet.0 as f64, rng),
             ExecModel::Uniform { min, max } => rng.random_range(min.0..=max.0),
             ExecModel::Samples(s) => s.sorted_ns[rng.random_range(0..s.len())],
         };
@@ -145,6 +141,26 @@ impl ExecModel {
             _ => None,
         }
     }
+}
+
+/// Most draws a truncated normal makes before it gives up and clamps (reached only when nearly
+/// all the mass lies outside [1 ns, WCET], e.g. a mean far above the WCET).
+const TRUNCATION_TRIES: u32 = 64;
+
+/// A normal draw truncated to [1 ns, WCET] by rejection (a draw outside is drawn again), so the
+/// shape inside the interval is the normal's and no mass piles up at the bounds as clamping
+/// would put it. Falls back to clamping after [`TRUNCATION_TRIES`] rejections.
+fn truncated_normal<R: rand::Rng + ?Sized>(mean: f64, sd: f64, wcet: f64, rng: &mut R) -> u64 {
+    use rand::RngExt;
+    let mut x = mean;
+    for _ in 0..TRUNCATION_TRIES {
+        let z: f64 = rng.sample(rand_distr::StandardNormal);
+        x = (mean + sd * z).round();
+        if (1.0..=wcet).contains(&x) {
+            return x as u64;
+        }
+    }
+    x.clamp(1.0, wcet) as u64
 }
 
 #[cfg(test)]
@@ -190,8 +206,18 @@ mod tests {
         let n = ExecModel::Normal { mean: Nanos(300_000), sd: Nanos(166_667) };
         let draws: Vec<u64> = (0..20_000).map(|_| n.draw(w, &mut rng).0).collect();
         assert!(draws.iter().all(|&d| (1..=w.0).contains(&d)));
+        // truncated to [0, WCET] at a = -1.8 SD: mean mu + sd * phi(1.8) / Phi(1.8) ~ 313,640
         let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
-        assert!((mean - 300_000.0).abs() < 10_000.0, "mean {mean}");
+        assert!((mean - 313_640.0).abs() < 4_000.0, "mean {mean}");
+        // truncated, not clamped: no mass piles up at the WCET (mean 70%: 3.6% of a normal lies
+        // beyond it; clamping would put all of it on exactly the WCET)
+        let n = ExecModel::Normal { mean: Nanos(700_000), sd: Nanos(166_667) };
+        let draws: Vec<u64> = (0..20_000).map(|_| n.draw(w, &mut rng).0).collect();
+        assert!(draws.iter().all(|&d| d <= w.0));
+        assert!(draws.iter().filter(|&&d| d == w.0).count() < 5, "draws pile up at the WCET");
+        // the truncated normal's mean: mu - sd * phi(b) / Phi(b) with b = 1.8 -> ~ 0.6862 WCET
+        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
+        assert!((mean - 686_200.0).abs() < 4_000.0, "mean {mean}");
         assert_eq!(ExecModel::Constant.draw(w, &mut rng), w);
         let u = ExecModel::Uniform { min: Nanos(10), max: Nanos(20) };
         assert!((0..1000).all(|_| (10..=20).contains(&u.draw(w, &mut rng).0)));

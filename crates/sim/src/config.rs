@@ -104,6 +104,10 @@ pub struct VcpuSpec {
     pub idle_poll: bool,
     /// Guest cost of switching between two tasks (ns).
     pub context_switch: u64,
+    /// Every job of the guest needs `(1 + slowdown)` times its drawn execution time: the task
+    /// models are bare-metal times, a guest pays nested paging, VM exits and cache/TLB
+    /// pollution on every instruction it runs (see docs/simulate.md).
+    pub slowdown: f64,
 }
 
 /// What an extra host thread does.
@@ -167,11 +171,12 @@ impl SimConfig {
             _ => e.under("sim"),
         })?;
         let cores = s.host.cores;
+        let default_slowdown = slowdown(raw.guest_slowdown, "guest_slowdown").map_err(|e| e.under("sim"))?;
         let mut vcpus = Vec::with_capacity(s.guests.len());
         for (i, g) in s.guests.iter().enumerate() {
             let at = format!("guest[{i}].vcpu");
             let raw = g.vcpu.clone().unwrap_or_default();
-            let mut v = vcpu(&raw, &g.name, i as u32 % cores, cores).map_err(|e| e.under(&at))?;
+            let mut v = vcpu(&raw, &g.name, i as u32 % cores, cores, default_slowdown).map_err(|e| e.under(&at))?;
             if let Some(p) = plan {
                 v.thread = planned(p, &g.name, v.thread.name.clone())?;
             }
@@ -291,21 +296,36 @@ fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
     })
 }
 
-fn vcpu(raw: &RawVcpu, guest: &str, default_core: u32, cores: u32) -> R<VcpuSpec> {
+/// Largest accepted `guest_slowdown` / `slowdown` (a guest ten times slower than bare metal).
+pub const MAX_SLOWDOWN: f64 = 10.0;
+
+fn slowdown(given: Option<f64>, field: &str) -> R<f64> {
+    match given {
+        None => Ok(0.0),
+        Some(x) if x.is_finite() && (0.0..=MAX_SLOWDOWN).contains(&x) => Ok(x),
+        Some(x) => Err(InputError::field(field, format!("{x}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)"))),
+    }
+}
+
+fn vcpu(raw: &RawVcpu, guest: &str, default_core: u32, cores: u32, default_slowdown: f64) -> R<VcpuSpec> {
     let idle_poll = match raw.idle.as_deref() {
         None | Some("halt") => false,
         Some("poll") => true,
         Some(o) => return Err(InputError::field("idle", format!("\"{o}\": expected \"halt\" or \"poll\""))),
     };
     let thread = thread_spec(raw, format!("{guest}/vcpu0"), default_core, cores)?;
-    Ok(VcpuSpec { thread, idle_poll, context_switch: raw.context_switch.unwrap_or_default().0 })
+    let slowdown = match raw.slowdown {
+        None => default_slowdown,
+        given => slowdown(given, "slowdown")?,
+    };
+    Ok(VcpuSpec { thread, idle_poll, context_switch: raw.context_switch.unwrap_or_default().0, slowdown })
 }
 
 fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
     if t.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty thread name"));
     }
-    for (f, given) in [("idle", t.sched.idle.is_some()), ("context_switch", t.sched.context_switch.is_some())] {
+    for (f, given) in [("idle", t.sched.idle.is_some()), ("context_switch", t.sched.context_switch.is_some()), ("slowdown", t.sched.slowdown.is_some())] {
         if given {
             return Err(InputError::field(format!("sched.{f}"), format!("`{f}` applies to guest vCPUs only")));
         }

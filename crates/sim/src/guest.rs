@@ -12,6 +12,7 @@
 //! is after the horizon are not counted.
 
 use crate::engine::rng::SimRng;
+use crate::config::VcpuSpec;
 use crate::host::ThreadId;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::{Guest, GuestScheduler};
@@ -27,6 +28,8 @@ pub struct TaskState {
     offset: u64,
     prio: u32,
     exec: ExecModel,
+    /// Execution-time factor in the guest (1 + slowdown).
+    stretch: f64,
     rng: SimRng,
     released: u64,
     head: u64,
@@ -83,9 +86,11 @@ impl TaskState {
         self.head < self.released
     }
 
-    /// Start the head job: draw its execution time.
+    /// Start the head job: draw its (bare-metal) execution time, stretched by the guest's
+    /// slowdown.
     fn start_head(&mut self, now: u64) {
-        self.remaining = self.exec.draw(self.wcet, self.rng.inner()).0;
+        let drawn = self.exec.draw(self.wcet, self.rng.inner()).0;
+        self.remaining = if self.stretch == 1.0 { drawn } else { (drawn as f64 * self.stretch).round() as u64 };
         self.ready_since = now;
     }
 }
@@ -120,13 +125,15 @@ pub struct Workload {
 
 impl Workload {
     /// A guest's workload; random streams are (seed, workload index, task index).
-    pub fn guest(index: u32, g: &Guest, thread: ThreadId, seed: u64, idle_poll: bool, context_switch: u64) -> Workload {
+    pub fn guest(index: u32, g: &Guest, thread: ThreadId, seed: u64, v: &VcpuSpec) -> Workload {
         let tasks = g
             .tasks
             .iter()
             .enumerate()
             .map(|(ti, t)| {
-                task(&t.name, t.period.0, t.deadline.0, t.wcet, t.offset.0, t.priority, t.exec.clone(), SimRng::new(seed, ((index as u64) << 32) | ti as u64))
+                let mut s = task(&t.name, t.period.0, t.deadline.0, t.wcet, t.offset.0, t.priority, t.exec.clone(), SimRng::new(seed, ((index as u64) << 32) | ti as u64));
+                s.stretch = 1.0 + v.slowdown;
+                s
             })
             .collect();
         Workload {
@@ -138,8 +145,8 @@ impl Workload {
             current: None,
             last_ran: None,
             overhead: 0,
-            context_switch,
-            idle_poll,
+            context_switch: v.context_switch,
+            idle_poll: v.idle_poll,
             log: None,
             index,
         }
@@ -309,6 +316,7 @@ fn task(name: &str, period: u64, deadline: u64, wcet: Nanos, offset: u64, prio: 
         offset,
         prio,
         exec,
+        stretch: 1.0,
         rng,
         released: 0,
         head: 0,

@@ -79,7 +79,7 @@ impl Sim {
             .iter()
             .zip(&cfg.vcpus)
             .enumerate()
-            .map(|(i, (g, v))| Workload::guest(i as u32, g, i, seed, v.idle_poll, v.context_switch))
+            .map(|(i, (g, v))| Workload::guest(i as u32, g, i, seed, v))
             .collect();
         for (j, e) in cfg.extra.iter().enumerate() {
             let i = loads.len();

@@ -178,3 +178,32 @@ fn credit_boost_lets_a_waking_vcpu_preempt_a_hog_unless_the_rate_limit_holds_it(
     assert_eq!(r.tasks[0].response_ns.max, 500_000, "{:?}", r.tasks[0].response_ns);
     assert_eq!(r.tasks[1].response_ns.max, 800_000, "{:?}", r.tasks[1].response_ns);
 }
+
+#[test]
+fn guest_slowdown_stretches_every_job_and_can_be_set_per_guest() {
+    // one task, constant 1 ms, alone on its own core at FIFO: the response time is the job's
+    // execution time in the guest, exactly (1 + slowdown) ms
+    let guest = |name: &str, core: u32, extra: &str| {
+        format!("[[guest]]\nname = \"{name}\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = {core}\npolicy = \"fifo\"\npriority = 50\n{extra}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n")
+    };
+    let src = format!("[host]\ncores = 2\n[sim]\nguest_slowdown = 0.25\n{}{}", guest("default", 0, ""), guest("own", 1, "slowdown = 0.5"));
+    let r = run(&src, 1);
+    let max = |g: &str| r.tasks.iter().find(|t| t.guest == g).unwrap().response_ns.max;
+    assert_eq!(max("default"), 1_250_000);
+    assert_eq!(max("own"), 1_500_000);
+    // a guest on a shared core may now miss: 10 jobs of 6 ms in 10 ms need 12 ms at slowdown 1
+    let src = format!("[host]\ncores = 1\n[sim]\nguest_slowdown = 1.0\n{}", guest("g", 0, "").replace("1ms", "6ms"));
+    let r = run(&src, 1);
+    assert!(r.tasks[0].misses > 0);
+}
+
+#[test]
+fn guest_slowdown_out_of_range_is_a_named_error() {
+    for (sim, vcpu, field) in [("guest_slowdown = -0.1", "", "sim.guest_slowdown"), ("", "slowdown = 11.0", "guest[0].vcpu.slowdown")] {
+        let src = format!("[host]\ncores = 1\n[sim]\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n");
+        let s = Scenario::from_toml(&src, None).unwrap();
+        let e = SimConfig::new(&s, None, Overrides::default()).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+        assert!(e.to_string().contains("expected a fraction"), "{e}");
+    }
+}

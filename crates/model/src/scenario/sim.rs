@@ -12,6 +12,7 @@
 //! rt_runtime = "950ms"
 //! rt_period = "1s"
 //! vcpu_switch = "0ns"         # host cost of switching a core to another thread
+//! guest_slowdown = 0.0        # jobs in guests run this fraction longer than drawn (VM overhead)
 //! credit_tslice = "30ms"      # Xen Credit time slice
 //! credit_ratelimit = "0ns"    # Xen Credit rate limit (Xen's own default is 1ms)
 //! credit_accounting = "tick"  # or "precise": burn credits for the exact time run
@@ -29,6 +30,7 @@
 //! period = "10ms"
 //! idle = "halt"               # or "poll": an idle vCPU busy-waits instead of blocking
 //! context_switch = "0ns"      # guest task-switch cost
+//! slowdown = 0.0              # this guest's own guest_slowdown
 //! ```
 //!
 //! These are the file's raw fields; the simulator (`rtvirt-sim`, `config.rs`) checks their values
@@ -53,6 +55,8 @@ pub struct RawSim {
     pub rt_runtime: Option<Nanos>,
     pub rt_period: Option<Nanos>,
     pub vcpu_switch: Option<Nanos>,
+    /// Every guest job runs this fraction longer than its drawn (bare-metal) execution time.
+    pub guest_slowdown: Option<f64>,
     pub credit_tslice: Option<Nanos>,
     pub credit_ratelimit: Option<Nanos>,
     /// Xen Credit accounting: "tick" (default: the vCPU running at each 10 ms tick is debited
@@ -94,6 +98,8 @@ pub struct RawVcpu {
     /// "halt" (default) or "poll".
     pub idle: Option<String>,
     pub context_switch: Option<Nanos>,
+    /// Overrides `[sim] guest_slowdown` for this guest.
+    pub slowdown: Option<f64>,
 }
 
 /// `[[sim.thread]]`: an extra host thread that runs `run` every `period` (or all the time with

@@ -6,7 +6,7 @@
 //!   a woken one goes to the tail, an RR thread whose quantum ends goes to the tail).
 //! - SCHED_DEADLINE, as kernel/sched/deadline.c: CBS runtime/deadline; on wake-up
 //!   `update_dl_entity` (new period when the deadline passed or the remaining runtime would
-//!   overflow the bandwidth; for deadline < period the revised wake-up rule scales the runtime to
+//!   overflow the density dl_runtime/dl_deadline; for deadline < period the revised wake-up rule scales the runtime to
 //!   the laxity instead), `dl_check_constrained_dl` (woken after the deadline but before the next
 //!   period: throttled until then); depletion throttles until `dl_next_period`, where
 //!   `replenish_dl_entity` adds runtime period by period (overruns are paid back) and resets a
@@ -166,7 +166,7 @@ impl PState {
                     *runtime = (*runtime).min(0);
                     return Some(next_period);
                 }
-                if *deadline <= now || overflows(*runtime, *deadline - now, *dl_runtime, *dl_period) {
+                if *deadline <= now || overflows(*runtime, *deadline - now, *dl_runtime, *dl_deadline) {
                     if constrained && *deadline > now {
                         // dl_revised_wakeup: runtime = dl_density * laxity.
                         *runtime = ((*deadline - now) as u128 * *dl_runtime as u128 / *dl_deadline as u128) as i64;
@@ -372,9 +372,11 @@ fn server(kind: ServerKind, budget: u64, period: u64) -> PState {
     PState::Server { kind, budget, period, left: budget, deadline: period }
 }
 
-/// dl_entity_overflow: runtime / (deadline - now) > dl_runtime / dl_period.
-fn overflows(runtime: i64, laxity: u64, dl_runtime: u64, dl_period: u64) -> bool {
-    runtime > 0 && runtime as u128 * dl_period as u128 > dl_runtime as u128 * laxity as u128
+/// dl_entity_overflow (kernel/sched/deadline.c, since the revised wake-up rule of Linux 4.13):
+/// runtime / (deadline - now) > dl_runtime / dl_deadline, i.e. the remaining runtime would
+/// exceed the reservation's *density* (= its bandwidth when deadline = period).
+fn overflows(runtime: i64, laxity: u64, dl_runtime: u64, dl_deadline: u64) -> bool {
+    runtime > 0 && runtime as u128 * dl_deadline as u128 > dl_runtime as u128 * laxity as u128
 }
 
 /// Smallest multiple of `m` that is >= `t`.
@@ -403,10 +405,28 @@ mod tests {
         let mut c = dl(4, 8, 20);
         c.wake(0, None);
         c.charge(1); // runtime 3, deadline 8
-        c.wake(6, None); // 3/2 > 4/20 -> revised: runtime = 2 * 4/8 = 1
+        c.wake(6, None); // 3/2 > 4/8 -> revised: runtime = 2 * 4/8 = 1
         assert!(matches!(c, PState::Dl { runtime: 1, deadline: 8, .. }), "{c:?}");
         // woken after the deadline but before the next period: throttled until 20
         assert_eq!(c.wake(9, None), Some(20));
+    }
+
+    #[test]
+    fn constrained_wakeup_overflow_is_against_the_density_not_the_bandwidth() {
+        // Q = 40, D = 80, P = 200; 5 left with 20 to the deadline: 5/20 = 0.25 is above the
+        // bandwidth Q/P = 0.2 but below the density Q/D = 0.5, so the kernel keeps runtime 5
+        // (a check against Q/P would apply the revised rule and raise it to 20 * 40/80 = 10).
+        let mut c = dl(40, 80, 200);
+        c.wake(0, None);
+        c.charge(35);
+        c.wake(60, None);
+        assert!(matches!(c, PState::Dl { runtime: 5, deadline: 80, .. }), "{c:?}");
+        // 15 left with 20 to go: 0.75 > 0.5 -> revised rule, runtime = 20 * 40/80 = 10
+        let mut c = dl(40, 80, 200);
+        c.wake(0, None);
+        c.charge(25);
+        c.wake(60, None);
+        assert!(matches!(c, PState::Dl { runtime: 10, deadline: 80, .. }), "{c:?}");
     }
 
     #[test]
