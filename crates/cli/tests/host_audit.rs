@@ -27,6 +27,32 @@ fn none_if_empty(s: String) -> String {
     }
 }
 
+/// Files under /sys/kernel/debug, read independently of rtvirt: directly when debugfs is mounted,
+/// else in a private mount namespace of a child (`unshare --mount`), as the audit does, so that
+/// the host's mounts are not changed. None if debugfs cannot be read at all.
+fn debugfs(files: &[String]) -> Option<Vec<String>> {
+    if std::path::Path::new("/sys/kernel/debug/sched").is_dir() {
+        return files.iter().map(|f| read(&format!("/sys/kernel/debug/{f}"))).collect();
+    }
+    let mut script = String::from("mount -t debugfs none /sys/kernel/debug");
+    for f in files {
+        script += &format!(" && cat /sys/kernel/debug/{f} && echo ===");
+    }
+    let o = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    let out = String::from_utf8(o.stdout).ok()?;
+    Some(out.split("===").map(|s| s.trim().to_string()).take(files.len()).collect())
+}
+
+/// The boot-default preemption mode from /proc/config.gz (CONFIG_PREEMPT_NONE=y -> "none"...).
+fn kconfig_preempt_default() -> Option<String> {
+    let o = std::process::Command::new("zcat").arg("/proc/config.gz").output().ok()?;
+    let cfg = String::from_utf8_lossy(&o.stdout).into_owned();
+    [("CONFIG_PREEMPT_NONE=y", "none"), ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"), ("CONFIG_PREEMPT=y", "full"), ("CONFIG_PREEMPT_LAZY=y", "lazy")].into_iter().find(|(k, _)| cfg.lines().any(|l| l == *k)).map(|(_, m)| m.to_string())
+}
+
 fn cmdline(key: &str) -> Option<String> {
     read("/proc/cmdline").unwrap().split_whitespace().filter_map(|w| w.strip_prefix(&format!("{key}="))).next_back().map(str::to_string)
 }
@@ -54,12 +80,18 @@ fn found_values_are_this_machines_files() {
     let status = |id: &str| check(&a, id)["status"].as_str().unwrap().to_string();
 
     assert_eq!(found("rt_throttling"), read("/proc/sys/kernel/sched_rt_runtime_us").unwrap());
-    assert_eq!(found("isolcpus"), none_if_empty(read("/sys/devices/system/cpu/isolated").unwrap_or_default()));
+    let isolated = none_if_empty(read("/sys/devices/system/cpu/isolated").unwrap_or_default());
+    match cmdline("isolcpus") {
+        Some(p) => assert_eq!(found("isolcpus"), format!("{isolated} (isolcpus={p})")),
+        None => assert_eq!(found("isolcpus"), isolated),
+    }
     match read("/sys/devices/system/cpu/nohz_full") {
         Some(v) => assert_eq!(found("nohz_full"), if v == "(null)" { "none".into() } else { none_if_empty(v) }),
         None => assert_eq!(found("nohz_full"), "none"),
     }
-    assert_eq!(found("rcu_nocbs"), cmdline("rcu_nocbs").unwrap_or_else(|| "none".into()));
+    let bare_nocbs = read("/proc/cmdline").unwrap().split_whitespace().any(|w| w == "rcu_nocbs");
+    let nocbs = cmdline("rcu_nocbs").or_else(|| bare_nocbs.then(|| "rcu_nocbs (no CPU list)".to_string()));
+    assert_eq!(found("rcu_nocbs"), nocbs.unwrap_or_else(|| "none".into()));
     let thp = read("/sys/kernel/mm/transparent_hugepage/enabled").unwrap();
     let selected = thp.split_whitespace().find(|w| w.starts_with('[')).unwrap().trim_matches(['[', ']']);
     assert_eq!(found("thp"), selected);
@@ -82,18 +114,35 @@ fn found_values_are_this_machines_files() {
     if read("/sys/kernel/realtime").as_deref() == Some("1") {
         assert_eq!(preemption, "PREEMPT_RT");
     } else if version.contains("PREEMPT_DYNAMIC") {
-        assert!(preemption.starts_with("PREEMPT_DYNAMIC (") && preemption.ends_with(')'), "{preemption}");
-        if let Some(mode) = cmdline("preempt") {
-            assert_eq!(preemption, format!("PREEMPT_DYNAMIC ({mode})"));
-        }
+        // debugfs sched/preempt lists the modes with the current one in parentheses; if debugfs
+        // cannot be read (e.g. kernel lockdown), the audit falls back to preempt= and then to the
+        // Kconfig default, and says so
+        let mode = match debugfs(&["sched/preempt".to_string()]) {
+            Some(v) => v[0].split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')')).unwrap_or_else(|| panic!("no (mode) in {v:?}")).to_string(),
+            None => {
+                assert!(check(&a, "preemption")["source"].as_str().unwrap().contains("/sys/kernel/debug/sched/preempt unreadable"), "{}", check(&a, "preemption"));
+                cmdline("preempt").or_else(kconfig_preempt_default).expect("preempt= or /proc/config.gz")
+            }
+        };
+        assert_eq!(preemption, format!("PREEMPT_DYNAMIC ({mode})"));
     }
     let release = read("/proc/sys/kernel/osrelease").unwrap();
     let mut v = release.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap());
     let has_fair_server = (v.next().unwrap(), v.next().unwrap()) >= (6, 12);
     assert_eq!(status("fair_server") == "skip", !has_fair_server);
-    match read("/sys/kernel/debug/sched/fair_server/cpu0/runtime") {
-        Some(r) if has_fair_server => assert!(found("fair_server").starts_with(&format!("cpu0={r}/"))),
-        _ => {}
+    if has_fair_server {
+        // every online CPU's runtime/period, as debugfs has them
+        let online = cpus(&read("/sys/devices/system/cpu/online").unwrap());
+        let files: Vec<String> = online.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
+        match debugfs(&files) {
+            Some(values) => {
+                let expected: Vec<String> = online.iter().zip(values.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp[1])).collect();
+                assert_eq!(found("fair_server"), expected.join(","));
+            }
+            // unreadable here too (e.g. kernel lockdown restricts debugfs): the audit must not
+            // invent values
+            None => assert!(found("fair_server").starts_with("unreadable (") && status("fair_server") == "warn", "{}", check(&a, "fair_server")),
+        }
     }
     // kernel threads: what chrt says about ksoftirqd/0
     let kt = found("kthread_priorities");

@@ -48,6 +48,13 @@ pub const DEBUGFS: &str = "/sys/kernel/debug";
 /// mounted in a private mount namespace of a child process (`unshare --mount`, util-linux), which
 /// disappears with the child: the host's mounts are not changed. Returns how it was read.
 pub fn debugfs_read(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
+    debugfs_read_any(rel).map_err(|err| {
+        let lockdown = if err.contains("Operation not permitted") { "; kernel lockdown restricts debugfs (see kernel_lockdown(7))" } else { "" };
+        format!("{err}{lockdown}")
+    })
+}
+
+fn debugfs_read_any(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
     if Path::new(DEBUGFS).join("sched").is_dir() {
         let v: Result<Vec<String>, String> = rel.iter().map(|r| std::fs::read_to_string(Path::new(DEBUGFS).join(r)).map(|s| s.trim().to_string()).map_err(|e| format!("{DEBUGFS}/{r}: {e}"))).collect();
         return v.map(|v| (v, "mounted debugfs"));
