@@ -44,6 +44,27 @@ fn json_has_the_documented_shape_and_counts_every_period() {
         assert!(c["latency_ns"]["min"].as_u64().unwrap() > 0);
     }
     assert!(v["missed_periods"].is_u64());
+    // Lossless buckets, overall and per CPU: the counts add up, and the per-CPU buckets merged
+    // are the overall ones (what `rtvirt report` merges across runs).
+    let buckets = |h: &serde_json::Value| -> std::collections::BTreeMap<u64, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for b in h.as_array().expect("histogram_ns is an array") {
+            *m.entry(b[0].as_u64().unwrap()).or_default() += b[1].as_u64().unwrap();
+        }
+        m
+    };
+    let overall = buckets(&v["histogram_ns"]);
+    assert_eq!(overall.values().sum::<u64>(), v["latency_ns"]["count"].as_u64().unwrap());
+    let mut merged = std::collections::BTreeMap::new();
+    for c in cpus {
+        let b = buckets(&c["histogram_ns"]);
+        assert_eq!(b.values().sum::<u64>(), c["latency_ns"]["count"].as_u64().unwrap());
+        for (k, n) in b {
+            *merged.entry(k).or_default() += n;
+        }
+    }
+    assert_eq!(merged, overall);
+    assert!(v["cpu_ns_per_wakeup"].as_f64().unwrap() >= v["cpu_ns_per_sample"].as_f64().unwrap());
     let env = &v["environment"];
     for k in ["kernel", "preemption", "cmdline", "clocksource", "rtvirt_version"] {
         assert!(env[k].is_string(), "environment.{k}");
@@ -55,6 +76,23 @@ fn json_has_the_documented_shape_and_counts_every_period() {
     assert!(text.starts_with("# Histogram\n000000 "), "{}", &text[..100.min(text.len())]);
     let total = text.lines().find(|l| l.starts_with("# Total:")).unwrap();
     assert_eq!(total.split_whitespace().count(), 4, "{total}");
+}
+
+#[test]
+fn table_shows_sd_and_p9999_and_flags_every_thin_percentile() {
+    if !is_root() {
+        return;
+    }
+    // 300 samples: fewer than 10 beyond p99, p99.9 and p99.99 (flagged), enough beyond p90.
+    let out = rtvirt(&["measure", "timer", "--cpus", "0", "--duration", "300ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(header, ["count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"], "{text}");
+    let row: Vec<&str> = text.lines().find(|l| l.starts_with("cpu 0")).unwrap().split_whitespace().skip(2).collect();
+    let flagged: Vec<bool> = row.iter().map(|c| c.ends_with('*')).collect();
+    assert_eq!(flagged, [false, false, false, false, false, false, true, true, true, false], "{text}");
+    assert!(text.contains("* too few samples"), "{text}");
 }
 
 #[test]

@@ -402,8 +402,24 @@ mod tests {
         if !is_root() {
             return;
         }
-        let g = DmaLatency::hold_zero().unwrap();
-        assert_eq!(DmaLatency::current_us(), Some(0));
-        drop(g);
+        // The target is machine-wide: another process (cyclictest, another measurement) may hold
+        // it at 0 too, and then our release cannot be seen; try until nobody else holds it.
+        let mut seen_free = None;
+        for _ in 0..20 {
+            let before = DmaLatency::current_us().expect("root can read /dev/cpu_dma_latency");
+            if before != 0 {
+                seen_free.get_or_insert(before);
+            }
+            let g = DmaLatency::hold_zero().unwrap();
+            assert_eq!(DmaLatency::current_us(), Some(0), "held at 0");
+            drop(g);
+            let after = DmaLatency::current_us();
+            if before != 0 && after == Some(before) {
+                return; // released: back to what the machine had before
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert_eq!(seen_free, None, "the target was free ({seen_free:?}) before we held it, and never came back after our release");
+        eprintln!("another process held /dev/cpu_dma_latency at 0 for 5 s: release not observable");
     }
 }

@@ -323,14 +323,16 @@ fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, ru
     let measured = rt::now_ns().saturating_sub(start).min(cfg.duration.0);
     let mut results = Results::new("timer", measured);
     let mut overall = LatencyHistogram::new();
-    let (mut missed, mut cpu_time, mut samples) = (0, 0, 0);
+    let (mut missed, mut cpu_time, mut samples, mut wakeups) = (0, 0, 0, 0);
     let mut per_cpu = Vec::new();
     for (&cpu, o) in cfg.cpus.iter().zip(outcomes) {
         overall.merge(&o.hist);
         missed += o.missed;
         cpu_time += o.cpu_time_ns;
         samples += o.hist.count();
+        wakeups += o.wakeups;
         let mut c = CpuLatency { cpu, latency_ns: o.hist.summary(), ..Default::default() };
+        c.extra.insert("histogram_ns".into(), buckets_json(&o.hist));
         c.extra.insert("missed_periods".into(), o.missed.into());
         c.extra.insert("wakeups".into(), o.wakeups.into());
         c.extra.insert("cpu_time_ns".into(), o.cpu_time_ns.into());
@@ -339,6 +341,7 @@ fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, ru
     }
     results.latency_ns = Some(overall.summary());
     let x = &mut results.extra;
+    x.insert("histogram_ns".into(), buckets_json(&overall));
     x.insert("interval_ns".into(), cfg.interval.0.into());
     x.insert("missed_periods".into(), missed.into());
     x.insert("policy".into(), cfg.policy.as_str().into());
@@ -349,6 +352,9 @@ fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, ru
         x.insert("reservation".into(), serde_json::to_value(deadline_reservation(cfg.interval)).unwrap_or_default());
     }
     x.insert("cpu_ns_per_sample".into(), (cpu_time as f64 / samples.max(1) as f64).into());
+    // Per wake-up (cyclictest's unit of work): a late wake-up that accounts missed activations
+    // as extra samples did the work of one.
+    x.insert("cpu_ns_per_wakeup".into(), (cpu_time as f64 / wakeups.max(1) as f64).into());
     x.insert("stalls".into(), serde_json::to_value(&stalls).unwrap_or_default());
     if !runaways.is_empty() {
         x.insert("runaway_threads_demoted".into(), runaways.into());
@@ -358,6 +364,12 @@ fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, ru
     }
     results.environment = Some(crate::environment::collect());
     TimerRun { results, per_cpu, overall, missed_periods: missed, stalls }
+}
+
+/// Lossless buckets `[[value_ns, count], ...]` (what `rtvirt report` reads as `histogram_ns`):
+/// separate runs can be merged by adding counts.
+fn buckets_json(h: &LatencyHistogram) -> serde_json::Value {
+    serde_json::to_value(h.buckets()).unwrap_or_default()
 }
 
 /// Rows of a cyclictest histogram written at most (1 us each); later samples are overflows, as in

@@ -496,14 +496,17 @@ pub fn output(r: &Results, format: Format, lines: bool, title: &str, rows: &[(St
         Format::Json => print_json(r)?,
         Format::Table => {
             println!("{title} (ns)");
-            println!("{:<8} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}", "", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max");
+            println!("{:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", "", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max");
             for (name, s) in rows {
-                let flag = if s.low_confidence.iter().any(|k| k == "p999") { "*" } else { "" };
-                println!("{name:<8} {:>9} {:>9} {:>10.0} {:>9} {:>9} {:>9} {:>9}{flag:1} {:>10}", s.count, s.min, s.mean, s.p50, s.p90, s.p99, s.p999, s.max);
+                let pct = |key: &str, v: u64| format!("{v}{}", if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" });
+                println!(
+                    "{name:<8} {:>9} {:>9} {:>10.0} {:>9.0} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                    s.count, s.min, s.mean, s.sd, pct("p50", s.p50), pct("p90", s.p90), pct("p99", s.p99), pct("p999", s.p999), pct("p9999", s.p9999), s.max
+                );
             }
             println!("{footer}");
-            if rows.iter().any(|(_, s)| s.low_confidence.iter().any(|k| k == "p999")) {
-                println!("* too few samples for this percentile");
+            if rows.iter().any(|(_, s)| !s.low_confidence.is_empty()) {
+                println!("* too few samples for this percentile (fewer than 10 beyond it)");
             }
             if let Some(env) = &r.environment {
                 println!("in {} | {} | {} | clocksource {}", env.r#in.as_deref().unwrap_or("?"), env.kernel.as_deref().unwrap_or("?"), env.preemption.as_deref().unwrap_or("?"), env.clocksource.as_deref().unwrap_or("?"));

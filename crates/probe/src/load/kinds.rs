@@ -22,18 +22,18 @@ type Worker = Box<dyn FnOnce(&AtomicBool, &Meter, Option<f64>) + Send>;
 
 /// Spawn the thread(s) of worker `i` (a net worker is a sender and a receiver).
 pub fn spawn(kind: LoadKind, i: u32, cpu: Option<u32>, rate: Option<f64>, stop: Arc<AtomicBool>, meter: Arc<Meter>) -> Result<Vec<std::thread::JoinHandle<()>>> {
-    let bodies: Vec<(Worker, bool)> = match kind {
-        LoadKind::Cpu => vec![(Box::new(cpu_hog), true)],
-        LoadKind::Syscalls => vec![(Box::new(syscalls), true)],
+    let bodies: Vec<Worker> = match kind {
+        LoadKind::Cpu => vec![Box::new(cpu_hog)],
+        LoadKind::Syscalls => vec![Box::new(syscalls)],
         LoadKind::Cache => {
             let bytes = 2 * llc_bytes();
-            vec![(Box::new(move |s: &AtomicBool, m: &Meter, r| cache_thrash(s, m, r, bytes)), true)]
+            vec![Box::new(move |s: &AtomicBool, m: &Meter, r| cache_thrash(s, m, r, bytes))]
         }
         LoadKind::Net => tcp_pair()?,
         LoadKind::NetUdp => udp_pair()?,
     };
     let mut threads = Vec::new();
-    for (body, counts) in bodies {
+    for body in bodies {
         let (stop, meter) = (stop.clone(), meter.clone());
         let t = std::thread::Builder::new()
             .name(format!("rtvirt-load-{}{i}", kind.as_str()))
@@ -41,8 +41,7 @@ pub fn spawn(kind: LoadKind, i: u32, cpu: Option<u32>, rate: Option<f64>, stop: 
                 if let Some(c) = cpu {
                     let _ = rt::pin_current_thread(c);
                 }
-                let quiet = Meter::default();
-                body(&stop, if counts { &meter } else { &quiet }, rate);
+                body(&stop, &meter, rate);
             })
             .map_err(|e| Error::os("cannot start load thread", e))?;
         threads.push(t);
@@ -145,8 +144,18 @@ fn cache_thrash(stop: &AtomicBool, meter: &Meter, rate: Option<f64>, bytes: usiz
     }
 }
 
-/// A TCP sender -> receiver pair over loopback; the receiver counts bytes.
-fn tcp_pair() -> Result<Vec<(Worker, bool)>> {
+/// Record the CPU of a thread that does not count units, when it changed since `last`.
+fn seen(meter: &Meter, last: &mut u32) {
+    let cpu = rt::current_cpu();
+    if cpu != *last {
+        meter.ran_on(cpu);
+        *last = cpu;
+    }
+}
+
+/// A TCP sender -> receiver pair over loopback; the receiver counts bytes, the sender's CPUs are
+/// recorded too.
+fn tcp_pair() -> Result<Vec<Worker>> {
     let listener = TcpListener::bind("127.0.0.1:0").context(|| "cannot bind the net load receiver".into())?;
     let addr = listener.local_addr().context(|| "net load receiver address".into())?;
     let sender = TcpStream::connect(addr).context(|| "cannot connect the net load sender".into())?;
@@ -165,21 +174,23 @@ fn tcp_pair() -> Result<Vec<(Worker, bool)>> {
             }
         }
     });
-    let send: Worker = Box::new(move |stop, _, rate| {
+    let send: Worker = Box::new(move |stop, meter, rate| {
         let mut s = sender;
         let buf = vec![0x5au8; CHUNK];
         let mut pacer = Pacer::new(rate);
+        let mut last = u32::MAX;
         while !stop.load(Ordering::Relaxed) {
+            seen(meter, &mut last);
             if let Ok(n) = s.write(&buf) {
                 pacer.pace(n as u64);
             }
         }
     });
-    Ok(vec![(recv, true), (send, false)])
+    Ok(vec![recv, send])
 }
 
 /// A UDP sender -> receiver pair over loopback (1472-byte datagrams, as netperf -m 1472).
-fn udp_pair() -> Result<Vec<(Worker, bool)>> {
+fn udp_pair() -> Result<Vec<Worker>> {
     let receiver = UdpSocket::bind("127.0.0.1:0").context(|| "cannot bind the UDP load receiver".into())?;
     let addr = receiver.local_addr().context(|| "UDP load receiver address".into())?;
     let sender = UdpSocket::bind("127.0.0.1:0").context(|| "cannot bind the UDP load sender".into())?;
@@ -192,14 +203,52 @@ fn udp_pair() -> Result<Vec<(Worker, bool)>> {
             }
         }
     });
-    let send: Worker = Box::new(move |stop, _, rate| {
+    let send: Worker = Box::new(move |stop, meter, rate| {
         let buf = vec![0x5au8; 1472];
         let mut pacer = Pacer::new(rate);
+        let mut last = u32::MAX;
         while !stop.load(Ordering::Relaxed) {
+            seen(meter, &mut last);
             if sender.send_to(&buf, addr).is_ok() {
                 pacer.pace(1472);
             }
         }
     });
-    Ok(vec![(recv, true), (send, false)])
+    Ok(vec![recv, send])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two threads of a net load pinned to different CPUs: the receiver counts bytes, the
+    /// sender counts none, and both CPUs show up.
+    #[test]
+    fn net_sender_cpu_is_recorded_without_counting() {
+        let cpus = crate::cpus::allowed();
+        let (rx_cpu, tx_cpu) = (cpus[0], *cpus.last().unwrap());
+        for pair in [tcp_pair().unwrap(), udp_pair().unwrap()] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let meters = [Arc::new(Meter::default()), Arc::new(Meter::default())];
+            let threads: Vec<_> = pair
+                .into_iter()
+                .zip([rx_cpu, tx_cpu])
+                .zip(meters.clone())
+                .map(|((body, cpu), meter)| {
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        rt::pin_current_thread(cpu).unwrap();
+                        body(&stop, &meter, Some(1e6));
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::SeqCst);
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert!(meters[0].ops.load(Ordering::Relaxed) > 0);
+            assert_eq!(meters[0].cpus(), [rx_cpu]);
+            assert_eq!(meters[1].ops.load(Ordering::Relaxed), 0);
+            assert_eq!(meters[1].cpus(), [tx_cpu]);
+        }
+    }
 }

@@ -119,20 +119,34 @@ pub struct LoadReport {
     pub unit: &'static str,
 }
 
-/// Counters the workers share.
+/// Words of the CPU bitmap of a [`Meter`]: every CPU a cpu_set_t can name (CPU_SETSIZE, 1024).
+const CPU_WORDS: usize = libc::CPU_SETSIZE as usize / 64;
+
+/// Counters the workers share: units of work done, and every CPU a worker thread was seen on.
 #[derive(Default)]
 pub(crate) struct Meter {
     pub ops: AtomicU64,
-    pub cpu_mask: AtomicU64,
+    cpus: [AtomicU64; CPU_WORDS],
 }
 
 impl Meter {
+    /// Count `n` units done on the current CPU.
     pub fn add(&self, n: u64) {
         self.ops.fetch_add(n, Ordering::Relaxed);
-        let cpu = rt::current_cpu();
-        if cpu < 64 {
-            self.cpu_mask.fetch_or(1 << cpu, Ordering::Relaxed);
+        self.ran_on(rt::current_cpu());
+    }
+
+    /// Record that a worker thread ran on `cpu` (threads that do not count units, e.g. the
+    /// sender of a net load, still occupy CPUs).
+    pub fn ran_on(&self, cpu: u32) {
+        if let Some(w) = self.cpus.get(cpu as usize / 64) {
+            w.fetch_or(1 << (cpu % 64), Ordering::Relaxed);
         }
+    }
+
+    /// The CPUs seen, ascending.
+    pub fn cpus(&self) -> Vec<u32> {
+        (0..CPU_WORDS as u32 * 64).filter(|&c| self.cpus[c as usize / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0).collect()
     }
 }
 
@@ -207,8 +221,7 @@ impl RunningLoad {
         }
         let duration_ns = rt::now_ns() - self.start;
         let ops = self.meter.ops.load(Ordering::Relaxed);
-        let mask = self.meter.cpu_mask.load(Ordering::Relaxed);
-        let ran: Vec<u32> = (0..64).filter(|c| mask & (1 << c) != 0).collect();
+        let ran = self.meter.cpus();
         let per_s = ops as f64 / (duration_ns as f64 / 1e9).max(1e-9);
         LoadReport {
             kind: self.spec.kind,
@@ -288,6 +301,18 @@ mod tests {
             assert!(r.ops > 0, "{kind}: {r:?}");
             assert_eq!(r.cpus_ran_on, cpu.to_string(), "{kind}: {r:?}");
         }
+    }
+
+    #[test]
+    fn meter_sees_every_cpu_including_those_above_63() {
+        let m = Meter::default();
+        for cpu in [3, 64, 70, 1023, 1024] {
+            m.ran_on(cpu);
+        }
+        assert_eq!(m.cpus(), [3, 64, 70, 1023], "1024 is beyond CPU_SETSIZE");
+        assert_eq!(m.ops.load(Ordering::Relaxed), 0);
+        m.add(5);
+        assert_eq!(m.ops.load(Ordering::Relaxed), 5);
     }
 
     #[test]
