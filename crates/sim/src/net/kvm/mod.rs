@@ -22,6 +22,8 @@
 mod path;
 mod sched;
 mod softirq;
+#[cfg(test)]
+mod tests;
 mod traffic;
 
 use crate::engine::rng::SimRng;

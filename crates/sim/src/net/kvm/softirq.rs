@@ -1,16 +1,24 @@
 //! NET_RX softirq: per-CPU poll lists (normal, and the partitioned rt_poll_list), their locks
-//! with priority inheritance, and the net_rx_action rounds (Linux 4.1 net/core/dev.c):
-//! NAPI weight 64 per poll, budget 300 packets or 2 jiffies per round, a poll that used its whole
-//! weight is re-queued at the tail, a round that ends with work left counts a time_squeeze and
-//! restarts: in hard-IRQ context up to `softirq_restarts` rounds while no thread needs the CPU,
-//! then the work is deferred to ksoftirqd; a thread (PREEMPT_RT IRQ thread, ksoftirqd) loops
-//! while NET_RX stays raised (4.x-rt do_current_softirqs), preemptible by the scheduler; in
-//! vanilla mode ksoftirqd yields between rounds.
+//! with priority inheritance, and the net_rx_action rounds of Linux 4.1 (net/core/dev.c):
+//! - a round takes the NAPIs queued when it starts (`list_splice_init` of the poll_list: NAPIs
+//!   scheduled during the round wait for the next one) and polls each once with its full weight
+//!   (64); `budget -= work` (netdev_budget 300, may go negative);
+//! - a poll that used its whole weight goes on the round's repoll list, spliced at the tail of
+//!   the poll_list when the round ends (after the NAPIs scheduled meanwhile); a poll that used
+//!   less completes the NAPI (NIC: interrupt re-enabled);
+//! - the round stops early when the budget is used up or 2 jiffies have passed
+//!   (`time_squeeze`); with NAPIs left, NET_RX is raised again;
+//! - __do_softirq restarts a raised softirq in the same context up to `softirq_restarts` (10,
+//!   MAX_SOFTIRQ_RESTART) times within MAX_SOFTIRQ_TIME (2 ms) while no thread needs the CPU,
+//!   then wakes ksoftirqd; a thread (PREEMPT_RT IRQ thread, ksoftirqd) loops while NET_RX stays
+//!   raised (4.x-rt do_current_softirqs), preemptible by the scheduler; in vanilla mode
+//!   ksoftirqd yields between restart batches.
 //!
 //! Lock semantics of 4.x PREEMPT_RT (SEEDS 1, inversion #2): a thread that raised NET_RX takes
 //! the CPU's softirq lock; if another thread holds it, it blocks and boosts the holder; the
-//! holder stops after its current NAPI poll, and the contender, once it owns the lock, drains
-//! whatever is on the shared list, non-RT entries included.
+//! holder stops after its current NAPI poll (its repoll list goes back on the poll_list), and the
+//! contender, once it owns the lock, drains whatever is on the shared list, non-RT entries
+//! included.
 
 use super::sched::PRIO_IRQ;
 use super::{Act, Next, Role, Sim, St, Tid, Work, LISTS_PER_CORE};
@@ -22,24 +30,38 @@ use std::collections::VecDeque;
 /// NAPI weight (packets per poll).
 pub(crate) const NAPI_WEIGHT: usize = 64;
 /// net_rx_action budget (netdev_budget).
-const BUDGET: usize = 300;
-/// 2 jiffies at HZ = 1000.
-const ROUND_TIME: Nanos = Nanos(2_000_000);
+pub(crate) const BUDGET: i64 = 300;
+/// A round's time limit: 2 jiffies at HZ = 1000.
+pub(crate) const ROUND_TIME: Nanos = Nanos(2_000_000);
+/// MAX_SOFTIRQ_TIME: __do_softirq restarts only within 2 ms of its start.
+const RESTART_TIME: Nanos = Nanos(2_000_000);
 
 #[derive(Default)]
 pub(crate) struct PollList {
+    /// sd->poll_list: NAPIs (RX queue indices) in poll order.
     pub q: VecDeque<usize>,
+    /// The running round's repoll list (NAPIs that used their whole weight).
+    pub repoll: Vec<usize>,
     pub holder: Option<Tid>,
     pub waiters: Vec<Tid>,
 }
 
-/// A context's progress through net_rx_action.
+/// A context's progress through __do_softirq / net_rx_action.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SoftCtx {
     pub list: usize,
-    pub budget: usize,
+    /// Budget left in this round (netdev_budget minus the work of its polls).
+    pub budget: i64,
     pub round_start: Nanos,
+    /// NAPIs of this round's snapshot not polled yet.
+    pub snap: usize,
+    /// Polls in this round.
+    pub round_polls: u32,
+    /// When the context took the lock (MAX_SOFTIRQ_TIME of the restarts).
+    pub started: Nanos,
+    /// Rounds restarted since it took the lock.
     pub rounds: u32,
+    /// Polls since it took the lock.
     pub polls: u32,
 }
 
@@ -91,6 +113,7 @@ impl Sim {
             }
             let mut sc = self.threads[t].soft.expect("acquired above");
             if !self.lists[sc.list].waiters.is_empty() && sc.polls > 0 {
+                // 4.x-rt: a contender waits; the holder stops after its current NAPI poll
                 let list = sc.list;
                 self.release(t);
                 if !self.lists[list].q.is_empty() {
@@ -98,45 +121,71 @@ impl Sim {
                 }
                 return Some(Next::Work(Work { left: Nanos::ZERO, act: Act::Nothing }));
             }
-            if self.lists[sc.list].q.is_empty() {
-                self.release(t);
-                continue;
-            }
             let now = self.q.now();
-            if sc.budget == 0 || now.saturating_sub(sc.round_start) >= ROUND_TIME {
-                let c = self.threads[t].core;
-                self.cores[c].time_squeeze += 1;
-                sc.rounds += 1;
-                // irq_exit (__do_softirq) restarts a bounded number of times while no thread needs
-                // the CPU; a thread (PREEMPT_RT do_current_softirqs, ksoftirqd) loops while NET_RX
-                // is re-raised, being preemptible by the scheduler.
-                let in_irq = matches!(self.threads[t].role, Role::IrqCtx(_));
-                let bounded = sc.rounds < self.cfg.softirq_restarts;
-                let again = if in_irq {
-                    bounded && !self.need_resched(c)
-                } else {
-                    bounded || self.cfg.irq == IrqMode::Threaded
-                };
-                if again {
-                    sc.budget = BUDGET;
-                    sc.round_start = now;
-                    self.threads[t].soft = Some(sc);
-                } else {
-                    let list = sc.list;
-                    self.release(t);
-                    self.defer_to_ksoftirqd(t, list);
-                    return Some(Next::Work(Work { left: Nanos::ZERO, act: Act::Nothing }));
+            let squeezed = sc.round_polls > 0 && (sc.budget <= 0 || now.saturating_sub(sc.round_start) >= ROUND_TIME);
+            if squeezed || sc.snap == 0 {
+                // end of the round: repoll list back at the tail, NET_RX raised again if work is left
+                if squeezed {
+                    let c = self.threads[t].core;
+                    self.cores[c].time_squeeze += 1;
                 }
+                self.end_round(sc.list);
+                if self.lists[sc.list].q.is_empty() {
+                    self.release(t);
+                    continue;
+                }
+                if sc.round_polls > 0 {
+                    sc.rounds += 1;
+                    // irq_exit (__do_softirq) restarts a bounded number of times within 2 ms while
+                    // no thread needs the CPU; a thread (PREEMPT_RT do_current_softirqs,
+                    // ksoftirqd) loops while NET_RX is re-raised, being preemptible by the
+                    // scheduler.
+                    let c = self.threads[t].core;
+                    let in_irq = matches!(self.threads[t].role, Role::IrqCtx(_));
+                    let bounded = sc.rounds < self.cfg.softirq_restarts;
+                    let again = if in_irq {
+                        bounded && now.saturating_sub(sc.started) < RESTART_TIME && !self.need_resched(c)
+                    } else {
+                        bounded || self.cfg.irq == IrqMode::Threaded
+                    };
+                    if !again {
+                        self.threads[t].soft = Some(sc);
+                        let list = sc.list;
+                        self.release(t);
+                        self.defer_to_ksoftirqd(t, list);
+                        return Some(Next::Work(Work { left: Nanos::ZERO, act: Act::Nothing }));
+                    }
+                }
+                self.start_round(&mut sc, now);
+                self.threads[t].soft = Some(sc);
             }
             return Some(self.poll_head(t));
         }
+    }
+
+    /// A new net_rx_action round: the NAPIs queued now, a fresh budget and time limit.
+    fn start_round(&self, sc: &mut SoftCtx, now: Nanos) {
+        sc.budget = BUDGET;
+        sc.round_start = now;
+        sc.snap = self.lists[sc.list].q.len();
+        sc.round_polls = 0;
+    }
+
+    /// End of a round (or of the holder's turn): its repoll list goes to the poll_list's tail.
+    fn end_round(&mut self, list: usize) {
+        let l = &mut self.lists[list];
+        let repoll = std::mem::take(&mut l.repoll);
+        l.q.extend(repoll);
     }
 
     fn acquire(&mut self, t: Tid, list: usize) {
         self.threads[t].raised.retain(|&l| l != list);
         self.lists[list].holder = Some(t);
         self.lists[list].waiters.retain(|&w| w != t);
-        self.threads[t].soft = Some(SoftCtx { list, budget: BUDGET, round_start: self.q.now(), rounds: 0, polls: 0 });
+        let now = self.q.now();
+        let mut sc = SoftCtx { list, budget: BUDGET, round_start: now, snap: 0, round_polls: 0, started: now, rounds: 0, polls: 0 };
+        self.start_round(&mut sc, now);
+        self.threads[t].soft = Some(sc);
         self.trace_blocked_end(t, list);
     }
 
@@ -144,6 +193,7 @@ impl Sim {
     fn release(&mut self, t: Tid) {
         let Some(sc) = self.threads[t].soft.take() else { return };
         let list = sc.list;
+        self.end_round(list);
         self.lists[list].holder = None;
         let was_boosted = self.threads[t].boost;
         if was_boosted > 0 {
@@ -203,40 +253,40 @@ impl Sim {
         }
     }
 
-    /// One NAPI poll of the list's head: take up to the weight (and budget) from its ring.
+    /// One NAPI poll of the list's head with its full weight (napi_poll: `n->poll(n, weight)`).
     fn poll_head(&mut self, t: Tid) -> Next {
         let mut sc = self.threads[t].soft.expect("holder");
-        let rxq = *self.lists[sc.list].q.front().expect("non-empty list");
+        let rxq = *self.lists[sc.list].q.front().expect("the round's snapshot is not empty");
         self.pull_arrivals(rxq);
-        let n = NAPI_WEIGHT.min(sc.budget).min(self.rxqs[rxq].ring.len());
+        let n = NAPI_WEIGHT.min(self.rxqs[rxq].ring.len());
         let pkts: Vec<_> = self.rxqs[rxq].ring.drain(..n).collect();
         let cost = self.cfg.costs.napi_poll + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
-        sc.budget -= n.min(sc.budget);
+        sc.budget -= n as i64;
+        sc.snap -= 1;
+        sc.round_polls += 1;
         sc.polls += 1;
         let list = sc.list;
         self.threads[t].soft = Some(sc);
         Next::Work(Work { left: cost, act: Act::Poll { list, rxq, pkts } })
     }
 
-    /// After a poll: NAPI complete (IRQ re-enabled) if it used less than its weight, else
-    /// re-queue at the tail; a backlog has no IRQ and stays queued while it holds packets.
+    /// After a poll of `n` packets: a NAPI that used its whole weight goes on the round's repoll
+    /// list; one that used less completes (NIC: IRQ re-enabled). A backlog (process_backlog) has
+    /// no IRQ and completes only when it is empty.
     pub(crate) fn after_poll(&mut self, list: usize, rxq: usize, n: usize) {
         let l = &mut self.lists[list].q;
         if let Some(pos) = l.iter().position(|&r| r == rxq) {
             l.remove(pos);
         }
-        if self.rxqs[rxq].backlog {
-            if self.rxqs[rxq].ring.is_empty() {
-                self.rxqs[rxq].on_list = None;
-            } else {
-                self.lists[list].q.push_back(rxq);
-            }
-        } else if n < NAPI_WEIGHT {
+        let done = if self.rxqs[rxq].backlog { self.rxqs[rxq].ring.is_empty() } else { n < NAPI_WEIGHT };
+        if !done {
+            self.lists[list].repoll.push(rxq);
+        } else if self.rxqs[rxq].backlog {
+            self.rxqs[rxq].on_list = None;
+        } else {
             self.rxqs[rxq].on_list = None;
             self.rxqs[rxq].irq_enabled = true;
             self.arm_nic_irq(rxq);
-        } else {
-            self.lists[list].q.push_back(rxq);
         }
     }
 
