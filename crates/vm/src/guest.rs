@@ -54,6 +54,46 @@ pub struct GuestConfig {
     pub qemu: PathBuf,
     /// Called with a line of progress when the guest starts its job ("booted in 4.2s").
     pub progress: Option<fn(&str)>,
+    /// Input files of the job (scenario, plan): the guest finds them in `files/<name>`.
+    pub files: Vec<GuestFile>,
+}
+
+/// A file handed to the guest's job (as a QEMU fw_cfg entry, see [`crate::init`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestFile {
+    /// Path in the guest's `files/` directory: `/`-separated components of letters, digits, `.`,
+    /// `-`, `_` (none starting with `.`), at most [`GuestFile::MAX_NAME`] bytes (fw_cfg names
+    /// are limited to 55 bytes with their prefix).
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+impl GuestFile {
+    pub const MAX_NAME: usize = 44;
+    /// Bound on all files of one guest together.
+    pub const MAX_TOTAL: usize = 4 << 20;
+
+    /// The job's path of this file (relative to its working directory).
+    pub fn guest_path(&self) -> String {
+        format!("{}/{}", init::FILES_DIR, self.name)
+    }
+
+    fn check(files: &[GuestFile]) -> Result<()> {
+        for f in files {
+            let component_ok = |c: &str| !c.is_empty() && !c.starts_with('.') && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            if f.name.len() > Self::MAX_NAME || !f.name.split('/').all(component_ok) {
+                return Err(VmError::Invalid(format!("guest file name {:?}: expected at most {} bytes of letters, digits, '.', '-', '_' in '/'-separated parts", f.name, Self::MAX_NAME)));
+            }
+            if files.iter().filter(|o| o.name == f.name).count() > 1 {
+                return Err(VmError::Invalid(format!("guest file name {:?} given twice", f.name)));
+            }
+        }
+        let total: usize = files.iter().map(|f| f.data.len()).sum();
+        if total > Self::MAX_TOTAL {
+            return Err(VmError::Invalid(format!("guest files too large ({total} bytes, limit {} bytes)", Self::MAX_TOTAL)));
+        }
+        Ok(())
+    }
 }
 
 impl GuestConfig {
@@ -70,6 +110,7 @@ impl GuestConfig {
             pin: Vec::new(),
             qemu: PathBuf::from("qemu-system-x86_64"),
             progress: None,
+            files: Vec::new(),
         }
     }
 }
@@ -111,6 +152,7 @@ impl Guest {
         if cfg.vcpus == 0 || cfg.memory_mib < 128 {
             return Err(VmError::Invalid(format!("guest needs at least 1 vCPU and 128 MiB (got {} vCPUs, {} MiB)", cfg.vcpus, cfg.memory_mib)));
         }
+        GuestFile::check(&cfg.files)?;
         signals::install();
         let dir = claim_run_dir(&cfg.name)?;
         let nonce = format!("{:x}-{:x}", std::process::id(), now_nanos());
@@ -148,6 +190,17 @@ impl Guest {
         }
         let ip = guest.bridge.as_ref().map(|b| (format!("{}/{}", b.guest_ip, b.prefix_len), b.host_ip.clone()));
         let cmdline = init::kernel_cmdline(job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
+        if !cfg.files.is_empty() {
+            let files = dir.join("files");
+            std::fs::create_dir(&files).map_err(|e| VmError::io(format!("creating {}", files.display()), e))?;
+            for f in &cfg.files {
+                let path = files.join(&f.name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| VmError::io(format!("creating {}", parent.display()), e))?;
+                }
+                std::fs::write(&path, &f.data).map_err(|e| VmError::io(format!("writing {}/{}", files.display(), f.name), e))?;
+            }
+        }
         let args = crate::qemu::qemu_args(image, cfg, &dir, &cmdline, guest.record.tap.as_deref());
         let stderr = std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| VmError::io("creating qemu.stderr", e))?;
         let mut cmd = Command::new(&cfg.qemu);
@@ -406,4 +459,26 @@ fn claim_run_dir(name: &str) -> Result<PathBuf> {
 /// The rtvirt process owning a runtime directory (from its `owner` file, else its record).
 fn run_dir_owner(dir: &Path) -> Option<u32> {
     std::fs::read_to_string(dir.join("owner")).ok().and_then(|t| t.trim().parse().ok()).or_else(|| GuestRecord::read(dir).map(|r| r.owner_pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, len: usize) -> GuestFile {
+        GuestFile { name: name.into(), data: vec![b'x'; len] }
+    }
+
+    #[test]
+    fn guest_file_names_and_sizes_are_checked() {
+        assert!(GuestFile::check(&[file("plan.json", 10), file("scenario.toml", 10)]).is_ok());
+        assert_eq!(file("plan.json", 1).guest_path(), "files/plan.json");
+        assert!(GuestFile::check(&[file("data/frames.csv", 10)]).is_ok());
+        for bad in ["", "../x", "a//b", "/a", "a b", ".hidden", "a/.b", &"n".repeat(45)] {
+            let e = GuestFile::check(&[file(bad, 1)]).unwrap_err().to_string();
+            assert!(e.contains("guest file name"), "{bad}: {e}");
+        }
+        assert!(GuestFile::check(&[file("a", 1), file("a", 1)]).unwrap_err().to_string().contains("twice"));
+        assert!(GuestFile::check(&[file("big", GuestFile::MAX_TOTAL + 1)]).unwrap_err().to_string().contains("too large"));
+    }
 }

@@ -3,8 +3,11 @@
 //! Protocol: the host puts the job (a shell script) base64-encoded on the kernel command line as
 //! `rtvirt.job=...`, with a per-run nonce `rtvirt.nonce=...` and optionally the guest address
 //! `rtvirt.ip=A.B.C.D/NN` with the host's address `rtvirt.host=A.B.C.D` (exported to the job as
-//! `$RTVIRT_HOST`). `/init` mounts the pseudo file systems, loads the modules listed in
-//! `/etc/rtvirt/modules`, configures `eth0` if asked, then runs the job with its stdout on the
+//! `$RTVIRT_HOST`). Input files of the job (a scenario, a plan) travel as QEMU `fw_cfg` entries
+//! `opt/rtvirt/<name>` ([`FW_CFG_PREFIX`]) and are copied to `/tmp/files/<name>` (the job runs in
+//! `/tmp`, so it names them `files/<name>`). `/init` mounts the pseudo file systems and a cgroup v1
+//! `cpuset` hierarchy (`/sys/fs/cgroup/cpuset`: exclusive per-CPU cpusets for SCHED_DEADLINE),
+//! loads the modules listed in `/etc/rtvirt/modules`, configures `eth0` if asked, then runs the job with its stdout on the
 //! second serial port (`/dev/ttyS1`, raw) between `RTVIRT-BEGIN <nonce>` and
 //! `RTVIRT-END <nonce> rc=<exit status>` lines, and powers off. The kernel and `/init` log to the
 //! first serial port (the console). Both ports are built into the Debian kernels (no modules).
@@ -15,6 +18,13 @@ use base64::Engine;
 /// The kernel limits its command line to 2048 bytes on x86-64.
 pub const CMDLINE_MAX: usize = 2048;
 
+/// Where job files live in QEMU's fw_cfg (the guest sees them under
+/// `/sys/firmware/qemu_fw_cfg/by_name/opt/rtvirt/<name>/raw`).
+pub const FW_CFG_PREFIX: &str = "opt/rtvirt/";
+
+/// The directory (relative to the job's working directory) where the guest puts job files.
+pub const FILES_DIR: &str = "files";
+
 /// The rtvirt guest `/init`.
 pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
 # rtvirt guest init: see crates/vm/src/init.rs for the protocol.
@@ -24,6 +34,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
+# cgroup v1 cpuset hierarchy: measure tasks / timer --policy deadline put each CPU in its own
+# exclusive cpuset (SCHED_DEADLINE admission needs one root domain per pinned CPU)
+mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/cpuset && mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset || echo "rtvirt-init: cannot mount the cpuset cgroup"
 for m in $(cat /etc/rtvirt/modules); do insmod "/lib/modules/$m" || echo "rtvirt-init: insmod $m failed"; done
 nonce=none; job=; ipaddr=
 for w in $(cat /proc/cmdline); do
@@ -38,6 +51,13 @@ ip link set lo up
 if [ -n "$ipaddr" ]; then
   ip link set eth0 up && ip addr add "$ipaddr" dev eth0 || echo "rtvirt-init: cannot configure eth0 with $ipaddr"
 fi
+mkdir -p /tmp/files
+fw=/sys/firmware/qemu_fw_cfg/by_name/opt/rtvirt
+# each entry is a symlink (to by_key/N) holding `raw`; the directories above it are plain
+[ -d $fw ] && for f in $(find $fw -type l); do
+  rel="${f#$fw/}"
+  mkdir -p "/tmp/files/$(dirname "$rel")" && cat "$f/raw" > "/tmp/files/$rel" || echo "rtvirt-init: cannot copy job file $rel"
+done
 echo "$job" | base64 -d > /tmp/job.sh
 stty -F /dev/ttyS1 raw -echo
 echo "rtvirt-init: running job $nonce"

@@ -31,5 +31,5 @@ pub mod qemu;
 pub mod runtime;
 
 pub use error::{Result, VmError};
-pub use guest::{Accel, Guest, GuestConfig, JobOutput};
+pub use guest::{Accel, Guest, GuestConfig, GuestFile, JobOutput};
 pub use kernel::Flavour;

@@ -32,10 +32,7 @@ pub struct Measured {
 /// Boot a guest, run `rtvirt <args>` in it, return the annotated results.
 pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Measured> {
     let mut guest = Guest::start(image, cfg, &guest_job(args))?;
-    let out = guest.wait_done()?;
-    let mut results = parse(&cfg.name, &out)?;
-    annotate(&mut results, image, cfg, &guest, &out);
-    Ok(Measured { results, rc: out.rc })
+    collect(image, cfg, &mut guest)
 }
 
 /// Boot a networked guest serving `rtvirt <args>`, wait until its output shows `ready` (e.g.
@@ -48,15 +45,34 @@ pub fn run_serving<T>(
     ready: &str,
     host_side: impl FnOnce(&crate::runtime::GuestRecord) -> std::result::Result<T, String>,
 ) -> Result<(Measured, T)> {
-    let mut cfg = cfg.clone();
-    cfg.network = true;
+    let cfg = GuestConfig { network: true, ..cfg.clone() };
     let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
     guest.wait_for_output(ready)?;
     let host = host_side(guest.record()).map_err(|e| VmError::Invalid(format!("host side of the guest measurement failed: {e}")))?;
+    Ok((collect(image, &cfg, &mut guest)?, host))
+}
+
+/// Boot a networked guest serving `rtvirt <args>`, call `on_ready` (with the guest's record:
+/// address, threads) once its output shows `ready`, and hold it until its job ends (the server's
+/// own `--duration`): the annotated results. A signal (Ctrl-C) ends the hold early: the guest is
+/// torn down and there are no results (`None`).
+pub fn serve(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str, on_ready: impl FnOnce(&crate::runtime::GuestRecord)) -> Result<Option<Measured>> {
+    let cfg = GuestConfig { network: true, ..cfg.clone() };
+    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
+    guest.wait_for_output(ready)?;
+    on_ready(guest.record());
+    match collect(image, &cfg, &mut guest) {
+        Err(VmError::Interrupted { .. }) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Wait for the guest's job to end; its results, annotated.
+fn collect(image: &Image, cfg: &GuestConfig, guest: &mut Guest) -> Result<Measured> {
     let out = guest.wait_done()?;
     let mut results = parse(&cfg.name, &out)?;
-    annotate(&mut results, image, &cfg, &guest, &out);
-    Ok((Measured { results, rc: out.rc }, host))
+    annotate(&mut results, image, cfg, guest, &out);
+    Ok(Measured { results, rc: out.rc })
 }
 
 /// Complete `r` (measured on the host against a guest) with the guest's environment.
@@ -74,24 +90,35 @@ pub fn annotate_from(r: &mut Results, guest: &Results) {
 }
 
 /// The job's stdout as a results document. Exit status 0 and 1 (the thing measured failed)
-/// both carry results; anything else is an error.
+/// both carry results; anything else is an error. The per-interval reports printed before the
+/// document (`measure timer --interval-report D --format json`) are kept as its `intervals`.
 pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
     if out.rc != 0 && out.rc != 1 {
         return Err(garbage_error(name, &format!("rtvirt in the guest exited with status {} (its error is on the console)", out.rc), &out.stdout, out.console_tail.clone()));
     }
-    let r: Results = serde_json::from_str(json_part(&out.stdout))
-        .map_err(|e| garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {e}"), &out.stdout, out.console_tail.clone()))?;
+    let garbage = |why: String| garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {why}"), &out.stdout, out.console_tail.clone());
+    let (doc, intervals) = json_stream(&out.stdout).map_err(garbage)?;
+    let mut r: Results = serde_json::from_value(doc).map_err(|e| garbage(e.to_string()))?;
     if r.schema != RESULTS_SCHEMA {
         return Err(garbage_error(name, &format!("schema \"{}\", expected \"{RESULTS_SCHEMA}\"", r.schema), &out.stdout, out.console_tail.clone()));
+    }
+    if !intervals.is_empty() {
+        r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
     }
     Ok(r)
 }
 
-/// The JSON document of a command's stdout: from its first line starting with `{` (servers print
-/// a "listening on" line first).
-fn json_part(stdout: &str) -> &str {
-    let start = stdout.find("\n{").map(|i| i + 1).filter(|_| !stdout.starts_with('{')).unwrap_or(0);
-    stdout[start..].trim()
+/// The JSON values of a command's stdout from its first line starting with `{` (servers print a
+/// "listening on" line first): `"type": "interval"` JSON lines, then the results document.
+fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<serde_json::Value>), String> {
+    let start = if stdout.starts_with('{') { 0 } else { stdout.find("\n{").map(|i| i + 1).ok_or("no JSON in the output")? };
+    let mut values = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<serde_json::Value>().collect::<std::result::Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+    let doc = values.pop().ok_or("no JSON in the output")?;
+    if let Some(other) = values.iter().find(|v| v.get("type").and_then(|t| t.as_str()) != Some("interval")) {
+        let text = other.to_string();
+        return Err(format!("a JSON value that is no interval report before the document: {}", text.chars().take(80).collect::<String>()));
+    }
+    Ok((doc, values))
 }
 
 /// Complete the environment with what the host knows about the guest.
@@ -146,5 +173,31 @@ mod tests {
         assert!(e.contains("exited with status 2"), "{e}");
         let e = parse("g", &out(r#"{"schema":"other/v9","kind":"x","duration_ns":1}"#, 0)).unwrap_err().to_string();
         assert!(e.contains("other/v9"), "{e}");
+        let e = parse("g", &out(&format!("{doc}\n{{\"truncated\": "), 0)).unwrap_err().to_string();
+        assert!(e.contains("garbage") && e.contains("EOF"), "{e}");
+    }
+
+    #[test]
+    fn interval_reports_before_the_document_become_its_intervals() {
+        let mut doc = Results::new("timer", 5);
+        doc.extra.insert("missed_periods".into(), json!(0));
+        let lines = [
+            r#"{"type":"interval","t_ns":1000000000,"cpus":[{"cpu":0,"count":1000,"max_ns":51000}]}"#,
+            r#"{"type":"interval","t_ns":2000000000,"cpus":[{"cpu":0,"count":1000,"max_ns":73000,"stall":true}]}"#,
+        ];
+        let stdout = format!("{}\n{}\n{}\n", lines[0], lines[1], serde_json::to_string(&doc).unwrap());
+        let r = parse("g", &out(&stdout, 0)).unwrap();
+        assert_eq!(r.kind, "timer");
+        let intervals = r.extra["intervals"].as_array().unwrap();
+        assert_eq!(intervals.len(), 2);
+        assert_eq!(intervals[1]["cpus"][0]["max_ns"], 73000);
+        assert_eq!(r.extra["missed_periods"], 0);
+        // a pretty-printed document after the lines, too
+        let stdout = format!("{}\n{}\n", lines[0], serde_json::to_string_pretty(&doc).unwrap());
+        assert_eq!(parse("g", &out(&stdout, 1)).unwrap().extra["intervals"].as_array().unwrap().len(), 1);
+        // anything else before the document is garbage
+        let stdout = format!("{{\"type\":\"other\"}}\n{}\n", serde_json::to_string(&doc).unwrap());
+        let e = parse("g", &out(&stdout, 0)).unwrap_err().to_string();
+        assert!(e.contains("no interval report"), "{e}");
     }
 }

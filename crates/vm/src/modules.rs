@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Modules every guest image loads, in request order (dependencies are added before them).
-pub const GUEST_MODULES: &[&str] = &["virtio_pci", "virtio_net"];
+/// `qemu_fw_cfg` exposes the job's files (fw_cfg entries) in sysfs.
+pub const GUEST_MODULES: &[&str] = &["virtio_pci", "virtio_net", "qemu_fw_cfg"];
 
 /// A module to load in the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,12 @@ pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, ta
         "-qmp".into(), format!("unix:{},server=on,wait=off", p("qmp.sock")),
         "-pidfile".into(), p("qemu.pid"),
     ];
+    for f in &cfg.files {
+        // QEMU option values escape a comma by doubling it.
+        let file = dir.join("files").join(&f.name).display().to_string().replace(',', ",,");
+        a.push("-fw_cfg".into());
+        a.push(format!("name={}{},file={file}", crate::init::FW_CFG_PREFIX, f.name));
+    }
     if let Some(tap) = tap {
         let vhost = if net::vhost_available() { "on" } else { "off" };
         a.push("-netdev".into());
@@ -76,6 +82,7 @@ mod tests {
     fn joined(accel: Accel, tap: Option<&str>) -> String {
         let mut cfg = GuestConfig::new("g1", accel, Duration::from_secs(1));
         cfg.vcpus = 2;
+        cfg.files = vec![crate::guest::GuestFile { name: "plan.json".into(), data: b"{}".to_vec() }];
         qemu_args(&image(), &cfg, Path::new("/run/rtvirt/vm/g1"), "console=ttyS0", tap).join(" ")
     }
 
@@ -91,6 +98,7 @@ mod tests {
             "-serial file:/run/rtvirt/vm/g1/console.log -serial file:/run/rtvirt/vm/g1/output.log",
             "-qmp unix:/run/rtvirt/vm/g1/qmp.sock,server=on,wait=off",
             "-no-reboot",
+            "-fw_cfg name=opt/rtvirt/plan.json,file=/run/rtvirt/vm/g1/files/plan.json",
         ] {
             assert!(a.contains(piece), "{piece} missing in {a}");
         }

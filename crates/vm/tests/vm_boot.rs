@@ -1,6 +1,7 @@
 //! Real QEMU (TCG) boots of the busybox-only guest image: job output and exit status come back,
 //! and nothing is left running - no QEMU, no runtime directory, no tap, no bridge - after a
-//! normal run, a broken init, a hung job and a networked run.
+//! normal run, a broken init, a hung job and a networked run; job files (fw_cfg) arrive and the
+//! cpuset cgroup is mounted.
 //! Needs what scripts/setup.sh installs: qemu-system-x86, busybox-static, cpio, the kernels.
 
 use rtvirt_vm::image::{self, ImageSpec};
@@ -100,4 +101,23 @@ fn a_networked_guest_reaches_the_host_over_tap_and_bridge_and_both_go_away() {
     }
     assert_gone(name, pid);
     assert!(!net::exists(&bridge) && !net::exists(&tap), "bridge {bridge} or tap {tap} left behind");
+}
+
+#[test]
+fn job_files_arrive_in_files_and_the_cpuset_hierarchy_is_mounted() {
+    let img = image_with_init(None);
+    let name = "vmtest-files";
+    let mut cfg = config(name, 60);
+    cfg.files = vec![
+        rtvirt_vm::GuestFile { name: "plan.json".into(), data: b"{\"x\": 1}\n".to_vec() },
+        rtvirt_vm::GuestFile { name: "data/frames.csv".into(), data: (0..2000).map(|i| format!("{i}us\n")).collect::<String>().into_bytes() },
+    ];
+    let job = "cat files/plan.json; wc -l < files/data/frames.csv; grep cpuset /proc/mounts | cut -d' ' -f2,3; cat /sys/fs/cgroup/cpuset/cpuset.cpus";
+    let mut g = Guest::start(&img, &cfg, job).unwrap();
+    let pid = g.record().pid;
+    let out = g.wait_done().unwrap();
+    drop(g);
+    assert_eq!(out.rc, 0, "{}", out.console_tail);
+    assert_eq!(out.stdout, "{\"x\": 1}\n2000\n/sys/fs/cgroup/cpuset cgroup\n0\n", "{}", out.console_tail);
+    assert_gone(name, pid);
 }

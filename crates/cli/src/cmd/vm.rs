@@ -10,8 +10,30 @@ use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
 use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
 use rtvirt_vm::image::{self, Image, ImageSpec};
-use rtvirt_vm::{measure, paths, runtime, Flavour, Guest, GuestConfig};
+use rtvirt_vm::{measure, paths, runtime, Flavour, Guest, GuestConfig, GuestFile};
+use super::measure::Common;
 use std::time::Duration;
+
+/// The `--in vm` options of `rtvirt measure` (flattened into its common options).
+#[derive(Args, Clone)]
+pub struct InVmOpts {
+    /// With --in vm: bound on QEMU start + guest kernel boot + init.
+    #[arg(long, value_parser = Nanos::parse, default_value = "60s")]
+    pub boot_timeout: Nanos,
+    /// With --in vm: bound on the measurement in each guest (default: its --duration + 2 min).
+    #[arg(long, value_parser = Nanos::parse)]
+    pub job_timeout: Option<Nanos>,
+}
+
+/// Margin of the derived job bound over the measurement's duration: rtvirt starting in the
+/// guest, calibration, set-up and teardown (slow under TCG).
+const JOB_MARGIN: Nanos = Nanos::from_secs(120);
+
+/// The job bound of an `--in vm` measurement of `duration`: `--job-timeout` if given, else the
+/// duration plus [`JOB_MARGIN`].
+fn job_bound(duration: Nanos, given: Option<Nanos>) -> Nanos {
+    given.unwrap_or(Nanos(duration.0.saturating_add(JOB_MARGIN.0)))
+}
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -396,11 +418,18 @@ fn matrix_cmd(a: MatrixArgs) -> CmdResult {
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create --out-dir {}", dir.display()))?;
     }
-    matrix(&a.kernels, &a.loads, &a.guest, &a.guest_args, a.format, a.out_dir.as_deref())
+    let job = Job { args: a.guest_args.clone(), files: Vec::new() };
+    matrix(&a.kernels, &a.loads, &a.guest, &job, a.format, a.out_dir.as_deref())
 }
 
-/// SEEDS 4: `guest_args` in a guest of each kernel, without and with each host load.
-fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args: &[String], format: Format, out_dir: Option<&std::path::Path>) -> CmdResult {
+/// What every guest of a matrix runs: `rtvirt <args>`, with input files in `files/`.
+struct Job {
+    args: Vec<String>,
+    files: Vec<GuestFile>,
+}
+
+/// SEEDS 4: `job` in a guest of each kernel, without and with each host load.
+fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, job: &Job, format: Format, out_dir: Option<&std::path::Path>) -> CmdResult {
     let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
     columns.extend(loads.iter().map(|l| vec![l.clone()]));
     let mut rows = Vec::new();
@@ -408,9 +437,9 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args
     for &flavour in kernels {
         let image = guest_image(flavour)?;
         let accel = choose_accel(guest, &image)?.accel;
-        let cfg = guest_config(guest, &guest.name, accel);
+        let cfg = GuestConfig { files: job.files.clone(), ..guest_config(guest, &guest.name, accel) };
         for loads in &columns {
-            let mut m = measure_in_guest(&image, &cfg, loads, guest_args)?;
+            let mut m = measure_in_guest(&image, &cfg, loads, &job.args)?;
             m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
             if let Some(dir) = out_dir {
                 let path = dir.join(format!("vm-{}-{}.json", flavour.name(), load_label(loads).replace([':', '@', ',', '+'], "_")));
@@ -430,24 +459,108 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, guest_args
 
 /// The hook of `rtvirt measure timer --in vm [--guest-kernel rt,nrt] [--load host:KIND]`: the
 /// same command run in guests of each kernel (both by default) x host load (none + each --load),
-/// as one table - the SEEDS 4 matrix - with default guest options (see `rtvirt vm matrix` for
-/// more control).
-pub fn measure_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format) -> CmdResult {
-    let kernels = parse_kernels(guest_kernels)?;
-    let args = guest_args_from(std::env::args().skip(1));
-    matrix(&kernels, loads, &hook_guest_opts(), &args, format, None)
+/// as one table - the SEEDS 4 matrix - with default guest options bounded by `duration` (see
+/// `rtvirt vm matrix` for more control).
+pub fn measure_in_vm(common: &Common, duration: Nanos) -> CmdResult {
+    let kernels = parse_kernels(&common.guest_kernel)?;
+    let job = Job { args: guest_args_from(std::env::args().skip(1)), files: Vec::new() };
+    matrix(&kernels, &common.load, &hook_guest_opts(common, duration), &job, common.format, None)
+}
+
+/// The hook of `rtvirt measure tasks [SCENARIO] [--plan PLAN] --in vm`: the task sets run in a
+/// guest of each --guest-kernel (both by default) x host load, under `plan` (made on the host),
+/// with as many vCPUs as the plan's cores; the scenario file (and its samples files) and the
+/// plan travel into the guest as files.
+pub fn tasks_in_vm(common: &Common, scenario: &rtvirt_model::scenario::Scenario, plan: &rtvirt_model::plan::Plan, cfg: &rtvirt_probe::tasks::TasksConfig) -> CmdResult {
+    let kernels = parse_kernels(&common.guest_kernel)?;
+    let mut files = vec![GuestFile { name: "plan.json".into(), data: serde_json::to_vec_pretty(plan)? }];
+    let mut args: Vec<String> = vec!["measure".into(), "tasks".into()];
+    if let Some(source) = &scenario.source {
+        files.extend(scenario_files(scenario, source)?);
+        args.push(files[1].guest_path());
+    }
+    args.extend(["--plan".into(), files[0].guest_path(), "--duration".into(), cfg.duration.to_string(), "--seed".into(), cfg.seed.to_string()]);
+    if cfg.force {
+        args.push("--force".into());
+    }
+    let mut opts = hook_guest_opts(common, cfg.duration);
+    opts.vcpus = plan.guests.iter().filter_map(|g| g.core).max().map_or(1, |c| c + 1);
+    matrix(&kernels, &common.load, &opts, &Job { args, files }, common.format, None)
+}
+
+/// The scenario file and the execution-time samples files it names, as guest files: the
+/// scenario becomes `files/scenario.toml`, samples files keep their paths relative to it (so
+/// they must be below the scenario's directory).
+fn scenario_files(scenario: &rtvirt_model::scenario::Scenario, source: &std::path::Path) -> anyhow::Result<Vec<GuestFile>> {
+    let read = |p: &std::path::Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    let mut files = vec![GuestFile { name: "scenario.toml".into(), data: read(source)? }];
+    let base = source.parent().unwrap_or(std::path::Path::new(""));
+    for task in scenario.guests.iter().flat_map(|g| &g.tasks) {
+        if let rtvirt_model::exec::ExecModel::Samples(s) = &task.exec {
+            let below = s.path.strip_prefix(base).ok().filter(|r| r.components().all(|c| matches!(c, std::path::Component::Normal(_))));
+            let Some(name) = below.and_then(|r| r.to_str()).filter(|n| *n != "scenario.toml") else {
+                anyhow::bail!("{}: task {}: --in vm carries samples files only from below the scenario's directory (found {})", source.display(), task.name, s.path.display());
+            };
+            if !files.iter().any(|f| f.name == name) {
+                files.push(GuestFile { name: name.into(), data: read(&s.path)? });
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// The hook of `rtvirt measure net client --in vm`: a server in a guest, this client on the host.
-pub fn client_in_vm(guest_kernels: &[String], loads: &[LoadSpec], format: Format, net: (bool, u16, Nanos)) -> CmdResult {
+pub fn client_in_vm(common: &Common, net: (bool, u16, Nanos)) -> CmdResult {
     let (tcp, port, duration) = net;
-    let kernels = parse_kernels(guest_kernels)?;
-    let [flavour] = kernels[..] else {
-        anyhow::bail!("--in vm for net measures one guest: choose it with --guest-kernel rt or --guest-kernel nrt");
-    };
+    let flavour = one_kernel(&common.guest_kernel)?;
     let client_args = client_args_from(std::env::args().skip(1));
-    let params = NetParams { tcp, port, duration, loads, client_args: &client_args };
-    net_in_guest(flavour, &hook_guest_opts(), &params, format)
+    let params = NetParams { tcp, port, duration, loads: &common.load, client_args: &client_args };
+    net_in_guest(flavour, &hook_guest_opts(common, duration + SERVER_MARGIN), &params, common.format)
+}
+
+/// The hook of `rtvirt measure net server --in vm`: the server runs in a networked guest (tap on
+/// a host bridge), its address is printed, and it is held for `duration` (the server's own) or
+/// until Ctrl-C; then the guest is torn down. Host loads run meanwhile.
+pub fn server_in_vm(common: &Common, port: u16, tcp: bool, service_time: Nanos, duration: Nanos) -> CmdResult {
+    let flavour = one_kernel(&common.guest_kernel)?;
+    let opts = hook_guest_opts(common, duration);
+    let image = guest_image(flavour)?;
+    let accel = choose_accel(&opts, &image)?.accel;
+    let cfg = guest_config(&opts, &opts.name, accel);
+    let proto = if tcp { "--tcp" } else { "--udp" };
+    let mut args: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{port}"), proto, "--service-time", &service_time.to_string(), "--duration", &duration.to_string()].iter().map(|s| s.to_string()).collect();
+    if common.force {
+        args.push("--force".into());
+    }
+    eprintln!("vm: booting {} ({} kernel, {}, virtio-net) to serve {} on port {port}", cfg.name, flavour, accel.name(), &proto[2..]);
+    let running = HostLoads::start(&common.load)?;
+    let served = measure::serve(&image, &cfg, &args, "listening on", |guest| {
+        let ip = guest.guest_ip.as_deref().unwrap_or("?");
+        println!("listening on {ip}:{port} ({}) in guest {} ({} kernel, {}); serving for {duration} or until Ctrl-C", &proto[2..], guest.name, flavour, accel.name());
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+    });
+    let reports = running.stop();
+    let Some(mut m) = served? else {
+        eprintln!("vm: stopped by signal; guest {} torn down (its server counts went with it)", cfg.name);
+        return Ok(Outcome::Ok);
+    };
+    let env = m.results.environment.get_or_insert_with(Default::default);
+    env.load.extend(reports);
+    env.extra.insert("host_load".into(), load_label(&common.load).into());
+    match common.format {
+        Format::Json => print_json(&m.results)?,
+        Format::Table => println!("served: {}", m.results.extra.get("server").cloned().unwrap_or_default()),
+    }
+    Ok(if m.rc == 1 { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// The one guest kernel of the net hooks.
+fn one_kernel(values: &[String]) -> anyhow::Result<Flavour> {
+    match parse_kernels(values)?[..] {
+        [flavour] => Ok(flavour),
+        _ => anyhow::bail!("--in vm for net measures one guest: choose it with --guest-kernel rt or --guest-kernel nrt"),
+    }
 }
 
 /// `--guest-kernel` values (none: both).
@@ -459,9 +572,16 @@ fn parse_kernels(values: &[String]) -> anyhow::Result<Vec<Flavour>> {
 }
 
 /// The guest options of the `--in vm` hooks: the documented defaults, with a guest name of this
-/// process (`rtvirt-measure-PID`), so that concurrent `--in vm` runs do not compete for one name.
-fn hook_guest_opts() -> GuestOpts {
-    GuestOpts { name: format!("rtvirt-measure-{}", std::process::id()), ..default_guest_opts() }
+/// process (`rtvirt-measure-PID`), so that concurrent `--in vm` runs do not compete for one name,
+/// `--boot-timeout`, and the job bound derived from the measurement's `duration` (or
+/// `--job-timeout`).
+fn hook_guest_opts(common: &Common, duration: Nanos) -> GuestOpts {
+    GuestOpts {
+        name: format!("rtvirt-measure-{}", std::process::id()),
+        boot_timeout: common.vm.boot_timeout,
+        timeout: job_bound(duration, common.vm.job_timeout),
+        ..default_guest_opts()
+    }
 }
 
 /// The guest options' documented defaults.
@@ -474,16 +594,18 @@ fn default_guest_opts() -> GuestOpts {
     <Defaults as clap::Parser>::try_parse_from(["rtvirt"]).expect("defaults parse").guest
 }
 
-/// This command's arguments without the options that stay on the host (`--in`, `--guest-kernel`,
-/// `--load`, `--format`): what the guest runs.
+/// The options of `rtvirt measure` that stay on the host with `--in vm`.
+const HOST_SIDE_OPTIONS: &[&str] = &["--in", "--guest-kernel", "--load", "--format", "--boot-timeout", "--job-timeout"];
+
+/// This command's arguments without the options that stay on the host: what the guest runs.
 fn guest_args_from(args: impl Iterator<Item = String>) -> Vec<String> {
-    strip_options(args, &["--in", "--guest-kernel", "--load", "--format"], &[])
+    strip_options(args, HOST_SIDE_OPTIONS, &[])
 }
 
 /// Extra client options of `measure net client --in vm` for the host's client (without the
 /// subcommand and the options `vm net` sets itself).
 fn client_args_from(args: impl Iterator<Item = String>) -> Vec<String> {
-    let rest = strip_options(args, &["--in", "--guest-kernel", "--load", "--format", "--connect", "--duration"], &["--udp", "--tcp"]);
+    let rest = strip_options(args, &[HOST_SIDE_OPTIONS, &["--connect", "--duration"]].concat(), &["--udp", "--tcp"]);
     rest.into_iter().skip_while(|a| !a.starts_with('-')).collect()
 }
 
@@ -592,6 +714,10 @@ fn print_rows(rows: &[(Flavour, String, Results)]) {
                 us(s.p99 as f64),
                 us(s.max as f64)
             ),
+            None if r.kind == "tasks" => {
+                let x = &r.extra;
+                println!("{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}", flavour.name(), load, accel, r.kind, x["jobs"], x["misses"], x["dsr"].as_f64().unwrap_or(f64::NAN));
+            }
             None => println!("{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)", flavour.name(), load, accel, r.kind),
         }
     }
@@ -661,8 +787,34 @@ mod tests {
         assert_eq!(parse_kernels(&["rt".into()]).unwrap(), [Flavour::Rt]);
         assert!(parse_kernels(&["xen".into()]).unwrap_err().to_string().contains("--guest-kernel"));
         assert_eq!(default_guest_opts().vcpus, 1);
-        assert_eq!(hook_guest_opts().name, format!("rtvirt-measure-{}", std::process::id()));
-        assert!(runtime::check_name(&hook_guest_opts().name).is_ok());
+        let opts = hook_guest_opts(&common(&["--in", "vm"]), Nanos::from_secs(10));
+        assert_eq!(opts.name, format!("rtvirt-measure-{}", std::process::id()));
+        assert!(runtime::check_name(&opts.name).is_ok());
+        assert!(one_kernel(&[]).unwrap_err().to_string().contains("--guest-kernel rt or --guest-kernel nrt"));
+        assert_eq!(one_kernel(&["rt".into()]).unwrap(), Flavour::Rt);
+    }
+
+    fn common(args: &[&str]) -> Common {
+        #[derive(clap::Parser)]
+        struct C {
+            #[command(flatten)]
+            common: Common,
+        }
+        <C as clap::Parser>::try_parse_from(std::iter::once("rtvirt").chain(args.iter().copied())).unwrap().common
+    }
+
+    #[test]
+    fn the_job_bound_follows_the_duration_unless_given() {
+        assert_eq!(job_bound(Nanos::from_secs(600), None), Nanos::from_secs(720), "10 min + the 2 min margin");
+        assert_eq!(job_bound(Nanos::from_secs(1), None), Nanos::from_secs(121));
+        assert_eq!(job_bound(Nanos(u64::MAX), None), Nanos(u64::MAX));
+        assert_eq!(job_bound(Nanos::from_secs(600), Some(Nanos::from_secs(5))), Nanos::from_secs(5));
+        let opts = hook_guest_opts(&common(&["--in", "vm"]), Nanos::from_secs(600));
+        assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(720), Nanos::from_secs(60)));
+        let opts = hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "1h"]), Nanos::from_secs(600));
+        assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(3600), Nanos::from_secs(150)));
+        // they stay on the host
+        assert_eq!(guest_args_from(args("measure timer --in vm --boot-timeout 150s --job-timeout=20m --duration 10m")), ["measure", "timer", "--duration", "10m"]);
     }
 }
 
