@@ -171,6 +171,11 @@ fn bad_input_exits_2_naming_file_line_and_field() {
         ("mean above wcet", GOOD.replace("mean = \"1ms\"", "mean = \"3ms\""), "exec.mean"),
         ("guest without tasks", GOOD[..GOOD.find("[[guest.task]]").unwrap()].to_string(), "has no tasks"),
         ("no guests", "[host]\ncores = 1\n".to_string(), "no [[guest]]"),
+        ("samples error says where the scenario refers to it", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "(the samples file of "),
+        ("... with the scenario's line", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "bad.toml:line 15, column"),
+        ("period beyond an hour", GOOD.replace("period = \"20ms\"", "period = \"18446744073709551615ns\""), "guest[0].task[1].period"),
+        ("offset beyond an hour", GOOD.replace("wcet = \"4ms\"", "wcet = \"4ms\"\noffset = \"2h\""), "task[1].offset"),
+        ("server period range beyond an hour", GOOD.replace("server_periods = [\"5ms\", \"10ms\"]", "server_periods = { min = \"1ms\", max = \"18446744073709551615ns\", step = \"18446744073709ms\" }"), "server_periods.max"),
     ];
     write(&d, "empty.csv", "# nothing\n");
     write(&d, "bad.csv", "1ms\nbanana\n");
@@ -190,6 +195,7 @@ fn bad_input_exits_2_naming_file_line_and_field() {
         (vec!["--rho", "0"], "--rho"),
         (vec!["--rho", "1"], "--rho"),
         (vec!["--cores", "0"], "--cores"),
+        (vec!["--cores", "4294967295"], "--cores"),
         (vec!["--pid", "nobody=12"], "--pid"),
         (vec!["--pid", "vm1=abc"], "--pid"),
         (vec!["--model", "mpr"], "mpr"),

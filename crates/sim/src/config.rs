@@ -4,7 +4,7 @@
 
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::sim::{RawSim, RawThread, RawVcpu};
-use rtvirt_model::scenario::Scenario;
+use rtvirt_model::scenario::{check_timing, Scenario};
 use rtvirt_model::{InputError, Nanos};
 
 type R<T> = Result<T, InputError>;
@@ -333,7 +333,9 @@ fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
     let load = match (t.busy.unwrap_or(false), t.period, t.run) {
         (true, None, None) => Load::Busy,
         (true, _, _) => return Err(InputError::field("busy", "a busy thread has no `period`/`run`")),
-        (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => Load::Periodic { period: p.0, run: r.0, offset: t.offset.unwrap_or_default().0 },
+        (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => {
+            Load::Periodic { period: check_timing(p, "period")?.0, run: r.0, offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0 }
+        }
         (false, Some(p), Some(r)) => return Err(InputError::field("run", format!("run {r} every {p}: expected 0 < run <= period"))),
         _ => return Err(InputError::field("period", "expected `period` and `run` (a periodic load) or `busy = true`")),
     };
@@ -404,7 +406,7 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
     }
     let need = |v: Option<Nanos>, f: &str| -> R<u64> {
         match v {
-            Some(n) if n.0 > 0 => Ok(n.0),
+            Some(n) if n.0 > 0 => Ok(check_timing(n, f)?.0),
             Some(_) => Err(InputError::field(f, "zero duration: expected a positive duration")),
             None => Err(InputError::field(f, format!("missing: policy \"{name}\" needs `{f}` (a duration)"))),
         }
@@ -434,6 +436,7 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
             if rr_quantum == Some(0) {
                 return Err(InputError::field("quantum", "zero quantum: expected a positive duration"));
             }
+            rr_quantum.map(|q| check_timing(Nanos(q), "quantum")).transpose()?;
             Policy::Rt { prio, rr_quantum }
         }
         "deadline" => {
@@ -490,6 +493,10 @@ fn planned(p: &Plan, guest: &str, name: String) -> R<ThreadSpec> {
     if g.budget_ns < 1024 {
         return Err(InputError::field(format!("guests[{i}].budget_ns"), format!("budget {} ns: SCHED_DEADLINE needs at least 1024ns", g.budget_ns)));
     }
+    if !(g.budget_ns <= g.deadline_ns && g.deadline_ns <= g.period_ns) {
+        return Err(InputError::field(format!("guests[{i}]"), format!("budget_ns {} / deadline_ns {} / period_ns {}: expected budget <= deadline <= period", g.budget_ns, g.deadline_ns, g.period_ns)));
+    }
+    check_timing(Nanos(g.period_ns), &format!("guests[{i}].period_ns"))?;
     Ok(ThreadSpec { name, cores: vec![core], policy: Policy::Deadline { runtime: g.budget_ns, deadline: g.deadline_ns, period: g.period_ns } })
 }
 

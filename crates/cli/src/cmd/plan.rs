@@ -11,7 +11,7 @@ use rtvirt_analysis::planner::{plan, PlanOptions, Planned};
 use rtvirt_analysis::{emit, maxrho};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::sim::locate_sim_error;
-use rtvirt_model::scenario::Scenario;
+use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -119,8 +119,8 @@ fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
             return Err(InputError::field("--rho", format!("{r}: expected a probability strictly between 0 and 1")));
         }
     }
-    if a.cores == Some(0) {
-        return Err(InputError::field("--cores", "0: expected at least one core"));
+    if matches!(a.cores, Some(n) if n == 0 || n > MAX_CORES) {
+        return Err(InputError::field("--cores", format!("{}: expected a whole number from 1 to {MAX_CORES}", a.cores.unwrap_or(0))));
     }
     Ok(PlanOptions {
         rho: a.rho,

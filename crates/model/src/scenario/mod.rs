@@ -38,6 +38,23 @@ use std::path::{Path, PathBuf};
 /// Default per-core bandwidth cap: SCHED_DEADLINE's default admission limit (950 ms / 1 s).
 pub const DEFAULT_BANDWIDTH_CAP: f64 = 0.95;
 
+/// Most host cores a scenario (or `rtvirt plan --cores`) may declare.
+pub const MAX_CORES: u32 = 4096;
+
+/// Longest accepted period, offset or reservation parameter in a scenario: one hour. Real-time
+/// periods are far shorter (SCHED_DEADLINE itself caps periods at ~4 s by default); the bound
+/// keeps time arithmetic (release k = offset + k * period over a 30-day horizon) far from u64
+/// overflow.
+pub const MAX_TIMING: Nanos = Nanos::from_secs(3600);
+
+/// `d` when it is at most [`MAX_TIMING`], else an error naming `field`.
+pub fn check_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
+    if d > MAX_TIMING {
+        return Err(InputError::field(field, format!("{d}: expected at most {MAX_TIMING} (1 hour)")));
+    }
+    Ok(d)
+}
+
 /// A validated scenario.
 #[derive(Debug, Serialize)]
 pub struct Scenario {
@@ -166,6 +183,12 @@ impl Scenario {
                     Some((l, c)) => e.at_line(l, c),
                     None => e,
                 },
+                // ... and says where the scenario refers to that file
+                (Some(f), _, Some(_)) => {
+                    let at = locate_field(src, f).map(|(l, c)| format!(":line {l}, column {c}")).unwrap_or_default();
+                    let scenario = file.map(|p| p.display().to_string()).unwrap_or_else(|| "the scenario".into());
+                    InputError { message: format!("{} (the samples file of {scenario}{at})", e.message), ..e }
+                }
                 _ => e,
             };
             match file {

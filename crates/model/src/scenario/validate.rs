@@ -25,8 +25,8 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, file: Option<&Path>) -> R<
 }
 
 fn host(h: &RawHost) -> R<Host> {
-    if h.cores < 1 || h.cores > 4096 {
-        return Err(InputError::field("cores", format!("{} cores: expected a whole number from 1 to 4096", h.cores)));
+    if h.cores < 1 || h.cores > MAX_CORES as i64 {
+        return Err(InputError::field("cores", format!("{} cores: expected a whole number from 1 to {MAX_CORES}", h.cores)));
     }
     let cap = h.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
     if !(cap > 0.0 && cap <= 1.0) {
@@ -77,6 +77,9 @@ fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
             if let Some(i) = l.iter().position(|p| p.0 == 0) {
                 return Err(InputError::field(format!("[{i}]"), "zero period: expected a positive duration"));
             }
+            for (i, p) in l.iter().enumerate() {
+                check_timing(*p, &format!("[{i}]"))?;
+            }
             Ok(PeriodChoice::List(l))
         }
         Some(RawPeriods::Range(r)) => {
@@ -86,6 +89,7 @@ fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
             if r.min > r.max {
                 return Err(InputError::field("max", format!("max {} is below min {}", r.max, r.min)));
             }
+            check_timing(r.max, "max")?;
             if (r.max.0 - r.min.0) / r.step.0 > 100_000 {
                 return Err(InputError::field("step", "more than 100000 candidate periods: expected a larger step"));
             }
@@ -101,6 +105,8 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
     if t.period.0 == 0 {
         return Err(InputError::field("period", "zero period: expected a positive duration"));
     }
+    check_timing(t.period, "period")?;
+    let offset = check_timing(t.offset.unwrap_or_default(), "offset")?;
     let deadline = t.deadline.unwrap_or(t.period);
     if deadline.0 == 0 {
         return Err(InputError::field("deadline", "zero deadline: expected a positive duration"));
@@ -132,7 +138,7 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         priority: priority.unwrap_or(0),
         priority_given: priority.is_some(),
         rho: check_rho(t.rho, "rho")?,
-        offset: t.offset.unwrap_or_default(),
+        offset,
         exec,
     })
 }
