@@ -19,11 +19,18 @@ struct Qemu {
 
 impl Qemu {
     fn start(dir: &Path) -> Qemu {
+        Qemu::start_with(dir, true)
+    }
+
+    /// With `debug_threads` off, QEMU's threads all keep the process name: only QMP tells which
+    /// thread is which.
+    fn start_with(dir: &Path, debug_threads: bool) -> Qemu {
         let socket = dir.join("qmp.sock");
         let name = format!("rtvirt-test-{}", std::process::id());
+        let name_opt = if debug_threads { format!("{name},debug-threads=on") } else { name.clone() };
         let child = Command::new("qemu-system-x86_64")
             .args(["-M", "pc", "-accel", "tcg", "-smp", "2", "-m", "64", "-nodefaults", "-display", "none", "-S"])
-            .args(["-name", &format!("{name},debug-threads=on"), "-object", "iothread,id=io1"])
+            .args(["-name", &name_opt, "-object", "iothread,id=io1"])
             .arg("-qmp")
             .arg(format!("unix:{},server=on,wait=off", socket.display()))
             .stdin(Stdio::null())
@@ -99,6 +106,27 @@ fn discovers_vcpus_and_iothreads_via_qmp_and_by_name() {
     let o = run(rtvirt(&["host", "threads", "--vm", "no-such-vm"]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no running QEMU"));
+}
+
+#[test]
+fn a_qemu_found_by_pid_or_scan_is_labelled_through_the_qmp_socket_of_its_command_line() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let q = Qemu::start_with(dir.path(), false);
+    let expected: Vec<(u64, u64)> = q.vcpus().into_iter().map(|(i, t)| (i as u64, t as u64)).collect();
+    assert_eq!(expected.len(), 2);
+    let pid = q.child.id();
+    // without debug-threads no thread is named "CPU n/TCG": the names alone label nothing
+    let comms: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).unwrap().trim().to_string()).collect();
+    assert!(!comms.iter().any(|c| c.starts_with("CPU ")), "{comms:?}");
+
+    let by_pid = threads_json(&["--pid", &pid.to_string()]);
+    assert_eq!(vcpu_tids(&by_pid), expected, "{by_pid:?}");
+    assert!(by_pid.iter().any(|t| t["role"]["kind"] == "iothread" && t["role"]["id"] == "io1"), "{by_pid:?}");
+    assert!(by_pid.iter().all(|t| t["guest"] == q.name.as_str() && t["pid"] == pid), "{by_pid:?}");
+    let all = threads_json(&[]);
+    let mine: Vec<serde_json::Value> = all.into_iter().filter(|t| t["pid"] == pid).collect();
+    assert_eq!(vcpu_tids(&mine), expected, "system scan: {mine:?}");
 }
 
 #[test]
