@@ -158,8 +158,9 @@ pub struct ServerArgs {
 
 #[derive(Args)]
 #[command(after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
-omission); back-to-back is closed loop (sockperf ping-pong). Responses (UDP and TCP) also carry kernel software receive \
-timestamps (SO_TIMESTAMPING): rtt_kernel_rx_ns and rx_wakeup_ns.
+omission); back-to-back is closed loop (sockperf ping-pong). Responses (UDP and TCP) also carry kernel software \
+timestamps (SO_TIMESTAMPING): rtt_kernel_ns (kernel TX stamp of the request -> kernel RX stamp of the response, \
+from the error queue), rtt_kernel_rx_ns (user send -> kernel RX) and rx_wakeup_ns (kernel RX -> read).
 
 Examples:
   rtvirt measure net server --listen 127.0.0.1:9000 &

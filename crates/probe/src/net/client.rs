@@ -69,6 +69,8 @@ impl ClientConfig {
 struct Tally {
     rtt: LatencyHistogram,
     kernel_rtt: LatencyHistogram,
+    /// Kernel TX stamp -> kernel RX stamp.
+    kernel_to_kernel: LatencyHistogram,
     rx_wakeup: LatencyHistogram,
     send_lag: LatencyHistogram,
     responses: u64,
@@ -79,8 +81,9 @@ struct Tally {
 }
 
 impl Tally {
-    /// Account one response read at `now` (kernel receive time `kernel_rx` if known).
-    fn response(&mut self, h: wire::Header, now: u64, kernel_rx: Option<u64>, sent: u64, timeout: u64) {
+    /// Account one response (read at `r.now`; kernel stamps if known).
+    fn response(&mut self, r: Response, sent: u64, timeout: u64) {
+        let (h, now) = (r.header, r.now);
         let (word, bit) = ((h.seq / 64) as usize, 1u64 << (h.seq % 64));
         if h.seq >= sent {
             self.unexpected += 1;
@@ -100,9 +103,12 @@ impl Tally {
         if rtt > timeout {
             self.timeouts += 1;
         }
-        if let Some(k) = kernel_rx {
+        if let Some(k) = r.kernel_rx {
             self.kernel_rtt.record(k.saturating_sub(h.sent_ns));
             self.rx_wakeup.record(now.saturating_sub(k));
+            if let Some(tx) = r.kernel_tx.filter(|&tx| tx <= k) {
+                self.kernel_to_kernel.record(k.saturating_sub(tx));
+            }
         }
     }
 }
@@ -123,8 +129,10 @@ pub fn run(cfg: &ClientConfig) -> Result<Results> {
 struct Conn {
     udp: Option<UdpSocket>,
     tcp: Option<TcpStream>,
-    kernel_timestamps: bool,
+    kernel_timestamps: timestamps::Enabled,
     clock: timestamps::ClockMap,
+    /// Bytes of one request on the wire (TCP: with its 4-byte length).
+    frame: u64,
 }
 
 impl Conn {
@@ -138,14 +146,14 @@ impl Conn {
                 s.connect(cfg.connect).context(what)?;
                 s.set_read_timeout(poll).context(what)?;
                 let ts = timestamps::enable(s.as_raw_fd());
-                Ok(Conn { udp: Some(s), tcp: None, kernel_timestamps: ts, clock: timestamps::ClockMap::now() })
+                Ok(Conn { udp: Some(s), tcp: None, kernel_timestamps: ts, clock: timestamps::ClockMap::now(), frame: cfg.size as u64 })
             }
             Protocol::Tcp => {
                 let s = TcpStream::connect_timeout(&cfg.connect, Duration::from_secs(3)).context(what)?;
                 s.set_nodelay(true).context(what)?;
                 s.set_read_timeout(poll).context(what)?;
                 let ts = timestamps::enable(s.as_raw_fd());
-                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: ts, clock: timestamps::ClockMap::now() })
+                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: ts, clock: timestamps::ClockMap::now(), frame: 4 + cfg.size as u64 })
             }
         }
     }
@@ -165,26 +173,47 @@ impl Conn {
     }
 }
 
+/// One response read: header, user-space time read, kernel RX and TX stamps (monotonic).
+struct Response {
+    header: wire::Header,
+    now: u64,
+    kernel_rx: Option<u64>,
+    kernel_tx: Option<u64>,
+}
+
 /// Reads responses (one receiving side per connection).
 struct Receiver {
     buf: Vec<u8>,
     pending: Vec<u8>,
     last_kernel_rx: Option<u64>,
+    tx: timestamps::TxStamps,
 }
 
 impl Receiver {
     fn new(size: usize) -> Receiver {
-        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new(), last_kernel_rx: None }
+        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new(), last_kernel_rx: None, tx: Default::default() }
     }
 
-    /// Next response: (header, user time read, kernel rx monotonic); None on poll timeout.
-    fn next(&mut self, conn: &Conn) -> Result<Option<(wire::Header, u64, Option<u64>)>> {
+    /// The response, with the kernel transmit stamp of its request (from the error queue).
+    fn response(&mut self, conn: &Conn, fd: std::os::fd::RawFd, header: wire::Header, now: u64, kernel_rx: Option<u64>) -> Response {
+        let mut kernel_tx = None;
+        if conn.kernel_timestamps.tx {
+            self.tx.drain(fd);
+            // OPT_ID key: UDP numbers sends from 0; TCP names the offset of the request's last byte.
+            let key = if conn.udp.is_some() { header.seq } else { (header.seq + 1) * conn.frame - 1 };
+            kernel_tx = self.tx.get(key as u32).map(|t| conn.clock.to_monotonic(t));
+        }
+        Response { header, now, kernel_rx, kernel_tx }
+    }
+
+    /// Next response; None on poll timeout.
+    fn next(&mut self, conn: &Conn) -> Result<Option<Response>> {
         if let Some(u) = &conn.udp {
             return match timestamps::recv(u.as_raw_fd(), &mut self.buf, true) {
                 Ok(r) => {
                     let now = rt::now_ns();
                     let k = r.kernel_rx_realtime_ns.map(|t| conn.clock.to_monotonic(t));
-                    Ok(wire::decode(&self.buf[..r.len]).map(|h| (h, now, k)))
+                    Ok(wire::decode(&self.buf[..r.len]).map(|h| self.response(conn, u.as_raw_fd(), h, now, k)))
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Ok(None),
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => Err(Error::Failed(format!("the server refused the requests (nothing listens there?): {e}"))),
@@ -200,7 +229,7 @@ impl Receiver {
                     self.pending.drain(..4 + len);
                     let now = rt::now_ns();
                     return match h {
-                        Some(h) => Ok(Some((h, now, self.last_kernel_rx))),
+                        Some(h) => Ok(Some(self.response(conn, t.as_raw_fd(), h, now, self.last_kernel_rx))),
                         None => Err(Error::Failed("the server sent a malformed response".into())),
                     };
                 }
@@ -236,9 +265,9 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
         seq += 1;
         tally.send_lag.record(0);
         while rt::now_ns() < t + cfg.timeout.0 {
-            if let Some((h, now, k)) = rx.next(conn)? {
-                let current = h.seq == seq - 1;
-                tally.response(h, now, k, seq, cfg.timeout.0);
+            if let Some(r) = rx.next(conn)? {
+                let current = r.header.seq == seq - 1;
+                tally.response(r, seq, cfg.timeout.0);
                 if current {
                     break;
                 }
@@ -291,7 +320,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
                 break;
             }
             match rx.next(conn) {
-                Ok(Some((h, now, k))) => tally.response(h, now, k, sent.load(Ordering::SeqCst), cfg.timeout.0),
+                Ok(Some(r)) => tally.response(r, sent.load(Ordering::SeqCst), cfg.timeout.0),
                 Ok(None) => {}
                 Err(e @ Error::Failed(_)) if conn.udp.is_some() => refused = Some(e),
                 Err(e) => {
@@ -311,7 +340,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
     })
 }
 
-fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts: bool) -> Results {
+fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts: timestamps::Enabled) -> Results {
     let mut r = Results::new("net", elapsed);
     r.rtt_ns = Some(t.rtt.summary());
     let x = &mut r.extra;
@@ -331,10 +360,14 @@ fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts
     let sending = elapsed.min(cfg.duration.0) as f64 / 1e9;
     x.insert("achieved_rate".into(), (requests as f64 / sending.max(1e-9)).into());
     x.insert("send_lag_ns".into(), serde_json::to_value(t.send_lag.summary()).unwrap_or_default());
-    x.insert("kernel_timestamps".into(), (if kernel_ts { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into());
-    if kernel_ts && t.kernel_rtt.count() > 0 {
+    x.insert("kernel_timestamps".into(), (if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into());
+    x.insert("kernel_tx_timestamps".into(), kernel_ts.tx.into());
+    if kernel_ts.rx && t.kernel_rtt.count() > 0 {
         x.insert("rtt_kernel_rx_ns".into(), serde_json::to_value(t.kernel_rtt.summary()).unwrap_or_default());
         x.insert("rx_wakeup_ns".into(), serde_json::to_value(t.rx_wakeup.summary()).unwrap_or_default());
+    }
+    if t.kernel_to_kernel.count() > 0 {
+        x.insert("rtt_kernel_ns".into(), serde_json::to_value(t.kernel_to_kernel.summary()).unwrap_or_default());
     }
     if crate::signals::interrupted() {
         x.insert("interrupted".into(), true.into());

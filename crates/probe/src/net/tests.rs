@@ -54,14 +54,35 @@ fn udp_and_tcp_round_trips_every_arrival_process() {
 #[test]
 fn udp_and_tcp_record_kernel_software_timestamps() {
     for p in [Protocol::Udp, Protocol::Tcp] {
-    with_server(p, |addr, _| {
-        let r = client(addr, p, "fixed:1000");
-        assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
-        let k: rtvirt_model::stats::Summary = serde_json::from_value(r.extra["rtt_kernel_rx_ns"].clone()).unwrap();
-        // The kernel saw the response before user space read it.
-        assert!(k.p50 <= r.rtt_ns.as_ref().unwrap().p50 + 1_000_000, "{k:?}");
-    });
+        with_server(p, |addr, _| {
+            for arrivals in ["fixed:1000", "back-to-back"] {
+                let r = client(addr, p, arrivals);
+                assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
+                assert_eq!(r.extra["kernel_tx_timestamps"], true);
+                let summary = |k: &str| -> rtvirt_model::stats::Summary { serde_json::from_value(r.extra[k].clone()).unwrap_or_else(|e| panic!("{p:?} {arrivals}: {k}: {e}")) };
+                let user = r.rtt_ns.as_ref().unwrap();
+                let rx = summary("rtt_kernel_rx_ns");
+                // The kernel saw the response before user space read it.
+                assert!(rx.p50 <= user.p50 + 1_000_000, "{rx:?}");
+                // Kernel TX stamp -> kernel RX stamp: present for (nearly) every response, and
+                // inside the user-space round trip (sent after, received before) in aggregate.
+                let k2k = summary("rtt_kernel_ns");
+                assert!(k2k.count * 10 >= user.count * 9, "{p:?} {arrivals}: {} kernel round trips of {} responses", k2k.count, user.count);
+                assert!(k2k.min > 0, "{k2k:?}");
+                assert!(k2k.mean <= user.mean && k2k.p50 <= user.p50, "{p:?} {arrivals}: kernel {k2k:?} vs user {user:?}");
+            }
+        });
     }
+}
+
+#[test]
+fn tx_stamps_are_bounded_and_keyed() {
+    let mut tx = super::timestamps::TxStamps::default();
+    // Nothing queued on a fresh socket: draining returns at once, nothing is found.
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    use std::os::fd::AsRawFd;
+    tx.drain(s.as_raw_fd());
+    assert_eq!((tx.read, tx.get(0)), (0, None));
 }
 
 #[test]
