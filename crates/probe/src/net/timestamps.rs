@@ -88,34 +88,46 @@ impl TxStamps {
 /// a software transmit stamp, Some(Some((key, realtime ns))) for one.
 fn read_errqueue(fd: RawFd) -> Option<Option<(u32, u64)>> {
     let mut data = [0u8; 64];
-    let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
+    let (mut ts, mut key) = (None, None);
+    recvmsg_cmsgs(fd, &mut data, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT, |level, kind, data| {
+        if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
+            // SAFETY: an SO_TIMESTAMPING message carries scm_timestamping (software stamp first).
+            ts = timespec_ns(unsafe { std::ptr::read_unaligned(data as *const libc::timespec) });
+        } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR) || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR) {
+            // SAFETY: a RECVERR message carries a sock_extended_err.
+            let e = unsafe { std::ptr::read_unaligned(data as *const libc::sock_extended_err) };
+            if e.ee_errno == libc::ENOMSG as u32 && e.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && e.ee_info == SCM_TSTAMP_SND {
+                key = Some(e.ee_data);
+            }
+        }
+    })
+    .ok()?;
+    Some(key.zip(ts))
+}
+
+/// recvmsg into `buf` with `flags`, calling `on_cmsg(level, type, data)` for every control
+/// message; (bytes, msg_flags).
+fn recvmsg_cmsgs(fd: RawFd, buf: &mut [u8], flags: i32, mut on_cmsg: impl FnMut(i32, i32, *const u8)) -> std::io::Result<(usize, i32)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut control = [0u64; 64];
-    // SAFETY: msghdr points at valid buffers that outlive the call; cmsg data are read unaligned
-    // within the control buffer the kernel filled.
+    // SAFETY: msghdr is plain data; we point it at valid buffers that outlive the call, and walk
+    // only the control messages the kernel wrote into `control`.
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        if libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) < 0 {
-            return None;
+        let n = libc::recvmsg(fd, &mut msg, flags);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        let (mut ts, mut key) = (None, None);
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
-            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
-            if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-                ts = timespec_ns(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec));
-            } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR) || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR) {
-                let e = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::sock_extended_err);
-                if e.ee_errno == libc::ENOMSG as u32 && e.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && e.ee_info == SCM_TSTAMP_SND {
-                    key = Some(e.ee_data);
-                }
-            }
+            on_cmsg((*c).cmsg_level, (*c).cmsg_type, libc::CMSG_DATA(c));
             c = libc::CMSG_NXTHDR(&msg, c);
         }
-        Some(key.zip(ts))
+        Ok((n as usize, msg.msg_flags))
     }
 }
 
@@ -137,30 +149,14 @@ pub struct Received {
 /// `datagram`: pass MSG_TRUNC to learn a datagram's real length (never for streams, where it
 /// would discard data).
 pub fn recv(fd: RawFd, buf: &mut [u8], datagram: bool) -> std::io::Result<Received> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut control = [0u64; 64];
-    // SAFETY: msghdr is plain data; we point it at valid buffers that outlive the call.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(fd, &mut msg, if datagram { libc::MSG_TRUNC } else { 0 });
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
+    let mut ts = None;
+    let (n, flags) = recvmsg_cmsgs(fd, buf, if datagram { libc::MSG_TRUNC } else { 0 }, |level, kind, data| {
+        if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
+            // SAFETY: an SO_TIMESTAMPING message carries scm_timestamping (software stamp first).
+            ts = timespec_ns(unsafe { std::ptr::read_unaligned(data as *const libc::timespec) });
         }
-        let mut ts = None;
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPING {
-                ts = timespec_ns(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec));
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        let n = n as usize;
-        Ok(Received { len: n.min(buf.len()), truncated: n > buf.len() || msg.msg_flags & libc::MSG_TRUNC != 0, kernel_rx_realtime_ns: ts })
-    }
+    })?;
+    Ok(Received { len: n.min(buf.len()), truncated: n > buf.len() || flags & libc::MSG_TRUNC != 0, kernel_rx_realtime_ns: ts })
 }
 
 /// Maps CLOCK_REALTIME to CLOCK_MONOTONIC.
