@@ -1,5 +1,6 @@
 //! Loading the documents a report is made of: `rtvirt.results/v1` and `rtvirt.plan/v1` JSON
-//! files, told apart by their `schema` field, each with the name it is shown under.
+//! files, told apart by their `schema` field, each with the name it is shown under; a file may
+//! also hold a JSON array of results documents (the `--in vm` / `vm matrix` output).
 
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
 use rtvirt_model::results::{Results, RESULTS_SCHEMA};
@@ -37,14 +38,29 @@ impl Input {
     }
 }
 
-/// Load every file, in order (the first result of a comparison is its baseline).
+/// Load every file, in order (the first result of a comparison is its baseline). A file holding
+/// a JSON array of results documents (`vm matrix --format json`, `measure timer --in vm
+/// --format json`) gives one input per element, in order.
 pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
     if paths.is_empty() {
         return Err(InputError::new("no input files (expected rtvirt.results/v1 or rtvirt.plan/v1 JSON files)"));
     }
-    let mut inputs = paths.iter().map(|p| load_input(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut inputs = Vec::new();
+    for p in paths {
+        inputs.extend(load_file(p)?);
+    }
     make_names_unique(&mut inputs);
     Ok(inputs)
+}
+
+/// Load one file: one document (see [`load_input`]), or an array of results documents.
+pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
+    let mut values = json_values(&text).map_err(|e| e.in_file(path))?;
+    match values.pop() {
+        Some(serde_json::Value::Array(items)) if values.is_empty() => load_array(path, items),
+        _ => Ok(vec![load_input(path)?]),
+    }
 }
 
 /// Load one file, deciding by its `schema` field whether it is a plan or results. A results
@@ -66,6 +82,40 @@ pub fn load_input(path: &Path) -> Result<Input, InputError> {
     };
     let name = default_name(path, &doc);
     Ok(Input { name, path: path.to_path_buf(), doc })
+}
+
+/// The elements of a results array, each named by its label, else by its guest kernel and host
+/// load (`vm/<kernel>/<load>`), else by the file stem and its position.
+fn load_array(path: &Path, items: Vec<serde_json::Value>) -> Result<Vec<Input>, InputError> {
+    if items.is_empty() {
+        return Err(InputError::new("an empty array: expected rtvirt.results/v1 documents").in_file(path));
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let at = |e: InputError| e.in_file(path);
+            match v.get("schema").and_then(|s| s.as_str()) {
+                Some(RESULTS_SCHEMA) => {}
+                Some(other) => return Err(at(InputError::field(format!("[{i}].schema"), format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents")))),
+                None => return Err(at(InputError::field(format!("[{i}].schema"), format!("missing: expected \"{RESULTS_SCHEMA}\"")))),
+            }
+            let r: Results = serde_json::from_value(v).map_err(|e| at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}"))))?;
+            let name = array_name(&r).unwrap_or_else(|| format!("{}[{i}]", file_stem(path)));
+            Ok(Input { name, path: path.to_path_buf(), doc: Document::Results(Box::new(r)) })
+        })
+        .collect()
+}
+
+/// The label of a result, else `vm/<guest kernel>/<host load>` from its environment.
+fn array_name(r: &Results) -> Option<String> {
+    if let Some(l) = r.label.clone().filter(|l| !l.trim().is_empty()) {
+        return Some(l);
+    }
+    let extra = &r.environment.as_ref()?.extra;
+    let kernel = extra.get("guest_kernel")?.as_str()?;
+    let load = extra.get("host_load").and_then(|l| l.as_str()).unwrap_or("none");
+    Some(format!("vm/{kernel}/{load}"))
 }
 
 /// Every JSON value in the text (one document, or JSON lines followed by a document).
@@ -125,5 +175,46 @@ fn make_names_unique(inputs: &mut [Input]) {
                 format!("{} ({})", names[i], stems[i])
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn an_array_of_results_gives_one_input_each_named_by_label_or_guest_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let labelled = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"label":"vm/rt/none"}"#;
+        let guest = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":2,"environment":{"guest_kernel":"nrt","host_load":"cpu:1"}}"#;
+        let bare = r#"{"schema":"rtvirt.results/v1","kind":"tasks","duration_ns":3}"#;
+        let p = write(dir.path(), "matrix.json", &format!("[{labelled},\n{guest}, {bare}]\n"));
+        let single = write(dir.path(), "one.json", labelled);
+        let inputs = load_inputs(&[p, single]).unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["vm/rt/none (#1)", "vm/nrt/cpu:1", "matrix[2]", "vm/rt/none (one)"]);
+        assert_eq!(inputs[1].results().unwrap().duration_ns, 2);
+        assert_eq!(inputs[2].results().unwrap().kind, "tasks");
+    }
+
+    #[test]
+    fn bad_arrays_are_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.json", r#"[{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1}, {"schema":"rtvirt.plan/v1"}]"#);
+        let e = load_inputs(&[p]).unwrap_err().to_string();
+        assert!(e.contains("a.json") && e.contains("[1].schema") && e.contains("rtvirt.plan/v1"), "{e}");
+        let p = write(dir.path(), "b.json", r#"[{"schema":"rtvirt.results/v1","kind":3,"duration_ns":1}]"#);
+        let e = load_inputs(&[p]).unwrap_err().to_string();
+        assert!(e.contains("b.json") && e.contains("[0]") && e.contains("not an rtvirt.results/v1 document"), "{e}");
+        let p = write(dir.path(), "c.json", "[]");
+        assert!(load_inputs(&[p]).unwrap_err().to_string().contains("empty array"));
+        let p = write(dir.path(), "d.json", "[1]");
+        assert!(load_inputs(&[p]).unwrap_err().to_string().contains("[0].schema"));
     }
 }
