@@ -123,4 +123,22 @@ fn bad_input_exits_2_with_located_errors() {
     let plan = dir.path().join("plan.json");
     std::fs::write(&plan, r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#).unwrap();
     fails_with(GOOD, &["--plan", plan.to_str().unwrap()], "the plan has no guest \"vm1\"");
+    // a plan's reservation that SCHED_DEADLINE could not take
+    let bad = plan.with_file_name("bad-plan.json");
+    std::fs::write(&bad, std::fs::read_to_string(&plan).unwrap().replace("\"other\"", "\"vm1\"").replace("\"deadline_ns\":1000000", "\"deadline_ns\":2000000")).unwrap();
+    fails_with(GOOD, &["--plan", bad.to_str().unwrap()], "expected budget <= deadline <= period");
+    // what the planner refuses: a guest without tasks
+    fails_with(&GOOD[..GOOD.find("[[guest.task]]").unwrap()], &[], "guest \"vm1\" has no tasks");
+    // a network-path scenario takes no plan, and no horizon beyond 30 days
+    let net = root().join("scenarios/seeds1_outsourcing.toml");
+    let net_text = std::fs::read_to_string(&net).unwrap();
+    fails_with(&net_text, &["--plan", plan.to_str().unwrap()], "field `--plan`: the scenario has a [net] section");
+    fails_with(&net_text, &["--duration", "45000min"], "field `--duration`: 2700000s");
+    // sweeps run the CPU model only
+    let sweep = dir.path().join("net.sweep.toml");
+    std::fs::write(&sweep, format!("scenarios = [\"{}\"]\nseeds = [1]\n", net.display())).unwrap();
+    let o = rtvirt(&["simulate", "--sweep", sweep.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("seeds1_outsourcing.toml") && err.contains("[net] section"), "{err}");
 }

@@ -174,6 +174,9 @@ impl SimConfig {
         let default_slowdown = slowdown(raw.guest_slowdown, "guest_slowdown").map_err(|e| e.under("sim"))?;
         let mut vcpus = Vec::with_capacity(s.guests.len());
         for (i, g) in s.guests.iter().enumerate() {
+            if g.tasks.is_empty() {
+                return Err(InputError::field(format!("guest[{i}]"), format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a core without tasks, use a [[sim.thread]])", g.name)));
+            }
             let at = format!("guest[{i}].vcpu");
             let raw = g.vcpu.clone().unwrap_or_default();
             let mut v = vcpu(&raw, &g.name, i as u32 % cores, cores, default_slowdown).map_err(|e| e.under(&at))?;

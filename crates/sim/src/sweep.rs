@@ -96,6 +96,9 @@ impl SweepSpec {
             return Err(located(InputError::field("seeds", format!("{} runs: at most {MAX_CELLS} per sweep", spec.cells().len()))));
         }
         for (p, s) in &spec.scenarios {
+            if s.net.is_some() {
+                return Err(InputError::field("scenarios", "a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`").in_file(p));
+            }
             SimConfig::new(s, None, Overrides { duration: spec.duration, seed: None })
                 .map_err(|e| rtvirt_model::scenario::sim::locate_sim_error(e, s).in_file(p))?;
         }
