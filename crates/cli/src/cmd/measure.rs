@@ -183,7 +183,8 @@ pub struct ClientArgs {
     /// How long to send requests.
     #[arg(long, value_parser = parse_nanos, default_value = "10s")]
     pub duration: Nanos,
-    /// A response later than this counts as a timeout; missing ones as lost.
+    /// A request whose response does not come within this is a timeout (late or lost; missing
+    /// ones are also lost); a TCP send blocked this long (server not reading) ends the sending.
     #[arg(long, value_parser = parse_nanos, default_value = "1s")]
     pub timeout: Nanos,
     /// Seed of the arrival process.

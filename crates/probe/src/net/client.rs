@@ -74,7 +74,8 @@ struct Tally {
     rx_wakeup: LatencyHistogram,
     send_lag: LatencyHistogram,
     responses: u64,
-    timeouts: u64,
+    /// Responses that came, but later than the timeout.
+    late: u64,
     duplicates: u64,
     unexpected: u64,
     seen: Vec<u64>,
@@ -101,7 +102,7 @@ impl Tally {
         let rtt = now.saturating_sub(h.intended_ns);
         self.rtt.record(rtt);
         if rtt > timeout {
-            self.timeouts += 1;
+            self.late += 1;
         }
         if let Some(k) = r.kernel_rx {
             self.kernel_rtt.record(k.saturating_sub(h.sent_ns));
@@ -118,11 +119,14 @@ pub fn run(cfg: &ClientConfig) -> Result<Results> {
     cfg.validate()?;
     let conn = Conn::open(cfg)?;
     let start = rt::now_ns();
+    let mut blocked = false;
     let tally = match cfg.arrivals {
-        Arrivals::BackToBack => closed_loop(cfg, &conn, start)?,
-        _ => open_loop(cfg, &conn, start)?,
+        Arrivals::BackToBack => closed_loop(cfg, &conn, start, &mut blocked)?,
+        _ => open_loop(cfg, &conn, start, &mut blocked)?,
     };
-    Ok(assemble(cfg, tally.0, tally.1, rt::now_ns() - start, conn.kernel_timestamps))
+    let mut r = assemble(cfg, tally.0, tally.1, rt::now_ns() - start, conn.kernel_timestamps);
+    r.extra.insert("send_blocked".into(), blocked.into());
+    Ok(r)
 }
 
 /// A connected UDP socket or TCP stream.
@@ -152,6 +156,9 @@ impl Conn {
                 let s = TcpStream::connect_timeout(&cfg.connect, Duration::from_secs(3)).context(what)?;
                 s.set_nodelay(true).context(what)?;
                 s.set_read_timeout(poll).context(what)?;
+                // A server that stops reading must not block the sender past the run: a send
+                // blocked for --timeout ends the sending (the rest counts as lost/timeouts).
+                s.set_write_timeout(Some(Duration::from_nanos(cfg.timeout.0))).context(what)?;
                 let ts = timestamps::enable(s.as_raw_fd());
                 Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: ts, clock: timestamps::ClockMap::now(), frame: 4 + cfg.size as u64 })
             }
@@ -248,12 +255,17 @@ impl Receiver {
     }
 }
 
+/// A send that waited the whole write timeout (TCP peer not reading).
+fn is_blocked(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
 fn stopped() -> bool {
     crate::signals::interrupted()
 }
 
 /// Closed loop: send, wait for the response (or the timeout), repeat.
-fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) -> Result<(Tally, u64)> {
     let end = start + cfg.duration.0;
     let (mut tally, mut rx) = (Tally::default(), Receiver::new(cfg.size));
     let mut msg = vec![0u8; cfg.size];
@@ -261,7 +273,13 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
     while rt::now_ns() < end && !stopped() {
         let t = rt::now_ns();
         wire::encode(&wire::Header { seq, intended_ns: t, sent_ns: t }, &mut msg);
-        conn.send(&msg).context(|| "send failed".into())?;
+        match conn.send(&msg) {
+            Err(e) if is_blocked(&e) => {
+                *blocked = true;
+                break;
+            }
+            r => r.context(|| "send failed".into())?,
+        }
         seq += 1;
         tally.send_lag.record(0);
         while rt::now_ns() < t + cfg.timeout.0 {
@@ -278,7 +296,8 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
 }
 
 /// Open loop: a sender thread at the intended times, this thread receiving.
-fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) -> Result<(Tally, u64)> {
+    let send_blocked = AtomicBool::new(false);
     let end = start + cfg.duration.0;
     let sent = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -296,6 +315,11 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
                 sent.store(seq + 1, Ordering::SeqCst); // before sending: the response may beat us
                 let r = conn.send(&msg);
                 if let Err(e) = r {
+                    if is_blocked(&e) {
+                        // The request may be partly written: it and the rest are lost.
+                        send_blocked.store(true, Ordering::SeqCst);
+                        break;
+                    }
                     if e.kind() != ErrorKind::ConnectionRefused {
                         done.store(true, Ordering::SeqCst);
                         return Err(Error::os("send failed", e));
@@ -331,6 +355,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
             }
         }
         tally.send_lag = sender.join().unwrap_or_else(|_| Err(Error::Failed("sender thread panicked".into())))?;
+        *blocked = send_blocked.load(Ordering::SeqCst);
         if tally.responses == 0 {
             if let Some(e) = refused {
                 return Err(e);
@@ -349,8 +374,11 @@ fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts
     x.insert("size".into(), cfg.size.into());
     x.insert("requests".into(), requests.into());
     x.insert("responses".into(), t.responses.into());
-    x.insert("lost".into(), requests.saturating_sub(t.responses).into());
-    x.insert("timeouts".into(), t.timeouts.into());
+    let lost = requests.saturating_sub(t.responses);
+    x.insert("lost".into(), lost.into());
+    // Every request whose response did not come within the timeout: late ones and lost ones.
+    x.insert("timeouts".into(), (t.late + lost).into());
+    x.insert("late".into(), t.late.into());
     x.insert("timeout_ns".into(), cfg.timeout.0.into());
     x.insert("duplicates".into(), t.duplicates.into());
     x.insert("unexpected".into(), t.unexpected.into());

@@ -110,7 +110,49 @@ fn lost_requests_are_counted() {
     let r = client::run(&cfg).unwrap();
     assert!(count(&r, "requests") > 10);
     assert_eq!(count(&r, "lost"), count(&r, "requests"));
+    // A request never answered did not get its response within the timeout either.
+    assert_eq!(count(&r, "timeouts"), count(&r, "requests"));
     assert_eq!(r.rtt_ns.unwrap().count, 0);
+}
+
+#[test]
+fn a_tcp_server_that_stops_reading_cannot_block_the_client_past_the_timeout() {
+    // Accepts, never reads: the socket buffers fill, then a send waits; the write timeout ends
+    // the sending and what was not answered counts as lost and timed out.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let holder = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(conn);
+    });
+    for arrivals in ["fixed:2000", "back-to-back"] {
+        let cfg = ClientConfig { connect: addr, protocol: Protocol::Tcp, size: 60_000, arrivals: Arrivals::parse(arrivals).unwrap(), duration: Nanos::from_ms(500), timeout: Nanos::from_ms(100), ..Default::default() };
+        let r = client::run(&cfg).unwrap();
+        assert!(count(&r, "requests") > 0, "{arrivals}");
+        assert_eq!(count(&r, "responses"), 0, "{arrivals}");
+        assert_eq!(count(&r, "timeouts"), count(&r, "requests"), "{arrivals}");
+        if arrivals != "back-to-back" {
+            // Closed loop sends one request per timeout; open loop fills the buffers and blocks.
+            assert_eq!(r.extra["send_blocked"], true, "{r:?}");
+        }
+    }
+    holder.join().unwrap();
+}
+
+#[test]
+fn responses_later_than_the_timeout_are_timeouts() {
+    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol: Protocol::Udp, service_time_ns: 30_000_000 }).unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| srv.serve(&stop));
+        let cfg = ClientConfig { connect: srv.local_addr(), arrivals: Arrivals::Fixed { rate: 20.0 }, duration: Nanos::from_ms(500), timeout: Nanos::from_ms(10), ..Default::default() };
+        let r = client::run(&cfg).unwrap();
+        stop.store(true, Ordering::SeqCst);
+        assert!(count(&r, "late") > 0, "{r:?}");
+        assert_eq!(count(&r, "timeouts"), count(&r, "late") + count(&r, "lost"));
+        assert!(count(&r, "timeouts") > 0);
+    });
 }
 
 #[test]
