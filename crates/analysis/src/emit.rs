@@ -134,14 +134,25 @@ fn xml_escape(s: &str) -> String {
 pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan, emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
-    let _ = writeln!(s, "<system os_scheduler=\"EDF\">");
-    for g in &scenario.guests {
+    let all: Vec<Vec<u64>> = scenario.guests.iter().map(|g| g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect()).collect();
+    let lo = all.iter().filter_map(|c| c.first()).min().copied().unwrap_or(0);
+    let hi = all.iter().filter_map(|c| c.last()).max().copied().unwrap_or(0);
+    let _ = writeln!(s, "<system os_scheduler=\"EDF\" min_period=\"{}\" max_period=\"{}\">", ns_as_ms(lo), ns_as_ms(hi));
+    for (g, cands) in scenario.guests.iter().zip(&all) {
         let sched = match g.scheduler {
             GuestScheduler::Edf => "EDF",
             GuestScheduler::Fp => "DM",
         };
-        let cands = g.server_periods.candidates(&g.tasks);
-        let (lo, hi) = (cands.first().map_or(0, |p| p.0), cands.last().map_or(0, |p| p.0));
+        let (lo, hi) = (cands.first().copied().unwrap_or(0), cands.last().copied().unwrap_or(0));
+        // what CARTS' input cannot say is said next to it (XML comments may not hold "--")
+        if g.tasks.iter().any(|t| t.priority_given) {
+            let _ = writeln!(s, "  <!-- {}: explicit task priorities; CARTS analyses the component as deadline monotonic -->", xml_escape(&g.name).replace("--", "- -"));
+        }
+        let scan: Vec<u64> = (0..).map(|k| lo + k * 1_000_000).take_while(|&p| p <= hi).collect();
+        if *cands != scan {
+            let list: Vec<String> = cands.iter().map(|&p| ns_as_ms(p)).collect();
+            let _ = writeln!(s, "  <!-- {}: candidate server periods {} ms; CARTS scans min_period..max_period -->", xml_escape(&g.name).replace("--", "- -"), list.join(", "));
+        }
         let _ = writeln!(s, "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
             xml_escape(&g.name), ns_as_ms(lo), ns_as_ms(hi));
         let budgets = plan.guest(&g.name).map(|p| &p.tasks);

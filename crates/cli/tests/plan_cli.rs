@@ -269,4 +269,14 @@ fn carts_round_trip_and_import_errors() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(e.contains("bad.xml:line 5") && e.contains("@e"), "{e}");
+    // fixed-priority guests with explicit priorities and period lists: exported with comments
+    // saying what CARTS will see instead, and the export still imports
+    let xml = stdout(&rtvirt(&["plan", "scenarios/fp-guests.toml", "--emit", "carts"]));
+    assert!(xml.contains("<system os_scheduler=\"EDF\" min_period=\"1\" max_period=\"20\">"), "{xml}");
+    assert!(xml.contains("plc: explicit task priorities; CARTS analyses the component as deadline monotonic"), "{xml}");
+    assert!(xml.contains("plc: candidate server periods 1, 2, 2.5, 5 ms"), "{xml}");
+    assert_valid_comments(&xml);
+    let (v, o) = plan_json(&["--import-carts", &write(&d, "fp.xml", &xml)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(v["guests"][0]["scheduler"], "fp");
 }

@@ -1,11 +1,13 @@
 //! CARTS XML input -> [`Scenario`] (`rtvirt plan --import-carts FILE.xml`).
 //!
 //! CARTS (the Compositional Analysis of Real-Time Systems tool of Phan, Lee, Easwaran et al.)
-//! reads a `<system os_scheduler="EDF">` of `<component name scheduler min_period max_period>`s,
-//! each holding `<task name p d e>`s (period, deadline, execution time). Times are read as
-//! milliseconds (decimals allowed, exact to the nanosecond). A component becomes a guest
-//! (`EDF` -> edf; `DM`, `RM`, `FP` -> fp with deadline-monotonic priorities), `min_period` /
-//! `max_period` a server-period scan with a 1 ms step, and the host gets one core per component
+//! reads a `<system os_scheduler min_period max_period>` of `<component name scheduler
+//! min_period max_period>`s, each holding `<task name p d e>`s (period, deadline, execution
+//! time). Times are read as milliseconds (decimals allowed, exact to the nanosecond). A component
+//! becomes a guest (`EDF` -> edf; `DM`, `RM`, `FP` -> fp with deadline-monotonic priorities),
+//! `min_period` / `max_period` a server-period scan with a 1 ms step (the system's range when the
+//! component has none; "0" = not set, as CARTS writes it); the system's `os_scheduler` (EDF, DM,
+//! RM) is recorded in the description (rtvirt composes under EDF); the host gets one core per component
 //! (the plan reports how many it uses; `--cores` overrides). The document is translated to the
 //! scenario TOML and validated by the same rules, with errors pointing at the XML line.
 
@@ -36,7 +38,7 @@ pub fn from_xml(text: &str, file: Option<&Path>) -> R<Scenario> {
     })?;
     let components = components(&doc).map_err(in_file)?;
     let name = file.and_then(|p| p.file_stem()).map_or("carts".to_string(), |s| s.to_string_lossy().into_owned());
-    let toml = to_toml(&name, &components);
+    let toml = to_toml(&name, doc.root_element(), &components);
     let mut s = Scenario::from_toml(&toml, None).map_err(|e| in_file(relocate(&doc, &components, e)))?;
     s.source = file.map(Path::to_path_buf);
     Ok(s)
@@ -63,11 +65,14 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
     if root.tag_name().name() != "system" {
         return Err(err_at(doc, root, "system".into(), format!("root element <{}>: expected <system>", root.tag_name().name())));
     }
-    check_attrs(doc, root, "system", &["os_scheduler"])?;
+    check_attrs(doc, root, "system", &["os_scheduler", "min_period", "max_period"])?;
     if let Some(s) = root.attribute("os_scheduler") {
-        if !s.eq_ignore_ascii_case("edf") {
-            return Err(err_at(doc, root, "system@os_scheduler".into(), format!("\"{s}\": rtvirt's host scheduler is EDF (SCHED_DEADLINE); expected \"EDF\"")));
+        if !["EDF", "DM", "RM", "FP"].contains(&s.to_ascii_uppercase().as_str()) {
+            return Err(err_at(doc, root, "system@os_scheduler".into(), format!("\"{s}\": expected \"EDF\", \"DM\", \"RM\" or \"FP\"")));
         }
+    }
+    for a in ["min_period", "max_period"] {
+        check_ms(doc, root, "system", a)?;
     }
     let mut out = vec![];
     for (i, c) in root.children().filter(|n| n.is_element()).enumerate() {
@@ -90,6 +95,9 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
                 check_ms(doc, t, &tat, a)?;
             }
             tasks.push(t);
+        }
+        if tasks.is_empty() {
+            return Err(err_at(doc, c, at, "no <task>: expected at least one task in a component (its interface is planned for its tasks)"));
         }
         out.push(Component { node: c, tasks });
     }
@@ -125,10 +133,24 @@ fn duration(v: &str) -> String {
     quoted(&format!("{}ns", ms(v).map_or(0, |n| n.0)))
 }
 
-/// The scenario TOML equivalent of the components.
-fn to_toml(name: &str, comps: &[Component]) -> String {
+/// A `min_period` / `max_period` pair that asks for a scan (CARTS writes "0" for "not set").
+fn period_range<'a>(n: roxmltree::Node<'a, '_>) -> Option<(&'a str, &'a str)> {
+    let set = |a: &str| n.attribute(a).filter(|v| ms(v).is_ok_and(|d| d.0 > 0));
+    match (n.attribute("min_period"), set("max_period")) {
+        (Some(lo), Some(hi)) => Some((if set("min_period").is_some() { lo } else { "1" }, hi)),
+        _ => None,
+    }
+}
+
+/// The scenario TOML equivalent of the components. A component without its own period range
+/// takes the `<system>`'s; the system's `os_scheduler` (how CARTS composes the components'
+/// interfaces) is noted in the description: rtvirt places every server under EDF
+/// (SCHED_DEADLINE), whose exact admission test it applies per core.
+fn to_toml(name: &str, root: roxmltree::Node, comps: &[Component]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "name = {}\n[host]\ncores = {}", quoted(name), comps.len());
+    let os = root.attribute("os_scheduler").unwrap_or("EDF").to_ascii_uppercase();
+    let note = format!("imported from CARTS (os_scheduler {os}; rtvirt schedules the component servers by EDF, SCHED_DEADLINE)");
+    let _ = writeln!(s, "name = {}\ndescription = {}\n[host]\ncores = {}", quoted(name), quoted(&note), comps.len());
     for c in comps {
         let n = c.node;
         let sched = match n.attribute("scheduler").map(str::to_ascii_uppercase).as_deref() {
@@ -137,11 +159,11 @@ fn to_toml(name: &str, comps: &[Component]) -> String {
             Some(other) => other.to_string(), // rejected by validation, located by `relocate`
         };
         let _ = writeln!(s, "[[guest]]\nname = {}\nscheduler = {}", quoted(n.attribute("name").unwrap_or("")), quoted(&sched));
-        match (n.attribute("min_period"), n.attribute("max_period"), n.attribute("period")) {
-            (_, _, Some(p)) => {
+        match (n.attribute("period"), period_range(n).or_else(|| period_range(root))) {
+            (Some(p), _) => {
                 let _ = writeln!(s, "server_periods = [{}]", duration(p));
             }
-            (Some(lo), Some(hi), None) => {
+            (None, Some((lo, hi))) => {
                 let _ = writeln!(s, "server_periods = {{ min = {}, max = {}, step = \"1ms\" }}", duration(lo), duration(hi));
             }
             _ => {}
@@ -225,6 +247,43 @@ mod tests {
                 let _ = from_xml(&x, None);
             }
         }
+    }
+
+    /// As CARTS users write it: period range and DM on `<system>`, "0" = not set, `<task></task>`.
+    const CARTS_STYLE: &str = r#"<system os_scheduler="DM" min_period="2" max_period="6">
+  <component name="c1" scheduler="DM" min_period="0" max_period="0">
+    <task name="t1" p="30.0" d="30.0" e="5.0"></task>
+    <task name="t2" p="50.0" d="50.0" e="2.0"></task>
+  </component>
+  <component name="c2" scheduler="EDF" min_period="1" max_period="3">
+    <task name="t4" p="100.0" d="100.0" e="10.0"></task>
+  </component>
+</system>"#;
+
+    #[test]
+    fn imports_carts_files_as_carts_users_write_them() {
+        let s = from_xml(CARTS_STYLE, None).unwrap();
+        let periods = |g: usize| s.guests[g].server_periods.candidates(&s.guests[g].tasks);
+        assert_eq!(periods(0), (2..=6).map(Nanos::from_ms).collect::<Vec<_>>(), "the system's range");
+        assert_eq!(periods(1), (1..=3).map(Nanos::from_ms).collect::<Vec<_>>(), "the component's own range");
+        assert_eq!(s.guests[0].scheduler, crate::scenario::GuestScheduler::Fp);
+        assert!(s.description.as_deref().unwrap_or("").contains("os_scheduler DM"), "{:?}", s.description);
+        // "0" everywhere: the default scan
+        let s = from_xml(&CARTS_STYLE.replace("min_period=\"2\" max_period=\"6\"", "min_period=\"0\" max_period=\"0\""), None).unwrap();
+        assert!(matches!(s.guests[0].server_periods, crate::scenario::PeriodChoice::Default));
+        let e = from_xml(&CARTS_STYLE.replace("os_scheduler=\"DM\"", "os_scheduler=\"LLF\""), None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system@os_scheduler"), "{e}");
+        let e = from_xml(&CARTS_STYLE.replace("min_period=\"2\"", "min_period=\"x\""), None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system@min_period"), "{e}");
+    }
+
+    #[test]
+    fn a_component_without_tasks_is_located_in_the_xml() {
+        let xml = CARTS_STYLE.replace("    <task name=\"t4\" p=\"100.0\" d=\"100.0\" e=\"10.0\"></task>\n", "");
+        let e = from_xml(&xml, None).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("system.component[1]"), "{e}");
+        assert_eq!(e.at.line_col.map(|x| x.0), Some(6));
+        assert!(e.to_string().contains("no <task>"), "{e}");
     }
 
     #[test]
