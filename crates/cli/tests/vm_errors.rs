@@ -3,18 +3,17 @@
 //! QEMU refusing the guest (early exit), a second run with a running guest's name, a signal while a guest
 //! is held up - each a clear error (with the guest console where there is one), exit code 2,
 //! and nothing left running. The held guest is also driven by `rtvirt host threads --vm NAME` and
-//! `rtvirt host apply/revert --vm GUEST=QMP_SOCKET` while it runs.
+//! `rtvirt host apply/revert --vm GUEST=QMP_SOCKET` (a FIFO profile, a DEADLINE plan) while it runs.
 
+mod host_support;
 mod vm_support;
 use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use vm_support::{assert_nothing_left, output, run, rtvirt};
+use vm_support::{assert_nothing_left, run, rtvirt, RevertOnDrop, Running, BOUND};
 
 #[test]
 fn a_missing_kernel_package_says_how_to_fetch_it() {
     let empty = tempfile::tempdir().unwrap();
-    let o = rtvirt().env("RTVIRT_CACHE_DIR", empty.path()).args(["vm", "run", "--kernel", "rt", "--accel", "tcg", "--", "measure", "timer"]).output().unwrap();
-    let (code, _, err) = output(o);
+    let (code, _, err) = Running::spawn(rtvirt().env("RTVIRT_CACHE_DIR", empty.path()).args(["vm", "run", "--kernel", "rt", "--accel", "tcg", "--", "measure", "timer"])).wait(BOUND);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("guest kernel 'rt' not found") && err.contains("apt-get download") && err.contains("linux-image-rt-amd64"), "{err}");
 }
@@ -61,14 +60,10 @@ fn a_guest_not_booting_within_its_bound_is_killed_with_the_console_tail() {
 #[test]
 fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigterm() {
     let name = "vmt-hold";
-    let mut child = rtvirt()
-        .args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--pin", "1", "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // killed (and the guest torn down) if an assertion fails before the end
+    let mut held = Running::spawn(rtvirt().args(["vm", "run", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--hold", "120s", "--pin", "1", "--format", "json"]));
     // The record is printed once the guest is up.
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stdout = BufReader::new(held.child.stdout.take().unwrap());
     let mut text = String::new();
     while !text.trim_end().ends_with('}') {
         assert!(stdout.read_line(&mut text).unwrap() > 0, "rtvirt ended before printing the guest record");
@@ -84,18 +79,27 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
     let (code, threads, err) = run(&["host", "threads", "--vm", name]);
     assert_eq!(code, 0, "{err}");
     assert!(threads.lines().any(|l| l.contains(&vcpu.to_string()) && l.contains("vcpu 0")), "{threads}");
-    // rtvirt host apply/revert change the vCPU thread found through the guest's QMP socket
+    // rtvirt host apply/revert change the vCPU thread found through the guest's QMP socket:
+    // a FIFO profile, then a DEADLINE plan (the guest's reservation on host CPU 1)
     let state = tempfile::tempdir().unwrap();
-    let profile = state.path().join("profile.toml");
-    std::fs::write(&profile, "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"fifo\"\npriority = 1\n").unwrap();
+    let profile = host_support::write(state.path(), "profile.toml", "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"fifo\"\npriority = 1\n");
+    let plan = host_support::write(state.path(), "plan.json", &host_support::plan_json(&[("g", 2_000_000, 10_000_000, 10_000_000, 1)]));
     let bind = format!("g={}", rec["qmp_socket"].as_str().unwrap());
     let journal = state.path().join("journal");
-    let (code, _, err) = run(&["host", "apply", profile.to_str().unwrap(), "--vm", &bind, "--state-dir", journal.to_str().unwrap(), "--force"]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(policy_of(qemu_pid, vcpu), 1, "vCPU thread is SCHED_FIFO after apply");
-    let (code, _, err) = run(&["host", "revert", "--state-dir", journal.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(policy_of(qemu_pid, vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
+    let j = journal.to_str().unwrap();
+    for (file, policy) in [(&profile, 1), (&plan, 6)] {
+        let mut revert = RevertOnDrop { state_dir: journal.clone(), armed: true };
+        let (code, _, err) = run(&["host", "apply", file.to_str().unwrap(), "--vm", &bind, "--state-dir", j, "--force"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(policy_of(qemu_pid, vcpu), policy, "vCPU thread policy after applying {}", file.display());
+        if policy == 6 {
+            assert_eq!(sched_attr_of(vcpu), (2_000_000, 10_000_000, 10_000_000), "runtime, deadline, period of the plan");
+        }
+        let (code, _, err) = run(&["host", "revert", "--state-dir", j]);
+        assert_eq!(code, 0, "{err}");
+        revert.armed = false;
+        assert_eq!(policy_of(qemu_pid, vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
+    }
     let (code, list, _) = run(&["vm", "list", "--format", "json"]);
     assert_eq!(code, 0);
     let listed: serde_json::Value = serde_json::from_str(&list).unwrap();
@@ -106,14 +110,18 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
     assert!(err.contains(&format!("a guest named '{name}' is already running")) && err.contains(&qemu_pid.to_string()), "{err}");
     assert!(std::path::Path::new(rec["qmp_socket"].as_str().unwrap()).exists(), "the running guest's QMP socket survived");
 
-    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2));
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(std::process::Command::new("kill").args(["-TERM", &held.id().to_string()]).status().unwrap().success());
+    let (code, _, err) = held.wait(BOUND);
+    assert_eq!(code, 2);
     assert!(err.contains("interrupted by signal"), "{err}");
     assert!(!std::path::Path::new(&format!("/proc/{qemu_pid}")).exists(), "QEMU {qemu_pid} survived");
     assert_nothing_left(name);
+}
+
+/// SCHED_DEADLINE runtime, deadline, period of a thread.
+fn sched_attr_of(tid: u64) -> (u64, u64, u64) {
+    let a = rtvirt_host::sched::get(tid as u32).expect("sched_getattr");
+    (a.runtime_ns, a.deadline_ns, a.period_ns)
 }
 
 /// Scheduling policy of a thread (field 41 of /proc/PID/task/TID/stat).

@@ -1,19 +1,124 @@
-//! Shared by the vm_* tests: run rtvirt, and check that a guest left nothing behind.
+//! Shared by the vm_* tests: run rtvirt under a watchdog, guards that kill a child rtvirt (and
+//! everything in its process group) when a test fails, and a check that a guest left nothing
+//! behind.
 #![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bound on one rtvirt run of these tests (a TCG boot plus a short measurement, with a wide margin
+/// for a loaded machine). rtvirt has its own bounds; this one holds even if they fail.
+pub const BOUND: Duration = Duration::from_secs(300);
+
+/// After SIGTERM (rtvirt tears its guest down), how long before SIGKILL.
+const GRACE: Duration = Duration::from_secs(15);
 
 pub fn rtvirt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtvirt"))
 }
 
-/// Run rtvirt with `args`; (exit code, stdout, stderr).
+/// Run rtvirt with `args` within [`BOUND`]; (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
-    output(rtvirt().args(args).output().unwrap())
+    Running::spawn(rtvirt().args(args)).wait(BOUND)
 }
 
 pub fn output(o: Output) -> (i32, String, String) {
     (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// A child rtvirt in its own process group (stdout and stderr piped). Dropped while it still runs
+/// (a failed assertion, the watchdog), its group gets SIGTERM - rtvirt tears its guest down -
+/// then SIGKILL after a grace period (QEMU dies with rtvirt through PR_SET_PDEATHSIG).
+pub struct Running {
+    pub child: Child,
+}
+
+impl Running {
+    pub fn spawn(cmd: &mut Command) -> Running {
+        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn().expect("start rtvirt");
+        Running { child }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for the end within `bound`, collecting the output; past the bound, kill the group and
+    /// fail the test with what was printed.
+    pub fn wait(mut self, bound: Duration) -> (i32, String, String) {
+        let readers: Vec<_> = [self.child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>), self.child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)]
+            .into_iter()
+            .map(|p| {
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    if let Some(mut p) = p {
+                        let _ = p.read_to_end(&mut buf);
+                    }
+                    String::from_utf8_lossy(&buf).into_owned()
+                })
+            })
+            .collect();
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed() > bound {
+                self.stop();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut texts = readers.into_iter().map(|r| r.join().unwrap_or_default());
+        let (out, err) = (texts.next().unwrap_or_default(), texts.next().unwrap_or_default());
+        match status {
+            Some(s) => (s.code().unwrap_or(-1), out, err),
+            None => panic!("rtvirt ran over the test bound of {bound:?} and was killed\nstdout:\n{out}\nstderr:\n{err}"),
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after [`GRACE`]; reap.
+    fn stop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        let group = -(self.child.id() as i32);
+        // SAFETY: plain kill(2) on our child's process group.
+        unsafe { libc::kill(group, libc::SIGTERM) };
+        let t0 = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() {
+            if t0.elapsed() > GRACE {
+                // SAFETY: as above.
+                unsafe { libc::kill(group, libc::SIGKILL) };
+                let _ = self.child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs `rtvirt host revert --state-dir DIR` on drop while armed (a test failing between apply
+/// and revert leaves no vCPU thread FIFO or DEADLINE).
+pub struct RevertOnDrop {
+    pub state_dir: std::path::PathBuf,
+    pub armed: bool,
+}
+
+impl Drop for RevertOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = rtvirt().args(["host", "revert", "--state-dir"]).arg(&self.state_dir).output();
+        }
+    }
 }
 
 /// No QEMU process named `name`, no runtime directory, no rtvirt bridge/tap of a dead owner.
