@@ -15,7 +15,12 @@ struct Veth(String);
 
 impl Veth {
     fn create() -> Veth {
-        let name = format!("rtvh{}", std::process::id() % 100_000);
+        Veth::create_with("rtvh", true)
+    }
+
+    /// A veth without GRO has no NAPI instance: threaded NAPI on it creates no napi thread.
+    fn create_with(prefix: &str, gro: bool) -> Veth {
+        let name = format!("{prefix}{}", std::process::id() % 100_000);
         let peer = format!("{name}p");
         let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
         let _ = Command::new("ip").args(["link", "del", &name]).output();
@@ -23,7 +28,7 @@ impl Veth {
         let v = Veth(name.clone());
         ok(Command::new("ip").args(["link", "set", &name, "up"]));
         ok(Command::new("ip").args(["link", "set", &peer, "up"]));
-        ok(Command::new("ethtool").args(["-K", &name, "gro", "on"]));
+        ok(Command::new("ethtool").args(["-K", &name, "gro", if gro { "on" } else { "off" }]));
         v
     }
 }
@@ -272,6 +277,38 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     assert_eq!(aff(), before);
 }
 
+/// Threaded NAPI on a device without NAPI instances: this kernel refuses the write (EOPNOTSUPP),
+/// which is explained, and the changes made before it are rolled back. (Kernels that accept the
+/// write without creating a napi thread fail in the apply's follow-up instead, with the same
+/// rollback.)
+#[test]
+fn threaded_napi_on_a_device_without_napi_is_explained_and_rolled_back() {
+    let _g = serial();
+    let veth = Veth::create_with("rtvn", false);
+    let rt = Sleeper::start();
+    let threaded = || std::fs::read_to_string(format!("/sys/class/net/{}/threaded", veth.0)).unwrap().trim().to_string();
+    let before = (threaded(), thread_snapshot(&[rt.pid()]));
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "napi.toml",
+        &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 10\n[[set]]\nrole = \"napi\"\ndevice = \"{}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 49\n", veth.0),
+    );
+    let st = dir.path().join("state");
+    let _revert_st = RevertGuard(st.clone());
+    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &format!("rt={}", rt.pid())]));
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let refused = err.contains(&format!("/sys/class/net/{}/threaded", veth.0)) && err.contains("EOPNOTSUPP") && err.contains("without NAPI instances");
+    let no_thread = err.contains(&format!("no napi/{}-* thread appeared", veth.0)) && err.contains("napi.toml");
+    assert!((refused || no_thread) && err.contains("rolled back"), "{err}");
+    assert_eq!((threaded(), thread_snapshot(&[rt.pid()])), before, "threaded NAPI and the vCPU stand-in are back as they were");
+    let o = run(rtvirt(&["host", "revert", "--state-dir", st.to_str().unwrap(), "--format", "json"]));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert_eq!(r["restored"].as_array().unwrap().len(), 0, "the rollback left nothing to revert: {r}");
+}
+
 #[test]
 fn a_crash_at_every_step_is_completed_by_revert() {
     let _g = serial();
@@ -324,7 +361,8 @@ fn bad_profiles_exit_2_and_change_nothing() {
     }
 }
 
-/// A container stand-in: a cpuset cgroup named like rtvirt's containers with a process in it.
+/// A container stand-in: a cpuset cgroup named like rtvirt's containers with a process of three
+/// threads in it.
 struct Container {
     dir: PathBuf,
     rel: String,
@@ -344,10 +382,19 @@ impl Container {
         if let rtvirt_host::cpuset::Hierarchy::V1(base) = &h {
             std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim()).unwrap();
         }
-        let s = Sleeper::start();
+        let script = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\ntime.sleep(600)";
+        let s = Sleeper(Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"));
+        let start = std::time::Instant::now();
+        while std::fs::read_dir(format!("/proc/{}/task", s.pid())).map(|d| d.count()).unwrap_or(0) < 3 {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "python3 did not start its threads");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         std::fs::write(dir.join("cgroup.procs"), s.pid().to_string()).unwrap();
         c.proc_ = Some(s);
         c
+    }
+    fn tids(&self) -> Vec<u32> {
+        std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap().map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap()).collect()
     }
     fn pid(&self) -> u32 {
         self.proc_.as_ref().unwrap().pid()
@@ -376,7 +423,11 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     let threads_out = run(rtvirt(&["host", "threads", "--format", "json"]));
     let list: serde_json::Value = serde_json::from_slice(&threads_out.stdout).unwrap();
     let ts = list["threads"].as_array().unwrap();
-    assert!(ts.iter().any(|t| t["tid"].as_u64() == Some(ct.pid() as u64) && t["role"]["kind"] == "container" && t["role"]["cgroup"] == ct.rel.as_str()), "{}", text(&threads_out));
+    let tids = ct.tids();
+    assert_eq!(tids.len(), 3);
+    for tid in &tids {
+        assert!(ts.iter().any(|t| t["tid"].as_u64() == Some(*tid as u64) && t["pid"].as_u64() == Some(ct.pid() as u64) && t["role"]["kind"] == "container" && t["role"]["cgroup"] == ct.rel.as_str()), "thread {tid} of the container process: {}", text(&threads_out));
+    }
 
     let before = (ct.cpus(), thread_snapshot(&[ct.pid()]));
     let dir = tempfile::tempdir().unwrap();
@@ -498,4 +549,35 @@ fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
     }
     let ncpu = rtvirt_host::sysinfo::online_cpus().len();
     assert!(seen >= ncpu, "one ksoftirqd per online CPU at least: {seen}");
+}
+
+/// Linux >= 6.4 runs vhost workers as threads of the QEMU process, named `vhost-<qemu pid>`. A
+/// thread may only rename itself, so the stand-in is a python3 process whose second thread names
+/// itself so.
+#[test]
+fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
+    let _g = serial();
+    let script = "import os, threading, time\ndef worker():\n    open('/proc/self/task/%d/comm' % threading.get_native_id(), 'w').write('vhost-%d' % os.getpid())\n    time.sleep(600)\nthreading.Thread(target=worker, daemon=True).start()\ntime.sleep(600)";
+    let p = Sleeper(Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"));
+    let name = format!("vhost-{}", p.pid());
+    let start = std::time::Instant::now();
+    let worker = loop {
+        let found = std::fs::read_dir(format!("/proc/{}/task", p.pid())).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|t| procfs_comm_of(p.pid(), *t).as_deref() == Some(name.as_str()));
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the worker did not rename itself");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let o = run(rtvirt(&["host", "threads", "--pid", &p.pid().to_string(), "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ts = list["threads"].as_array().unwrap();
+    let w = ts.iter().find(|t| t["tid"] == worker).unwrap_or_else(|| panic!("{}", text(&o)));
+    assert_eq!((w["role"]["kind"].as_str(), w["role"]["owner"].as_u64()), (Some("vhost"), Some(p.pid() as u64)), "{w}");
+    assert!(ts.iter().filter(|t| t["tid"] != worker).all(|t| t["role"]["kind"] == "other"), "only the renamed thread is a vhost worker: {ts:?}");
+}
+
+fn procfs_comm_of(pid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok().map(|s| s.trim().to_string())
 }
