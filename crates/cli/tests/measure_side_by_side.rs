@@ -29,14 +29,14 @@ fn rtvirt_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Median (us) of a cyclictest histogram file (1 us bins).
-fn cyclictest_median_us(hist: &str) -> f64 {
+/// The q-quantile (us, middle of its 1 us bin) of a cyclictest histogram file.
+fn cyclictest_percentile_us(hist: &str, q: f64) -> f64 {
     let bins: Vec<u64> = hist.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().skip(1).map(|c| c.parse::<u64>().unwrap()).sum()).collect();
     let total: u64 = bins.iter().sum();
     let mut acc = 0;
     for (us, n) in bins.iter().enumerate() {
         acc += n;
-        if acc * 2 >= total {
+        if acc as f64 >= q * total as f64 {
             return us as f64 + 0.5;
         }
     }
@@ -49,20 +49,46 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// One cyclictest round on CPU 1 (2 s, 1 ms, FIFO 90): (p50, p99) in us.
+fn cyclictest_round(dir: &std::path::Path) -> (f64, f64) {
+    let hist = dir.join("h.txt");
+    let st = Command::new("cyclictest").args(["-m", "-q", "-t", "1", "-a", "1", "-p", "90", "-i", "1000", "-D", "2s", "-h", "10000", "--histfile"]).arg(&hist).stdout(Stdio::null()).status().unwrap();
+    assert!(st.success());
+    let text = std::fs::read_to_string(&hist).unwrap();
+    (cyclictest_percentile_us(&text, 0.5), cyclictest_percentile_us(&text, 0.99))
+}
+
+/// One `measure timer` round with the same settings: (p50, p99) in us.
+fn rtvirt_timer_round() -> (f64, f64) {
+    let v = rtvirt_json(&["measure", "timer", "--cpus", "1", "--priority", "90", "--interval", "1ms", "--duration", "2s", "--format", "json"]);
+    (v["latency_ns"]["p50"].as_f64().unwrap() / 1e3, v["latency_ns"]["p99"].as_f64().unwrap() / 1e3)
+}
+
+/// Loose agreement of two latencies (us): within `factor` of each other plus `slack_us`.
+fn agree(a: f64, b: f64, factor: f64, slack_us: f64) -> bool {
+    a < b * factor + slack_us && b < a * factor + slack_us
+}
+
 #[test]
-fn timer_median_agrees_loosely_with_cyclictest() {
+fn timer_median_and_p99_agree_loosely_with_cyclictest() {
     let _g = serial();
     if !is_root() || !have("cyclictest") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let hist = dir.path().join("h.txt");
-    let st = Command::new("cyclictest").args(["-m", "-q", "-t", "1", "-a", "1", "-p", "90", "-i", "1000", "-D", "2s", "-h", "10000", "--histfile"]).arg(&hist).stdout(Stdio::null()).status().unwrap();
-    assert!(st.success());
-    let ct = cyclictest_median_us(&std::fs::read_to_string(&hist).unwrap());
-    let v = rtvirt_json(&["measure", "timer", "--cpus", "1", "--priority", "90", "--interval", "1ms", "--duration", "2s", "--format", "json"]);
-    let rv = v["latency_ns"]["p50"].as_f64().unwrap() / 1e3;
-    assert!(rv < ct * 3.0 + 20.0 && ct < rv * 3.0 + 20.0, "median: rtvirt {rv} us vs cyclictest {ct} us");
+    // Two rounds per tool, interleaved: cyclictest, rtvirt, cyclictest, rtvirt.
+    let (mut ct, mut rv) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        ct.push(cyclictest_round(dir.path()));
+        rv.push(rtvirt_timer_round());
+    }
+    // Each tool's best round (the least disturbed): this shared VM has 1-2 ms spikes that can
+    // land in either tool's round.
+    let best = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| v.iter().map(pick).fold(f64::INFINITY, f64::min);
+    let (ct50, rv50) = (best(&ct, |r| r.0), best(&rv, |r| r.0));
+    let (ct99, rv99) = (best(&ct, |r| r.1), best(&rv, |r| r.1));
+    assert!(agree(rv50, ct50, 3.0, 20.0), "median: rtvirt {rv:?} vs cyclictest {ct:?} (us)");
+    assert!(agree(rv99, ct99, 4.0, 300.0), "p99: rtvirt {rv:?} vs cyclictest {ct:?} (us)");
 }
 
 /// Median full RTT (us) of a sockperf ping-pong run against a sockperf server on `port`.
