@@ -59,6 +59,13 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     // one results file per cell, readable by `rtvirt report`
     let (code, _, err) = run(&["report", &format!("{out_dir}/vm-rt-none.json"), &format!("{out_dir}/vm-rt-syscalls_1.json"), "--output", &format!("{out_dir}/report.html")]);
     assert_eq!(code, 0, "{err}");
+    // and so is the matrix's own JSON array: one input per cell, named by its label
+    std::fs::write(format!("{out_dir}/matrix.json"), &out).unwrap();
+    let (code, md, err) = run(&["report", &format!("{out_dir}/matrix.json"), "--format", "md", "--output", "-"]);
+    assert_eq!(code, 0, "{err}");
+    for label in ["vm/rt/none", "vm/rt/syscalls:1"] {
+        assert!(md.lines().any(|l| l.starts_with(&format!("| {label} | timer |"))), "{label} row: {md}");
+    }
     assert_nothing_left(name);
 }
 
@@ -76,5 +83,21 @@ fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() 
     assert!(env["guest_ip"].as_str().unwrap().starts_with("10.213."));
     // the server's side, measured in the guest
     assert!(env["guest_environment"]["kernel"].as_str().unwrap().contains("cloud-amd64"), "{env}");
+    assert_nothing_left(name);
+}
+
+#[test]
+fn matrix_table_has_one_row_per_cell_with_the_guest_measurement() {
+    let name = "vmt-table";
+    let (code, out, err) = run(&["vm", "matrix", "--kernels", "nrt", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--", "measure", "timer", "--duration", "1s", "--interval", "2ms"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["guest", "host", "load", "accel", "kind", "samples", "min", "us", "mean", "us", "p99", "us", "max", "us"], "{out}");
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(row[..5], ["nrt", "none", "tcg", "timer", "500"], "1 s at 2 ms on the guest's one vCPU: {out}");
+    let us: Vec<f64> = row[5..].iter().map(|v| v.parse().unwrap()).collect();
+    assert!(us.len() == 4 && us[0] <= us[1] && us[1] <= us[3] && us[2] <= us[3], "min <= mean <= max, p99 <= max: {out}");
+    assert!(lines[2].starts_with("note: ") && lines[2].contains("NOT representative"), "{out}");
+    assert_eq!(lines.len(), 3, "{out}");
     assert_nothing_left(name);
 }
