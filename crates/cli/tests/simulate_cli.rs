@@ -45,7 +45,7 @@ fn table_output_lists_tasks_guests_and_cores() {
     let o = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "1s"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    for needle in ["DSR", "p999_us", "core 0", "deadline", "noise"] {
+    for needle in ["DSR", "p999_us", "core 0", "cpu_time", "deadline", "noise"] {
         assert!(text.contains(needle), "{needle} not in table:\n{text}");
     }
 }

@@ -2,9 +2,10 @@
 //! integer-microsecond parameters (half of the tasks with a constrained deadline and an offset)
 //! and constant execution times, EDF and RM, one guest alone on a dedicated core under
 //! SCHED_FIFO 99 without RT throttling (the host never preempts it), with and without
-//! abort-on-miss. Every job's release and completion (or abort) must be equal, hence
-//! also job counts, deadline misses and response times.
+//! abort-on-miss. Every job's release and completion (or abort) must be equal, and so must the
+//! reported per-task jobs, misses and response times (mean and max).
 
+use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 use serde_json::Value;
@@ -76,15 +77,35 @@ fn simso_jobs(run: &Value, horizon_us: u64) -> BTreeSet<Job> {
         .collect()
 }
 
-fn rtvirt_jobs(src: &str, horizon_us: u64) -> BTreeSet<Job> {
+fn rtvirt_run(src: &str, horizon_us: u64) -> (BTreeSet<Job>, Results) {
     let s = Scenario::from_toml(src, None).unwrap();
     let cfg = SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1) }).unwrap();
     let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
-    out.job_log
-        .iter()
-        .map(|j| (j.task as u64, j.release / 1000, j.end.map(|e| e / 1000)))
-        .filter(|j| j.1 < horizon_us)
-        .collect()
+    let jobs = out.job_log.iter().map(|j| (j.task as u64, j.release / 1000, j.end.map(|e| e / 1000))).filter(|j| j.1 < horizon_us).collect();
+    (jobs, out.results)
+}
+
+/// What rtvirt must report per task, derived from SimSo's job list by rtvirt's counting rule
+/// (docs/simulate.md): a job counts when it completes (a miss if late), is aborted (a miss), or
+/// is still pending at the end with its deadline passed (a miss without a response time).
+/// Returns (jobs, misses, sum and max of the response times in us).
+fn expected_report(run: &Value, task: u64) -> (u64, u64, u64, u64) {
+    let horizon = run["horizon_us"].as_u64().unwrap();
+    let d = run["tasks"][task as usize]["deadline_us"].as_u64().unwrap();
+    let (mut jobs, mut misses, mut sum, mut max) = (0, 0, 0, 0);
+    for j in run["jobs"].as_array().unwrap().iter().filter(|j| j[0].as_u64() == Some(task)) {
+        let release = j[1].as_u64().unwrap();
+        match (j[2].as_u64().filter(|&e| e <= horizon), j[3].as_bool().unwrap()) {
+            (_, true) => (jobs, misses) = (jobs + 1, misses + 1),
+            (Some(end), false) => {
+                let r = end - release;
+                (jobs, misses, sum, max) = (jobs + 1, misses + (r > d) as u64, sum + r, max.max(r));
+            }
+            (None, false) if release + d <= horizon => (jobs, misses) = (jobs + 1, misses + 1),
+            (None, false) => {}
+        }
+    }
+    (jobs, misses, sum, max)
 }
 
 #[test]
@@ -95,7 +116,14 @@ fn jobs_equal_simso_edf_and_rm() {
         let horizon = run["horizon_us"].as_u64().unwrap();
         let src = scenario(run);
         let expected = simso_jobs(run, horizon);
-        let got = rtvirt_jobs(&src, horizon);
+        let (got, results) = rtvirt_run(&src, horizon);
+        // the reported statistics, not only the job log
+        for (i, t) in results.tasks.iter().enumerate() {
+            let (jobs, misses, sum, max) = expected_report(run, i as u64);
+            let completed = t.response_ns.count;
+            let got = (t.jobs, t.misses, (t.response_ns.mean * completed as f64 / 1000.0).round() as u64, t.response_ns.max / 1000);
+            assert_eq!(got, (jobs, misses, sum, max), "set {} {} abort={} task {i}: (jobs, misses, sum and max of responses in us)\n{src}", run["set"], run["scheduler"], run["abort"]);
+        }
         let missed = expected.iter().filter(|(t, r, e)| {
             let d = run["tasks"][*t as usize]["deadline_us"].as_u64().unwrap();
             e.is_none_or(|e| e - r > d)

@@ -178,7 +178,8 @@ fn print_table(s: &Scenario, r: &Results) {
     }
     println!();
     for c in &r.cores {
-        println!("core {:<3} util {:.4}", c.id, c.utilisation);
+        let busy = c.cpu_time_ns.map(|t| format!("  cpu_time {}", Nanos(t))).unwrap_or_default();
+        println!("core {:<3} util {:.4}{busy}", c.id, c.utilisation);
     }
 }
 
