@@ -811,10 +811,10 @@ mod tests {
         assert_eq!(job_bound(Nanos::from_secs(600), Some(Nanos::from_secs(5))), Nanos::from_secs(5));
         let opts = hook_guest_opts(&common(&["--in", "vm"]), Nanos::from_secs(600));
         assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(720), Nanos::from_secs(60)));
-        let opts = hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "1h"]), Nanos::from_secs(600));
+        let opts = hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "60min"]), Nanos::from_secs(600));
         assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(3600), Nanos::from_secs(150)));
         // they stay on the host
-        assert_eq!(guest_args_from(args("measure timer --in vm --boot-timeout 150s --job-timeout=20m --duration 10m")), ["measure", "timer", "--duration", "10m"]);
+        assert_eq!(guest_args_from(args("measure timer --in vm --boot-timeout 150s --job-timeout=20min --duration 10min")), ["measure", "timer", "--duration", "10min"]);
     }
 }
 
