@@ -336,6 +336,7 @@ impl Sim {
 
     fn served(&mut self, vm: usize, pkt: Pkt) {
         self.copy_bytes(pkt.bytes as u64);
+        self.request_consumed(&pkt);
         let now = self.q.now();
         let bytes = self.flows[pkt.flow as usize].response_bytes();
         let resp = Pkt { bytes, ..pkt };

@@ -233,6 +233,13 @@ impl Sim {
         }
     }
 
+    /// The server consumed a request: its payload counts as delivered (after the warm-up).
+    pub(crate) fn request_consumed(&mut self, pkt: &Pkt) {
+        if pkt.t0 >= self.warmup {
+            self.flows[pkt.flow as usize].stats_mut().delivered_bytes += pkt.bytes as u64;
+        }
+    }
+
     /// A response left the NIC: the request/response round trip is complete.
     pub(crate) fn response_out(&mut self, pkt: Pkt) {
         let now = self.q.now();
