@@ -4,7 +4,9 @@ on core 0, Domain 1 (ping) and Domain 2 (echo, highest priority) alone on cores 
 interfering domains on each of cores 3, 4, 5 sending to each other as fast as their 30% CPU cap
 allows). dom0 in original / rtca1 / rtca64 / rtca238; level base / light / medium / heavy =
 0 / 1 / 2 / 3 active interfering domains per core. Only the Dom0 mode and the number of active
-domains differ; all costs are the shared defaults of docs/netsim.md.
+domains differ; all costs are the shared defaults of docs/netsim.md. Every domain is a vCPU of the
+simulator's Xen Credit scheduler (weight 256, cap 30%); the first ping leaves after 300 ms of
+warm-up (ten Credit accounting periods).
 Usage: experiments/seeds2_scenarios.py [--out scenarios]
 """
 import argparse
@@ -28,6 +30,7 @@ def scenario(dom0, level, packets=5000):
         "[net]",
         'kind = "xen"',
         "seed = 1",
+        'warmup = "300ms"  # Credit accounting and the interfering domains\' rings reach steady state',
         "",
         "[net.xen]",
         f'dom0 = "{"original" if batch is None else "rtca"}"',

@@ -81,21 +81,22 @@ pub fn print_table(name: &str, r: &Results) {
     println!("scenario {name}  seed {}  measured {}", r.seed.unwrap_or(0), Nanos(r.duration_ns));
     println!();
     println!(
-        "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}",
-        "flow", "count", "mean_us", "sd_us", "p50_us", "p75_us", "p95_us", "p99_us", "p999_us", "max_us", "host_rx/guest/host_tx", "Gb/s", "drops"
+        "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
+        "flow", "count", "mean_us", "sd_us", "p50_us", "p75_us", "p95_us", "p99_us", "p999_us", "max_us", "host_rx/guest/host_tx", "Gb/s", "drops", "req/s"
     );
     for f in &r.flows {
         let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
+        let rate = f.extra.get("requests_per_s").or_else(|| f.extra.get("packets_per_s")).and_then(|v| v.as_f64()).map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         match &f.latency_ns {
             Some(l) => {
                 let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v["mean"].as_f64()).map(us).unwrap_or_default();
-                let segs = format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send"));
+                let segs = if f.segments_ns.is_empty() { "-".into() } else { format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send")) };
                 println!(
-                    "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}",
-                    f.name, l.count, us(l.mean), us(l.sd), us(l.p50 as f64), us(l.p75 as f64), us(l.p95 as f64), us(l.p99 as f64), us(l.p999 as f64), us(l.max as f64), segs, gbps, f.drops
+                    "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
+                    f.name, l.count, us(l.mean), us(l.sd), us(l.p50 as f64), us(l.p75 as f64), us(l.p95 as f64), us(l.p99 as f64), us(l.p999 as f64), us(l.max as f64), segs, gbps, f.drops, rate
                 );
             }
-            None => println!("{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7}", f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops),
+            None => println!("{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}", f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops, rate),
         }
     }
     println!();
@@ -105,5 +106,12 @@ pub fn print_table(name: &str, r: &Results) {
     }
     if let Some(n) = r.extra.get("softirq_lock_inversions") {
         println!("softirq-lock priority inversions (RT thread blocked on a lower-priority holder): {n}");
+    }
+    if let Some(d) = r.extra.get("dom0") {
+        println!("dom0 {}: packets rx {} tx {} softirq {}, drops softnet {} rx ring {}, time_squeeze {}", d["mode"].as_str().unwrap_or("?"), d["rx_packets"], d["tx_packets"], d["softirq_packets"], d["softnet_drops"], d["rx_ring_drops"], d["time_squeeze"]);
+    }
+    if let Some(doms) = r.extra.get("domains").and_then(|d| d.as_array()) {
+        let show: Vec<String> = doms.iter().map(|d| format!("{} {:.3}", d["name"].as_str().unwrap_or("?"), d["utilisation"].as_f64().unwrap_or(0.0))).collect();
+        println!("domain utilisation (Xen Credit): {}", show.join(", "));
     }
 }

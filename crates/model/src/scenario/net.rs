@@ -308,13 +308,15 @@ pub struct RawXen {
     pub softnet_weight: Option<i64>,
     pub softnet_round: Option<i64>,
     pub backlog_limit: Option<i64>,
-    /// netfront TX ring slots (default 256).
+    /// netfront TX and RX ring slots (default 256).
     pub ring: Option<i64>,
-    /// Dom0 per-packet costs.
+    /// Dom0 per-packet costs: netback TX fetch + grant copy (default 5us), softnet/bridge
+    /// (2us), netback RX grant copy to the destination (5us). One set for every Dom0 mode.
     pub tx_cost: Option<Nanos>,
     pub softnet_cost: Option<Nanos>,
     pub rx_cost: Option<Nanos>,
-    /// Guest per-packet send and receive costs, event-channel latency.
+    /// Guest vCPU time per packet sent (default 6us) and received (8us); event-channel
+    /// latency (4us). Shared by the measured and the interfering domains (docs/netsim.md).
     pub guest_send: Option<Nanos>,
     pub guest_recv: Option<Nanos>,
     pub event_channel: Option<Nanos>,
@@ -334,7 +336,8 @@ pub struct RawXenQueue {
     pub priority: i64,
     /// Queue limit (default 600).
     pub limit: Option<i64>,
-    /// Batch size: TX packets per netif turn and softnet packets per round (default 64).
+    /// Batch size: TX packets per round (count reset by a higher-priority netif) and softnet
+    /// packets per round of this class.
     pub batch: i64,
 }
 
@@ -349,7 +352,8 @@ pub struct RawDomain {
     pub role: String,
     /// ping: destination domain.
     pub peer: Option<String>,
-    /// CPU share cap of a flood domain (default 0.3).
+    /// Xen Credit cap as a share of one core (default 0.3; 1 = no cap). Every domain has it;
+    /// only the interfering ("flood") domains use enough CPU to reach it.
     pub cap: Option<f64>,
 }
 
@@ -804,10 +808,10 @@ impl RawXen {
             softnet_round: positive(self.softnet_round, 300, "softnet_round")?,
             backlog_limit: positive(self.backlog_limit, 1000, "backlog_limit")?,
             ring: positive(self.ring, 256, "ring")?,
-            tx_cost: self.tx_cost.unwrap_or(Nanos(4_000)),
+            tx_cost: self.tx_cost.unwrap_or(Nanos(5_000)),
             softnet_cost: self.softnet_cost.unwrap_or(Nanos(2_000)),
-            rx_cost: self.rx_cost.unwrap_or(Nanos(4_000)),
-            guest_send: self.guest_send.unwrap_or(Nanos(8_000)),
+            rx_cost: self.rx_cost.unwrap_or(Nanos(5_000)),
+            guest_send: self.guest_send.unwrap_or(Nanos(6_000)),
             guest_recv: self.guest_recv.unwrap_or(Nanos(8_000)),
             event_channel: self.event_channel.unwrap_or(Nanos(4_000)),
             packets: positive(self.packets, 5000, "packets")?,

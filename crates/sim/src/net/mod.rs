@@ -6,7 +6,7 @@
 //!   or partitioned poll lists and priority-inheriting locks, bridge, vhost, guest, socket
 //!   outsourcing) for SEEDS 1.
 //! - [`xen`]: Xen Dom0 inter-domain communication (netback TX/RX, softnet backlog, original and
-//!   RTCA) for SEEDS 2.
+//!   RTCA) for SEEDS 2, guest domains as vCPUs of the host's Xen Credit policy (with its cap).
 //! - [`cache`]: the shared-LLC interference model; [`stats`]: per-flow statistics.
 //!
 //! One set of calibrated per-stage costs (`rtvirt_model::scenario::net::NetCosts::default`) is
@@ -38,8 +38,9 @@ pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow
         }
         NetModel::Xen(x) => {
             let rounds = (s.duration.0 / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
-            let r = xen::run(x, Some(rounds), s.seed);
-            NetRun { results: r, trace: None, events: 0 }
+            let r = xen::run(x, Some(rounds), s.warmup, s.seed);
+            let events = r.extra.get("events").and_then(|e| e.as_u64()).unwrap_or(0);
+            NetRun { results: r, trace: None, events }
         }
     }
 }
