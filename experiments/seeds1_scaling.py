@@ -5,7 +5,7 @@ threaded IRQ handling vs the outsourcing method. Prints, per step and method, th
 critical servers (median and worst over the VMs), the Heavy Receiver throughput and the CPU
 utilisation per core.
 
-Usage: experiments/seeds1_scaling.py [--rtvirt PATH] [--steps 1,5,10,20,50,100] [--duration 2s]
+Usage: experiments/seeds1_scaling.py [--rtvirt PATH] [--steps 1,5,10,20,50,100 | all] [--duration 2s]
        experiments/seeds1_scaling.py --write N  (print the scenario of one step)
 """
 import argparse
@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+from seeds1_scenarios import CACHE
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -32,6 +34,7 @@ def scenario(method, n, duration="2s"):
         'irq = "threaded"',
         f'softirq = "{"partitioned" if outs else "shared"}"',
         "rtnet_prio = 47",
+        *CACHE,
         "[[net.nic]]",
         'name = "rt0"',
         "irq_cores = [0, 1, 2, 3]",
@@ -75,7 +78,7 @@ def run(rtvirt, method, n, duration):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rtvirt", default=os.path.join(ROOT, "target", "release", "rtvirt"))
-    ap.add_argument("--steps", default="1,5,10,20,50,100")
+    ap.add_argument("--steps", default="1,5,10,20,50,100", help="comma-separated RT VM counts, or all (1..100)")
     ap.add_argument("--duration", default="2s")
     ap.add_argument("--write", type=int, help="print the scenario of one step (threaded unless --method)")
     ap.add_argument("--method", default="threaded", choices=["threaded", "outsourcing"])
@@ -86,7 +89,8 @@ def main():
     print("published (SEEDS 1, a figure, no table): with 4 cores, outsourcing kept the critical servers' p99 low far")
     print("longer than threaded IRQ handling as RT VMs were added up to 100, at the same Heavy Receiver throughput\n")
     print(f"{'RT VMs':>6} {'method':<12} {'p99 med us':>10} {'p99 max us':>10} {'HR Gb/s':>8}  util per core")
-    for n in [int(s) for s in a.steps.split(",")]:
+    steps = range(1, 101) if a.steps == "all" else [int(s) for s in a.steps.split(",")]
+    for n in steps:
         for m in ("threaded", "outsourcing"):
             med, worst, hr, util = run(a.rtvirt, m, n, a.duration)
             print(f"{n:>6} {m:<12} {med:>10.1f} {worst:>10.1f} {hr:>8.2f}  {' '.join(f'{u:.2f}' for u in util)}", flush=True)

@@ -46,6 +46,17 @@ fn with_heavy_receivers_outsourcing_keeps_latency_consistent_and_throughput() {
     assert!(out.hr_gbps >= 0.95 * van.hr_gbps, "outsourcing keeps >= 95% of vanilla's HR throughput\n{all}");
 }
 
+/// Conventional socket outsourcing (`socket = "outsourced"`: the host stack serves the socket, the
+/// guest is woken by a virtual interrupt and runs its IRQ and softirq again) lies between vanilla
+/// and RT outsourcing (shared event queue + halted-vCPU wake-up) in SD with Heavy Receivers.
+#[test]
+fn conventional_outsourcing_lies_between_vanilla_and_rt_outsourcing_in_sd() {
+    let [van, conv, rt] = ["vanilla", "outsourcing_virq", "outsourcing"].map(|m| run(m, true, "3s"));
+    let all = format!("SD vanilla {:.1}, conventional outsourcing {:.1}, RT outsourcing {:.1} us", van.sd, conv.sd, rt.sd);
+    assert!(van.sd > conv.sd && conv.sd > rt.sd, "{all}");
+    assert!(conv.hr_gbps >= 0.95 * van.hr_gbps, "throughput kept: {:.2} vs {:.2} Gb/s", conv.hr_gbps, van.hr_gbps);
+}
+
 #[test]
 fn without_heavy_receivers_latency_is_tight_and_ordered() {
     let rows = ["nonvirt", "outsourcing", "vanilla", "threaded", "exclusive"].map(|m| (m, run(m, false, "2s")));
