@@ -91,6 +91,17 @@ fn bad_values_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("scenario.toml"));
 }
 
+/// Whether a child process of `pid` has a thread under SCHED_DEADLINE (policy 6).
+fn deadline_thread_in_a_child_of(pid: u32) -> bool {
+    // /proc/N/stat: "N (comm) state ppid ...", field 41 is the policy; comm may hold spaces
+    let fields = |path: PathBuf| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+    };
+    let children = std::fs::read_dir("/proc").into_iter().flatten().flatten().filter(|e| fields(e.path().join("stat")).get(1) == Some(&pid.to_string()));
+    children.into_iter().any(|c| std::fs::read_dir(c.path().join("task")).into_iter().flatten().flatten().any(|t| fields(t.path().join("stat")).get(38).map(String::as_str) == Some("6")))
+}
+
 #[test]
 fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,9 +127,10 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
             Err(_) => break,
         }
     }
-    // The task run is under way once its exclusive cpusets exist.
+    // The task run is under way once its exclusive cpusets exist and a guest worker's vCPU
+    // thread runs under SCHED_DEADLINE (workers take it when the run starts, after calibrating).
     let start = Instant::now();
-    while cgroups_of(pid).is_empty() && start.elapsed() < Duration::from_secs(5) {
+    while !(deadline_thread_in_a_child_of(pid) && !cgroups_of(pid).is_empty()) && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let during = cgroups_of(pid);

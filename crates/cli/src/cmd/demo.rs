@@ -124,6 +124,9 @@ impl Demo {
                 eprintln!(" {ended} {} -> {}", took(start), names.join(", "));
             }
             Ok(Step::Skipped(why)) => eprintln!(" skipped: {why}"),
+            // Ctrl-C while the step was still setting up ends it without a result: that is
+            // the user's stop, not a failure
+            Err(e) if interrupted() && !interrupted_before => eprintln!(" stopped by Ctrl-C after {}: {e:#}", took(start)),
             Err(e) => {
                 eprintln!("FAILED after {}: {e:#}", took(start));
                 self.failed.push(format!("{what}: {e:#}"));
