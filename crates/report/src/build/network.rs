@@ -48,6 +48,15 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
     Figure { kind: "segments", title: chart.title.clone(), caption: "Host receive: NIC IRQ to VM entry; guest: VM entry to the VM exit sending the response; host send: to the wire (SEEDS 1).".into(), svg: chart.render() }
 }
 
+/// A flow's throughput in the unit that fits (a request/response flow carries kb/s, a bulk one
+/// Gb/s), with its request rate when it has one.
+fn throughput(f: &FlowResult) -> String {
+    let Some(b) = f.throughput_bps else { return "-".into() };
+    let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")].into_iter().find(|(s, _)| b >= *s).map_or((b, "b/s"), |(s, u)| (b / s, u));
+    let rate = f.extra.get("requests_per_s").and_then(|r| r.as_f64()).map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
+    format!("{v:.2} {unit}{rate}")
+}
+
 fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
     let mut header: Vec<String> = vec!["result".into(), "flow".into(), "mean".into(), "p99".into()];
     header.extend(segments.iter().map(|s| format!("{s} mean / p99")));
@@ -61,9 +70,25 @@ fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
             let stat = |k| v.and_then(|v| segment_stat(v, k)).map_or("-".into(), fmt_ns);
             row.push(Cell::plain(format!("{} / {}", stat("mean"), stat("p99"))));
         }
-        row.push(Cell::plain(f.throughput_bps.map_or("-".into(), |b| format!("{:.2} Gb/s", b / 1e9))));
+        row.push(Cell::plain(throughput(f)));
         row.push(Cell::plain(f.drops.to_string()));
         t.row(row);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throughput_takes_the_unit_that_fits_and_the_request_rate() {
+        let mut f: FlowResult = serde_json::from_str(r#"{"name":"rt","drops":0,"throughput_bps":18830000000.0}"#).unwrap();
+        assert_eq!(throughput(&f), "18.83 Gb/s");
+        f.throughput_bps = Some(2_048.0);
+        f.extra.insert("requests_per_s".into(), 181.8.into());
+        assert_eq!(throughput(&f), "2.05 kb/s (181.8 req/s)");
+        f.throughput_bps = None;
+        assert_eq!(throughput(&f), "-");
+    }
 }
