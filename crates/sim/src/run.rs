@@ -134,18 +134,9 @@ impl Sim {
     /// The next queued event or core timer (queued events first at equal times), up to the
     /// horizon. A fired core timer is returned as `None` (its cluster is already marked).
     fn next_event(&mut self) -> Option<(u64, Option<Ev>)> {
-        let queued = self.q.peek_time().map(|t| t.0).filter(|&t| t <= self.horizon);
-        let timer = self.host.next_core_timer().filter(|&(t, _)| t <= self.horizon);
-        match (queued, timer) {
-            (Some(tq), Some((tt, _))) if tq <= tt => self.q.pop().map(|(t, e)| (t.0, Some(e))),
-            (_, Some((tt, core))) => {
-                self.host.fire_core_timer(core);
-                self.core_timers += 1;
-                Some((tt, None))
-            }
-            (Some(_), None) => self.q.pop().map(|(t, e)| (t.0, Some(e))),
-            (None, None) => None,
-        }
+        let next = self.host.next_event(&mut self.q, self.horizon);
+        self.core_timers += matches!(next, Some((_, None))) as u64;
+        next
     }
 
     /// Events handled: queued events plus core timers.

@@ -296,6 +296,23 @@ impl Host {
         (self.timer_min.0 != u64::MAX).then_some(self.timer_min)
     }
 
+    /// The next thing to happen up to `horizon`: the earliest queued event, or a core timer
+    /// (queued events first at equal times). A core timer is fired here and returned as `None`
+    /// (its cluster is re-decided at the next `resched`). Every owner's event loop pulls from it.
+    pub fn next_event<E>(&mut self, q: &mut EventQueue<E>, horizon: u64) -> Option<(u64, Option<E>)> {
+        let queued = q.peek_time().map(|t| t.0).filter(|&t| t <= horizon);
+        let timer = self.next_core_timer().filter(|&(t, _)| t <= horizon);
+        match (queued, timer) {
+            (Some(tq), Some((tt, _))) if tq <= tt => q.pop().map(|(t, e)| (t.0, Some(e))),
+            (_, Some((tt, core))) => {
+                self.fire_core_timer(core);
+                Some((tt, None))
+            }
+            (Some(_), None) => q.pop().map(|(t, e)| (t.0, Some(e))),
+            (None, None) => None,
+        }
+    }
+
     /// The core timer of `core` expired: its cluster is re-decided at the next `resched`.
     pub fn fire_core_timer(&mut self, core: usize) {
         self.cores[core].timer_at = u64::MAX;

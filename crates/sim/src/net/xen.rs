@@ -384,17 +384,9 @@ impl<'a> Xen<'a> {
     /// The next queued event or core timer (queued events first at equal times); a fired core
     /// timer is returned as None.
     fn next_event(&mut self) -> Option<(u64, Option<Ev>)> {
-        let queued = self.q.peek_time().map(|t| t.0);
-        match (queued, self.host.next_core_timer()) {
-            (Some(tq), Some((tt, _))) if tq <= tt => self.q.pop().map(|(t, e)| (t.0, Some(e))),
-            (_, Some((tt, core))) => {
-                self.host.fire_core_timer(core);
-                self.core_timers += 1;
-                Some((tt, None))
-            }
-            (Some(_), None) => self.q.pop().map(|(t, e)| (t.0, Some(e))),
-            (None, None) => None,
-        }
+        let next = self.host.next_event(&mut self.q, u64::MAX);
+        self.core_timers += matches!(next, Some((_, None))) as u64;
+        next
     }
 
     fn finished(&self) -> bool {
