@@ -17,10 +17,16 @@ pub fn tail(path: &Path, n: usize) -> String {
     }
     // A kernel panic's reason (and what init said just before it) scrolls off under the
     // backtrace: keep those lines in front.
+    // (also when the panic line itself is just inside the tail but its context is not).
     let mut shown: Vec<&str> = Vec::new();
-    if let Some(p) = lines[..start].iter().position(|l| l.contains("Kernel panic")) {
-        shown.extend(&lines[p.saturating_sub(3)..=p]);
-        shown.push("...");
+    if let Some(p) = lines.iter().position(|l| l.contains("Kernel panic")) {
+        let (from, upto) = (p.saturating_sub(3), (p + 1).min(start));
+        if from < start {
+            shown.extend(&lines[from..upto]);
+            if upto < start {
+                shown.push("...");
+            }
+        }
     }
     shown.extend(&lines[start..]);
     shown.iter().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
@@ -92,6 +98,23 @@ mod tests {
         assert_eq!(progress("RTVIRT-BEGIN n1\n{}\nRTVIRT-END n1 rc=3\n", "n1"), Progress::Done { stdout: "{}\n".into(), rc: 3 });
         // a stale run's markers (other nonce) are ignored
         assert_eq!(progress("RTVIRT-BEGIN n0\nx\nRTVIRT-END n0 rc=0\n", "n1"), Progress::Booting);
+    }
+
+    #[test]
+    fn a_panic_keeps_what_init_said_before_it_wherever_the_tail_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("console.log");
+        let trace: Vec<String> = (0..6).map(|i| format!("trace {i}")).collect();
+        for before in 0..=2 {
+            // init's last words, the panic line, then a backtrace; the tail of 7 lines starts
+            // at the panic line (before = 0), inside the backtrace (1) or far after it (2)
+            let extra: Vec<String> = (0..before * 3).map(|i| format!("more {i}")).collect();
+            let text = ["boot", "init: mounting", "rtvirt-broken-init", "Kernel panic - not syncing"].iter().map(|s| s.to_string()).chain(trace.clone()).chain(extra).collect::<Vec<_>>().join("\n");
+            std::fs::write(&log, text).unwrap();
+            let t = tail(&log, 7);
+            assert!(t.contains("rtvirt-broken-init") && t.contains("Kernel panic"), "{before}:\n{t}");
+            assert_eq!(t.matches("Kernel panic").count(), 1, "{before}:\n{t}");
+        }
     }
 
     #[test]
