@@ -4,16 +4,15 @@
 
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::sim::{RawSim, RawThread, RawVcpu};
-use rtvirt_model::scenario::{check_timing, Scenario};
+use rtvirt_model::scenario::{check_horizon, check_timing, Scenario};
 use rtvirt_model::{InputError, Nanos};
 
 type R<T> = Result<T, InputError>;
 
 /// Default simulated horizon.
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
-/// Longest accepted horizon. Memory is bounded whatever the horizon (streaming statistics); the
-/// limit keeps a typo ("10000h") from starting a run that would take days.
-pub const MAX_DURATION: Nanos = Nanos::from_secs(30 * 24 * 3600);
+/// Longest accepted horizon (the scenario model's limit for every simulator).
+pub const MAX_DURATION: Nanos = rtvirt_model::scenario::MAX_HORIZON;
 
 /// How a host thread is scheduled.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,10 +258,7 @@ impl SimConfig {
 }
 
 fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
-    let duration = o.duration.or(raw.duration).unwrap_or(DEFAULT_DURATION);
-    if duration.0 == 0 || duration > MAX_DURATION {
-        return Err(InputError::field("duration", format!("{duration}: expected a positive horizon of at most {MAX_DURATION} (30 days)")));
-    }
+    let duration = check_horizon(o.duration.or(raw.duration).unwrap_or(DEFAULT_DURATION), "duration")?;
     let abort_late = match raw.miss_policy.as_deref() {
         None | Some("continue") => false,
         Some("abort") => true,

@@ -6,7 +6,7 @@ use super::simulate::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::{locate_field, Scenario};
+use rtvirt_model::scenario::{check_horizon, locate_field, Scenario};
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
 use rtvirt_sim::net::simulate;
@@ -17,10 +17,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     let raw = scenario.net.as_ref().expect("called for scenarios with [net]");
     let mut net = raw.validate(scenario.host.cores).map_err(|e| located(e, scenario))?;
     if let Some(d) = a.duration {
-        if d.0 == 0 {
-            return Err(InputError::field("--duration", "zero duration: expected a positive duration").into());
-        }
-        net.duration = d;
+        net.duration = check_horizon(d, "--duration")?;
     }
     if let Some(s) = a.seed {
         net.seed = s;

@@ -11,7 +11,6 @@ use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
 use rtvirt_sim::sweep::{run_sweep, SweepSpec};
-use rtvirt_sim::config::MAX_DURATION;
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -74,9 +73,6 @@ pub fn run(a: SimulateArgs) -> CmdResult {
         return run_grid(sweep, &a);
     }
     let scenario = load_scenario(a.scenario.as_deref())?;
-    if matches!(a.duration, Some(d) if d > MAX_DURATION) {
-        return Err(InputError::field("--duration", format!("{}: expected at most {MAX_DURATION} (30 days)", a.duration.unwrap_or_default())).into());
-    }
     if scenario.net.is_some() {
         if a.plan.is_some() {
             return Err(InputError::field("--plan", "the scenario has a [net] section: the network-path simulator places and prioritises its threads from [net] itself; a plan applies to scenarios without [net]").into());

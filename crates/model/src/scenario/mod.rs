@@ -47,6 +47,19 @@ pub const MAX_CORES: u32 = 4096;
 /// overflow.
 pub const MAX_TIMING: Nanos = Nanos::from_secs(3600);
 
+/// Longest simulated horizon (`[sim] duration`, `[net] duration`, `--duration`). Memory is
+/// bounded whatever the horizon (streaming statistics); the limit keeps a typo ("10000h") from
+/// starting a run that would take days.
+pub const MAX_HORIZON: Nanos = Nanos::from_secs(30 * 24 * 3600);
+
+/// `d` when it is a positive horizon of at most [`MAX_HORIZON`], else an error naming `field`.
+pub fn check_horizon(d: Nanos, field: &str) -> Result<Nanos, InputError> {
+    if d.0 == 0 || d > MAX_HORIZON {
+        return Err(InputError::field(field, format!("{d}: expected a positive horizon of at most {MAX_HORIZON} (30 days)")));
+    }
+    Ok(d)
+}
+
 /// `d` when it is at most [`MAX_TIMING`], else an error naming `field`.
 pub fn check_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
     if d > MAX_TIMING {

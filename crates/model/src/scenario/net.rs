@@ -522,10 +522,7 @@ impl RawNet {
     }
 
     fn validate_inner(&self, cores: u32) -> R<NetScenario> {
-        let duration = self.duration.unwrap_or(Nanos::from_secs(2));
-        if duration.0 == 0 {
-            return Err(InputError::field("duration", "zero duration: expected a positive duration"));
-        }
+        let duration = super::check_horizon(self.duration.unwrap_or(Nanos::from_secs(2)), "duration")?;
         let warmup = self.warmup.unwrap_or(Nanos::from_ms(20));
         let (model, duration) = match self.kind.as_deref().unwrap_or("kvm") {
             "kvm" => (NetModel::Kvm(self.kvm(cores)?), duration),

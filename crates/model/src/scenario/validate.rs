@@ -74,10 +74,10 @@ fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
             if l.is_empty() {
                 return Err(InputError::new("empty list: expected at least one candidate period"));
             }
-            if let Some(i) = l.iter().position(|p| p.0 == 0) {
-                return Err(InputError::field(format!("[{i}]"), "zero period: expected a positive duration"));
-            }
             for (i, p) in l.iter().enumerate() {
+                if p.0 == 0 {
+                    return Err(InputError::field(format!("[{i}]"), "zero period: expected a positive duration"));
+                }
                 check_timing(*p, &format!("[{i}]"))?;
             }
             Ok(PeriodChoice::List(l))
