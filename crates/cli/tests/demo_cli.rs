@@ -91,15 +91,11 @@ fn bad_values_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("scenario.toml"));
 }
 
-/// Whether a child process of `pid` has a thread under SCHED_DEADLINE (policy 6).
+/// Whether a child process of `pid` has a thread under SCHED_DEADLINE.
 fn deadline_thread_in_a_child_of(pid: u32) -> bool {
-    // /proc/N/stat: "N (comm) state ppid ...", field 41 is the policy; comm may hold spaces
-    let fields = |path: PathBuf| -> Vec<String> {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        text.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
-    };
-    let children = std::fs::read_dir("/proc").into_iter().flatten().flatten().filter(|e| fields(e.path().join("stat")).get(1) == Some(&pid.to_string()));
-    children.into_iter().any(|c| std::fs::read_dir(c.path().join("task")).into_iter().flatten().flatten().any(|t| fields(t.path().join("stat")).get(38).map(String::as_str) == Some("6")))
+    use rtvirt_host::{procfs, sched};
+    let children = procfs::pids().into_iter().filter(|&c| procfs::stat(c).is_ok_and(|s| s.ppid == pid));
+    children.flat_map(procfs::tids).any(|t| sched::get(t).is_ok_and(|a| a.is_deadline()))
 }
 
 #[test]
