@@ -49,6 +49,12 @@ pub fn fmt_plain(v: f64) -> String {
     }
 }
 
+/// A bit rate in the largest fitting decimal unit, two decimals: "18.83 Gb/s", "2.05 kb/s".
+pub fn fmt_bps(b: f64) -> String {
+    let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")].into_iter().find(|(s, _)| b >= *s).map_or((b, "b/s"), |(s, u)| (b / s, u));
+    format!("{v:.2} {unit}")
+}
+
 /// Seconds from nanoseconds for time axes: "0.5s", "12s".
 pub fn fmt_seconds(ns: f64) -> String {
     format!("{}s", fmt_plain((ns / 1e9 * 1000.0).round() / 1000.0))

@@ -5,7 +5,7 @@ use crate::doc::{Cell, Figure, Section, Table};
 use crate::extract::{segment_order, segment_stat};
 use crate::input::Input;
 use crate::svg::bars::{BarChart, BarMode};
-use crate::units::fmt_ns;
+use crate::units::{fmt_bps, fmt_ns};
 use rtvirt_model::results::FlowResult;
 
 /// (result name, flow) for every flow with segments.
@@ -52,9 +52,8 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
 /// Gb/s), with its request rate when it has one.
 fn throughput(f: &FlowResult) -> String {
     let Some(b) = f.throughput_bps else { return "-".into() };
-    let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")].into_iter().find(|(s, _)| b >= *s).map_or((b, "b/s"), |(s, u)| (b / s, u));
     let rate = f.extra.get("requests_per_s").and_then(|r| r.as_f64()).map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
-    format!("{v:.2} {unit}{rate}")
+    format!("{}{rate}", fmt_bps(b))
 }
 
 fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
