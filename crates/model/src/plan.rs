@@ -86,6 +86,7 @@ impl Plan {
             if g.period_ns == 0 {
                 return Err(InputError::field(at("period_ns"), "zero period"));
             }
+            crate::scenario::check_timing(crate::Nanos(g.period_ns), &at("period_ns"))?;
             if g.budget_ns > g.deadline_ns || g.deadline_ns > g.period_ns {
                 return Err(InputError::field(at("budget_ns"), format!("expected budget <= deadline <= period, got {} / {} / {} ns", g.budget_ns, g.deadline_ns, g.period_ns)));
             }
