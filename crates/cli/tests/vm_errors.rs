@@ -8,7 +8,7 @@
 mod host_support;
 mod vm_support;
 use std::io::{BufRead, BufReader};
-use vm_support::{assert_nothing_left, run, rtvirt, RevertOnDrop, Running, BOUND};
+use vm_support::{assert_nothing_left, run, rtvirt, Running, BOUND};
 
 #[test]
 fn a_missing_kernel_package_says_how_to_fetch_it() {
@@ -88,7 +88,7 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
     let journal = state.path().join("journal");
     let j = journal.to_str().unwrap();
     for (file, policy) in [(&profile, 1), (&plan, 6)] {
-        let mut revert = RevertOnDrop { state_dir: journal.clone(), armed: true };
+        let _revert = host_support::RevertGuard(journal.clone());
         let (code, _, err) = run(&["host", "apply", file.to_str().unwrap(), "--vm", &bind, "--state-dir", j, "--force"]);
         assert_eq!(code, 0, "{err}");
         assert_eq!(policy_of(qemu_pid, vcpu), policy, "vCPU thread policy after applying {}", file.display());
@@ -97,7 +97,6 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
         }
         let (code, _, err) = run(&["host", "revert", "--state-dir", j]);
         assert_eq!(code, 0, "{err}");
-        revert.armed = false;
         assert_eq!(policy_of(qemu_pid, vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
     }
     let (code, list, _) = run(&["vm", "list", "--format", "json"]);

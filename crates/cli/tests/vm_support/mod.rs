@@ -106,21 +106,6 @@ impl Drop for Running {
     }
 }
 
-/// Runs `rtvirt host revert --state-dir DIR` on drop while armed (a test failing between apply
-/// and revert leaves no vCPU thread FIFO or DEADLINE).
-pub struct RevertOnDrop {
-    pub state_dir: std::path::PathBuf,
-    pub armed: bool,
-}
-
-impl Drop for RevertOnDrop {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = rtvirt().args(["host", "revert", "--state-dir"]).arg(&self.state_dir).output();
-        }
-    }
-}
-
 /// No QEMU process named `name`, no runtime directory, no rtvirt bridge/tap of a dead owner.
 pub fn assert_nothing_left(name: &str) {
     for p in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
