@@ -245,7 +245,6 @@ struct Worker {
     ready: bool,
     result: Option<WorkerOutcome>,
     ended: bool,
-    signalled: bool,
     problem: Option<String>,
 }
 
@@ -329,7 +328,7 @@ fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usi
             let _ = tx.send((i, Msg::Eof));
         })
         .map_err(|e| Error::os("cannot start a reader thread", e))?;
-    Ok(Worker { name: spec.guest.name.clone(), child, stdin, ready: false, result: None, ended: false, signalled: false, problem: None })
+    Ok(Worker { name: spec.guest.name.clone(), child, stdin, ready: false, result: None, ended: false, problem: None })
 }
 
 /// The two phases: every worker ready, then run and collect.
@@ -362,9 +361,8 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
         let failed = workers.iter().any(|w| w.problem.is_some());
         if stopped.is_none() && (crate::signals::interrupted() || failed) {
             stopped = Some(now);
-            for w in workers.iter_mut().filter(|w| !w.ended && !w.signalled) {
+            for w in workers.iter().filter(|w| !w.ended) {
                 crate::signals::terminate(w.child.id());
-                w.signalled = true;
             }
         }
         if now > end + REPORT_GRACE_NS {
