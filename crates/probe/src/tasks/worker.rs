@@ -335,7 +335,7 @@ fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usi
 fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns: u64) -> Result<Run> {
     let ready_by = rt::now_ns() + READY_TIMEOUT.as_nanos() as u64;
     while !workers.iter().all(|w| w.ready) {
-        receive(workers, rx)?;
+        receive(workers, rx);
         if let Some(e) = failure(workers) {
             return Err(e);
         }
@@ -356,7 +356,7 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
     }
     let mut stopped: Option<u64> = None;
     while !workers.iter().all(|w| w.ended) {
-        receive(workers, rx)?;
+        receive(workers, rx);
         let now = rt::now_ns();
         let failed = workers.iter().any(|w| w.problem.is_some());
         if stopped.is_none() && (crate::signals::interrupted() || failed) {
@@ -380,7 +380,7 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
 }
 
 /// Take in what the workers said (waits at most 20 ms).
-fn receive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>) -> Result<()> {
+fn receive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>) {
     let first = match rx.recv_timeout(Duration::from_millis(20)) {
         Ok(m) => Some(m),
         Err(mpsc::RecvTimeoutError::Timeout) => None,
@@ -408,7 +408,6 @@ fn receive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>) -> Result<
             }
         }
     }
-    Ok(())
 }
 
 fn failure(workers: &[Worker]) -> Option<Error> {
