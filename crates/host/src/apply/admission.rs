@@ -42,11 +42,10 @@ pub struct KernelBandwidthCap {
 }
 
 impl KernelBandwidthCap {
-    pub fn of_this_host() -> Self {
-        let cap = sysinfo::dl_bandwidth_cap();
-        // Only read (debugfs, perhaps through a private mount) when the cap is enforced.
-        let fair_server = if cap.is_some() { sysinfo::FairServers::of_this_host() } else { sysinfo::FairServers::Absent };
-        KernelBandwidthCap { cap, fair_server }
+    /// This host's cap, with its fair servers as already read (they only count when the cap is
+    /// enforced).
+    pub fn of_this_host(fair_server: sysinfo::FairServers) -> Self {
+        KernelBandwidthCap { cap: sysinfo::dl_bandwidth_cap(), fair_server }
     }
 
     fn check(&self, servers: &[Server], fair: Option<(u32, sysinfo::FairServer)>) -> std::result::Result<(), String> {
@@ -87,9 +86,10 @@ pub struct Pinned {
 
 /// Check every core: the new reservations plus the SCHED_DEADLINE threads already pinned there
 /// (other guests, earlier applies) must pass each of `exact` (rtvirt's own tests, first) and then
-/// the kernel's bandwidth cap. `what` names the input in the error ("the plan", "the profile"),
-/// `field` the field the error points at.
-pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], what: &str, field: &str) -> Result<(), InputError> {
+/// the kernel's bandwidth cap (counting `fair_server`, this host's fair servers as read once per
+/// apply). `what` names the input in the error ("the plan", "the profile"), `field` the field the
+/// error points at.
+pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], fair_server: &sysinfo::FairServers, what: &str, field: &str) -> Result<(), InputError> {
     let mut per_core: BTreeMap<u32, Vec<Server>> = BTreeMap::new();
     for p in pinned {
         per_core.entry(p.core).or_default().push(p.server.clone());
@@ -102,7 +102,7 @@ pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], what: &str, f
             v.push(Server { guest: format!("existing thread {} ({})", t.tid, t.comm), runtime_ns: t.sched.runtime_ns, deadline_ns: t.sched.deadline_ns, period_ns: t.sched.period_ns });
         }
     }
-    let kernel = KernelBandwidthCap::of_this_host();
+    let kernel = KernelBandwidthCap::of_this_host(fair_server.clone());
     let tests: Vec<&dyn Admission> = exact.iter().copied().chain(std::iter::once(&kernel as &dyn Admission)).collect();
     for (core, servers) in &per_core {
         for t in &tests {
@@ -166,8 +166,8 @@ mod tests {
         // Bandwidth 1.0: over the kernel's cap too (when admission control is on), yet the
         // error is the exact test's.
         let p = Pinned { core: 0, tid: u32::MAX, server: server(10_000_000, 10_000_000) };
-        let e = admit_per_core(&[p], &[&Refuse("exact")], "the plan", "cores").unwrap_err();
+        let e = admit_per_core(&[p], &[&Refuse("exact")], &FairServers::Absent, "the plan", "cores").unwrap_err();
         assert!(e.message.contains("the plan does not fit core 0") && e.message.contains("exact failed: refused"), "{e}");
-        assert!(admit_per_core(&[], &[&Refuse("exact")], "the plan", "cores").is_ok(), "nothing pinned, nothing to admit");
+        assert!(admit_per_core(&[], &[&Refuse("exact")], &FairServers::Absent, "the plan", "cores").is_ok(), "nothing pinned, nothing to admit");
     }
 }

@@ -131,6 +131,9 @@ pub(crate) struct Prepared {
     pub skipped: Vec<String>,
     /// Lint findings known while resolving (e.g. a policy for an IRQ that has no IRQ thread).
     pub findings: Vec<lint::Finding>,
+    /// This host's fair servers, read once (debugfs, perhaps through a private mount) for the
+    /// admission tests and the lint.
+    pub fair_server: sysinfo::FairServers,
 }
 
 /// Lint the resulting state; unless blocked (or a dry run), journal and perform the changes,
@@ -144,7 +147,6 @@ pub(crate) fn lint_and_run(
 ) -> Result<ApplyReport> {
     let existing = threads::all_threads();
     let irqs_after = irqs_after(&p.changes);
-    let fair_server = sysinfo::FairServers::of_this_host();
     let mut lint = lint::lint(&LintInput {
         planned: &p.planned,
         existing: &existing,
@@ -154,7 +156,7 @@ pub(crate) fn lint_and_run(
         online: sysinfo::online_cpus(),
         partitions: p.partitions.clone(),
         rt_runtime_us: sysinfo::rt_runtime_us(),
-        fair_server: &fair_server,
+        fair_server: &p.fair_server,
     });
     lint.findings.extend(p.findings);
     let mut report = ApplyReport {

@@ -10,6 +10,7 @@ use crate::cpuset::Hierarchy;
 use crate::error::{HostError, Result};
 use crate::lint::Planned;
 use crate::sched::SchedAttr;
+use crate::sysinfo::FairServers;
 use crate::threads::{Role, ThreadInfo};
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::InputError;
@@ -39,7 +40,8 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         }
         targets.push((g, vcpu_thread(b)?, core));
     }
-    admit(&targets, admission)?;
+    let fair_server = FairServers::of_this_host();
+    admit(&targets, admission, &fair_server)?;
     let hierarchy = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 cpuset controller)"))?;
     let partitions: CpuList = targets.iter().map(|(_, _, c)| *c).collect();
     let mut changes = hierarchy.partition_changes(&partitions)?;
@@ -52,7 +54,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         planned.push(Planned { tid: t.tid, comm: t.comm.clone(), role: t.role.clone(), guest: Some(g.name.clone()), sched: attr, cpus: CpuList::single(*core) });
     }
     let skipped = plan.guests.iter().filter(|g| !targets.iter().any(|(t, _, _)| t.name == g.name)).map(|g| g.name.clone()).collect();
-    Ok(Prepared { changes, planned, partitions, skipped, ..Default::default() })
+    Ok(Prepared { changes, planned, partitions, skipped, fair_server, ..Default::default() })
 }
 
 /// The plan itself must be feasible and place every guest.
@@ -67,12 +69,12 @@ fn check_fits(plan: &Plan) -> Result<(), InputError> {
 }
 
 /// Rtvirt's exact tests, then the kernel's cap, on each core the plan uses.
-fn admit(targets: &[(&GuestPlan, ThreadInfo, u32)], exact: &[&dyn Admission]) -> Result<(), InputError> {
+fn admit(targets: &[(&GuestPlan, ThreadInfo, u32)], exact: &[&dyn Admission], fair_server: &FairServers) -> Result<(), InputError> {
     let pinned: Vec<Pinned> = targets
         .iter()
         .map(|(g, t, core)| Pinned { core: *core, tid: t.tid, server: Server { guest: g.name.clone(), runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns } })
         .collect();
-    admit_per_core(&pinned, exact, "the plan", "cores")
+    admit_per_core(&pinned, exact, fair_server, "the plan", "cores")
 }
 
 /// The thread that carries a guest's reservation.

@@ -284,8 +284,9 @@ fn prepare(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission]
             Selector::Container { cgroup } => r.container(rule, cgroup)?,
         }
     }
-    admit_per_core(&r.pinned, admission, "the profile", "set").map_err(|e| profile.located(e))?;
-    let mut out = r.out;
+    let fair_server = sysinfo::FairServers::of_this_host();
+    admit_per_core(&r.pinned, admission, &fair_server, "the profile", "set").map_err(|e| profile.located(e))?;
+    let mut out = Prepared { fair_server, ..r.out };
     if !out.partitions.is_empty() {
         let h = Hierarchy::find().expect("checked when the partition was planned");
         let mut changes = h.partition_changes(&out.partitions)?;
