@@ -67,7 +67,6 @@ struct Sim {
     abort_late: bool,
     tracer: Option<Tracer>,
     progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
-    core_timers: u64,
 }
 
 impl Sim {
@@ -94,7 +93,7 @@ impl Sim {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
         let tracer = opts.trace.map(|w| Tracer::new(w, &host, &loads));
-        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone(), core_timers: 0 }
+        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone() }
     }
 
     fn run(&mut self) {
@@ -108,7 +107,7 @@ impl Sim {
             self.sync_thread(wi, 0);
         }
         self.resched(0);
-        while let Some((now, ev)) = self.next_event() {
+        while let Some((now, ev)) = self.host.next_event(&mut self.q, self.horizon) {
             self.charge(now);
             match ev {
                 None => {}
@@ -131,17 +130,9 @@ impl Sim {
         self.loads.iter_mut().for_each(|w| w.finish(self.horizon));
     }
 
-    /// The next queued event or core timer (queued events first at equal times), up to the
-    /// horizon. A fired core timer is returned as `None` (its cluster is already marked).
-    fn next_event(&mut self) -> Option<(u64, Option<Ev>)> {
-        let next = self.host.next_event(&mut self.q, self.horizon);
-        self.core_timers += matches!(next, Some((_, None))) as u64;
-        next
-    }
-
     /// Events handled: queued events plus core timers.
     fn events(&self) -> u64 {
-        self.q.delivered() + self.core_timers
+        self.host.events(&self.q)
     }
 
     fn charge(&mut self, now: u64) {

@@ -91,6 +91,8 @@ pub struct Host {
     buf: Vec<(Key, ThreadId)>,
     /// (time, core) of the earliest core timer.
     timer_min: (u64, usize),
+    /// Core timers fired so far (they are events too, outside the queue).
+    timers_fired: u64,
 }
 
 impl Host {
@@ -143,6 +145,7 @@ impl Host {
             seq: 1,
             buf: Vec::new(),
             timer_min: (u64::MAX, 0),
+            timers_fired: 0,
         }
     }
 
@@ -306,11 +309,17 @@ impl Host {
             (Some(tq), Some((tt, _))) if tq <= tt => q.pop().map(|(t, e)| (t.0, Some(e))),
             (_, Some((tt, core))) => {
                 self.fire_core_timer(core);
+                self.timers_fired += 1;
                 Some((tt, None))
             }
             (Some(_), None) => q.pop().map(|(t, e)| (t.0, Some(e))),
             (None, None) => None,
         }
+    }
+
+    /// Events handled so far: the queue's plus the core timers fired by [`Host::next_event`].
+    pub fn events<E>(&self, q: &EventQueue<E>) -> u64 {
+        q.delivered() + self.timers_fired
     }
 
     /// The core timer of `core` expired: its cluster is re-decided at the next `resched`.

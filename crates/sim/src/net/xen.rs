@@ -256,7 +256,6 @@ struct Xen<'a> {
     rt_drops: u64,
     pings_left: u32,
     last_ping: Nanos,
-    core_timers: u64,
     rng: SimRng,
 }
 
@@ -264,7 +263,7 @@ struct Xen<'a> {
 pub fn run(x: &XenNet, max: Option<u32>, warmup: Nanos, seed: u64) -> Results {
     let mut s = Xen::new(x, max, warmup, seed);
     s.start();
-    while let Some((now, ev)) = s.next_event() {
+    while let Some((now, ev)) = s.host.next_event(&mut s.q, u64::MAX) {
         s.now = Nanos(now);
         s.charge(now);
         if let Some(ev) = ev {
@@ -367,7 +366,6 @@ impl<'a> Xen<'a> {
             rt_drops: 0,
             pings_left: max.map_or(x.packets, |m| m.min(x.packets)),
             last_ping: first_ping,
-            core_timers: 0,
             rng: SimRng::new(seed, 1),
         }
     }
@@ -379,14 +377,6 @@ impl<'a> Xen<'a> {
             self.sync(d);
         }
         self.after_event();
-    }
-
-    /// The next queued event or core timer (queued events first at equal times); a fired core
-    /// timer is returned as None.
-    fn next_event(&mut self) -> Option<(u64, Option<Ev>)> {
-        let next = self.host.next_event(&mut self.q, u64::MAX);
-        self.core_timers += matches!(next, Some((_, None))) as u64;
-        next
     }
 
     fn finished(&self) -> bool {
@@ -730,7 +720,7 @@ impl<'a> Xen<'a> {
             "dom0".into(),
             json!({"mode": self.x.mode, "rx_packets": rx, "tx_packets": tx, "softirq_packets": soft, "softnet_drops": self.soft_drops, "rx_ring_drops": self.rx_drops, "time_squeeze": self.d0.time_squeeze}),
         );
-        r.extra.insert("events".into(), (self.q.delivered() + self.core_timers).into());
+        r.extra.insert("events".into(), self.host.events(&self.q).into());
         r
     }
 }
