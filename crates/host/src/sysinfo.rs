@@ -87,6 +87,12 @@ impl std::fmt::Display for FairServer {
     }
 }
 
+/// The debugfs files (relative to [`DEBUGFS`]) of these CPUs' fair servers: runtime, period for
+/// each CPU in turn.
+pub fn fair_server_files(cpus: &[u32]) -> Vec<String> {
+    cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect()
+}
+
 /// The fair servers of this host, as far as they can be read.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum FairServers {
@@ -106,8 +112,7 @@ impl FairServers {
             return FairServers::Absent;
         }
         let cpus: Vec<u32> = online_cpus().iter().collect();
-        let files: Vec<String> = cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
-        match debugfs_read(&files) {
+        match debugfs_read(&fair_server_files(&cpus)) {
             Ok((v, _)) => FairServers::parse(&cpus, &v),
             Err(e) => FairServers::Unreadable(e),
         }

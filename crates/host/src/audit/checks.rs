@@ -118,8 +118,7 @@ fn fair_server(isolated: &CpuList) -> Check {
         return Check::new("fair_server", Status::Skip, "none", format!("/proc/sys/kernel/osrelease = {release} (< 6.12: no fair server)"));
     }
     let cpus: Vec<u32> = sysinfo::online_cpus().iter().collect();
-    let files: Vec<String> = cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
-    match debugfs_read(&files) {
+    match debugfs_read(&sysinfo::fair_server_files(&cpus)) {
         Ok((v, how)) => {
             let values: Vec<String> = cpus.iter().zip(v.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp.get(1).map(String::as_str).unwrap_or("?"))).collect();
             let zero_on_isolated = !isolated.is_empty() && cpus.iter().zip(v.chunks(2)).all(|(c, rp)| !isolated.contains(*c) || rp[0] == "0");
