@@ -55,11 +55,13 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
 
 /// Load one file: one document (see [`load_input`]), or an array of results documents.
 pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
-    let mut values = json_values(&text).map_err(|e| e.in_file(path))?;
+    let mut values = read_values(path)?;
     match values.pop() {
         Some(serde_json::Value::Array(items)) if values.is_empty() => load_array(path, items),
-        _ => Ok(vec![load_input(path)?]),
+        last => {
+            values.extend(last);
+            Ok(vec![input_of(path, values)?])
+        }
     }
 }
 
@@ -68,8 +70,17 @@ pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
 /// interval reports as JSON lines, then the results document; the reports become the result's
 /// `intervals` (see [`crate::extract::intervals`]).
 pub fn load_input(path: &Path) -> Result<Input, InputError> {
+    input_of(path, read_values(path)?)
+}
+
+/// The JSON values of a file, in order.
+fn read_values(path: &Path) -> Result<Vec<serde_json::Value>, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
-    let values = json_values(&text).map_err(|e| e.in_file(path))?;
+    json_values(&text).map_err(|e| e.in_file(path))
+}
+
+/// The document of a file from its JSON values (see [`load_input`]).
+fn input_of(path: &Path, values: Vec<serde_json::Value>) -> Result<Input, InputError> {
     let (main, intervals) = split_stream(values);
     let main = main.ok_or_else(|| InputError::field("schema", format!("missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format json`)")).in_file(path))?;
     let doc = match main.get("schema") {
