@@ -83,6 +83,13 @@ pub struct CoreResult {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+impl CoreResult {
+    /// A core that was busy `busy_ns` of `span_ns` (utilisation = busy / span).
+    pub fn busy(id: u32, busy_ns: u64, span_ns: u64) -> CoreResult {
+        CoreResult { id, utilisation: busy_ns as f64 / span_ns.max(1) as f64, cpu_time_ns: Some(busy_ns), ..Default::default() }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuLatency {
     pub cpu: u32,

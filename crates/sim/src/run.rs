@@ -198,8 +198,7 @@ impl Sim {
             r.guests.push(g);
         }
         for c in 0..self.host.cores() {
-            let busy = self.host.core_busy(c);
-            r.cores.push(CoreResult { id: c as u32, utilisation: busy as f64 / d as f64, cpu_time_ns: Some(busy), extra: Default::default() });
+            r.cores.push(CoreResult::busy(c as u32, self.host.core_busy(c), d));
         }
         if !threads.is_empty() {
             r.extra.insert("threads".into(), threads.into());

@@ -12,6 +12,9 @@
 //! One set of calibrated per-stage costs (`rtvirt_model::scenario::net::NetCosts::default`) is
 //! shared by every method; docs/netsim.md documents the model and its calibration.
 
+/// NET_RX round time limit of the modelled kernels' net_rx_action: 2 jiffies at HZ = 1000.
+pub(crate) const NET_RX_ROUND_TIME: rtvirt_model::Nanos = rtvirt_model::Nanos(2_000_000);
+
 pub mod cache;
 pub mod kvm;
 pub mod stats;

@@ -58,8 +58,8 @@ use std::collections::VecDeque;
 const WEIGHT: u32 = 256;
 /// Credit time slice (credit1: 30 ms).
 const TSLICE: u64 = 30_000_000;
-/// NET_RX round time limit of Dom0's Linux: 2 jiffies at HZ = 1000.
-const SOFTNET_TIME: Nanos = Nanos(2_000_000);
+/// NET_RX round time limit of Dom0's Linux.
+const SOFTNET_TIME: Nanos = crate::net::NET_RX_ROUND_TIME;
 
 #[derive(Debug, Clone, Copy)]
 struct XPkt {
@@ -697,12 +697,11 @@ impl<'a> Xen<'a> {
         flood.extra.insert("packets_received".into(), self.g.flood_received.into());
         flood.extra.insert("packets_per_s".into(), (self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)).into());
         r.flows.push(flood);
-        let util = |busy: u64| busy as f64 / span.0.max(1) as f64;
-        r.cores.push(CoreResult { id: 0, utilisation: util(self.d0.busy_ns), cpu_time_ns: Some(self.d0.busy_ns), ..Default::default() });
+        r.cores.push(CoreResult::busy(0, self.d0.busy_ns, span.0));
         for c in 1..self.host.cores() {
-            let busy = self.host.core_busy(c);
-            r.cores.push(CoreResult { id: c as u32, utilisation: util(busy), cpu_time_ns: Some(busy), ..Default::default() });
+            r.cores.push(CoreResult::busy(c as u32, self.host.core_busy(c), span.0));
         }
+        let util = |busy: u64| busy as f64 / span.0.max(1) as f64;
         let domains: Vec<serde_json::Value> = self
             .g
             .doms

@@ -487,7 +487,7 @@ impl Sim {
         let mut results = Results::new("netsim", span.0);
         results.seed = Some(opt.seed);
         for (i, c) in self.cores.iter().enumerate() {
-            let mut cr = CoreResult { id: i as u32, utilisation: c.busy as f64 / span.0.max(1) as f64, cpu_time_ns: Some(c.busy), ..Default::default() };
+            let mut cr = CoreResult::busy(i as u32, c.busy, span.0);
             cr.extra.insert("time_squeeze".into(), c.time_squeeze.into());
             results.cores.push(cr);
         }

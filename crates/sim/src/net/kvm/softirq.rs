@@ -32,7 +32,7 @@ pub(crate) const NAPI_WEIGHT: usize = 64;
 /// net_rx_action budget (netdev_budget).
 pub(crate) const BUDGET: i64 = 300;
 /// A round's time limit: 2 jiffies at HZ = 1000.
-pub(crate) const ROUND_TIME: Nanos = Nanos(2_000_000);
+pub(crate) const ROUND_TIME: Nanos = crate::net::NET_RX_ROUND_TIME;
 /// MAX_SOFTIRQ_TIME: __do_softirq restarts only within 2 ms of its start.
 const RESTART_TIME: Nanos = Nanos(2_000_000);
 
