@@ -5,6 +5,7 @@
 mod host_support;
 
 use host_support::*;
+use rtvirt_host::procfs;
 use rtvirt_host::sched::{self, SCHED_FIFO, SCHED_OTHER};
 use rtvirt_host::threads::{self, Role, Target};
 use std::path::{Path, PathBuf};
@@ -218,7 +219,7 @@ impl Spinner {
         let child = Command::new("taskset").args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"]).stdin(std::process::Stdio::null()).spawn().expect("taskset sh");
         let s = Spinner(Sleeper(child));
         // wait until taskset has exec'd the shell (its comm becomes sh)
-        while procfs_comm(s.pid()).as_deref() != Some("sh") {
+        while procfs::read_opt(format!("/proc/{}/comm", s.pid())).as_deref() != Some("sh") {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         s
@@ -226,10 +227,6 @@ impl Spinner {
     fn pid(&self) -> u32 {
         self.0.pid()
     }
-}
-
-fn procfs_comm(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
 }
 
 #[test]
@@ -385,7 +382,7 @@ impl Container {
         let script = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\ntime.sleep(600)";
         let s = Sleeper(Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"));
         let start = std::time::Instant::now();
-        while std::fs::read_dir(format!("/proc/{}/task", s.pid())).map(|d| d.count()).unwrap_or(0) < 3 {
+        while procfs::tids(s.pid()).len() < 3 {
             assert!(start.elapsed() < std::time::Duration::from_secs(20), "python3 did not start its threads");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -394,7 +391,7 @@ impl Container {
         c
     }
     fn tids(&self) -> Vec<u32> {
-        std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap().map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap()).collect()
+        procfs::tids(self.pid())
     }
     fn pid(&self) -> u32 {
         self.proc_.as_ref().unwrap().pid()
@@ -520,10 +517,9 @@ fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
 fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
     let _g = serial();
     let ts = system_threads();
-    let kthreads: Vec<(u32, String)> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|p| Some((p, std::fs::read_to_string(format!("/proc/{p}/comm")).ok()?.trim().to_string())))
+    let kthreads: Vec<(u32, String)> = procfs::pids()
+        .into_iter()
+        .filter_map(|p| Some((p, procfs::read_opt(format!("/proc/{p}/comm"))?)))
         .filter(|(p, _)| std::fs::read_link(format!("/proc/{p}/exe")).is_err())
         .collect();
     let mut seen = 0;
@@ -562,7 +558,7 @@ fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
     let name = format!("vhost-{}", p.pid());
     let start = std::time::Instant::now();
     let worker = loop {
-        let found = std::fs::read_dir(format!("/proc/{}/task", p.pid())).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|t| procfs_comm_of(p.pid(), *t).as_deref() == Some(name.as_str()));
+        let found = procfs::tids(p.pid()).into_iter().find(|t| procfs::read_opt(format!("/proc/{t}/comm")).as_deref() == Some(name.as_str()));
         if let Some(t) = found {
             break t;
         }
@@ -576,8 +572,4 @@ fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
     let w = ts.iter().find(|t| t["tid"] == worker).unwrap_or_else(|| panic!("{}", text(&o)));
     assert_eq!((w["role"]["kind"].as_str(), w["role"]["owner"].as_u64()), (Some("vhost"), Some(p.pid() as u64)), "{w}");
     assert!(ts.iter().filter(|t| t["tid"] != worker).all(|t| t["role"]["kind"] == "other"), "only the renamed thread is a vhost worker: {ts:?}");
-}
-
-fn procfs_comm_of(pid: u32, tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok().map(|s| s.trim().to_string())
 }

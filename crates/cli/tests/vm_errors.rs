@@ -91,13 +91,13 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
         let _revert = host_support::RevertGuard(journal.clone());
         let (code, _, err) = run(&["host", "apply", file.to_str().unwrap(), "--vm", &bind, "--state-dir", j, "--force"]);
         assert_eq!(code, 0, "{err}");
-        assert_eq!(policy_of(qemu_pid, vcpu), policy, "vCPU thread policy after applying {}", file.display());
+        assert_eq!(policy_of(vcpu), policy, "vCPU thread policy after applying {}", file.display());
         if policy == 6 {
             assert_eq!(sched_attr_of(vcpu), (2_000_000, 10_000_000, 10_000_000), "runtime, deadline, period of the plan");
         }
         let (code, _, err) = run(&["host", "revert", "--state-dir", j]);
         assert_eq!(code, 0, "{err}");
-        assert_eq!(policy_of(qemu_pid, vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
+        assert_eq!(policy_of(vcpu), 0, "vCPU thread is SCHED_OTHER again after revert");
     }
     let (code, list, _) = run(&["vm", "list", "--format", "json"]);
     assert_eq!(code, 0);
@@ -123,10 +123,9 @@ fn sched_attr_of(tid: u64) -> (u64, u64, u64) {
     (a.runtime_ns, a.deadline_ns, a.period_ns)
 }
 
-/// Scheduling policy of a thread (field 41 of /proc/PID/task/TID/stat).
-fn policy_of(pid: u64, tid: u64) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
-    stat.rsplit(')').next().unwrap().split_whitespace().nth(38).unwrap().parse().unwrap()
+/// Scheduling policy of a thread.
+fn policy_of(tid: u64) -> u64 {
+    rtvirt_host::sched::get(tid as u32).expect("sched_getattr").policy as u64
 }
 
 #[test]
