@@ -7,7 +7,7 @@
 use super::work;
 use crate::rt;
 use rand::SeedableRng;
-use super::worker::GuestSpec;
+use super::worker::{GuestSpec, TaskOutcome};
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::GuestScheduler;
 use rtvirt_model::stats::LatencyHistogram;
@@ -40,16 +40,10 @@ struct TaskState {
     response: LatencyHistogram,
 }
 
-/// What a guest's vCPU measured.
-pub struct GuestOutcome {
-    pub tasks: Vec<(u64, u64, u64, LatencyHistogram)>,
-    pub cpu_time_ns: u64,
-    pub iters_per_ns: f64,
-}
-
 /// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns). The caller has already
 /// put the thread under its reservation. Stops early when `stop` is raised or on Ctrl-C/SIGTERM.
-pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestOutcome {
+/// Returns what each task measured and the thread's CPU time (ns).
+pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> (Vec<TaskOutcome>, u64) {
     let mut tasks: Vec<TaskState> = g
         .tasks
         .iter()
@@ -105,7 +99,8 @@ pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u
         }
     }
     let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
-    GuestOutcome { tasks: tasks.into_iter().map(|t| (t.jobs, t.misses, t.unfinished, t.response)).collect(), cpu_time_ns, iters_per_ns }
+    let outcomes = tasks.into_iter().map(|t| TaskOutcome { jobs: t.jobs, misses: t.misses, unfinished: t.unfinished, response_ns: t.response.summary() }).collect();
+    (outcomes, cpu_time_ns)
 }
 
 /// Release every job due at `now` (releases after `end` are not made).

@@ -216,11 +216,11 @@ fn worker_run() -> Result<()> {
         o
     });
     let runaways = watchdog.finish();
-    let o = outcome?;
+    let (tasks, cpu_time_ns) = outcome?;
     let report = WorkerOutcome {
-        tasks: o.tasks.into_iter().map(|(jobs, misses, unfinished, h)| TaskOutcome { jobs, misses, unfinished, response_ns: h.summary() }).collect(),
-        cpu_time_ns: o.cpu_time_ns,
-        iters_per_ns: o.iters_per_ns,
+        tasks,
+        cpu_time_ns,
+        iters_per_ns: per_ns,
         runaways,
         pid: std::process::id(),
     };
