@@ -477,12 +477,7 @@ impl<'a> Xen<'a> {
                 self.host.block(t);
             } else if dom.parked && c >= 0 {
                 dom.parked = false;
-                self.host.touch(t);
-                if self.g.doms[d].job.is_some() {
-                    self.host.wake(t, self.now.0, &mut self.q);
-                } else {
-                    self.sync(d);
-                }
+                self.sync(d);
             }
         }
     }
@@ -580,9 +575,9 @@ impl<'a> Xen<'a> {
             Dom0Mode::Rtca if self.d0.budget <= 0 => return None,
             Dom0Mode::Rtca => {}
             Dom0Mode::Original => {
-                if self.d0.turn == self.x.softnet_weight || self.d0.turn == 0 {
-                    // a device turn starts (the backlog was re-queued at the tail after a full turn)
-                    if self.d0.turn > 0 && (self.d0.budget <= 0 || self.now.saturating_sub(self.d0.round_start) >= SOFTNET_TIME) {
+                if self.d0.turn == self.x.softnet_weight {
+                    // a full turn: the backlog is re-queued at the tail, unless the round is over
+                    if self.d0.budget <= 0 || self.now.saturating_sub(self.d0.round_start) >= SOFTNET_TIME {
                         self.d0.time_squeeze += 1;
                         return None;
                     }
@@ -597,11 +592,17 @@ impl<'a> Xen<'a> {
     /// Original netback TX: first netif of the schedule_list, one packet, back to the tail.
     fn pick_round_robin(&mut self) -> Option<usize> {
         self.refresh_schedule_list();
-        let n = self.d0.schedule_list.pop_front()?;
+        (!self.d0.schedule_list.is_empty()).then(|| self.serve_at(0))
+    }
+
+    /// Take the netif at `pos` of the schedule_list for one packet; it goes back to the tail if
+    /// it has more.
+    fn serve_at(&mut self, pos: usize) -> usize {
+        let n = self.d0.schedule_list.remove(pos).expect("in range");
         if self.g.doms[n].tx.len() > 1 {
             self.d0.schedule_list.push_back(n);
         }
-        Some(n)
+        n
     }
 
     /// netifs with packets join the schedule_list at its tail.
@@ -627,10 +628,7 @@ impl<'a> Xen<'a> {
             return None;
         }
         let pos = self.d0.schedule_list.iter().position(|&i| self.g.doms[i].prio == best_prio).expect("max exists");
-        let n = self.d0.schedule_list.remove(pos).expect("in range");
-        if self.g.doms[n].tx.len() > 1 {
-            self.d0.schedule_list.push_back(n);
-        }
+        let n = self.serve_at(pos);
         self.d0.tx_count += 1;
         self.d0.tx_prio = Some(best_prio);
         Some(n)
