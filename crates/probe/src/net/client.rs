@@ -79,6 +79,8 @@ struct Tally {
     duplicates: u64,
     unexpected: u64,
     seen: Vec<u64>,
+    /// A send waited the whole write timeout (TCP peer not reading): the sending stopped there.
+    send_blocked: bool,
 }
 
 impl Tally {
@@ -119,14 +121,11 @@ pub fn run(cfg: &ClientConfig) -> Result<Results> {
     cfg.validate()?;
     let conn = Conn::open(cfg)?;
     let start = rt::now_ns();
-    let mut blocked = false;
-    let tally = match cfg.arrivals {
-        Arrivals::BackToBack => closed_loop(cfg, &conn, start, &mut blocked)?,
-        _ => open_loop(cfg, &conn, start, &mut blocked)?,
+    let (tally, requests) = match cfg.arrivals {
+        Arrivals::BackToBack => closed_loop(cfg, &conn, start)?,
+        _ => open_loop(cfg, &conn, start)?,
     };
-    let mut r = assemble(cfg, tally.0, tally.1, rt::now_ns() - start, conn.kernel_timestamps);
-    r.extra.insert("send_blocked".into(), blocked.into());
-    Ok(r)
+    Ok(assemble(cfg, tally, requests, rt::now_ns() - start, conn.kernel_timestamps))
 }
 
 /// A connected UDP socket or TCP stream.
@@ -265,7 +264,7 @@ fn stopped() -> bool {
 }
 
 /// Closed loop: send, wait for the response (or the timeout), repeat.
-fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) -> Result<(Tally, u64)> {
+fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
     let end = start + cfg.duration.0;
     let (mut tally, mut rx) = (Tally::default(), Receiver::new(cfg.size));
     let mut msg = vec![0u8; cfg.size];
@@ -275,7 +274,7 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) 
         wire::encode(&wire::Header { seq, intended_ns: t, sent_ns: t }, &mut msg);
         match conn.send(&msg) {
             Err(e) if is_blocked(&e) => {
-                *blocked = true;
+                tally.send_blocked = true;
                 break;
             }
             r => r.context(|| "send failed".into())?,
@@ -296,7 +295,7 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) 
 }
 
 /// Open loop: a sender thread at the intended times, this thread receiving.
-fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) -> Result<(Tally, u64)> {
+fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
     let send_blocked = AtomicBool::new(false);
     let end = start + cfg.duration.0;
     let sent = AtomicU64::new(0);
@@ -355,7 +354,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, blocked: &mut bool) ->
             }
         }
         tally.send_lag = sender.join().unwrap_or_else(|_| Err(Error::Failed("sender thread panicked".into())))?;
-        *blocked = send_blocked.load(Ordering::SeqCst);
+        tally.send_blocked = send_blocked.load(Ordering::SeqCst);
         if tally.responses == 0 {
             if let Some(e) = refused {
                 return Err(e);
@@ -400,6 +399,7 @@ fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts
     if crate::signals::interrupted() {
         x.insert("interrupted".into(), true.into());
     }
+    x.insert("send_blocked".into(), t.send_blocked.into());
     r.environment = Some(crate::environment::collect());
     r
 }
