@@ -183,9 +183,8 @@ impl Sim {
         self.lists[list].holder = Some(t);
         self.lists[list].waiters.retain(|&w| w != t);
         let now = self.q.now();
-        let mut sc = SoftCtx { list, budget: BUDGET, round_start: now, snap: 0, round_polls: 0, started: now, rounds: 0, polls: 0 };
-        self.start_round(&mut sc, now);
-        self.threads[t].soft = Some(sc);
+        let snap = self.lists[list].q.len();
+        self.threads[t].soft = Some(SoftCtx { list, budget: BUDGET, round_start: now, snap, round_polls: 0, started: now, rounds: 0, polls: 0 });
         self.trace_blocked_end(t, list);
     }
 
