@@ -21,6 +21,7 @@ use rtvirt_model::stats::Summary;
 use rtvirt_model::Nanos;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -32,8 +33,6 @@ use std::time::Duration;
 const READY: &str = "RTVIRT-TASKS-READY";
 /// Prefix of the worker's result line.
 const RESULT: &str = "RTVIRT-TASKS-RESULT ";
-/// Environment variable carrying the parent's pid (a worker whose parent is already gone quits).
-const PARENT_VAR: &str = "RTVIRT_TASKS_PARENT";
 /// How long workers may take to get ready (calibration on a busy machine included).
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// After the end of the run, how long workers have to report before they are killed.
@@ -170,14 +169,6 @@ fn worker_command() -> Result<WorkerCommand> {
 /// Entry point of a worker process; returns its exit code (0 reported, 2 failed).
 pub fn worker_main() -> i32 {
     crate::signals::install();
-    // SAFETY: prctl with integer arguments only.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) };
-    let expected = std::env::var(PARENT_VAR).ok().and_then(|p| p.parse::<i32>().ok());
-    // SAFETY: getppid cannot fail.
-    if expected.is_some_and(|p| p != unsafe { libc::getppid() }) {
-        eprintln!("rtvirt: tasks worker: the parent is gone");
-        return 2;
-    }
     match worker_run() {
         Ok(()) => 0,
         Err(e) => {
@@ -289,13 +280,25 @@ pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
 }
 
 fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usize, Msg)>) -> Result<Worker> {
-    let mut child = Command::new(&cmd.program)
-        .args(&cmd.args)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env(PARENT_VAR, std::process::id().to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+    let mut command = Command::new(&cmd.program);
+    command.args(&cmd.args).envs(cmd.env.iter().map(|(k, v)| (k, v))).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl, getppid, write and _exit are async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            // The worker dies with SIGTERM when its parent dies; a parent already gone (before
+            // the prctl) is not noticed by it, hence the check.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() != parent {
+                const GONE: &[u8] = b"rtvirt: tasks worker: the parent is gone\n";
+                libc::write(2, GONE.as_ptr().cast(), GONE.len());
+                libc::_exit(2);
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
         .spawn()
         .context(|| format!("cannot start the worker of guest \"{}\" ({})", spec.guest.name, cmd.program.display()))?;
     let stdout = child.stdout.take().expect("piped stdout");
