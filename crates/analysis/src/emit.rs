@@ -4,7 +4,7 @@
 //! `<task p d e>`, times in milliseconds). Pure text generation, no I/O.
 
 use rtvirt_model::plan::{GuestPlan, Plan};
-use rtvirt_model::scenario::{GuestScheduler, Scenario};
+use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Scenario};
 use rtvirt_model::Nanos;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -106,7 +106,7 @@ pub fn libvirt(plan: &Plan) -> String {
     for (g, core) in placed(plan) {
         let emu = hk.clone().unwrap_or_else(|| core.to_string());
         let _ = writeln!(s, "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
-            g.name, g.budget_ns, g.deadline_ns, g.period_ns);
+            in_comment(&g.name), g.budget_ns, g.deadline_ns, g.period_ns);
         if hk.is_none() {
             let _ = writeln!(s, "<!-- warning: every core hosts a guest; the emulator threads share core {core} -->");
         }
@@ -128,6 +128,11 @@ fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Text that can stand inside an XML comment (which may not hold "--").
+fn in_comment(s: &str) -> String {
+    xml_escape(s).replace("--", "- -")
+}
+
 /// `--emit carts`: CARTS XML input (times in ms): one component per guest with its scheduler
 /// (EDF or DM), its candidate server periods as `min_period`/`max_period`, and each task's
 /// period, deadline and execution bound c from the plan.
@@ -144,14 +149,15 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
             GuestScheduler::Fp => "DM",
         };
         let (lo, hi) = (cands.first().copied().unwrap_or(0), cands.last().copied().unwrap_or(0));
-        // what CARTS' input cannot say is said next to it (XML comments may not hold "--")
+        // what CARTS' input cannot say is said next to it
+        let commented = in_comment(&g.name);
         if g.tasks.iter().any(|t| t.priority_given) {
-            let _ = writeln!(s, "  <!-- {}: explicit task priorities; CARTS analyses the component as deadline monotonic -->", xml_escape(&g.name).replace("--", "- -"));
+            let _ = writeln!(s, "  <!-- {commented}: explicit task priorities; CARTS analyses the component as deadline monotonic -->");
         }
-        let scan: Vec<u64> = (0..).map(|k| lo + k * 1_000_000).take_while(|&p| p <= hi).collect();
-        if *cands != scan {
+        let scan = PeriodChoice::Range { min: Nanos(lo), max: Nanos(hi), step: Nanos::from_ms(1) }.candidates(&g.tasks);
+        if cands.iter().ne(scan.iter().map(|p| &p.0)) {
             let list: Vec<String> = cands.iter().map(|&p| ns_as_ms(p)).collect();
-            let _ = writeln!(s, "  <!-- {}: candidate server periods {} ms; CARTS scans min_period..max_period -->", xml_escape(&g.name).replace("--", "- -"), list.join(", "));
+            let _ = writeln!(s, "  <!-- {commented}: candidate server periods {} ms; CARTS scans min_period..max_period -->", list.join(", "));
         }
         let _ = writeln!(s, "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
             xml_escape(&g.name), ns_as_ms(lo), ns_as_ms(hi));
@@ -177,5 +183,6 @@ mod tests {
         assert_eq!(ns_as_ms(2_382_000), "2.382");
         assert_eq!(ns_as_ms(1), "0.000001");
         assert_eq!(pid_variable("vm-1.a"), "VCPU_PID_VM_1_A");
+        assert_eq!(in_comment("a--b<-->"), "a- -b&lt;- -&gt;");
     }
 }
