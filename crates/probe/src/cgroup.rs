@@ -308,7 +308,7 @@ mod tests {
         let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let cpu = *crate::cpus::allowed().last().unwrap();
         let g = ExclusiveCpus::create(&[cpu]).unwrap();
-        let dirs: Vec<PathBuf> = g.cpus.iter().map(|(_, d)| d.clone()).collect();
+        let dirs = g.dirs();
         let gr = &g;
         let ok = std::thread::scope(|s| {
             s.spawn(move || {
