@@ -59,6 +59,19 @@ fn irq_thread(s: &Sim, rxq: usize) -> Tid {
     s.rxqs[rxq].irq_thread.expect("threaded mode")
 }
 
+/// A shared-softirq host with `nics` RT-less NICs on core 0, rings filled as `fills` (rx queue,
+/// packets), and NET_RX raised on the first queue's IRQ thread: (sim, poll_list, that thread).
+fn raised(nics: usize, fills: &[(usize, usize)]) -> (Sim, usize, Tid) {
+    let mut s = sim("shared", &vec![(None, 0); nics]);
+    let list = Sim::list_id(0, false);
+    for &(rxq, n) in fills {
+        fill(&mut s, rxq, n, list);
+    }
+    let t = irq_thread(&s, 0);
+    s.raise(t, list);
+    (s, list, t)
+}
+
 fn advance(s: &mut Sim, by: Nanos) {
     let at = s.q.now() + by;
     s.q.schedule(at, Ev::Tick { core: 0 });
@@ -68,11 +81,7 @@ fn advance(s: &mut Sim, by: Nanos) {
 
 #[test]
 fn napi_polls_with_weight_64_and_completes_only_below_it() {
-    let mut s = sim("shared", &[(None, 0)]);
-    let list = Sim::list_id(0, false);
-    fill(&mut s, 0, 200, list);
-    let t = irq_thread(&s, 0);
-    s.raise(t, list);
+    let (mut s, _, t) = raised(1, &[(0, 200)]);
     let polls: Vec<(usize, usize)> = std::iter::from_fn(|| step(&mut s, t)).collect();
     assert_eq!(polls, vec![(0, NAPI_WEIGHT), (0, NAPI_WEIGHT), (0, NAPI_WEIGHT), (0, 200 - 3 * NAPI_WEIGHT)]);
     // the poll that used less than the weight completed the NAPI and re-enabled the IRQ
@@ -83,13 +92,7 @@ fn napi_polls_with_weight_64_and_completes_only_below_it() {
 
 #[test]
 fn budget_300_ends_the_round_with_time_squeeze_and_repolls_go_to_the_tail() {
-    let mut s = sim("shared", &[(None, 0); 6]);
-    let list = Sim::list_id(0, false);
-    for r in 0..6 {
-        fill(&mut s, r, 100, list);
-    }
-    let t = irq_thread(&s, 0);
-    s.raise(t, list);
+    let (mut s, list, t) = raised(6, &[(0, 100), (1, 100), (2, 100), (3, 100), (4, 100), (5, 100)]);
     for r in 0..5 {
         assert_eq!(step(&mut s, t), Some((r, NAPI_WEIGHT)), "poll {r} takes the full weight");
     }
@@ -102,12 +105,7 @@ fn budget_300_ends_the_round_with_time_squeeze_and_repolls_go_to_the_tail() {
 
 #[test]
 fn repoll_goes_after_napis_scheduled_during_the_round() {
-    let mut s = sim("shared", &[(None, 0); 3]);
-    let list = Sim::list_id(0, false);
-    fill(&mut s, 0, 200, list);
-    fill(&mut s, 1, 10, list);
-    let t = irq_thread(&s, 0);
-    s.raise(t, list);
+    let (mut s, list, t) = raised(3, &[(0, 200), (1, 10)]);
     assert_eq!(step(&mut s, t), Some((0, NAPI_WEIGHT)));
     // a hard IRQ schedules n2 while the round runs: it waits for the next round
     fill(&mut s, 2, 10, list);
@@ -119,12 +117,7 @@ fn repoll_goes_after_napis_scheduled_during_the_round() {
 
 #[test]
 fn two_jiffies_end_the_round_with_time_squeeze() {
-    let mut s = sim("shared", &[(None, 0); 2]);
-    let list = Sim::list_id(0, false);
-    fill(&mut s, 0, 200, list);
-    fill(&mut s, 1, 200, list);
-    let t = irq_thread(&s, 0);
-    s.raise(t, list);
+    let (mut s, _, t) = raised(2, &[(0, 200), (1, 200)]);
     assert_eq!(step(&mut s, t), Some((0, NAPI_WEIGHT)));
     advance(&mut s, softirq::ROUND_TIME);
     // 64 of 300 used, but 2 jiffies passed: squeeze; n1 stays first, n0 (repolled) after it
