@@ -108,27 +108,18 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
 
 /// The cpuset mount (cgroup v1) or unified hierarchy where rtvirt makes its exclusive cpusets.
 fn cpuset_root() -> Option<std::path::PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let v1 = f.get(2) == Some(&"cgroup") && f.get(3).is_some_and(|o| o.split(',').any(|x| x == "cpuset"));
-        (v1 || f.get(2) == Some(&"cgroup2")).then(|| f[1].into())
-    })
+    use rtvirt_probe::cgroup::Hierarchy;
+    rtvirt_probe::cgroup::find("cpuset").map(|(Hierarchy::V1(p) | Hierarchy::V2(p))| p)
 }
 
 /// Worker processes (`measure tasks-worker`) whose parent is `parent`.
 fn workers_of(parent: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
-        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        if ppid == Some(parent) && String::from_utf8_lossy(&cmd).contains("tasks-worker") {
-            out.push(pid);
-        }
-    }
-    out
+    use rtvirt_host::procfs;
+    procfs::pids()
+        .into_iter()
+        .filter(|&p| procfs::stat(p).is_ok_and(|s| s.ppid == parent) && procfs::cmdline(p).iter().any(|a| a.contains("tasks-worker")))
+        .map(|p| p as i32)
+        .collect()
 }
 
 #[test]
