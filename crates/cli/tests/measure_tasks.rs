@@ -1,7 +1,7 @@
 //! `rtvirt measure tasks` end to end: real SCHED_DEADLINE reservations from a real plan, compared
 //! loosely with `rtvirt simulate` of the same scenario and plan.
 
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
@@ -77,6 +77,11 @@ fn bad_plans_are_exit_2_naming_the_file() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `rtvirt measure tasks` of the default scenario for 30 s, JSON on a pipe.
+fn spawn_tasks_30s(stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["measure", "tasks", "--duration", "30s", "--format", "json"]).stdout(Stdio::piped()).stderr(stderr).spawn().unwrap()
+}
+
 extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
@@ -88,12 +93,7 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
         return;
     }
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = spawn_tasks_30s(Stdio::null());
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // SAFETY: signalling our own child (SIGINT).
     unsafe { libc_kill(child.id() as i32, 2) };
@@ -131,12 +131,7 @@ fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     let balance = root.join("cpuset.sched_load_balance");
     let balance_before = std::fs::read_to_string(&balance).ok();
-    let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_tasks_30s(Stdio::piped());
     let parent = child.id();
     // The default scenario has three guests: three worker processes, children of rtvirt.
     let mut workers = Vec::new();
