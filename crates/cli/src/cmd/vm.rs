@@ -301,6 +301,15 @@ fn choose_accel(o: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
     Ok(r)
 }
 
+/// What a guest of `flavour` boots with: its image, and the configuration of `o` with the
+/// accelerator chosen for that image.
+fn boot_config(flavour: Flavour, o: &GuestOpts) -> anyhow::Result<(Image, GuestConfig)> {
+    let image = guest_image(flavour)?;
+    let accel = choose_accel(o, &image)?.accel;
+    let cfg = guest_config(o, &o.name, accel);
+    Ok((image, cfg))
+}
+
 fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConfig {
     let mut c = GuestConfig::new(name, accel, to_duration(o.timeout));
     c.vcpus = o.vcpus;
@@ -369,9 +378,7 @@ fn measure_in_guest(image: &Image, cfg: &GuestConfig, loads: &[LoadSpec], args: 
 
 fn run_cmd(a: RunArgs) -> CmdResult {
     let flavour = single_flavour(a.kernel)?;
-    let image = guest_image(flavour)?;
-    let accel = choose_accel(&a.guest, &image)?.accel;
-    let mut cfg = guest_config(&a.guest, &a.guest.name, accel);
+    let (image, mut cfg) = boot_config(flavour, &a.guest)?;
     cfg.network = a.net;
     if let Some(hold) = a.hold {
         return hold_guest(&image, cfg, hold, a.format);
@@ -435,9 +442,8 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, job: &Job,
     let mut rows = Vec::new();
     let mut failed = false;
     for &flavour in kernels {
-        let image = guest_image(flavour)?;
-        let accel = choose_accel(guest, &image)?.accel;
-        let cfg = GuestConfig { files: job.files.clone(), ..guest_config(guest, &guest.name, accel) };
+        let (image, cfg) = boot_config(flavour, guest)?;
+        let cfg = GuestConfig { files: job.files.clone(), ..cfg };
         for loads in &columns {
             let mut m = measure_in_guest(&image, &cfg, loads, &job.args)?;
             m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
@@ -524,9 +530,8 @@ pub fn client_in_vm(common: &Common, net: (bool, u16, Nanos)) -> CmdResult {
 pub fn server_in_vm(common: &Common, port: u16, tcp: bool, service_time: Nanos, duration: Nanos) -> CmdResult {
     let flavour = one_kernel(&common.guest_kernel)?;
     let opts = hook_guest_opts(common, duration);
-    let image = guest_image(flavour)?;
-    let accel = choose_accel(&opts, &image)?.accel;
-    let cfg = guest_config(&opts, &opts.name, accel);
+    let (image, cfg) = boot_config(flavour, &opts)?;
+    let accel = cfg.accel;
     let proto = if tcp { "--tcp" } else { "--udp" };
     let mut args: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{port}"), proto, "--service-time", &service_time.to_string(), "--duration", &duration.to_string()].iter().map(|s| s.to_string()).collect();
     if common.force {
@@ -646,9 +651,8 @@ fn net_cmd(a: NetArgs) -> CmdResult {
 
 /// Server in a guest of `flavour`, client on the host for `a.duration` under `a.loads`.
 fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Format) -> CmdResult {
-    let image = guest_image(flavour)?;
-    let accel = choose_accel(guest, &image)?.accel;
-    let cfg = guest_config(guest, &guest.name, accel);
+    let (image, cfg) = boot_config(flavour, guest)?;
+    let accel = cfg.accel;
     let proto = if a.tcp { "--tcp" } else { "--udp" };
     let server: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{}", a.port), "--duration", &(a.duration + SERVER_MARGIN).to_string(), proto]
         .iter()
