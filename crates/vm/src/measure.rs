@@ -45,9 +45,7 @@ pub fn run_serving<T>(
     ready: &str,
     host_side: impl FnOnce(&crate::runtime::GuestRecord) -> std::result::Result<T, String>,
 ) -> Result<(Measured, T)> {
-    let cfg = GuestConfig { network: true, ..cfg.clone() };
-    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
-    guest.wait_for_output(ready)?;
+    let (cfg, mut guest) = start_serving(image, cfg, args, ready)?;
     let host = host_side(guest.record()).map_err(|e| VmError::Invalid(format!("host side of the guest measurement failed: {e}")))?;
     Ok((collect(image, &cfg, &mut guest)?, host))
 }
@@ -57,14 +55,21 @@ pub fn run_serving<T>(
 /// own `--duration`): the annotated results. A signal (Ctrl-C) ends the hold early: the guest is
 /// torn down and there are no results (`None`).
 pub fn serve(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str, on_ready: impl FnOnce(&crate::runtime::GuestRecord)) -> Result<Option<Measured>> {
-    let cfg = GuestConfig { network: true, ..cfg.clone() };
-    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
-    guest.wait_for_output(ready)?;
+    let (cfg, mut guest) = start_serving(image, cfg, args, ready)?;
     on_ready(guest.record());
     match collect(image, &cfg, &mut guest) {
         Err(VmError::Interrupted { .. }) => Ok(None),
         other => other.map(Some),
     }
+}
+
+/// Boot a networked guest (`cfg` with the network on) serving `rtvirt <args>` and wait until its
+/// output shows `ready`: the configuration it runs with, and the guest.
+fn start_serving(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str) -> Result<(GuestConfig, Guest)> {
+    let cfg = GuestConfig { network: true, ..cfg.clone() };
+    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
+    guest.wait_for_output(ready)?;
+    Ok((cfg, guest))
 }
 
 /// Wait for the guest's job to end; its results, annotated.
