@@ -7,7 +7,12 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn with_server<T>(protocol: Protocol, f: impl FnOnce(std::net::SocketAddr, &Server) -> T) -> T {
-    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol, service_time_ns: 0 }).unwrap();
+    with_server_at(protocol, 0, f)
+}
+
+/// A server taking `service_time_ns` per request, serving on a thread while `f` runs.
+fn with_server_at<T>(protocol: Protocol, service_time_ns: u64, f: impl FnOnce(std::net::SocketAddr, &Server) -> T) -> T {
+    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol, service_time_ns }).unwrap();
     let stop = AtomicBool::new(false);
     struct StopOnDrop<'a>(&'a AtomicBool);
     impl Drop for StopOnDrop<'_> {
@@ -90,17 +95,13 @@ fn tx_stamps_are_bounded_and_keyed() {
 fn paced_rtt_counts_from_the_intended_send_time() {
     // A server that takes 5 ms per request, fed 1000 requests/s: the queue grows, and measured
     // from the intended times the RTT grows far beyond the 5 ms service time.
-    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol: Protocol::Udp, service_time_ns: 5_000_000 }).unwrap();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| srv.serve(&stop));
-        let cfg = ClientConfig { connect: srv.local_addr(), arrivals: Arrivals::Fixed { rate: 1000.0 }, duration: Nanos::from_ms(300), timeout: Nanos::from_secs(3), ..Default::default() };
-        let r = client::run(&cfg).unwrap();
-        stop.store(true, Ordering::SeqCst);
-        let rtt = r.rtt_ns.unwrap();
-        assert!(rtt.max > 100_000_000, "queueing must show: {rtt:?}");
-        assert!(r.extra["achieved_rate"].as_f64().unwrap() > 500.0);
+    let r = with_server_at(Protocol::Udp, 5_000_000, |addr, _| {
+        let cfg = ClientConfig { connect: addr, arrivals: Arrivals::Fixed { rate: 1000.0 }, duration: Nanos::from_ms(300), timeout: Nanos::from_secs(3), ..Default::default() };
+        client::run(&cfg).unwrap()
     });
+    let rtt = r.rtt_ns.unwrap();
+    assert!(rtt.max > 100_000_000, "queueing must show: {rtt:?}");
+    assert!(r.extra["achieved_rate"].as_f64().unwrap() > 500.0);
 }
 
 #[test]
@@ -143,17 +144,13 @@ fn a_tcp_server_that_stops_reading_cannot_block_the_client_past_the_timeout() {
 
 #[test]
 fn responses_later_than_the_timeout_are_timeouts() {
-    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol: Protocol::Udp, service_time_ns: 30_000_000 }).unwrap();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| srv.serve(&stop));
-        let cfg = ClientConfig { connect: srv.local_addr(), arrivals: Arrivals::Fixed { rate: 20.0 }, duration: Nanos::from_ms(500), timeout: Nanos::from_ms(10), ..Default::default() };
-        let r = client::run(&cfg).unwrap();
-        stop.store(true, Ordering::SeqCst);
-        assert!(count(&r, "late") > 0, "{r:?}");
-        assert_eq!(count(&r, "timeouts"), count(&r, "late") + count(&r, "lost"));
-        assert!(count(&r, "timeouts") > 0);
+    let r = with_server_at(Protocol::Udp, 30_000_000, |addr, _| {
+        let cfg = ClientConfig { connect: addr, arrivals: Arrivals::Fixed { rate: 20.0 }, duration: Nanos::from_ms(500), timeout: Nanos::from_ms(10), ..Default::default() };
+        client::run(&cfg).unwrap()
     });
+    assert!(count(&r, "late") > 0, "{r:?}");
+    assert_eq!(count(&r, "timeouts"), count(&r, "late") + count(&r, "lost"));
+    assert!(count(&r, "timeouts") > 0);
 }
 
 #[test]
