@@ -90,9 +90,8 @@ fn read_errqueue(fd: RawFd) -> Option<Option<(u32, u64)>> {
     let mut data = [0u8; 64];
     let (mut ts, mut key) = (None, None);
     recvmsg_cmsgs(fd, &mut data, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT, |level, kind, data| {
-        if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-            // SAFETY: an SO_TIMESTAMPING message carries scm_timestamping (software stamp first).
-            ts = timespec_ns(unsafe { std::ptr::read_unaligned(data as *const libc::timespec) });
+        if let Some(t) = software_stamp(level, kind, data) {
+            ts = t;
         } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR) || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR) {
             // SAFETY: a RECVERR message carries a sock_extended_err.
             let e = unsafe { std::ptr::read_unaligned(data as *const libc::sock_extended_err) };
@@ -131,6 +130,15 @@ fn recvmsg_cmsgs(fd: RawFd, buf: &mut [u8], flags: i32, mut on_cmsg: impl FnMut(
     }
 }
 
+/// For an SO_TIMESTAMPING control message (`data` as [`recvmsg_cmsgs`] passes it), its software
+/// stamp ([`timespec_ns`]); None for any other message.
+fn software_stamp(level: i32, kind: i32, data: *const u8) -> Option<Option<u64>> {
+    (level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING).then(|| {
+        // SAFETY: an SO_TIMESTAMPING message carries scm_timestamping (software stamp first).
+        timespec_ns(unsafe { std::ptr::read_unaligned(data as *const libc::timespec) })
+    })
+}
+
 /// A kernel timespec as ns; None for the zero stamp (no stamp of that kind).
 fn timespec_ns(t: libc::timespec) -> Option<u64> {
     (t.tv_sec != 0 || t.tv_nsec != 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
@@ -151,9 +159,8 @@ pub struct Received {
 pub fn recv(fd: RawFd, buf: &mut [u8], datagram: bool) -> std::io::Result<Received> {
     let mut ts = None;
     let (n, flags) = recvmsg_cmsgs(fd, buf, if datagram { libc::MSG_TRUNC } else { 0 }, |level, kind, data| {
-        if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-            // SAFETY: an SO_TIMESTAMPING message carries scm_timestamping (software stamp first).
-            ts = timespec_ns(unsafe { std::ptr::read_unaligned(data as *const libc::timespec) });
+        if let Some(t) = software_stamp(level, kind, data) {
+            ts = t;
         }
     })?;
     Ok(Received { len: n.min(buf.len()), truncated: n > buf.len() || flags & libc::MSG_TRUNC != 0, kernel_rx_realtime_ns: ts })
