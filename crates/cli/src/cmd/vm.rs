@@ -5,7 +5,7 @@
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rtvirt_model::results::Results;
+use rtvirt_model::results::{Environment, Results};
 use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
 use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
@@ -370,10 +370,17 @@ fn measure_in_guest(image: &Image, cfg: &GuestConfig, loads: &[LoadSpec], args: 
     let outcome = measure::run(image, cfg, args);
     let reports = running.stop();
     let mut m = outcome?;
-    let env = m.results.environment.get_or_insert_with(Default::default);
+    note_host_loads(&mut m.results, loads, reports);
+    Ok(m)
+}
+
+/// Record in `r`'s environment the host loads that ran meanwhile: their reports and their label
+/// (`host_load`); returns the environment, for further entries.
+fn note_host_loads<'a>(r: &'a mut Results, loads: &[LoadSpec], reports: Vec<serde_json::Value>) -> &'a mut Environment {
+    let env = r.environment.get_or_insert_with(Default::default);
     env.load.extend(reports);
     env.extra.insert("host_load".into(), load_label(loads).into());
-    Ok(m)
+    env
 }
 
 fn run_cmd(a: RunArgs) -> CmdResult {
@@ -550,9 +557,7 @@ pub fn server_in_vm(common: &Common, port: u16, tcp: bool, service_time: Nanos, 
         eprintln!("vm: stopped by signal; guest {} torn down (its server counts went with it)", cfg.name);
         return Ok(Outcome::Ok);
     };
-    let env = m.results.environment.get_or_insert_with(Default::default);
-    env.load.extend(reports);
-    env.extra.insert("host_load".into(), load_label(&common.load).into());
+    note_host_loads(&mut m.results, &common.load, reports);
     match common.format {
         Format::Json => print_json(&m.results)?,
         Format::Table => println!("served: {}", m.results.extra.get("server").cloned().unwrap_or_default()),
@@ -669,9 +674,7 @@ fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Form
         Ok::<_, String>((results, rc, reports))
     })?;
     measure::annotate_from(&mut client, &served.results);
-    let env = client.environment.get_or_insert_with(Default::default);
-    env.load.extend(loads);
-    env.extra.insert("host_load".into(), load_label(a.loads).into());
+    let env = note_host_loads(&mut client, a.loads, loads);
     env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
     match format {
         Format::Json => print_json(&client)?,
