@@ -313,9 +313,7 @@ fn system() -> Vec<ThreadInfo> {
     for pid in procfs::pids() {
         let Ok(st) = procfs::stat(pid) else { continue };
         if st.is_kthread() {
-            if let Some(role) = role_from_comm(&st.comm, true) {
-                out.extend(read_thread(pid, role, None));
-            }
+            out.extend(labelled_kthread(pid, &st));
         } else if is_qemu(pid) {
             out.extend(qemu_process(pid, &procfs::cmdline(pid), DISCOVERY_QMP_TIMEOUT));
         } else if let Some(cgroup) = container_cgroup(pid) {
@@ -332,9 +330,14 @@ pub fn kernel_threads() -> Vec<ThreadInfo> {
         .into_iter()
         .filter_map(|pid| {
             let st = procfs::stat(pid).ok().filter(|st| st.is_kthread())?;
-            read_thread(pid, role_from_comm(&st.comm, true)?, None)
+            labelled_kthread(pid, &st)
         })
         .collect()
+}
+
+/// Kernel thread `pid` (`st` its stat), if its name gives it a role (IRQ, NAPI, vhost, ...).
+fn labelled_kthread(pid: u32, st: &procfs::TaskStat) -> Option<ThreadInfo> {
+    read_thread(pid, role_from_comm(&st.comm, true)?, None)
 }
 
 /// Every thread on the host with its scheduling state (for the lint), labelled where possible.
