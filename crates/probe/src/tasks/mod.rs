@@ -88,8 +88,7 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     let run = worker::run_workers(&specs, cfg.duration.0);
     drop(exclusive);
     let run = run?;
-    let ran_ns = run.stopped_ns.saturating_sub(run.start_ns);
-    Ok(assemble(s, plan, &places, run.outcomes, cfg, ran_ns))
+    Ok(assemble(s, plan, &places, run.outcomes, cfg, run.ran_ns))
 }
 
 /// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when

@@ -239,12 +239,11 @@ struct Worker {
     problem: Option<String>,
 }
 
-/// What the parent got back: outcomes in guest order, and the monotonic time the run started
-/// and stopped.
+/// What the parent got back: outcomes in guest order, and how long the task sets really ran
+/// (from the start to the end, or to the stop when interrupted or a worker failed).
 pub struct Run {
     pub outcomes: Vec<WorkerOutcome>,
-    pub start_ns: u64,
-    pub stopped_ns: u64,
+    pub ran_ns: u64,
 }
 
 /// Start one worker per spec, run them for `duration_ns`, collect their outcomes. Any worker that
@@ -378,8 +377,8 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
     if let Some(e) = failure(workers) {
         return Err(e);
     }
-    let stopped_ns = stopped.unwrap_or(end).min(end);
-    Ok(Run { outcomes: workers.iter_mut().map(|w| w.result.take().expect("every worker reported")).collect(), start_ns: start, stopped_ns })
+    let ran_ns = stopped.unwrap_or(end).min(end).saturating_sub(start);
+    Ok(Run { outcomes: workers.iter_mut().map(|w| w.result.take().expect("every worker reported")).collect(), ran_ns })
 }
 
 /// Take in what the workers said (waits at most 20 ms).
