@@ -4,6 +4,7 @@
 //! `revert` finish the work of a process killed halfway.
 
 use crate::cpulist::CpuList;
+use crate::cpuset::foreign_exclusive_cpusets;
 use crate::error::{HostError, KernelError, Op, Result};
 use crate::procfs;
 use crate::sched::{self, SchedAttr};
@@ -174,22 +175,6 @@ fn on_thread(tid: u32, starttime: u64, f: impl FnOnce() -> Result<()>) -> Result
         Err(HostError::Kernel(k)) if k.errno == libc::ESRCH => Ok(Undone::ThreadGone),
         other => other.map(|_| Undone::Restored),
     }
-}
-
-/// The exclusive cpusets directly under `base` that are not rtvirt partitions (other tools'),
-/// sorted by name.
-pub(crate) fn foreign_exclusive_cpusets(base: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(base)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
-                .filter(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 fn parent_dir(p: &Path) -> &Path {

@@ -108,7 +108,7 @@ impl Hierarchy {
         }
         if let Hierarchy::V1(_) = self {
             let lb = base.join("cpuset.sched_load_balance");
-            out.push(Change::LoadBalanceOff { before: read_trimmed(&lb)?, path: lb, foreign_before: crate::change::foreign_exclusive_cpusets(base) });
+            out.push(Change::LoadBalanceOff { before: read_trimmed(&lb)?, path: lb, foreign_before: foreign_exclusive_cpusets(base) });
         }
         Ok(out)
     }
@@ -127,4 +127,20 @@ impl Hierarchy {
     pub fn cpus_file(&self, cgroup: &str) -> PathBuf {
         self.base().join(cgroup.trim_start_matches('/')).join("cpuset.cpus")
     }
+}
+
+/// The exclusive cpusets directly under `base` that are not rtvirt partitions (other tools'),
+/// sorted by name.
+pub(crate) fn foreign_exclusive_cpusets(base: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(base)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
+                .filter(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
 }
