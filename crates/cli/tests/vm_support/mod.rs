@@ -5,7 +5,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Bound on one rtvirt run of these tests (a TCG boot plus a short measurement, with a wide margin
@@ -22,10 +22,6 @@ pub fn rtvirt() -> Command {
 /// Run rtvirt with `args` within [`BOUND`]; (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
     Running::spawn(rtvirt().args(args)).wait(BOUND)
-}
-
-pub fn output(o: Output) -> (i32, String, String) {
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 /// A child rtvirt in its own process group (stdout and stderr piped). Dropped while it still runs
@@ -48,18 +44,7 @@ impl Running {
     /// Wait for the end within `bound`, collecting the output; past the bound, kill the group and
     /// fail the test with what was printed.
     pub fn wait(mut self, bound: Duration) -> (i32, String, String) {
-        let readers: Vec<_> = [self.child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>), self.child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)]
-            .into_iter()
-            .map(|p| {
-                std::thread::spawn(move || {
-                    let mut buf = Vec::new();
-                    if let Some(mut p) = p {
-                        let _ = p.read_to_end(&mut buf);
-                    }
-                    String::from_utf8_lossy(&buf).into_owned()
-                })
-            })
-            .collect();
+        let readers = [drain(self.child.stdout.take()), drain(self.child.stderr.take())];
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -71,8 +56,7 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        let mut texts = readers.into_iter().map(|r| r.join().unwrap_or_default());
-        let (out, err) = (texts.next().unwrap_or_default(), texts.next().unwrap_or_default());
+        let [out, err] = readers.map(|r| r.join().unwrap_or_default());
         match status {
             Some(s) => (s.code().unwrap_or(-1), out, err),
             None => panic!("rtvirt ran over the test bound of {bound:?} and was killed\nstdout:\n{out}\nstderr:\n{err}"),
@@ -98,6 +82,17 @@ impl Running {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Read `pipe` (if any) to its end in a thread: what it carried, as text.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
 }
 
 impl Drop for Running {
