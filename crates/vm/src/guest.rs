@@ -78,6 +78,12 @@ impl GuestFile {
         format!("{}/{}", init::FILES_DIR, self.name)
     }
 
+    /// Where the files of a guest are written on the host, for QEMU to hand them in: `files/` of
+    /// the guest's runtime directory `dir`.
+    pub(crate) fn host_dir(dir: &Path) -> PathBuf {
+        dir.join("files")
+    }
+
     fn check(files: &[GuestFile]) -> Result<()> {
         for f in files {
             let component_ok = |c: &str| !c.is_empty() && !c.starts_with('.') && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
@@ -191,7 +197,7 @@ impl Guest {
         let ip = guest.bridge.as_ref().map(|b| (format!("{}/{}", b.guest_ip, b.prefix_len), b.host_ip.clone()));
         let cmdline = init::kernel_cmdline(job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
         if !cfg.files.is_empty() {
-            let files = dir.join("files");
+            let files = GuestFile::host_dir(&dir);
             std::fs::create_dir(&files).map_err(|e| VmError::io(format!("creating {}", files.display()), e))?;
             for f in &cfg.files {
                 let path = files.join(&f.name);

@@ -1,6 +1,6 @@
 //! QEMU's command line for a guest run, and pinning its vCPU threads.
 
-use crate::guest::{Accel, GuestConfig};
+use crate::guest::{Accel, GuestConfig, GuestFile};
 use crate::error::{Result, VmError};
 use crate::image::Image;
 use crate::net;
@@ -29,7 +29,7 @@ pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, ta
     ];
     for f in &cfg.files {
         // QEMU option values escape a comma by doubling it.
-        let file = dir.join("files").join(&f.name).display().to_string().replace(',', ",,");
+        let file = GuestFile::host_dir(dir).join(&f.name).display().to_string().replace(',', ",,");
         a.push("-fw_cfg".into());
         a.push(format!("name={}{},file={file}", crate::init::FW_CFG_PREFIX, f.name));
     }
