@@ -126,7 +126,8 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     // The task run is under way once its exclusive cpusets exist and a guest worker's vCPU
     // thread runs under SCHED_DEADLINE (workers take it when the run starts, after calibrating).
     let start = Instant::now();
-    while !(deadline_thread_in_a_child_of(pid) && !cgroups_of(pid).is_empty()) && start.elapsed() < Duration::from_secs(30) {
+    let under_way = || !cgroups_of(pid).is_empty() && deadline_thread_in_a_child_of(pid);
+    while !under_way() && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let during = cgroups_of(pid);
