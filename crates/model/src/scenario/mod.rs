@@ -32,7 +32,7 @@ pub use raw::{RawExec, RawGuest, RawHost, RawPeriods, RawScenario, RawTask};
 use crate::duration::Nanos;
 use crate::error::InputError;
 use crate::exec::ExecModel;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Default per-core bandwidth cap: SCHED_DEADLINE's default admission limit (950 ms / 1 s).
@@ -89,7 +89,7 @@ pub struct Host {
     pub bandwidth_cap: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GuestScheduler {
     /// Earliest deadline first.

@@ -53,8 +53,7 @@ pub struct WorkerSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GuestSpec {
     pub name: String,
-    /// Fixed priority (true) or EDF (false).
-    pub fixed_priority: bool,
+    pub scheduler: GuestScheduler,
     pub tasks: Vec<TaskSpec>,
 }
 
@@ -92,11 +91,11 @@ impl GuestSpec {
                 exec: ExecSpec::of(&t.exec),
             })
             .collect();
-        GuestSpec { name: g.name.clone(), fixed_priority: g.scheduler == GuestScheduler::Fp, tasks }
+        GuestSpec { name: g.name.clone(), scheduler: g.scheduler, tasks }
     }
 
     pub fn scheduler(&self) -> GuestScheduler {
-        if self.fixed_priority { GuestScheduler::Fp } else { GuestScheduler::Edf }
+        self.scheduler
     }
 }
 
