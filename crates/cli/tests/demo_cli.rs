@@ -1,5 +1,7 @@
 //! `rtvirt demo` end to end: plan, simulation, real timer measurements and the report.
 
+mod host_support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -91,13 +93,6 @@ fn bad_values_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("scenario.toml"));
 }
 
-/// Whether a child process of `pid` has a thread under SCHED_DEADLINE.
-fn deadline_thread_in_a_child_of(pid: u32) -> bool {
-    use rtvirt_host::{procfs, sched};
-    let children = procfs::pids().into_iter().filter(|&c| procfs::stat(c).is_ok_and(|s| s.ppid == pid));
-    children.flat_map(procfs::tids).any(|t| sched::get(t).is_ok_and(|a| a.is_deadline()))
-}
-
 #[test]
 fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
@@ -126,7 +121,7 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     // The task run is under way once its exclusive cpusets exist and a guest worker's vCPU
     // thread runs under SCHED_DEADLINE (workers take it when the run starts, after calibrating).
     let start = Instant::now();
-    let under_way = || !cgroups_of(pid).is_empty() && deadline_thread_in_a_child_of(pid);
+    let under_way = || !cgroups_of(pid).is_empty() && host_support::deadline_thread_in_a_child_of(pid);
     while !under_way() && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }

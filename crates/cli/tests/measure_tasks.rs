@@ -1,6 +1,8 @@
 //! `rtvirt measure tasks` end to end: real SCHED_DEADLINE reservations from a real plan, compared
 //! loosely with `rtvirt simulate` of the same scenario and plan.
 
+mod host_support;
+
 use std::process::{Child, Command, Stdio};
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
@@ -94,7 +96,12 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
     }
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     let child = spawn_tasks_30s(Stdio::null());
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // stop it once the task sets run (the workers calibrate first; a busy machine slows that)
+    let start = std::time::Instant::now();
+    while !host_support::deadline_thread_in_a_child_of(child.id()) && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: signalling our own child (SIGINT).
     unsafe { libc_kill(child.id() as i32, 2) };
     let out = child.wait_with_output().unwrap();

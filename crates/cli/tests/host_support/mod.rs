@@ -15,6 +15,14 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether a child process of `pid` has a thread under SCHED_DEADLINE: `measure tasks` (and the
+/// demo's task step) is under way once a guest worker's vCPU thread took its reservation, which
+/// workers do only after calibrating.
+pub fn deadline_thread_in_a_child_of(pid: u32) -> bool {
+    let children = procfs::pids().into_iter().filter(|&c| procfs::stat(c).is_ok_and(|s| s.ppid == pid));
+    children.flat_map(procfs::tids).any(|t| sched::get(t).is_ok_and(|a| a.is_deadline()))
+}
+
 pub fn rtvirt(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
     c.args(args);
