@@ -31,12 +31,17 @@ fn lcm_ms(p: &[u64]) -> u64 {
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (guests, tasks, repeats) = (*args.first().unwrap_or(&1000), *args.get(1).unwrap_or(&10), *args.get(2).unwrap_or(&3));
+    let (guests, tasks, repeats) =
+        (*args.first().unwrap_or(&1000), *args.get(1).unwrap_or(&10), *args.get(2).unwrap_or(&3));
     let o = PlanOptions::default();
     let divisors = rtvirt_analysis::gen::DIVISOR_PERIODS_MS;
 
@@ -47,7 +52,12 @@ fn main() {
         used = (p.feasible, p.cores_used);
     });
     println!("headline: {guests} guests x {tasks} tasks, 20 candidate periods, periods from divisors of 1000 ms");
-    println!("  plan (no max_rho): {t:.3} s (best of {repeats}), feasible = {}, cores used {}, rayon threads = {}", used.0, used.1, rayon::current_num_threads());
+    println!(
+        "  plan (no max_rho): {t:.3} s (best of {repeats}), feasible = {}, cores used {}, rayon threads = {}",
+        used.0,
+        used.1,
+        rayon::current_num_threads()
+    );
     // max_rho on 90% of the cores the rho = 0.9 plan used, so that the search has to bisect
     let tight = PlanOptions { cores: Some(used.1 * 9 / 10), ..o.clone() };
     let mut r = None;
@@ -66,12 +76,22 @@ fn main() {
     }
 
     println!("\ngrowth with the hyperperiod ({} guests x {tasks} tasks):", guests / 10);
-    let sets: [&[u64]; 5] = [&[10, 20, 50, 100], &[4, 5, 8, 10, 20, 25, 40, 50, 100, 200], &divisors, &[6, 7, 10, 12, 15, 21, 35], &[7, 11, 13, 17, 19, 23]];
+    let sets: [&[u64]; 5] = [
+        &[10, 20, 50, 100],
+        &[4, 5, 8, 10, 20, 25, 40, 50, 100, 200],
+        &divisors,
+        &[6, 7, 10, 12, 15, 21, 35],
+        &[7, 11, 13, 17, 19, 23],
+    ];
     for p in sets {
         let s = baker_scenario(&spec(guests / 10, tasks, p));
         let t = best_of(repeats, || {
             plan_at(&s, &o, None);
         });
-        println!("  LCM of the period set {:>12} ms: {:>9.3} ms per guest   (periods {p:?})", lcm_ms(p), t * 1e3 / (guests / 10) as f64);
+        println!(
+            "  LCM of the period set {:>12} ms: {:>9.3} ms per guest   (periods {p:?})",
+            lcm_ms(p),
+            t * 1e3 / (guests / 10) as f64
+        );
     }
 }

@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(effective_rho(None, None, Some(0.7)), Some(0.7));
         assert_eq!(effective_rho(None, None, None), None);
         let t = task(1000, ExecModel::Normal { mean: Nanos(300), sd: Nanos(100) });
-        assert_eq!(task_budget(&t, None, BudgetMethod::Cantelli), TaskBudget { c: 1000, rho: None, bound: Bound::Wcet });
+        assert_eq!(
+            task_budget(&t, None, BudgetMethod::Cantelli),
+            TaskBudget { c: 1000, rho: None, bound: Bound::Wcet }
+        );
         // rho = 0.9: 300 + sqrt(0.9 * 10000 / 0.1) = 300 + 300 = 600
         assert_eq!(task_budget(&t, Some(0.9), BudgetMethod::Cantelli).c, 600);
         assert_eq!(task_budget(&t, Some(0.9), BudgetMethod::Cantelli).bound, Bound::Cantelli);

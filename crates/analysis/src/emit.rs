@@ -12,7 +12,8 @@ use std::fmt::Write;
 /// Shell variable holding a guest's vCPU thread id when no `--pid` was given: `VCPU_PID_<NAME>`
 /// with every character outside `[A-Za-z0-9]` replaced by `_`.
 pub fn pid_variable(guest: &str) -> String {
-    let name: String = guest.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    let name: String =
+        guest.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
     format!("VCPU_PID_{name}")
 }
 
@@ -25,32 +26,58 @@ fn placed(plan: &Plan) -> impl Iterator<Item = (&GuestPlan, u32)> {
 /// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`].
 pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "#!/bin/sh\n# rtvirt plan --emit chrt: SCHED_DEADLINE reservation and core of each guest's vCPU thread.");
+    let _ = writeln!(
+        s,
+        "#!/bin/sh\n# rtvirt plan --emit chrt: SCHED_DEADLINE reservation and core of each guest's vCPU thread."
+    );
     let _ = writeln!(s, "# Run as root once the guests run. A vCPU thread id without --pid NAME=PID is read from");
-    let _ = writeln!(s, "# the variable VCPU_PID_<GUEST> (e.g. from QMP query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>).");
+    let _ = writeln!(
+        s,
+        "# the variable VCPU_PID_<GUEST> (e.g. from QMP query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>)."
+    );
     let _ = writeln!(s, "# Kernel rules: runtime >= 1024 ns, runtime <= deadline <= period, period within");
     let _ = writeln!(s, "# /proc/sys/kernel/sched_deadline_period_{{min,max}}_us; the sum per core must stay within");
-    let _ = writeln!(s, "# sched_rt_runtime_us/sched_rt_period_us. Kernels that refuse SCHED_DEADLINE for a thread whose");
+    let _ =
+        writeln!(s, "# sched_rt_runtime_us/sched_rt_period_us. Kernels that refuse SCHED_DEADLINE for a thread whose");
     let _ = writeln!(s, "# affinity is narrower than its root domain (EPERM/EBUSY) need an exclusive cpuset partition");
     let _ = writeln!(s, "# per core first (cgroup v2: cpuset.cpus.partition=root), or use `rtvirt host apply`.");
     let _ = writeln!(s, "set -eu");
     for (g, core) in placed(plan) {
-        let pid = pids.get(&g.name).map_or_else(|| {
-            let v = pid_variable(&g.name);
-            format!("\"${{{v}:?set {v} to the thread id of {}'s vCPU}}\"", g.name)
-        }, |p| p.to_string());
-        let _ = writeln!(s, "\n# {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
-            g.name, Nanos(g.budget_ns), Nanos(g.period_ns), Nanos(g.deadline_ns), g.bandwidth);
+        let pid = pids.get(&g.name).map_or_else(
+            || {
+                let v = pid_variable(&g.name);
+                format!("\"${{{v}:?set {v} to the thread id of {}'s vCPU}}\"", g.name)
+            },
+            |p| p.to_string(),
+        );
+        let _ = writeln!(
+            s,
+            "\n# {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
+            g.name,
+            Nanos(g.budget_ns),
+            Nanos(g.period_ns),
+            Nanos(g.deadline_ns),
+            g.bandwidth
+        );
         let _ = writeln!(s, "taskset -p -c {core} {pid}");
         if g.budget_ns == 0 {
             let _ = writeln!(s, "# {} has no real-time tasks: no reservation (budget 0)", g.name);
             continue;
         }
         if g.budget_ns < 1024 {
-            let _ = writeln!(s, "# note: the planned runtime {} ns is below the kernel minimum; raised to 1024 ns", g.budget_ns);
+            let _ = writeln!(
+                s,
+                "# note: the planned runtime {} ns is below the kernel minimum; raised to 1024 ns",
+                g.budget_ns
+            );
         }
-        let _ = writeln!(s, "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0 {pid}",
-            g.budget_ns.max(1024), g.deadline_ns, g.period_ns);
+        let _ = writeln!(
+            s,
+            "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0 {pid}",
+            g.budget_ns.max(1024),
+            g.deadline_ns,
+            g.period_ns
+        );
     }
     s
 }
@@ -65,9 +92,13 @@ fn rtds_us(g: &GuestPlan) -> (u64, u64) {
 /// each domain migrated to its pool, and `xl sched-rtds` period/budget in microseconds.
 pub fn rtds(plan: &Plan) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "#!/bin/sh\n# rtvirt plan --emit rtds: Xen RTDS (microseconds; budget rounded up, period down).");
+    let _ =
+        writeln!(s, "#!/bin/sh\n# rtvirt plan --emit rtds: Xen RTDS (microseconds; budget rounded up, period down).");
     let _ = writeln!(s, "# Domain names are the guest names. Keep at least one CPU in Pool-0 for Dom0: plan with");
-    let _ = writeln!(s, "# --cores N-1 and renumber if the plan uses every CPU. RTDS has no separate deadline (it is the period).");
+    let _ = writeln!(
+        s,
+        "# --cores N-1 and renumber if the plan uses every CPU. RTDS has no separate deadline (it is the period)."
+    );
     let _ = writeln!(s, "set -eu");
     for c in &plan.cores {
         let _ = writeln!(s, "\n# cpupool for core {} (bandwidth {:.4}): {}", c.id, c.bandwidth, c.guests.join(", "));
@@ -78,7 +109,11 @@ pub fn rtds(plan: &Plan) -> String {
         let (b, p) = rtds_us(g);
         let _ = writeln!(s, "\n# {}: {} every {}", g.name, Nanos(g.budget_ns), Nanos(g.period_ns));
         if g.deadline_ns < g.period_ns {
-            let _ = writeln!(s, "# warning: the EDP deadline {} < period cannot be expressed in RTDS; re-plan with --model prm", Nanos(g.deadline_ns));
+            let _ = writeln!(
+                s,
+                "# warning: the EDP deadline {} < period cannot be expressed in RTDS; re-plan with --model prm",
+                Nanos(g.deadline_ns)
+            );
         }
         let _ = writeln!(s, "xl cpupool-migrate {} rtvirt-core{core}", g.name);
         let _ = writeln!(s, "xl sched-rtds -d {} -v all -p {p} -b {b}", g.name);
@@ -101,16 +136,26 @@ pub fn libvirt(plan: &Plan) -> String {
     let hk = housekeeping(plan);
     let _ = writeln!(s, "<!-- rtvirt plan, emit libvirt: paste each <cputune> into its domain XML.");
     let _ = writeln!(s, "     libvirt has no deadline policy (<vcpusched> offers fifo, rr, batch, idle): apply the");
-    let _ = writeln!(s, "     SCHED_DEADLINE runtime/deadline/period given per domain to its vCPU thread outside libvirt,");
+    let _ =
+        writeln!(s, "     SCHED_DEADLINE runtime/deadline/period given per domain to its vCPU thread outside libvirt,");
     let _ = writeln!(s, "     e.g. with the script of rtvirt plan (emit chrt) or rtvirt host apply. -->");
     for (g, core) in placed(plan) {
         let emu = hk.clone().unwrap_or_else(|| core.to_string());
-        let _ = writeln!(s, "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
-            in_comment(&g.name), g.budget_ns, g.deadline_ns, g.period_ns);
+        let _ = writeln!(
+            s,
+            "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
+            in_comment(&g.name),
+            g.budget_ns,
+            g.deadline_ns,
+            g.period_ns
+        );
         if hk.is_none() {
             let _ = writeln!(s, "<!-- warning: every core hosts a guest; the emulator threads share core {core} -->");
         }
-        let _ = writeln!(s, "<cputune>\n  <vcpupin vcpu=\"0\" cpuset=\"{core}\"/>\n  <emulatorpin cpuset=\"{emu}\"/>\n</cputune>");
+        let _ = writeln!(
+            s,
+            "<cputune>\n  <vcpupin vcpu=\"0\" cpuset=\"{core}\"/>\n  <emulatorpin cpuset=\"{emu}\"/>\n</cputune>"
+        );
     }
     s
 }
@@ -139,10 +184,12 @@ fn in_comment(s: &str) -> String {
 pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan, emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
-    let all: Vec<Vec<u64>> = scenario.guests.iter().map(|g| g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect()).collect();
+    let all: Vec<Vec<u64>> =
+        scenario.guests.iter().map(|g| g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect()).collect();
     let lo = all.iter().filter_map(|c| c.first()).min().copied().unwrap_or(0);
     let hi = all.iter().filter_map(|c| c.last()).max().copied().unwrap_or(0);
-    let _ = writeln!(s, "<system os_scheduler=\"EDF\" min_period=\"{}\" max_period=\"{}\">", ns_as_ms(lo), ns_as_ms(hi));
+    let _ =
+        writeln!(s, "<system os_scheduler=\"EDF\" min_period=\"{}\" max_period=\"{}\">", ns_as_ms(lo), ns_as_ms(hi));
     for (g, cands) in scenario.guests.iter().zip(&all) {
         let sched = match g.scheduler {
             GuestScheduler::Edf => "EDF",
@@ -152,20 +199,38 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
         // what CARTS' input cannot say is said next to it
         let commented = in_comment(&g.name);
         if g.tasks.iter().any(|t| t.priority_given) {
-            let _ = writeln!(s, "  <!-- {commented}: explicit task priorities; CARTS analyses the component as deadline monotonic -->");
+            let _ = writeln!(
+                s,
+                "  <!-- {commented}: explicit task priorities; CARTS analyses the component as deadline monotonic -->"
+            );
         }
         let scan = PeriodChoice::Range { min: Nanos(lo), max: Nanos(hi), step: Nanos::from_ms(1) }.candidates(&g.tasks);
         if cands.iter().ne(scan.iter().map(|p| &p.0)) {
             let list: Vec<String> = cands.iter().map(|&p| ns_as_ms(p)).collect();
-            let _ = writeln!(s, "  <!-- {commented}: candidate server periods {} ms; CARTS scans min_period..max_period -->", list.join(", "));
+            let _ = writeln!(
+                s,
+                "  <!-- {commented}: candidate server periods {} ms; CARTS scans min_period..max_period -->",
+                list.join(", ")
+            );
         }
-        let _ = writeln!(s, "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
-            xml_escape(&g.name), ns_as_ms(lo), ns_as_ms(hi));
+        let _ = writeln!(
+            s,
+            "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
+            xml_escape(&g.name),
+            ns_as_ms(lo),
+            ns_as_ms(hi)
+        );
         let budgets = plan.guest(&g.name).map(|p| &p.tasks);
         for t in &g.tasks {
             let c = budgets.and_then(|b| b.iter().find(|x| x.name == t.name)).map_or(t.wcet.0, |x| x.budget_ns);
-            let _ = writeln!(s, "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
-                xml_escape(&t.name), ns_as_ms(t.period.0), ns_as_ms(t.deadline.0), ns_as_ms(c));
+            let _ = writeln!(
+                s,
+                "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
+                xml_escape(&t.name),
+                ns_as_ms(t.period.0),
+                ns_as_ms(t.deadline.0),
+                ns_as_ms(c)
+            );
         }
         let _ = writeln!(s, "  </component>");
     }

@@ -71,7 +71,8 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
     let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);
     let guests = (0..spec.guests)
         .map(|g| {
-            let mut tasks: Vec<Task> = (0..spec.tasks_per_guest).map(|t| baker_task(&mut rng, format!("t{}", t + 1), spec)).collect();
+            let mut tasks: Vec<Task> =
+                (0..spec.tasks_per_guest).map(|t| baker_task(&mut rng, format!("t{}", t + 1), spec)).collect();
             assign_deadline_monotonic(&mut tasks);
             Guest {
                 name: format!("vm{}", g + 1),

@@ -15,8 +15,8 @@
 //! which shrinks as `Theta` grows; it starts from the necessary lower bound `Theta >= U Pi`.
 
 use crate::dbf::{edf_horizon, fp_points, utilisation, CheckPoints, Sporadic};
-use crate::schedtest::{edf_schedulable_at, fp_schedulable_at, linear_horizon};
 use crate::sbf::{Edp, Supply};
+use crate::schedtest::{edf_schedulable_at, fp_schedulable_at, linear_horizon};
 use rtvirt_model::scenario::GuestScheduler;
 
 /// Which resource model the interface uses.
@@ -242,7 +242,12 @@ fn may_compete(demand: &mut Demand, model: Model, period: u64, best: (u64, u64))
 
 /// The interface of least bandwidth over the candidate periods (ties: larger period); None if no
 /// candidate period admits any budget. FP tasks must be sorted by decreasing priority.
-pub fn best_interface(tasks: &[Sporadic], sched: GuestScheduler, model: Model, candidates: &[u64]) -> Option<Interface> {
+pub fn best_interface(
+    tasks: &[Sporadic],
+    sched: GuestScheduler,
+    model: Model,
+    candidates: &[u64],
+) -> Option<Interface> {
     best_interface_for(&mut Demand::new(tasks, sched), model, candidates)
 }
 
@@ -297,9 +302,9 @@ pub fn edp_menu(demand: &mut Demand, best: Interface) -> Vec<Interface> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedtest::edf_schedulable;
     use crate::schedtest::oracle::{edf_every_t, fp_every_t};
     use crate::schedtest::strategies::taskset;
-    use crate::schedtest::edf_schedulable;
     use proptest::prelude::*;
 
     fn oracle_ok(ts: &[Sporadic], sched: GuestScheduler, r: &Edp) -> bool {

@@ -71,7 +71,9 @@ fn preference(cores: &[Core], h: Heuristic) -> Vec<usize> {
     let mut ids: Vec<usize> = (0..cores.len()).collect();
     match h {
         Heuristic::Ffd | Heuristic::Ff => {}
-        Heuristic::Bfd | Heuristic::Bf => ids.sort_by(|&a, &b| cores[b].bandwidth.total_cmp(&cores[a].bandwidth).then(a.cmp(&b))),
+        Heuristic::Bfd | Heuristic::Bf => {
+            ids.sort_by(|&a, &b| cores[b].bandwidth.total_cmp(&cores[a].bandwidth).then(a.cmp(&b)))
+        }
         Heuristic::Wfd => ids.sort_by(|&a, &b| cores[a].bandwidth.total_cmp(&cores[b].bandwidth).then(a.cmp(&b))),
     }
     ids
@@ -132,7 +134,9 @@ mod tests {
     }
 
     fn server() -> impl Strategy<Value = Interface> {
-        (2u64..9).prop_flat_map(|p| (1..=p).prop_flat_map(move |b| (b..=p).prop_map(move |d| Interface { period: p, budget: b, deadline: d })))
+        (2u64..9).prop_flat_map(|p| {
+            (1..=p).prop_flat_map(move |b| (b..=p).prop_map(move |d| Interface { period: p, budget: b, deadline: d }))
+        })
     }
 
     proptest! {
@@ -172,7 +176,10 @@ mod tests {
         // FF in order: 0.5 c0, 0.3 c0, 0.4 c1, 0.2 c1
         assert_eq!(cores(partition(&s, 3, 0.95, Heuristic::Ff)), vec![Some(0), Some(0), Some(1), Some(1)]);
         // cap: 0.5 + 0.5 > 0.95
-        assert_eq!(cores(partition(&[iface(5, 10, 10), iface(5, 10, 10)], 1, 0.95, Heuristic::Bfd)), vec![Some(0), None]);
+        assert_eq!(
+            cores(partition(&[iface(5, 10, 10), iface(5, 10, 10)], 1, 0.95, Heuristic::Bfd)),
+            vec![Some(0), None]
+        );
         assert_eq!(cores(partition(&[vec![], iface(1, 10, 10)], 1, 0.95, Heuristic::Bfd)), vec![None, Some(0)]);
     }
 
@@ -185,7 +192,8 @@ mod tests {
         let b = Interface { period: 10, budget: 3, deadline: 6 }.as_task();
         assert!(admits(&[a], b, 0.95));
         // a menu: the tight alternative does not fit next to `a`, the looser one does
-        let menu = vec![Interface { period: 10, budget: 3, deadline: 3 }, Interface { period: 10, budget: 4, deadline: 8 }];
+        let menu =
+            vec![Interface { period: 10, budget: 3, deadline: 3 }, Interface { period: 10, budget: 4, deadline: 8 }];
         let first = vec![Interface { period: 10, budget: 3, deadline: 3 }];
         let got = partition(&[first, menu], 1, 0.95, Heuristic::Ff);
         assert_eq!(got[1], Some((0, Interface { period: 10, budget: 4, deadline: 8 })));

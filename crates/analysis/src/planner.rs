@@ -58,11 +58,8 @@ fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic> {
 
 /// Budgets and interface of one guest. `uniform_rho` (max-rho search) overrides every rho.
 fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestAnalysis {
-    let budgets: Vec<TaskBudget> = g
-        .tasks
-        .iter()
-        .map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget))
-        .collect();
+    let budgets: Vec<TaskBudget> =
+        g.tasks.iter().map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget)).collect();
     let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
     let mut demand = Demand::new(&tasks, g.scheduler);
@@ -97,7 +94,11 @@ fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
 fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, Interface)>) -> GuestPlan {
     let fallback = g.server_periods.candidates(&g.tasks).last().map_or(1, |p| p.0);
     let core = placed.map(|p| p.0);
-    let i = placed.map(|p| p.1).or(a.interface).unwrap_or(Interface { period: fallback, budget: fallback, deadline: fallback });
+    let i = placed.map(|p| p.1).or(a.interface).unwrap_or(Interface {
+        period: fallback,
+        budget: fallback,
+        deadline: fallback,
+    });
     GuestPlan {
         name: g.name.clone(),
         scheduler: g.scheduler.as_str().to_string(),
@@ -210,11 +211,14 @@ mod tests {
 
     #[test]
     fn every_unplaced_guest_has_its_reason() {
-        let s = scenario(1, &[
-            ("big", &[("10ms", "6ms")]),
-            ("over", &[("10ms", "6ms"), ("10ms", "6ms")]),
-            ("overcap", &[("10ms", "9.8ms")]),
-        ]);
+        let s = scenario(
+            1,
+            &[
+                ("big", &[("10ms", "6ms")]),
+                ("over", &[("10ms", "6ms"), ("10ms", "6ms")]),
+                ("overcap", &[("10ms", "9.8ms")]),
+            ],
+        );
         let p = plan_at(&s, &PlanOptions::default(), None);
         assert!(!p.plan.feasible);
         let why = |n: &str| p.unplaced.iter().find(|u| u.name == n).map(|u| u.reason.clone()).unwrap_or_default();
@@ -237,7 +241,10 @@ mod tests {
         assert_eq!((a.period_ns, a.deadline_ns), (5_000_000, 5_000_000));
         let r = crate::sbf::Edp::prm(a.period_ns, a.budget_ns);
         use crate::sbf::Supply;
-        assert!(r.sbf(10_000_000) >= 2_000_000 && crate::sbf::Edp::prm(a.period_ns, a.budget_ns - 1).sbf(10_000_000) < 2_000_000);
+        assert!(
+            r.sbf(10_000_000) >= 2_000_000
+                && crate::sbf::Edp::prm(a.period_ns, a.budget_ns - 1).sbf(10_000_000) < 2_000_000
+        );
         assert_eq!(p.cores_used, 1);
         assert_eq!(p.cores[0].guests, vec!["a", "b"]); // scenario order
         assert_eq!(p.settings["heuristic"], "bfd");

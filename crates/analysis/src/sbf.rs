@@ -80,8 +80,7 @@ mod tests {
     /// `[k Pi, k Pi + Delta)`). Periods are independent, so the minimum over whole patterns is the
     /// sum over periods of the minimum over that period's placements (each enumerated as a bitmask).
     fn sbf_oracle(r: Edp, t: u64) -> u64 {
-        let placements: Vec<u64> =
-            (0u64..1 << r.deadline).filter(|m| m.count_ones() as u64 == r.budget).collect();
+        let placements: Vec<u64> = (0u64..1 << r.deadline).filter(|m| m.count_ones() as u64 == r.budget).collect();
         (0..r.period)
             .map(|s| {
                 let (lo, hi) = (s, s + t); // window [lo, hi)
@@ -90,7 +89,10 @@ mod tests {
                         let base = k * r.period;
                         placements
                             .iter()
-                            .map(|m| (0..r.deadline).filter(|j| m >> j & 1 == 1 && (lo..hi).contains(&(base + j))).count() as u64)
+                            .map(|m| {
+                                (0..r.deadline).filter(|j| m >> j & 1 == 1 && (lo..hi).contains(&(base + j))).count()
+                                    as u64
+                            })
                             .min()
                             .unwrap_or(0)
                     })
@@ -101,7 +103,9 @@ mod tests {
     }
 
     fn edp() -> impl Strategy<Value = Edp> {
-        (1u64..8).prop_flat_map(|p| (0..=p).prop_flat_map(move |b| (b.max(1)..=p).prop_map(move |d| Edp { period: p, budget: b, deadline: d })))
+        (1u64..8).prop_flat_map(|p| {
+            (0..=p).prop_flat_map(move |b| (b.max(1)..=p).prop_map(move |d| Edp { period: p, budget: b, deadline: d }))
+        })
     }
 
     proptest! {

@@ -3,15 +3,15 @@
 //! ones; guest bandwidths follow; BFD never uses more cores than FFD on this corpus; max_rho is a
 //! verified boundary.
 
-use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
 use rtvirt_analysis::dbf::Sporadic;
+use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
 use rtvirt_analysis::interface::{best_interface, Model};
-use rtvirt_model::plan::GuestPlan;
-use rtvirt_model::scenario::{Guest, GuestScheduler};
 use rtvirt_analysis::maxrho::{max_rho, RHO_RESOLUTION};
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{plan_at, PlanOptions};
+use rtvirt_model::plan::GuestPlan;
 use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::{Guest, GuestScheduler};
 
 const SEEDS: u64 = 12;
 const MEANS: [f64; 3] = [0.3, 0.5, 0.7];
@@ -20,7 +20,8 @@ const RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 /// The guest's least-bandwidth interface for its planned task budgets. With PRM the plan uses it;
 /// with EDP the partitioner may pick a looser (more bandwidth, larger deadline) alternative.
 fn least_bandwidth(g: &GuestPlan, guest: &Guest, model: Model) -> f64 {
-    let ts: Vec<Sporadic> = g.tasks.iter().map(|t| Sporadic { c: t.budget_ns, d: t.deadline_ns, t: t.period_ns }).collect();
+    let ts: Vec<Sporadic> =
+        g.tasks.iter().map(|t| Sporadic { c: t.budget_ns, d: t.deadline_ns, t: t.period_ns }).collect();
     let cands: Vec<u64> = guest.server_periods.candidates(&guest.tasks).iter().map(|p| p.0).collect();
     let i = best_interface(&ts, GuestScheduler::Edf, model, &cands).unwrap();
     if model == Model::Prm {
@@ -73,7 +74,13 @@ fn budgets_and_bandwidths_fall_with_rho_and_never_exceed_wcet() {
 fn lower_mean_gives_lower_budgets_at_the_same_rho() {
     // same seed = same periods and WCETs; only the mean differs
     for seed in 0..SEEDS {
-        let bw = |mean| -> f64 { plan(&BakerSpec::light(seed, 4, 5, mean), Some(0.9), Model::Prm, Heuristic::Bfd).guests.iter().map(|g| g.bandwidth).sum() };
+        let bw = |mean| -> f64 {
+            plan(&BakerSpec::light(seed, 4, 5, mean), Some(0.9), Model::Prm, Heuristic::Bfd)
+                .guests
+                .iter()
+                .map(|g| g.bandwidth)
+                .sum()
+        };
         let (a, b, c) = (bw(0.3), bw(0.5), bw(0.7));
         assert!(a <= b + 1e-12 && b <= c + 1e-12, "seed {seed}: {a} {b} {c}");
     }
@@ -115,7 +122,10 @@ fn max_rho_is_a_verified_boundary() {
             Some(r) => {
                 interior += 1;
                 assert!(plan_at(&s, &o, Some(r)).plan.feasible, "seed {seed}: infeasible at max_rho {r}");
-                assert!(!plan_at(&s, &o, Some(r + RHO_RESOLUTION)).plan.feasible, "seed {seed}: feasible above max_rho {r}");
+                assert!(
+                    !plan_at(&s, &o, Some(r + RHO_RESOLUTION)).plan.feasible,
+                    "seed {seed}: feasible above max_rho {r}"
+                );
             }
             None => assert!(!plan_at(&s, &o, Some(RHO_RESOLUTION)).plan.feasible),
         }

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 /// plan reservations, simulate the host, configure real threads, measure real latency.
 #[derive(Parser)]
 #[command(name = "rtvirt", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or input error.")]
+#[command(
+    after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or input error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -81,6 +83,10 @@ fn quiet_broken_pipe_panics() {
 }
 
 fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
-    let text = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("");
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
     text.contains("failed printing to stdout") && text.contains("Broken pipe")
 }

@@ -15,7 +15,12 @@ fn pipe_without_reader() -> OwnedFd {
 #[test]
 fn closed_stdout_exits_141_without_a_panic_message() {
     for args in [&["plan", "--format", "json"][..], &["plan"][..]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).stdout(Stdio::from(pipe_without_reader())).stderr(Stdio::piped()).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+            .args(args)
+            .stdout(Stdio::from(pipe_without_reader()))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -24,7 +29,11 @@ fn closed_stdout_exits_141_without_a_panic_message() {
 
 #[test]
 fn other_errors_keep_their_exit_code() {
-    let out = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["plan", "/nonexistent.toml"]).stdout(Stdio::from(pipe_without_reader())).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["plan", "/nonexistent.toml"])
+        .stdout(Stdio::from(pipe_without_reader()))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.toml"));
 }

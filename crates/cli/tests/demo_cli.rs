@@ -55,7 +55,10 @@ fn without_measurements_plans_simulates_and_reports() {
     assert!(stdout.contains("report: ") && stdout.contains("report.html"), "{stdout}");
     let html = std::fs::read_to_string(report).unwrap();
     assert!(html.contains("data-chart=\"bandwidth\"") && html.contains("data-chart=\"dsr-tasks\""));
-    assert!(html.contains("Prediction: deadline satisfaction versus rho") && html.contains("data-chart=\"dsr-rho\""), "the simulated rho sweep");
+    assert!(
+        html.contains("Prediction: deadline satisfaction versus rho") && html.contains("data-chart=\"dsr-rho\""),
+        "the simulated rho sweep"
+    );
     assert_eq!(std::fs::read_dir(dir.path().join("rho-sweep")).unwrap().count(), 5);
     assert!(dir.path().join("plan.json").is_file() && dir.path().join("simulated.json").is_file());
 }
@@ -64,10 +67,12 @@ fn without_measurements_plans_simulates_and_reports() {
 fn with_short_measurements_compares_idle_and_loaded_timer() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let out = rtvirt().args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
+    let out =
+        rtvirt().args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let load: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("timer_load.json")).unwrap()).unwrap();
+    let load: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("timer_load.json")).unwrap()).unwrap();
     assert_eq!(load["kind"], "timer");
     assert_eq!(load["environment"]["load"][0]["kind"], "syscalls", "the load that ran is recorded");
     assert!(load["intervals"].as_array().is_some_and(|a| !a.is_empty()));
@@ -77,11 +82,15 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
         assert!(html.contains(&format!("data-chart=\"{kind}\"")), "no {kind} chart");
     }
     assert!(html.contains("measured: timer idle") && html.contains("measured: timer + syscall load"));
-    let tasks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
+    let tasks: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
     assert_eq!(tasks["kind"], "tasks");
     assert_eq!(tasks["tasks"].as_array().map(|t| t.len()), Some(15), "every task of the default scenario");
     assert!(html.contains("measured (plan&#39;s reservations)"), "the task run is compared with the simulation");
-    assert!(html.contains("measured vm1") && html.contains("simulated vm1"), "measured DSR drawn on the predicted curve");
+    assert!(
+        html.contains("measured vm1") && html.contains("simulated vm1"),
+        "measured DSR drawn on the predicted curve"
+    );
 }
 
 #[test]
@@ -98,7 +107,13 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let balance_before = root_load_balance();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = rtvirt().args(["demo", "--measure-time", "3s", "--sim-time", "1s", "--out"]).arg(dir.path()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = rtvirt()
+        .args(["demo", "--measure-time", "3s", "--sim-time", "1s", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut stderr = child.stderr.take().unwrap();
@@ -135,7 +150,8 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
     assert!(err.contains("stopped by Ctrl-C after") && err.contains("interrupted (Ctrl-C)"), "{err}");
     assert_eq!(cgroups_of(pid), Vec::<PathBuf>::new(), "cpusets left behind");
     assert_eq!(root_load_balance(), balance_before, "root cpuset load balancing not restored");
-    let tasks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
+    let tasks: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("measured_tasks.json")).unwrap()).unwrap();
     assert_eq!(tasks["interrupted"], true, "the partial task run is kept and says so");
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("interrupted: shorter than planned"), "the report of what was done marks the partial run");

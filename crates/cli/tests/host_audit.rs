@@ -38,7 +38,10 @@ fn debugfs(files: &[String]) -> Option<Vec<String>> {
     for f in files {
         script += &format!(" && cat /sys/kernel/debug/{f} && echo ===");
     }
-    let o = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().ok()?;
+    let o = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .ok()?;
     if !o.status.success() {
         return None;
     }
@@ -50,18 +53,42 @@ fn debugfs(files: &[String]) -> Option<Vec<String>> {
 fn kconfig_preempt_default() -> Option<String> {
     let o = std::process::Command::new("zcat").arg("/proc/config.gz").output().ok()?;
     let cfg = String::from_utf8_lossy(&o.stdout).into_owned();
-    [("CONFIG_PREEMPT_NONE=y", "none"), ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"), ("CONFIG_PREEMPT=y", "full"), ("CONFIG_PREEMPT_LAZY=y", "lazy")].into_iter().find(|(k, _)| cfg.lines().any(|l| l == *k)).map(|(_, m)| m.to_string())
+    [
+        ("CONFIG_PREEMPT_NONE=y", "none"),
+        ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+        ("CONFIG_PREEMPT=y", "full"),
+        ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+    ]
+    .into_iter()
+    .find(|(k, _)| cfg.lines().any(|l| l == *k))
+    .map(|(_, m)| m.to_string())
 }
 
 fn cmdline(key: &str) -> Option<String> {
-    read("/proc/cmdline").unwrap().split_whitespace().filter_map(|w| w.strip_prefix(&format!("{key}="))).next_back().map(str::to_string)
+    read("/proc/cmdline")
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix(&format!("{key}=")))
+        .next_back()
+        .map(str::to_string)
 }
 
 #[test]
 fn schema_ids_and_shape() {
     let (a, code) = audit();
     assert_eq!(a["schema"], "rtvirt.audit/v1");
-    for id in ["preemption", "rt_throttling", "isolcpus", "nohz_full", "rcu_nocbs", "governor", "cpuidle", "thp", "irqbalance", "fair_server"] {
+    for id in [
+        "preemption",
+        "rt_throttling",
+        "isolcpus",
+        "nohz_full",
+        "rcu_nocbs",
+        "governor",
+        "cpuidle",
+        "thp",
+        "irqbalance",
+        "fair_server",
+    ] {
         let c = check(&a, id);
         assert!(["pass", "warn", "fail", "skip"].contains(&c["status"].as_str().unwrap()), "{c}");
         for f in ["found", "why", "fix", "depends_on", "tuned", "source"] {
@@ -99,8 +126,14 @@ fn found_values_are_this_machines_files() {
         Some(g) => assert!(found("governor").contains(&g)),
         None => assert_eq!((found("governor").as_str(), status("governor").as_str()), ("none", "skip")),
     }
-    assert_eq!(found("cpuidle"), none_if_empty(read("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_default()));
-    let irqbalance = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()).any(|e| read(&format!("{}/comm", e.path().display())).as_deref() == Some("irqbalance"));
+    assert_eq!(
+        found("cpuidle"),
+        none_if_empty(read("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_default())
+    );
+    let irqbalance = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| read(&format!("{}/comm", e.path().display())).as_deref() == Some("irqbalance"));
     assert_eq!(found("irqbalance") == "not running", !irqbalance);
     assert_eq!(found("timer_migration"), read("/proc/sys/kernel/timer_migration").unwrap_or_else(|| "none".into()));
     assert_eq!(found("hugepages"), read("/proc/sys/vm/nr_hugepages").unwrap());
@@ -118,30 +151,50 @@ fn found_values_are_this_machines_files() {
         // cannot be read (e.g. kernel lockdown), the audit falls back to preempt= and then to the
         // Kconfig default, and says so
         let mode = match debugfs(&["sched/preempt".to_string()]) {
-            Some(v) => v[0].split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')')).unwrap_or_else(|| panic!("no (mode) in {v:?}")).to_string(),
+            Some(v) => v[0]
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("no (mode) in {v:?}"))
+                .to_string(),
             None => {
-                assert!(check(&a, "preemption")["source"].as_str().unwrap().contains("/sys/kernel/debug/sched/preempt unreadable"), "{}", check(&a, "preemption"));
+                assert!(
+                    check(&a, "preemption")["source"]
+                        .as_str()
+                        .unwrap()
+                        .contains("/sys/kernel/debug/sched/preempt unreadable"),
+                    "{}",
+                    check(&a, "preemption")
+                );
                 cmdline("preempt").or_else(kconfig_preempt_default).expect("preempt= or /proc/config.gz")
             }
         };
         assert_eq!(preemption, format!("PREEMPT_DYNAMIC ({mode})"));
     }
     let release = read("/proc/sys/kernel/osrelease").unwrap();
-    let mut v = release.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap());
+    let mut v =
+        release.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap());
     let has_fair_server = (v.next().unwrap(), v.next().unwrap()) >= (6, 12);
     assert_eq!(status("fair_server") == "skip", !has_fair_server);
     if has_fair_server {
         // every online CPU's runtime/period, as debugfs has them
         let online = cpus(&read("/sys/devices/system/cpu/online").unwrap());
-        let files: Vec<String> = online.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect();
+        let files: Vec<String> = online
+            .iter()
+            .flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")])
+            .collect();
         match debugfs(&files) {
             Some(values) => {
-                let expected: Vec<String> = online.iter().zip(values.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp[1])).collect();
+                let expected: Vec<String> =
+                    online.iter().zip(values.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp[1])).collect();
                 assert_eq!(found("fair_server"), expected.join(","));
             }
             // unreadable here too (e.g. kernel lockdown restricts debugfs): the audit must not
             // invent values
-            None => assert!(found("fair_server").starts_with("unreadable (") && status("fair_server") == "warn", "{}", check(&a, "fair_server")),
+            None => assert!(
+                found("fair_server").starts_with("unreadable (") && status("fair_server") == "warn",
+                "{}",
+                check(&a, "fair_server")
+            ),
         }
     }
     // kernel threads: what chrt says about ksoftirqd/0
@@ -171,7 +224,12 @@ fn table_lists_every_check_with_details() {
 
 /// `net_dev=threaded` for every device but lo, as the audit lists them.
 fn threaded_napi_files() -> String {
-    let mut devs: Vec<String> = std::fs::read_dir("/sys/class/net").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|d| d != "lo").filter_map(|d| read(&format!("/sys/class/net/{d}/threaded")).map(|v| format!("{d}={v}"))).collect();
+    let mut devs: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|d| d != "lo")
+        .filter_map(|d| read(&format!("/sys/class/net/{d}/threaded")).map(|v| format!("{d}={v}")))
+        .collect();
     devs.sort();
     none_if_empty(devs.join(","))
 }
@@ -190,19 +248,31 @@ fn the_other_checks_report_this_machines_values_too() {
     assert_eq!(found("irqaffinity"), cmdline("irqaffinity").unwrap_or_else(|| "none".into()));
     // another engineer's test may add or remove a device meanwhile: one of the two readings
     let napi = found("threaded_napi");
-    assert!(napi == napi_before || napi == napi_after || status("threaded_napi") == "skip", "{napi} vs {napi_before} / {napi_after}");
+    assert!(
+        napi == napi_before || napi == napi_after || status("threaded_napi") == "skip",
+        "{napi} vs {napi_before} / {napi_after}"
+    );
     assert_eq!(found("smt"), read("/sys/devices/system/cpu/smt/control").unwrap_or_else(|| "none".into()));
 
     let isolated = read("/sys/devices/system/cpu/isolated").unwrap_or_default();
     if isolated.is_empty() {
-        assert_eq!((found("irq_affinity_isolated").as_str(), status("irq_affinity_isolated").as_str()), ("none", "skip"));
+        assert_eq!(
+            (found("irq_affinity_isolated").as_str(), status("irq_affinity_isolated").as_str()),
+            ("none", "skip")
+        );
     } else {
         let iso = cpus(&isolated);
-        for irq in std::fs::read_dir("/proc/irq").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        for irq in
+            std::fs::read_dir("/proc/irq").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        {
             let Some(eff) = read(&format!("/proc/irq/{irq}/effective_affinity_list")) else { continue };
             let has_handler = read(&format!("/sys/kernel/irq/{irq}/actions")).is_some_and(|s| !s.is_empty());
             if has_handler && !cpus(&eff).intersection(&iso).is_empty() {
-                assert!(found("irq_affinity_isolated").split(',').any(|h| h == format!("{irq}:{eff}")), "IRQ {irq} on {eff}: {}", found("irq_affinity_isolated"));
+                assert!(
+                    found("irq_affinity_isolated").split(',').any(|h| h == format!("{irq}:{eff}")),
+                    "IRQ {irq} on {eff}: {}",
+                    found("irq_affinity_isolated")
+                );
             }
         }
     }
@@ -212,14 +282,22 @@ fn the_other_checks_report_this_machines_values_too() {
         Ok(_) => {
             for p in ["halt_poll_ns", "lapic_timer_advance_ns", "lapic_timer_advance", "kvmclock_periodic_sync"] {
                 if let Some(v) = read(&format!("/sys/module/kvm/parameters/{p}")) {
-                    assert!(found("kvm").split(',').any(|kv| kv == format!("kvm.{p}={v}")), "kvm.{p}={v} missing: {}", found("kvm"));
+                    assert!(
+                        found("kvm").split(',').any(|kv| kv == format!("kvm.{p}={v}")),
+                        "kvm.{p}={v} missing: {}",
+                        found("kvm")
+                    );
                 }
             }
         }
     }
 
     // ksoftirqd/0's policy as util-linux chrt reports it
-    let pid = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|p| read(&format!("/proc/{p}/comm")).as_deref() == Some("ksoftirqd/0")).unwrap();
+    let pid = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|p| read(&format!("/proc/{p}/comm")).as_deref() == Some("ksoftirqd/0"))
+        .unwrap();
     let policy = chrt(pid).lines().find_map(|l| l.split("policy: SCHED_").nth(1).map(str::to_string)).unwrap();
     let kt = found("kthread_priorities");
     let mine = kt.split(',').find_map(|e| e.strip_prefix("ksoftirqd/0=")).unwrap();

@@ -17,7 +17,11 @@ fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
     let (a, b) = (Sleeper::start(), Sleeper::start());
     let core = last_cpu();
     let dir = tempfile::tempdir().unwrap();
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 2_000_000, 15_000_000, 20_000_000, core)]));
+    let plan = write(
+        dir.path(),
+        "plan.json",
+        &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 2_000_000, 15_000_000, 20_000_000, core)]),
+    );
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     let (plan_s, state_s) = (plan.to_str().unwrap(), state.to_str().unwrap());
@@ -27,12 +31,27 @@ fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
     let o = run(rtvirt(&apply_args(plan_s, state_s)).args(["--pid", &ga, "--pid", &gb]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = sched::get(a.pid()).unwrap();
-    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000));
+    assert_eq!(
+        (s.policy, s.runtime_ns, s.deadline_ns, s.period_ns),
+        (SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000)
+    );
     let s = sched::get(b.pid()).unwrap();
-    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, 2_000_000, 15_000_000, 20_000_000));
-    assert!(chrt(a.pid()).contains("SCHED_DEADLINE") && chrt(a.pid()).contains("1000000/10000000/10000000"), "{}", chrt(a.pid()));
+    assert_eq!(
+        (s.policy, s.runtime_ns, s.deadline_ns, s.period_ns),
+        (SCHED_DEADLINE, 2_000_000, 15_000_000, 20_000_000)
+    );
+    assert!(
+        chrt(a.pid()).contains("SCHED_DEADLINE") && chrt(a.pid()).contains("1000000/10000000/10000000"),
+        "{}",
+        chrt(a.pid())
+    );
     let status = std::fs::read_to_string(format!("/proc/{}/status", a.pid())).unwrap();
-    assert!(status.lines().any(|l| l.starts_with("Cpus_allowed_list:") && l.split_whitespace().nth(1) == Some(&core.to_string())), "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("Cpus_allowed_list:") && l.split_whitespace().nth(1) == Some(&core.to_string())),
+        "{status}"
+    );
     let cg = std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid())).unwrap();
     assert!(cg.contains(&format!("rtvirt-core{core}")), "{cg}");
 
@@ -70,7 +89,9 @@ fn a_crash_at_every_step_is_completed_by_revert() {
     for n in 1..=steps {
         let state = dir.path().join(format!("crash{n}"));
         let _revert_state = RevertGuard(state.clone());
-        let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]).env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
+        let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap()))
+            .args(["--pid", &ga])
+            .env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
         assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
         assert_eq!(journal_len(&state), n, "the journal holds every step up to the crash");
         let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
@@ -87,11 +108,20 @@ fn kernel_refusal_halfway_rolls_back_and_explains() {
     let dir = tempfile::tempdir().unwrap();
     // g2's runtime is below the kernel's 1024 ns minimum: sched_setattr fails with EINVAL after
     // g1 was fully applied.
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]));
+    let plan = write(
+        dir.path(),
+        "plan.json",
+        &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]),
+    );
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     let before = snapshot(&[a.pid(), b.pid()]);
-    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &format!("g1={}", a.pid()), "--pid", &format!("g2={}", b.pid())]));
+    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args([
+        "--pid",
+        &format!("g1={}", a.pid()),
+        "--pid",
+        &format!("g2={}", b.pid()),
+    ]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("EINVAL") && err.contains("runtime <= deadline") && err.contains("rolled back"), "{err}");
@@ -121,15 +151,77 @@ fn bad_inputs_exit_2_and_change_nothing() {
     };
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec![good.display().to_string(), "--pid".into(), format!("g1={stale}")], "does not exist"),
-        (vec![good.display().to_string(), "--vm".into(), format!("g1={}/missing.qmp", dir.path().display())], "no such socket"),
+        (
+            vec![good.display().to_string(), "--vm".into(), format!("g1={}/missing.qmp", dir.path().display())],
+            "no such socket",
+        ),
         (vec![good.display().to_string(), "--pid".into(), format!("nosuch={}", a.pid())], "not in the plan"),
-        (vec![write(dir.path(), "far.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, 999)])).display().to_string(), "--pid".into(), ga.clone()], "does not fit this host's cores"),
-        (vec![write(dir.path(), "full.json", &plan_json(&[("g1", 9_900_000, 10_000_000, 10_000_000, core)])).display().to_string(), "--pid".into(), ga.clone()], "does not fit core"),
-        (vec![write(dir.path(), "infeasible.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]).replace("\"feasible\":true", "\"feasible\":false")).display().to_string(), "--pid".into(), ga.clone()], "not feasible"),
-        (vec![write(dir.path(), "broken.json", "{\"schema\":\"rtvirt.plan/v1\",\"feasible\":3}").display().to_string(), "--pid".into(), ga.clone()], "broken.json"),
+        (
+            vec![
+                write(dir.path(), "far.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, 999)]))
+                    .display()
+                    .to_string(),
+                "--pid".into(),
+                ga.clone(),
+            ],
+            "does not fit this host's cores",
+        ),
+        (
+            vec![
+                write(dir.path(), "full.json", &plan_json(&[("g1", 9_900_000, 10_000_000, 10_000_000, core)]))
+                    .display()
+                    .to_string(),
+                "--pid".into(),
+                ga.clone(),
+            ],
+            "does not fit core",
+        ),
+        (
+            vec![
+                write(
+                    dir.path(),
+                    "infeasible.json",
+                    &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)])
+                        .replace("\"feasible\":true", "\"feasible\":false"),
+                )
+                .display()
+                .to_string(),
+                "--pid".into(),
+                ga.clone(),
+            ],
+            "not feasible",
+        ),
+        (
+            vec![
+                write(dir.path(), "broken.json", "{\"schema\":\"rtvirt.plan/v1\",\"feasible\":3}")
+                    .display()
+                    .to_string(),
+                "--pid".into(),
+                ga.clone(),
+            ],
+            "broken.json",
+        ),
         (vec![good.display().to_string(), "--pid".into(), "g1=abc".into()], "not a thread id"),
         // bandwidth 0.1 passes the kernel's cap, but both need 5 ms within the same 5 ms window
-        (vec![write(dir.path(), "dense.json", &plan_json(&[("g1", 5_000_000, 5_000_000, 100_000_000, core), ("g2", 5_000_000, 5_000_000, 100_000_000, core)])).display().to_string(), "--pid".into(), ga.clone(), "--pid".into(), format!("g2={}", other.pid())], "exact EDF demand test"),
+        (
+            vec![
+                write(
+                    dir.path(),
+                    "dense.json",
+                    &plan_json(&[
+                        ("g1", 5_000_000, 5_000_000, 100_000_000, core),
+                        ("g2", 5_000_000, 5_000_000, 100_000_000, core),
+                    ]),
+                )
+                .display()
+                .to_string(),
+                "--pid".into(),
+                ga.clone(),
+                "--pid".into(),
+                format!("g2={}", other.pid()),
+            ],
+            "exact EDF demand test",
+        ),
         (vec![good.display().to_string()], "no guest to apply"),
     ];
     for (args, msg) in cases {
@@ -200,7 +292,12 @@ fn the_plan_of_rtvirt_plan_applies_end_to_end() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for (g, p) in plan.guests.iter().zip(&procs) {
         let s = sched::get(p.pid()).unwrap();
-        assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, g.budget_ns, g.deadline_ns, g.period_ns), "{}", g.name);
+        assert_eq!(
+            (s.policy, s.runtime_ns, s.deadline_ns, s.period_ns),
+            (SCHED_DEADLINE, g.budget_ns, g.deadline_ns, g.period_ns),
+            "{}",
+            g.name
+        );
         assert_eq!(sched::get_affinity(p.pid()).unwrap(), cpus(&g.core.unwrap().to_string()));
     }
     assert_eq!(run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()])).status.code(), Some(0));
@@ -218,11 +315,13 @@ fn deadline_threads_already_on_the_core_count_in_the_admission() {
     let st = state.to_str().unwrap();
     let before = snapshot(&[a.pid(), b.pid()]);
     let big = write(dir.path(), "big.json", &plan_json(&[("g0", 8_000_000, 10_000_000, 10_000_000, core)]));
-    let o = run(rtvirt(&["host", "apply", big.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g0={}", a.pid())]));
+    let o =
+        run(rtvirt(&["host", "apply", big.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g0={}", a.pid())]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // a second plan that alone fits, but not next to the 80% already reserved on the core
     let more = write(dir.path(), "more.json", &plan_json(&[("g1", 2_000_000, 10_000_000, 10_000_000, core)]));
-    let o = run(rtvirt(&["host", "apply", more.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g1={}", b.pid())]));
+    let o =
+        run(rtvirt(&["host", "apply", more.to_str().unwrap(), "--state-dir", st, "--pid", &format!("g1={}", b.pid())]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("existing thread {}", a.pid())) && err.contains("does not fit core"), "{err}");
@@ -258,7 +357,8 @@ impl ForeignExclusive {
         let f = ForeignExclusive(base.join(format!("{name}-{}", std::process::id())));
         std::fs::create_dir(&f.0).unwrap();
         std::fs::write(f.0.join("cpuset.cpus"), cpu.to_string()).unwrap();
-        std::fs::write(f.0.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim()).unwrap();
+        std::fs::write(f.0.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim())
+            .unwrap();
         std::fs::write(f.0.join("cpuset.cpu_exclusive"), "1").unwrap();
         f
     }
@@ -280,7 +380,10 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
-    let apply = || run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &format!("g1={}", a.pid())]));
+    let apply = || {
+        run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap()))
+            .args(["--pid", &format!("g1={}", a.pid())]))
+    };
     let revert = || run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap(), "--format", "json"]));
     let lb = || std::fs::read_to_string(base.join("cpuset.sched_load_balance")).unwrap().trim().to_string();
 
@@ -295,7 +398,11 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["warnings"].as_array().unwrap().len(), 0, "{r}");
-    assert_eq!((lb(), snapshot(&[a.pid()])), (lb_before.clone(), before.clone()), "restored exactly although an exclusive cpuset exists");
+    assert_eq!(
+        (lb(), snapshot(&[a.pid()])),
+        (lb_before.clone(), before.clone()),
+        "restored exactly although an exclusive cpuset exists"
+    );
     drop(earlier);
 
     // another tool's partition created after the apply: restored exactly, and said so
@@ -325,7 +432,15 @@ fn a_cpu_held_by_another_exclusive_cpuset_is_explained_and_rolled_back() {
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     let before = snapshot(&[a.pid()]);
-    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--pid", &format!("g1={}", a.pid())]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        plan.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--pid",
+        &format!("g1={}", a.pid()),
+    ]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("already held by another exclusive cpuset") && err.contains("rolled back"), "{err}");
@@ -346,14 +461,22 @@ fn the_cores_fair_server_counts_in_the_kernel_bandwidth_pre_check() {
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 9_200_000, 10_000_000, 10_000_000, core)]));
     let state = dir.path().join("state");
     let before = snapshot(&[a.pid()]);
-    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--dry-run", "--pid", &format!("g1={}", a.pid())]));
+    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args([
+        "--dry-run",
+        "--pid",
+        &format!("g1={}", a.pid()),
+    ]));
     let cap = rtvirt_host::sysinfo::dl_bandwidth_cap();
     let fair = rtvirt_host::sysinfo::FairServers::of_this_host().active_on(core);
     match (cap, fair) {
         (Some(cap), Some(f)) if 0.92 + f.runtime_ns as f64 / f.period_ns as f64 > cap => {
             assert_eq!(o.status.code(), Some(2), "{}", text(&o));
             let err = String::from_utf8_lossy(&o.stderr);
-            assert!(err.contains("kernel SCHED_DEADLINE bandwidth cap") && err.contains(&format!("CPU {core}'s fair server")), "{err}");
+            assert!(
+                err.contains("kernel SCHED_DEADLINE bandwidth cap")
+                    && err.contains(&format!("CPU {core}'s fair server")),
+                "{err}"
+            );
         }
         _ => assert_eq!(o.status.code(), Some(0), "no fair server reserved on CPU {core}, or no cap: {}", text(&o)),
     }

@@ -42,7 +42,10 @@ impl Drop for Veth {
 
 /// An IRQ whose affinity can be changed harmlessly (the serial console), if the host has one.
 fn serial_irq() -> Option<(u32, String)> {
-    rtvirt_host::sysinfo::irqs().into_iter().find(|i| i.actions.iter().any(|a| a == "ttyS0")).map(|i| (i.number, "ttyS0".to_string()))
+    rtvirt_host::sysinfo::irqs()
+        .into_iter()
+        .find(|i| i.actions.iter().any(|a| a == "ttyS0"))
+        .map(|i| (i.number, "ttyS0".to_string()))
 }
 
 /// `rtvirt host threads --format json` (the whole host).
@@ -55,7 +58,12 @@ fn system_threads() -> Vec<serde_json::Value> {
 }
 
 fn napi_tids(dev: &str) -> Vec<u32> {
-    threads::discover(&Target::System).unwrap().into_iter().filter(|t| matches!(&t.role, Role::Napi { dev: d, .. } if d == dev)).map(|t| t.tid).collect()
+    threads::discover(&Target::System)
+        .unwrap()
+        .into_iter()
+        .filter(|t| matches!(&t.role, Role::Napi { dev: d, .. } if d == dev))
+        .map(|t| t.tid)
+        .collect()
 }
 
 fn profile(dev: &str, irq: Option<&str>, vcpu_prio: u32) -> String {
@@ -65,7 +73,9 @@ fn profile(dev: &str, irq: Option<&str>, vcpu_prio: u32) -> String {
         p += &format!("[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\n");
     }
     p += &format!("[[set]]\nrole = \"napi\"\ndevice = \"{dev}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 49\n");
-    p += &format!("[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = {vcpu_prio}\n");
+    p += &format!(
+        "[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = {vcpu_prio}\n"
+    );
     p += "[[set]]\nrole = \"vcpu\"\nguest = \"hk\"\ncpus = \"0\"\npolicy = \"other\"\nnice = 5\n";
     p
 }
@@ -73,7 +83,8 @@ fn profile(dev: &str, irq: Option<&str>, vcpu_prio: u32) -> String {
 /// Everything the profile may change.
 fn state(tids: &[u32], dev: &str, irq: Option<u32>) -> String {
     let threaded = std::fs::read_to_string(format!("/sys/class/net/{dev}/threaded")).unwrap();
-    let irq_aff = irq.map(|n| std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap()).unwrap_or_default();
+    let irq_aff =
+        irq.map(|n| std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap()).unwrap_or_default();
     format!("{}threaded={threaded} irq={irq_aff} napi={:?}", thread_snapshot(tids), napi_tids(dev))
 }
 
@@ -87,7 +98,13 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        Setup { rt: Sleeper::start(), hk: Sleeper::start(), veth: Veth::create(), irq: serial_irq(), dir: tempfile::tempdir().unwrap() }
+        Setup {
+            rt: Sleeper::start(),
+            hk: Sleeper::start(),
+            veth: Veth::create(),
+            irq: serial_irq(),
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
     fn state(&self) -> String {
         state(&[self.rt.pid(), self.hk.pid()], &self.veth.0, self.irq.as_ref().map(|i| i.0))
@@ -97,7 +114,17 @@ impl Setup {
     }
     fn command(&self, profile: &Path, state_dir: &Path) -> Command {
         let (rt, hk) = (format!("rt={}", self.rt.pid()), format!("hk={}", self.hk.pid()));
-        rtvirt(&["host", "apply", profile.to_str().unwrap(), "--state-dir", state_dir.to_str().unwrap(), "--pid", &rt, "--pid", &hk])
+        rtvirt(&[
+            "host",
+            "apply",
+            profile.to_str().unwrap(),
+            "--state-dir",
+            state_dir.to_str().unwrap(),
+            "--pid",
+            &rt,
+            "--pid",
+            &hk,
+        ])
     }
     fn apply(&self, profile: &Path, state_dir: &Path, extra: &[&str]) -> std::process::Output {
         run(self.command(profile, state_dir).args(extra))
@@ -125,7 +152,11 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
 
     let rt = sched::get(s.rt.pid()).unwrap();
     assert_eq!((rt.policy, rt.priority), (SCHED_FIFO, 47));
-    assert!(chrt(s.rt.pid()).contains("SCHED_FIFO") && chrt(s.rt.pid()).contains("priority: 47"), "{}", chrt(s.rt.pid()));
+    assert!(
+        chrt(s.rt.pid()).contains("SCHED_FIFO") && chrt(s.rt.pid()).contains("priority: 47"),
+        "{}",
+        chrt(s.rt.pid())
+    );
     assert_eq!(sched::get_affinity(s.rt.pid()).unwrap(), cpus(&cpu.to_string()));
     let hk = sched::get(s.hk.pid()).unwrap();
     assert_eq!((hk.policy, hk.nice), (SCHED_OTHER, 5));
@@ -139,14 +170,25 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
         assert_eq!(sched::get_affinity(*t).unwrap(), cpus(&cpu.to_string()));
     }
     if let Some((n, _)) = &s.irq {
-        assert_eq!(std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim(), cpu.to_string());
+        assert_eq!(
+            std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim(),
+            cpu.to_string()
+        );
     }
     // `rtvirt host threads` labels the NAPI threads with their new policy and affinity
     let ts = system_threads();
     for t in &napi {
         let j = ts.iter().find(|j| j["tid"] == *t).unwrap_or_else(|| panic!("napi thread {t} not listed"));
-        assert_eq!((j["role"]["kind"].as_str(), j["role"]["dev"].as_str()), (Some("napi"), Some(s.veth.0.as_str())), "{j}");
-        assert_eq!((j["policy"].as_str(), j["sched"]["priority"].as_u64(), j["affinity"].as_str()), (Some("FIFO"), Some(49), Some(cpu.to_string().as_str())), "{j}");
+        assert_eq!(
+            (j["role"]["kind"].as_str(), j["role"]["dev"].as_str()),
+            (Some("napi"), Some(s.veth.0.as_str())),
+            "{j}"
+        );
+        assert_eq!(
+            (j["policy"].as_str(), j["sched"]["priority"].as_u64(), j["affinity"].as_str()),
+            (Some("FIFO"), Some(49), Some(cpu.to_string().as_str())),
+            "{j}"
+        );
     }
     // the report shows the lint's per-CPU view with the changed threads
     let out = String::from_utf8_lossy(&o.stdout);
@@ -160,7 +202,11 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     let ids: Vec<&str> = r["lint"]["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&"fifo_vcpu_above_kthreads"), "a FIFO vCPU above ksoftirqd/{cpu} is flagged: {ids:?}");
     // flagged only where the CPU's fair server has runtime (read from debugfs like the lint does)
-    assert_eq!(ids.contains(&"fair_server_preempts_rt"), rtvirt_host::sysinfo::FairServers::of_this_host().active_on(cpu).is_some(), "{ids:?}");
+    assert_eq!(
+        ids.contains(&"fair_server_preempts_rt"),
+        rtvirt_host::sysinfo::FairServers::of_this_host().active_on(cpu).is_some(),
+        "{ids:?}"
+    );
 
     revert(&st);
     assert_eq!(s.state(), before);
@@ -179,9 +225,15 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     let o = run(rtvirt(&["host", "lint", bad.to_str().unwrap(), "--pid", &rt, "--pid", &hk, "--format", "json"]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"), "{lint}");
+    assert!(
+        lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"),
+        "{lint}"
+    );
     let rt_cpu = last_cpu().to_string();
-    assert!(lint["per_cpu"][&rt_cpu].as_array().unwrap().iter().any(|e| e["tid"] == s.rt.pid() && e["changed"] == true), "{lint}");
+    assert!(
+        lint["per_cpu"][&rt_cpu].as_array().unwrap().iter().any(|e| e["tid"] == s.rt.pid() && e["changed"] == true),
+        "{lint}"
+    );
     // the per-CPU view lists every entity that competes for the CPU: a runnable SCHED_OTHER
     // thread allowed there too, a sleeping one not
     let spin = Spinner::start(last_cpu());
@@ -189,7 +241,10 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     let o = run(rtvirt(&["host", "lint", bad.to_str().unwrap(), "--pid", &rt, "--pid", &hk, "--format", "json"]));
     let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     let on_rt_cpu = lint["per_cpu"][&rt_cpu].as_array().unwrap();
-    assert!(on_rt_cpu.iter().any(|e| e["tid"] == spin.pid() && e["sched"].as_str().unwrap().starts_with("OTHER")), "runnable spinner missing: {lint}");
+    assert!(
+        on_rt_cpu.iter().any(|e| e["tid"] == spin.pid() && e["sched"].as_str().unwrap().starts_with("OTHER")),
+        "runnable spinner missing: {lint}"
+    );
     assert!(!on_rt_cpu.iter().any(|e| e["tid"] == idle.pid()), "a sleeping SCHED_OTHER thread is not listed: {lint}");
     drop(spin);
     let o = run(rtvirt(&["host", "lint", s.profile_file(40).to_str().unwrap(), "--pid", &rt, "--pid", &hk]));
@@ -200,7 +255,10 @@ fn lint_blocks_a_vcpu_above_its_io_path_unless_forced() {
     let o = s.apply(&bad, &st, &["--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let lint: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"), "{lint}");
+    assert!(
+        lint["findings"].as_array().unwrap().iter().any(|f| f["id"] == "io_below_vcpu" && f["severity"] == "fail"),
+        "{lint}"
+    );
     assert_eq!(s.state(), before, "nothing changed");
     assert!(!journal_exists(&st));
 
@@ -216,7 +274,11 @@ struct Spinner(Sleeper);
 
 impl Spinner {
     fn start(cpu: u32) -> Spinner {
-        let child = Command::new("taskset").args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"]).stdin(std::process::Stdio::null()).spawn().expect("taskset sh");
+        let child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("taskset sh");
         let s = Spinner(Sleeper(child));
         // wait until taskset has exec'd the shell (its comm becomes sh)
         while procfs::read_opt(format!("/proc/{}/comm", s.pid())).as_deref() != Some("sh") {
@@ -240,7 +302,10 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap();
     if threaded {
         // booted with threadirqs (or PREEMPT_RT): irq_threads_of_a_device_get_their_priority_and_revert covers it
-        assert!(cmdline.split_whitespace().any(|w| w == "threadirqs") || std::fs::read_to_string("/sys/kernel/realtime").is_ok());
+        assert!(
+            cmdline.split_whitespace().any(|w| w == "threadirqs")
+                || std::fs::read_to_string("/sys/kernel/realtime").is_ok()
+        );
         eprintln!("skipped: IRQ {n} ({name}) is threaded on this kernel");
         return;
     }
@@ -251,13 +316,21 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 50\n"));
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let apply = |extra: &[&str]| run(rtvirt(&[&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()], extra].concat()));
+    let apply = |extra: &[&str]| {
+        run(rtvirt(&[&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()], extra].concat()))
+    };
 
     // the policy cannot be applied: the lint fails, naming the IRQ, the profile line and threadirqs
     let o = apply(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("FAIL: irq_not_threaded") && out.contains(&format!("IRQ {n} ({name})")) && out.contains("threadirqs") && out.contains("irq.toml:6 set[0].policy"), "{out}");
+    assert!(
+        out.contains("FAIL: irq_not_threaded")
+            && out.contains(&format!("IRQ {n} ({name})"))
+            && out.contains("threadirqs")
+            && out.contains("irq.toml:6 set[0].policy"),
+        "{out}"
+    );
     assert_eq!(aff(), before, "nothing changed");
     assert!(!journal_exists(&st));
     let o = run(rtvirt(&["host", "lint", p.to_str().unwrap(), "--format", "json"]));
@@ -268,7 +341,14 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["forced"], true, "{r}");
-    assert!(r["lint"]["findings"].as_array().unwrap().iter().any(|f| f["id"] == "irq_not_threaded" && f["severity"] == "fail"), "{r}");
+    assert!(
+        r["lint"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "irq_not_threaded" && f["severity"] == "fail"),
+        "{r}"
+    );
     assert_eq!(aff(), cpu.to_string());
     revert(&st);
     assert_eq!(aff(), before);
@@ -283,7 +363,8 @@ fn threaded_napi_on_a_device_without_napi_is_explained_and_rolled_back() {
     let _g = serial();
     let veth = Veth::create_with("rtvn", false);
     let rt = Sleeper::start();
-    let threaded = || std::fs::read_to_string(format!("/sys/class/net/{}/threaded", veth.0)).unwrap().trim().to_string();
+    let threaded =
+        || std::fs::read_to_string(format!("/sys/class/net/{}/threaded", veth.0)).unwrap().trim().to_string();
     let before = (threaded(), thread_snapshot(&[rt.pid()]));
     let cpu = last_cpu();
     let dir = tempfile::tempdir().unwrap();
@@ -294,13 +375,27 @@ fn threaded_napi_on_a_device_without_napi_is_explained_and_rolled_back() {
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &format!("rt={}", rt.pid())]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        p.to_str().unwrap(),
+        "--state-dir",
+        st.to_str().unwrap(),
+        "--pid",
+        &format!("rt={}", rt.pid()),
+    ]));
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    let refused = err.contains(&format!("/sys/class/net/{}/threaded", veth.0)) && err.contains("EOPNOTSUPP") && err.contains("without NAPI instances");
+    let refused = err.contains(&format!("/sys/class/net/{}/threaded", veth.0))
+        && err.contains("EOPNOTSUPP")
+        && err.contains("without NAPI instances");
     let no_thread = err.contains(&format!("no napi/{}-* thread appeared", veth.0)) && err.contains("napi.toml");
     assert!((refused || no_thread) && err.contains("rolled back"), "{err}");
-    assert_eq!((threaded(), thread_snapshot(&[rt.pid()])), before, "threaded NAPI and the vCPU stand-in are back as they were");
+    assert_eq!(
+        (threaded(), thread_snapshot(&[rt.pid()])),
+        before,
+        "threaded NAPI and the vCPU stand-in are back as they were"
+    );
     let o = run(rtvirt(&["host", "revert", "--state-dir", st.to_str().unwrap(), "--format", "json"]));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     assert_eq!(r["restored"].as_array().unwrap().len(), 0, "the rollback left nothing to revert: {r}");
@@ -339,13 +434,22 @@ fn bad_profiles_exit_2_and_change_nothing() {
     let head = "schema = \"rtvirt.profile/v1\"\n";
     let cases = [
         (format!("{head}[[set]]\nrole = \"nic\"\ndevice = \"x\"\ncpus = \"0\"\n"), "unknown role \"nic\""),
-        (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"other\"\npolicy = \"fifo\"\npriority = 5\n"), "guest \"other\" is not bound"),
-        (format!("{head}[[set]]\nrole = \"vhost\"\nguest = \"rt\"\npolicy = \"fifo\"\npriority = 5\n"), "matches no thread"),
+        (
+            format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"other\"\npolicy = \"fifo\"\npriority = 5\n"),
+            "guest \"other\" is not bound",
+        ),
+        (
+            format!("{head}[[set]]\nrole = \"vhost\"\nguest = \"rt\"\npolicy = \"fifo\"\npriority = 5\n"),
+            "matches no thread",
+        ),
         (format!("{head}[[set]]\nrole = \"napi\"\ndevice = \"nosuchdev0\"\n"), "no network device"),
         (format!("{head}[[set]]\nrole = \"irq\"\ndevice = \"nosuchirq\"\ncpus = \"0\"\n"), "no IRQ handler"),
         (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"999\"\n"), "not online"),
         (format!("{head}[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\npolicy = \"fifo\"\n"), "need a priority"),
-        (format!("{head}[[set]]\nrole = \"container\"\ncgroup = \"/no/such/cgroup\"\ncpus = \"0\"\n"), "no cpuset cgroup"),
+        (
+            format!("{head}[[set]]\nrole = \"container\"\ncgroup = \"/no/such/cgroup\"\ncpus = \"0\"\n"),
+            "no cpuset cgroup",
+        ),
     ];
     for (i, (src, msg)) in cases.iter().enumerate() {
         let p = write(s.dir.path(), &format!("bad{i}.toml"), src);
@@ -377,10 +481,13 @@ impl Container {
         let online = rtvirt_host::sysinfo::online_cpus().to_string();
         std::fs::write(dir.join("cpuset.cpus"), &online).unwrap();
         if let rtvirt_host::cpuset::Hierarchy::V1(base) = &h {
-            std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim()).unwrap();
+            std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim())
+                .unwrap();
         }
         let script = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\ntime.sleep(600)";
-        let s = Sleeper(Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"));
+        let s = Sleeper(
+            Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"),
+        );
         let start = std::time::Instant::now();
         while procfs::tids(s.pid()).len() < 3 {
             assert!(start.elapsed() < std::time::Duration::from_secs(20), "python3 did not start its threads");
@@ -423,19 +530,37 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     let tids = ct.tids();
     assert_eq!(tids.len(), 3);
     for tid in &tids {
-        assert!(ts.iter().any(|t| t["tid"].as_u64() == Some(*tid as u64) && t["pid"].as_u64() == Some(ct.pid() as u64) && t["role"]["kind"] == "container" && t["role"]["cgroup"] == ct.rel.as_str()), "thread {tid} of the container process: {}", text(&threads_out));
+        assert!(
+            ts.iter().any(|t| t["tid"].as_u64() == Some(*tid as u64)
+                && t["pid"].as_u64() == Some(ct.pid() as u64)
+                && t["role"]["kind"] == "container"
+                && t["role"]["cgroup"] == ct.rel.as_str()),
+            "thread {tid} of the container process: {}",
+            text(&threads_out)
+        );
     }
 
     let before = (ct.cpus(), thread_snapshot(&[ct.pid()]));
     let dir = tempfile::tempdir().unwrap();
     let cpu = last_cpu();
-    let p = write(dir.path(), "ct.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"container\"\ncgroup = \"{}\"\ncpus = \"{cpu}\"\n", ct.rel));
+    let p = write(
+        dir.path(),
+        "ct.toml",
+        &format!(
+            "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"container\"\ncgroup = \"{}\"\ncpus = \"{cpu}\"\n",
+            ct.rel
+        ),
+    );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(ct.cpus(), cpu.to_string());
-    assert_eq!(sched::get_affinity(ct.pid()).unwrap(), cpus(&cpu.to_string()), "the container's process follows its cpuset");
+    assert_eq!(
+        sched::get_affinity(ct.pid()).unwrap(),
+        cpus(&cpu.to_string()),
+        "the container's process follows its cpuset"
+    );
     revert(&st);
     assert_eq!((ct.cpus(), thread_snapshot(&[ct.pid()])), before);
 }
@@ -443,12 +568,21 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
 #[test]
 fn irq_threads_of_a_device_get_their_priority_and_revert() {
     let _g = serial();
-    let Some(t) = threads::discover(&Target::System).unwrap().into_iter().find(|t| matches!(&t.role, Role::Irq { name, .. } if !name.is_empty())) else {
+    let Some(t) = threads::discover(&Target::System)
+        .unwrap()
+        .into_iter()
+        .find(|t| matches!(&t.role, Role::Irq { name, .. } if !name.is_empty()))
+    else {
         eprintln!("skipped: this kernel has no IRQ threads (no threadirqs / PREEMPT_RT)");
         return;
     };
     let Role::Irq { name, .. } = &t.role else { unreachable!() };
-    let tids: Vec<u32> = threads::discover(&Target::System).unwrap().into_iter().filter(|x| matches!(&x.role, Role::Irq { name: n, .. } if n == name)).map(|x| x.tid).collect();
+    let tids: Vec<u32> = threads::discover(&Target::System)
+        .unwrap()
+        .into_iter()
+        .filter(|x| matches!(&x.role, Role::Irq { name: n, .. } if n == name))
+        .map(|x| x.tid)
+        .collect();
     let before = thread_snapshot(&tids);
     let prio = if t.sched.priority >= 98 { 97 } else { t.sched.priority + 1 };
     let dir = tempfile::tempdir().unwrap();
@@ -458,7 +592,11 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for tid in &tids {
-        assert_eq!((sched::get(*tid).unwrap().policy, sched::get(*tid).unwrap().priority), (SCHED_FIFO, prio), "irq thread {tid} ({name})");
+        assert_eq!(
+            (sched::get(*tid).unwrap().policy, sched::get(*tid).unwrap().priority),
+            (SCHED_FIFO, prio),
+            "irq thread {tid} ({name})"
+        );
     }
     revert(&st);
     assert_eq!(thread_snapshot(&tids), before);
@@ -473,11 +611,14 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let before = snapshot(&[a.pid()]);
-    let entry = |cpus: &str| format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"10ms\"\ncpus = \"{cpus}\"\n");
+    let entry = |cpus: &str| {
+        format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"10ms\"\ncpus = \"{cpus}\"\n")
+    };
     let bind = format!("g={}", a.pid());
 
     let wide = write(dir.path(), "wide.toml", &entry("0-1"));
-    let o = run(rtvirt(&["host", "apply", wide.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
+    let o =
+        run(rtvirt(&["host", "apply", wide.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pinned to one CPU"), "{}", text(&o));
     assert_eq!(snapshot(&[a.pid()]), before);
@@ -486,8 +627,13 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = sched::get(a.pid()).unwrap();
-    assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (rtvirt_host::sched::SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000));
-    assert!(std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid())).unwrap().contains(&format!("rtvirt-core{cpu}")));
+    assert_eq!(
+        (s.policy, s.runtime_ns, s.deadline_ns, s.period_ns),
+        (rtvirt_host::sched::SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000)
+    );
+    assert!(std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid()))
+        .unwrap()
+        .contains(&format!("rtvirt-core{cpu}")));
     revert(&st);
     assert_eq!(snapshot(&[a.pid()]), before);
 }
@@ -501,14 +647,32 @@ fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let before = snapshot(&[a.pid(), b.pid()]);
-    let entry = |g: &str| format!("[[set]]\nrole = \"vcpu\"\nguest = \"{g}\"\npolicy = \"deadline\"\nruntime = \"5ms\"\ndeadline = \"5ms\"\nperiod = \"100ms\"\ncpus = \"{cpu}\"\n");
+    let entry = |g: &str| {
+        format!("[[set]]\nrole = \"vcpu\"\nguest = \"{g}\"\npolicy = \"deadline\"\nruntime = \"5ms\"\ndeadline = \"5ms\"\nperiod = \"100ms\"\ncpus = \"{cpu}\"\n")
+    };
     // bandwidth 0.1 passes the kernel's cap (the kernel would accept both), but both need 5 ms
     // within the same 5 ms window: rtvirt's exact EDF test refuses before the kernel is asked.
     let p = write(dir.path(), "dense.toml", &format!("schema = \"rtvirt.profile/v1\"\n{}{}", entry("a"), entry("b")));
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &format!("a={}", a.pid()), "--pid", &format!("b={}", b.pid())]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        p.to_str().unwrap(),
+        "--state-dir",
+        st.to_str().unwrap(),
+        "--pid",
+        &format!("a={}", a.pid()),
+        "--pid",
+        &format!("b={}", b.pid()),
+    ]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("dense.toml") && err.contains(&format!("the profile does not fit core {cpu}")) && err.contains("exact EDF demand test"), "{}", text(&o));
+    assert!(
+        err.contains("dense.toml")
+            && err.contains(&format!("the profile does not fit core {cpu}"))
+            && err.contains("exact EDF demand test"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(snapshot(&[a.pid(), b.pid()]), before);
     assert!(!journal_exists(&st));
 }
@@ -538,7 +702,11 @@ fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
             assert_eq!(comm, &format!("irq/{}-{}", j["role"]["irq"], j["role"]["name"].as_str().unwrap()), "{j}");
         }
         let attr = sched::get(*pid).unwrap();
-        assert_eq!((j["sched"]["policy"].as_u64(), j["sched"]["priority"].as_u64()), (Some(attr.policy as u64), Some(attr.priority as u64)), "{j}");
+        assert_eq!(
+            (j["sched"]["policy"].as_u64(), j["sched"]["priority"].as_u64()),
+            (Some(attr.policy as u64), Some(attr.priority as u64)),
+            "{j}"
+        );
         assert_eq!(j["affinity"].as_str().unwrap(), sched::get_affinity(*pid).unwrap().to_string(), "{j}");
         assert!(chrt(*pid).contains(&format!("SCHED_{}", j["policy"].as_str().unwrap())), "{j} vs chrt {}", chrt(*pid));
         seen += 1;
@@ -554,11 +722,15 @@ fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
 fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
     let _g = serial();
     let script = "import os, threading, time\ndef worker():\n    open('/proc/self/task/%d/comm' % threading.get_native_id(), 'w').write('vhost-%d' % os.getpid())\n    time.sleep(600)\nthreading.Thread(target=worker, daemon=True).start()\ntime.sleep(600)";
-    let p = Sleeper(Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"));
+    let p = Sleeper(
+        Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"),
+    );
     let name = format!("vhost-{}", p.pid());
     let start = std::time::Instant::now();
     let worker = loop {
-        let found = procfs::tids(p.pid()).into_iter().find(|t| procfs::read_opt(format!("/proc/{t}/comm")).as_deref() == Some(name.as_str()));
+        let found = procfs::tids(p.pid())
+            .into_iter()
+            .find(|t| procfs::read_opt(format!("/proc/{t}/comm")).as_deref() == Some(name.as_str()));
         if let Some(t) = found {
             break t;
         }
@@ -571,5 +743,8 @@ fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
     let ts = list["threads"].as_array().unwrap();
     let w = ts.iter().find(|t| t["tid"] == worker).unwrap_or_else(|| panic!("{}", text(&o)));
     assert_eq!((w["role"]["kind"].as_str(), w["role"]["owner"].as_u64()), (Some("vhost"), Some(p.pid() as u64)), "{w}");
-    assert!(ts.iter().filter(|t| t["tid"] != worker).all(|t| t["role"]["kind"] == "other"), "only the renamed thread is a vhost worker: {ts:?}");
+    assert!(
+        ts.iter().filter(|t| t["tid"] != worker).all(|t| t["role"]["kind"] == "other"),
+        "only the renamed thread is a vhost worker: {ts:?}"
+    );
 }

@@ -72,7 +72,11 @@ fn threads_json(args: &[&str]) -> Vec<serde_json::Value> {
 }
 
 fn vcpu_tids(ts: &[serde_json::Value]) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = ts.iter().filter(|t| t["role"]["kind"] == "vcpu").map(|t| (t["role"]["index"].as_u64().unwrap(), t["tid"].as_u64().unwrap())).collect();
+    let mut v: Vec<(u64, u64)> = ts
+        .iter()
+        .filter(|t| t["role"]["kind"] == "vcpu")
+        .map(|t| (t["role"]["index"].as_u64().unwrap(), t["tid"].as_u64().unwrap()))
+        .collect();
     v.sort();
     v
 }
@@ -96,7 +100,9 @@ fn discovers_vcpus_and_iothreads_via_qmp_and_by_name() {
     assert_eq!(vcpu_tids(&threads_json(&["--vm", &q.name])), expected);
     assert_eq!(vcpu_tids(&threads_json(&["--pid", &q.child.id().to_string()])), expected);
     let all = threads_json(&[]);
-    assert!(expected.iter().all(|(_, tid)| all.iter().any(|t| t["tid"].as_u64() == Some(*tid) && t["role"]["kind"] == "vcpu")));
+    assert!(expected
+        .iter()
+        .all(|(_, tid)| all.iter().any(|t| t["tid"].as_u64() == Some(*tid) && t["role"]["kind"] == "vcpu")));
     assert!(all.iter().any(|t| t["role"]["kind"] == "ksoftirqd"));
     // the table names the columns
     let o = run(rtvirt(&["host", "threads", "--qmp", q.sock()]));
@@ -117,7 +123,10 @@ fn a_qemu_found_by_pid_or_scan_is_labelled_through_the_qmp_socket_of_its_command
     assert_eq!(expected.len(), 2);
     let pid = q.child.id();
     // without debug-threads no thread is named "CPU n/TCG": the names alone label nothing
-    let comms: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).unwrap().trim().to_string()).collect();
+    let comms: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).unwrap().trim().to_string())
+        .collect();
     assert!(!comms.iter().any(|c| c.starts_with("CPU ")), "{comms:?}");
 
     let by_pid = threads_json(&["--pid", &pid.to_string()]);
@@ -137,18 +146,40 @@ fn plan_on_qemu_vcpus_applies_and_reverts() {
     let tids: Vec<u32> = q.vcpus().into_iter().map(|(_, t)| t).collect();
     let before = snapshot(&tids);
     let core = last_cpu();
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("a", 1_000_000, 10_000_000, 10_000_000, core), ("b", 1_000_000, 10_000_000, 10_000_000, core)]));
+    let plan = write(
+        dir.path(),
+        "plan.json",
+        &plan_json(&[("a", 1_000_000, 10_000_000, 10_000_000, core), ("b", 1_000_000, 10_000_000, 10_000_000, core)]),
+    );
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     let (va, vb) = (format!("a={},vcpu=0", q.sock()), format!("b={},vcpu=1", q.sock()));
 
     // a two-vCPU VM needs the vCPU named
-    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("a={}", q.sock())]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        plan.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--vm",
+        &format!("a={}", q.sock()),
+    ]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("has 2 vCPUs"), "{}", text(&o));
     assert_eq!(snapshot(&tids), before);
 
-    let o = run(rtvirt(&["host", "apply", plan.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &va, "--vm", &vb]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        plan.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--vm",
+        &va,
+        "--vm",
+        &vb,
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for tid in &tids {
         let s = sched::get(*tid).unwrap();
@@ -180,14 +211,33 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     // the guest named by its QEMU -name (its QMP socket is found on the command line)
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name]));
+    let o =
+        run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("guest \"rt\" is not bound"), "{}", text(&o));
-    let p_named = write(dir.path(), "named.toml", &profile.replace("guest = \"rt\"", &format!("guest = \"{}\"", q.name)));
-    let o = run(rtvirt(&["host", "apply", p_named.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name, "--dry-run"]));
+    let p_named =
+        write(dir.path(), "named.toml", &profile.replace("guest = \"rt\"", &format!("guest = \"{}\"", q.name)));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        p_named.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--vm",
+        &q.name,
+        "--dry-run",
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("Would change"));
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &format!("rt={}", q.sock())]));
+    let o = run(rtvirt(&[
+        "host",
+        "apply",
+        p.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--vm",
+        &format!("rt={}", q.sock()),
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v1 = vcpus.iter().find(|v| v.0 == 1).unwrap().1;
     assert_eq!((sched::get(v1).unwrap().policy, sched::get(v1).unwrap().priority), (SCHED_FIFO, 47));

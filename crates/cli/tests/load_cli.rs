@@ -26,7 +26,13 @@ fn rate_and_bad_input() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = v["environment"]["load"][0]["ops_per_s"].as_f64().unwrap();
     assert!(r < 1.5e6, "rate limited to 1e6 ops/s, got {r}");
-    for args in [vec!["disk"], vec!["cpu", "--cpus", "77"], vec!["cpu", "--workers", "1000"], vec!["cpu", "--rate", "-1"], vec!["cpu", "--duration", "2h"]] {
+    for args in [
+        vec!["disk"],
+        vec!["cpu", "--cpus", "77"],
+        vec!["cpu", "--workers", "1000"],
+        vec!["cpu", "--rate", "-1"],
+        vec!["cpu", "--duration", "2h"],
+    ] {
         let mut a = vec!["load"];
         a.extend(&args);
         assert_eq!(rtvirt(&a).status.code(), Some(2), "{args:?}");

@@ -12,13 +12,20 @@ fn free_port() -> u16 {
 }
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 /// Start a server, wait for its "listening on" line.
 fn server(port: u16, proto: &str) -> std::process::Child {
     let listen = format!("127.0.0.1:{port}");
-    let mut child = rtvirt().args(["measure", "net", "server", "--listen", &listen, proto, "--duration", "20s"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = rtvirt()
+        .args(["measure", "net", "server", "--listen", &listen, proto, "--duration", "20s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("listening on"), "{line}");
@@ -31,7 +38,23 @@ fn client_json_has_the_documented_shape() {
         let port = free_port();
         let mut srv = server(port, proto);
         let connect = format!("127.0.0.1:{port}");
-        let out = rtvirt().args(["measure", "net", "client", "--connect", &connect, proto, "--arrivals", "uniform:1ms-2ms", "--duration", "500ms", "--format", "json"]).output().unwrap();
+        let out = rtvirt()
+            .args([
+                "measure",
+                "net",
+                "client",
+                "--connect",
+                &connect,
+                proto,
+                "--arrivals",
+                "uniform:1ms-2ms",
+                "--duration",
+                "500ms",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
         let _ = srv.kill();
         let _ = srv.wait();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -57,7 +80,9 @@ fn port_in_use_and_bad_values_exit_2() {
     let out = rtvirt().args(["measure", "net", "server", "--listen", &listen, "--duration", "1s"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
-    for args in [vec!["--connect", "nonsense"], vec!["--size", "8"], vec!["--arrivals", "poisson:0"], vec!["--udp", "--tcp"]] {
+    for args in
+        [vec!["--connect", "nonsense"], vec!["--size", "8"], vec!["--arrivals", "poisson:0"], vec!["--udp", "--tcp"]]
+    {
         let mut a = vec!["measure", "net", "client", "--duration", "100ms"];
         a.extend(&args);
         let out = rtvirt().args(&a).output().unwrap();
@@ -70,7 +95,24 @@ fn round_trips_between_host_and_container_over_the_bridge() {
     if !is_root() {
         return;
     }
-    let out = rtvirt().args(["measure", "net", "client", "--in", "container", "--connect", "127.0.0.1:9555", "--arrivals", "fixed:500", "--duration", "500ms", "--format", "json"]).output().unwrap();
+    let out = rtvirt()
+        .args([
+            "measure",
+            "net",
+            "client",
+            "--in",
+            "container",
+            "--connect",
+            "127.0.0.1:9555",
+            "--arrivals",
+            "fixed:500",
+            "--duration",
+            "500ms",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["environment"]["container"];

@@ -12,11 +12,18 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 fn have(tool: &str) -> bool {
-    let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().map(|o| o.status.success()).unwrap_or(false);
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     if !found {
         eprintln!("{tool} not installed (scripts/setup.sh installs it): skipped");
     }
@@ -31,7 +38,11 @@ fn rtvirt_json(args: &[&str]) -> serde_json::Value {
 
 /// The q-quantile (us, middle of its 1 us bin) of a cyclictest histogram file.
 fn cyclictest_percentile_us(hist: &str, q: f64) -> f64 {
-    let bins: Vec<u64> = hist.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().skip(1).map(|c| c.parse::<u64>().unwrap()).sum()).collect();
+    let bins: Vec<u64> = hist
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().skip(1).map(|c| c.parse::<u64>().unwrap()).sum())
+        .collect();
     let total: u64 = bins.iter().sum();
     let mut acc = 0;
     for (us, n) in bins.iter().enumerate() {
@@ -52,7 +63,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// One cyclictest round on CPU 1 (2 s, 1 ms, FIFO 90): (p50, p99) in us.
 fn cyclictest_round(dir: &std::path::Path) -> (f64, f64) {
     let hist = dir.join("h.txt");
-    let st = Command::new("cyclictest").args(["-m", "-q", "-t", "1", "-a", "1", "-p", "90", "-i", "1000", "-D", "2s", "-h", "10000", "--histfile"]).arg(&hist).stdout(Stdio::null()).status().unwrap();
+    let st = Command::new("cyclictest")
+        .args(["-m", "-q", "-t", "1", "-a", "1", "-p", "90", "-i", "1000", "-D", "2s", "-h", "10000", "--histfile"])
+        .arg(&hist)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
     assert!(st.success());
     let text = std::fs::read_to_string(&hist).unwrap();
     (cyclictest_percentile_us(&text, 0.5), cyclictest_percentile_us(&text, 0.99))
@@ -61,8 +77,24 @@ fn cyclictest_round(dir: &std::path::Path) -> (f64, f64) {
 /// One `measure timer` round with the same settings: (p50, p99) in us, and the number of missed
 /// periods.
 fn rtvirt_timer_round() -> ((f64, f64), u64) {
-    let v = rtvirt_json(&["measure", "timer", "--cpus", "1", "--priority", "90", "--interval", "1ms", "--duration", "2s", "--format", "json"]);
-    ((v["latency_ns"]["p50"].as_f64().unwrap() / 1e3, v["latency_ns"]["p99"].as_f64().unwrap() / 1e3), v["missed_periods"].as_u64().unwrap())
+    let v = rtvirt_json(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "1",
+        "--priority",
+        "90",
+        "--interval",
+        "1ms",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+    ]);
+    (
+        (v["latency_ns"]["p50"].as_f64().unwrap() / 1e3, v["latency_ns"]["p99"].as_f64().unwrap() / 1e3),
+        v["missed_periods"].as_u64().unwrap(),
+    )
 }
 
 /// Loose agreement of two latencies (us): within `factor` of each other plus `slack_us`.
@@ -104,14 +136,35 @@ fn timer_median_and_p99_agree_loosely_with_cyclictest() {
 
 /// Median full RTT (us) of a sockperf ping-pong run against a sockperf server on `port`.
 fn sockperf_median_us(port: &str) -> f64 {
-    let out = Command::new("sockperf").args(["pp", "-i", "127.0.0.1", "-p", port, "-m", "64", "-t", "1", "--full-rtt"]).output().unwrap();
+    let out = Command::new("sockperf")
+        .args(["pp", "-i", "127.0.0.1", "-p", port, "-m", "64", "-t", "1", "--full-rtt"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    text.lines().find(|l| l.contains("percentile 50.000 =")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no median in sockperf output: {text}"))
+    text.lines()
+        .find(|l| l.contains("percentile 50.000 ="))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no median in sockperf output: {text}"))
 }
 
 /// Median RTT (us) of `measure net client` back-to-back against an rtvirt server on `port`.
 fn rtvirt_median_us(port: &str) -> f64 {
-    let v = rtvirt_json(&["measure", "net", "client", "--connect", &format!("127.0.0.1:{port}"), "--size", "64", "--arrivals", "back-to-back", "--duration", "1s", "--format", "json"]);
+    let v = rtvirt_json(&[
+        "measure",
+        "net",
+        "client",
+        "--connect",
+        &format!("127.0.0.1:{port}"),
+        "--size",
+        "64",
+        "--arrivals",
+        "back-to-back",
+        "--duration",
+        "1s",
+        "--format",
+        "json",
+    ]);
     v["rtt_ns"]["p50"].as_f64().unwrap() / 1e3
 }
 
@@ -132,8 +185,17 @@ fn net_median_agrees_loosely_with_sockperf() {
     let _same_idle_state_for_both = hold_dma_latency_zero();
     let sp_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let rv_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let mut srv = Command::new("sockperf").args(["sr", "-i", "127.0.0.1", "-p", &sp_port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{rv_port}"), "--duration", "30s"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut srv = Command::new("sockperf")
+        .args(["sr", "-i", "127.0.0.1", "-p", &sp_port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{rv_port}"), "--duration", "30s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     std::io::BufReader::new(rsrv.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -147,7 +209,10 @@ fn net_median_agrees_loosely_with_sockperf() {
         let _ = p.wait();
     }
     let ((sp_lo, sp_hi), (rv_lo, rv_hi)) = (lo_hi(&sp), lo_hi(&rv));
-    assert!(rv_lo < sp_hi * 2.0 + 10.0 && sp_lo < rv_hi * 2.0 + 10.0, "median RTT: rtvirt {rv:?} us vs sockperf {sp:?} us");
+    assert!(
+        rv_lo < sp_hi * 2.0 + 10.0 && sp_lo < rv_hi * 2.0 + 10.0,
+        "median RTT: rtvirt {rv:?} us vs sockperf {sp:?} us"
+    );
 }
 
 fn lo_hi(v: &[f64]) -> (f64, f64) {

@@ -10,7 +10,10 @@ fn rtvirt(args: &[&str]) -> std::process::Output {
 }
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 /// Overall DSR from the per-task jobs and misses of a results document.
@@ -27,7 +30,8 @@ fn dsr(v: &serde_json::Value) -> f64 {
 /// guest's rho set to `rho` (as docs/PERFORMANCE.md does it), planned, then run 2 s each.
 fn measured_and_simulated_dsr(rho: &str) -> (f64, f64) {
     let dir = tempfile::tempdir().unwrap();
-    let default = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml")).unwrap();
+    let default =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml")).unwrap();
     assert_eq!(default.matches("\nrho = 0.9\n").count(), 3, "the default scenario's guests set rho 0.9");
     let scenario = dir.path().join("scenario.toml");
     std::fs::write(&scenario, default.replace("\nrho = 0.9\n", &format!("\nrho = {rho}\n"))).unwrap();
@@ -81,7 +85,12 @@ fn bad_plans_are_exit_2_naming_the_file() {
 
 /// `rtvirt measure tasks` of the default scenario for 30 s, JSON on a pipe.
 fn spawn_tasks_30s(stderr: Stdio) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["measure", "tasks", "--duration", "30s", "--format", "json"]).stdout(Stdio::piped()).stderr(stderr).spawn().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
 }
 
 extern "C" {
@@ -98,7 +107,9 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
     let child = spawn_tasks_30s(Stdio::null());
     // stop it once the task sets run (the workers calibrate first; a busy machine slows that)
     let start = std::time::Instant::now();
-    while !host_support::deadline_thread_in_a_child_of(child.id()) && start.elapsed() < std::time::Duration::from_secs(30) {
+    while !host_support::deadline_thread_in_a_child_of(child.id())
+        && start.elapsed() < std::time::Duration::from_secs(30)
+    {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -124,7 +135,10 @@ fn workers_of(parent: u32) -> Vec<i32> {
     use rtvirt_host::procfs;
     procfs::pids()
         .into_iter()
-        .filter(|&p| procfs::stat(p).is_ok_and(|s| s.ppid == parent) && procfs::cmdline(p).iter().any(|a| a.contains("tasks-worker")))
+        .filter(|&p| {
+            procfs::stat(p).is_ok_and(|s| s.ppid == parent)
+                && procfs::cmdline(p).iter().any(|a| a.contains("tasks-worker"))
+        })
         .map(|p| p as i32)
         .collect()
 }
@@ -153,7 +167,11 @@ fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // While running, the parent holds the exclusive cpusets and root load balancing is off.
     let ours = |root: &std::path::Path| {
-        std::fs::read_dir(root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(&format!("-{parent}-"))).count()
+        std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(&format!("-{parent}-")))
+            .count()
     };
     assert!(ours(&root) > 0, "exclusive cpusets exist during the run");
     // SAFETY: killing a grandchild we found by its parent (SIGKILL: no chance to clean up).

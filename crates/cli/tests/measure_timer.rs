@@ -12,7 +12,10 @@ fn json(out: &std::process::Output) -> serde_json::Value {
 }
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 /// Tests that create cpusets (deadline, container) must not hold the same CPU at once.
@@ -27,7 +30,20 @@ fn json_has_the_documented_shape_and_counts_every_period() {
     }
     let dir = tempfile::tempdir().unwrap();
     let hist = dir.path().join("hist.txt");
-    let out = rtvirt(&["measure", "timer", "--cpus", "0-1", "--interval", "1ms", "--duration", "500ms", "--format", "json", "--histogram", hist.to_str().unwrap()]);
+    let out = rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "0-1",
+        "--interval",
+        "1ms",
+        "--duration",
+        "500ms",
+        "--format",
+        "json",
+        "--histogram",
+        hist.to_str().unwrap(),
+    ]);
     let v = json(&out);
     assert_eq!(v["schema"], "rtvirt.results/v1");
     assert_eq!(v["kind"], "timer");
@@ -100,12 +116,26 @@ fn interval_reports_stream_as_json_lines() {
     if !is_root() {
         return;
     }
-    let out = rtvirt(&["measure", "timer", "--cpus", "0", "--duration", "600ms", "--interval-report", "200ms", "--format", "json"]);
+    let out = rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "0",
+        "--duration",
+        "600ms",
+        "--interval-report",
+        "200ms",
+        "--format",
+        "json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let intervals: Vec<_> = lines.iter().filter(|l| l["type"] == "interval").collect();
     assert_eq!(intervals.len(), 3);
-    assert!(intervals.iter().all(|i| i["count"].as_u64().unwrap() >= 150 && i["stalled_cpus"].as_array().unwrap().is_empty()));
+    assert!(intervals
+        .iter()
+        .all(|i| i["count"].as_u64().unwrap() >= 150 && i["stalled_cpus"].as_array().unwrap().is_empty()));
     assert_eq!(lines.last().unwrap()["kind"], "timer");
 }
 
@@ -117,7 +147,18 @@ fn deadline_policy_runs_and_restores_the_cpuset_setup() {
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     let lb = "/sys/fs/cgroup/cpuset/cpuset.sched_load_balance";
     let before = std::fs::read_to_string(lb).ok();
-    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--policy", "deadline", "--duration", "300ms", "--format", "json"]));
+    let v = json(&rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "1",
+        "--policy",
+        "deadline",
+        "--duration",
+        "300ms",
+        "--format",
+        "json",
+    ]));
     assert_eq!(v["policy"], "deadline");
     assert_eq!(v["reservation"]["period_ns"], 1_000_000);
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
@@ -129,7 +170,19 @@ fn priority_99_runs_with_force() {
     if !is_root() {
         return;
     }
-    let v = json(&rtvirt(&["measure", "timer", "--cpus", "0", "--priority", "99", "--force", "--duration", "200ms", "--format", "json"]));
+    let v = json(&rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "0",
+        "--priority",
+        "99",
+        "--force",
+        "--duration",
+        "200ms",
+        "--format",
+        "json",
+    ]));
     assert_eq!(v["priority"], 99);
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 190);
 }
@@ -159,7 +212,20 @@ fn in_container_records_it_and_leaves_nothing_behind() {
         return;
     }
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--duration", "300ms", "--in", "container", "--load", "cpu@1", "--format", "json"]));
+    let v = json(&rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "1",
+        "--duration",
+        "300ms",
+        "--in",
+        "container",
+        "--load",
+        "cpu@1",
+        "--format",
+        "json",
+    ]));
     assert_eq!(v["environment"]["in"], "container");
     let c = &v["environment"]["container"];
     assert_eq!(c["cpuset"], "1");
@@ -221,8 +287,16 @@ fn without_root_every_measurement_is_a_clear_exit_2() {
     if !is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
         return;
     }
-    for args in [vec!["measure", "timer", "--duration", "1s"], vec!["measure", "timer", "--duration", "1s", "--in", "container"], vec!["measure", "tasks", "--duration", "1s"]] {
-        let out = Command::new("setpriv").args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_rtvirt")]).args(&args).output().unwrap();
+    for args in [
+        vec!["measure", "timer", "--duration", "1s"],
+        vec!["measure", "timer", "--duration", "1s", "--in", "container"],
+        vec!["measure", "tasks", "--duration", "1s"],
+    ] {
+        let out = Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_rtvirt")])
+            .args(&args)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("root"), "{args:?}: {err}");
@@ -235,7 +309,20 @@ fn deadline_policy_inside_a_container() {
         return;
     }
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let v = json(&rtvirt(&["measure", "timer", "--cpus", "1", "--policy", "deadline", "--duration", "300ms", "--in", "container", "--format", "json"]));
+    let v = json(&rtvirt(&[
+        "measure",
+        "timer",
+        "--cpus",
+        "1",
+        "--policy",
+        "deadline",
+        "--duration",
+        "300ms",
+        "--in",
+        "container",
+        "--format",
+        "json",
+    ]));
     assert_eq!((v["environment"]["in"].as_str(), v["policy"].as_str()), (Some("container"), Some("deadline")));
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
     // The per-CPU exclusive cpusets lived inside the container's cpuset, which is gone.

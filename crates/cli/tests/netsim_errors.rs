@@ -8,16 +8,21 @@ fn simulate(toml: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, toml).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["simulate", path.to_str().unwrap(), "--duration", "10ms"]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["simulate", path.to_str().unwrap(), "--duration", "10ms"])
+        .output()
+        .unwrap();
     (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 fn seeds1() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds1_threaded_hr.toml")).unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds1_threaded_hr.toml"))
+        .unwrap()
 }
 
 fn seeds2() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds2_rtca64_light.toml")).unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds2_rtca64_light.toml"))
+        .unwrap()
 }
 
 fn assert_located(code: i32, err: &str, field: &str, words: &str) {
@@ -43,7 +48,11 @@ fn irq_affinity_to_missing_core() {
 
 #[test]
 fn batch_size_zero() {
-    let s = seeds1().replacen("vhost = { prio = 48, cores = [0, 1] }", "vhost = { prio = 48, cores = [0, 1], batch = 0 }", 1);
+    let s = seeds1().replacen(
+        "vhost = { prio = 48, cores = [0, 1] }",
+        "vhost = { prio = 48, cores = [0, 1], batch = 0 }",
+        1,
+    );
     let (code, err) = simulate(&s);
     assert_located(code, &err, "net.vm[0].vhost.batch", "0: expected a whole number");
     let s = seeds2().replacen("batch = 64", "batch = 0", 1);

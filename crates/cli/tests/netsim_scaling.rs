@@ -7,17 +7,33 @@ use std::process::Command;
 /// (median over VMs of the p99 in us, Heavy Receiver Gb/s).
 fn step(method: &str) -> (f64, f64) {
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(["simulate", &format!("scenarios/seeds1_scaling_{method}_20.toml"), "--duration", "1.5s", "--format", "json"])
+        .args([
+            "simulate",
+            &format!("scenarios/seeds1_scaling_{method}_20.toml"),
+            "--duration",
+            "1.5s",
+            "--format",
+            "json",
+        ])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let flows = v["flows"].as_array().unwrap();
-    let mut p99: Vec<f64> = flows.iter().filter(|f| f["name"].as_str().unwrap().starts_with("critical")).map(|f| f["latency_ns"]["p99"].as_f64().unwrap() / 1e3).collect();
+    let mut p99: Vec<f64> = flows
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("critical"))
+        .map(|f| f["latency_ns"]["p99"].as_f64().unwrap() / 1e3)
+        .collect();
     assert_eq!(p99.len(), 20);
     p99.sort_by(f64::total_cmp);
-    let hr = flows.iter().filter(|f| f["name"].as_str().unwrap().starts_with("heavy")).map(|f| f["throughput_bps"].as_f64().unwrap()).sum::<f64>() / 1e9;
+    let hr = flows
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("heavy"))
+        .map(|f| f["throughput_bps"].as_f64().unwrap())
+        .sum::<f64>()
+        / 1e9;
     (p99[10], hr)
 }
 

@@ -29,18 +29,30 @@ fn run(method: &str, heavy: bool, duration: &str) -> Row {
     let flows = v["flows"].as_array().unwrap();
     let crit = flows.iter().find(|f| f["name"] == "critical").expect("critical flow");
     let l = &crit["latency_ns"];
-    let hr_gbps = flows.iter().filter(|f| f["name"] != "critical").map(|f| f["throughput_bps"].as_f64().unwrap()).sum::<f64>() / 1e9;
-    Row { mean: l["mean"].as_f64().unwrap() / 1e3, p99: l["p99"].as_f64().unwrap() / 1e3, sd: l["sd"].as_f64().unwrap() / 1e3, hr_gbps }
+    let hr_gbps =
+        flows.iter().filter(|f| f["name"] != "critical").map(|f| f["throughput_bps"].as_f64().unwrap()).sum::<f64>()
+            / 1e9;
+    Row {
+        mean: l["mean"].as_f64().unwrap() / 1e3,
+        p99: l["p99"].as_f64().unwrap() / 1e3,
+        sd: l["sd"].as_f64().unwrap() / 1e3,
+        hr_gbps,
+    }
 }
 
 #[test]
 fn with_heavy_receivers_outsourcing_keeps_latency_consistent_and_throughput() {
     let [van, thr, exc, out] = ["vanilla", "threaded", "exclusive", "outsourcing"].map(|m| run(m, true, "3s"));
-    let show = |n: &str, r: &Row| format!("{n}: mean {:.1} p99 {:.1} sd {:.1} hr {:.2}", r.mean, r.p99, r.sd, r.hr_gbps);
-    let all = [show("vanilla", &van), show("threaded", &thr), show("exclusive", &exc), show("outsourcing", &out)].join("\n");
+    let show =
+        |n: &str, r: &Row| format!("{n}: mean {:.1} p99 {:.1} sd {:.1} hr {:.2}", r.mean, r.p99, r.sd, r.hr_gbps);
+    let all =
+        [show("vanilla", &van), show("threaded", &thr), show("exclusive", &exc), show("outsourcing", &out)].join("\n");
     assert!(thr.sd / out.sd >= 3.0, "SD(threaded)/SD(outsourcing) >= 3\n{all}");
     assert!(exc.sd / out.sd >= 1.5, "SD(exclusive)/SD(outsourcing) >= 1.5\n{all}");
-    assert!(out.p99 < exc.p99 && exc.p99 < thr.p99.min(van.p99), "p99: outsourcing < exclusive < min(threaded, vanilla)\n{all}");
+    assert!(
+        out.p99 < exc.p99 && exc.p99 < thr.p99.min(van.p99),
+        "p99: outsourcing < exclusive < min(threaded, vanilla)\n{all}"
+    );
     let ratio = exc.hr_gbps / van.hr_gbps;
     assert!((0.4..=0.7).contains(&ratio), "HR throughput exclusive/vanilla {ratio:.2} in 0.4..0.7\n{all}");
     assert!(out.hr_gbps >= 0.95 * van.hr_gbps, "outsourcing keeps >= 95% of vanilla's HR throughput\n{all}");
@@ -52,7 +64,8 @@ fn with_heavy_receivers_outsourcing_keeps_latency_consistent_and_throughput() {
 #[test]
 fn conventional_outsourcing_lies_between_vanilla_and_rt_outsourcing_in_sd() {
     let [van, conv, rt] = ["vanilla", "outsourcing_virq", "outsourcing"].map(|m| run(m, true, "3s"));
-    let all = format!("SD vanilla {:.1}, conventional outsourcing {:.1}, RT outsourcing {:.1} us", van.sd, conv.sd, rt.sd);
+    let all =
+        format!("SD vanilla {:.1}, conventional outsourcing {:.1}, RT outsourcing {:.1} us", van.sd, conv.sd, rt.sd);
     assert!(van.sd > conv.sd && conv.sd > rt.sd, "{all}");
     assert!(conv.hr_gbps >= 0.95 * van.hr_gbps, "throughput kept: {:.2} vs {:.2} Gb/s", conv.hr_gbps, van.hr_gbps);
 }
@@ -73,18 +86,32 @@ fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
     let p = path.to_str().unwrap();
-    let o = rtvirt(&["simulate", "scenarios/seeds1_threaded_hr.toml", "--duration", "300ms", "--trace", p, "--trace-window", "300ms", "--format", "json"]);
+    let o = rtvirt(&[
+        "simulate",
+        "scenarios/seeds1_threaded_hr.toml",
+        "--duration",
+        "300ms",
+        "--trace",
+        p,
+        "--trace-window",
+        "300ms",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["softirq_lock_inversions"].as_u64().unwrap() > 0);
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let evs = trace["traceEvents"].as_array().unwrap();
-    let blocked_tids: Vec<&serde_json::Value> = evs.iter().filter(|e| e["name"] == "blocked on softirq lock" && e["ph"] == "X").map(|e| &e["tid"]).collect();
+    let blocked_tids: Vec<&serde_json::Value> =
+        evs.iter().filter(|e| e["name"] == "blocked on softirq lock" && e["ph"] == "X").map(|e| &e["tid"]).collect();
     assert!(blocked_tids.contains(&&thread_tid(evs, "irq/rt0-0")), "the RT IRQ thread is blocked on the lock");
     // the send path too: the RT vhost thread's netif_rx backlog goes through the same shared list
     assert!(blocked_tids.contains(&&thread_tid(evs, "vhost-rtvm")), "the RT vhost thread is blocked on the lock");
     assert!(
-        evs.iter().any(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("irq/hr0-0 (boosted to FIFO 50)") || n.starts_with("ksoftirqd/0 (boosted to FIFO 50)"))),
+        evs.iter().any(|e| e["ph"] == "X"
+            && e["name"].as_str().is_some_and(|n| n.starts_with("irq/hr0-0 (boosted to FIFO 50)")
+                || n.starts_with("ksoftirqd/0 (boosted to FIFO 50)"))),
         "a non-RT holder runs boosted to FIFO 50"
     );
     // with the partitioned softirq the RT thread never waits for a non-RT holder
@@ -94,7 +121,10 @@ fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
 }
 
 fn thread_tid(evs: &[serde_json::Value], name: &str) -> serde_json::Value {
-    evs.iter().find(|e| e["name"] == "thread_name" && e["args"]["name"] == name && e["pid"] == 2).map(|e| e["tid"].clone()).expect("thread track")
+    evs.iter()
+        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name && e["pid"] == 2)
+        .map(|e| e["tid"].clone())
+        .expect("thread track")
 }
 
 #[test]

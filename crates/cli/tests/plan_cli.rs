@@ -65,7 +65,8 @@ fn default_scenario_plans_with_the_issue_json_shape() {
         for k in ["name", "scheduler", "model", "period_ns", "budget_ns", "deadline_ns", "bandwidth", "core", "tasks"] {
             assert!(!g[k].is_null(), "guest field {k} missing");
         }
-        let (b, d, p) = (g["budget_ns"].as_u64().unwrap(), g["deadline_ns"].as_u64().unwrap(), g["period_ns"].as_u64().unwrap());
+        let (b, d, p) =
+            (g["budget_ns"].as_u64().unwrap(), g["deadline_ns"].as_u64().unwrap(), g["period_ns"].as_u64().unwrap());
         assert!(b > 0 && b <= d && d <= p);
         for t in g["tasks"].as_array().unwrap() {
             assert!(t["budget_ns"].as_u64().unwrap() <= t["wcet_ns"].as_u64().unwrap());
@@ -161,21 +162,81 @@ fn bad_input_exits_2_naming_file_line_and_field() {
         ("deadline > period", GOOD.replace("period = \"10ms\"", "period = \"10ms\"\ndeadline = \"11ms\""), "deadline"),
         ("rho outside (0,1)", GOOD.replace("rho = 0.9", "rho = 1.5"), "rho"),
         ("duplicate names", GOOD.replace("name = \"b\"", "name = \"a\""), "name"),
-        ("missing samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"nope.csv\" }"), "nope.csv"),
-        ("empty samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"empty.csv\" }"), "empty.csv"),
-        ("unparsable samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "bad.csv:line 2"),
-        ("samples line without a first value", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"comma.csv\" }"), "comma.csv:line 3"),
-        ("all-zero samples", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"zero.csv\" }"), "zero.csv: field `guest[0].task[0].exec`"),
+        (
+            "missing samples",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"nope.csv\" }",
+            ),
+            "nope.csv",
+        ),
+        (
+            "empty samples",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"empty.csv\" }",
+            ),
+            "empty.csv",
+        ),
+        (
+            "unparsable samples",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"bad.csv\" }",
+            ),
+            "bad.csv:line 2",
+        ),
+        (
+            "samples line without a first value",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"comma.csv\" }",
+            ),
+            "comma.csv:line 3",
+        ),
+        (
+            "all-zero samples",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"zero.csv\" }",
+            ),
+            "zero.csv: field `guest[0].task[0].exec`",
+        ),
         ("wrong unit", GOOD.replace("period = \"10ms\"", "period = \"10 parsecs\""), "unknown unit"),
         ("duration without unit", GOOD.replace("period = \"10ms\"", "period = 10"), "guest[0].task[0].period"),
         ("mean above wcet", GOOD.replace("mean = \"1ms\"", "mean = \"3ms\""), "exec.mean"),
         ("guest without tasks", GOOD[..GOOD.find("[[guest.task]]").unwrap()].to_string(), "has no tasks"),
         ("no guests", "[host]\ncores = 1\n".to_string(), "no [[guest]]"),
-        ("samples error says where the scenario refers to it", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "(the samples file of "),
-        ("... with the scenario's line", GOOD.replace("exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }", "exec = { samples = \"bad.csv\" }"), "bad.toml:line 15, column"),
-        ("period beyond an hour", GOOD.replace("period = \"20ms\"", "period = \"18446744073709551615ns\""), "guest[0].task[1].period"),
+        (
+            "samples error says where the scenario refers to it",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"bad.csv\" }",
+            ),
+            "(the samples file of ",
+        ),
+        (
+            "... with the scenario's line",
+            GOOD.replace(
+                "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
+                "exec = { samples = \"bad.csv\" }",
+            ),
+            "bad.toml:line 15, column",
+        ),
+        (
+            "period beyond an hour",
+            GOOD.replace("period = \"20ms\"", "period = \"18446744073709551615ns\""),
+            "guest[0].task[1].period",
+        ),
         ("offset beyond an hour", GOOD.replace("wcet = \"4ms\"", "wcet = \"4ms\"\noffset = \"2h\""), "task[1].offset"),
-        ("server period range beyond an hour", GOOD.replace("server_periods = [\"5ms\", \"10ms\"]", "server_periods = { min = \"1ms\", max = \"18446744073709551615ns\", step = \"18446744073709ms\" }"), "server_periods.max"),
+        (
+            "server period range beyond an hour",
+            GOOD.replace(
+                "server_periods = [\"5ms\", \"10ms\"]",
+                "server_periods = { min = \"1ms\", max = \"18446744073709551615ns\", step = \"18446744073709ms\" }",
+            ),
+            "server_periods.max",
+        ),
     ];
     write(&d, "empty.csv", "# nothing\n");
     write(&d, "bad.csv", "1ms\nbanana\n");
@@ -238,7 +299,10 @@ fn emitted_settings_carry_the_planned_numbers() {
     let rtds = stdout(&rtvirt(&["plan", "--emit", "rtds"]));
     for g in v["guests"].as_array().unwrap() {
         let (b, p) = (g["budget_ns"].as_u64().unwrap().div_ceil(1000), g["period_ns"].as_u64().unwrap() / 1000);
-        assert!(rtds.contains(&format!("xl sched-rtds -d {} -v all -p {p} -b {b}", g["name"].as_str().unwrap())), "{rtds}");
+        assert!(
+            rtds.contains(&format!("xl sched-rtds -d {} -v all -p {p} -b {b}", g["name"].as_str().unwrap())),
+            "{rtds}"
+        );
     }
     assert!(rtds.contains("xl cpupool-create") && rtds.contains("xl cpupool-migrate"));
 

@@ -15,7 +15,14 @@ fn fixture(name: &str) -> PathBuf {
 fn writes_html_report_and_says_where() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.html");
-    let o = rtvirt().arg("report").arg(fixture("timer_idle.json")).arg(fixture("plan.json")).arg("-o").arg(&out).output().unwrap();
+    let o = rtvirt()
+        .arg("report")
+        .arg(fixture("timer_idle.json"))
+        .arg(fixture("plan.json"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("r.html"));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -24,7 +31,11 @@ fn writes_html_report_and_says_where() {
 
 #[test]
 fn markdown_to_stdout() {
-    let o = rtvirt().args(["report", "--format", "md", "-o", "-", "--title", "T"]).arg(fixture("net_rtt.json")).output().unwrap();
+    let o = rtvirt()
+        .args(["report", "--format", "md", "-o", "-", "--title", "T"])
+        .arg(fixture("net_rtt.json"))
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let md = String::from_utf8(o.stdout).unwrap();
     assert!(md.starts_with("# T\n") && md.contains("| result | kind |"), "{md}");

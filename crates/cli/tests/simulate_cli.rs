@@ -36,7 +36,8 @@ fn json_has_the_issue_shape_and_is_deterministic() {
     assert!(v["cores"][0]["utilisation"].as_f64().unwrap() > 0.0);
     assert!(v["guests"][0]["cpu_time_ns"].as_u64().unwrap() > 0);
     assert_eq!(rtvirt(&args).stdout, a.stdout, "same seed must give byte-identical results");
-    let other = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--seed", "4", "--format", "json"]);
+    let other =
+        rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--seed", "4", "--format", "json"]);
     assert_ne!(other.stdout, a.stdout, "another seed draws other execution times");
 }
 
@@ -54,7 +55,18 @@ fn table_output_lists_tasks_guests_and_cores() {
 fn trace_has_core_and_guest_tracks_and_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
-    let o = rtvirt(&["simulate", "scenarios/sim_policies.toml", "--duration", "2s", "--trace", path.to_str().unwrap(), "--trace-window", "100ms", "--trace-max-events", "500"]);
+    let o = rtvirt(&[
+        "simulate",
+        "scenarios/sim_policies.toml",
+        "--duration",
+        "2s",
+        "--trace",
+        path.to_str().unwrap(),
+        "--trace-window",
+        "100ms",
+        "--trace-max-events",
+        "500",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
@@ -72,7 +84,16 @@ fn plan_becomes_deadline_reservations() {
     let p = rtvirt(&["plan", "scenarios/sim_seeds5.toml", "--format", "json"]);
     assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
     std::fs::write(&plan, &p.stdout).unwrap();
-    let v = stdout_json(&rtvirt(&["simulate", "scenarios/sim_seeds5.toml", "--plan", plan.to_str().unwrap(), "--duration", "2s", "--format", "json"]));
+    let v = stdout_json(&rtvirt(&[
+        "simulate",
+        "scenarios/sim_seeds5.toml",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+    ]));
     assert!(v["guests"].as_array().unwrap().iter().all(|g| g["policy"] == "deadline"));
     // WCET budgets (no rho in the file): no deadline misses
     assert!(v["tasks"].as_array().unwrap().iter().all(|t| t["misses"] == 0), "{v}");
@@ -80,8 +101,28 @@ fn plan_becomes_deadline_reservations() {
 
 #[test]
 fn sweep_results_do_not_depend_on_thread_count() {
-    let one = rtvirt(&["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--duration", "2s", "--threads", "1", "--format", "json"]);
-    let two = rtvirt(&["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--duration", "2s", "--threads", "2", "--format", "json"]);
+    let one = rtvirt(&[
+        "simulate",
+        "--sweep",
+        "experiments/seeds5_dsr_vs_rho.sweep.toml",
+        "--duration",
+        "2s",
+        "--threads",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let two = rtvirt(&[
+        "simulate",
+        "--sweep",
+        "experiments/seeds5_dsr_vs_rho.sweep.toml",
+        "--duration",
+        "2s",
+        "--threads",
+        "2",
+        "--format",
+        "json",
+    ]);
     let v = stdout_json(&one);
     assert_eq!(v.as_array().unwrap().len(), 27);
     assert_eq!(one.stdout, two.stdout);
@@ -114,7 +155,11 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(&GOOD.replace("[guest.vcpu]", "[guest.vcpu]\ncore = 3"), &[], "core 3 does not exist");
     fails_with(GOOD, &["--trace", "/tmp/x.json", "--trace-max-events", "999999999"], "would not fit in memory");
     fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"), &[], "unknown unit");
-    fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"45000min\"\n[host]"), &["--duration", "45000min"], "field `--duration`: 2700000s");
+    fails_with(
+        &GOOD.replace("[host]", "[sim]\nduration = \"45000min\"\n[host]"),
+        &["--duration", "45000min"],
+        "field `--duration`: 2700000s",
+    );
     fails_with("[host]\ncores = 1\n", &[], "nothing to simulate");
     fails_with(&GOOD.replace("period = \"10ms\"", "period = \"-10ms\""), &[], "guest[0].task[0].period");
     // a trace path that cannot be written fails before the run
@@ -125,7 +170,14 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(GOOD, &["--plan", plan.to_str().unwrap()], "the plan has no guest \"vm1\"");
     // a plan's reservation that SCHED_DEADLINE could not take
     let bad = plan.with_file_name("bad-plan.json");
-    std::fs::write(&bad, std::fs::read_to_string(&plan).unwrap().replace("\"other\"", "\"vm1\"").replace("\"deadline_ns\":1000000", "\"deadline_ns\":2000000")).unwrap();
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&plan)
+            .unwrap()
+            .replace("\"other\"", "\"vm1\"")
+            .replace("\"deadline_ns\":1000000", "\"deadline_ns\":2000000"),
+    )
+    .unwrap();
     fails_with(GOOD, &["--plan", bad.to_str().unwrap()], "expected budget <= deadline <= period");
     // what the planner refuses: a guest without tasks
     fails_with(&GOOD[..GOOD.find("[[guest.task]]").unwrap()], &[], "guest \"vm1\" has no tasks");

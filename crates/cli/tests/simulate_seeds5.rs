@@ -12,7 +12,15 @@ use std::process::Command;
 fn dsr_rises_with_rho() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--duration", "10s", "--format", "json"])
+        .args([
+            "simulate",
+            "--sweep",
+            "experiments/seeds5_dsr_vs_rho.sweep.toml",
+            "--duration",
+            "10s",
+            "--format",
+            "json",
+        ])
         .current_dir(&root)
         .output()
         .unwrap();

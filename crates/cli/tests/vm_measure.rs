@@ -12,7 +12,25 @@ fn results_of(stdout: &str) -> serde_json::Value {
 #[test]
 fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
     let name = "vmt-timer";
-    let (code, out, err) = run(&["vm", "run", "--accel", "tcg", "--vcpus", "2", "--name", name, "--boot-timeout", "150s", "--format", "json", "--", "measure", "timer", "--duration", "1s"]);
+    let (code, out, err) = run(&[
+        "vm",
+        "run",
+        "--accel",
+        "tcg",
+        "--vcpus",
+        "2",
+        "--name",
+        name,
+        "--boot-timeout",
+        "150s",
+        "--format",
+        "json",
+        "--",
+        "measure",
+        "timer",
+        "--duration",
+        "1s",
+    ]);
     assert_eq!(code, 0, "{err}");
     let r = results_of(&out);
     assert_eq!(r["schema"], "rtvirt.results/v1");
@@ -37,10 +55,25 @@ fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
 #[test]
 fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     let name = "vmt-matrix";
-    let args = ["vm", "matrix", "--kernels", "rt", "--load", "host:syscalls:1", "--accel", "tcg", "--name", name, "--boot-timeout", "150s"];
+    let args = [
+        "vm",
+        "matrix",
+        "--kernels",
+        "rt",
+        "--load",
+        "host:syscalls:1",
+        "--accel",
+        "tcg",
+        "--name",
+        name,
+        "--boot-timeout",
+        "150s",
+    ];
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap();
-    let (code, out, err) = run(&[&args[..], &["--format", "json", "--out-dir", out_dir, "--", "measure", "timer", "--duration", "1s"]].concat());
+    let (code, out, err) =
+        run(&[&args[..], &["--format", "json", "--out-dir", out_dir, "--", "measure", "timer", "--duration", "1s"]]
+            .concat());
     assert_eq!(code, 0, "{err}");
     let rows = results_of(&out);
     let rows = rows.as_array().unwrap();
@@ -57,7 +90,13 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     assert_eq!(load["kind"], "syscalls");
     assert!(load["ops"].as_u64().unwrap() > 0, "{load}");
     // one results file per cell, readable by `rtvirt report`
-    let (code, _, err) = run(&["report", &format!("{out_dir}/vm-rt-none.json"), &format!("{out_dir}/vm-rt-syscalls_1.json"), "--output", &format!("{out_dir}/report.html")]);
+    let (code, _, err) = run(&[
+        "report",
+        &format!("{out_dir}/vm-rt-none.json"),
+        &format!("{out_dir}/vm-rt-syscalls_1.json"),
+        "--output",
+        &format!("{out_dir}/report.html"),
+    ]);
     assert_eq!(code, 0, "{err}");
     // and so is the matrix's own JSON array: one input per cell, named by its label
     std::fs::write(format!("{out_dir}/matrix.json"), &out).unwrap();
@@ -72,7 +111,23 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
 #[test]
 fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() {
     let name = "vmt-net";
-    let (code, out, err) = run(&["vm", "net", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--duration", "2s", "--format", "json", "--", "--arrivals", "uniform:1ms-5ms"]);
+    let (code, out, err) = run(&[
+        "vm",
+        "net",
+        "--accel",
+        "tcg",
+        "--name",
+        name,
+        "--boot-timeout",
+        "150s",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+        "--",
+        "--arrivals",
+        "uniform:1ms-5ms",
+    ]);
     assert_eq!(code, 0, "{err}");
     let r = results_of(&out);
     assert_eq!(r["kind"], "net");
@@ -89,14 +144,39 @@ fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() 
 #[test]
 fn matrix_table_has_one_row_per_cell_with_the_guest_measurement() {
     let name = "vmt-table";
-    let (code, out, err) = run(&["vm", "matrix", "--kernels", "nrt", "--accel", "tcg", "--name", name, "--boot-timeout", "150s", "--", "measure", "timer", "--duration", "1s", "--interval", "2ms"]);
+    let (code, out, err) = run(&[
+        "vm",
+        "matrix",
+        "--kernels",
+        "nrt",
+        "--accel",
+        "tcg",
+        "--name",
+        name,
+        "--boot-timeout",
+        "150s",
+        "--",
+        "measure",
+        "timer",
+        "--duration",
+        "1s",
+        "--interval",
+        "2ms",
+    ]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["guest", "host", "load", "accel", "kind", "samples", "min", "us", "mean", "us", "p99", "us", "max", "us"], "{out}");
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["guest", "host", "load", "accel", "kind", "samples", "min", "us", "mean", "us", "p99", "us", "max", "us"],
+        "{out}"
+    );
     let row: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(row[..5], ["nrt", "none", "tcg", "timer", "500"], "1 s at 2 ms on the guest's one vCPU: {out}");
     let us: Vec<f64> = row[5..].iter().map(|v| v.parse().unwrap()).collect();
-    assert!(us.len() == 4 && us[0] <= us[1] && us[1] <= us[3] && us[2] <= us[3], "min <= mean <= max, p99 <= max: {out}");
+    assert!(
+        us.len() == 4 && us[0] <= us[1] && us[1] <= us[3] && us[2] <= us[3],
+        "min <= mean <= max, p99 <= max: {out}"
+    );
     assert!(lines[2].starts_with("note: ") && lines[2].contains("NOT representative"), "{out}");
     assert_eq!(lines.len(), 3, "{out}");
     assert_nothing_left(name);

@@ -13,7 +13,22 @@ fn run_in_vm(args: &[&str]) -> (i32, String, String, String) {
 
 #[test]
 fn measure_timer_in_vm_runs_the_matrix_of_the_given_guest_kernel_and_host_loads() {
-    let (code, out, err, name) = run_in_vm(&["measure", "timer", "--in", "vm", "--guest-kernel", "nrt", "--load", "host:cpu:1", "--duration", "1s", "--interval", "2ms", "--format", "json"]);
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "timer",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--load",
+        "host:cpu:1",
+        "--duration",
+        "1s",
+        "--interval",
+        "2ms",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let rows = rows.as_array().unwrap();
@@ -43,7 +58,21 @@ fn net_in_vm_needs_one_guest_kernel() {
 
 #[test]
 fn measure_net_client_in_vm_reaches_a_server_in_the_guest_over_tap_and_bridge() {
-    let (code, out, err, name) = run_in_vm(&["measure", "net", "client", "--in", "vm", "--guest-kernel", "nrt", "--duration", "2s", "--arrivals", "uniform:1ms-5ms", "--format", "json"]);
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "net",
+        "client",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "2s",
+        "--arrivals",
+        "uniform:1ms-5ms",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(r["kind"], "net");
@@ -77,7 +106,21 @@ fn measure_tasks_in_vm_carries_scenario_and_plan_into_a_guest_with_one_vcpu_per_
     plan["guests"][2]["core"] = 1.into();
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
-    let (code, out, err, name) = run_in_vm(&["measure", "tasks", scenario, "--plan", plan_file.to_str().unwrap(), "--in", "vm", "--guest-kernel", "nrt", "--duration", "2s", "--format", "json"]);
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "tasks",
+        scenario,
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+    ]);
     assert!(code == 0 || code == 1, "{err}");
     let rows = json(&out);
     let rows = rows.as_array().unwrap();
@@ -88,7 +131,12 @@ fn measure_tasks_in_vm_carries_scenario_and_plan_into_a_guest_with_one_vcpu_per_
     assert_eq!(r["environment"]["vcpus"], 2);
     assert!(r["environment"]["kernel"].as_str().unwrap().contains("cloud-amd64"), "measured in the guest");
     assert_eq!(r["tasks"].as_array().unwrap().len(), 15);
-    let cores: Vec<(String, u64)> = r["guests"].as_array().unwrap().iter().map(|g| (g["name"].as_str().unwrap().to_string(), g["core"].as_u64().unwrap())).collect();
+    let cores: Vec<(String, u64)> = r["guests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["name"].as_str().unwrap().to_string(), g["core"].as_u64().unwrap()))
+        .collect();
     assert_eq!(cores, [("vm1".to_string(), 0), ("vm2".into(), 0), ("vm3".into(), 1)], "the plan's cores in the guest");
     assert!(r["tasks"].as_array().unwrap().iter().all(|t| t["jobs"].as_u64().unwrap() > 0), "{}", r["tasks"]);
     assert!(err.contains("rtvirt measure tasks files/scenario.toml --plan files/plan.json --duration 2s"), "{err}");
@@ -103,13 +151,29 @@ fn measure_tasks_in_vm_carries_scenario_and_plan_into_a_guest_with_one_vcpu_per_
 
 #[test]
 fn measure_timer_in_vm_keeps_interval_reports_and_the_report_draws_them() {
-    let (code, out, err, name) = run_in_vm(&["measure", "timer", "--in", "vm", "--guest-kernel", "rt", "--duration", "2s", "--interval-report", "500ms", "--format", "json"]);
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "timer",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "rt",
+        "--duration",
+        "2s",
+        "--interval-report",
+        "500ms",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let rows = json(&out);
     let r = &rows.as_array().unwrap()[0];
     let intervals = r["intervals"].as_array().unwrap_or_else(|| panic!("no intervals: {r}"));
     assert!(intervals.len() >= 3, "{intervals:?}");
-    assert!(intervals.iter().all(|i| i["type"] == "interval" && i["cpus"][0]["max_ns"].as_u64().is_some()), "{intervals:?}");
+    assert!(
+        intervals.iter().all(|i| i["type"] == "interval" && i["cpus"][0]["max_ns"].as_u64().is_some()),
+        "{intervals:?}"
+    );
     assert!(err.contains("job (bound 122s)"), "the job bound follows --duration: {err}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("timer-in-vm.json");
@@ -118,21 +182,53 @@ fn measure_timer_in_vm_keeps_interval_reports_and_the_report_draws_them() {
     let (code, _, err) = run(&["report", file.to_str().unwrap(), "-o", html.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let html = std::fs::read_to_string(html).unwrap();
-    assert!(html.contains("data-chart=\"timeseries\"") && html.contains("vm/rt/none"), "per-interval maxima of the guest drawn");
+    assert!(
+        html.contains("data-chart=\"timeseries\"") && html.contains("vm/rt/none"),
+        "per-interval maxima of the guest drawn"
+    );
     assert_nothing_left(&name);
 }
 
 #[test]
 fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
-    let mut server = Running::spawn(rtvirt().args(["measure", "net", "server", "--in", "vm", "--guest-kernel", "nrt", "--listen", "127.0.0.1:9100", "--duration", "10s", "--format", "json"]));
+    let mut server = Running::spawn(rtvirt().args([
+        "measure",
+        "net",
+        "server",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--listen",
+        "127.0.0.1:9100",
+        "--duration",
+        "10s",
+        "--format",
+        "json",
+    ]));
     let name = format!("rtvirt-measure-{}", server.id());
     let mut stdout = std::io::BufReader::new(server.child.stdout.take().unwrap());
     let mut first = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
     // "listening on 10.213.N.2:9100 (udp) in guest ..."
-    let addr = first.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).unwrap_or_else(|| panic!("{first}"));
+    let addr = first
+        .strip_prefix("listening on ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{first}"));
     assert!(addr.starts_with("10.213.") && addr.ends_with(":9100"), "{first}");
-    let (code, client, err) = run(&["measure", "net", "client", "--connect", addr, "--duration", "2s", "--arrivals", "fixed:200", "--format", "json"]);
+    let (code, client, err) = run(&[
+        "measure",
+        "net",
+        "client",
+        "--connect",
+        addr,
+        "--duration",
+        "2s",
+        "--arrivals",
+        "fixed:200",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let responses = json(&client)["responses"].as_u64().unwrap();
     assert!(responses > 0, "{client}");
@@ -142,7 +238,11 @@ fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
     assert_eq!(code, 0, "{err}");
     let served = json(&rest);
     assert_eq!(served["kind"], "net-server");
-    assert_eq!(served["server"]["responses"].as_u64(), Some(responses), "the guest answered every request the client counted");
+    assert_eq!(
+        served["server"]["responses"].as_u64(),
+        Some(responses),
+        "the guest answered every request the client counted"
+    );
     assert_eq!(served["environment"]["in"], "vm");
     assert_eq!(served["environment"]["guest_ip"].as_str(), addr.split(':').next());
     assert_nothing_left(&name);
@@ -150,7 +250,19 @@ fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
 
 #[test]
 fn measure_net_server_in_vm_is_torn_down_on_ctrl_c() {
-    let mut server = Running::spawn(rtvirt().args(["measure", "net", "server", "--in", "vm", "--guest-kernel", "nrt", "--listen", "127.0.0.1:9101", "--duration", "120s"]));
+    let mut server = Running::spawn(rtvirt().args([
+        "measure",
+        "net",
+        "server",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--listen",
+        "127.0.0.1:9101",
+        "--duration",
+        "120s",
+    ]));
     let name = format!("rtvirt-measure-{}", server.id());
     let mut stdout = std::io::BufReader::new(server.child.stdout.take().unwrap());
     let mut first = String::new();

@@ -59,7 +59,9 @@ impl Change {
                 let f: Vec<String> = files.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("create cgroup {} ({})", path.display(), f.join(", "))
             }
-            Change::MoveThread { tid, after_tasks, .. } => format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display()),
+            Change::MoveThread { tid, after_tasks, .. } => {
+                format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display())
+            }
             Change::LoadBalanceOff { path, before, .. } => format!("{}: {before:?} -> \"0\"", path.display()),
         }
     }
@@ -81,7 +83,8 @@ impl Change {
             Change::File { path, after, .. } => write_file(path, after, Op::WriteFile),
             Change::Cgroup { path, files, .. } => {
                 if !path.is_dir() {
-                    std::fs::create_dir(path).map_err(|e| kernel_io(Op::CreateCgroup, format!("mkdir {}", path.display()), e))?;
+                    std::fs::create_dir(path)
+                        .map_err(|e| kernel_io(Op::CreateCgroup, format!("mkdir {}", path.display()), e))?;
                 }
                 files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::CreateCgroup))
             }
@@ -96,8 +99,12 @@ impl Change {
     /// Put the original back (idempotent).
     pub fn undo(&self) -> Result<Undone> {
         match self {
-            Change::Sched { tid, starttime, before, .. } => on_thread(*tid, *starttime, || Ok(sched::set(*tid, before)?)),
-            Change::Affinity { tid, starttime, before, .. } => on_thread(*tid, *starttime, || Ok(sched::set_affinity(*tid, before)?)),
+            Change::Sched { tid, starttime, before, .. } => {
+                on_thread(*tid, *starttime, || Ok(sched::set(*tid, before)?))
+            }
+            Change::Affinity { tid, starttime, before, .. } => {
+                on_thread(*tid, *starttime, || Ok(sched::set_affinity(*tid, before)?))
+            }
             Change::File { path, before, .. } => {
                 // A file that does not exist was never changed.
                 if path.exists() && read_trimmed(path)? != *before {
@@ -105,8 +112,12 @@ impl Change {
                 }
                 Ok(Undone::Restored)
             }
-            Change::Cgroup { path, tasks_file, parent_tasks, .. } => remove_cgroup(path, tasks_file, parent_tasks).map(|_| Undone::Restored),
-            Change::MoveThread { tid, starttime, before_tasks, .. } => on_thread(*tid, *starttime, || write_file(before_tasks, &tid.to_string(), Op::MoveToCgroup)),
+            Change::Cgroup { path, tasks_file, parent_tasks, .. } => {
+                remove_cgroup(path, tasks_file, parent_tasks).map(|_| Undone::Restored)
+            }
+            Change::MoveThread { tid, starttime, before_tasks, .. } => {
+                on_thread(*tid, *starttime, || write_file(before_tasks, &tid.to_string(), Op::MoveToCgroup))
+            }
             Change::LoadBalanceOff { path, before, foreign_before } => {
                 if before == "0" {
                     return Ok(Undone::Restored); // rtvirt did not change it
@@ -114,7 +125,10 @@ impl Change {
                 if read_trimmed(path)? != *before {
                     write_file(path, before, Op::WriteFile)?;
                 }
-                let new: Vec<String> = foreign_exclusive_cpusets(parent_dir(path)).into_iter().filter(|n| !foreign_before.contains(n)).collect();
+                let new: Vec<String> = foreign_exclusive_cpusets(parent_dir(path))
+                    .into_iter()
+                    .filter(|n| !foreign_before.contains(n))
+                    .collect();
                 if new.is_empty() {
                     return Ok(Undone::Restored);
                 }
@@ -155,7 +169,12 @@ impl Change {
 /// The changes of a batch that must be made: a no-op is skipped unless an earlier change of the
 /// batch set the same thing (then it sets it back).
 pub fn needed(changes: &[Change]) -> Vec<&Change> {
-    changes.iter().enumerate().filter(|(i, c)| !c.is_noop() || changes[..*i].iter().any(|e| e.key() == c.key())).map(|(_, c)| c).collect()
+    changes
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| !c.is_noop() || changes[..*i].iter().any(|e| e.key() == c.key()))
+        .map(|(_, c)| c)
+        .collect()
 }
 
 /// Is (tid, starttime) still the same thread? A stale TID is an error when changing.
@@ -230,7 +249,11 @@ mod tests {
 
     fn load_balance_off(d: &tempfile::TempDir) -> Change {
         let path = d.path().join("cpuset.sched_load_balance");
-        Change::LoadBalanceOff { before: read_trimmed(&path).unwrap(), foreign_before: foreign_exclusive_cpusets(d.path()), path }
+        Change::LoadBalanceOff {
+            before: read_trimmed(&path).unwrap(),
+            foreign_before: foreign_exclusive_cpusets(d.path()),
+            path,
+        }
     }
 
     fn value(d: &tempfile::TempDir) -> String {
@@ -241,7 +264,14 @@ mod tests {
     fn load_balance_is_restored_exactly_even_with_a_foreign_partition_from_before() {
         let d = fake_root("1", &[("other-tool", "1"), ("rtvirt-core1", "1"), ("shared", "0")]);
         let c = load_balance_off(&d);
-        assert_eq!(c, Change::LoadBalanceOff { path: d.path().join("cpuset.sched_load_balance"), before: "1".into(), foreign_before: vec!["other-tool".into()] });
+        assert_eq!(
+            c,
+            Change::LoadBalanceOff {
+                path: d.path().join("cpuset.sched_load_balance"),
+                before: "1".into(),
+                foreign_before: vec!["other-tool".into()]
+            }
+        );
         c.perform().unwrap();
         assert_eq!(value(&d), "0");
         assert_eq!(c.undo().unwrap(), Undone::Restored, "the foreign partition existed before: nothing to warn about");
@@ -258,7 +288,9 @@ mod tests {
         std::fs::create_dir(d.path().join("late-tool")).unwrap();
         std::fs::write(d.path().join("late-tool/cpuset.cpu_exclusive"), "1").unwrap();
         match c.undo().unwrap() {
-            Undone::RestoredWithWarning(w) => assert!(w.contains("late-tool") && w.contains("restored to \"1\""), "{w}"),
+            Undone::RestoredWithWarning(w) => {
+                assert!(w.contains("late-tool") && w.contains("restored to \"1\""), "{w}")
+            }
             other => panic!("expected a warning, got {other:?}"),
         }
         assert_eq!(value(&d), "1", "restored exactly");
@@ -276,7 +308,8 @@ mod tests {
 
     #[test]
     fn journals_without_foreign_before_still_parse() {
-        let old = r#"{"kind":"load_balance_off","path":"/sys/fs/cgroup/cpuset/cpuset.sched_load_balance","before":"1"}"#;
+        let old =
+            r#"{"kind":"load_balance_off","path":"/sys/fs/cgroup/cpuset/cpuset.sched_load_balance","before":"1"}"#;
         let c: Change = serde_json::from_str(old).unwrap();
         assert!(matches!(c, Change::LoadBalanceOff { ref foreign_before, .. } if foreign_before.is_empty()));
     }

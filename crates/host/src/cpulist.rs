@@ -13,7 +13,9 @@ impl CpuList {
     pub fn parse(text: &str) -> Result<CpuList, String> {
         let mut set = BTreeSet::new();
         for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let num = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("\"{text}\" is not a CPU list (expected e.g. \"0-3,6\")"));
+            let num = |s: &str| {
+                s.trim().parse::<u32>().map_err(|_| format!("\"{text}\" is not a CPU list (expected e.g. \"0-3,6\")"))
+            };
             match part.split_once('-') {
                 Some((a, b)) => {
                     let (a, b) = (num(a)?, num(b)?);

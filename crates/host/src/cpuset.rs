@@ -33,7 +33,11 @@ impl Hierarchy {
             let (path, fstype, opts) = (PathBuf::from(f.get(1)?), *f.get(2)?, *f.get(3)?);
             match fstype {
                 "cgroup" if opts.split(',').any(|o| o == "cpuset") => Some(Hierarchy::V1(path)),
-                "cgroup2" if procfs::read_opt(path.join("cgroup.controllers"))?.split_whitespace().any(|c| c == "cpuset") => Some(Hierarchy::V2(path)),
+                "cgroup2"
+                    if procfs::read_opt(path.join("cgroup.controllers"))?.split_whitespace().any(|c| c == "cpuset") =>
+                {
+                    Some(Hierarchy::V2(path))
+                }
                 _ => None,
             }
         })
@@ -65,7 +69,8 @@ impl Hierarchy {
     pub fn cgroup_of(&self, tid: u32) -> PathBuf {
         let rel = match self {
             Hierarchy::V1(_) => procfs::cgroup_v1(tid, "cpuset"),
-            Hierarchy::V2(_) => procfs::read_opt(procfs::task_dir(tid).join("cgroup")).and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string))),
+            Hierarchy::V2(_) => procfs::read_opt(procfs::task_dir(tid).join("cgroup"))
+                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string))),
         };
         self.base().join(rel.unwrap_or_default().trim_start_matches('/'))
     }
@@ -104,11 +109,20 @@ impl Hierarchy {
                     ]
                 }
             };
-            out.push(Change::Cgroup { path, files, tasks_file: self.tasks_file().into(), parent_tasks: parent_tasks.clone() });
+            out.push(Change::Cgroup {
+                path,
+                files,
+                tasks_file: self.tasks_file().into(),
+                parent_tasks: parent_tasks.clone(),
+            });
         }
         if let Hierarchy::V1(_) = self {
             let lb = base.join("cpuset.sched_load_balance");
-            out.push(Change::LoadBalanceOff { before: read_trimmed(&lb)?, path: lb, foreign_before: foreign_exclusive_cpusets(base) });
+            out.push(Change::LoadBalanceOff {
+                before: read_trimmed(&lb)?,
+                path: lb,
+                foreign_before: foreign_exclusive_cpusets(base),
+            });
         }
         Ok(out)
     }

@@ -66,7 +66,13 @@ impl KernelError {
 impl fmt::Display for KernelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = std::io::Error::from_raw_os_error(self.errno);
-        write!(f, "{} failed: {} ({})", self.what, self.explain(), errno_name(self.errno).unwrap_or_else(|| name.to_string()))
+        write!(
+            f,
+            "{} failed: {} ({})",
+            self.what,
+            self.explain(),
+            errno_name(self.errno).unwrap_or_else(|| name.to_string())
+        )
     }
 }
 

@@ -82,7 +82,8 @@ impl Journal {
     /// Append one change and fsync, before it is performed.
     fn record(&mut self, change: &Change) -> Result<()> {
         self.seq += 1;
-        let line = serde_json::to_string(&Entry { session: self.session, seq: self.seq, change: change.clone() }).expect("journal entries serialize");
+        let line = serde_json::to_string(&Entry { session: self.session, seq: self.seq, change: change.clone() })
+            .expect("journal entries serialize");
         let err = |e: std::io::Error| HostError::io(&self.path, e);
         self.file.write_all(format!("{line}\n").as_bytes()).map_err(err)?;
         self.file.sync_all().map_err(err)?;
@@ -112,7 +113,10 @@ impl Journal {
 
     fn crash_hook(&self) {
         if self.crash_after == Some(self.seq) {
-            eprintln!("rtvirt: {CRASH_HOOK_ENV}={}: aborting after journaling change {} (test hook)", self.seq, self.seq);
+            eprintln!(
+                "rtvirt: {CRASH_HOOK_ENV}={}: aborting after journaling change {} (test hook)",
+                self.seq, self.seq
+            );
             std::process::abort();
         }
     }
@@ -122,7 +126,10 @@ impl Journal {
         let changes = std::mem::take(&mut self.recorded_this_session);
         let failures = undo_all(changes.iter().rev());
         if !failures.is_empty() {
-            return Err(HostError::Journal { path: self.path.clone(), message: format!("rollback incomplete, run `rtvirt host revert`: {}", failures.join("; ")) });
+            return Err(HostError::Journal {
+                path: self.path.clone(),
+                message: format!("rollback incomplete, run `rtvirt host revert`: {}", failures.join("; ")),
+            });
         }
         let keep: Vec<Entry> = read_entries(&self.path)?.into_iter().filter(|e| e.session != self.session).collect();
         rewrite(&self.path, &keep)?;
@@ -172,7 +179,10 @@ pub fn revert(dir: &Path) -> Result<RevertReport> {
         }
     }
     if !failures.is_empty() {
-        return Err(HostError::Journal { path, message: format!("could not restore {} change(s), journal kept: {}", failures.len(), failures.join("; ")) });
+        return Err(HostError::Journal {
+            path,
+            message: format!("could not restore {} change(s), journal kept: {}", failures.len(), failures.join("; ")),
+        });
     }
     std::fs::remove_file(&path).map_err(|e| HostError::io(&path, e))?;
     fsync_dir(dir)?;
@@ -209,7 +219,8 @@ fn rewrite(path: &Path, entries: &[Entry]) -> Result<()> {
     let tmp = path.with_extension("jsonl.tmp");
     let mut f = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
     for e in entries {
-        writeln!(f, "{}", serde_json::to_string(e).expect("journal entries serialize")).map_err(|e| HostError::io(&tmp, e))?;
+        writeln!(f, "{}", serde_json::to_string(e).expect("journal entries serialize"))
+            .map_err(|e| HostError::io(&tmp, e))?;
     }
     f.sync_all().map_err(|e| HostError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| HostError::io(path, e))?;
@@ -220,10 +231,14 @@ fn rewrite(path: &Path, entries: &[Entry]) -> Result<()> {
 fn lock_dir(dir: &Path) -> Result<File> {
     std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
     let path = dir.join(LOCK_FILE);
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| HostError::io(&path, e))?;
+    let f =
+        OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| HostError::io(&path, e))?;
     // SAFETY: flock on an fd we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(HostError::Journal { path: dir.into(), message: "another `rtvirt host apply/revert` holds the state directory's lock".into() });
+        return Err(HostError::Journal {
+            path: dir.into(),
+            message: "another `rtvirt host apply/revert` holds the state directory's lock".into(),
+        });
     }
     Ok(f)
 }
@@ -326,7 +341,9 @@ mod tests {
     fn torn_last_line_is_ignored_and_lock_is_exclusive() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(JOURNAL_FILE);
-        let good = serde_json::to_string(&Entry { session: 1, seq: 1, change: file_change(&d.path().join("x"), "0", "1") }).unwrap();
+        let good =
+            serde_json::to_string(&Entry { session: 1, seq: 1, change: file_change(&d.path().join("x"), "0", "1") })
+                .unwrap();
         std::fs::write(&p, format!("{good}\n{{\"session\":1,\"se")).unwrap();
         assert_eq!(read_entries(&p).unwrap().len(), 1);
         {

@@ -119,34 +119,64 @@ fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>
     let starved: Vec<String> = input
         .existing
         .iter()
-        .filter(|t| t.role.is_percpu_kthread() && t.affinity.iter().any(|c| vcpu.cpus.contains(c)) && rank(&after(input, t)) < rank(&vcpu.sched))
+        .filter(|t| {
+            t.role.is_percpu_kthread()
+                && t.affinity.iter().any(|c| vcpu.cpus.contains(c))
+                && rank(&after(input, t)) < rank(&vcpu.sched)
+        })
         .map(|t| format!("{} ({})", t.comm, sched::policy_name(after(input, t).policy)))
         .collect();
     if starved.is_empty() {
         return;
     }
     let (severity, bound) = if bounded {
-        (Severity::Warn, if fair_server { "only the fair server's share (50 ms/s by default)" } else { "only what RT throttling leaves" })
+        (
+            Severity::Warn,
+            if fair_server {
+                "only the fair server's share (50 ms/s by default)"
+            } else {
+                "only what RT throttling leaves"
+            },
+        )
     } else {
         (Severity::Fail, "nothing: RT throttling is off and there is no fair server")
     };
     out.push(Finding {
         id: "fifo_vcpu_above_kthreads",
         severity,
-        message: format!("{} vCPU thread {} ({}) on CPU {} runs above {}; if the guest busy-polls they get {bound}", vcpu.sched, vcpu.tid, vcpu.guest.as_deref().unwrap_or("?"), vcpu.cpus, starved.join(", ")),
+        message: format!(
+            "{} vCPU thread {} ({}) on CPU {} runs above {}; if the guest busy-polls they get {bound}",
+            vcpu.sched,
+            vcpu.tid,
+            vcpu.guest.as_deref().unwrap_or("?"),
+            vcpu.cpus,
+            starved.join(", ")
+        ),
     });
 }
 
 /// The RT data path must be ordered IRQ > NAPI/vhost > vCPU (SEEDS 1): an I/O thread below an RT
 /// vCPU on a shared CPU waits behind the vCPU it is supposed to feed.
 fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
-    for io in input.planned.iter().filter(|p| matches!(p.role, Role::Irq { .. } | Role::Napi { .. } | Role::Vhost { .. } | Role::Iothread { .. })) {
+    for io in input
+        .planned
+        .iter()
+        .filter(|p| matches!(p.role, Role::Irq { .. } | Role::Napi { .. } | Role::Vhost { .. } | Role::Iothread { .. }))
+    {
         let same_path = io.guest.is_none() || io.guest == vcpu.guest;
         if same_path && !io.cpus.intersection(&vcpu.cpus).is_empty() && rank(&io.sched) < rank(&vcpu.sched) {
             out.push(Finding {
                 id: "io_below_vcpu",
                 severity: Severity::Fail,
-                message: format!("{} thread {} ({}) is below vCPU thread {} ({}) on CPU {}: the vCPU would starve its own I/O path", io.role.name(), io.tid, io.sched, vcpu.tid, vcpu.sched, io.cpus.intersection(&vcpu.cpus)),
+                message: format!(
+                    "{} thread {} ({}) is below vCPU thread {} ({}) on CPU {}: the vCPU would starve its own I/O path",
+                    io.role.name(),
+                    io.tid,
+                    io.sched,
+                    vcpu.tid,
+                    vcpu.sched,
+                    io.cpus.intersection(&vcpu.cpus)
+                ),
             });
         }
     }
@@ -157,7 +187,8 @@ fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
 fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
     let mut hits = Vec::new();
     for p in input.planned.iter().filter(|p| p.sched.is_rt() && matches!(p.role, Role::Vcpu { .. })) {
-        let on: Vec<String> = p.cpus.iter().filter_map(|c| input.fair_server.active_on(c).map(|f| format!("cpu{c} {f}"))).collect();
+        let on: Vec<String> =
+            p.cpus.iter().filter_map(|c| input.fair_server.active_on(c).map(|f| format!("cpu{c} {f}"))).collect();
         if !on.is_empty() {
             hits.push(format!("{} {} ({}) on {}", p.tid, p.comm, p.sched, on.join(", ")));
         }
@@ -174,8 +205,10 @@ fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
 /// Reclaiming (GRUB) deadline threads take unused bandwidth on the CPUs of hard reservations.
 fn reclaim(input: &LintInput, out: &mut Vec<Finding>) {
     let dl_cpus: CpuList = input.planned.iter().filter(|p| p.sched.is_deadline()).flat_map(|p| p.cpus.iter()).collect();
-    let planned_reclaim = input.planned.iter().filter(|p| p.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|p| (p.tid, p.cpus.clone()));
-    let existing_reclaim = input.existing.iter().filter(|t| t.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|t| (t.tid, t.affinity.clone()));
+    let planned_reclaim =
+        input.planned.iter().filter(|p| p.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|p| (p.tid, p.cpus.clone()));
+    let existing_reclaim =
+        input.existing.iter().filter(|t| t.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|t| (t.tid, t.affinity.clone()));
     for (tid, cpus) in planned_reclaim.chain(existing_reclaim) {
         if !cpus.intersection(&dl_cpus).is_empty() {
             out.push(Finding { id: "reclaim_on_hard_reservation", severity: Severity::Warn, message: format!("thread {tid} has SCHED_FLAG_RECLAIM on CPU {} shared with hard reservations: it may consume their unused bandwidth and delay their replenishment", cpus.intersection(&dl_cpus)) });
@@ -225,7 +258,10 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
         let sched = planned.map(|p| p.sched).unwrap_or(t.sched);
         let competes = planned.is_some() || rank(&sched) > 0 || t.state == 'R' || t.role.is_percpu_kthread();
         if competes {
-            add(planned.map(|p| &p.cpus).unwrap_or(&t.affinity), entity(t.tid, &t.comm, &t.role, &sched, planned.is_some()));
+            add(
+                planned.map(|p| &p.cpus).unwrap_or(&t.affinity),
+                entity(t.tid, &t.comm, &t.role, &sched, planned.is_some()),
+            );
         }
     }
     for p in input.planned.iter().filter(|p| !input.existing.iter().any(|t| t.tid == p.tid)) {
@@ -234,7 +270,14 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
     for (cpu, v) in view.iter_mut() {
         if let Some(f) = input.fair_server.active_on(*cpu) {
             // Linux >= 6.12: the CPU's SCHED_OTHER tasks run inside a deadline server (dl_server).
-            v.push(Entity { tid: 0, comm: "fair_server".into(), role: "dl_server", sched: format!("DEADLINE server for SCHED_OTHER {f}"), changed: false, rank: 1000 });
+            v.push(Entity {
+                tid: 0,
+                comm: "fair_server".into(),
+                role: "dl_server",
+                sched: format!("DEADLINE server for SCHED_OTHER {f}"),
+                changed: false,
+                rank: 1000,
+            });
         }
         v.sort_by_key(|e| std::cmp::Reverse(e.rank));
     }
@@ -247,21 +290,58 @@ mod tests {
     use crate::sched::SCHED_FIFO;
 
     fn thread(tid: u32, comm: &str, role: Role, sched: SchedAttr, cpus: &str) -> ThreadInfo {
-        ThreadInfo { tid, pid: tid, comm: comm.into(), role, guest: None, sched, policy: sched::policy_name(sched.policy), affinity: CpuList::parse(cpus).unwrap(), cpu: 0, cgroup: "/".into(), starttime: 1, kthread: true, state: 'S' }
+        ThreadInfo {
+            tid,
+            pid: tid,
+            comm: comm.into(),
+            role,
+            guest: None,
+            sched,
+            policy: sched::policy_name(sched.policy),
+            affinity: CpuList::parse(cpus).unwrap(),
+            cpu: 0,
+            cgroup: "/".into(),
+            starttime: 1,
+            kthread: true,
+            state: 'S',
+        }
     }
 
     fn planned(tid: u32, role: Role, sched: SchedAttr, cpus: &str) -> Planned {
-        Planned { tid, comm: format!("t{tid}"), role, guest: Some("g".into()), sched, cpus: CpuList::parse(cpus).unwrap() }
+        Planned {
+            tid,
+            comm: format!("t{tid}"),
+            role,
+            guest: Some("g".into()),
+            sched,
+            cpus: CpuList::parse(cpus).unwrap(),
+        }
     }
 
     /// Fair servers as debugfs would show them: (runtime, period) per CPU 0, 1.
     fn fair(cpu0_runtime: u64, cpu1_runtime: u64) -> FairServers {
-        let v: Vec<String> = [cpu0_runtime, 1_000_000_000, cpu1_runtime, 1_000_000_000].iter().map(u64::to_string).collect();
+        let v: Vec<String> =
+            [cpu0_runtime, 1_000_000_000, cpu1_runtime, 1_000_000_000].iter().map(u64::to_string).collect();
         FairServers::parse(&[0, 1], &v)
     }
 
-    fn run_with(planned: &[Planned], existing: &[ThreadInfo], rt_runtime: i64, fair_server: &FairServers) -> LintReport {
-        lint(&LintInput { planned, existing, irqs: &[], placed_irqs: &[], isolated: CpuList::default(), online: CpuList::parse("0-1").unwrap(), partitions: CpuList::default(), rt_runtime_us: Some(rt_runtime), fair_server })
+    fn run_with(
+        planned: &[Planned],
+        existing: &[ThreadInfo],
+        rt_runtime: i64,
+        fair_server: &FairServers,
+    ) -> LintReport {
+        lint(&LintInput {
+            planned,
+            existing,
+            irqs: &[],
+            placed_irqs: &[],
+            isolated: CpuList::default(),
+            online: CpuList::parse("0-1").unwrap(),
+            partitions: CpuList::default(),
+            rt_runtime_us: Some(rt_runtime),
+            fair_server,
+        })
     }
 
     fn run(planned: &[Planned], rt_runtime: i64, fair_server: bool) -> LintReport {
@@ -299,11 +379,15 @@ mod tests {
 
     #[test]
     fn io_thread_below_its_vcpu_fails_and_the_view_orders_by_priority() {
-        let p = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::fixed(SCHED_FIFO, 47), "1"), planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 40), "1")];
+        let p = [
+            planned(1, Role::Vcpu { index: 0 }, SchedAttr::fixed(SCHED_FIFO, 47), "1"),
+            planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 40), "1"),
+        ];
         let r = run(&p, 950_000, false);
         assert_eq!(severity(&r, "io_below_vcpu"), Some(Severity::Fail));
         assert_eq!(r.failures(), 1);
-        let ok = [p[0].clone(), planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 49), "1")];
+        let ok =
+            [p[0].clone(), planned(2, Role::Napi { dev: "eth1".into(), id: 1 }, SchedAttr::fixed(SCHED_FIFO, 49), "1")];
         assert_eq!(severity(&run(&ok, 950_000, false), "io_below_vcpu"), None);
         let cpu1 = &r.per_cpu[&1];
         assert!(cpu1.windows(2).all(|w| w[0].rank >= w[1].rank), "{cpu1:?}");
@@ -322,14 +406,26 @@ mod tests {
         let f = fair(50_000_000, 0);
         let r = run_with(&on_cpu1, &existing, -1, &f);
         assert_eq!(severity(&r, "fair_server_preempts_rt"), None, "{:?}", r.findings);
-        assert_eq!(severity(&r, "fifo_vcpu_above_kthreads"), Some(Severity::Fail), "nothing bounds the vCPU on CPU 1 any more");
+        assert_eq!(
+            severity(&r, "fifo_vcpu_above_kthreads"),
+            Some(Severity::Fail),
+            "nothing bounds the vCPU on CPU 1 any more"
+        );
         assert!(!r.per_cpu[&1].iter().any(|e| e.comm == "fair_server"));
         let r0 = run_with(&on_cpu0, &existing, -1, &f);
-        let msg = &r0.findings.iter().find(|x| x.id == "fair_server_preempts_rt").expect("CPU 0 has an active fair server").message;
+        let msg = &r0
+            .findings
+            .iter()
+            .find(|x| x.id == "fair_server_preempts_rt")
+            .expect("CPU 0 has an active fair server")
+            .message;
         assert!(msg.contains("cpu0 50000000/1000000000 ns"), "{msg}");
         assert!(r0.per_cpu[&0].iter().any(|e| e.comm == "fair_server" && e.sched.contains("50000000/1000000000")));
         // a deadline vCPU or a FIFO thread that is not a vCPU is not what this finding is about
-        let dl = [planned(1, Role::Vcpu { index: 0 }, SchedAttr::deadline(1_000_000, 10_000_000, 10_000_000), "0"), planned(2, Role::Napi { dev: "x".into(), id: 1 }, fifo, "0")];
+        let dl = [
+            planned(1, Role::Vcpu { index: 0 }, SchedAttr::deadline(1_000_000, 10_000_000, 10_000_000), "0"),
+            planned(2, Role::Napi { dev: "x".into(), id: 1 }, fifo, "0"),
+        ];
         assert_eq!(severity(&run_with(&dl, &existing, 950_000, &f), "fair_server_preempts_rt"), None);
         // unreadable settings: assumed active at the default
         let r = run_with(&on_cpu1, &existing, -1, &FairServers::Unreadable("no debugfs".into()));
@@ -342,10 +438,19 @@ mod tests {
         busy.state = 'R';
         let sleeper = thread(21, "sshd", Role::Other, SchedAttr::other(0), "0-1");
         let rt_sleeper = thread(22, "watchdog", Role::Other, SchedAttr::fixed(SCHED_FIFO, 99), "0");
-        let existing = vec![busy, sleeper, rt_sleeper, thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1")];
+        let existing = vec![
+            busy,
+            sleeper,
+            rt_sleeper,
+            thread(10, "ksoftirqd/1", Role::Ksoftirqd { cpu: 1 }, SchedAttr::other(0), "1"),
+        ];
         let r = run_with(&[], &existing, 950_000, &FairServers::Absent);
         let names = |c: u32| r.per_cpu[&c].iter().map(|e| e.comm.as_str()).collect::<Vec<_>>();
-        assert_eq!(names(0), ["watchdog", "make"], "RT first; the runnable SCHED_OTHER thread too, not the sleeping one");
+        assert_eq!(
+            names(0),
+            ["watchdog", "make"],
+            "RT first; the runnable SCHED_OTHER thread too, not the sleeping one"
+        );
         assert_eq!(names(1), ["make", "ksoftirqd/1"]);
     }
 }

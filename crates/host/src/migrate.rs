@@ -24,7 +24,14 @@ pub fn settle(tid: u32) -> Result<()> {
     if wait_on(tid, &cpus, Duration::from_millis(500))? {
         return Ok(());
     }
-    Err(HostError::Kernel(KernelError::new(Op::SetAffinity, format!("thread {tid} did not move to CPU {cpus} (it stays on CPU {}; is it stopped?)", procfs::stat(tid)?.processor), libc::EBUSY)))
+    Err(HostError::Kernel(KernelError::new(
+        Op::SetAffinity,
+        format!(
+            "thread {tid} did not move to CPU {cpus} (it stays on CPU {}; is it stopped?)",
+            procfs::stat(tid)?.processor
+        ),
+        libc::EBUSY,
+    )))
 }
 
 fn wait_on(tid: u32, cpus: &CpuList, limit: Duration) -> Result<bool> {
@@ -43,7 +50,13 @@ fn wait_on(tid: u32, cpus: &CpuList, limit: Duration) -> Result<bool> {
 /// Interrupt the thread once through ptrace so that it runs (and is placed on an allowed CPU).
 fn wake_once(tid: u32) -> Result<()> {
     let pid = tid as libc::pid_t;
-    let fail = |what: &str| HostError::Kernel(KernelError::new(Op::SetAffinity, format!("{what} on thread {tid} (to wake it onto its new CPU)"), sched::last_errno()));
+    let fail = |what: &str| {
+        HostError::Kernel(KernelError::new(
+            Op::SetAffinity,
+            format!("{what} on thread {tid} (to wake it onto its new CPU)"),
+            sched::last_errno(),
+        ))
+    };
     // SAFETY: plain ptrace/waitpid calls on a thread id; no memory is shared with the tracee.
     unsafe {
         if libc::ptrace(libc::PTRACE_SEIZE, pid, 0, 0) != 0 {

@@ -96,7 +96,9 @@ pub fn tgid(tid: u32) -> Result<u32> {
 /// The command line of a process, split at NULs.
 pub fn cmdline(pid: u32) -> Vec<String> {
     std::fs::read(task_dir(pid).join("cmdline"))
-        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .map(|b| {
+            b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
+        })
         .unwrap_or_default()
 }
 

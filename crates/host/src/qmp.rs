@@ -49,9 +49,13 @@ impl Qmp {
     pub fn connect_with_timeout(socket: &Path, timeout: Duration) -> Result<Qmp> {
         let err = |m: String| HostError::Qmp { socket: socket.to_path_buf(), message: m };
         if !socket.exists() {
-            return Err(err("no such socket (is the VM running, and was QEMU started with -qmp unix:PATH,server=on,wait=off?)".into()));
+            return Err(err(
+                "no such socket (is the VM running, and was QEMU started with -qmp unix:PATH,server=on,wait=off?)"
+                    .into(),
+            ));
         }
-        let stream = UnixStream::connect(socket).map_err(|e| err(format!("cannot connect: {e} (is the VM running?)")))?;
+        let stream =
+            UnixStream::connect(socket).map_err(|e| err(format!("cannot connect: {e} (is the VM running?)")))?;
         stream.set_read_timeout(Some(timeout)).map_err(|e| err(e.to_string()))?;
         stream.set_write_timeout(Some(timeout)).map_err(|e| err(e.to_string()))?;
         let writer = stream.try_clone().map_err(|e| err(e.to_string()))?;

@@ -9,7 +9,9 @@ use std::fmt::Write;
 
 /// Columns padded to their widest cell.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..header.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
+        .collect();
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
@@ -29,12 +31,24 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 pub fn audit(a: &Audit) -> String {
-    let rows: Vec<Vec<String>> = a.checks.iter().map(|c| vec![c.status.as_str().to_uppercase(), c.id.to_string(), c.found.clone()]).collect();
+    let rows: Vec<Vec<String>> =
+        a.checks.iter().map(|c| vec![c.status.as_str().to_uppercase(), c.id.to_string(), c.found.clone()]).collect();
     let mut out = format!("rtvirt host audit - kernel {}, CPUs {}\n\n", a.kernel, a.cpus_online);
     out += &table(&["STATUS", "CHECK", "FOUND"], &rows);
     out += "\nDetails (warn/fail):\n";
     for c in a.checks.iter().filter(|c| matches!(c.status, crate::audit::Status::Warn | crate::audit::Status::Fail)) {
-        let _ = write!(out, "\n[{}] {} - {}\n  found:  {}\n  source: {}\n  why:    {}\n  fix:    {}\n  tuned:  {}\n", c.status.as_str(), c.id, c.title, c.found, c.source, c.why, c.fix, c.tuned);
+        let _ = write!(
+            out,
+            "\n[{}] {} - {}\n  found:  {}\n  source: {}\n  why:    {}\n  fix:    {}\n  tuned:  {}\n",
+            c.status.as_str(),
+            c.id,
+            c.title,
+            c.found,
+            c.source,
+            c.why,
+            c.fix,
+            c.tuned
+        );
     }
     let s = &a.summary;
     let _ = write!(out, "\n{} pass, {} warn, {} fail, {} skip\n", s.pass, s.warn, s.fail, s.skip);
@@ -57,7 +71,18 @@ fn role_detail(r: &Role) -> String {
 pub fn threads(ts: &[ThreadInfo]) -> String {
     let rows: Vec<Vec<String>> = ts
         .iter()
-        .map(|t| vec![t.tid.to_string(), t.pid.to_string(), role_detail(&t.role), t.guest.clone().unwrap_or_else(|| "-".into()), t.sched.to_string(), t.affinity.to_string(), t.cpu.to_string(), t.comm.clone()])
+        .map(|t| {
+            vec![
+                t.tid.to_string(),
+                t.pid.to_string(),
+                role_detail(&t.role),
+                t.guest.clone().unwrap_or_else(|| "-".into()),
+                t.sched.to_string(),
+                t.affinity.to_string(),
+                t.cpu.to_string(),
+                t.comm.clone(),
+            ]
+        })
         .collect();
     table(&["TID", "PID", "ROLE", "GUEST", "SCHED", "AFFINITY", "CPU", "COMM"], &rows)
 }
@@ -70,20 +95,39 @@ pub fn lint(l: &LintReport) -> String {
     for (cpu, es) in &l.per_cpu {
         let _ = writeln!(out, "  CPU {cpu}:");
         // Unchanged SCHED_OTHER/BATCH/IDLE threads other than the per-CPU kthreads: a few, then a count.
-        let minor = |e: &&crate::lint::Entity| !e.changed && e.rank == 0 && !matches!(e.role, "ksoftirqd" | "ktimers" | "rcuc");
+        let minor =
+            |e: &&crate::lint::Entity| !e.changed && e.rank == 0 && !matches!(e.role, "ksoftirqd" | "ktimers" | "rcuc");
         let (rest, major): (Vec<_>, Vec<_>) = es.iter().partition(minor);
         for e in major.iter().chain(rest.iter().take(FAIR_SHOWN)) {
-            let _ = writeln!(out, "    {}{:<8} {:<22} {} ({})", if e.changed { "* " } else { "  " }, e.tid, e.comm, e.sched, e.role);
+            let _ = writeln!(
+                out,
+                "    {}{:<8} {:<22} {} ({})",
+                if e.changed { "* " } else { "  " },
+                e.tid,
+                e.comm,
+                e.sched,
+                e.role
+            );
         }
         if rest.len() > FAIR_SHOWN {
-            let _ = writeln!(out, "      ... and {} more runnable fair-class threads (--format json lists them)", rest.len() - FAIR_SHOWN);
+            let _ = writeln!(
+                out,
+                "      ... and {} more runnable fair-class threads (--format json lists them)",
+                rest.len() - FAIR_SHOWN
+            );
         }
     }
     if l.findings.is_empty() {
         out += "Lint: no findings\n";
     }
     for f in &l.findings {
-        let _ = writeln!(out, "Lint {}: {}: {}", if f.severity == Severity::Fail { "FAIL" } else { "warn" }, f.id, f.message);
+        let _ = writeln!(
+            out,
+            "Lint {}: {}: {}",
+            if f.severity == Severity::Fail { "FAIL" } else { "warn" },
+            f.id,
+            f.message
+        );
     }
     out
 }

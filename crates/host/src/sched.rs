@@ -134,7 +134,9 @@ impl fmt::Display for SchedAttr {
 pub fn get(tid: u32) -> Result<SchedAttr, KernelError> {
     let mut raw = RawSchedAttr { size: std::mem::size_of::<RawSchedAttr>() as u32, ..Default::default() };
     // SAFETY: raw is a valid, writable sched_attr of the size we pass.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, tid as libc::pid_t, &mut raw as *mut RawSchedAttr, raw.size, 0u32) };
+    let rc = unsafe {
+        libc::syscall(libc::SYS_sched_getattr, tid as libc::pid_t, &mut raw as *mut RawSchedAttr, raw.size, 0u32)
+    };
     if rc != 0 {
         return Err(KernelError::new(Op::GetSched, format!("sched_getattr on thread {tid}"), last_errno()));
     }
@@ -192,7 +194,11 @@ pub fn set_affinity(tid: u32, cpus: &CpuList) -> Result<(), KernelError> {
             libc::CPU_SET(c as usize, &mut set);
         }
         if libc::sched_setaffinity(tid as libc::pid_t, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(KernelError::new(Op::SetAffinity, format!("sched_setaffinity({cpus}) on thread {tid}"), last_errno()));
+            return Err(KernelError::new(
+                Op::SetAffinity,
+                format!("sched_setaffinity({cpus}) on thread {tid}"),
+                last_errno(),
+            ));
         }
     }
     Ok(())

@@ -49,24 +49,41 @@ pub const DEBUGFS: &str = "/sys/kernel/debug";
 /// disappears with the child: the host's mounts are not changed. Returns how it was read.
 pub fn debugfs_read(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
     debugfs_read_any(rel).map_err(|err| {
-        let lockdown = if err.contains("Operation not permitted") { "; kernel lockdown restricts debugfs (see kernel_lockdown(7))" } else { "" };
+        let lockdown = if err.contains("Operation not permitted") {
+            "; kernel lockdown restricts debugfs (see kernel_lockdown(7))"
+        } else {
+            ""
+        };
         format!("{err}{lockdown}")
     })
 }
 
 fn debugfs_read_any(rel: &[String]) -> Result<(Vec<String>, &'static str), String> {
     if Path::new(DEBUGFS).join("sched").is_dir() {
-        let v: Result<Vec<String>, String> = rel.iter().map(|r| std::fs::read_to_string(Path::new(DEBUGFS).join(r)).map(|s| s.trim().to_string()).map_err(|e| format!("{DEBUGFS}/{r}: {e}"))).collect();
+        let v: Result<Vec<String>, String> = rel
+            .iter()
+            .map(|r| {
+                std::fs::read_to_string(Path::new(DEBUGFS).join(r))
+                    .map(|s| s.trim().to_string())
+                    .map_err(|e| format!("{DEBUGFS}/{r}: {e}"))
+            })
+            .collect();
         return v.map(|v| (v, "mounted debugfs"));
     }
     let cats: Vec<String> = rel.iter().map(|r| format!("cat {DEBUGFS}/{r} && echo @@END@@")).collect();
     let script = format!("mount -t debugfs none {DEBUGFS} && {}", cats.join(" && "));
-    let out = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]).output().map_err(|e| format!("unshare: {e}"))?;
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .map_err(|e| format!("unshare: {e}"))?;
     if !out.status.success() {
         return Err(format!("private debugfs mount: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    Ok((text.split("@@END@@").map(|s| s.trim().to_string()).take(rel.len()).collect(), "debugfs mounted in a private mount namespace"))
+    Ok((
+        text.split("@@END@@").map(|s| s.trim().to_string()).take(rel.len()).collect(),
+        "debugfs mounted in a private mount namespace",
+    ))
 }
 
 /// One CPU's fair server (Linux >= 6.12): the deadline server that runs SCHED_OTHER tasks.
@@ -90,7 +107,9 @@ impl std::fmt::Display for FairServer {
 /// The debugfs files (relative to [`DEBUGFS`]) of these CPUs' fair servers: runtime, period for
 /// each CPU in turn.
 pub fn fair_server_files(cpus: &[u32]) -> Vec<String> {
-    cpus.iter().flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")]).collect()
+    cpus.iter()
+        .flat_map(|c| [format!("sched/fair_server/cpu{c}/runtime"), format!("sched/fair_server/cpu{c}/period")])
+        .collect()
 }
 
 /// The fair servers of this host, as far as they can be read.
@@ -145,7 +164,9 @@ impl FairServers {
         match self {
             FairServers::Absent => "Linux < 6.12: no fair server".into(),
             FairServers::Read(_) => format!("{DEBUGFS}/sched/fair_server/cpuN/runtime"),
-            FairServers::Unreadable(why) => format!("fair server settings unreadable ({why}), assumed at the default 50 ms/1 s"),
+            FairServers::Unreadable(why) => {
+                format!("fair server settings unreadable ({why}), assumed at the default 50 ms/1 s")
+            }
         }
     }
 }
@@ -177,7 +198,16 @@ pub fn cmdline() -> String {
 /// The value of `key=` on the boot command line (last occurrence wins, as in the kernel), or
 /// Some("") for a bare flag.
 pub fn cmdline_param(cmdline: &str, key: &str) -> Option<String> {
-    cmdline.split_whitespace().filter_map(|w| if w == key { Some(String::new()) } else { w.strip_prefix(key)?.strip_prefix('=').map(str::to_string) }).next_back()
+    cmdline
+        .split_whitespace()
+        .filter_map(|w| {
+            if w == key {
+                Some(String::new())
+            } else {
+                w.strip_prefix(key)?.strip_prefix('=').map(str::to_string)
+            }
+        })
+        .next_back()
 }
 
 /// One hardware interrupt with its handlers and CPU affinity.
@@ -193,7 +223,9 @@ pub struct Irq {
 impl Irq {
     /// Does one of this IRQ's handlers belong to `device` ("eth1" matches "eth1", "eth1-rx-0", "eth1:..")?
     pub fn serves(&self, device: &str) -> bool {
-        self.actions.iter().any(|a| a == device || a.strip_prefix(device).is_some_and(|r| r.starts_with(['-', '.', ':', '@'])))
+        self.actions
+            .iter()
+            .any(|a| a == device || a.strip_prefix(device).is_some_and(|r| r.starts_with(['-', '.', ':', '@'])))
     }
 }
 
@@ -208,11 +240,17 @@ pub fn irqs() -> Vec<Irq> {
 
 /// One IRQ by number (None if it has no handler).
 pub fn irq(number: u32) -> Option<Irq> {
-    let actions: Vec<String> = read_opt(format!("/sys/kernel/irq/{number}/actions"))?.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let actions: Vec<String> = read_opt(format!("/sys/kernel/irq/{number}/actions"))?
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
     if actions.is_empty() {
         return None;
     }
-    let list = |f: &str| read_opt(format!("/proc/irq/{number}/{f}")).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default();
+    let list =
+        |f: &str| read_opt(format!("/proc/irq/{number}/{f}")).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default();
     Some(Irq { number, actions, affinity: list("smp_affinity_list"), effective: list("effective_affinity_list") })
 }
 
@@ -244,7 +282,12 @@ mod tests {
 
     #[test]
     fn irq_device_matching() {
-        let i = Irq { number: 1, actions: vec!["eth1-rx-0".into()], affinity: CpuList::default(), effective: CpuList::default() };
+        let i = Irq {
+            number: 1,
+            actions: vec!["eth1-rx-0".into()],
+            affinity: CpuList::default(),
+            effective: CpuList::default(),
+        };
         assert!(i.serves("eth1"));
         assert!(!i.serves("eth"));
         assert!(!i.serves("eth10"));

@@ -15,18 +15,38 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Role {
-    Vcpu { index: u32 },
-    Iothread { id: String },
+    Vcpu {
+        index: u32,
+    },
+    Iothread {
+        id: String,
+    },
     /// A vhost worker serving QEMU process `owner`.
-    Vhost { owner: u32 },
-    Irq { irq: u32, name: String },
-    Napi { dev: String, id: u32 },
-    Ksoftirqd { cpu: u32 },
-    Ktimers { cpu: u32 },
-    Rcuc { cpu: u32 },
+    Vhost {
+        owner: u32,
+    },
+    Irq {
+        irq: u32,
+        name: String,
+    },
+    Napi {
+        dev: String,
+        id: u32,
+    },
+    Ksoftirqd {
+        cpu: u32,
+    },
+    Ktimers {
+        cpu: u32,
+    },
+    Rcuc {
+        cpu: u32,
+    },
     /// Any other thread of a QEMU process (main loop, RCU, workers).
     Emulator,
-    Container { cgroup: String },
+    Container {
+        cgroup: String,
+    },
     Other,
 }
 
@@ -166,7 +186,10 @@ pub fn role_from_comm(comm: &str, kthread: bool) -> Option<Role> {
 
 /// Is this process a QEMU system emulator?
 pub fn is_qemu(pid: u32) -> bool {
-    procfs::cmdline(pid).first().and_then(|a| Path::new(a).file_name()?.to_str().map(str::to_string)).is_some_and(|b| b.starts_with("qemu-system") || b == "qemu-kvm")
+    procfs::cmdline(pid)
+        .first()
+        .and_then(|a| Path::new(a).file_name()?.to_str().map(str::to_string))
+        .is_some_and(|b| b.starts_with("qemu-system") || b == "qemu-kvm")
 }
 
 /// The guest name from QEMU's `-name guest=NAME,...` or `-name NAME,...`.
@@ -188,7 +211,8 @@ pub fn qemu_qmp_socket(cmdline: &[String]) -> Option<PathBuf> {
     let id = mon.split(',').find_map(|kv| kv.strip_prefix("chardev="))?;
     option_values(cmdline, "-chardev").into_iter().find_map(|c| {
         let kv: Vec<&str> = c.split(',').collect();
-        (kv.first() == Some(&"socket") && kv.contains(&format!("id={id}").as_str())).then(|| kv.iter().find_map(|x| x.strip_prefix("path=")).map(PathBuf::from))?
+        (kv.first() == Some(&"socket") && kv.contains(&format!("id={id}").as_str()))
+            .then(|| kv.iter().find_map(|x| x.strip_prefix("path=")).map(PathBuf::from))?
     })
 }
 
@@ -220,7 +244,8 @@ fn qemu_via_qmp(socket: &Path, timeout: std::time::Duration) -> Result<Vec<Threa
         let iothreads = q.iothreads().unwrap_or_default();
         (vcpus, iothreads, q.name().unwrap_or(None))
     };
-    let first = vcpus.first().ok_or_else(|| HostError::Qmp { socket: socket.into(), message: "the VM has no vCPUs".into() })?;
+    let first =
+        vcpus.first().ok_or_else(|| HostError::Qmp { socket: socket.into(), message: "the VM has no vCPUs".into() })?;
     let pid = procfs::tgid(first.thread_id)?;
     let guest = name.or_else(|| qemu_guest_name(&procfs::cmdline(pid)));
     let mut out = Vec::new();
@@ -250,7 +275,8 @@ fn kernel_vhost_workers(pid: u32, guest: Option<String>) -> Vec<ThreadInfo> {
 }
 
 fn by_pid(pid: u32) -> Result<Vec<ThreadInfo>> {
-    let st = procfs::stat(pid).map_err(|_| HostError::input(format!("process/thread {pid} does not exist (stale PID?)")))?;
+    let st =
+        procfs::stat(pid).map_err(|_| HostError::input(format!("process/thread {pid} does not exist (stale PID?)")))?;
     let tgid = procfs::tgid(pid)?;
     if tgid != pid {
         let role = role_from_comm(&st.comm, st.is_kthread()).unwrap_or(Role::Other);
@@ -288,7 +314,10 @@ const DISCOVERY_QMP_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// A QEMU process found by PID or by a scan: labelled through the `-qmp`/`-mon` socket of its
 /// command line when it answers, else by thread names (with its kernel vhost workers).
 fn qemu_process(pid: u32, cmd: &[String], timeout: std::time::Duration) -> Vec<ThreadInfo> {
-    if let Some(v) = qemu_qmp_socket(cmd).and_then(|sock| qemu_via_qmp(&sock, timeout).ok()).filter(|v| v.iter().any(|t| t.pid == pid)) {
+    if let Some(v) = qemu_qmp_socket(cmd)
+        .and_then(|sock| qemu_via_qmp(&sock, timeout).ok())
+        .filter(|v| v.iter().any(|t| t.pid == pid))
+    {
         return v;
     }
     let guest = qemu_guest_name(cmd);
@@ -299,7 +328,8 @@ fn qemu_process(pid: u32, cmd: &[String], timeout: std::time::Duration) -> Vec<T
 
 /// Container runtimes' cgroup path markers.
 /// (`rtvirt-ct-` is the cgroup of rtvirt's own measurement containers.)
-pub const CONTAINER_MARKERS: &[&str] = &["docker", "containerd", "libpod", "lxc", "kubepods", "machine.slice", "crio", "rtvirt-ct-"];
+pub const CONTAINER_MARKERS: &[&str] =
+    &["docker", "containerd", "libpod", "lxc", "kubepods", "machine.slice", "crio", "rtvirt-ct-"];
 
 /// The container cgroup a thread belongs to, if any of its cgroup paths names a container.
 pub fn container_cgroup(tid: u32) -> Option<String> {
@@ -317,7 +347,11 @@ fn system() -> Vec<ThreadInfo> {
         } else if is_qemu(pid) {
             out.extend(qemu_process(pid, &procfs::cmdline(pid), DISCOVERY_QMP_TIMEOUT));
         } else if let Some(cgroup) = container_cgroup(pid) {
-            out.extend(procfs::tids(pid).into_iter().filter_map(|tid| read_thread(tid, Role::Container { cgroup: cgroup.clone() }, None)));
+            out.extend(
+                procfs::tids(pid)
+                    .into_iter()
+                    .filter_map(|tid| read_thread(tid, Role::Container { cgroup: cgroup.clone() }, None)),
+            );
         }
     }
     out
@@ -363,7 +397,10 @@ mod tests {
         assert_eq!(role_from_comm("CPU 0/TCG", false), Some(Role::Vcpu { index: 0 }));
         assert_eq!(role_from_comm("IO iothread0", false), Some(Role::Iothread { id: "iothread0".into() }));
         assert_eq!(role_from_comm("vhost-1234", true), Some(Role::Vhost { owner: 1234 }));
-        assert_eq!(role_from_comm("irq/36-virtio1-req.0", true), Some(Role::Irq { irq: 36, name: "virtio1-req.0".into() }));
+        assert_eq!(
+            role_from_comm("irq/36-virtio1-req.0", true),
+            Some(Role::Irq { irq: 36, name: "virtio1-req.0".into() })
+        );
         assert_eq!(role_from_comm("napi/veth-rt0-258", true), Some(Role::Napi { dev: "veth-rt0".into(), id: 258 }));
         assert_eq!(role_from_comm("ksoftirqd/1", true), Some(Role::Ksoftirqd { cpu: 1 }));
         assert_eq!(role_from_comm("irq/36-x", false), None, "a user thread named irq/ is not an IRQ thread");
@@ -372,10 +409,26 @@ mod tests {
 
     #[test]
     fn reads_qemu_command_lines() {
-        let c: Vec<String> = ["qemu-system-x86_64", "-name", "guest=rt0,debug-threads=on", "-qmp", "unix:/tmp/q.sock,server=on,wait=off"].map(String::from).to_vec();
+        let c: Vec<String> = [
+            "qemu-system-x86_64",
+            "-name",
+            "guest=rt0,debug-threads=on",
+            "-qmp",
+            "unix:/tmp/q.sock,server=on,wait=off",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(qemu_guest_name(&c).as_deref(), Some("rt0"));
         assert_eq!(qemu_qmp_socket(&c), Some(PathBuf::from("/tmp/q.sock")));
-        let c: Vec<String> = ["qemu", "-chardev", "socket,id=mon0,path=/run/m.sock,server=on,wait=off", "-mon", "chardev=mon0,mode=control"].map(String::from).to_vec();
+        let c: Vec<String> = [
+            "qemu",
+            "-chardev",
+            "socket,id=mon0,path=/run/m.sock,server=on,wait=off",
+            "-mon",
+            "chardev=mon0,mode=control",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(qemu_qmp_socket(&c), Some(PathBuf::from("/run/m.sock")));
     }
 
@@ -383,7 +436,9 @@ mod tests {
     fn discovers_kernel_threads_of_this_host() {
         let v = discover(&Target::System).unwrap();
         let ksoftirqd = v.iter().filter(|t| matches!(t.role, Role::Ksoftirqd { .. })).count();
-        let ncpu = std::fs::read_to_string("/sys/devices/system/cpu/online").map(|s| CpuList::parse(&s).unwrap().len()).unwrap();
+        let ncpu = std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .map(|s| CpuList::parse(&s).unwrap().len())
+            .unwrap();
         assert_eq!(ksoftirqd, ncpu, "one ksoftirqd per online CPU");
     }
 }

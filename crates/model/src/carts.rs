@@ -63,12 +63,22 @@ fn err_at(doc: &roxmltree::Document, n: roxmltree::Node, field: String, msg: imp
 fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Component<'a, 'input>>> {
     let root = doc.root_element();
     if root.tag_name().name() != "system" {
-        return Err(err_at(doc, root, "system".into(), format!("root element <{}>: expected <system>", root.tag_name().name())));
+        return Err(err_at(
+            doc,
+            root,
+            "system".into(),
+            format!("root element <{}>: expected <system>", root.tag_name().name()),
+        ));
     }
     check_attrs(doc, root, "system", &["os_scheduler", "min_period", "max_period"])?;
     if let Some(s) = root.attribute("os_scheduler") {
         if !["EDF", "DM", "RM", "FP"].contains(&s.to_ascii_uppercase().as_str()) {
-            return Err(err_at(doc, root, "system@os_scheduler".into(), format!("\"{s}\": expected \"EDF\", \"DM\", \"RM\" or \"FP\"")));
+            return Err(err_at(
+                doc,
+                root,
+                "system@os_scheduler".into(),
+                format!("\"{s}\": expected \"EDF\", \"DM\", \"RM\" or \"FP\""),
+            ));
         }
     }
     for a in ["min_period", "max_period"] {
@@ -78,7 +88,12 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
     for (i, c) in root.children().filter(|n| n.is_element()).enumerate() {
         let at = format!("system.component[{i}]");
         if c.tag_name().name() != "component" {
-            return Err(err_at(doc, c, at, format!("unexpected element <{}>: expected <component>", c.tag_name().name())));
+            return Err(err_at(
+                doc,
+                c,
+                at,
+                format!("unexpected element <{}>: expected <component>", c.tag_name().name()),
+            ));
         }
         check_attrs(doc, c, &at, &["name", "scheduler", "min_period", "max_period", "period"])?;
         for a in ["min_period", "max_period", "period"] {
@@ -88,7 +103,15 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
         for (j, t) in c.children().filter(|n| n.is_element()).enumerate() {
             let tat = format!("{at}.task[{j}]");
             if t.tag_name().name() != "task" {
-                return Err(err_at(doc, t, tat, format!("unexpected element <{}> in a component: expected <task> (nested components are not supported)", t.tag_name().name())));
+                return Err(err_at(
+                    doc,
+                    t,
+                    tat,
+                    format!(
+                        "unexpected element <{}> in a component: expected <task> (nested components are not supported)",
+                        t.tag_name().name()
+                    ),
+                ));
             }
             check_attrs(doc, t, &tat, &["name", "p", "d", "e"])?;
             for a in ["p", "d", "e"] {
@@ -97,7 +120,12 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
             tasks.push(t);
         }
         if tasks.is_empty() {
-            return Err(err_at(doc, c, at, "no <task>: expected at least one task in a component (its interface is planned for its tasks)"));
+            return Err(err_at(
+                doc,
+                c,
+                at,
+                "no <task>: expected at least one task in a component (its interface is planned for its tasks)",
+            ));
         }
         out.push(Component { node: c, tasks });
     }
@@ -109,13 +137,19 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
 
 fn check_attrs(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, allowed: &[&str]) -> R<()> {
     match n.attributes().find(|a| !allowed.contains(&a.name())) {
-        Some(a) => Err(err_at(doc, n, format!("{at}@{}", a.name()), format!("unknown attribute `{}` (expected: {})", a.name(), allowed.join(", ")))),
+        Some(a) => Err(err_at(
+            doc,
+            n,
+            format!("{at}@{}", a.name()),
+            format!("unknown attribute `{}` (expected: {})", a.name(), allowed.join(", ")),
+        )),
         None => Ok(()),
     }
 }
 
 fn ms(v: &str) -> Result<Nanos, String> {
-    Nanos::parse(&format!("{}ms", v.trim())).map_err(|_| format!("\"{v}\": expected a non-negative number of milliseconds"))
+    Nanos::parse(&format!("{}ms", v.trim()))
+        .map_err(|_| format!("\"{v}\": expected a non-negative number of milliseconds"))
 }
 
 fn check_ms(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, attr: &str) -> R<()> {
@@ -149,7 +183,9 @@ fn period_range<'a>(n: roxmltree::Node<'a, '_>) -> Option<(&'a str, &'a str)> {
 fn to_toml(name: &str, root: roxmltree::Node, comps: &[Component]) -> String {
     let mut s = String::new();
     let os = root.attribute("os_scheduler").unwrap_or("EDF").to_ascii_uppercase();
-    let note = format!("imported from CARTS (os_scheduler {os}; rtvirt schedules the component servers by EDF, SCHED_DEADLINE)");
+    let note = format!(
+        "imported from CARTS (os_scheduler {os}; rtvirt schedules the component servers by EDF, SCHED_DEADLINE)"
+    );
     let _ = writeln!(s, "name = {}\ndescription = {}\n[host]\ncores = {}", quoted(name), quoted(&note), comps.len());
     for c in comps {
         let n = c.node;
@@ -158,18 +194,33 @@ fn to_toml(name: &str, root: roxmltree::Node, comps: &[Component]) -> String {
             Some("EDF") | None => "edf".to_string(),
             Some(other) => other.to_string(), // rejected by validation, located by `relocate`
         };
-        let _ = writeln!(s, "[[guest]]\nname = {}\nscheduler = {}", quoted(n.attribute("name").unwrap_or("")), quoted(&sched));
+        let _ = writeln!(
+            s,
+            "[[guest]]\nname = {}\nscheduler = {}",
+            quoted(n.attribute("name").unwrap_or("")),
+            quoted(&sched)
+        );
         match (n.attribute("period"), period_range(n).or_else(|| period_range(root))) {
             (Some(p), _) => {
                 let _ = writeln!(s, "server_periods = [{}]", duration(p));
             }
             (None, Some((lo, hi))) => {
-                let _ = writeln!(s, "server_periods = {{ min = {}, max = {}, step = \"1ms\" }}", duration(lo), duration(hi));
+                let _ = writeln!(
+                    s,
+                    "server_periods = {{ min = {}, max = {}, step = \"1ms\" }}",
+                    duration(lo),
+                    duration(hi)
+                );
             }
             _ => {}
         }
         for t in &c.tasks {
-            let _ = writeln!(s, "[[guest.task]]\nname = {}\nperiod = {}", quoted(t.attribute("name").unwrap_or("")), duration(t.attribute("p").unwrap_or("0")));
+            let _ = writeln!(
+                s,
+                "[[guest.task]]\nname = {}\nperiod = {}",
+                quoted(t.attribute("name").unwrap_or("")),
+                duration(t.attribute("p").unwrap_or("0"))
+            );
             if let Some(d) = t.attribute("d") {
                 let _ = writeln!(s, "deadline = {}", duration(d));
             }
@@ -187,16 +238,20 @@ fn relocate(doc: &roxmltree::Document, comps: &[Component], e: InputError) -> In
         let rest = &field[field.find(&format!("{key}["))? + key.len() + 1..];
         rest[..rest.find(']')?].parse().ok()
     };
-    let attr = |f: &str| match f.rsplit('.').next().unwrap_or("") {
-        "period" => "p",
-        "deadline" => "d",
-        "wcet" => "e",
-        "server_periods" | "min" | "max" | "step" => "min_period",
-        other => other,
-    }
-    .to_string();
+    let attr = |f: &str| {
+        match f.rsplit('.').next().unwrap_or("") {
+            "period" => "p",
+            "deadline" => "d",
+            "wcet" => "e",
+            "server_periods" | "min" | "max" | "step" => "min_period",
+            other => other,
+        }
+        .to_string()
+    };
     let (node, path) = match (index("guest").and_then(|i| comps.get(i).map(|c| (i, c))), index("task")) {
-        (Some((i, c)), Some(j)) if j < c.tasks.len() => (c.tasks[j], format!("system.component[{i}].task[{j}]@{}", attr(&field))),
+        (Some((i, c)), Some(j)) if j < c.tasks.len() => {
+            (c.tasks[j], format!("system.component[{i}].task[{j}]@{}", attr(&field)))
+        }
         (Some((i, c)), _) => (c.node, format!("system.component[{i}]@{}", attr(&field))),
         _ => (doc.root_element(), "system".to_string()),
     };
@@ -269,7 +324,11 @@ mod tests {
         assert_eq!(s.guests[0].scheduler, crate::scenario::GuestScheduler::Fp);
         assert!(s.description.as_deref().unwrap_or("").contains("os_scheduler DM"), "{:?}", s.description);
         // "0" everywhere: the default scan
-        let s = from_xml(&CARTS_STYLE.replace("min_period=\"2\" max_period=\"6\"", "min_period=\"0\" max_period=\"0\""), None).unwrap();
+        let s = from_xml(
+            &CARTS_STYLE.replace("min_period=\"2\" max_period=\"6\"", "min_period=\"0\" max_period=\"0\""),
+            None,
+        )
+        .unwrap();
         assert!(matches!(s.guests[0].server_periods, crate::scenario::PeriodChoice::Default));
         let e = from_xml(&CARTS_STYLE.replace("os_scheduler=\"DM\"", "os_scheduler=\"LLF\""), None).unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some("system@os_scheduler"), "{e}");

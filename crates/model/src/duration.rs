@@ -12,14 +12,8 @@ pub const NS_PER_US: u64 = 1_000;
 pub const NS_PER_MS: u64 = 1_000_000;
 pub const NS_PER_S: u64 = 1_000_000_000;
 
-const UNITS: &[(&str, u64)] = &[
-    ("ns", 1),
-    ("us", NS_PER_US),
-    ("µs", NS_PER_US),
-    ("ms", NS_PER_MS),
-    ("s", NS_PER_S),
-    ("min", 60 * NS_PER_S),
-];
+const UNITS: &[(&str, u64)] =
+    &[("ns", 1), ("us", NS_PER_US), ("µs", NS_PER_US), ("ms", NS_PER_MS), ("s", NS_PER_S), ("min", 60 * NS_PER_S)];
 
 impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
@@ -55,9 +49,9 @@ impl Nanos {
     /// number of nanoseconds after rounding to the nearest nanosecond.
     pub fn parse(text: &str) -> Result<Nanos, String> {
         let s = text.trim();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("\"{text}\" has no unit (expected e.g. \"10ms\", \"250us\", \"1.5s\", \"800ns\")"))?;
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(|| {
+            format!("\"{text}\" has no unit (expected e.g. \"10ms\", \"250us\", \"1.5s\", \"800ns\")")
+        })?;
         let (num, unit) = (s[..split].trim(), s[split..].trim());
         if num.is_empty() {
             return Err(format!("\"{text}\" is not a duration (expected a number followed by a unit, e.g. \"10ms\")"));
@@ -67,7 +61,8 @@ impl Nanos {
             .find(|(u, _)| *u == unit)
             .map(|(_, k)| *k)
             .ok_or_else(|| format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s or min)"))?;
-        parse_scaled(num, scale).ok_or_else(|| format!("\"{text}\" is not a valid duration (number too large or malformed)"))
+        parse_scaled(num, scale)
+            .ok_or_else(|| format!("\"{text}\" is not a valid duration (number too large or malformed)"))
     }
 }
 

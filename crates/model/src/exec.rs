@@ -72,20 +72,24 @@ impl Samples {
                 continue;
             }
             if cell.is_empty() {
-                return Err(InputError::new("empty first column: expected an execution time (e.g. \"1.2ms\") as the first value of the line")
-                    .in_file(path)
-                    .at_line(i + 1, 1));
+                return Err(InputError::new(
+                    "empty first column: expected an execution time (e.g. \"1.2ms\") as the first value of the line",
+                )
+                .in_file(path)
+                .at_line(i + 1, 1));
             }
             if i == 0 && !cell.chars().any(|c| c.is_ascii_digit()) {
                 continue; // header
             }
-            let v = Nanos::parse(cell).map_err(|e| {
-                InputError::new(format!("not an execution time: {e}")).in_file(path).at_line(i + 1, 1)
-            })?;
+            let v = Nanos::parse(cell)
+                .map_err(|e| InputError::new(format!("not an execution time: {e}")).in_file(path).at_line(i + 1, 1))?;
             values.push(v.0);
         }
         if values.is_empty() {
-            return Err(InputError::new("samples file holds no execution times (expected one duration per line, e.g. \"1.2ms\")").in_file(path));
+            return Err(InputError::new(
+                "samples file holds no execution times (expected one duration per line, e.g. \"1.2ms\")",
+            )
+            .in_file(path));
         }
         if values.iter().all(|&v| v == 0) {
             return Err(InputError::new("every execution time in the samples file is zero").in_file(path));

@@ -75,7 +75,10 @@ impl Plan {
         let plan: Plan = serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
             let inner = e.into_inner();
-            let err = InputError::field(field, format!("{inner} (expected an rtvirt.plan/v1 JSON document from `rtvirt plan --format json`)"));
+            let err = InputError::field(
+                field,
+                format!("{inner} (expected an rtvirt.plan/v1 JSON document from `rtvirt plan --format json`)"),
+            );
             err.at_line(inner.line(), inner.column())
         })?;
         if plan.schema != PLAN_SCHEMA {
@@ -88,7 +91,13 @@ impl Plan {
             }
             crate::scenario::check_timing(crate::Nanos(g.period_ns), &at("period_ns"))?;
             if g.budget_ns > g.deadline_ns || g.deadline_ns > g.period_ns {
-                return Err(InputError::field(at("budget_ns"), format!("expected budget <= deadline <= period, got {} / {} / {} ns", g.budget_ns, g.deadline_ns, g.period_ns)));
+                return Err(InputError::field(
+                    at("budget_ns"),
+                    format!(
+                        "expected budget <= deadline <= period, got {} / {} / {} ns",
+                        g.budget_ns, g.deadline_ns, g.period_ns
+                    ),
+                ));
             }
         }
         Ok(plan)
@@ -102,16 +111,29 @@ impl Plan {
     pub fn check_matches(&self, scenario: &Scenario) -> Result<(), InputError> {
         for g in &scenario.guests {
             if self.guest(&g.name).is_none() {
-                return Err(InputError::field("guests", format!("the plan has no guest \"{}\" of the scenario (plan guests: {})", g.name, self.guest_names())));
+                return Err(InputError::field(
+                    "guests",
+                    format!(
+                        "the plan has no guest \"{}\" of the scenario (plan guests: {})",
+                        g.name,
+                        self.guest_names()
+                    ),
+                ));
             }
         }
         for (i, g) in self.guests.iter().enumerate() {
             if scenario.guest(&g.name).is_none() {
-                return Err(InputError::field(format!("guests[{i}].name"), format!("guest \"{}\" is not in the scenario", g.name)));
+                return Err(InputError::field(
+                    format!("guests[{i}].name"),
+                    format!("guest \"{}\" is not in the scenario", g.name),
+                ));
             }
             if let Some(c) = g.core {
                 if c >= scenario.host.cores {
-                    return Err(InputError::field(format!("guests[{i}].core"), format!("core {c} does not exist (the scenario's host has {} cores)", scenario.host.cores)));
+                    return Err(InputError::field(
+                        format!("guests[{i}].core"),
+                        format!("core {c} does not exist (the scenario's host has {} cores)", scenario.host.cores),
+                    ));
                 }
             }
         }

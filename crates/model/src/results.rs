@@ -60,7 +60,11 @@ pub struct TaskResult {
 
 impl TaskResult {
     pub fn dsr_of(jobs: u64, misses: u64) -> f64 {
-        if jobs == 0 { 1.0 } else { (jobs - misses) as f64 / jobs as f64 }
+        if jobs == 0 {
+            1.0
+        } else {
+            (jobs - misses) as f64 / jobs as f64
+        }
     }
 }
 
@@ -86,7 +90,12 @@ pub struct CoreResult {
 impl CoreResult {
     /// A core that was busy `busy_ns` of `span_ns` (utilisation = busy / span).
     pub fn busy(id: u32, busy_ns: u64, span_ns: u64) -> CoreResult {
-        CoreResult { id, utilisation: busy_ns as f64 / span_ns.max(1) as f64, cpu_time_ns: Some(busy_ns), ..Default::default() }
+        CoreResult {
+            id,
+            utilisation: busy_ns as f64 / span_ns.max(1) as f64,
+            cpu_time_ns: Some(busy_ns),
+            ..Default::default()
+        }
     }
 }
 
@@ -157,10 +166,13 @@ impl Results {
         let text = std::fs::read_to_string(path)
             .map_err(|e| crate::InputError::new(format!("cannot read results: {e}")).in_file(path))?;
         let r: Results = serde_json::from_str(&text).map_err(|e| {
-            crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path).at_line(e.line(), e.column())
+            crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}"))
+                .in_file(path)
+                .at_line(e.line(), e.column())
         })?;
         if r.schema != RESULTS_SCHEMA {
-            return Err(crate::InputError::field("schema", format!("\"{}\": expected \"{RESULTS_SCHEMA}\"", r.schema)).in_file(path));
+            return Err(crate::InputError::field("schema", format!("\"{}\": expected \"{RESULTS_SCHEMA}\"", r.schema))
+                .in_file(path));
         }
         Ok(r)
     }

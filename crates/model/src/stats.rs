@@ -74,7 +74,11 @@ impl LatencyHistogram {
         (self.count > 0).then_some(self.max)
     }
     pub fn mean(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.sum / self.count as f64 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum / self.count as f64
+        }
     }
     /// Population standard deviation.
     pub fn sd(&self) -> f64 {

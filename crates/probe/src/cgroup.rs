@@ -49,7 +49,11 @@ fn read(path: &Path) -> Result<String> {
 
 fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).context(|| {
-        let hint = if path.ends_with("cpuset.cpus") { " (is the CPU held by another exclusive cpuset, e.g. a running SCHED_DEADLINE measurement?)" } else { "" };
+        let hint = if path.ends_with("cpuset.cpus") {
+            " (is the CPU held by another exclusive cpuset, e.g. a running SCHED_DEADLINE measurement?)"
+        } else {
+            ""
+        };
         format!("cannot write \"{value}\" to {}{hint}", path.display())
     })
 }
@@ -170,7 +174,9 @@ impl ExclusiveCpus {
         match find("cpuset") {
             Some(Hierarchy::V1(base)) => Self::create_v1(&base, cpus),
             Some(Hierarchy::V2(base)) => Self::create_v2(&base, cpus),
-            None => Err(Error::Failed("no cpuset controller is mounted; pinned SCHED_DEADLINE threads need one".into())),
+            None => {
+                Err(Error::Failed("no cpuset controller is mounted; pinned SCHED_DEADLINE threads need one".into()))
+            }
         }
     }
 
@@ -178,7 +184,9 @@ impl ExclusiveCpus {
     /// in one). A non-root parent is made exclusive and stops balancing itself, so that each
     /// child becomes its own root domain; both settings are restored on drop.
     fn create_v1(base: &Path, cpus: &[u32]) -> Result<ExclusiveCpus> {
-        let parent = own_cgroup_v1("cpuset").map(|rel| base.join(rel.trim_start_matches('/'))).unwrap_or_else(|| base.to_path_buf());
+        let parent = own_cgroup_v1("cpuset")
+            .map(|rel| base.join(rel.trim_start_matches('/')))
+            .unwrap_or_else(|| base.to_path_buf());
         let mut restore = Vec::new();
         if parent != base {
             restore.push(Restore::set(&parent.join("cpuset.cpu_exclusive"), "1")?);
@@ -218,7 +226,13 @@ impl ExclusiveCpus {
             out.push((cpu, d.dir.clone()));
             dirs.push(d);
         }
-        Ok(ExclusiveCpus { cpus: out, procs_file: "cgroup.threads", _dirs: dirs, _restore: restore, _load_balance: None })
+        Ok(ExclusiveCpus {
+            cpus: out,
+            procs_file: "cgroup.threads",
+            _dirs: dirs,
+            _restore: restore,
+            _load_balance: None,
+        })
     }
 
     /// Move the calling thread into the cpuset of `cpu`.
@@ -229,7 +243,12 @@ impl ExclusiveCpus {
     /// The file a thread (of this or another process) writes its thread id into to enter the
     /// cpuset of `cpu`.
     pub fn join_file(&self, cpu: u32) -> Result<PathBuf> {
-        let dir = self.cpus.iter().find(|(c, _)| *c == cpu).map(|(_, d)| d).ok_or_else(|| Error::Failed(format!("no exclusive cpuset for CPU {cpu}")))?;
+        let dir = self
+            .cpus
+            .iter()
+            .find(|(c, _)| *c == cpu)
+            .map(|(_, d)| d)
+            .ok_or_else(|| Error::Failed(format!("no exclusive cpuset for CPU {cpu}")))?;
         Ok(dir.join(self.procs_file))
     }
 

@@ -44,14 +44,22 @@ fn ip(args: &[&str]) -> Result<()> {
     if !out.status.success() {
         let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
         let what = format!("`ip {}` failed: {msg}", args.join(" "));
-        return Err(if msg.contains("Operation not permitted") { Error::Permission(what) } else { Error::Failed(what) });
+        return Err(if msg.contains("Operation not permitted") {
+            Error::Permission(what)
+        } else {
+            Error::Failed(what)
+        });
     }
     Ok(())
 }
 
 /// A 10.x.y.0/24 subnet that no route of this host uses.
 fn free_subnet(seed: u32) -> Result<(u8, u8)> {
-    let routes = Command::new("ip").args(["-4", "route", "show", "table", "all"]).output().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+    let routes = Command::new("ip")
+        .args(["-4", "route", "show", "table", "all"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default();
     for k in 0..200u32 {
         let (a, b) = (200 + ((seed + k) / 250 % 50) as u8, ((seed + k) % 250) as u8 + 1);
         let prefix = format!("10.{a}.{b}.");
@@ -66,7 +74,9 @@ impl Container {
     /// Create a container limited to `cpus`.
     pub fn create(cpus: &[u32]) -> Result<Container> {
         if !crate::rt::is_root() {
-            return Err(Error::Permission("creating a container (network namespace, bridge, cgroup) needs root".into()));
+            return Err(Error::Permission(
+                "creating a container (network namespace, bridge, cgroup) needs root".into(),
+            ));
         }
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -89,7 +99,8 @@ impl Container {
     }
 
     fn build(&mut self) -> Result<()> {
-        let (ns, br, vh, vc) = (self.netns.clone(), self.bridge.clone(), self.veth_host.clone(), self.veth_container.clone());
+        let (ns, br, vh, vc) =
+            (self.netns.clone(), self.bridge.clone(), self.veth_host.clone(), self.veth_container.clone());
         ip(&["netns", "add", &ns])?;
         self.created.netns = true;
         ip(&["link", "add", &br, "type", "bridge"])?;
@@ -112,7 +123,12 @@ impl Container {
     /// `RTVIRT_ENVIRONMENT=container` so that its results record where they were measured.
     pub fn command(&self, program: &std::path::Path) -> Result<Command> {
         let netns_path = CString::new(format!("/run/netns/{}", self.netns)).expect("no NUL");
-        let joins: Vec<CString> = self.cgroup.iter().flat_map(|g| g.join_files.iter()).map(|p| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL")).collect();
+        let joins: Vec<CString> = self
+            .cgroup
+            .iter()
+            .flat_map(|g| g.join_files.iter())
+            .map(|p| CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL"))
+            .collect();
         let mut cmd = Command::new(program);
         cmd.env(crate::environment::ENV_VAR, "container");
         cmd.env(crate::environment::DETAIL_VAR, self.describe().to_string());
@@ -187,7 +203,10 @@ mod tests {
         let out = c
             .command(std::path::Path::new("sh"))
             .unwrap()
-            .args(["-c", "ip -4 -o addr show; cat /proc/self/status | grep Cpus_allowed_list; echo $RTVIRT_ENVIRONMENT"])
+            .args([
+                "-c",
+                "ip -4 -o addr show; cat /proc/self/status | grep Cpus_allowed_list; echo $RTVIRT_ENVIRONMENT",
+            ])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -208,7 +227,8 @@ mod tests {
 
     /// Names in `dir` that start with `prefix`.
     fn entries(dir: &str, prefix: &str) -> Vec<String> {
-        let names = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().to_string());
+        let names =
+            std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().to_string());
         names.filter(|n| n.starts_with(prefix)).collect()
     }
 
@@ -226,8 +246,13 @@ mod tests {
         for prefix in [format!("rtvbr{id}"), format!("rtvh{id}")] {
             assert_eq!(entries("/sys/class/net", &prefix), Vec::<String>::new());
         }
-        if let Some(crate::cgroup::Hierarchy::V1(base) | crate::cgroup::Hierarchy::V2(base)) = crate::cgroup::find("cpuset") {
-            assert_eq!(entries(&base.to_string_lossy(), &format!("rtvirt-ctr-{}-", std::process::id())), Vec::<String>::new());
+        if let Some(crate::cgroup::Hierarchy::V1(base) | crate::cgroup::Hierarchy::V2(base)) =
+            crate::cgroup::find("cpuset")
+        {
+            assert_eq!(
+                entries(&base.to_string_lossy(), &format!("rtvirt-ctr-{}-", std::process::id())),
+                Vec::<String>::new()
+            );
         }
     }
 }

@@ -40,7 +40,10 @@ pub fn resolve(option: &str, text: Option<&str>) -> Result<Vec<u32>> {
     let Some(text) = text else { return Ok(allowed) };
     let cpus = parse_list(text).map_err(|m| Error::input(option, m))?;
     if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
-        return Err(Error::input(option, format!("CPU {bad} does not exist or is not allowed here (usable CPUs: {})", format_list(&allowed))));
+        return Err(Error::input(
+            option,
+            format!("CPU {bad} does not exist or is not allowed here (usable CPUs: {})", format_list(&allowed)),
+        ));
     }
     Ok(cpus)
 }

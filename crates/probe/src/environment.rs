@@ -31,7 +31,9 @@ pub fn collect() -> Environment {
     if let Some(rt) = read("/proc/sys/kernel/sched_rt_runtime_us") {
         env.extra.insert("sched_rt_runtime_us".into(), rt.into());
     }
-    if let Some(detail) = std::env::var(DETAIL_VAR).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+    if let Some(detail) =
+        std::env::var(DETAIL_VAR).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    {
         let key = env.r#in.clone().unwrap_or_else(|| "host".into());
         env.extra.insert(key, detail);
     }
@@ -82,7 +84,10 @@ fn active_mode(text: &str) -> Option<String> {
 
 fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    info.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
 }
 
 #[cfg(test)]

@@ -82,7 +82,8 @@ fn host_attr(sched: Sched) -> SchedAttr {
 
 /// Apply `sched` to thread `tid` (0 = the calling thread), by rtvirt-host's `sched_setattr`.
 pub fn set_sched(tid: i32, sched: Sched) -> Result<()> {
-    host_sched::set(tid as u32, &host_attr(sched)).map_err(|e| kernel_error(&format!("cannot set scheduling {sched:?} on thread {tid}"), &e))
+    host_sched::set(tid as u32, &host_attr(sched))
+        .map_err(|e| kernel_error(&format!("cannot set scheduling {sched:?} on thread {tid}"), &e))
 }
 
 /// Pin the calling thread to one CPU.
@@ -96,7 +97,8 @@ pub fn pin_thread(tid: i32, cpus: &[u32]) -> Result<()> {
         return Err(Error::input("--cpus", format!("CPU {c} is out of range")));
     }
     let list: CpuList = cpus.iter().copied().collect();
-    host_sched::set_affinity(tid as u32, &list).map_err(|e| kernel_error(&format!("cannot pin thread to CPU(s) {list}"), &e))
+    host_sched::set_affinity(tid as u32, &list)
+        .map_err(|e| kernel_error(&format!("cannot pin thread to CPU(s) {list}"), &e))
 }
 
 /// A failed host call as a probe error: what was being done, the kernel's reason in words, and
@@ -135,10 +137,14 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 
 /// Absolute `clock_nanosleep` on CLOCK_MONOTONIC until `deadline_ns`, resumed after signals.
 pub fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec { tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t, tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
     loop {
         // SAFETY: ts is a valid timespec; the remaining-time pointer is unused with TIMER_ABSTIME.
-        let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let rc =
+            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if rc != libc::EINTR {
             return;
         }
@@ -209,7 +215,10 @@ pub fn check_priority(priority: u32, force: bool) -> Result<()> {
         return Err(Error::input("--priority", format!("{priority} is not a real-time priority (expected 1..99)")));
     }
     if priority > MAX_PRIORITY_WITHOUT_FORCE && !force {
-        return Err(Error::input("--priority", "priority 99 competes with the kernel's own watchdog/migration threads; add --force if you mean it"));
+        return Err(Error::input(
+            "--priority",
+            "priority 99 competes with the kernel's own watchdog/migration threads; add --force if you mean it",
+        ));
     }
     Ok(())
 }
@@ -419,7 +428,10 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(250));
         }
-        assert_eq!(seen_free, None, "the target was free ({seen_free:?}) before we held it, and never came back after our release");
+        assert_eq!(
+            seen_free, None,
+            "the target was free ({seen_free:?}) before we held it, and never came back after our release"
+        );
         eprintln!("another process held /dev/cpu_dma_latency at 0 for 5 s: release not observable");
     }
 }

@@ -61,20 +61,32 @@ impl TimerConfig {
         }
         let allowed = crate::cpus::allowed();
         if let Some(c) = self.cpus.iter().find(|c| !allowed.contains(c)) {
-            return Err(Error::input("--cpus", format!("CPU {c} does not exist or is not allowed (usable: {})", crate::cpus::format_list(&allowed))));
+            return Err(Error::input(
+                "--cpus",
+                format!("CPU {c} does not exist or is not allowed (usable: {})", crate::cpus::format_list(&allowed)),
+            ));
         }
         if self.interval.0 == 0 || (self.interval < MIN_INTERVAL_WITHOUT_FORCE && !self.force) {
-            return Err(Error::input("--interval", format!("{} is below {MIN_INTERVAL_WITHOUT_FORCE} (add --force to allow it)", self.interval)));
+            return Err(Error::input(
+                "--interval",
+                format!("{} is below {MIN_INTERVAL_WITHOUT_FORCE} (add --force to allow it)", self.interval),
+            ));
         }
         if self.duration.0 == 0 || (self.duration > MAX_DURATION_WITHOUT_FORCE && !self.force) {
-            return Err(Error::input("--duration", format!("{} must be > 0 and at most {MAX_DURATION_WITHOUT_FORCE} without --force", self.duration)));
+            return Err(Error::input(
+                "--duration",
+                format!("{} must be > 0 and at most {MAX_DURATION_WITHOUT_FORCE} without --force", self.duration),
+            ));
         }
         if matches!(self.policy, Policy::Fifo | Policy::Rr) {
             rt::check_priority(self.priority, self.force)?;
         }
         if let Some(r) = self.interval_report {
             if r < self.interval {
-                return Err(Error::input("--interval-report", format!("{r} is shorter than the measuring interval {}", self.interval)));
+                return Err(Error::input(
+                    "--interval-report",
+                    format!("{r} is shorter than the measuring interval {}", self.interval),
+                ));
             }
         }
         Ok(())
@@ -211,7 +223,10 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
             })
             .collect();
         let stalls = report_loop(cfg, &lives, &stop, start, end, on_report);
-        let outcomes: Vec<Result<CpuOutcome>> = handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("measuring thread panicked".into())))).collect();
+        let outcomes: Vec<Result<CpuOutcome>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("measuring thread panicked".into()))))
+            .collect();
         (outcomes, stalls)
     });
     let runaways = watchdog.finish();
@@ -221,7 +236,14 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
 }
 
 /// Sleep until the end (or a stop), emitting interval reports and detecting stalls.
-fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64, end: u64, on_report: &mut dyn FnMut(&IntervalReport)) -> Vec<Stall> {
+fn report_loop(
+    cfg: &TimerConfig,
+    lives: &[Live],
+    stop: &AtomicBool,
+    start: u64,
+    end: u64,
+    on_report: &mut dyn FnMut(&IntervalReport),
+) -> Vec<Stall> {
     let step = cfg.interval_report.map(|n| n.0).unwrap_or(u64::MAX);
     let mut silent = vec![0u32; lives.len()];
     let mut stalls: Vec<Stall> = Vec::new();
@@ -240,7 +262,11 @@ fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64,
             for (i, c) in cpus.iter().enumerate() {
                 silent[i] = if c.count == 0 { silent[i] + 1 } else { 0 };
                 if silent[i] == STALL_INTERVALS {
-                    stalls.push(Stall { cpu: c.cpu, from_ns: next - start - step * STALL_INTERVALS as u64, intervals: silent[i] });
+                    stalls.push(Stall {
+                        cpu: c.cpu,
+                        from_ns: next - start - step * STALL_INTERVALS as u64,
+                        intervals: silent[i],
+                    });
                 } else if silent[i] > STALL_INTERVALS {
                     if let Some(s) = stalls.iter_mut().rev().find(|s| s.cpu == c.cpu) {
                         s.intervals = silent[i];
@@ -254,7 +280,12 @@ fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64,
                 count: cpus.iter().map(|c| c.count).sum(),
                 max_ns: cpus.iter().map(|c| c.max_ns).max().unwrap_or(0),
                 missed_periods: cpus.iter().map(|c| c.missed_periods).sum(),
-                stalled_cpus: cpus.iter().zip(&silent).filter(|(_, &n)| n >= STALL_INTERVALS).map(|(c, _)| c.cpu).collect(),
+                stalled_cpus: cpus
+                    .iter()
+                    .zip(&silent)
+                    .filter(|(_, &n)| n >= STALL_INTERVALS)
+                    .map(|(c, _)| c.cpu)
+                    .collect(),
                 cpus,
             };
             on_report(&report);
@@ -267,7 +298,16 @@ fn report_loop(cfg: &TimerConfig, lives: &[Live], stop: &AtomicBool, start: u64,
 
 /// The measuring thread of one CPU.
 #[allow(clippy::too_many_arguments)]
-fn measure_cpu(cpu: u32, cfg: &TimerConfig, excl: Option<&crate::cgroup::ExclusiveCpus>, wd: &rt::Watchdog, stop: &AtomicBool, live: &Live, start: u64, end: u64) -> Result<CpuOutcome> {
+fn measure_cpu(
+    cpu: u32,
+    cfg: &TimerConfig,
+    excl: Option<&crate::cgroup::ExclusiveCpus>,
+    wd: &rt::Watchdog,
+    stop: &AtomicBool,
+    live: &Live,
+    start: u64,
+    end: u64,
+) -> Result<CpuOutcome> {
     let fail = |e: Error| {
         stop.store(true, Ordering::SeqCst);
         e
@@ -302,7 +342,15 @@ fn sample_loop(interval: u64, stop: &AtomicBool, live: &Live, start: u64, end: u
 /// Record the samples of one wake-up at `now` for the activation due at `*next` and every later
 /// activation already due (up to the end of the run); advance `*next` past them.
 /// Returns the number of activations accounted (1 + missed).
-fn account_wakeup(now: u64, next: &mut u64, interval: u64, end: u64, hist: &mut LatencyHistogram, missed: &mut u64, live: &Live) -> u64 {
+fn account_wakeup(
+    now: u64,
+    next: &mut u64,
+    interval: u64,
+    end: u64,
+    hist: &mut LatencyHistogram,
+    missed: &mut u64,
+    live: &Live,
+) -> u64 {
     let due_now = if now < *next { 1 } else { (now - *next) / interval + 1 };
     let due_in_run = end.saturating_sub(*next) / interval + 1;
     let due = due_now.min(due_in_run);
@@ -319,7 +367,13 @@ fn account_wakeup(now: u64, next: &mut u64, interval: u64, end: u64, hist: &mut 
     due
 }
 
-fn assemble(cfg: &TimerConfig, outcomes: Vec<CpuOutcome>, stalls: Vec<Stall>, runaways: Vec<i32>, start: u64) -> TimerRun {
+fn assemble(
+    cfg: &TimerConfig,
+    outcomes: Vec<CpuOutcome>,
+    stalls: Vec<Stall>,
+    runaways: Vec<i32>,
+    start: u64,
+) -> TimerRun {
     let measured = rt::now_ns().saturating_sub(start).min(cfg.duration.0);
     let mut results = Results::new("timer", measured);
     let mut overall = LatencyHistogram::new();
@@ -378,8 +432,17 @@ pub const CYCLICTEST_HISTOGRAM_ROWS: u64 = 100_000;
 
 /// Write per-CPU histograms in cyclictest's `--histogram` output format (1 us bins, one column per
 /// thread, then Total/Min/Avg/Max/Overflows lines).
-pub fn write_cyclictest_histogram(out: &mut dyn std::io::Write, per_cpu: &[(u32, LatencyHistogram)]) -> std::io::Result<()> {
-    let rows = per_cpu.iter().filter_map(|(_, h)| h.max()).map(|m| m / 1000 + 1).max().unwrap_or(1).min(CYCLICTEST_HISTOGRAM_ROWS);
+pub fn write_cyclictest_histogram(
+    out: &mut dyn std::io::Write,
+    per_cpu: &[(u32, LatencyHistogram)],
+) -> std::io::Result<()> {
+    let rows = per_cpu
+        .iter()
+        .filter_map(|(_, h)| h.max())
+        .map(|m| m / 1000 + 1)
+        .max()
+        .unwrap_or(1)
+        .min(CYCLICTEST_HISTOGRAM_ROWS);
     let bins: Vec<(Vec<u64>, u64)> = per_cpu
         .iter()
         .map(|(_, h)| {
@@ -399,12 +462,22 @@ pub fn write_cyclictest_histogram(out: &mut dyn std::io::Write, per_cpu: &[(u32,
         let cols: Vec<String> = bins.iter().map(|(v, _)| format!("{:06}", v[r])).collect();
         writeln!(out, "{r:06} {}", cols.join("\t"))?;
     }
-    let line = |f: &dyn Fn(&LatencyHistogram) -> u64| per_cpu.iter().map(|(_, h)| format!("{:05}", f(h))).collect::<Vec<_>>().join(" ");
-    writeln!(out, "# Total: {}", per_cpu.iter().map(|(_, h)| format!("{:09}", h.count())).collect::<Vec<_>>().join(" "))?;
+    let line = |f: &dyn Fn(&LatencyHistogram) -> u64| {
+        per_cpu.iter().map(|(_, h)| format!("{:05}", f(h))).collect::<Vec<_>>().join(" ")
+    };
+    writeln!(
+        out,
+        "# Total: {}",
+        per_cpu.iter().map(|(_, h)| format!("{:09}", h.count())).collect::<Vec<_>>().join(" ")
+    )?;
     writeln!(out, "# Min Latencies: {}", line(&|h| h.min().unwrap_or(0) / 1000))?;
     writeln!(out, "# Avg Latencies: {}", line(&|h| (h.mean() / 1000.0).round() as u64))?;
     writeln!(out, "# Max Latencies: {}", line(&|h| h.max().unwrap_or(0) / 1000))?;
-    writeln!(out, "# Histogram Overflows: {}", bins.iter().map(|(_, o)| format!("{o:05}")).collect::<Vec<_>>().join(" "))?;
+    writeln!(
+        out,
+        "# Histogram Overflows: {}",
+        bins.iter().map(|(_, o)| format!("{o:05}")).collect::<Vec<_>>().join(" ")
+    )?;
     writeln!(out, "# Histogram Overflow at cycle number:")?;
     for (i, _) in per_cpu.iter().enumerate() {
         writeln!(out, "# Thread {i}:")?;
@@ -436,7 +509,12 @@ mod tests {
     #[test]
     fn silent_cpus_are_reported_as_stalls() {
         // CPU 0 records nothing (a stalled thread), CPU 1 one sample per report interval.
-        let cfg = TimerConfig { cpus: vec![0, 1], interval: Nanos::from_ms(1), interval_report: Some(Nanos::from_ms(20)), ..Default::default() };
+        let cfg = TimerConfig {
+            cpus: vec![0, 1],
+            interval: Nanos::from_ms(1),
+            interval_report: Some(Nanos::from_ms(20)),
+            ..Default::default()
+        };
         let lives = [Live::default(), Live::default()];
         let stop = AtomicBool::new(false);
         let start = rt::now_ns();
@@ -472,7 +550,10 @@ mod tests {
         let mut out = Vec::new();
         write_cyclictest_histogram(&mut out, &[(1, h)]).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("# Histogram\n000000 000000\n000001 000002\n000002 000000\n000003 000001\n"), "{text}");
+        assert!(
+            text.starts_with("# Histogram\n000000 000000\n000001 000002\n000002 000000\n000003 000001\n"),
+            "{text}"
+        );
         assert!(text.contains("# Total: 000000003"));
         assert!(text.contains("# Max Latencies: 00003"));
     }

@@ -87,7 +87,16 @@ fn quantile_points(s: &Summary) -> Vec<(f64, f64)> {
     if let Some(p25) = s.p25 {
         pts.push((p25 as f64, 0.25));
     }
-    for (v, q) in [(s.p50, 0.5), (s.p75, 0.75), (s.p90, 0.9), (s.p95, 0.95), (s.p99, 0.99), (s.p999, 0.999), (s.p9999, 0.9999), (s.max, 1.0)] {
+    for (v, q) in [
+        (s.p50, 0.5),
+        (s.p75, 0.75),
+        (s.p90, 0.9),
+        (s.p95, 0.95),
+        (s.p99, 0.99),
+        (s.p999, 0.999),
+        (s.p9999, 0.9999),
+        (s.max, 1.0),
+    ] {
         let prev = pts.last().map_or(0.0, |p| p.0);
         pts.push(((v as f64).max(prev), q));
     }

@@ -61,7 +61,8 @@ impl Table {
     }
     /// Whether column `i` holds numbers (most of its non-empty cells are numeric).
     pub fn numeric_column(&self, i: usize) -> bool {
-        let cells: Vec<&Cell> = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.text.is_empty() && c.text != "-").collect();
+        let cells: Vec<&Cell> =
+            self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.text.is_empty() && c.text != "-").collect();
         !cells.is_empty() && cells.iter().filter(|c| c.is_numeric()).count() * 2 > cells.len()
     }
 }

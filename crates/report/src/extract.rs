@@ -36,15 +36,33 @@ pub fn latency_series(inputs: &[Input]) -> Vec<LatencySeries<'_>> {
         let Some(r) = input.results() else { continue };
         let buckets = histogram_buckets(r.extra.get("histogram_ns"));
         if let Some(s) = &r.latency_ns {
-            out.push(LatencySeries { family: TIMER_FAMILY.into(), name: input.name.clone(), summary: s, buckets: buckets.clone(), result: r });
+            out.push(LatencySeries {
+                family: TIMER_FAMILY.into(),
+                name: input.name.clone(),
+                summary: s,
+                buckets: buckets.clone(),
+                result: r,
+            });
         }
         if let Some(s) = &r.rtt_ns {
-            out.push(LatencySeries { family: NET_FAMILY.into(), name: input.name.clone(), summary: s, buckets, result: r });
+            out.push(LatencySeries {
+                family: NET_FAMILY.into(),
+                name: input.name.clone(),
+                summary: s,
+                buckets,
+                result: r,
+            });
         }
         for f in &r.flows {
             if let Some(s) = &f.latency_ns {
                 let buckets = histogram_buckets(f.extra.get("histogram_ns"));
-                out.push(LatencySeries { family: format!("Flow {}: end-to-end latency", f.name), name: input.name.clone(), summary: s, buckets, result: r });
+                out.push(LatencySeries {
+                    family: format!("Flow {}: end-to-end latency", f.name),
+                    name: input.name.clone(),
+                    summary: s,
+                    buckets,
+                    result: r,
+                });
             }
         }
     }
@@ -96,7 +114,9 @@ pub fn intervals(r: &Results) -> Vec<IntervalPoint> {
 }
 
 fn interval_points(index: usize, it: &Value) -> Vec<IntervalPoint> {
-    let Some(cpus) = it.get("cpus").and_then(Value::as_array) else { return interval_point(index, it).into_iter().collect() };
+    let Some(cpus) = it.get("cpus").and_then(Value::as_array) else {
+        return interval_point(index, it).into_iter().collect();
+    };
     let t = it.get("t_ns").cloned().unwrap_or(Value::from(index as u64));
     cpus.iter()
         .filter_map(|c| {
@@ -116,7 +136,12 @@ fn interval_point(index: usize, it: &Value) -> Option<IntervalPoint> {
     let t = num("t_ns").or(num("end_ns")).or(num("start_ns")).unwrap_or(index as f64);
     let stall = o.get("stall").and_then(Value::as_bool).unwrap_or(false);
     let max = num("max_ns").or_else(|| o.get("latency_ns").and_then(|l| l.get("max")).and_then(Value::as_f64));
-    Some(IntervalPoint { t_ns: t, max_ns: max.unwrap_or(0.0), cpu: o.get("cpu").and_then(Value::as_u64), stall: stall || max.is_none() })
+    Some(IntervalPoint {
+        t_ns: t,
+        max_ns: max.unwrap_or(0.0),
+        cpu: o.get("cpu").and_then(Value::as_u64),
+        stall: stall || max.is_none(),
+    })
 }
 
 /// The rho a result was produced with: `extra.rho`, else "rho=0.5" / "rho 0.5" / "rho0.5" in the label.
@@ -192,8 +217,11 @@ mod tests {
     #[test]
     fn interval_report_lines_give_one_point_per_cpu() {
         let mut r = Results::new("timer", 1);
-        r.extra.insert("intervals".into(), serde_json::json!([{"type": "interval", "t_ns": 5e8, "max_ns": 9, "cpus": [
-            {"cpu": 0, "count": 10, "max_ns": 9}, {"cpu": 1, "count": 0, "max_ns": 0}]}]));
+        r.extra.insert(
+            "intervals".into(),
+            serde_json::json!([{"type": "interval", "t_ns": 5e8, "max_ns": 9, "cpus": [
+            {"cpu": 0, "count": 10, "max_ns": 9}, {"cpu": 1, "count": 0, "max_ns": 0}]}]),
+        );
         let pts = intervals(&r);
         assert_eq!(pts.len(), 2);
         assert_eq!((pts[0].cpu, pts[0].max_ns, pts[0].stall, pts[0].t_ns), (Some(0), 9.0, false, 5e8));

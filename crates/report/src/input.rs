@@ -85,9 +85,15 @@ fn input_of(path: &Path, values: Vec<serde_json::Value>) -> Result<Input, InputE
     let main = main.ok_or_else(|| InputError::field("schema", format!("missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format json`)")).in_file(path))?;
     let doc = match main.get("schema") {
         Some(serde_json::Value::String(s)) if s == PLAN_SCHEMA => Document::Plan(Box::new(Plan::from_file(path)?)),
-        Some(serde_json::Value::String(s)) if s == RESULTS_SCHEMA => Document::Results(Box::new(read_results(path, main, intervals)?)),
+        Some(serde_json::Value::String(s)) if s == RESULTS_SCHEMA => {
+            Document::Results(Box::new(read_results(path, main, intervals)?))
+        }
         Some(other) => {
-            return Err(InputError::field("schema", format!("{other}: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\"")).in_file(path));
+            return Err(InputError::field(
+                "schema",
+                format!("{other}: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\""),
+            )
+            .in_file(path));
         }
         None => unreachable!("split_stream only returns documents with a schema"),
     };
@@ -108,10 +114,22 @@ fn load_array(path: &Path, items: Vec<serde_json::Value>) -> Result<Vec<Input>, 
             let at = |e: InputError| e.in_file(path);
             match v.get("schema").and_then(|s| s.as_str()) {
                 Some(RESULTS_SCHEMA) => {}
-                Some(other) => return Err(at(InputError::field(format!("[{i}].schema"), format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents")))),
-                None => return Err(at(InputError::field(format!("[{i}].schema"), format!("missing: expected \"{RESULTS_SCHEMA}\"")))),
+                Some(other) => {
+                    return Err(at(InputError::field(
+                        format!("[{i}].schema"),
+                        format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents"),
+                    )))
+                }
+                None => {
+                    return Err(at(InputError::field(
+                        format!("[{i}].schema"),
+                        format!("missing: expected \"{RESULTS_SCHEMA}\""),
+                    )))
+                }
             }
-            let r: Results = serde_json::from_value(v).map_err(|e| at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}"))))?;
+            let r: Results = serde_json::from_value(v).map_err(|e| {
+                at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}")))
+            })?;
             let name = array_name(&r).unwrap_or_else(|| format!("{}[{i}]", file_stem(path)));
             Ok(Input { name, path: path.to_path_buf(), doc: Document::Results(Box::new(r)) })
         })
@@ -152,11 +170,16 @@ fn split_stream(values: Vec<serde_json::Value>) -> (Option<serde_json::Value>, V
 }
 
 /// The results document; a single-document file is re-read for line-located errors.
-fn read_results(path: &Path, main: serde_json::Value, intervals: Vec<serde_json::Value>) -> Result<Results, InputError> {
+fn read_results(
+    path: &Path,
+    main: serde_json::Value,
+    intervals: Vec<serde_json::Value>,
+) -> Result<Results, InputError> {
     if intervals.is_empty() {
         return Results::from_file(path);
     }
-    let mut r: Results = serde_json::from_value(main).map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path))?;
+    let mut r: Results = serde_json::from_value(main)
+        .map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path))?;
     r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
     Ok(r)
 }
@@ -217,7 +240,11 @@ mod tests {
     #[test]
     fn bad_arrays_are_located() {
         let dir = tempfile::tempdir().unwrap();
-        let p = write(dir.path(), "a.json", r#"[{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1}, {"schema":"rtvirt.plan/v1"}]"#);
+        let p = write(
+            dir.path(),
+            "a.json",
+            r#"[{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1}, {"schema":"rtvirt.plan/v1"}]"#,
+        );
         let e = load_inputs(&[p]).unwrap_err().to_string();
         assert!(e.contains("a.json") && e.contains("[1].schema") && e.contains("rtvirt.plan/v1"), "{e}");
         let p = write(dir.path(), "b.json", r#"[{"schema":"rtvirt.results/v1","kind":3,"duration_ns":1}]"#);

@@ -26,7 +26,13 @@ pub fn tidy(label: &str) -> String {
 /// A number with three significant digits (no exponent): 1.23, 12.3, 123.
 pub fn three_digits(v: f64) -> String {
     let a = v.abs();
-    let decimals = if a >= 100.0 { 0 } else if a >= 10.0 { 1 } else { 2 };
+    let decimals = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else {
+        2
+    };
     format!("{v:.decimals$}")
 }
 
@@ -51,7 +57,10 @@ pub fn fmt_plain(v: f64) -> String {
 
 /// A bit rate in the largest fitting decimal unit, two decimals: "18.83 Gb/s", "2.05 kb/s".
 pub fn fmt_bps(b: f64) -> String {
-    let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")].into_iter().find(|(s, _)| b >= *s).map_or((b, "b/s"), |(s, u)| (b / s, u));
+    let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")]
+        .into_iter()
+        .find(|(s, _)| b >= *s)
+        .map_or((b, "b/s"), |(s, u)| (b / s, u));
     format!("{v:.2} {unit}")
 }
 

@@ -7,25 +7,50 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const FIXTURES: &[&str] = &["sim_rho9.json", "tasks_measured.json", "sim_rho1.json", "timer_idle.json", "timer_load.json", "netsim_vanilla.json", "netsim_outsourcing.json", "plan.json"];
+const FIXTURES: &[&str] = &[
+    "sim_rho9.json",
+    "tasks_measured.json",
+    "sim_rho1.json",
+    "timer_idle.json",
+    "timer_load.json",
+    "netsim_vanilla.json",
+    "netsim_outsourcing.json",
+    "plan.json",
+];
 
 fn chromium() -> PathBuf {
-    let found = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("chromium")).find(|c| c.is_file()));
+    let found = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("chromium")).find(|c| c.is_file()));
     found.expect("chromium not found: run `scripts/setup.sh test` (installs Debian's chromium)")
 }
 
 /// Run headless Chromium on a file with extra arguments; stdout. Killed after 120 s.
 fn run_chromium(page: &Path, extra: &[String]) -> String {
     let profile = tempfile::tempdir().unwrap();
-    let mut args: Vec<String> = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     args.push(format!("--user-data-dir={}", profile.path().display()));
     args.extend(extra.iter().cloned());
     args.push(format!("file://{}", page.display()));
     let out_path = profile.path().join("stdout");
-    let mut child = Command::new(chromium()).args(&args).stdout(std::fs::File::create(&out_path).unwrap()).stderr(Stdio::null()).spawn().expect("start chromium");
+    let mut child = Command::new(chromium())
+        .args(&args)
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(120) {
@@ -39,7 +64,8 @@ fn run_chromium(page: &Path, extra: &[String]) -> String {
 }
 
 fn write_report(dir: &Path) -> (PathBuf, usize) {
-    let paths: Vec<PathBuf> = FIXTURES.iter().map(|n| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(n)).collect();
+    let paths: Vec<PathBuf> =
+        FIXTURES.iter().map(|n| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(n)).collect();
     let report = build_report("browser test", &load_inputs(&paths).unwrap());
     let page = dir.join("report.html");
     std::fs::write(&page, render(&report, ReportFormat::Html)).unwrap();

@@ -160,7 +160,8 @@ fn bad_inputs_are_located_errors() {
     assert!(e.to_string().contains("field `schema`") && e.to_string().contains("b.json"), "{e}");
     let e = load_inputs(&[write("c.json", r#"{"kind":"timer"}"#)]).unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
-    let e = load_inputs(&[write("d.json", r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":"ten"}"#)]).unwrap_err();
+    let e = load_inputs(&[write("d.json", r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":"ten"}"#)])
+        .unwrap_err();
     assert!(e.to_string().contains("d.json") && e.to_string().contains("line 1"), "{e}");
     let e = load_inputs(&[dir.path().join("missing.json")]).unwrap_err();
     assert!(e.to_string().contains("missing.json") && e.to_string().contains("cannot read"), "{e}");
@@ -183,7 +184,11 @@ fn percentile_only_results_still_chart() {
 
 #[test]
 fn bandwidth_chart_shows_every_host_core() {
-    let text = std::fs::read_to_string(fixture("plan.json")).unwrap().replacen("\"model\": \"prm\",", "\"model\": \"prm\", \"cores\": 4,", 1);
+    let text = std::fs::read_to_string(fixture("plan.json")).unwrap().replacen(
+        "\"model\": \"prm\",",
+        "\"model\": \"prm\", \"cores\": 4,",
+        1,
+    );
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("plan4.json");
     std::fs::write(&p, text).unwrap();
@@ -195,7 +200,8 @@ fn bandwidth_chart_shows_every_host_core() {
 
 #[test]
 fn dsr_versus_rho_section_alone() {
-    let paths: Vec<PathBuf> = ["sim_rho1.json", "sim_rho5.json", "sim_rho9.json", "tasks_measured.json"].iter().map(|n| fixture(n)).collect();
+    let paths: Vec<PathBuf> =
+        ["sim_rho1.json", "sim_rho5.json", "sim_rho9.json", "tasks_measured.json"].iter().map(|n| fixture(n)).collect();
     let inputs = load_inputs(&paths).unwrap();
     let sec = rtvirt_report::build::dsr_versus_rho_section("Prediction", &inputs).expect("three rhos");
     assert_eq!(sec.blocks.len(), 2, "chart and table");

@@ -10,11 +10,30 @@ use rtvirt_report::{build_report, render, ReportFormat};
 /// A summary from 9 arbitrary values, sorted so that min <= p25 <= ... <= max.
 fn summary(mut v: Vec<u64>, count: u64) -> Summary {
     v.sort_unstable();
-    Summary { count, min: v[0], p25: Some(v[1]), p50: v[2], p75: v[3], p90: v[4], p95: v[5], p99: v[6], p999: v[7], p9999: v[7], max: v[8], mean: v[2] as f64, sd: 0.0, low_confidence: vec![] }
+    Summary {
+        count,
+        min: v[0],
+        p25: Some(v[1]),
+        p50: v[2],
+        p75: v[3],
+        p90: v[4],
+        p95: v[5],
+        p99: v[6],
+        p999: v[7],
+        p9999: v[7],
+        max: v[8],
+        mean: v[2] as f64,
+        sd: 0.0,
+        low_confidence: vec![],
+    }
 }
 
 fn values() -> impl Strategy<Value = Vec<u64>> {
-    prop_oneof![proptest::collection::vec(0u64..10, 9), proptest::collection::vec(0u64..u64::MAX / 2, 9), Just(vec![0; 9])]
+    prop_oneof![
+        proptest::collection::vec(0u64..10, 9),
+        proptest::collection::vec(0u64..u64::MAX / 2, 9),
+        Just(vec![0; 9])
+    ]
 }
 
 fn result(kind: usize, v: Vec<u64>, count: u64, jobs: u64, misses: u64, rho: f64) -> Results {
@@ -24,7 +43,15 @@ fn result(kind: usize, v: Vec<u64>, count: u64, jobs: u64, misses: u64, rho: f64
         0 => r.latency_ns = Some(s),
         1 => r.rtt_ns = Some(s),
         2 => {
-            r.tasks.push(TaskResult { guest: "g".into(), name: "t".into(), jobs, misses: misses.min(jobs), dsr: TaskResult::dsr_of(jobs, misses.min(jobs)), response_ns: s, ..Default::default() });
+            r.tasks.push(TaskResult {
+                guest: "g".into(),
+                name: "t".into(),
+                jobs,
+                misses: misses.min(jobs),
+                dsr: TaskResult::dsr_of(jobs, misses.min(jobs)),
+                response_ns: s,
+                ..Default::default()
+            });
             r.extra.insert("rho".into(), rho.into());
         }
         _ => {

@@ -201,7 +201,11 @@ impl SimConfig {
 
     /// Field path of thread `i` (for errors).
     fn thread_field(&self, i: usize) -> String {
-        if i < self.vcpus.len() { format!("guest[{i}].vcpu") } else { format!("sim.thread[{}].sched", i - self.vcpus.len()) }
+        if i < self.vcpus.len() {
+            format!("guest[{i}].vcpu")
+        } else {
+            format!("sim.thread[{}].sched", i - self.vcpus.len())
+        }
     }
 
     /// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may
@@ -262,7 +266,9 @@ fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
     let abort_late = match raw.miss_policy.as_deref() {
         None | Some("continue") => false,
         Some("abort") => true,
-        Some(o) => return Err(InputError::field("miss_policy", format!("\"{o}\": expected \"continue\" or \"abort\""))),
+        Some(o) => {
+            return Err(InputError::field("miss_policy", format!("\"{o}\": expected \"continue\" or \"abort\"")))
+        }
     };
     let hz = raw.hz.unwrap_or(1000);
     if !(10..=10_000).contains(&hz) {
@@ -271,7 +277,10 @@ fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
     let rt_runtime = raw.rt_runtime.unwrap_or(Nanos::from_ms(950));
     let rt_period = raw.rt_period.unwrap_or(Nanos::from_secs(1));
     if rt_period.0 == 0 || rt_runtime > rt_period {
-        return Err(InputError::field("rt_runtime", format!("rt_runtime {rt_runtime} / rt_period {rt_period}: expected 0 < period and runtime <= period")));
+        return Err(InputError::field(
+            "rt_runtime",
+            format!("rt_runtime {rt_runtime} / rt_period {rt_period}: expected 0 < period and runtime <= period"),
+        ));
     }
     let tslice = raw.credit_tslice.unwrap_or(Nanos::from_ms(30));
     if tslice < Nanos::from_us(100) {
@@ -290,7 +299,14 @@ fn settings(raw: &RawSim, o: Overrides) -> R<Settings> {
         credit_precise: match raw.credit_accounting.as_deref() {
             None | Some("tick") => false,
             Some("precise") => true,
-            Some(o) => return Err(InputError::field("credit_accounting", format!("\"{o}\": expected \"tick\" (credit1: debit the vCPU running at each 10ms tick) or \"precise\""))),
+            Some(o) => {
+                return Err(InputError::field(
+                    "credit_accounting",
+                    format!(
+                        "\"{o}\": expected \"tick\" (credit1: debit the vCPU running at each 10ms tick) or \"precise\""
+                    ),
+                ))
+            }
         },
     })
 }
@@ -302,7 +318,10 @@ fn slowdown(given: Option<f64>, field: &str) -> R<f64> {
     match given {
         None => Ok(0.0),
         Some(x) if x.is_finite() && (0.0..=MAX_SLOWDOWN).contains(&x) => Ok(x),
-        Some(x) => Err(InputError::field(field, format!("{x}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)"))),
+        Some(x) => Err(InputError::field(
+            field,
+            format!("{x}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)"),
+        )),
     }
 }
 
@@ -324,7 +343,11 @@ fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
     if t.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty thread name"));
     }
-    for (f, given) in [("idle", t.sched.idle.is_some()), ("context_switch", t.sched.context_switch.is_some()), ("slowdown", t.sched.slowdown.is_some())] {
+    for (f, given) in [
+        ("idle", t.sched.idle.is_some()),
+        ("context_switch", t.sched.context_switch.is_some()),
+        ("slowdown", t.sched.slowdown.is_some()),
+    ] {
         if given {
             return Err(InputError::field(format!("sched.{f}"), format!("`{f}` applies to guest vCPUs only")));
         }
@@ -332,10 +355,14 @@ fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
     let load = match (t.busy.unwrap_or(false), t.period, t.run) {
         (true, None, None) => Load::Busy,
         (true, _, _) => return Err(InputError::field("busy", "a busy thread has no `period`/`run`")),
-        (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => {
-            Load::Periodic { period: check_timing(p, "period")?.0, run: r.0, offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0 }
+        (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => Load::Periodic {
+            period: check_timing(p, "period")?.0,
+            run: r.0,
+            offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0,
+        },
+        (false, Some(p), Some(r)) => {
+            return Err(InputError::field("run", format!("run {r} every {p}: expected 0 < run <= period")))
         }
-        (false, Some(p), Some(r)) => return Err(InputError::field("run", format!("run {r} every {p}: expected 0 < run <= period"))),
         _ => return Err(InputError::field("period", "expected `period` and `run` (a periodic load) or `busy = true`")),
     };
     let thread = thread_spec(&t.sched, t.name.clone(), 0, cores).map_err(|e| e.under("sched"))?;
@@ -350,7 +377,9 @@ fn affinity(raw: &RawVcpu, default_core: u32, cores: u32) -> R<Vec<u32>> {
     let list: Vec<i64> = match (&raw.core, &raw.cores) {
         (Some(_), Some(_)) => return Err(InputError::field("cores", "give either `core` or `cores`, not both")),
         (Some(c), None) => vec![*c],
-        (None, Some(l)) if l.is_empty() => return Err(InputError::field("cores", "empty list: expected at least one core")),
+        (None, Some(l)) if l.is_empty() => {
+            return Err(InputError::field("cores", "empty list: expected at least one core"))
+        }
         (None, Some(l)) => l.clone(),
         (None, None) => vec![default_core as i64],
     };
@@ -358,7 +387,10 @@ fn affinity(raw: &RawVcpu, default_core: u32, cores: u32) -> R<Vec<u32>> {
     let mut out = Vec::with_capacity(list.len());
     for c in list {
         if c < 0 || c >= cores as i64 {
-            return Err(InputError::field(field, format!("core {c} does not exist: the host has cores 0..{}", cores - 1)));
+            return Err(InputError::field(
+                field,
+                format!("core {c} does not exist: the host has cores 0..{}", cores - 1),
+            ));
         }
         if out.contains(&(c as u32)) {
             return Err(InputError::field(field, format!("core {c} is listed twice")));
@@ -386,7 +418,10 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
     let name = raw.policy.as_deref().unwrap_or("other");
     let Some((_, allowed)) = POLICY_FIELDS.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = POLICY_FIELDS.iter().map(|(n, _)| *n).collect();
-        return Err(InputError::field("policy", format!("unknown policy \"{name}\": expected one of {}", names.join(", "))));
+        return Err(InputError::field(
+            "policy",
+            format!("unknown policy \"{name}\": expected one of {}", names.join(", ")),
+        ));
     };
     let given = [
         ("priority", raw.priority.is_some()),
@@ -401,7 +436,10 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
         ("supply", raw.supply.is_some()),
     ];
     if let Some((f, _)) = given.iter().find(|(f, g)| *g && !allowed.contains(f)) {
-        return Err(InputError::field(*f, format!("`{f}` does not apply to policy \"{name}\" (it takes: {})", allowed.join(", "))));
+        return Err(InputError::field(
+            *f,
+            format!("`{f}` does not apply to policy \"{name}\" (it takes: {})", allowed.join(", ")),
+        ));
     }
     let need = |v: Option<Nanos>, f: &str| -> R<u64> {
         match v {
@@ -413,14 +451,20 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
     let server = || -> R<(u64, u64)> {
         let (b, p) = (need(raw.budget, "budget")?, need(raw.period, "period")?);
         if b > p {
-            return Err(InputError::field("budget", format!("budget {} is larger than the period {}", Nanos(b), Nanos(p))));
+            return Err(InputError::field(
+                "budget",
+                format!("budget {} is larger than the period {}", Nanos(b), Nanos(p)),
+            ));
         }
         Ok((b, p))
     };
     let server_prio = || -> R<u32> {
         match raw.priority {
             Some(p) if (1..=1_000_000).contains(&p) => Ok(p as u32),
-            Some(p) => Err(InputError::field("priority", format!("{p}: expected a server priority from 1 to 1000000 (higher = more urgent)"))),
+            Some(p) => Err(InputError::field(
+                "priority",
+                format!("{p}: expected a server priority from 1 to 1000000 (higher = more urgent)"),
+            )),
             None => Err(InputError::field("priority", format!("missing: policy \"{name}\" needs a `priority`"))),
         }
     };
@@ -428,8 +472,18 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
         "fifo" | "rr" => {
             let prio = match raw.priority {
                 Some(p) if (1..=99).contains(&p) => p as u8,
-                Some(p) => return Err(InputError::field("priority", format!("priority {p} is out of range: SCHED_FIFO/SCHED_RR priorities are 1..99"))),
-                None => return Err(InputError::field("priority", format!("missing: policy \"{name}\" needs a priority 1..99"))),
+                Some(p) => {
+                    return Err(InputError::field(
+                        "priority",
+                        format!("priority {p} is out of range: SCHED_FIFO/SCHED_RR priorities are 1..99"),
+                    ))
+                }
+                None => {
+                    return Err(InputError::field(
+                        "priority",
+                        format!("missing: policy \"{name}\" needs a priority 1..99"),
+                    ))
+                }
             };
             let rr_quantum = (name == "rr").then(|| raw.quantum.map(|q| q.0).unwrap_or(100_000_000));
             if rr_quantum == Some(0) {
@@ -443,7 +497,15 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
             let period = need(raw.period, "period")?;
             let deadline = raw.deadline.map(|d| d.0).unwrap_or(period);
             if !(runtime <= deadline && deadline <= period) {
-                return Err(InputError::field("runtime", format!("expected runtime <= deadline <= period, got {} / {} / {}", Nanos(runtime), Nanos(deadline), Nanos(period))));
+                return Err(InputError::field(
+                    "runtime",
+                    format!(
+                        "expected runtime <= deadline <= period, got {} / {} / {}",
+                        Nanos(runtime),
+                        Nanos(deadline),
+                        Nanos(period)
+                    ),
+                ));
             }
             if runtime < 1024 {
                 return Err(InputError::field("runtime", "SCHED_DEADLINE needs a runtime of at least 1024ns"));
@@ -465,7 +527,11 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
         "ds" | "ps" => {
             let prio = server_prio()?;
             let (budget, period) = server()?;
-            if name == "ds" { Policy::Ds { prio, budget, period } } else { Policy::Ps { prio, budget, period } }
+            if name == "ds" {
+                Policy::Ds { prio, budget, period }
+            } else {
+                Policy::Ps { prio, budget, period }
+            }
         }
         _ => {
             let (budget, period) = server()?;
@@ -474,7 +540,12 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
                 "late" => SupplyPattern::Late,
                 "prm-worst" => SupplyPattern::PrmWorst,
                 "random" => SupplyPattern::Random,
-                o => return Err(InputError::field("supply", format!("\"{o}\": expected \"early\", \"late\", \"prm-worst\" or \"random\""))),
+                o => {
+                    return Err(InputError::field(
+                        "supply",
+                        format!("\"{o}\": expected \"early\", \"late\", \"prm-worst\" or \"random\""),
+                    ))
+                }
             };
             Policy::Supply { budget, period, pattern }
         }
@@ -484,15 +555,27 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
 /// The plan's reservation for a guest as a pinned SCHED_DEADLINE thread.
 fn planned(p: &Plan, guest: &str, name: String) -> R<ThreadSpec> {
     let at = p.guests.iter().position(|g| g.name == guest);
-    let g = at.map(|i| &p.guests[i]).ok_or_else(|| InputError::field("guests", format!("the plan has no guest \"{guest}\"")))?;
+    let g = at
+        .map(|i| &p.guests[i])
+        .ok_or_else(|| InputError::field("guests", format!("the plan has no guest \"{guest}\"")))?;
     let i = at.unwrap_or(0);
     let Some(core) = g.core else {
-        return Err(InputError::field(format!("guests[{i}].core"), format!("guest \"{guest}\" was not placed on a core by the plan (infeasible plan): nothing to simulate")));
+        return Err(InputError::field(
+            format!("guests[{i}].core"),
+            format!("guest \"{guest}\" was not placed on a core by the plan (infeasible plan): nothing to simulate"),
+        ));
     };
     if g.budget_ns < 1024 {
-        return Err(InputError::field(format!("guests[{i}].budget_ns"), format!("budget {} ns: SCHED_DEADLINE needs at least 1024ns", g.budget_ns)));
+        return Err(InputError::field(
+            format!("guests[{i}].budget_ns"),
+            format!("budget {} ns: SCHED_DEADLINE needs at least 1024ns", g.budget_ns),
+        ));
     }
-    Ok(ThreadSpec { name, cores: vec![core], policy: Policy::Deadline { runtime: g.budget_ns, deadline: g.deadline_ns, period: g.period_ns } })
+    Ok(ThreadSpec {
+        name,
+        cores: vec![core],
+        policy: Policy::Deadline { runtime: g.budget_ns, deadline: g.deadline_ns, period: g.period_ns },
+    })
 }
 
 #[cfg(test)]
@@ -516,9 +599,17 @@ mod tests {
         assert_eq!(c.vcpus[0].thread.policy, Policy::Other { nice: 0 });
         assert_eq!(c.settings.duration, DEFAULT_DURATION.0);
         assert_eq!(c.settings.rt_throttle, Some((950_000_000, 1_000_000_000)));
-        let c = SimConfig::new(&scenario("[guest.vcpu]\ncore = 1\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"10ms\"\n", ""), None, Overrides { seed: Some(7), ..Default::default() }).unwrap();
+        let c = SimConfig::new(
+            &scenario("[guest.vcpu]\ncore = 1\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"10ms\"\n", ""),
+            None,
+            Overrides { seed: Some(7), ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(c.vcpus[0].thread.cores, vec![1]);
-        assert_eq!(c.vcpus[0].thread.policy, Policy::Deadline { runtime: 2_000_000, deadline: 10_000_000, period: 10_000_000 });
+        assert_eq!(
+            c.vcpus[0].thread.policy,
+            Policy::Deadline { runtime: 2_000_000, deadline: 10_000_000, period: 10_000_000 }
+        );
         assert_eq!(c.settings.seed, 7);
     }
 

@@ -11,8 +11,8 @@
 //! deadline has passed (a miss without a response-time sample). Jobs still pending whose deadline
 //! is after the horizon are not counted.
 
-use crate::engine::rng::SimRng;
 use crate::config::VcpuSpec;
+use crate::engine::rng::SimRng;
 use crate::host::ThreadId;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::{Guest, GuestScheduler};
@@ -131,7 +131,16 @@ impl Workload {
             .iter()
             .enumerate()
             .map(|(ti, t)| {
-                let mut s = task(&t.name, t.period.0, t.deadline.0, t.wcet, t.offset.0, t.priority, t.exec.clone(), SimRng::new(seed, ((index as u64) << 32) | ti as u64));
+                let mut s = task(
+                    &t.name,
+                    t.period.0,
+                    t.deadline.0,
+                    t.wcet,
+                    t.offset.0,
+                    t.priority,
+                    t.exec.clone(),
+                    SimRng::new(seed, ((index as u64) << 32) | ti as u64),
+                );
                 s.stretch = 1.0 + v.slowdown;
                 s
             })
@@ -307,7 +316,16 @@ impl Workload {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn task(name: &str, period: u64, deadline: u64, wcet: Nanos, offset: u64, prio: u32, exec: ExecModel, rng: SimRng) -> TaskState {
+fn task(
+    name: &str,
+    period: u64,
+    deadline: u64,
+    wcet: Nanos,
+    offset: u64,
+    prio: u32,
+    exec: ExecModel,
+    rng: SimRng,
+) -> TaskState {
     TaskState {
         name: name.to_string(),
         period,

@@ -22,9 +22,16 @@ use std::sync::Arc;
 pub enum Ev {
     Host(HostEv),
     /// Next job of task `task` of workload `w`.
-    Release { w: u32, task: u32 },
+    Release {
+        w: u32,
+        task: u32,
+    },
     /// `abort` policy: job `k` of the task reaches its deadline.
-    Abort { w: u32, task: u32, k: u64 },
+    Abort {
+        w: u32,
+        task: u32,
+        k: u64,
+    },
 }
 
 impl From<HostEv> for Ev {
@@ -93,7 +100,15 @@ impl Sim {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
         let tracer = opts.trace.map(|w| Tracer::new(w, &host, &loads));
-        Sim { q: EventQueue::new(), host, loads, horizon: cfg.settings.duration, abort_late: cfg.settings.abort_late, tracer, progress: opts.progress.clone() }
+        Sim {
+            q: EventQueue::new(),
+            host,
+            loads,
+            horizon: cfg.settings.duration,
+            abort_late: cfg.settings.abort_late,
+            tracer,
+            progress: opts.progress.clone(),
+        }
     }
 
     fn run(&mut self) {
@@ -113,7 +128,9 @@ impl Sim {
                 None => {}
                 Some(Ev::Host(h)) => self.host.on_event(h, now, &mut self.q),
                 Some(Ev::Release { w, task }) => self.release(w, task, now),
-                Some(Ev::Abort { w, task, k }) if self.loads[w as usize].abort(task, k, now) => self.sync_thread(w as usize, now),
+                Some(Ev::Abort { w, task, k }) if self.loads[w as usize].abort(task, k, now) => {
+                    self.sync_thread(w as usize, now)
+                }
                 Some(Ev::Abort { .. }) => {}
             }
             self.resched(now);
@@ -192,7 +209,12 @@ impl Sim {
                     extra: Default::default(),
                 });
             }
-            let mut g = GuestResult { name: w.name.clone(), cpu_time_ns: cpu, utilisation: cpu as f64 / d as f64, extra: Default::default() };
+            let mut g = GuestResult {
+                name: w.name.clone(),
+                cpu_time_ns: cpu,
+                utilisation: cpu as f64 / d as f64,
+                extra: Default::default(),
+            };
             g.extra.insert("policy".into(), spec.policy.name().into());
             g.extra.insert("cores".into(), json!(spec.cores));
             r.guests.push(g);
@@ -273,13 +295,25 @@ impl Tracer {
 
     fn close_core(&mut self, c: usize, now: u64) {
         if let Some((t, since)) = self.cores[c].take() {
-            self.writer.slice(Track { pid: CORES_PID, tid: c as u32 }, &self.thread_names[t], Nanos(since), Nanos(now), None);
+            self.writer.slice(
+                Track { pid: CORES_PID, tid: c as u32 },
+                &self.thread_names[t],
+                Nanos(since),
+                Nanos(now),
+                None,
+            );
         }
     }
 
     fn close_load(&mut self, i: usize, now: u64) {
         if let Some((t, since)) = self.loads[i].take() {
-            self.writer.slice(Track { pid: 2 + i as u32, tid: 0 }, &self.task_names[i][t as usize], Nanos(since), Nanos(now), None);
+            self.writer.slice(
+                Track { pid: 2 + i as u32, tid: 0 },
+                &self.task_names[i][t as usize],
+                Nanos(since),
+                Nanos(now),
+                None,
+            );
         }
     }
 

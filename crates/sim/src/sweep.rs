@@ -63,12 +63,14 @@ pub struct Cell {
 impl SweepSpec {
     /// Read a sweep file; scenario paths are relative to it, and each scenario is validated.
     pub fn from_file(path: &Path) -> Result<SweepSpec, InputError> {
-        let src = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read sweep file: {e}")).in_file(path))?;
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("cannot read sweep file: {e}")).in_file(path))?;
         let raw: RawSweep = parse_toml_located(&src).map_err(|e| e.in_file(path))?;
-        let located = |e: InputError| match e.at.field.as_deref().and_then(|f| rtvirt_model::scenario::locate_field(&src, f)) {
-            Some((l, c)) => e.at_line(l, c).in_file(path),
-            None => e.in_file(path),
-        };
+        let located =
+            |e: InputError| match e.at.field.as_deref().and_then(|f| rtvirt_model::scenario::locate_field(&src, f)) {
+                Some((l, c)) => e.at_line(l, c).in_file(path),
+                None => e.in_file(path),
+            };
         if raw.scenarios.is_empty() {
             return Err(located(InputError::field("scenarios", "empty list: expected at least one scenario file")));
         }
@@ -84,16 +86,26 @@ impl SweepSpec {
         let seeds = match raw.seeds {
             None => vec![1],
             Some(RawSeeds::List(l)) if !l.is_empty() => l,
-            Some(RawSeeds::Range { first, count }) if count > 0 && first.checked_add(count).is_some() => (first..first + count).collect(),
-            Some(_) => return Err(located(InputError::field("seeds", "expected a non-empty list or a positive count"))),
+            Some(RawSeeds::Range { first, count }) if count > 0 && first.checked_add(count).is_some() => {
+                (first..first + count).collect()
+            }
+            Some(_) => {
+                return Err(located(InputError::field("seeds", "expected a non-empty list or a positive count")))
+            }
         };
         let rho = raw.rho.unwrap_or_default();
         if let Some(r) = rho.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-            return Err(located(InputError::field("rho", format!("{r}: expected probabilities strictly between 0 and 1"))));
+            return Err(located(InputError::field(
+                "rho",
+                format!("{r}: expected probabilities strictly between 0 and 1"),
+            )));
         }
         let spec = SweepSpec { scenarios, seeds, rho, duration: raw.duration };
         if spec.cells().len() > MAX_CELLS {
-            return Err(located(InputError::field("seeds", format!("{} runs: at most {MAX_CELLS} per sweep", spec.cells().len()))));
+            return Err(located(InputError::field(
+                "seeds",
+                format!("{} runs: at most {MAX_CELLS} per sweep", spec.cells().len()),
+            )));
         }
         for (p, s) in &spec.scenarios {
             if s.net.is_some() {
@@ -107,7 +119,8 @@ impl SweepSpec {
 
     /// The grid in output order: scenario, then rho, then seed.
     pub fn cells(&self) -> Vec<Cell> {
-        let rhos: Vec<Option<f64>> = if self.rho.is_empty() { vec![None] } else { self.rho.iter().map(|&r| Some(r)).collect() };
+        let rhos: Vec<Option<f64>> =
+            if self.rho.is_empty() { vec![None] } else { self.rho.iter().map(|&r| Some(r)).collect() };
         let mut out = Vec::new();
         for s in 0..self.scenarios.len() {
             for &rho in &rhos {
@@ -125,7 +138,12 @@ pub type Planner<'a> = &'a (dyn Fn(&Scenario, f64) -> Result<Plan, InputError> +
 
 /// Run every cell on `threads` threads (None: all cores). `progress(done, total)` is called as
 /// cells finish. Results are in [`SweepSpec::cells`] order, each labelled with its cell.
-pub fn run_sweep(spec: &SweepSpec, planner: Planner, threads: Option<usize>, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<Results>, InputError> {
+pub fn run_sweep(
+    spec: &SweepSpec,
+    planner: Planner,
+    threads: Option<usize>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<Results>, InputError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build()
@@ -139,7 +157,8 @@ pub fn run_sweep(spec: &SweepSpec, planner: Planner, threads: Option<usize>, pro
             .map(|c| {
                 let (path, s) = &spec.scenarios[c.scenario];
                 let plan = c.rho.and_then(|r| plans.iter().find(|p| p.0 == c.scenario && p.1 == r)).map(|p| &p.2);
-                let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) }).map_err(|e| e.in_file(path))?;
+                let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) })
+                    .map_err(|e| e.in_file(path))?;
                 let mut r = simulate(s, &cfg, &RunOptions::default()).results;
                 r.extra.insert("scenario".into(), path.display().to_string().into());
                 if let Some(rho) = c.rho {
@@ -153,7 +172,8 @@ pub fn run_sweep(spec: &SweepSpec, planner: Planner, threads: Option<usize>, pro
 }
 
 fn plan_all(spec: &SweepSpec, planner: Planner) -> Result<Vec<(usize, f64, Plan)>, InputError> {
-    let pairs: Vec<(usize, f64)> = (0..spec.scenarios.len()).flat_map(|s| spec.rho.iter().map(move |&r| (s, r))).collect();
+    let pairs: Vec<(usize, f64)> =
+        (0..spec.scenarios.len()).flat_map(|s| spec.rho.iter().map(move |&r| (s, r))).collect();
     pairs
         .par_iter()
         .map(|&(s, r)| {

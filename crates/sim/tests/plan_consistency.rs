@@ -37,7 +37,9 @@ fn scenario_text(sched: &str, tasks: &[TaskSpec], vcpu: &str) -> String {
 }
 
 fn scenario_with(sched: &str, tasks: &[TaskSpec], vcpu: &str, sim: &str) -> String {
-    let mut s = format!("[host]\ncores = 1\nbandwidth_cap = 1.0\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"{sched}\"\n{vcpu}\n");
+    let mut s = format!(
+        "[host]\ncores = 1\nbandwidth_cap = 1.0\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"{sched}\"\n{vcpu}\n"
+    );
     for (i, t) in tasks.iter().enumerate() {
         s += &format!(
             "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
@@ -49,7 +51,8 @@ fn scenario_with(sched: &str, tasks: &[TaskSpec], vcpu: &str, sim: &str) -> Stri
 
 fn misses(src: &str, plan: Option<&Plan>) -> (u64, u64) {
     let s = Scenario::from_toml(src, None).unwrap();
-    let cfg = SimConfig::new(&s, plan, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(2)), seed: Some(1) }).unwrap();
+    let cfg = SimConfig::new(&s, plan, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(2)), seed: Some(1) })
+        .unwrap();
     let r = simulate(&s, &cfg, &RunOptions::default()).results;
     (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum())
 }
@@ -77,15 +80,27 @@ fn exact_prm_budgets_meet_every_deadline_under_any_periodic_supply() {
             let vcpu = format!("[guest.vcpu]\ncore = 0\npolicy = \"supply\"\nbudget = \"{budget}ns\"\nperiod = \"{period}ns\"\nsupply = \"{pattern}\"\n");
             let (jobs, missed) = misses(&scenario_text(sched, &tasks, &vcpu), None);
             assert!(jobs > 0);
-            assert_eq!(missed, 0, "case {case} ({sched}, supply {pattern}, budget {budget} / period {period}): {missed} misses\n{}", scenario_text(sched, &tasks, &vcpu));
+            assert_eq!(
+                missed,
+                0,
+                "case {case} ({sched}, supply {pattern}, budget {budget} / period {period}): {missed} misses\n{}",
+                scenario_text(sched, &tasks, &vcpu)
+            );
         }
         for t in tasks.iter_mut() {
             t.offset_us = 0;
         }
         let (jobs, missed) = misses(&scenario_text(sched, &tasks, ""), Some(&plan));
         let (_, missed_hr) = misses(&scenario_with(sched, &tasks, "", "[sim]\nhrtick = true\n"), Some(&plan));
-        let (_, missed_poll) = misses(&scenario_with(sched, &tasks, "[guest.vcpu]\nidle = \"poll\"\n", "[sim]\nhrtick = true\n"), Some(&plan));
-        assert_eq!((missed_hr, missed_poll), (0, 0), "case {case}: exact (hrtick) SCHED_DEADLINE enforcement must meet every deadline");
+        let (_, missed_poll) = misses(
+            &scenario_with(sched, &tasks, "[guest.vcpu]\nidle = \"poll\"\n", "[sim]\nhrtick = true\n"),
+            Some(&plan),
+        );
+        assert_eq!(
+            (missed_hr, missed_poll),
+            (0, 0),
+            "case {case}: exact (hrtick) SCHED_DEADLINE enforcement must meet every deadline"
+        );
         dl_report.push(format!(
             "case {case} {sched}: Theta {budget} Pi {period}: SCHED_DEADLINE misses/jobs: tick(HZ=1000) {missed}/{jobs}, hrtick {missed_hr}, hrtick+poll {missed_poll}"
         ));

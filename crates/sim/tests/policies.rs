@@ -7,7 +7,9 @@ use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 
 fn run(src: &str, secs: u64) -> Results {
     let s = Scenario::from_toml(src, None).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let cfg = SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(secs)), seed: Some(1) }).unwrap_or_else(|e| panic!("{e}"));
+    let cfg =
+        SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(secs)), seed: Some(1) })
+            .unwrap_or_else(|e| panic!("{e}"));
     let r = simulate(&s, &cfg, &RunOptions::default()).results;
     // No event storms (e.g. a 1 ns timer loop): a handful of events per job and per ms.
     let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
@@ -31,7 +33,8 @@ fn close(x: f64, want: f64, tol: f64) -> bool {
 
 #[test]
 fn fifo_starves_lower_priority_except_for_rt_throttling() {
-    let r = run(&hogs("rt_throttling = false", "policy = \"fifo\", priority = 10", "policy = \"fifo\", priority = 20"), 2);
+    let r =
+        run(&hogs("rt_throttling = false", "policy = \"fifo\", priority = 10", "policy = \"fifo\", priority = 20"), 2);
     assert_eq!(thread_util(&r, "a"), 0.0);
     assert_eq!(thread_util(&r, "b"), 1.0);
     // Throttling leaves 50 ms of every second to non-RT threads.
@@ -42,9 +45,17 @@ fn fifo_starves_lower_priority_except_for_rt_throttling() {
 
 #[test]
 fn rr_shares_equally_and_fifo_does_not() {
-    let r = run(&hogs("rt_throttling = false", "policy = \"rr\", priority = 10, quantum = \"10ms\"", "policy = \"rr\", priority = 10, quantum = \"10ms\""), 2);
+    let r = run(
+        &hogs(
+            "rt_throttling = false",
+            "policy = \"rr\", priority = 10, quantum = \"10ms\"",
+            "policy = \"rr\", priority = 10, quantum = \"10ms\"",
+        ),
+        2,
+    );
     assert!(close(thread_util(&r, "a"), 0.5, 0.006), "{}", thread_util(&r, "a"));
-    let r = run(&hogs("rt_throttling = false", "policy = \"fifo\", priority = 10", "policy = \"fifo\", priority = 10"), 2);
+    let r =
+        run(&hogs("rt_throttling = false", "policy = \"fifo\", priority = 10", "policy = \"fifo\", priority = 10"), 2);
     assert_eq!(thread_util(&r, "a"), 1.0, "FIFO: the first runnable keeps the CPU");
 }
 
@@ -64,11 +75,25 @@ fn credit_shares_by_weight() {
 
 #[test]
 fn deadline_reservation_gets_its_bandwidth_above_fifo() {
-    let r = run(&hogs("rt_throttling = false\nhrtick = true", "policy = \"fifo\", priority = 99", "policy = \"deadline\", runtime = \"3ms\", period = \"10ms\""), 2);
+    let r = run(
+        &hogs(
+            "rt_throttling = false\nhrtick = true",
+            "policy = \"fifo\", priority = 99",
+            "policy = \"deadline\", runtime = \"3ms\", period = \"10ms\"",
+        ),
+        2,
+    );
     assert!(close(thread_util(&r, "b"), 0.3, 1e-6), "{}", thread_util(&r, "b"));
     // Tick enforcement at HZ = 250 overruns a 3 ms budget to the 4 ms tick, then pays it back:
     // same long-run bandwidth.
-    let r = run(&hogs("rt_throttling = false\nhz = 250", "policy = \"fifo\", priority = 99", "policy = \"deadline\", runtime = \"3ms\", period = \"10ms\""), 2);
+    let r = run(
+        &hogs(
+            "rt_throttling = false\nhz = 250",
+            "policy = \"fifo\", priority = 99",
+            "policy = \"deadline\", runtime = \"3ms\", period = \"10ms\"",
+        ),
+        2,
+    );
     assert!(close(thread_util(&r, "b"), 0.3, 0.005), "{}", thread_util(&r, "b"));
 }
 
@@ -84,7 +109,12 @@ fn deferrable_and_periodic_servers_differ_on_late_work() {
     // kept its budget: response 2 ms. A periodic server idled its budget away at the start of
     // the period: the job waits for the next period (10 ms) and completes at 12 ms: response 7 ms.
     let task = "name = \"t\"\nperiod = \"10ms\"\nwcet = \"2ms\"\noffset = \"5ms\"";
-    let src = guests("[host]\ncores = 2", "core = 0\npolicy = \"ds\"\npriority = 1\nbudget = \"2ms\"\nperiod = \"10ms\"", "core = 1\npolicy = \"ps\"\npriority = 1\nbudget = \"2ms\"\nperiod = \"10ms\"", task);
+    let src = guests(
+        "[host]\ncores = 2",
+        "core = 0\npolicy = \"ds\"\npriority = 1\nbudget = \"2ms\"\nperiod = \"10ms\"",
+        "core = 1\npolicy = \"ps\"\npriority = 1\nbudget = \"2ms\"\nperiod = \"10ms\"",
+        task,
+    );
     let r = run(&src, 1);
     assert_eq!(r.tasks[0].response_ns.max, 2_000_000);
     assert_eq!(r.tasks[1].response_ns.max, 7_000_000);
@@ -94,13 +124,23 @@ fn deferrable_and_periodic_servers_differ_on_late_work() {
 #[test]
 fn rtds_global_uses_both_cores_and_extratime_uses_idle_time() {
     let task = "name = \"t\"\nperiod = \"10ms\"\nwcet = \"4ms\"";
-    let src = guests("[host]\ncores = 2", "cores = [0, 1]\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"", "cores = [0, 1]\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"", task);
+    let src = guests(
+        "[host]\ncores = 2",
+        "cores = [0, 1]\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"",
+        "cores = [0, 1]\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"",
+        task,
+    );
     let r = run(&src, 1);
     // Both run in parallel from every release: response = execution time.
     assert!(r.tasks.iter().all(|t| t.response_ns.max == 4_000_000 && t.misses == 0));
     // 6 ms of work per 10 ms with a 4 ms budget: misses without extratime, none with it.
     let task = "name = \"t\"\nperiod = \"10ms\"\nwcet = \"6ms\"";
-    let src = guests("[host]\ncores = 2", "core = 0\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"", "core = 1\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"\nextratime = true", task);
+    let src = guests(
+        "[host]\ncores = 2",
+        "core = 0\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"",
+        "core = 1\npolicy = \"rtds\"\nbudget = \"4ms\"\nperiod = \"10ms\"\nextratime = true",
+        task,
+    );
     let r = run(&src, 1);
     assert!(r.tasks[0].misses > 0);
     assert_eq!(r.tasks[1].misses, 0);
@@ -110,7 +150,12 @@ fn rtds_global_uses_both_cores_and_extratime_uses_idle_time() {
 #[test]
 fn busy_polling_vcpu_burns_its_cpu_and_halting_one_does_not() {
     let task = "name = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"";
-    let src = guests("[host]\ncores = 2\n[sim]\nrt_throttling = false", "core = 0\npolicy = \"fifo\"\npriority = 10", "core = 1\npolicy = \"fifo\"\npriority = 10\nidle = \"poll\"", task);
+    let src = guests(
+        "[host]\ncores = 2\n[sim]\nrt_throttling = false",
+        "core = 0\npolicy = \"fifo\"\npriority = 10",
+        "core = 1\npolicy = \"fifo\"\npriority = 10\nidle = \"poll\"",
+        task,
+    );
     let r = run(&src, 1);
     assert!(close(r.guests[0].utilisation, 0.1, 1e-9));
     assert!(close(r.guests[1].utilisation, 1.0, 1e-9));
@@ -137,8 +182,24 @@ fn context_switch_costs_add_to_response_times() {
 fn abort_policy_drops_late_jobs() {
     let task = "name = \"t\"\nperiod = \"10ms\"\nwcet = \"4ms\"";
     let base = "[host]\ncores = 1\n[sim]\nrt_throttling = false\n";
-    let cont = run(&guests(base, "policy = \"fifo\"\npriority = 10", "policy = \"fifo\"\npriority = 5", &task.replace("4ms", "6ms")), 1);
-    let abort = run(&guests(&format!("{base}miss_policy = \"abort\"\n"), "policy = \"fifo\"\npriority = 10", "policy = \"fifo\"\npriority = 5", &task.replace("4ms", "6ms")), 1);
+    let cont = run(
+        &guests(
+            base,
+            "policy = \"fifo\"\npriority = 10",
+            "policy = \"fifo\"\npriority = 5",
+            &task.replace("4ms", "6ms"),
+        ),
+        1,
+    );
+    let abort = run(
+        &guests(
+            &format!("{base}miss_policy = \"abort\"\n"),
+            "policy = \"fifo\"\npriority = 10",
+            "policy = \"fifo\"\npriority = 5",
+            &task.replace("4ms", "6ms"),
+        ),
+        1,
+    );
     // b gets 4 ms per 10 ms for 6 ms jobs: continue = backlog grows, every job late;
     // abort = each job dropped at its deadline.
     assert_eq!(cont.tasks[1].dsr, 0.0);
@@ -186,7 +247,11 @@ fn guest_slowdown_stretches_every_job_and_can_be_set_per_guest() {
     let guest = |name: &str, core: u32, extra: &str| {
         format!("[[guest]]\nname = \"{name}\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = {core}\npolicy = \"fifo\"\npriority = 50\n{extra}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n")
     };
-    let src = format!("[host]\ncores = 2\n[sim]\nguest_slowdown = 0.25\n{}{}", guest("default", 0, ""), guest("own", 1, "slowdown = 0.5"));
+    let src = format!(
+        "[host]\ncores = 2\n[sim]\nguest_slowdown = 0.25\n{}{}",
+        guest("default", 0, ""),
+        guest("own", 1, "slowdown = 0.5")
+    );
     let r = run(&src, 1);
     let max = |g: &str| r.tasks.iter().find(|t| t.guest == g).unwrap().response_ns.max;
     assert_eq!(max("default"), 1_250_000);
@@ -199,7 +264,9 @@ fn guest_slowdown_stretches_every_job_and_can_be_set_per_guest() {
 
 #[test]
 fn guest_slowdown_out_of_range_is_a_named_error() {
-    for (sim, vcpu, field) in [("guest_slowdown = -0.1", "", "sim.guest_slowdown"), ("", "slowdown = 11.0", "guest[0].vcpu.slowdown")] {
+    for (sim, vcpu, field) in
+        [("guest_slowdown = -0.1", "", "sim.guest_slowdown"), ("", "slowdown = 11.0", "guest[0].vcpu.slowdown")]
+    {
         let src = format!("[host]\ncores = 1\n[sim]\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n");
         let s = Scenario::from_toml(&src, None).unwrap();
         let e = SimConfig::new(&s, None, Overrides::default()).unwrap_err();

@@ -8,13 +8,27 @@ use rtvirt_model::scenario::Scenario;
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 
 const FAMILIES: [&[&str]; 4] = [
-    &["policy = \"fifo\"\npriority = {p}", "policy = \"rr\"\npriority = {p}\nquantum = \"1ms\"", "policy = \"deadline\"\nruntime = \"{b}us\"\nperiod = \"{P}us\"", "policy = \"other\"\nnice = {n}"],
+    &[
+        "policy = \"fifo\"\npriority = {p}",
+        "policy = \"rr\"\npriority = {p}\nquantum = \"1ms\"",
+        "policy = \"deadline\"\nruntime = \"{b}us\"\nperiod = \"{P}us\"",
+        "policy = \"other\"\nnice = {n}",
+    ],
     &["policy = \"credit\"\nweight = {w}"],
     &["policy = \"rtds\"\nbudget = \"{b}us\"\nperiod = \"{P}us\"\nextratime = {x}"],
-    &["policy = \"ds\"\npriority = {p}\nbudget = \"{b}us\"\nperiod = \"{P}us\"", "policy = \"ps\"\npriority = {p}\nbudget = \"{b}us\"\nperiod = \"{P}us\"", "policy = \"supply\"\nbudget = \"{b}us\"\nperiod = \"{P}us\"\nsupply = \"random\""],
+    &[
+        "policy = \"ds\"\npriority = {p}\nbudget = \"{b}us\"\nperiod = \"{P}us\"",
+        "policy = \"ps\"\npriority = {p}\nbudget = \"{b}us\"\nperiod = \"{P}us\"",
+        "policy = \"supply\"\nbudget = \"{b}us\"\nperiod = \"{P}us\"\nsupply = \"random\"",
+    ],
 ];
 
-fn scenario(cores: u32, family_of_core: &[usize], guests: &[(u32, usize, u64, u64, bool, u64)], hrtick: bool) -> String {
+fn scenario(
+    cores: u32,
+    family_of_core: &[usize],
+    guests: &[(u32, usize, u64, u64, bool, u64)],
+    hrtick: bool,
+) -> String {
     let mut s = format!("[host]\ncores = {cores}\n[sim]\nhrtick = {hrtick}\nvcpu_switch = \"2us\"\n");
     for (i, &(core, pick, period_us, wcet_us, poll, salt)) in guests.iter().enumerate() {
         let fam = FAMILIES[family_of_core[core as usize]];
@@ -32,7 +46,12 @@ fn scenario(cores: u32, family_of_core: &[usize], guests: &[(u32, usize, u64, u6
             if poll { "poll" } else { "halt" }
         );
         s += &format!("[[guest.task]]\nname = \"a\"\nperiod = \"{period_us}us\"\nwcet = \"{wcet_us}us\"\nexec = {{ dist = \"uniform\", min = \"1us\", max = \"{wcet_us}us\" }}\n");
-        s += &format!("[[guest.task]]\nname = \"b\"\nperiod = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n", period_us * 3, wcet_us, salt % period_us);
+        s += &format!(
+            "[[guest.task]]\nname = \"b\"\nperiod = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
+            period_us * 3,
+            wcet_us,
+            salt % period_us
+        );
     }
     s
 }

@@ -79,9 +79,16 @@ fn simso_jobs(run: &Value, horizon_us: u64) -> BTreeSet<Job> {
 
 fn rtvirt_run(src: &str, horizon_us: u64) -> (BTreeSet<Job>, Results) {
     let s = Scenario::from_toml(src, None).unwrap();
-    let cfg = SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1) }).unwrap();
+    let cfg =
+        SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1) })
+            .unwrap();
     let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
-    let jobs = out.job_log.iter().map(|j| (j.task as u64, j.release / 1000, j.end.map(|e| e / 1000))).filter(|j| j.1 < horizon_us).collect();
+    let jobs = out
+        .job_log
+        .iter()
+        .map(|j| (j.task as u64, j.release / 1000, j.end.map(|e| e / 1000)))
+        .filter(|j| j.1 < horizon_us)
+        .collect();
     (jobs, out.results)
 }
 
@@ -121,8 +128,20 @@ fn jobs_equal_simso_edf_and_rm() {
         for (i, t) in results.tasks.iter().enumerate() {
             let (jobs, misses, sum, max) = expected_report(run, i as u64);
             let completed = t.response_ns.count;
-            let got = (t.jobs, t.misses, (t.response_ns.mean * completed as f64 / 1000.0).round() as u64, t.response_ns.max / 1000);
-            assert_eq!(got, (jobs, misses, sum, max), "set {} {} abort={} task {i}: (jobs, misses, sum and max of responses in us)\n{src}", run["set"], run["scheduler"], run["abort"]);
+            let got = (
+                t.jobs,
+                t.misses,
+                (t.response_ns.mean * completed as f64 / 1000.0).round() as u64,
+                t.response_ns.max / 1000,
+            );
+            assert_eq!(
+                got,
+                (jobs, misses, sum, max),
+                "set {} {} abort={} task {i}: (jobs, misses, sum and max of responses in us)\n{src}",
+                run["set"],
+                run["scheduler"],
+                run["abort"]
+            );
         }
         let missed = expected.iter().filter(|(t, r, e)| {
             let d = run["tasks"][*t as usize]["deadline_us"].as_u64().unwrap();

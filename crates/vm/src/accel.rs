@@ -57,15 +57,30 @@ fn host_key(qemu: &Path) -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
         .unwrap_or_default();
-    format!("kernel {} | {} | /dev/kvm {}", kernel.trim(), qemu_version, if Path::new("/dev/kvm").exists() { "present" } else { "absent" })
+    format!(
+        "kernel {} | {} | /dev/kvm {}",
+        kernel.trim(),
+        qemu_version,
+        if Path::new("/dev/kvm").exists() { "present" } else { "absent" }
+    )
 }
 
 /// Resolve `choice` to an accelerator (probing KVM for `Auto`, with the cache).
 pub fn resolve(choice: AccelChoice, cache: &Path, image: &Image, bound: Duration) -> Result<ProbeResult> {
     let qemu = GuestConfig::new("x", Accel::Tcg, bound).qemu;
     match choice {
-        AccelChoice::Kvm => Ok(ProbeResult { accel: Accel::Kvm, reason: "requested with --accel kvm".into(), host_key: host_key(&qemu), cached: false }),
-        AccelChoice::Tcg => Ok(ProbeResult { accel: Accel::Tcg, reason: "requested with --accel tcg".into(), host_key: host_key(&qemu), cached: false }),
+        AccelChoice::Kvm => Ok(ProbeResult {
+            accel: Accel::Kvm,
+            reason: "requested with --accel kvm".into(),
+            host_key: host_key(&qemu),
+            cached: false,
+        }),
+        AccelChoice::Tcg => Ok(ProbeResult {
+            accel: Accel::Tcg,
+            reason: "requested with --accel tcg".into(),
+            host_key: host_key(&qemu),
+            cached: false,
+        }),
         AccelChoice::Auto => {
             let key = host_key(&qemu);
             if let Some(mut r) = read_cache(cache).filter(|r| r.host_key == key) {
@@ -83,7 +98,12 @@ pub fn resolve(choice: AccelChoice, cache: &Path, image: &Image, bound: Duration
 /// An interrupted probe is an error (nothing is learnt, nothing cached).
 pub fn probe(image: &Image, bound: Duration, host_key: String) -> Result<ProbeResult> {
     if !Path::new("/dev/kvm").exists() {
-        return Ok(ProbeResult { accel: Accel::Tcg, reason: "/dev/kvm does not exist".into(), host_key, cached: false });
+        return Ok(ProbeResult {
+            accel: Accel::Tcg,
+            reason: "/dev/kvm does not exist".into(),
+            host_key,
+            cached: false,
+        });
     }
     let mut cfg = GuestConfig::new(&format!("rtvirt-kvm-probe-{}", std::process::id()), Accel::Kvm, bound);
     cfg.boot_timeout = bound;
@@ -125,5 +145,6 @@ fn read_cache(cache: &Path) -> Option<ProbeResult> {
 fn write_cache(cache: &Path, r: &ProbeResult) -> Result<()> {
     std::fs::create_dir_all(cache).map_err(|e| VmError::io(format!("creating {}", cache.display()), e))?;
     let path = cache.join("accel.json");
-    std::fs::write(&path, serde_json::to_string_pretty(r).expect("serializable")).map_err(|e| VmError::io(format!("writing {}", path.display()), e))
+    std::fs::write(&path, serde_json::to_string_pretty(r).expect("serializable"))
+        .map_err(|e| VmError::io(format!("writing {}", path.display()), e))
 }

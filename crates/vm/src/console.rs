@@ -94,8 +94,14 @@ mod tests {
     fn markers_delimit_the_job_output() {
         assert_eq!(progress("[ 0.1] boot\n", "n1"), Progress::Booting);
         assert_eq!(progress("RTVIRT-BEGIN n1\r\n{\"a\":", "n1"), Progress::Running("{\"a\":".into()));
-        assert_eq!(progress("RTVIRT-BEGIN n1\n{}\nRTVIRT-END n1 rc=", "n1"), Progress::Running("{}\nRTVIRT-END n1 rc=".into()));
-        assert_eq!(progress("RTVIRT-BEGIN n1\n{}\nRTVIRT-END n1 rc=3\n", "n1"), Progress::Done { stdout: "{}\n".into(), rc: 3 });
+        assert_eq!(
+            progress("RTVIRT-BEGIN n1\n{}\nRTVIRT-END n1 rc=", "n1"),
+            Progress::Running("{}\nRTVIRT-END n1 rc=".into())
+        );
+        assert_eq!(
+            progress("RTVIRT-BEGIN n1\n{}\nRTVIRT-END n1 rc=3\n", "n1"),
+            Progress::Done { stdout: "{}\n".into(), rc: 3 }
+        );
         // a stale run's markers (other nonce) are ignored
         assert_eq!(progress("RTVIRT-BEGIN n0\nx\nRTVIRT-END n0 rc=0\n", "n1"), Progress::Booting);
     }
@@ -109,7 +115,13 @@ mod tests {
             // init's last words, the panic line, then a backtrace; the tail of 7 lines starts
             // at the panic line (before = 0), inside the backtrace (1) or far after it (2)
             let extra: Vec<String> = (0..before * 3).map(|i| format!("more {i}")).collect();
-            let text = ["boot", "init: mounting", "rtvirt-broken-init", "Kernel panic - not syncing"].iter().map(|s| s.to_string()).chain(trace.clone()).chain(extra).collect::<Vec<_>>().join("\n");
+            let text = ["boot", "init: mounting", "rtvirt-broken-init", "Kernel panic - not syncing"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(trace.clone())
+                .chain(extra)
+                .collect::<Vec<_>>()
+                .join("\n");
             std::fs::write(&log, text).unwrap();
             let t = tail(&log, 7);
             assert!(t.contains("rtvirt-broken-init") && t.contains("Kernel panic"), "{before}:\n{t}");

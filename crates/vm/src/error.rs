@@ -37,7 +37,11 @@ pub enum VmError {
     #[error("{0}")]
     Invalid(String),
     #[error("{what}: {source}")]
-    Io { what: String, #[source] source: std::io::Error },
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl VmError {

@@ -86,7 +86,11 @@ impl GuestFile {
 
     fn check(files: &[GuestFile]) -> Result<()> {
         for f in files {
-            let component_ok = |c: &str| !c.is_empty() && !c.starts_with('.') && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            let component_ok = |c: &str| {
+                !c.is_empty()
+                    && !c.starts_with('.')
+                    && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            };
             if f.name.len() > Self::MAX_NAME || !f.name.split('/').all(component_ok) {
                 return Err(VmError::Invalid(format!("guest file name {:?}: expected at most {} bytes of letters, digits, '.', '-', '_' in '/'-separated parts", f.name, Self::MAX_NAME)));
             }
@@ -96,7 +100,10 @@ impl GuestFile {
         }
         let total: usize = files.iter().map(|f| f.data.len()).sum();
         if total > Self::MAX_TOTAL {
-            return Err(VmError::Invalid(format!("guest files too large ({total} bytes, limit {} bytes)", Self::MAX_TOTAL)));
+            return Err(VmError::Invalid(format!(
+                "guest files too large ({total} bytes, limit {} bytes)",
+                Self::MAX_TOTAL
+            )));
         }
         Ok(())
     }
@@ -156,7 +163,10 @@ impl Guest {
     pub fn start(image: &Image, cfg: &GuestConfig, job: &str) -> Result<Guest> {
         runtime::check_name(&cfg.name).map_err(VmError::Invalid)?;
         if cfg.vcpus == 0 || cfg.memory_mib < 128 {
-            return Err(VmError::Invalid(format!("guest needs at least 1 vCPU and 128 MiB (got {} vCPUs, {} MiB)", cfg.vcpus, cfg.memory_mib)));
+            return Err(VmError::Invalid(format!(
+                "guest needs at least 1 vCPU and 128 MiB (got {} vCPUs, {} MiB)",
+                cfg.vcpus, cfg.memory_mib
+            )));
         }
         GuestFile::check(&cfg.files)?;
         signals::install();
@@ -202,13 +212,16 @@ impl Guest {
             for f in &cfg.files {
                 let path = files.join(&f.name);
                 if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| VmError::io(format!("creating {}", parent.display()), e))?;
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| VmError::io(format!("creating {}", parent.display()), e))?;
                 }
-                std::fs::write(&path, &f.data).map_err(|e| VmError::io(format!("writing {}/{}", files.display(), f.name), e))?;
+                std::fs::write(&path, &f.data)
+                    .map_err(|e| VmError::io(format!("writing {}/{}", files.display(), f.name), e))?;
             }
         }
         let args = crate::qemu::qemu_args(image, cfg, &dir, &cmdline, guest.record.tap.as_deref());
-        let stderr = std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| VmError::io("creating qemu.stderr", e))?;
+        let stderr =
+            std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| VmError::io("creating qemu.stderr", e))?;
         let mut cmd = Command::new(&cfg.qemu);
         cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).process_group(0);
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
@@ -220,7 +233,9 @@ impl Guest {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|e| VmError::Spawn(format!("{}: {e} (install qemu-system-x86 with scripts/setup.sh test)", cfg.qemu.display())))?;
+        let child = cmd.spawn().map_err(|e| {
+            VmError::Spawn(format!("{}: {e} (install qemu-system-x86 with scripts/setup.sh test)", cfg.qemu.display()))
+        })?;
         guest.record.pid = child.id();
         guest.child = Some(child);
         guest.started = Instant::now();
@@ -254,7 +269,10 @@ impl Guest {
         };
         self.record.vcpu_threads = threads;
         if (self.cfg.accel == Accel::Kvm) != kvm {
-            return Err(VmError::Spawn(format!("QEMU did not enable the requested accelerator {}", self.cfg.accel.name())));
+            return Err(VmError::Spawn(format!(
+                "QEMU did not enable the requested accelerator {}",
+                self.cfg.accel.name()
+            )));
         }
         crate::qemu::pin_threads(&self.record.vcpu_threads, &self.cfg.pin)?;
         self.write_record()
@@ -280,7 +298,11 @@ impl Guest {
             match self.poll()? {
                 Progress::Running(out) if out.contains(needle) => return Ok(()),
                 Progress::Done { stdout, .. } => {
-                    return if stdout.contains(needle) { Ok(()) } else { Err(self.garbage(&format!("the job ended without printing {needle:?}"), &stdout)) };
+                    return if stdout.contains(needle) {
+                        Ok(())
+                    } else {
+                        Err(self.garbage(&format!("the job ended without printing {needle:?}"), &stdout))
+                    };
                 }
                 _ => std::thread::sleep(POLL),
             }
@@ -330,7 +352,12 @@ impl Guest {
         if !matches!(progress, Progress::Booting) && self.begun.is_none() {
             self.begun = Some(Instant::now());
             if let Some(report) = self.cfg.progress {
-                report(&format!("guest {} booted in {:.1}s, running its job (bound {:.0}s)", self.cfg.name, self.started.elapsed().as_secs_f64(), self.cfg.job_timeout.as_secs_f64()));
+                report(&format!(
+                    "guest {} booted in {:.1}s, running its job (bound {:.0}s)",
+                    self.cfg.name,
+                    self.started.elapsed().as_secs_f64(),
+                    self.cfg.job_timeout.as_secs_f64()
+                ));
             }
         }
         if matches!(progress, Progress::Done { .. }) {
@@ -350,7 +377,12 @@ impl Guest {
         };
         if since.elapsed() > bound {
             self.stop();
-            return Err(VmError::Timeout { name: self.cfg.name.clone(), bound_s: bound.as_secs_f64(), phase: phase.into(), console_tail: self.console_tail() });
+            return Err(VmError::Timeout {
+                name: self.cfg.name.clone(),
+                bound_s: bound.as_secs_f64(),
+                phase: phase.into(),
+                console_tail: self.console_tail(),
+            });
         }
         Ok(progress)
     }
@@ -361,7 +393,12 @@ impl Guest {
         while !cond(t0.elapsed()) {
             self.poll()?;
             if t0.elapsed() > bound {
-                return Err(VmError::Timeout { name: self.cfg.name.clone(), bound_s: bound.as_secs_f64(), phase: what.into(), console_tail: self.console_tail() });
+                return Err(VmError::Timeout {
+                    name: self.cfg.name.clone(),
+                    bound_s: bound.as_secs_f64(),
+                    phase: what.into(),
+                    console_tail: self.console_tail(),
+                });
             }
             std::thread::sleep(POLL);
         }
@@ -380,7 +417,11 @@ impl Guest {
     fn qemu_stderr(&self) -> String {
         let t = std::fs::read_to_string(self.dir.join("qemu.stderr")).unwrap_or_default();
         let t = t.trim();
-        if t.is_empty() { "(none)".into() } else { t.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ") }
+        if t.is_empty() {
+            "(none)".into()
+        } else {
+            t.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | ")
+        }
     }
 
     /// Stop QEMU: SIGTERM, then SIGKILL after 2 s; reap it.
@@ -423,12 +464,25 @@ fn query_qmp(sock: &Path) -> rtvirt_host::Result<(Vec<i32>, bool)> {
 pub fn garbage_error(name: &str, why: &str, output: &str, console_tail: String) -> VmError {
     let clean = console::printable(output);
     let lines: Vec<&str> = clean.lines().collect();
-    let output_tail = lines[lines.len().saturating_sub(10)..].iter().map(|l| format!("    {}", truncate(l, 200))).collect::<Vec<_>>().join("\n");
-    VmError::Garbage { name: name.into(), why: why.into(), output_tail: if output_tail.is_empty() { "    (empty)".into() } else { output_tail }, console_tail }
+    let output_tail = lines[lines.len().saturating_sub(10)..]
+        .iter()
+        .map(|l| format!("    {}", truncate(l, 200)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    VmError::Garbage {
+        name: name.into(),
+        why: why.into(),
+        output_tail: if output_tail.is_empty() { "    (empty)".into() } else { output_tail },
+        console_tail,
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { format!("{}...", s.chars().take(n).collect::<String>()) }
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(n).collect::<String>())
+    }
 }
 
 fn now_nanos() -> u128 {
@@ -454,7 +508,9 @@ fn claim_run_dir(name: &str) -> Result<PathBuf> {
         if let Some(owner) = run_dir_owner(&dir).filter(|&pid| runtime::process_alive(pid)) {
             let _ = std::fs::remove_dir_all(&stage);
             let qemu = GuestRecord::read(&dir).map(|r| format!(", QEMU pid {}", r.pid)).unwrap_or_default();
-            return Err(VmError::Invalid(format!("a guest named '{name}' is already running (rtvirt pid {owner}{qemu}); choose another --name")));
+            return Err(VmError::Invalid(format!(
+                "a guest named '{name}' is already running (rtvirt pid {owner}{qemu}); choose another --name"
+            )));
         }
         let _ = std::fs::remove_dir_all(&dir); // stale: its owner is gone
     }
@@ -464,7 +520,10 @@ fn claim_run_dir(name: &str) -> Result<PathBuf> {
 
 /// The rtvirt process owning a runtime directory (from its `owner` file, else its record).
 fn run_dir_owner(dir: &Path) -> Option<u32> {
-    std::fs::read_to_string(dir.join("owner")).ok().and_then(|t| t.trim().parse().ok()).or_else(|| GuestRecord::read(dir).map(|r| r.owner_pid))
+    std::fs::read_to_string(dir.join("owner"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .or_else(|| GuestRecord::read(dir).map(|r| r.owner_pid))
 }
 
 #[cfg(test)]
@@ -485,6 +544,9 @@ mod tests {
             assert!(e.contains("guest file name"), "{bad}: {e}");
         }
         assert!(GuestFile::check(&[file("a", 1), file("a", 1)]).unwrap_err().to_string().contains("twice"));
-        assert!(GuestFile::check(&[file("big", GuestFile::MAX_TOTAL + 1)]).unwrap_err().to_string().contains("too large"));
+        assert!(GuestFile::check(&[file("big", GuestFile::MAX_TOTAL + 1)])
+            .unwrap_err()
+            .to_string()
+            .contains("too large"));
     }
 }

@@ -91,7 +91,8 @@ pub fn build(cache: &Path, spec: &ImageSpec) -> Result<Image> {
     } else {
         mark_used(&initramfs);
     }
-    let size_bytes = std::fs::metadata(&initramfs).map_err(|e| VmError::io(format!("reading {}", initramfs.display()), e))?.len();
+    let size_bytes =
+        std::fs::metadata(&initramfs).map_err(|e| VmError::io(format!("reading {}", initramfs.display()), e))?.len();
     Ok(Image {
         flavour: spec.kernel.flavour,
         kernel_version: spec.kernel.version.clone(),
@@ -114,7 +115,11 @@ fn layout(spec: &ImageSpec, mods: &[modules::Module]) -> Result<Vec<Entry>> {
     let list: String = mods.iter().map(|m| format!("{}.ko\n", m.name)).collect();
     entries.push(Entry { src: Source::Text(list), dest: "etc/rtvirt/modules".into(), mode: 0o644 });
     for m in mods {
-        entries.push(Entry { src: Source::File(m.path.clone()), dest: format!("lib/modules/{}.ko", m.name), mode: 0o644 });
+        entries.push(Entry {
+            src: Source::File(m.path.clone()),
+            dest: format!("lib/modules/{}.ko", m.name),
+            mode: 0o644,
+        });
     }
     if let Some(p) = &spec.payload {
         entries.push(Entry { src: Source::Stripped(p.clone()), dest: "bin/rtvirt".into(), mode: 0o755 });
@@ -129,7 +134,11 @@ fn layout(spec: &ImageSpec, mods: &[modules::Module]) -> Result<Vec<Entry>> {
 /// busybox must be the static one: the image has no libc for it.
 fn check_static(busybox: &Path) -> Result<()> {
     if !busybox.is_file() {
-        return Err(VmError::ToolMissing { tool: busybox.display().to_string(), package: "busybox-static".into(), why: "no such file".into() });
+        return Err(VmError::ToolMissing {
+            tool: busybox.display().to_string(),
+            package: "busybox-static".into(),
+            why: "no such file".into(),
+        });
     }
     if !shared_libraries(busybox)?.is_empty() {
         return Err(VmError::ToolMissing {
@@ -149,11 +158,18 @@ pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
         why: e.to_string(),
     })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    if text.contains("not a dynamic executable") || String::from_utf8_lossy(&out.stderr).contains("not a dynamic executable") || text.contains("statically linked") {
+    if text.contains("not a dynamic executable")
+        || String::from_utf8_lossy(&out.stderr).contains("not a dynamic executable")
+        || text.contains("statically linked")
+    {
         return Ok(Vec::new());
     }
     if !out.status.success() {
-        return Err(VmError::Image(format!("ldd {} failed: {}", program.display(), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(VmError::Image(format!(
+            "ldd {} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     parse_ldd(&text).map_err(|line| VmError::Image(format!("ldd {}: unresolved library: {line}", program.display())))
 }
@@ -207,14 +223,16 @@ fn write_cpio(dir: &Path, out: &Path, entries: &[Entry]) -> Result<()> {
 }
 
 fn stage_and_archive(stage: &Path, out: &Path, entries: &[Entry]) -> Result<()> {
-    let mut names: Vec<String> = ["dev", "proc", "sys", "tmp", "run", "etc", "root"].iter().map(|s| s.to_string()).collect();
+    let mut names: Vec<String> =
+        ["dev", "proc", "sys", "tmp", "run", "etc", "root"].iter().map(|s| s.to_string()).collect();
     for e in entries {
         let dest = stage.join(&e.dest);
         let parent = dest.parent().expect("entries are below the stage");
         std::fs::create_dir_all(parent).map_err(|err| VmError::io(format!("creating {}", parent.display()), err))?;
         install(&e.src, &dest)?;
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(e.mode)).map_err(|err| VmError::io(format!("chmod {}", dest.display()), err))?;
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(e.mode))
+            .map_err(|err| VmError::io(format!("chmod {}", dest.display()), err))?;
     }
     for d in &names {
         std::fs::create_dir_all(stage.join(d)).map_err(|err| VmError::io(format!("creating {d} in stage"), err))?;
@@ -232,7 +250,12 @@ fn stage_and_archive(stage: &Path, out: &Path, entries: &[Entry]) -> Result<()> 
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| VmError::ToolMissing { tool: "cpio".into(), package: "cpio".into(), why: e.to_string() })?;
-    child.stdin.take().expect("piped").write_all(names.join("\n").as_bytes()).map_err(|e| VmError::io("writing the cpio file list", e))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(names.join("\n").as_bytes())
+        .map_err(|e| VmError::io("writing the cpio file list", e))?;
     let done = child.wait_with_output().map_err(|e| VmError::io("waiting for cpio", e))?;
     if !done.status.success() {
         let _ = std::fs::remove_file(&tmp);
@@ -245,7 +268,9 @@ fn stage_and_archive(stage: &Path, out: &Path, entries: &[Entry]) -> Result<()> 
 fn install(src: &Source, dest: &Path) -> Result<()> {
     match src {
         Source::Text(t) => std::fs::write(dest, t).map_err(|e| VmError::io(format!("writing {}", dest.display()), e)),
-        Source::File(p) => std::fs::copy(p, dest).map(|_| ()).map_err(|e| VmError::io(format!("copying {}", p.display()), e)),
+        Source::File(p) => {
+            std::fs::copy(p, dest).map(|_| ()).map_err(|e| VmError::io(format!("copying {}", p.display()), e))
+        }
         Source::Stripped(p) => {
             let stripped = Command::new("strip").arg("--strip-debug").arg("-o").arg(dest).arg(p).status();
             match stripped {
@@ -327,7 +352,10 @@ mod tests {
     #[test]
     fn ldd_output_is_parsed() {
         let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
-        assert_eq!(parse_ldd(text).unwrap(), [PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]);
+        assert_eq!(
+            parse_ldd(text).unwrap(),
+            [PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]
+        );
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").unwrap_err().contains("libfoo"));
     }
 
@@ -339,13 +367,18 @@ mod tests {
         for d in [format!("stage-{dead}-0"), format!("stage-{me}-0")] {
             std::fs::create_dir(dir.path().join(d)).unwrap();
         }
-        for f in [format!("initramfs-ab.tmp-{dead}-3"), format!("initramfs-ab.tmp-{me}-3"), "initramfs-ab.cpio".into()] {
+        for f in [format!("initramfs-ab.tmp-{dead}-3"), format!("initramfs-ab.tmp-{me}-3"), "initramfs-ab.cpio".into()]
+        {
             std::fs::write(dir.path().join(f), b"x").unwrap();
         }
         remove_stale_stages(dir.path());
-        let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
-        assert_eq!(left, ["initramfs-ab.cpio".to_string(), format!("initramfs-ab.tmp-{me}-3"), format!("stage-{me}-0")]);
+        assert_eq!(
+            left,
+            ["initramfs-ab.cpio".to_string(), format!("initramfs-ab.tmp-{me}-3"), format!("stage-{me}-0")]
+        );
     }
 
     #[test]

@@ -108,7 +108,10 @@ mod tests {
     #[test]
     fn job_travels_base64_encoded_and_long_jobs_are_refused() {
         let line = kernel_cmdline("echo hi", "n1", Some(("10.0.0.2/24", "10.0.0.1"))).unwrap();
-        assert!(line.contains("rtvirt.nonce=n1 rtvirt.ip=10.0.0.2/24 rtvirt.host=10.0.0.1 rtvirt.job=ZWNobyBoaQ=="), "{line}");
+        assert!(
+            line.contains("rtvirt.nonce=n1 rtvirt.ip=10.0.0.2/24 rtvirt.host=10.0.0.1 rtvirt.job=ZWNobyBoaQ=="),
+            "{line}"
+        );
         let e = kernel_cmdline(&"x".repeat(2000), "n1", None).unwrap_err().to_string();
         assert!(e.contains("too long"), "{e}");
     }

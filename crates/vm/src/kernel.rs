@@ -102,7 +102,8 @@ impl Kernel {
 
     /// The kernel's preemption model from its config ("PREEMPT_RT", "PREEMPT", "voluntary", "none").
     pub fn preemption(&self) -> Result<String> {
-        let text = std::fs::read_to_string(&self.config).map_err(|e| VmError::io(format!("reading {}", self.config.display()), e))?;
+        let text = std::fs::read_to_string(&self.config)
+            .map_err(|e| VmError::io(format!("reading {}", self.config.display()), e))?;
         Ok(preemption_of_config(&text).to_string())
     }
 }
@@ -138,6 +139,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Kernel::locate(dir.path(), Flavour::Rt).unwrap_err().to_string();
         assert!(e.contains("guest kernel 'rt' not found"), "{e}");
-        assert!(e.contains("apt-get download") && e.contains("linux-image-rt-amd64") && e.contains("dpkg-deb -x"), "{e}");
+        assert!(
+            e.contains("apt-get download") && e.contains("linux-image-rt-amd64") && e.contains("dpkg-deb -x"),
+            "{e}"
+        );
     }
 }

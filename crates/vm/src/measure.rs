@@ -46,7 +46,8 @@ pub fn run_serving<T>(
     host_side: impl FnOnce(&crate::runtime::GuestRecord) -> std::result::Result<T, String>,
 ) -> Result<(Measured, T)> {
     let (cfg, mut guest) = start_serving(image, cfg, args, ready)?;
-    let host = host_side(guest.record()).map_err(|e| VmError::Invalid(format!("host side of the guest measurement failed: {e}")))?;
+    let host = host_side(guest.record())
+        .map_err(|e| VmError::Invalid(format!("host side of the guest measurement failed: {e}")))?;
     Ok((collect(image, &cfg, &mut guest)?, host))
 }
 
@@ -54,7 +55,13 @@ pub fn run_serving<T>(
 /// address, threads) once its output shows `ready`, and hold it until its job ends (the server's
 /// own `--duration`): the annotated results. A signal (Ctrl-C) ends the hold early: the guest is
 /// torn down and there are no results (`None`).
-pub fn serve(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str, on_ready: impl FnOnce(&crate::runtime::GuestRecord)) -> Result<Option<Measured>> {
+pub fn serve(
+    image: &Image,
+    cfg: &GuestConfig,
+    args: &[String],
+    ready: &str,
+    on_ready: impl FnOnce(&crate::runtime::GuestRecord),
+) -> Result<Option<Measured>> {
     let (cfg, mut guest) = start_serving(image, cfg, args, ready)?;
     on_ready(guest.record());
     match collect(image, &cfg, &mut guest) {
@@ -85,7 +92,18 @@ pub fn annotate_from(r: &mut Results, guest: &Results) {
     let env = r.environment.get_or_insert_with(Environment::default);
     env.r#in = Some("vm".into());
     if let Some(g) = &guest.environment {
-        for key in ["accel", "warning", "guest_kernel", "guest_kernel_version", "vcpus", "memory_mib", "vcpu_threads", "vcpu_pinning", "guest_boot_ns", "guest_ip"] {
+        for key in [
+            "accel",
+            "warning",
+            "guest_kernel",
+            "guest_kernel_version",
+            "vcpus",
+            "memory_mib",
+            "vcpu_threads",
+            "vcpu_pinning",
+            "guest_boot_ns",
+            "guest_ip",
+        ] {
             if let Some(v) = g.extra.get(key) {
                 env.extra.insert(key.into(), v.clone());
             }
@@ -99,13 +117,25 @@ pub fn annotate_from(r: &mut Results, guest: &Results) {
 /// document (`measure timer --interval-report D --format json`) are kept as its `intervals`.
 pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
     if out.rc != 0 && out.rc != 1 {
-        return Err(garbage_error(name, &format!("rtvirt in the guest exited with status {} (its error is on the console)", out.rc), &out.stdout, out.console_tail.clone()));
+        return Err(garbage_error(
+            name,
+            &format!("rtvirt in the guest exited with status {} (its error is on the console)", out.rc),
+            &out.stdout,
+            out.console_tail.clone(),
+        ));
     }
-    let garbage = |why: String| garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {why}"), &out.stdout, out.console_tail.clone());
+    let garbage = |why: String| {
+        garbage_error(name, &format!("not an {RESULTS_SCHEMA} document: {why}"), &out.stdout, out.console_tail.clone())
+    };
     let (doc, intervals) = json_stream(&out.stdout).map_err(garbage)?;
     let mut r: Results = serde_json::from_value(doc).map_err(|e| garbage(e.to_string()))?;
     if r.schema != RESULTS_SCHEMA {
-        return Err(garbage_error(name, &format!("schema \"{}\", expected \"{RESULTS_SCHEMA}\"", r.schema), &out.stdout, out.console_tail.clone()));
+        return Err(garbage_error(
+            name,
+            &format!("schema \"{}\", expected \"{RESULTS_SCHEMA}\"", r.schema),
+            &out.stdout,
+            out.console_tail.clone(),
+        ));
     }
     if !intervals.is_empty() {
         r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
@@ -116,12 +146,19 @@ pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
 /// The JSON values of a command's stdout from its first line starting with `{` (servers print a
 /// "listening on" line first): `"type": "interval"` JSON lines, then the results document.
 fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<serde_json::Value>), String> {
-    let start = if stdout.starts_with('{') { 0 } else { stdout.find("\n{").map(|i| i + 1).ok_or("no JSON in the output")? };
-    let mut values = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<serde_json::Value>().collect::<std::result::Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+    let start =
+        if stdout.starts_with('{') { 0 } else { stdout.find("\n{").map(|i| i + 1).ok_or("no JSON in the output")? };
+    let mut values = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter::<serde_json::Value>()
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     let doc = values.pop().ok_or("no JSON in the output")?;
     if let Some(other) = values.iter().find(|v| v.get("type").and_then(|t| t.as_str()) != Some("interval")) {
         let text = other.to_string();
-        return Err(format!("a JSON value that is no interval report before the document: {}", text.chars().take(80).collect::<String>()));
+        return Err(format!(
+            "a JSON value that is no interval report before the document: {}",
+            text.chars().take(80).collect::<String>()
+        ));
     }
     Ok((doc, values))
 }
@@ -157,7 +194,13 @@ mod tests {
     use std::time::Duration;
 
     fn out(stdout: &str, rc: i32) -> JobOutput {
-        JobOutput { stdout: stdout.into(), rc, boot_time: Duration::ZERO, job_time: Duration::ZERO, console_tail: "    console".into() }
+        JobOutput {
+            stdout: stdout.into(),
+            rc,
+            boot_time: Duration::ZERO,
+            job_time: Duration::ZERO,
+            console_tail: "    console".into(),
+        }
     }
 
     #[test]

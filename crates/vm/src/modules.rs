@@ -60,7 +60,10 @@ fn visit(index: &HashMap<String, PathBuf>, name: &str, order: &mut Vec<Module>, 
         return Err(VmError::Image(format!("module dependency cycle: {} -> {name}", path.join(" -> "))));
     }
     let file = index.get(&name).ok_or_else(|| {
-        VmError::Image(format!("kernel module {name} not found (needed by {}); is the kernel package complete?", path.last().map_or("the guest", |s| s.as_str())))
+        VmError::Image(format!(
+            "kernel module {name} not found (needed by {}); is the kernel package complete?",
+            path.last().map_or("the guest", |s| s.as_str())
+        ))
     })?;
     let bytes = std::fs::read(file).map_err(|e| VmError::io(format!("reading {}", file.display()), e))?;
     path.push(name.clone());
@@ -88,7 +91,10 @@ mod tests {
 
     #[test]
     fn depends_entry_is_parsed() {
-        assert_eq!(depends_of(b"ELF...\0license=GPL\0depends=virtio,virtio_ring\0name=virtio_net\0"), vec!["virtio", "virtio_ring"]);
+        assert_eq!(
+            depends_of(b"ELF...\0license=GPL\0depends=virtio,virtio_ring\0name=virtio_net\0"),
+            vec!["virtio", "virtio_ring"]
+        );
         assert_eq!(depends_of(b"\0depends=\0name=virtio\0"), Vec::<String>::new());
         assert_eq!(depends_of(b"no modinfo here"), Vec::<String>::new());
     }

@@ -23,16 +23,26 @@ pub struct Bridge {
 
 /// Run `ip` with `args`.
 fn ip(args: &[&str]) -> Result<String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| VmError::ToolMissing { tool: "ip".into(), package: "iproute2".into(), why: e.to_string() })?;
+    let out = Command::new("ip").args(args).output().map_err(|e| VmError::ToolMissing {
+        tool: "ip".into(),
+        package: "iproute2".into(),
+        why: e.to_string(),
+    })?;
     if !out.status.success() {
-        return Err(VmError::Net(format!("ip {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(VmError::Net(format!(
+            "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Names of network interfaces on the host.
 fn interfaces() -> Vec<String> {
-    std::fs::read_dir("/sys/class/net").map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect()).unwrap_or_default()
+    std::fs::read_dir("/sys/class/net")
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default()
 }
 
 /// Delete bridges left by rtvirt processes that no longer exist.
@@ -48,7 +58,9 @@ pub fn sweep_stale() {
 /// The first 10.213.N.0/24 that no host address uses.
 fn free_subnet() -> Result<u8> {
     let addrs = ip(&["-4", "-o", "addr", "show"])?;
-    (1..=254u8).find(|n| !addrs.contains(&format!("10.213.{n}."))).ok_or_else(|| VmError::Net("no free 10.213.N.0/24 subnet".into()))
+    (1..=254u8)
+        .find(|n| !addrs.contains(&format!("10.213.{n}.")))
+        .ok_or_else(|| VmError::Net("no free 10.213.N.0/24 subnet".into()))
 }
 
 impl Bridge {
@@ -58,7 +70,8 @@ impl Bridge {
         let name = format!("{BRIDGE_PREFIX}{}", std::process::id());
         let _ = ip(&["link", "del", &name]);
         let n = free_subnet()?;
-        let bridge = Bridge { name, host_ip: format!("10.213.{n}.1"), guest_ip: format!("10.213.{n}.2"), prefix_len: 24 };
+        let bridge =
+            Bridge { name, host_ip: format!("10.213.{n}.1"), guest_ip: format!("10.213.{n}.2"), prefix_len: 24 };
         ip(&["link", "add", &bridge.name, "type", "bridge"])?;
         // From here on, Drop removes the bridge.
         ip(&["addr", "add", &format!("{}/{}", bridge.host_ip, bridge.prefix_len), "dev", &bridge.name])?;

@@ -1,7 +1,7 @@
 //! QEMU's command line for a guest run, and pinning its vCPU threads.
 
-use crate::guest::{Accel, GuestConfig, GuestFile};
 use crate::error::{Result, VmError};
+use crate::guest::{Accel, GuestConfig, GuestFile};
 use crate::image::Image;
 use crate::net;
 use std::path::Path;
@@ -10,22 +10,40 @@ use std::path::Path;
 pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, tap: Option<&str>) -> Vec<String> {
     let p = |f: &str| dir.join(f).display().to_string();
     let mut a: Vec<String> = vec![
-        "-name".into(), format!("{},debug-threads=on", cfg.name),
-        "-machine".into(), "q35".into(),
+        "-name".into(),
+        format!("{},debug-threads=on", cfg.name),
+        "-machine".into(),
+        "q35".into(),
         // TCG's default 1 GiB translation cache would be locked by mem-lock: keep it small.
-        "-accel".into(), if cfg.accel == Accel::Kvm { "kvm".into() } else { "tcg,tb-size=64".into() },
-        "-cpu".into(), if cfg.accel == Accel::Kvm { "host".into() } else { "max".into() },
-        "-smp".into(), cfg.vcpus.to_string(),
-        "-m".into(), cfg.memory_mib.to_string(),
-        "-overcommit".into(), "mem-lock=on".into(),
-        "-kernel".into(), image.vmlinuz.display().to_string(),
-        "-initrd".into(), image.initramfs.display().to_string(),
-        "-append".into(), cmdline.into(),
-        "-nodefaults".into(), "-no-user-config".into(), "-display".into(), "none".into(), "-no-reboot".into(),
-        "-serial".into(), format!("file:{}", p("console.log")),
-        "-serial".into(), format!("file:{}", p("output.log")),
-        "-qmp".into(), format!("unix:{},server=on,wait=off", p("qmp.sock")),
-        "-pidfile".into(), p("qemu.pid"),
+        "-accel".into(),
+        if cfg.accel == Accel::Kvm { "kvm".into() } else { "tcg,tb-size=64".into() },
+        "-cpu".into(),
+        if cfg.accel == Accel::Kvm { "host".into() } else { "max".into() },
+        "-smp".into(),
+        cfg.vcpus.to_string(),
+        "-m".into(),
+        cfg.memory_mib.to_string(),
+        "-overcommit".into(),
+        "mem-lock=on".into(),
+        "-kernel".into(),
+        image.vmlinuz.display().to_string(),
+        "-initrd".into(),
+        image.initramfs.display().to_string(),
+        "-append".into(),
+        cmdline.into(),
+        "-nodefaults".into(),
+        "-no-user-config".into(),
+        "-display".into(),
+        "none".into(),
+        "-no-reboot".into(),
+        "-serial".into(),
+        format!("file:{}", p("console.log")),
+        "-serial".into(),
+        format!("file:{}", p("output.log")),
+        "-qmp".into(),
+        format!("unix:{},server=on,wait=off", p("qmp.sock")),
+        "-pidfile".into(),
+        p("qemu.pid"),
     ];
     for f in &cfg.files {
         // QEMU option values escape a comma by doubling it.
@@ -105,7 +123,11 @@ mod tests {
         assert!(!a.contains("-netdev"));
         let k = joined(Accel::Kvm, Some("rtvtap7"));
         assert!(k.contains("-accel kvm -cpu host"), "{k}");
-        assert!(k.contains("-netdev tap,id=net0,ifname=rtvtap7,script=no,downscript=no,vhost=") && k.contains("virtio-net-pci,netdev=net0"), "{k}");
+        assert!(
+            k.contains("-netdev tap,id=net0,ifname=rtvtap7,script=no,downscript=no,vhost=")
+                && k.contains("virtio-net-pci,netdev=net0"),
+            "{k}"
+        );
     }
 
     #[test]

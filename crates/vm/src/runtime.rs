@@ -77,15 +77,26 @@ pub fn find(name: &str) -> Option<GuestRecord> {
 /// Every running guest.
 pub fn list() -> Vec<GuestRecord> {
     let Ok(entries) = std::fs::read_dir(paths::run_dir().join("vm")) else { return Vec::new() };
-    let mut out: Vec<GuestRecord> = entries.filter_map(|e| e.ok()).filter_map(|e| GuestRecord::read(&e.path())).filter(GuestRecord::alive).collect();
+    let mut out: Vec<GuestRecord> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| GuestRecord::read(&e.path()))
+        .filter(GuestRecord::alive)
+        .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
 /// Guest names become directory, QEMU and interface-name parts: keep them tame.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') && !name.starts_with('-');
-    if ok { Ok(()) } else { Err(format!("invalid guest name {name:?}: use 1-32 characters from A-Z a-z 0-9 - _")) }
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !name.starts_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("invalid guest name {name:?}: use 1-32 characters from A-Z a-z 0-9 - _"))
+    }
 }
 
 #[cfg(test)]

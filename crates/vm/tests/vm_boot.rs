@@ -31,7 +31,10 @@ fn assert_gone(name: &str, pid: u32) {
     for p in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
         let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
         let cmd = String::from_utf8_lossy(&cmd);
-        assert!(!(cmd.contains("qemu-system") && cmd.contains(&format!("{name},debug-threads"))), "leftover QEMU: {cmd}");
+        assert!(
+            !(cmd.contains("qemu-system") && cmd.contains(&format!("{name},debug-threads"))),
+            "leftover QEMU: {cmd}"
+        );
     }
 }
 
@@ -41,7 +44,9 @@ fn job_output_and_status_come_back_and_the_guest_is_gone_after() {
     let name = "vmtest-boot";
     let pid;
     {
-        let mut g = Guest::start(&img, &config(name, 60), "echo hello from; uname -r; cat /proc/cmdline >/dev/null; exit 3").unwrap();
+        let mut g =
+            Guest::start(&img, &config(name, 60), "echo hello from; uname -r; cat /proc/cmdline >/dev/null; exit 3")
+                .unwrap();
         pid = g.record().pid;
         assert!(g.dir().join("qmp.sock").exists());
         assert_eq!(rtvirt_vm::runtime::find(name).unwrap().pid, pid);
@@ -89,7 +94,12 @@ fn a_networked_guest_reaches_the_host_over_tap_and_bridge_and_both_go_away() {
     cfg.network = true;
     let (pid, bridge, tap);
     {
-        let mut g = Guest::start(&img, &cfg, "ip -4 addr show eth0 | grep -o 'inet [0-9./]*'; ping -c 2 -W 5 $RTVIRT_HOST >/dev/null && echo ping-ok").unwrap();
+        let mut g = Guest::start(
+            &img,
+            &cfg,
+            "ip -4 addr show eth0 | grep -o 'inet [0-9./]*'; ping -c 2 -W 5 $RTVIRT_HOST >/dev/null && echo ping-ok",
+        )
+        .unwrap();
         pid = g.record().pid;
         bridge = g.record().bridge.clone().unwrap();
         tap = g.record().tap.clone().unwrap();
@@ -110,7 +120,10 @@ fn job_files_arrive_in_files_and_the_cpuset_hierarchy_is_mounted() {
     let mut cfg = config(name, 60);
     cfg.files = vec![
         rtvirt_vm::GuestFile { name: "plan.json".into(), data: b"{\"x\": 1}\n".to_vec() },
-        rtvirt_vm::GuestFile { name: "data/frames.csv".into(), data: (0..2000).map(|i| format!("{i}us\n")).collect::<String>().into_bytes() },
+        rtvirt_vm::GuestFile {
+            name: "data/frames.csv".into(),
+            data: (0..2000).map(|i| format!("{i}us\n")).collect::<String>().into_bytes(),
+        },
     ];
     let job = "cat files/plan.json; wc -l < files/data/frames.csv; grep cpuset /proc/mounts | cut -d' ' -f2,3; cat /sys/fs/cgroup/cpuset/cpuset.cpus";
     let mut g = Guest::start(&img, &cfg, job).unwrap();

@@ -16,7 +16,8 @@ fn rebuilt_only_when_an_input_changes() {
     let cache = fresh_cache();
     let payload = cache.path().join("payload");
     std::fs::copy("/bin/true", &payload).unwrap();
-    let mut spec = ImageSpec::standard(cache.path(), Flavour::Nrt, Some(payload.clone())).expect("kernel package fetched by scripts/setup.sh");
+    let mut spec = ImageSpec::standard(cache.path(), Flavour::Nrt, Some(payload.clone()))
+        .expect("kernel package fetched by scripts/setup.sh");
     let first = image::build(cache.path(), &spec).unwrap();
     assert!(first.rebuilt);
     let again = image::build(cache.path(), &spec).unwrap();
@@ -41,7 +42,18 @@ fn the_archive_holds_init_busybox_modules_payload_and_its_libraries() {
     assert!(img.modules.iter().any(|m| m == "virtio_net") && img.modules.iter().any(|m| m == "virtio_pci"));
     let list = Command::new("cpio").args(["-t", "--quiet", "-F"]).arg(&img.initramfs).output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);
-    for f in ["init", "bin/busybox", "bin/rtvirt", "etc/rtvirt/modules", "lib/modules/virtio_net.ko", "lib/modules/virtio_ring.ko", "dev", "proc", "sys", "tmp"] {
+    for f in [
+        "init",
+        "bin/busybox",
+        "bin/rtvirt",
+        "etc/rtvirt/modules",
+        "lib/modules/virtio_net.ko",
+        "lib/modules/virtio_ring.ko",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+    ] {
         assert!(list.lines().any(|l| l == f), "{f} missing from the image:\n{list}");
     }
     assert!(list.lines().any(|l| l.contains("libc.so")), "libc missing:\n{list}");

@@ -51,7 +51,11 @@ pub struct DemoArgs {
 
 fn parse_nanos(s: &str) -> Result<Nanos, String> {
     let n = Nanos::parse(s)?;
-    if n.0 == 0 { Err("must be longer than 0".into()) } else { Ok(n) }
+    if n.0 == 0 {
+        Err("must be longer than 0".into())
+    } else {
+        Ok(n)
+    }
 }
 
 /// How a step ended.
@@ -86,8 +90,21 @@ pub fn run(args: DemoArgs) -> CmdResult {
     // (cpusets, scheduling, cpu_dma_latency), the later steps are skipped, the report is written.
     rtvirt_probe::signals::install();
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
-    let mut d = Demo { args, scenario, plan: None, inputs: Vec::new(), sweep: Vec::new(), summary: Vec::new(), failed: Vec::new() };
-    eprintln!("rtvirt demo: {} guests on {} cores; files in {}", d.scenario.guests.len(), d.scenario.host.cores, d.args.out.display());
+    let mut d = Demo {
+        args,
+        scenario,
+        plan: None,
+        inputs: Vec::new(),
+        sweep: Vec::new(),
+        summary: Vec::new(),
+        failed: Vec::new(),
+    };
+    eprintln!(
+        "rtvirt demo: {} guests on {} cores; files in {}",
+        d.scenario.guests.len(),
+        d.scenario.host.cores,
+        d.args.out.display()
+    );
     d.step(1, "plan the reservations", Demo::plan_step);
     d.step(2, "simulate the scenario under the plan", Demo::simulate_step);
     d.step(3, "predict DSR versus rho (plan + simulation at rho 0.1 .. 0.9)", Demo::sweep_step);
@@ -126,7 +143,9 @@ impl Demo {
             Ok(Step::Skipped(why)) => eprintln!(" skipped: {why}"),
             // Ctrl-C while the step was still setting up ends it without a result: that is
             // the user's stop, not a failure
-            Err(e) if interrupted() && !interrupted_before => eprintln!(" stopped by Ctrl-C after {}: {e:#}", took(start)),
+            Err(e) if interrupted() && !interrupted_before => {
+                eprintln!(" stopped by Ctrl-C after {}: {e:#}", took(start))
+            }
             Err(e) => {
                 eprintln!("FAILED after {}: {e:#}", took(start));
                 self.failed.push(format!("{what}: {e:#}"));
@@ -162,7 +181,8 @@ impl Demo {
 
     fn simulate_step(&mut self) -> anyhow::Result<Step> {
         let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
-        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
+        let cfg =
+            SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
         let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
         r.label = Some("simulated (plan)".into());
         add_uniform_rho(&mut r, &self.scenario);
@@ -180,7 +200,11 @@ impl Demo {
                 infeasible.push(rho.to_string());
                 continue;
             }
-            let cfg = SimConfig::new(&self.scenario, Some(&planned.plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
+            let cfg = SimConfig::new(
+                &self.scenario,
+                Some(&planned.plan),
+                Overrides { duration: Some(self.sim_time()), seed: Some(1) },
+            )?;
             let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
             r.label = Some(format!("simulated rho={rho}"));
             r.extra.insert("rho".into(), rho.into());
@@ -202,7 +226,11 @@ impl Demo {
         if self.args.no_measure {
             return Ok(Step::Skipped("--no-measure".into()));
         }
-        let cfg = TimerConfig { duration: self.args.measure_time, interval_report: Some(report_every(self.args.measure_time)), ..TimerConfig::default() };
+        let cfg = TimerConfig {
+            duration: self.args.measure_time,
+            interval_report: Some(report_every(self.args.measure_time)),
+            ..TimerConfig::default()
+        };
         let loads = if with_load { vec![syscall_load(&cfg.cpus)?] } else { Vec::new() };
         let running = load::start_all(&loads)?;
         let mut intervals = Vec::new();
@@ -250,7 +278,10 @@ impl Demo {
     }
 
     /// The predicted DSR-versus-rho curve (the sweep) with the measured task run as a point.
-    fn prediction_section(&self, inputs: &[rtvirt_report::Input]) -> anyhow::Result<Option<rtvirt_report::doc::Section>> {
+    fn prediction_section(
+        &self,
+        inputs: &[rtvirt_report::Input],
+    ) -> anyhow::Result<Option<rtvirt_report::doc::Section>> {
         if self.sweep.is_empty() {
             return Ok(None);
         }
@@ -294,10 +325,19 @@ fn summary_line(r: &Results) -> String {
     }
     if let Some(l) = &r.latency_ns {
         let missed = r.extra.get("missed_periods").map_or(String::new(), |m| format!(", {m} missed periods"));
-        return format!("{label}: latency p50 {} p99 {} max {} over {} samples{missed}", fmt_ns(l.p50 as f64), fmt_ns(l.p99 as f64), fmt_ns(l.max as f64), l.count);
+        return format!(
+            "{label}: latency p50 {} p99 {} max {} over {} samples{missed}",
+            fmt_ns(l.p50 as f64),
+            fmt_ns(l.p99 as f64),
+            fmt_ns(l.max as f64),
+            l.count
+        );
     }
     let (jobs, misses) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
-    format!("{label}: {jobs} jobs, {misses} deadline misses, DSR {:.4}", rtvirt_model::results::TaskResult::dsr_of(jobs, misses))
+    format!(
+        "{label}: {jobs} jobs, {misses} deadline misses, DSR {:.4}",
+        rtvirt_model::results::TaskResult::dsr_of(jobs, misses)
+    )
 }
 
 /// Print a dot every second until `done`, so that long steps show they are alive.
@@ -336,7 +376,8 @@ fn report_every(total: Nanos) -> Nanos {
 /// One system-call stress worker per measured CPU (SEEDS 4's "kernel stress").
 fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-    let spec = LoadSpec::parse(&format!("syscalls:{}@{}", cpus.len().max(1), list.join(","))).map_err(anyhow::Error::msg)?;
+    let spec =
+        LoadSpec::parse(&format!("syscalls:{}@{}", cpus.len().max(1), list.join(","))).map_err(anyhow::Error::msg)?;
     spec.validate("--load", false)?;
     Ok(spec)
 }

@@ -3,8 +3,8 @@
 
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, Subcommand};
-use rtvirt_host::apply::{Admission, Server};
 use rtvirt_host::apply::profile::Profile;
+use rtvirt_host::apply::{Admission, Server};
 use rtvirt_host::apply::{ApplyOptions, ApplyReport, Binding};
 use rtvirt_host::change::Change;
 use rtvirt_host::threads::{self, Target};
@@ -66,10 +66,12 @@ pub struct ThreadsArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
+#[command(
+    after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
 role...) exit 2 with nothing changed; a failing lint exits 1 with nothing changed.\n\
 Test hook: RTVIRT_TEST_CRASH_AFTER=N aborts the process right after the N-th change is journaled \
-(before it is made), as a kill would; `rtvirt host revert` then restores everything.")]
+(before it is made), as a kill would; `rtvirt host revert` then restores everything."
+)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub what: InputArgs,
@@ -102,8 +104,10 @@ pub struct InputArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
-role...) exit 2; a failing lint exits 1. Nothing is ever changed.")]
+#[command(
+    after_help = "Input errors (stale PID, VM not running, missing QMP socket, plan not fitting the cores, unknown \
+role...) exit 2; a failing lint exits 1. Nothing is ever changed."
+)]
 pub struct LintArgs {
     #[command(flatten)]
     pub what: InputArgs,
@@ -167,7 +171,8 @@ impl Admission for ExactEdf {
     }
     fn admit(&self, servers: &[Server]) -> Result<(), String> {
         use rtvirt_analysis::dbf::Sporadic;
-        let tasks: Vec<Sporadic> = servers.iter().map(|s| Sporadic { c: s.runtime_ns, d: s.deadline_ns, t: s.period_ns }).collect();
+        let tasks: Vec<Sporadic> =
+            servers.iter().map(|s| Sporadic { c: s.runtime_ns, d: s.deadline_ns, t: s.period_ns }).collect();
         if rtvirt_analysis::schedtest::edf_schedulable(&tasks, &rtvirt_analysis::sbf::Dedicated) {
             Ok(())
         } else {
@@ -185,7 +190,11 @@ fn is_plan(path: &Path) -> bool {
 }
 
 /// Resolve the input against this host and run the apply (or only its lint, with `dry_run`).
-fn apply_input(what: &InputArgs, opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport, HostError> {
+fn apply_input(
+    what: &InputArgs,
+    opts: &ApplyOptions,
+    progress: &mut dyn FnMut(&Change),
+) -> Result<ApplyReport, HostError> {
     let mut bindings = Vec::new();
     for v in &what.vms {
         bindings.push(Binding::parse_vm(v)?);
@@ -203,7 +212,11 @@ fn apply_input(what: &InputArgs, opts: &ApplyOptions, progress: &mut dyn FnMut(&
 }
 
 fn run_apply(a: ApplyArgs) -> CmdResult {
-    let opts = ApplyOptions { state_dir: a.state_dir.unwrap_or_else(journal::default_state_dir), force: a.force, dry_run: a.dry_run };
+    let opts = ApplyOptions {
+        state_dir: a.state_dir.unwrap_or_else(journal::default_state_dir),
+        force: a.force,
+        dry_run: a.dry_run,
+    };
     let table = a.format == Format::Table;
     let mut progress = |c: &Change| {
         if table {

@@ -5,8 +5,8 @@ use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, ValueEnum};
 use rtvirt_model::results::Results;
 use rtvirt_model::Nanos;
-use rtvirt_probe::load::{self, LoadKind, LoadSpec};
 use rtvirt_probe::cpus;
+use rtvirt_probe::load::{self, LoadKind, LoadSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
@@ -85,7 +85,13 @@ pub fn run(a: LoadArgs) -> CmdResult {
     match a.format {
         Format::Json => print_json(&r)?,
         Format::Table => {
-            println!("{} load: {} worker(s) on CPU(s) {} for {}", kind.as_str(), report.workers, report.cpus_ran_on, Nanos(report.duration_ns));
+            println!(
+                "{} load: {} worker(s) on CPU(s) {} for {}",
+                kind.as_str(),
+                report.workers,
+                report.cpus_ran_on,
+                Nanos(report.duration_ns)
+            );
             match report.bytes_per_s {
                 Some(b) => println!("achieved {:.1} MB/s", b / 1e6),
                 None => println!("achieved {:.0} {}/s", report.ops_per_s, report.unit),

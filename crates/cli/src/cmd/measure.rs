@@ -78,14 +78,16 @@ pub struct Common {
 }
 
 #[derive(Args)]
-#[command(after_help = "Latency = actual wake-up - programmed time (CLOCK_MONOTONIC, absolute clock_nanosleep). A wake-up \
+#[command(
+    after_help = "Latency = actual wake-up - programmed time (CLOCK_MONOTONIC, absolute clock_nanosleep). A wake-up \
 that comes after further activations were due counts each of them as a sample with its own lateness (missed_periods). \
 Memory is locked and /dev/cpu_dma_latency held at 0 during the run; every setting is restored.
 
 Examples:
   rtvirt measure timer --cpus 1 --duration 60s --histogram hist.txt
   rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
-  rtvirt measure timer --in container --interval-report 1s --format json")]
+  rtvirt measure timer --in container --interval-report 1s --format json"
+)]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each (default: every CPU this process may use).
     #[arg(long)]
@@ -135,7 +137,11 @@ pub struct Proto {
 
 impl Proto {
     fn protocol(self) -> Protocol {
-        if self.tcp { Protocol::Tcp } else { Protocol::Udp }
+        if self.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        }
     }
 }
 
@@ -157,7 +163,8 @@ pub struct ServerArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
+#[command(
+    after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
 omission); back-to-back is closed loop (sockperf ping-pong). Responses (UDP and TCP) also carry kernel software \
 timestamps (SO_TIMESTAMPING): rtt_kernel_ns (kernel TX stamp of the request -> kernel RX stamp of the response, \
 from the error queue), rtt_kernel_rx_ns (user send -> kernel RX) and rx_wakeup_ns (kernel RX -> read).
@@ -166,7 +173,8 @@ Examples:
   rtvirt measure net server --listen 127.0.0.1:9000 &
   rtvirt measure net client --connect 127.0.0.1:9000 --arrivals uniform:1ms-10ms --duration 30s
   rtvirt measure net client --tcp --arrivals back-to-back --size 64
-  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge")]
+  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge"
+)]
 pub struct ClientArgs {
     /// Server address and port (with --in container only the port is used).
     #[arg(long, default_value = "127.0.0.1:9000")]
@@ -195,14 +203,16 @@ pub struct ClientArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
+#[command(
+    after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
 to its planned core (each core in its own exclusive cpuset), running the guest's tasks under a user-level EDF/FP \
 scheduler with calibrated CPU work drawn from each task's execution-time model. Exit code 1 if a plan made \
 with WCET budgets misses deadlines.
 
 Examples:
   rtvirt plan --format json > plan.json && rtvirt measure tasks --plan plan.json --duration 30s
-  rtvirt measure tasks scenario.toml --rho 0.5 --format json")]
+  rtvirt measure tasks scenario.toml --rho 0.5 --format json"
+)]
 pub struct TasksArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario is used.
     pub scenario: Option<PathBuf>,
@@ -265,8 +275,16 @@ pub fn with_loads(common: &Common, body: impl FnOnce() -> anyhow::Result<Results
 pub fn rerun_in_container(cpu_list: &[u32]) -> CmdResult {
     let exe = std::env::current_exe().context("cannot find the rtvirt executable")?;
     let container = Container::create(cpu_list)?;
-    eprintln!("rtvirt: container {} (netns {}, bridge {} {}, cpuset {})", container.name, container.netns, container.bridge, container.host_addr, cpus::format_list(cpu_list));
-    let mut child = container.command(&exe)?.args(args_inside()).spawn().context("cannot start rtvirt inside the container")?;
+    eprintln!(
+        "rtvirt: container {} (netns {}, bridge {} {}, cpuset {})",
+        container.name,
+        container.netns,
+        container.bridge,
+        container.host_addr,
+        cpus::format_list(cpu_list)
+    );
+    let mut child =
+        container.command(&exe)?.args(args_inside()).spawn().context("cannot start rtvirt inside the container")?;
     let status = wait_forwarding_interrupt(&mut child)?;
     drop(container);
     match status.code() {
@@ -310,14 +328,30 @@ fn args_inside() -> Vec<String> {
 
 fn run_timer(a: TimerArgs) -> CmdResult {
     let cpu_list = cpus::resolve("--cpus", a.cpus.as_deref())?;
-    let cfg = timer::TimerConfig { cpus: cpu_list.clone(), interval: a.interval, priority: a.priority, policy: a.policy, duration: a.duration, interval_report: a.interval_report, force: a.common.force };
+    let cfg = timer::TimerConfig {
+        cpus: cpu_list.clone(),
+        interval: a.interval,
+        priority: a.priority,
+        policy: a.policy,
+        duration: a.duration,
+        interval_report: a.interval_report,
+        force: a.common.force,
+    };
     cfg.validate()?;
     match a.common.r#in {
         Where::Container => return rerun_in_container(&cpu_list),
         Where::Vm => return super::vm::measure_in_vm(&a.common, a.duration),
         Where::Host => {}
     }
-    progress(a.duration, &format!("measuring timer latency on CPU(s) {} ({} every {})", cpus::format_list(&cpu_list), a.policy.as_str(), a.interval));
+    progress(
+        a.duration,
+        &format!(
+            "measuring timer latency on CPU(s) {} ({} every {})",
+            cpus::format_list(&cpu_list),
+            a.policy.as_str(),
+            a.interval
+        ),
+    );
     let mut hists = Vec::new();
     let results = with_loads(&a.common, || {
         let run = timer::run_with_reports(&cfg, &mut |rep| {
@@ -328,10 +362,13 @@ fn run_timer(a: TimerArgs) -> CmdResult {
         Ok(run.results)
     })?;
     if let Some(path) = &a.histogram {
-        let mut f = std::fs::File::create(path).with_context(|| format!("cannot write histogram {}", path.display()))?;
-        timer::write_cyclictest_histogram(&mut f, &hists).with_context(|| format!("cannot write histogram {}", path.display()))?;
+        let mut f =
+            std::fs::File::create(path).with_context(|| format!("cannot write histogram {}", path.display()))?;
+        timer::write_cyclictest_histogram(&mut f, &hists)
+            .with_context(|| format!("cannot write histogram {}", path.display()))?;
     }
-    let mut rows: Vec<(String, &Summary)> = results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
+    let mut rows: Vec<(String, &Summary)> =
+        results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
     if let Some(all) = &results.latency_ns {
         rows.push(("all".into(), all));
     }
@@ -361,28 +398,61 @@ fn run_tasks(a: TasksArgs) -> CmdResult {
     };
     let cfg = rtvirt_probe::tasks::TasksConfig { duration: a.duration, seed: a.seed, force: a.common.force };
     match a.common.r#in {
-        Where::Container => return rerun_in_container(&plan.guests.iter().filter_map(|g| g.core).collect::<Vec<u32>>()),
+        Where::Container => {
+            return rerun_in_container(&plan.guests.iter().filter_map(|g| g.core).collect::<Vec<u32>>())
+        }
         Where::Vm => return super::vm::tasks_in_vm(&a.common, &scenario, &plan, &cfg),
         Where::Host => {}
     }
-    progress(a.duration, &format!("running {} guest(s) of \"{}\" under their reservations", scenario.guests.len(), scenario.name));
+    progress(
+        a.duration,
+        &format!("running {} guest(s) of \"{}\" under their reservations", scenario.guests.len(), scenario.name),
+    );
     let results = with_loads(&a.common, || Ok(rtvirt_probe::tasks::run(&scenario, &plan, &cfg)?))?;
     match a.common.format {
         Format::Json => print_json(&results)?,
         Format::Table => {
-            println!("{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}", "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max");
+            println!(
+                "{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}",
+                "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max"
+            );
             for t in &results.tasks {
                 let us = |v: u64| format!("{:.0}us", v as f64 / 1e3);
-                println!("{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}", t.guest, t.name, t.jobs, t.misses, t.dsr, us(t.response_ns.p50), us(t.response_ns.p99), us(t.response_ns.max));
+                println!(
+                    "{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}",
+                    t.guest,
+                    t.name,
+                    t.jobs,
+                    t.misses,
+                    t.dsr,
+                    us(t.response_ns.p50),
+                    us(t.response_ns.p99),
+                    us(t.response_ns.max)
+                );
             }
             for g in &results.guests {
-                println!("{}: core {} reservation {} used {:.1}% CPU", g.name, g.extra["core"], g.extra["reservation"], g.utilisation * 100.0);
+                println!(
+                    "{}: core {} reservation {} used {:.1}% CPU",
+                    g.name,
+                    g.extra["core"],
+                    g.extra["reservation"],
+                    g.utilisation * 100.0
+                );
             }
-            println!("overall DSR {:.4} ({} jobs, {} misses)", results.extra["dsr"].as_f64().unwrap_or(0.0), results.extra["jobs"], results.extra["misses"]);
+            println!(
+                "overall DSR {:.4} ({} jobs, {} misses)",
+                results.extra["dsr"].as_f64().unwrap_or(0.0),
+                results.extra["jobs"],
+                results.extra["misses"]
+            );
         }
     }
     let misses = results.extra["misses"].as_u64().unwrap_or(0);
-    Ok(if misses > 0 && plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet")) { Outcome::Failed } else { Outcome::Ok })
+    Ok(if misses > 0 && plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet")) {
+        Outcome::Failed
+    } else {
+        Outcome::Ok
+    })
 }
 
 fn run_server(a: ServerArgs) -> CmdResult {
@@ -391,7 +461,9 @@ fn run_server(a: ServerArgs) -> CmdResult {
     }
     match a.common.r#in {
         Where::Container => return rerun_in_container(&cpus::allowed()),
-        Where::Vm => return super::vm::server_in_vm(&a.common, a.listen.port(), a.proto.tcp, a.service_time, a.duration),
+        Where::Vm => {
+            return super::vm::server_in_vm(&a.common, a.listen.port(), a.proto.tcp, a.service_time, a.duration)
+        }
         Where::Host => {}
     }
     let listen = inside_container_listen(a.listen);
@@ -427,7 +499,9 @@ fn run_server(a: ServerArgs) -> CmdResult {
 /// Inside a container started by rtvirt, a loopback listen address becomes the container's own
 /// address (so that the host can reach it over the bridge).
 fn inside_container_listen(listen: std::net::SocketAddr) -> std::net::SocketAddr {
-    let detail = std::env::var(rtvirt_probe::environment::DETAIL_VAR).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let detail = std::env::var(rtvirt_probe::environment::DETAIL_VAR)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     match detail.as_ref().and_then(|d| d["container_addr"].as_str()).and_then(|a| a.parse::<std::net::IpAddr>().ok()) {
         Some(ip) if listen.ip().is_loopback() => std::net::SocketAddr::new(ip, listen.port()),
         _ => listen,
@@ -435,9 +509,20 @@ fn inside_container_listen(listen: std::net::SocketAddr) -> std::net::SocketAddr
 }
 
 fn run_client(a: ClientArgs) -> CmdResult {
-    let mut cfg = client::ClientConfig { connect: a.connect, protocol: a.proto.protocol(), size: a.size, arrivals: a.arrivals, duration: a.duration, timeout: a.timeout, seed: a.seed };
+    let mut cfg = client::ClientConfig {
+        connect: a.connect,
+        protocol: a.proto.protocol(),
+        size: a.size,
+        arrivals: a.arrivals,
+        duration: a.duration,
+        timeout: a.timeout,
+        seed: a.seed,
+    };
     cfg.validate()?;
-    progress(a.duration, &format!("measuring {} round trips to {} ({})", cfg.protocol.as_str(), cfg.connect, cfg.arrivals));
+    progress(
+        a.duration,
+        &format!("measuring {} round trips to {} ({})", cfg.protocol.as_str(), cfg.connect, cfg.arrivals),
+    );
     let results = match a.common.r#in {
         Where::Host => with_loads(&a.common, || Ok(client::run(&cfg)?))?,
         Where::Container => with_loads(&a.common, || client_to_container(&mut cfg))?,
@@ -445,7 +530,15 @@ fn run_client(a: ClientArgs) -> CmdResult {
     };
     let rows = vec![("rtt".to_string(), results.rtt_ns.as_ref().expect("client results have rtt"))];
     let x = &results.extra;
-    let footer = format!("requests {} responses {} lost {} timeouts {}; rate requested {} achieved {:.1}/s", x["requests"], x["responses"], x["lost"], x["timeouts"], x["requested_rate"], x["achieved_rate"].as_f64().unwrap_or(0.0));
+    let footer = format!(
+        "requests {} responses {} lost {} timeouts {}; rate requested {} achieved {:.1}/s",
+        x["requests"],
+        x["responses"],
+        x["lost"],
+        x["timeouts"],
+        x["requested_rate"],
+        x["achieved_rate"].as_f64().unwrap_or(0.0)
+    );
     output(&results, a.common.format, false, "round-trip time", &rows, &footer)?;
     Ok(Outcome::Ok)
 }
@@ -460,7 +553,18 @@ fn client_to_container(cfg: &mut client::ClientConfig) -> anyhow::Result<Results
     let listen = format!("{}:{}", container.container_addr, cfg.connect.port());
     let mut child = container
         .command(&exe)?
-        .args(["measure", "net", "server", "--listen", &listen, &proto, "--duration", &serve_for.to_string(), "--format", "json"])
+        .args([
+            "measure",
+            "net",
+            "server",
+            "--listen",
+            &listen,
+            &proto,
+            "--duration",
+            &serve_for.to_string(),
+            "--format",
+            "json",
+        ])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .context("cannot start the server in the container")?;
@@ -492,18 +596,39 @@ pub fn progress(duration: Nanos, what: &str) {
 }
 
 /// Print results: JSON (compact when it follows JSON lines), or a table of summaries.
-pub fn output(r: &Results, format: Format, lines: bool, title: &str, rows: &[(String, &Summary)], footer: &str) -> anyhow::Result<()> {
+pub fn output(
+    r: &Results,
+    format: Format,
+    lines: bool,
+    title: &str,
+    rows: &[(String, &Summary)],
+    footer: &str,
+) -> anyhow::Result<()> {
     match format {
         Format::Json if lines => println!("{}", serde_json::to_string(r)?),
         Format::Json => print_json(r)?,
         Format::Table => {
             println!("{title} (ns)");
-            println!("{:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", "", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max");
+            println!(
+                "{:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                "", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+            );
             for (name, s) in rows {
-                let pct = |key: &str, v: u64| format!("{v}{}", if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" });
+                let pct = |key: &str, v: u64| {
+                    format!("{v}{}", if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" })
+                };
                 println!(
                     "{name:<8} {:>9} {:>9} {:>10.0} {:>9.0} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                    s.count, s.min, s.mean, s.sd, pct("p50", s.p50), pct("p90", s.p90), pct("p99", s.p99), pct("p999", s.p999), pct("p9999", s.p9999), s.max
+                    s.count,
+                    s.min,
+                    s.mean,
+                    s.sd,
+                    pct("p50", s.p50),
+                    pct("p90", s.p90),
+                    pct("p99", s.p99),
+                    pct("p999", s.p999),
+                    pct("p9999", s.p9999),
+                    s.max
                 );
             }
             println!("{footer}");
@@ -511,7 +636,13 @@ pub fn output(r: &Results, format: Format, lines: bool, title: &str, rows: &[(St
                 println!("* too few samples for this percentile (fewer than 10 beyond it)");
             }
             if let Some(env) = &r.environment {
-                println!("in {} | {} | {} | clocksource {}", env.r#in.as_deref().unwrap_or("?"), env.kernel.as_deref().unwrap_or("?"), env.preemption.as_deref().unwrap_or("?"), env.clocksource.as_deref().unwrap_or("?"));
+                println!(
+                    "in {} | {} | {} | clocksource {}",
+                    env.r#in.as_deref().unwrap_or("?"),
+                    env.kernel.as_deref().unwrap_or("?"),
+                    env.preemption.as_deref().unwrap_or("?"),
+                    env.clocksource.as_deref().unwrap_or("?")
+                );
                 for l in &env.load {
                     println!("load: {l}");
                 }

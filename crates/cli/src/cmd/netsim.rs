@@ -38,7 +38,12 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         Format::Table => print_table(&scenario.name, &results),
     }
     let simulated = net.duration.as_secs_f64();
-    eprintln!("simulated {} in {wall:.2}s wall ({:.1}x real time, {} events)", net.duration, simulated / wall.max(1e-9), run.events);
+    eprintln!(
+        "simulated {} in {wall:.2}s wall ({:.1}x real time, {} events)",
+        net.duration,
+        simulated / wall.max(1e-9),
+        run.events
+    );
     Ok(Outcome::Ok)
 }
 
@@ -60,7 +65,10 @@ fn trace_window(a: &SimulateArgs) -> Result<Option<TraceWindow>, InputError> {
         return Ok(None);
     }
     if a.trace_max_events == 0 || a.trace_max_events > MAX_TRACE_EVENTS {
-        return Err(InputError::field("--trace-max-events", format!("{}: expected 1..{MAX_TRACE_EVENTS}", a.trace_max_events)));
+        return Err(InputError::field(
+            "--trace-max-events",
+            format!("{}: expected 1..{MAX_TRACE_EVENTS}", a.trace_max_events),
+        ));
     }
     if a.trace_window.0 == 0 {
         return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
@@ -79,36 +87,92 @@ pub fn print_table(name: &str, r: &Results) {
     println!();
     println!(
         "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
-        "flow", "count", "mean_us", "sd_us", "p50_us", "p75_us", "p95_us", "p99_us", "p999_us", "max_us", "host_rx/guest/host_tx", "Gb/s", "drops", "req/s"
+        "flow",
+        "count",
+        "mean_us",
+        "sd_us",
+        "p50_us",
+        "p75_us",
+        "p95_us",
+        "p99_us",
+        "p999_us",
+        "max_us",
+        "host_rx/guest/host_tx",
+        "Gb/s",
+        "drops",
+        "req/s"
     );
     for f in &r.flows {
         let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
-        let rate = f.extra.get("requests_per_s").or_else(|| f.extra.get("packets_per_s")).and_then(|v| v.as_f64()).map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+        let rate = f
+            .extra
+            .get("requests_per_s")
+            .or_else(|| f.extra.get("packets_per_s"))
+            .and_then(|v| v.as_f64())
+            .map(|v| format!("{v:.0}"))
+            .unwrap_or_else(|| "-".into());
         match &f.latency_ns {
             Some(l) => {
                 let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v["mean"].as_f64()).map(us).unwrap_or_default();
-                let segs = if f.segments_ns.is_empty() { "-".into() } else { format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send")) };
+                let segs = if f.segments_ns.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send"))
+                };
                 println!(
                     "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
-                    f.name, l.count, us(l.mean), us(l.sd), us(l.p50 as f64), us(l.p75 as f64), us(l.p95 as f64), us(l.p99 as f64), us(l.p999 as f64), us(l.max as f64), segs, gbps, f.drops, rate
+                    f.name,
+                    l.count,
+                    us(l.mean),
+                    us(l.sd),
+                    us(l.p50 as f64),
+                    us(l.p75 as f64),
+                    us(l.p95 as f64),
+                    us(l.p99 as f64),
+                    us(l.p999 as f64),
+                    us(l.max as f64),
+                    segs,
+                    gbps,
+                    f.drops,
+                    rate
                 );
             }
-            None => println!("{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}", f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops, rate),
+            None => println!(
+                "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
+                f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops, rate
+            ),
         }
     }
     println!();
     for c in &r.cores {
-        let squeeze = c.extra.get("time_squeeze").and_then(|v| v.as_u64()).map(|s| format!("  time_squeeze {s}")).unwrap_or_default();
+        let squeeze = c
+            .extra
+            .get("time_squeeze")
+            .and_then(|v| v.as_u64())
+            .map(|s| format!("  time_squeeze {s}"))
+            .unwrap_or_default();
         println!("core {:<3} util {:.4}{squeeze}", c.id, c.utilisation);
     }
     if let Some(n) = r.extra.get("softirq_lock_inversions") {
         println!("softirq-lock priority inversions (RT thread blocked on a lower-priority holder): {n}");
     }
     if let Some(d) = r.extra.get("dom0") {
-        println!("dom0 {}: packets rx {} tx {} softirq {}, drops softnet {} rx ring {}, time_squeeze {}", d["mode"].as_str().unwrap_or("?"), d["rx_packets"], d["tx_packets"], d["softirq_packets"], d["softnet_drops"], d["rx_ring_drops"], d["time_squeeze"]);
+        println!(
+            "dom0 {}: packets rx {} tx {} softirq {}, drops softnet {} rx ring {}, time_squeeze {}",
+            d["mode"].as_str().unwrap_or("?"),
+            d["rx_packets"],
+            d["tx_packets"],
+            d["softirq_packets"],
+            d["softnet_drops"],
+            d["rx_ring_drops"],
+            d["time_squeeze"]
+        );
     }
     if let Some(doms) = r.extra.get("domains").and_then(|d| d.as_array()) {
-        let show: Vec<String> = doms.iter().map(|d| format!("{} {:.3}", d["name"].as_str().unwrap_or("?"), d["utilisation"].as_f64().unwrap_or(0.0))).collect();
+        let show: Vec<String> = doms
+            .iter()
+            .map(|d| format!("{} {:.3}", d["name"].as_str().unwrap_or("?"), d["utilisation"].as_f64().unwrap_or(0.0)))
+            .collect();
         println!("domain utilisation (Xen Credit): {}", show.join(", "));
     }
 }

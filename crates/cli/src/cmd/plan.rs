@@ -120,7 +120,10 @@ fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
         }
     }
     if matches!(a.cores, Some(n) if n == 0 || n > MAX_CORES) {
-        return Err(InputError::field("--cores", format!("{}: expected a whole number from 1 to {MAX_CORES}", a.cores.unwrap_or(0))));
+        return Err(InputError::field(
+            "--cores",
+            format!("{}: expected a whole number from 1 to {MAX_CORES}", a.cores.unwrap_or(0)),
+        ));
     }
     Ok(PlanOptions {
         rho: a.rho,
@@ -152,7 +155,8 @@ fn pids(a: &PlanArgs, s: &Scenario) -> Result<BTreeMap<String, u32>, InputError>
         if s.guest(name).is_none() {
             return Err(bad(format!("no guest \"{name}\" in the scenario")));
         }
-        let pid: u32 = pid.trim().parse().ok().filter(|&v| v > 0).ok_or_else(|| bad("expected a positive thread id".into()))?;
+        let pid: u32 =
+            pid.trim().parse().ok().filter(|&v| v > 0).ok_or_else(|| bad("expected a positive thread id".into()))?;
         out.insert(name.to_string(), pid);
     }
     Ok(out)
@@ -171,7 +175,10 @@ fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
 /// without tasks would get an empty reservation, almost always a forgotten `[[guest.task]]`).
 fn check_plannable(s: &Scenario) -> Result<(), InputError> {
     if s.guests.is_empty() {
-        return Err(InputError::field("guest", "no [[guest]]: expected at least one guest with periodic tasks to plan"));
+        return Err(InputError::field(
+            "guest",
+            "no [[guest]]: expected at least one guest with periodic tasks to plan",
+        ));
     }
     match s.guests.iter().position(|g| g.tasks.is_empty()) {
         Some(i) => Err(InputError::field(
@@ -191,7 +198,10 @@ pub fn run(a: PlanArgs) -> CmdResult {
     }
     let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
     if tasks >= 2000 {
-        eprintln!("rtvirt: planning {} guests ({tasks} tasks), then searching the largest uniform rho...", s.guests.len());
+        eprintln!(
+            "rtvirt: planning {} guests ({tasks} tasks), then searching the largest uniform rho...",
+            s.guests.len()
+        );
     }
     let p = plan(&s, &o);
     match a.emit {
@@ -246,19 +256,49 @@ fn table(s: &Scenario, p: &Plan) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let set = |k: &str| p.settings.get(k).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
-    let _ = writeln!(out, "plan of \"{}\": {}, {} core(s) used of {}, model {}, heuristic {}, budgets {}, max rho {}\n",
-        s.name, if p.feasible { "feasible" } else { "INFEASIBLE" }, p.cores_used, set("cores"), set("model"),
-        set("heuristic"), set("budget"), rho_text(p.max_rho));
-    let _ = writeln!(out, "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9} {:>5}", "guest", "sched", "period", "budget", "deadline", "bandwidth", "core");
+    let _ = writeln!(
+        out,
+        "plan of \"{}\": {}, {} core(s) used of {}, model {}, heuristic {}, budgets {}, max rho {}\n",
+        s.name,
+        if p.feasible { "feasible" } else { "INFEASIBLE" },
+        p.cores_used,
+        set("cores"),
+        set("model"),
+        set("heuristic"),
+        set("budget"),
+        rho_text(p.max_rho)
+    );
+    let _ = writeln!(
+        out,
+        "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9} {:>5}",
+        "guest", "sched", "period", "budget", "deadline", "bandwidth", "core"
+    );
     for g in &p.guests {
         let core = g.core.map_or("-".into(), |c| c.to_string());
-        let _ = writeln!(out, "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9.4} {:>5}", g.name, g.scheduler,
-            Nanos(g.period_ns).to_string(), Nanos(g.budget_ns).to_string(), Nanos(g.deadline_ns).to_string(), g.bandwidth, core);
+        let _ = writeln!(
+            out,
+            "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9.4} {:>5}",
+            g.name,
+            g.scheduler,
+            Nanos(g.period_ns).to_string(),
+            Nanos(g.budget_ns).to_string(),
+            Nanos(g.deadline_ns).to_string(),
+            g.bandwidth,
+            core
+        );
         for t in &g.tasks {
             let rho = t.rho.map_or("-".into(), |r| format!("{r}"));
-            let _ = writeln!(out, "  {:<12} period {:>8}  deadline {:>8}  wcet {:>8}  c {:>8}  rho {:<5} {}", t.name,
-                Nanos(t.period_ns).to_string(), Nanos(t.deadline_ns).to_string(), Nanos(t.wcet_ns).to_string(),
-                Nanos(t.budget_ns).to_string(), rho, t.bound);
+            let _ = writeln!(
+                out,
+                "  {:<12} period {:>8}  deadline {:>8}  wcet {:>8}  c {:>8}  rho {:<5} {}",
+                t.name,
+                Nanos(t.period_ns).to_string(),
+                Nanos(t.deadline_ns).to_string(),
+                Nanos(t.wcet_ns).to_string(),
+                Nanos(t.budget_ns).to_string(),
+                rho,
+                t.bound
+            );
         }
     }
     let _ = writeln!(out, "\n{:<6} {:>9}  guests", "core", "bandwidth");

@@ -87,33 +87,52 @@ pub fn run(a: SimulateArgs) -> CmdResult {
         }
         None => None,
     };
-    let cfg = SimConfig::new(&scenario, plan.as_ref(), Overrides { duration: a.duration, seed: a.seed })
-        .map_err(|e| match (&a.plan, e.at.field.as_deref()) {
+    let cfg = SimConfig::new(&scenario, plan.as_ref(), Overrides { duration: a.duration, seed: a.seed }).map_err(
+        |e| match (&a.plan, e.at.field.as_deref()) {
             (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
             (_, Some(f)) if f.starts_with("--") => e,
             _ => locate_sim_error(e, &scenario),
-        })?;
+        },
+    )?;
     if cfg.threads().next().is_none() {
-        return Err(locate_sim_error(InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"), &scenario).into());
+        return Err(locate_sim_error(
+            InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"),
+            &scenario,
+        )
+        .into());
     }
     let opts = RunOptions { trace: trace_window(&a)?, progress: progress_printer(), ..Default::default() };
     // the trace file is created before the run, so that a bad path fails before the work
     let trace_file = match &a.trace {
-        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write trace {}", path.display()))?),
+        Some(path) => {
+            Some(std::fs::File::create(path).with_context(|| format!("cannot write trace {}", path.display()))?)
+        }
         None => None,
     };
     let started = Instant::now();
     let out = simulate(&scenario, &cfg, &opts);
     let wall = started.elapsed().as_secs_f64();
     if let (Some(path), Some(file), Some(trace)) = (&a.trace, trace_file, &out.trace) {
-        trace.write_json(std::io::BufWriter::new(file)).with_context(|| format!("cannot write trace {}", path.display()))?;
-        eprintln!("trace: {} events written to {} ({} dropped: beyond --trace-max-events)", trace.len(), path.display(), trace.dropped());
+        trace
+            .write_json(std::io::BufWriter::new(file))
+            .with_context(|| format!("cannot write trace {}", path.display()))?;
+        eprintln!(
+            "trace: {} events written to {} ({} dropped: beyond --trace-max-events)",
+            trace.len(),
+            path.display(),
+            trace.dropped()
+        );
     }
     match a.format {
         Format::Json => print_json(&out.results)?,
         Format::Table => print_table(&scenario, &out.results),
     }
-    eprintln!("simulated {} in {wall:.2}s wall ({} events, {:.1} M events/s)", Nanos(out.results.duration_ns), out.events, out.events as f64 / wall.max(1e-9) / 1e6);
+    eprintln!(
+        "simulated {} in {wall:.2}s wall ({} events, {:.1} M events/s)",
+        Nanos(out.results.duration_ns),
+        out.events,
+        out.events as f64 / wall.max(1e-9) / 1e6
+    );
     Ok(Outcome::Ok)
 }
 
@@ -122,7 +141,10 @@ fn trace_window(a: &SimulateArgs) -> Result<Option<TraceWindow>, InputError> {
         return Ok(None);
     }
     if a.trace_max_events == 0 || a.trace_max_events > MAX_TRACE_EVENTS {
-        return Err(InputError::field("--trace-max-events", format!("{}: expected 1..{MAX_TRACE_EVENTS} (a larger trace would not fit in memory)", a.trace_max_events)));
+        return Err(InputError::field(
+            "--trace-max-events",
+            format!("{}: expected 1..{MAX_TRACE_EVENTS} (a larger trace would not fit in memory)", a.trace_max_events),
+        ));
     }
     if a.trace_window.0 == 0 {
         return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
@@ -151,12 +173,25 @@ fn us(ns: f64) -> String {
 fn print_table(s: &Scenario, r: &Results) {
     println!("scenario {}  seed {}  horizon {}", s.name, r.seed.unwrap_or(0), Nanos(r.duration_ns));
     println!();
-    println!("{:<10} {:<10} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "guest", "task", "jobs", "misses", "DSR", "mean_us", "sd_us", "p50_us", "p99_us", "p999_us", "max_us");
+    println!(
+        "{:<10} {:<10} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "guest", "task", "jobs", "misses", "DSR", "mean_us", "sd_us", "p50_us", "p99_us", "p999_us", "max_us"
+    );
     for t in &r.tasks {
         let x = &t.response_ns;
         println!(
             "{:<10} {:<10} {:>9} {:>7} {:>8.5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            t.guest, t.name, t.jobs, t.misses, t.dsr, us(x.mean), us(x.sd), us(x.p50 as f64), us(x.p99 as f64), us(x.p999 as f64), us(x.max as f64)
+            t.guest,
+            t.name,
+            t.jobs,
+            t.misses,
+            t.dsr,
+            us(x.mean),
+            us(x.sd),
+            us(x.p50 as f64),
+            us(x.p99 as f64),
+            us(x.p999 as f64),
+            us(x.max as f64)
         );
     }
     println!();
@@ -164,12 +199,26 @@ fn print_table(s: &Scenario, r: &Results) {
     for g in &r.guests {
         let policy = g.extra.get("policy").and_then(|v| v.as_str()).unwrap_or("");
         let cores = g.extra.get("cores").map(|v| v.to_string()).unwrap_or_default();
-        println!("{:<10} {:<10} {:<8} {:>12} {:>8.4}", g.name, policy, cores, Nanos(g.cpu_time_ns).to_string(), g.utilisation);
+        println!(
+            "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
+            g.name,
+            policy,
+            cores,
+            Nanos(g.cpu_time_ns).to_string(),
+            g.utilisation
+        );
     }
     if let Some(threads) = r.extra.get("threads").and_then(|v| v.as_array()) {
         for t in threads {
             let name = t["name"].as_str().unwrap_or("");
-            println!("{:<10} {:<10} {:<8} {:>12} {:>8.4}", name, t["policy"].as_str().unwrap_or(""), t["cores"].to_string(), Nanos(t["cpu_time_ns"].as_u64().unwrap_or(0)).to_string(), t["utilisation"].as_f64().unwrap_or(0.0));
+            println!(
+                "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
+                name,
+                t["policy"].as_str().unwrap_or(""),
+                t["cores"].to_string(),
+                Nanos(t["cpu_time_ns"].as_u64().unwrap_or(0)).to_string(),
+                t["utilisation"].as_f64().unwrap_or(0.0)
+            );
         }
     }
     println!();
@@ -181,7 +230,10 @@ fn print_table(s: &Scenario, r: &Results) {
 
 fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
     if a.plan.is_some() || a.trace.is_some() || a.seed.is_some() {
-        return Err(InputError::new("--sweep takes its seeds and rho from the sweep file; --plan, --seed and --trace apply to single runs").into());
+        return Err(InputError::new(
+            "--sweep takes its seeds and rho from the sweep file; --plan, --seed and --trace apply to single runs",
+        )
+        .into());
     }
     let mut spec = SweepSpec::from_file(path)?;
     if a.duration.is_some() {
@@ -195,7 +247,10 @@ fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
         let p = rtvirt_analysis::planner::plan_at(s, &o, Some(rho));
         if !p.plan.feasible {
             let why: Vec<String> = p.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
-            return Err(InputError::field("rho", format!("at rho {rho} the plan of \"{}\" is infeasible ({})", s.name, why.join("; "))));
+            return Err(InputError::field(
+                "rho",
+                format!("at rho {rho} the plan of \"{}\" is infeasible ({})", s.name, why.join("; ")),
+            ));
         }
         Ok(p.plan)
     };
@@ -217,7 +272,10 @@ fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
 }
 
 fn print_grid(results: &[Results]) {
-    println!("{:<40} {:>6} {:>6} {:>10} {:>8} {:>9} {:>9}", "scenario", "rho", "seed", "jobs", "misses", "DSR", "min_DSR");
+    println!(
+        "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9} {:>9}",
+        "scenario", "rho", "seed", "jobs", "misses", "DSR", "min_DSR"
+    );
     for r in results {
         let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
         let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
@@ -226,6 +284,15 @@ fn print_grid(results: &[Results]) {
         // the file name (the JSON keeps the scenario's full path)
         let sc = r.extra.get("scenario").and_then(|v| v.as_str()).unwrap_or("");
         let sc = std::path::Path::new(sc).file_name().map_or(sc.into(), |f| f.to_string_lossy());
-        println!("{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}", sc, rho, r.seed.unwrap_or(0), jobs, misses, rtvirt_model::results::TaskResult::dsr_of(jobs, misses), min);
+        println!(
+            "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}",
+            sc,
+            rho,
+            r.seed.unwrap_or(0),
+            jobs,
+            misses,
+            rtvirt_model::results::TaskResult::dsr_of(jobs, misses),
+            min
+        );
     }
 }

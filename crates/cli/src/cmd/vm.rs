@@ -2,6 +2,7 @@
 //! binary) and rtvirt measurements inside them. Wiring only: the work is in rtvirt-vm (guest) and
 //! rtvirt-probe (host loads).
 
+use super::measure::Common;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -11,7 +12,6 @@ use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
 use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
 use rtvirt_vm::image::{self, Image, ImageSpec};
 use rtvirt_vm::{measure, paths, runtime, Flavour, Guest, GuestConfig, GuestFile};
-use super::measure::Common;
 use std::time::Duration;
 
 /// The `--in vm` options of `rtvirt measure` (flattened into its common options).
@@ -244,7 +244,9 @@ fn flavours(k: KernelArg) -> Vec<Flavour> {
 
 fn single_flavour(k: KernelArg) -> anyhow::Result<Flavour> {
     match k {
-        KernelArg::All => anyhow::bail!("--kernel all is for `vm image`; `vm run` boots one kernel (use `vm matrix` for both)"),
+        KernelArg::All => {
+            anyhow::bail!("--kernel all is for `vm image`; `vm run` boots one kernel (use `vm matrix` for both)")
+        }
         k => Ok(flavours(k)[0]),
     }
 }
@@ -356,7 +358,11 @@ fn load_label(specs: &[LoadSpec]) -> String {
     specs
         .iter()
         .map(|s| {
-            let cpus = s.cpus.as_ref().map(|c| format!("@{}", c.iter().map(u32::to_string).collect::<Vec<_>>().join(","))).unwrap_or_default();
+            let cpus = s
+                .cpus
+                .as_ref()
+                .map(|c| format!("@{}", c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")))
+                .unwrap_or_default();
             format!("{}:{}{cpus}", s.kind.as_str(), s.workers)
         })
         .collect::<Vec<_>>()
@@ -364,8 +370,20 @@ fn load_label(specs: &[LoadSpec]) -> String {
 }
 
 /// Boot, measure under `loads`, return the annotated results and the guest's exit status.
-fn measure_in_guest(image: &Image, cfg: &GuestConfig, loads: &[LoadSpec], args: &[String]) -> anyhow::Result<measure::Measured> {
-    eprintln!("vm: booting {} ({} kernel, {}, host load {}) to run: rtvirt {}", cfg.name, image.flavour, cfg.accel.name(), load_label(loads), args.join(" "));
+fn measure_in_guest(
+    image: &Image,
+    cfg: &GuestConfig,
+    loads: &[LoadSpec],
+    args: &[String],
+) -> anyhow::Result<measure::Measured> {
+    eprintln!(
+        "vm: booting {} ({} kernel, {}, host load {}) to run: rtvirt {}",
+        cfg.name,
+        image.flavour,
+        cfg.accel.name(),
+        load_label(loads),
+        args.join(" ")
+    );
     let running = HostLoads::start(loads)?;
     let outcome = measure::run(image, cfg, args);
     let reports = running.stop();
@@ -411,7 +429,10 @@ fn hold_guest(image: &Image, mut cfg: GuestConfig, hold: Nanos, format: Format) 
     match format {
         Format::Json => print_json(&rec)?,
         Format::Table => {
-            println!("guest {} up ({} kernel {}, {}), holding for {}", rec.name, rec.kernel, rec.kernel_version, rec.accel, hold);
+            println!(
+                "guest {} up ({} kernel {}, {}), holding for {}",
+                rec.name, rec.kernel, rec.kernel_version, rec.accel, hold
+            );
             println!("  QEMU pid      {}", rec.pid);
             println!("  QMP socket    {}", rec.qmp_socket.display());
             println!("  vCPU threads  {:?}", rec.vcpu_threads);
@@ -443,7 +464,14 @@ struct Job {
 }
 
 /// SEEDS 4: `job` in a guest of each kernel, without and with each host load.
-fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, job: &Job, format: Format, out_dir: Option<&std::path::Path>) -> CmdResult {
+fn matrix(
+    kernels: &[Flavour],
+    loads: &[LoadSpec],
+    guest: &GuestOpts,
+    job: &Job,
+    format: Format,
+    out_dir: Option<&std::path::Path>,
+) -> CmdResult {
     let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
     columns.extend(loads.iter().map(|l| vec![l.clone()]));
     let mut rows = Vec::new();
@@ -455,8 +483,13 @@ fn matrix(kernels: &[Flavour], loads: &[LoadSpec], guest: &GuestOpts, job: &Job,
             let mut m = measure_in_guest(&image, &cfg, loads, &job.args)?;
             m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
             if let Some(dir) = out_dir {
-                let path = dir.join(format!("vm-{}-{}.json", flavour.name(), load_label(loads).replace([':', '@', ',', '+'], "_")));
-                std::fs::write(&path, serde_json::to_string_pretty(&m.results)?).with_context(|| format!("cannot write {}", path.display()))?;
+                let path = dir.join(format!(
+                    "vm-{}-{}.json",
+                    flavour.name(),
+                    load_label(loads).replace([':', '@', ',', '+'], "_")
+                ));
+                std::fs::write(&path, serde_json::to_string_pretty(&m.results)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
                 eprintln!("vm: wrote {}", path.display());
             }
             failed |= m.rc == 1;
@@ -484,7 +517,12 @@ pub fn measure_in_vm(common: &Common, duration: Nanos) -> CmdResult {
 /// guest of each --guest-kernel (both by default) x host load, under `plan` (made on the host),
 /// with as many vCPUs as the plan's cores; the scenario file (and its samples files) and the
 /// plan travel into the guest as files.
-pub fn tasks_in_vm(common: &Common, scenario: &rtvirt_model::scenario::Scenario, plan: &rtvirt_model::plan::Plan, cfg: &rtvirt_probe::tasks::TasksConfig) -> CmdResult {
+pub fn tasks_in_vm(
+    common: &Common,
+    scenario: &rtvirt_model::scenario::Scenario,
+    plan: &rtvirt_model::plan::Plan,
+    cfg: &rtvirt_probe::tasks::TasksConfig,
+) -> CmdResult {
     let kernels = parse_kernels(&common.guest_kernel)?;
     let mut files = vec![GuestFile { name: "plan.json".into(), data: serde_json::to_vec_pretty(plan)? }];
     let mut args: Vec<String> = vec!["measure".into(), "tasks".into()];
@@ -492,7 +530,14 @@ pub fn tasks_in_vm(common: &Common, scenario: &rtvirt_model::scenario::Scenario,
         files.extend(scenario_files(scenario, source)?);
         args.push(files[1].guest_path());
     }
-    args.extend(["--plan".into(), files[0].guest_path(), "--duration".into(), cfg.duration.to_string(), "--seed".into(), cfg.seed.to_string()]);
+    args.extend([
+        "--plan".into(),
+        files[0].guest_path(),
+        "--duration".into(),
+        cfg.duration.to_string(),
+        "--seed".into(),
+        cfg.seed.to_string(),
+    ]);
     if cfg.force {
         args.push("--force".into());
     }
@@ -504,15 +549,27 @@ pub fn tasks_in_vm(common: &Common, scenario: &rtvirt_model::scenario::Scenario,
 /// The scenario file and the execution-time samples files it names, as guest files: the
 /// scenario becomes `files/scenario.toml`, samples files keep their paths relative to it (so
 /// they must be below the scenario's directory).
-fn scenario_files(scenario: &rtvirt_model::scenario::Scenario, source: &std::path::Path) -> anyhow::Result<Vec<GuestFile>> {
+fn scenario_files(
+    scenario: &rtvirt_model::scenario::Scenario,
+    source: &std::path::Path,
+) -> anyhow::Result<Vec<GuestFile>> {
     let read = |p: &std::path::Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     let mut files = vec![GuestFile { name: "scenario.toml".into(), data: read(source)? }];
     let base = source.parent().unwrap_or(std::path::Path::new(""));
     for task in scenario.guests.iter().flat_map(|g| &g.tasks) {
         if let rtvirt_model::exec::ExecModel::Samples(s) = &task.exec {
-            let below = s.path.strip_prefix(base).ok().filter(|r| r.components().all(|c| matches!(c, std::path::Component::Normal(_))));
+            let below = s
+                .path
+                .strip_prefix(base)
+                .ok()
+                .filter(|r| r.components().all(|c| matches!(c, std::path::Component::Normal(_))));
             let Some(name) = below.and_then(|r| r.to_str()).filter(|n| *n != "scenario.toml") else {
-                anyhow::bail!("{}: task {}: --in vm carries samples files only from below the scenario's directory (found {})", source.display(), task.name, s.path.display());
+                anyhow::bail!(
+                    "{}: task {}: --in vm carries samples files only from below the scenario's directory (found {})",
+                    source.display(),
+                    task.name,
+                    s.path.display()
+                );
             };
             if !files.iter().any(|f| f.name == name) {
                 files.push(GuestFile { name: name.into(), data: read(&s.path)? });
@@ -540,15 +597,41 @@ pub fn server_in_vm(common: &Common, port: u16, tcp: bool, service_time: Nanos, 
     let (image, cfg) = boot_config(flavour, &opts)?;
     let accel = cfg.accel;
     let proto = if tcp { "--tcp" } else { "--udp" };
-    let mut args: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{port}"), proto, "--service-time", &service_time.to_string(), "--duration", &duration.to_string()].iter().map(|s| s.to_string()).collect();
+    let mut args: Vec<String> = [
+        "measure",
+        "net",
+        "server",
+        "--listen",
+        &format!("0.0.0.0:{port}"),
+        proto,
+        "--service-time",
+        &service_time.to_string(),
+        "--duration",
+        &duration.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     if common.force {
         args.push("--force".into());
     }
-    eprintln!("vm: booting {} ({} kernel, {}, virtio-net) to serve {} on port {port}", cfg.name, flavour, accel.name(), &proto[2..]);
+    eprintln!(
+        "vm: booting {} ({} kernel, {}, virtio-net) to serve {} on port {port}",
+        cfg.name,
+        flavour,
+        accel.name(),
+        &proto[2..]
+    );
     let running = HostLoads::start(&common.load)?;
     let served = measure::serve(&image, &cfg, &args, "listening on", |guest| {
         let ip = guest.guest_ip.as_deref().unwrap_or("?");
-        println!("listening on {ip}:{port} ({}) in guest {} ({} kernel, {}); serving for {duration} or until Ctrl-C", &proto[2..], guest.name, flavour, accel.name());
+        println!(
+            "listening on {ip}:{port} ({}) in guest {} ({} kernel, {}); serving for {duration} or until Ctrl-C",
+            &proto[2..],
+            guest.name,
+            flavour,
+            accel.name()
+        );
         use std::io::Write;
         let _ = std::io::stdout().flush();
     });
@@ -569,7 +652,9 @@ pub fn server_in_vm(common: &Common, port: u16, tcp: bool, service_time: Nanos, 
 fn one_kernel(values: &[String]) -> anyhow::Result<Flavour> {
     match parse_kernels(values)?[..] {
         [flavour] => Ok(flavour),
-        _ => anyhow::bail!("--in vm for net measures one guest: choose it with --guest-kernel rt or --guest-kernel nrt"),
+        _ => {
+            anyhow::bail!("--in vm for net measures one guest: choose it with --guest-kernel rt or --guest-kernel nrt")
+        }
     }
 }
 
@@ -650,7 +735,8 @@ const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 
 fn net_cmd(a: NetArgs) -> CmdResult {
     let flavour = single_flavour(a.kernel)?;
-    let params = NetParams { tcp: a.tcp, port: a.port, duration: a.duration, loads: &a.loads, client_args: &a.client_args };
+    let params =
+        NetParams { tcp: a.tcp, port: a.port, duration: a.duration, loads: &a.loads, client_args: &a.client_args };
     net_in_guest(flavour, &a.guest, &params, a.format)
 }
 
@@ -659,20 +745,43 @@ fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Form
     let (image, cfg) = boot_config(flavour, guest)?;
     let accel = cfg.accel;
     let proto = if a.tcp { "--tcp" } else { "--udp" };
-    let server: Vec<String> = ["measure", "net", "server", "--listen", &format!("0.0.0.0:{}", a.port), "--duration", &(a.duration + SERVER_MARGIN).to_string(), proto]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    eprintln!("vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}", cfg.name, flavour, accel.name(), if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" }, &proto[2..], a.port);
-    let (served, (mut client, client_rc, loads)) = measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
-        let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
-        eprintln!("vm: guest serving at {ip}:{}; host client for {} (host load {})", a.port, a.duration, load_label(a.loads));
-        let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
-        let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, a.client_args);
-        let reports = running.stop();
-        let (results, rc) = client?;
-        Ok::<_, String>((results, rc, reports))
-    })?;
+    let server: Vec<String> = [
+        "measure",
+        "net",
+        "server",
+        "--listen",
+        &format!("0.0.0.0:{}", a.port),
+        "--duration",
+        &(a.duration + SERVER_MARGIN).to_string(),
+        proto,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    eprintln!(
+        "vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}",
+        cfg.name,
+        flavour,
+        accel.name(),
+        if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" },
+        &proto[2..],
+        a.port
+    );
+    let (served, (mut client, client_rc, loads)) =
+        measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
+            let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
+            eprintln!(
+                "vm: guest serving at {ip}:{}; host client for {} (host load {})",
+                a.port,
+                a.duration,
+                load_label(a.loads)
+            );
+            let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
+            let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, a.client_args);
+            let reports = running.stop();
+            let (results, rc) = client?;
+            Ok::<_, String>((results, rc, reports))
+        })?;
     measure::annotate_from(&mut client, &served.results);
     let env = note_host_loads(&mut client, a.loads, loads);
     env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
@@ -687,7 +796,18 @@ fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Form
 fn run_host_client(connect: &str, duration: Nanos, proto: &str, extra: &[String]) -> Result<(Results, i32), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the rtvirt binary: {e}"))?;
     let out = std::process::Command::new(exe)
-        .args(["measure", "net", "client", "--connect", connect, "--duration", &duration.to_string(), proto, "--format", "json"])
+        .args([
+            "measure",
+            "net",
+            "client",
+            "--connect",
+            connect,
+            "--duration",
+            &duration.to_string(),
+            proto,
+            "--format",
+            "json",
+        ])
         .args(extra)
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -696,13 +816,17 @@ fn run_host_client(connect: &str, duration: Nanos, proto: &str, extra: &[String]
     if rc != 0 && rc != 1 {
         return Err(format!("`rtvirt measure net client` exited with status {rc}"));
     }
-    let r: Results = serde_json::from_slice(&out.stdout).map_err(|e| format!("client printed no results document: {e}"))?;
+    let r: Results =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("client printed no results document: {e}"))?;
     Ok((r, rc))
 }
 
 /// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net).
 fn print_rows(rows: &[(Flavour, String, Results)]) {
-    println!("{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}", "guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us");
+    println!(
+        "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us"
+    );
     let mut tcg = false;
     for (flavour, load, r) in rows {
         let accel = r.environment.as_ref().and_then(|e| e.extra.get("accel")).and_then(|v| v.as_str()).unwrap_or("?");
@@ -723,9 +847,24 @@ fn print_rows(rows: &[(Flavour, String, Results)]) {
             ),
             None if r.kind == "tasks" => {
                 let x = &r.extra;
-                println!("{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}", flavour.name(), load, accel, r.kind, x["jobs"], x["misses"], x["dsr"].as_f64().unwrap_or(f64::NAN));
+                println!(
+                    "{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}",
+                    flavour.name(),
+                    load,
+                    accel,
+                    r.kind,
+                    x["jobs"],
+                    x["misses"],
+                    x["dsr"].as_f64().unwrap_or(f64::NAN)
+                );
             }
-            None => println!("{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)", flavour.name(), load, accel, r.kind),
+            None => println!(
+                "{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)",
+                flavour.name(),
+                load,
+                accel,
+                r.kind
+            ),
         }
     }
     if tcg {
@@ -741,7 +880,9 @@ fn probe_accel_cmd(a: ProbeAccelArgs) -> CmdResult {
     }
     let r = accel::resolve(AccelChoice::Auto, &cache, &image, to_duration(a.timeout))?;
     match a.format {
-        Format::Json => print_json(&serde_json::json!({ "accel": r.accel, "reason": r.reason, "host": r.host_key, "cached": r.cached }))?,
+        Format::Json => print_json(
+            &serde_json::json!({ "accel": r.accel, "reason": r.reason, "host": r.host_key, "cached": r.cached }),
+        )?,
         Format::Table => {
             println!("accelerator: {}", r.accel.name());
             println!("reason:      {}{}", r.reason, if r.cached { " (cached; --refresh to probe again)" } else { "" });
@@ -761,7 +902,15 @@ fn list_cmd(a: ListArgs) -> CmdResult {
         Format::Table => {
             println!("{:<20} {:>8} {:<5} {:<4} {:<24} qmp", "name", "qemu pid", "accel", "kern", "vcpu threads");
             for g in &guests {
-                println!("{:<20} {:>8} {:<5} {:<4} {:<24} {}", g.name, g.pid, g.accel, g.kernel, format!("{:?}", g.vcpu_threads), g.qmp_socket.display());
+                println!(
+                    "{:<20} {:>8} {:<5} {:<4} {:<24} {}",
+                    g.name,
+                    g.pid,
+                    g.accel,
+                    g.kernel,
+                    format!("{:?}", g.vcpu_threads),
+                    g.qmp_socket.display()
+                );
             }
         }
     }
@@ -783,7 +932,9 @@ mod tests {
             ["measure", "timer", "--duration", "5s", "--interval", "1ms"]
         );
         assert_eq!(
-            client_args_from(args("measure net client --in=vm --tcp --connect 1.2.3.4:9 --arrivals poisson:100 --duration 3s --size 64")),
+            client_args_from(args(
+                "measure net client --in=vm --tcp --connect 1.2.3.4:9 --arrivals poisson:100 --duration 3s --size 64"
+            )),
             ["--arrivals", "poisson:100", "--size", "64"]
         );
     }
@@ -818,10 +969,13 @@ mod tests {
         assert_eq!(job_bound(Nanos::from_secs(600), Some(Nanos::from_secs(5))), Nanos::from_secs(5));
         let opts = hook_guest_opts(&common(&["--in", "vm"]), Nanos::from_secs(600));
         assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(720), Nanos::from_secs(60)));
-        let opts = hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "60min"]), Nanos::from_secs(600));
+        let opts =
+            hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "60min"]), Nanos::from_secs(600));
         assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(3600), Nanos::from_secs(150)));
         // they stay on the host
-        assert_eq!(guest_args_from(args("measure timer --in vm --boot-timeout 150s --job-timeout=20min --duration 10min")), ["measure", "timer", "--duration", "10min"]);
+        assert_eq!(
+            guest_args_from(args("measure timer --in vm --boot-timeout 150s --job-timeout=20min --duration 10min")),
+            ["measure", "timer", "--duration", "10min"]
+        );
     }
 }
-

@@ -35,7 +35,12 @@ pub fn run<C: std::borrow::BorrowMut<Command>>(mut c: C) -> Output {
 }
 
 pub fn text(o: &Output) -> String {
-    format!("exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A real process (`sleep`), killed and reaped on drop.
@@ -84,7 +89,11 @@ pub fn cpuset_state() -> String {
     let Some(h) = rtvirt_host::cpuset::Hierarchy::find() else { return "no cpuset\n".into() };
     let base = h.base().to_path_buf();
     let lb = procfs::read_opt(base.join("cpuset.sched_load_balance")).unwrap_or_default();
-    let mut dirs: Vec<String> = std::fs::read_dir(&base).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with("rtvirt-core")).collect();
+    let mut dirs: Vec<String> = std::fs::read_dir(&base)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("rtvirt-core"))
+        .collect();
     dirs.sort();
     format!("load_balance={lb} partitions={dirs:?}\n")
 }
@@ -103,7 +112,12 @@ pub fn plan_json(guests: &[(&str, u64, u64, u64, u32)]) -> String {
             format!(r#"{{"id":{c},"guests":[{}],"bandwidth":0.1}}"#, names.join(","))
         })
         .collect();
-    format!(r#"{{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":{},"max_rho":null,"guests":[{}],"cores":[{}]}}"#, cores.len(), gs.join(","), cs.join(","))
+    format!(
+        r#"{{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":{},"max_rho":null,"guests":[{}],"cores":[{}]}}"#,
+        cores.len(),
+        gs.join(","),
+        cs.join(",")
+    )
 }
 
 pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {

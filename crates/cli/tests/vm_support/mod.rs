@@ -59,7 +59,9 @@ impl Running {
         let [out, err] = readers.map(|r| r.join().unwrap_or_default());
         match status {
             Some(s) => (s.code().unwrap_or(-1), out, err),
-            None => panic!("rtvirt ran over the test bound of {bound:?} and was killed\nstdout:\n{out}\nstderr:\n{err}"),
+            None => {
+                panic!("rtvirt ran over the test bound of {bound:?} and was killed\nstdout:\n{out}\nstderr:\n{err}")
+            }
         }
     }
 
@@ -105,14 +107,20 @@ impl Drop for Running {
 pub fn assert_nothing_left(name: &str) {
     for p in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
         let cmd = String::from_utf8_lossy(&std::fs::read(p.path().join("cmdline")).unwrap_or_default()).into_owned();
-        assert!(!(cmd.contains("qemu-system") && cmd.contains(&format!("{name},debug-threads"))), "leftover QEMU for {name}: {cmd}");
+        assert!(
+            !(cmd.contains("qemu-system") && cmd.contains(&format!("{name},debug-threads"))),
+            "leftover QEMU for {name}: {cmd}"
+        );
     }
     assert!(!std::path::Path::new("/run/rtvirt/vm").join(name).exists(), "runtime dir of {name} left behind");
     for iface in std::fs::read_dir("/sys/class/net").unwrap().filter_map(|e| e.ok()) {
         let n = iface.file_name().into_string().unwrap();
         for prefix in ["rtvbr", "rtvtap"] {
             if let Some(pid) = n.strip_prefix(prefix).and_then(|p| p.parse::<u32>().ok()) {
-                assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "interface {n} left by dead process {pid}");
+                assert!(
+                    std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                    "interface {n} left by dead process {pid}"
+                );
             }
         }
     }

@@ -56,7 +56,15 @@ impl KernelBandwidthCap {
         let total: u128 = servers.iter().map(|s| bw(s.runtime_ns, s.period_ns)).sum::<u128>() + fair_bw;
         let limit = (cap * (1u64 << 20) as f64) as u128;
         if total > limit {
-            let fair_note = fair.map(|(c, f)| format!(", including CPU {c}'s fair server {f} ({:.3}, {})", fair_bw as f64 / (1u64 << 20) as f64, self.fair_server.source())).unwrap_or_default();
+            let fair_note = fair
+                .map(|(c, f)| {
+                    format!(
+                        ", including CPU {c}'s fair server {f} ({:.3}, {})",
+                        fair_bw as f64 / (1u64 << 20) as f64,
+                        self.fair_server.source()
+                    )
+                })
+                .unwrap_or_default();
             return Err(format!("total bandwidth {:.3}{fair_note} exceeds the kernel's cap {cap:.3} (sched_rt_runtime_us/sched_rt_period_us)", total as f64 / (1u64 << 20) as f64));
         }
         Ok(())
@@ -89,7 +97,13 @@ pub struct Pinned {
 /// the kernel's bandwidth cap (counting `fair_server`, this host's fair servers as read once per
 /// apply). `what` names the input in the error ("the plan", "the profile"), `field` the field the
 /// error points at.
-pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], fair_server: &sysinfo::FairServers, what: &str, field: &str) -> Result<(), InputError> {
+pub fn admit_per_core(
+    pinned: &[Pinned],
+    exact: &[&dyn Admission],
+    fair_server: &sysinfo::FairServers,
+    what: &str,
+    field: &str,
+) -> Result<(), InputError> {
     let mut per_core: BTreeMap<u32, Vec<Server>> = BTreeMap::new();
     for p in pinned {
         per_core.entry(p.core).or_default().push(p.server.clone());
@@ -97,9 +111,17 @@ pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], fair_server: 
     if per_core.is_empty() {
         return Ok(());
     }
-    for t in threads::all_threads().iter().filter(|t| t.sched.is_deadline() && t.affinity.len() == 1 && !pinned.iter().any(|p| p.tid == t.tid)) {
+    for t in threads::all_threads()
+        .iter()
+        .filter(|t| t.sched.is_deadline() && t.affinity.len() == 1 && !pinned.iter().any(|p| p.tid == t.tid))
+    {
         if let Some(v) = per_core.get_mut(&t.affinity.iter().next().expect("one CPU")) {
-            v.push(Server { guest: format!("existing thread {} ({})", t.tid, t.comm), runtime_ns: t.sched.runtime_ns, deadline_ns: t.sched.deadline_ns, period_ns: t.sched.period_ns });
+            v.push(Server {
+                guest: format!("existing thread {} ({})", t.tid, t.comm),
+                runtime_ns: t.sched.runtime_ns,
+                deadline_ns: t.sched.deadline_ns,
+                period_ns: t.sched.period_ns,
+            });
         }
     }
     let kernel = KernelBandwidthCap::of_this_host(fair_server.clone());
@@ -108,7 +130,10 @@ pub fn admit_per_core(pinned: &[Pinned], exact: &[&dyn Admission], fair_server: 
         for t in &tests {
             t.admit_on(*core, servers).map_err(|why| {
                 let names: Vec<&str> = servers.iter().map(|s| s.guest.as_str()).collect();
-                InputError::field(field, format!("{what} does not fit core {core} ({}): {} failed: {why}", names.join(", "), t.name()))
+                InputError::field(
+                    field,
+                    format!("{what} does not fit core {core} ({}): {} failed: {why}", names.join(", "), t.name()),
+                )
             })?;
         }
     }
@@ -129,7 +154,9 @@ mod tests {
         let k = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::Absent };
         assert!(k.admit(&[server(5, 10), server(4, 10)]).is_ok());
         assert!(k.admit(&[server(5, 10), server(5, 10)]).unwrap_err().contains("exceeds"));
-        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Absent }.admit(&[server(10, 10), server(10, 10)]).is_ok());
+        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Absent }
+            .admit(&[server(10, 10), server(10, 10)])
+            .is_ok());
     }
 
     #[test]
@@ -144,7 +171,9 @@ mod tests {
         // exactly at the cap is admitted, as by the kernel (overflow only when above)
         assert!(k.admit_on(0, &[server(90, 100)]).is_ok());
         // admission control off: nothing counts
-        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Unreadable("x".into()) }.admit_on(0, &[server(1, 1)]).is_ok());
+        assert!(KernelBandwidthCap { cap: None, fair_server: FairServers::Unreadable("x".into()) }
+            .admit_on(0, &[server(1, 1)])
+            .is_ok());
         // unreadable settings are assumed at the default
         let unknown = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::Unreadable("no debugfs".into()) };
         assert!(unknown.admit_on(1, &servers).unwrap_err().contains("assumed at the default"));
@@ -167,7 +196,13 @@ mod tests {
         // error is the exact test's.
         let p = Pinned { core: 0, tid: u32::MAX, server: server(10_000_000, 10_000_000) };
         let e = admit_per_core(&[p], &[&Refuse("exact")], &FairServers::Absent, "the plan", "cores").unwrap_err();
-        assert!(e.message.contains("the plan does not fit core 0") && e.message.contains("exact failed: refused"), "{e}");
-        assert!(admit_per_core(&[], &[&Refuse("exact")], &FairServers::Absent, "the plan", "cores").is_ok(), "nothing pinned, nothing to admit");
+        assert!(
+            e.message.contains("the plan does not fit core 0") && e.message.contains("exact failed: refused"),
+            "{e}"
+        );
+        assert!(
+            admit_per_core(&[], &[&Refuse("exact")], &FairServers::Absent, "the plan", "cores").is_ok(),
+            "nothing pinned, nothing to admit"
+        );
     }
 }

@@ -49,7 +49,13 @@ impl Binding {
     pub fn parse_vm(spec: &str) -> Result<Binding, InputError> {
         if !spec.contains('=') || spec.split_once('=').is_some_and(|(g, _)| g.ends_with(",vcpu")) {
             let (guest, vcpu) = match spec.rsplit_once(",vcpu=") {
-                Some((g, n)) => (g, Some(n.parse::<u32>().map_err(|_| InputError::field("--vm", format!("\"{spec}\": vcpu must be a number")))?)),
+                Some((g, n)) => (
+                    g,
+                    Some(
+                        n.parse::<u32>()
+                            .map_err(|_| InputError::field("--vm", format!("\"{spec}\": vcpu must be a number")))?,
+                    ),
+                ),
                 None => (spec, None),
             };
             return Ok(Binding { guest: guest.to_string(), source: GuestSource::VmName, vcpu });
@@ -61,7 +67,12 @@ impl Binding {
     /// Parse `GUEST=TID[,vcpu=N]`.
     pub fn parse_pid(spec: &str) -> Result<Binding, InputError> {
         let (guest, rest, vcpu) = split_spec(spec, "--pid", "GUEST=TID[,vcpu=N]")?;
-        let tid = rest.parse().map_err(|_| InputError::field("--pid", format!("\"{spec}\": \"{rest}\" is not a thread id (expected GUEST=TID[,vcpu=N])")))?;
+        let tid = rest.parse().map_err(|_| {
+            InputError::field(
+                "--pid",
+                format!("\"{spec}\": \"{rest}\" is not a thread id (expected GUEST=TID[,vcpu=N])"),
+            )
+        })?;
         Ok(Binding { guest, source: GuestSource::Thread(tid), vcpu })
     }
 
@@ -72,7 +83,9 @@ impl Binding {
             GuestSource::VmName => threads::discover(&threads::Target::Vm(self.guest.clone()))?,
             GuestSource::Thread(tid) => {
                 let role = Role::Vcpu { index: self.vcpu.unwrap_or(0) };
-                vec![threads::read_thread(*tid, role, Some(self.guest.clone())).ok_or_else(|| HostError::input(format!("--pid {}={tid}: thread {tid} does not exist (stale PID?)", self.guest)))?]
+                vec![threads::read_thread(*tid, role, Some(self.guest.clone())).ok_or_else(|| {
+                    HostError::input(format!("--pid {}={tid}: thread {tid} does not exist (stale PID?)", self.guest))
+                })?]
             }
         };
         for t in &mut v {

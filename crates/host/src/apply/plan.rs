@@ -16,7 +16,13 @@ use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::InputError;
 
 /// Check, resolve and apply a plan; `admission` tests run per core in addition to the kernel cap.
-pub fn apply_plan(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission], opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport> {
+pub fn apply_plan(
+    plan: &Plan,
+    bindings: &[Binding],
+    admission: &[&dyn Admission],
+    opts: &ApplyOptions,
+    progress: &mut dyn FnMut(&Change),
+) -> Result<ApplyReport> {
     let prepared = prepare(plan, bindings, admission)?;
     lint_and_run(prepared, opts, &mut || Ok(Vec::new()), progress)
 }
@@ -25,16 +31,28 @@ pub fn apply_plan(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission
 fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> Result<Prepared> {
     check_fits(plan)?;
     if bindings.is_empty() {
-        return Err(HostError::input("no guest to apply the plan to: give each guest's vCPU with --vm GUEST=QMP_SOCKET or --pid GUEST=TID"));
+        return Err(HostError::input(
+            "no guest to apply the plan to: give each guest's vCPU with --vm GUEST=QMP_SOCKET or --pid GUEST=TID",
+        ));
     }
     let mut targets: Vec<(&GuestPlan, ThreadInfo, u32)> = Vec::new();
     for b in bindings {
         let (i, g) = plan.guests.iter().enumerate().find(|(_, g)| g.name == b.guest).ok_or_else(|| {
             let names: Vec<&str> = plan.guests.iter().map(|g| g.name.as_str()).collect();
-            InputError::field(if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" }, format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")))
+            InputError::field(
+                if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" },
+                format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")),
+            )
         })?;
-        let core = g.core.ok_or_else(|| InputError::field(format!("guests[{i}].core"), format!("guest \"{}\" has no core in the plan", g.name)))?;
-        check_online(&CpuList::single(core), &format!("guests[{i}].core")).map_err(|e| InputError::field(format!("guests[{i}].core"), format!("the plan does not fit this host's cores: {}", e.message)))?;
+        let core = g.core.ok_or_else(|| {
+            InputError::field(format!("guests[{i}].core"), format!("guest \"{}\" has no core in the plan", g.name))
+        })?;
+        check_online(&CpuList::single(core), &format!("guests[{i}].core")).map_err(|e| {
+            InputError::field(
+                format!("guests[{i}].core"),
+                format!("the plan does not fit this host's cores: {}", e.message),
+            )
+        })?;
         if targets.iter().any(|(o, _, _)| o.name == g.name) {
             return Err(HostError::input(format!("guest \"{}\" is bound twice", g.name)));
         }
@@ -51,28 +69,59 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         changes.push(affinity_change(t, CpuList::single(*core)));
         changes.push(hierarchy.move_change(t.tid, t.starttime, *core));
         changes.push(sched_change(t, attr));
-        planned.push(Planned { tid: t.tid, comm: t.comm.clone(), role: t.role.clone(), guest: Some(g.name.clone()), sched: attr, cpus: CpuList::single(*core) });
+        planned.push(Planned {
+            tid: t.tid,
+            comm: t.comm.clone(),
+            role: t.role.clone(),
+            guest: Some(g.name.clone()),
+            sched: attr,
+            cpus: CpuList::single(*core),
+        });
     }
-    let skipped = plan.guests.iter().filter(|g| !targets.iter().any(|(t, _, _)| t.name == g.name)).map(|g| g.name.clone()).collect();
+    let skipped = plan
+        .guests
+        .iter()
+        .filter(|g| !targets.iter().any(|(t, _, _)| t.name == g.name))
+        .map(|g| g.name.clone())
+        .collect();
     Ok(Prepared { changes, planned, partitions, skipped, fair_server, ..Default::default() })
 }
 
 /// The plan itself must be feasible and place every guest.
 fn check_fits(plan: &Plan) -> Result<(), InputError> {
     if !plan.unplaced.is_empty() {
-        return Err(InputError::field("unplaced", format!("the plan does not fit its cores: guests {} have no core", plan.unplaced.join(", "))));
+        return Err(InputError::field(
+            "unplaced",
+            format!("the plan does not fit its cores: guests {} have no core", plan.unplaced.join(", ")),
+        ));
     }
     if !plan.feasible {
-        return Err(InputError::field("feasible", "the plan is not feasible (rtvirt plan found no schedulable placement); nothing to apply"));
+        return Err(InputError::field(
+            "feasible",
+            "the plan is not feasible (rtvirt plan found no schedulable placement); nothing to apply",
+        ));
     }
     Ok(())
 }
 
 /// Rtvirt's exact tests, then the kernel's cap, on each core the plan uses.
-fn admit(targets: &[(&GuestPlan, ThreadInfo, u32)], exact: &[&dyn Admission], fair_server: &FairServers) -> Result<(), InputError> {
+fn admit(
+    targets: &[(&GuestPlan, ThreadInfo, u32)],
+    exact: &[&dyn Admission],
+    fair_server: &FairServers,
+) -> Result<(), InputError> {
     let pinned: Vec<Pinned> = targets
         .iter()
-        .map(|(g, t, core)| Pinned { core: *core, tid: t.tid, server: Server { guest: g.name.clone(), runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns } })
+        .map(|(g, t, core)| Pinned {
+            core: *core,
+            tid: t.tid,
+            server: Server {
+                guest: g.name.clone(),
+                runtime_ns: g.budget_ns,
+                deadline_ns: g.deadline_ns,
+                period_ns: g.period_ns,
+            },
+        })
         .collect();
     admit_per_core(&pinned, exact, fair_server, "the plan", "cores")
 }
@@ -91,6 +140,9 @@ fn vcpu_thread(b: &Binding) -> Result<ThreadInfo> {
             let list: Vec<String> = vcpus.iter().map(|t| format!("vCPU {} = thread {}", index(t), t.tid)).collect();
             Err(InputError::field("--vm", format!("guest \"{}\" has {} vCPUs ({}); the plan reserves one server per guest: choose one with {}=SOCKET,vcpu=N", b.guest, vcpus.len(), list.join(", "), b.guest)).into())
         }
-        (Some(n), _) => vcpus.into_iter().find(|t| index(t) == n).ok_or_else(|| HostError::input(format!("guest \"{}\" has no vCPU {n}", b.guest))),
+        (Some(n), _) => vcpus
+            .into_iter()
+            .find(|t| index(t) == n)
+            .ok_or_else(|| HostError::input(format!("guest \"{}\" has no vCPU {n}", b.guest))),
     }
 }

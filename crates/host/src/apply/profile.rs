@@ -31,7 +31,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const PROFILE_SCHEMA: &str = "rtvirt.profile/v1";
-pub const ROLES: &[&str] = &["vcpu", "iothread", "vhost", "emulator", "irq", "napi", "ksoftirqd", "ktimers", "rcuc", "container"];
+pub const ROLES: &[&str] =
+    &["vcpu", "iothread", "vhost", "emulator", "irq", "napi", "ksoftirqd", "ktimers", "rcuc", "container"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,7 +100,8 @@ pub struct Profile {
 
 impl Profile {
     pub fn from_file(path: &Path) -> Result<Profile, InputError> {
-        let src = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read profile: {e}")).in_file(path))?;
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("cannot read profile: {e}")).in_file(path))?;
         let mut p = Profile::from_toml(&src).map_err(|e| e.in_file(path))?;
         p.file = Some(path.to_path_buf());
         Ok(p)
@@ -113,12 +115,20 @@ impl Profile {
             None => e,
         };
         if raw.schema != PROFILE_SCHEMA {
-            return Err(locate(InputError::field("schema", format!("\"{}\": expected \"{PROFILE_SCHEMA}\"", raw.schema))));
+            return Err(locate(InputError::field(
+                "schema",
+                format!("\"{}\": expected \"{PROFILE_SCHEMA}\"", raw.schema),
+            )));
         }
         if raw.sets.is_empty() {
             return Err(InputError::new("the profile has no [[set]] entry"));
         }
-        let rules = raw.sets.into_iter().enumerate().map(|(i, s)| rule(i, s).map_err(|e| locate(e.under(&format!("set[{i}]"))))).collect::<Result<Vec<_>, _>>()?;
+        let rules = raw
+            .sets
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| rule(i, s).map_err(|e| locate(e.under(&format!("set[{i}]")))))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Profile { file: None, rules, src: src.to_string() })
     }
 
@@ -148,19 +158,33 @@ impl Profile {
 }
 
 fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
-    let need = |v: Option<String>, f: &str| v.ok_or_else(|| InputError::field(f, format!("role \"{}\" needs `{f}`", s.role)));
+    let need =
+        |v: Option<String>, f: &str| v.ok_or_else(|| InputError::field(f, format!("role \"{}\" needs `{f}`", s.role)));
     let select = match s.role.as_str() {
-        "vcpu" | "iothread" | "vhost" | "emulator" => Selector::Guest { guest: need(s.guest.clone(), "guest")?, role: s.role.clone(), vcpu: s.vcpu, id: s.id.clone() },
+        "vcpu" | "iothread" | "vhost" | "emulator" => Selector::Guest {
+            guest: need(s.guest.clone(), "guest")?,
+            role: s.role.clone(),
+            vcpu: s.vcpu,
+            id: s.id.clone(),
+        },
         "irq" => Selector::Irq { device: need(s.device.clone(), "device")? },
         "napi" => Selector::Napi { device: need(s.device.clone(), "device")?, threaded: s.threaded.unwrap_or(true) },
         "ksoftirqd" | "ktimers" | "rcuc" => {
             if s.cpus.is_some() {
-                return Err(InputError::field("cpus", format!("{} threads are bound to their CPU; select one with `cpu = N` instead", s.role)));
+                return Err(InputError::field(
+                    "cpus",
+                    format!("{} threads are bound to their CPU; select one with `cpu = N` instead", s.role),
+                ));
             }
             Selector::PerCpu { role: s.role.clone(), cpu: s.cpu }
         }
         "container" => Selector::Container { cgroup: need(s.cgroup.clone(), "cgroup")? },
-        other => return Err(InputError::field("role", format!("unknown role \"{other}\" (expected one of: {})", ROLES.join(", ")))),
+        other => {
+            return Err(InputError::field(
+                "role",
+                format!("unknown role \"{other}\" (expected one of: {})", ROLES.join(", ")),
+            ))
+        }
     };
     let sched = sched_of(&s)?;
     let cpus = s.cpus.as_deref().map(|c| CpuList::parse(c).map_err(|e| InputError::field("cpus", e))).transpose()?;
@@ -168,7 +192,10 @@ fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
         check_online(c, "cpus")?;
     }
     if matches!(select, Selector::Container { .. }) && (cpus.is_none() || sched.is_some()) {
-        return Err(InputError::field("cpus", "role \"container\" sets the container's cpuset: give `cpus` (and no policy)"));
+        return Err(InputError::field(
+            "cpus",
+            "role \"container\" sets the container's cpuset: give `cpus` (and no policy)",
+        ));
     }
     if sched.is_none() && cpus.is_none() && !matches!(select, Selector::Napi { .. }) {
         return Err(InputError::field("policy", "this entry changes nothing: give `policy` and/or `cpus`"));
@@ -184,7 +211,12 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
         }
         return Ok(None);
     };
-    let policy = sched::parse_policy(name).ok_or_else(|| InputError::field("policy", format!("unknown policy \"{name}\" (expected fifo, rr, other, batch, idle or deadline)")))?;
+    let policy = sched::parse_policy(name).ok_or_else(|| {
+        InputError::field(
+            "policy",
+            format!("unknown policy \"{name}\" (expected fifo, rr, other, batch, idle or deadline)"),
+        )
+    })?;
     let attr = match policy {
         SCHED_FIFO | SCHED_RR => {
             let p = s.priority.ok_or_else(|| InputError::field("priority", "fifo/rr need a priority 1..99"))?;
@@ -194,10 +226,17 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
             SchedAttr::fixed(policy, p)
         }
         SCHED_DEADLINE => {
-            let get = |v: Option<Nanos>, f: &str| v.map(|n| n.as_ns()).ok_or_else(|| InputError::field(f, "deadline needs runtime, deadline and period (e.g. \"1ms\")"));
-            let (r, d, p) = (get(s.runtime, "runtime")?, get(s.deadline.or(s.period), "deadline")?, get(s.period, "period")?);
+            let get = |v: Option<Nanos>, f: &str| {
+                v.map(|n| n.as_ns())
+                    .ok_or_else(|| InputError::field(f, "deadline needs runtime, deadline and period (e.g. \"1ms\")"))
+            };
+            let (r, d, p) =
+                (get(s.runtime, "runtime")?, get(s.deadline.or(s.period), "deadline")?, get(s.period, "period")?);
             if !(1024 <= r && r <= d && d <= p) {
-                return Err(InputError::field("runtime", format!("expected 1024ns <= runtime <= deadline <= period, got {r}/{d}/{p} ns")));
+                return Err(InputError::field(
+                    "runtime",
+                    format!("expected 1024ns <= runtime <= deadline <= period, got {r}/{d}/{p} ns"),
+                ));
             }
             let mut a = SchedAttr::deadline(r, d, p);
             if s.reclaim == Some(true) {
@@ -221,9 +260,16 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
 
 /// Resolve and apply a profile; pinned `deadline` entries pass the `admission` tests per core
 /// (then the kernel's cap) first, as a plan's reservations do.
-pub fn apply_profile(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission], opts: &ApplyOptions, progress: &mut dyn FnMut(&Change)) -> Result<ApplyReport> {
+pub fn apply_profile(
+    profile: &Profile,
+    bindings: &[Binding],
+    admission: &[&dyn Admission],
+    opts: &ApplyOptions,
+    progress: &mut dyn FnMut(&Change),
+) -> Result<ApplyReport> {
     let prepared = prepare(profile, bindings, admission)?;
-    let napi_rules: Vec<Rule> = profile.rules.iter().filter(|r| matches!(r.select, Selector::Napi { .. })).cloned().collect();
+    let napi_rules: Vec<Rule> =
+        profile.rules.iter().filter(|r| matches!(r.select, Selector::Napi { .. })).cloned().collect();
     let mut followup = || -> Result<Vec<Change>> {
         let mut out = Vec::new();
         for r in &napi_rules {
@@ -262,7 +308,14 @@ fn thread_changes(ts: &[ThreadInfo], r: &Rule) -> Vec<Change> {
 
 fn planned_of(ts: &[ThreadInfo], r: &Rule) -> Vec<Planned> {
     ts.iter()
-        .map(|t| Planned { tid: t.tid, comm: t.comm.clone(), role: t.role.clone(), guest: t.guest.clone(), sched: r.sched.unwrap_or(t.sched), cpus: r.cpus.clone().unwrap_or_else(|| t.affinity.clone()) })
+        .map(|t| Planned {
+            tid: t.tid,
+            comm: t.comm.clone(),
+            role: t.role.clone(),
+            guest: t.guest.clone(),
+            sched: r.sched.unwrap_or(t.sched),
+            cpus: r.cpus.clone().unwrap_or_else(|| t.affinity.clone()),
+        })
         .collect()
 }
 
@@ -274,7 +327,8 @@ fn prepare(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission]
             return Err(HostError::input(format!("guest \"{}\" is bound twice", b.guest)));
         }
     }
-    let mut r = Resolver { profile, guests, system: threads::kernel_threads(), out: Prepared::default(), pinned: Vec::new() };
+    let mut r =
+        Resolver { profile, guests, system: threads::kernel_threads(), out: Prepared::default(), pinned: Vec::new() };
     for rule in &profile.rules {
         match &rule.select {
             Selector::Guest { guest, role, vcpu, id } => r.guest_threads(rule, guest, role, *vcpu, id.as_deref())?,
@@ -323,24 +377,48 @@ impl Resolver<'_> {
             return Err(self.profile.error(rule.index, "cpus", format!("\"{cpus}\": a SCHED_DEADLINE thread is pinned to one CPU (its own cpuset partition) or not pinned at all")));
         }
         let cpu = cpus.iter().next().expect("one CPU");
-        let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: pinned SCHED_DEADLINE threads need one"))?;
+        let h = Hierarchy::find().ok_or_else(|| {
+            HostError::input("no cpuset cgroup controller is mounted: pinned SCHED_DEADLINE threads need one")
+        })?;
         self.out.partitions.0.insert(cpu);
         for t in ts {
             self.out.changes.push(affinity_change(t, cpus.clone()));
             self.out.changes.push(h.move_change(t.tid, t.starttime, cpu));
             self.out.changes.push(sched_change(t, attr));
-            let server = Server { guest: format!("set[{}] thread {} ({})", rule.index, t.tid, t.comm), runtime_ns: attr.runtime_ns, deadline_ns: attr.deadline_ns, period_ns: attr.period_ns };
+            let server = Server {
+                guest: format!("set[{}] thread {} ({})", rule.index, t.tid, t.comm),
+                runtime_ns: attr.runtime_ns,
+                deadline_ns: attr.deadline_ns,
+                period_ns: attr.period_ns,
+            };
             self.pinned.push(Pinned { core: cpu, tid: t.tid, server });
         }
         Ok(())
     }
 
-    fn guest_threads(&mut self, rule: &Rule, guest: &str, role: &str, vcpu: Option<u32>, id: Option<&str>) -> Result<()> {
-        let ts = self.guests.get(guest).ok_or_else(|| self.profile.error(rule.index, "guest", format!("guest \"{guest}\" is not bound: give it with --vm {guest}=QMP_SOCKET or --pid {guest}=TID")))?;
+    fn guest_threads(
+        &mut self,
+        rule: &Rule,
+        guest: &str,
+        role: &str,
+        vcpu: Option<u32>,
+        id: Option<&str>,
+    ) -> Result<()> {
+        let ts = self.guests.get(guest).ok_or_else(|| {
+            self.profile.error(
+                rule.index,
+                "guest",
+                format!("guest \"{guest}\" is not bound: give it with --vm {guest}=QMP_SOCKET or --pid {guest}=TID"),
+            )
+        })?;
         let hit: Vec<ThreadInfo> = ts.iter().filter(|t| guest_role_matches(t, role, vcpu, id)).cloned().collect();
         if hit.is_empty() {
             let have: Vec<String> = ts.iter().map(|t| format!("{} {}", t.role.name(), t.comm)).collect();
-            return Err(self.profile.error(rule.index, "role", format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", "))));
+            return Err(self.profile.error(
+                rule.index,
+                "role",
+                format!("role \"{role}\" matches no thread of guest \"{guest}\" (its threads: {})", have.join(", ")),
+            ));
         }
         self.threads(&hit, rule)
     }
@@ -349,7 +427,11 @@ impl Resolver<'_> {
     fn irq(&mut self, rule: &Rule, device: &str) -> Result<()> {
         let irqs: Vec<sysinfo::Irq> = sysinfo::irqs().into_iter().filter(|i| i.serves(device)).collect();
         if irqs.is_empty() {
-            return Err(self.profile.error(rule.index, "device", format!("no IRQ handler named \"{device}\" (see /proc/interrupts)")));
+            return Err(self.profile.error(
+                rule.index,
+                "device",
+                format!("no IRQ handler named \"{device}\" (see /proc/interrupts)"),
+            ));
         }
         if let Some(c) = &rule.cpus {
             for i in &irqs {
@@ -358,9 +440,18 @@ impl Resolver<'_> {
                 self.out.placed_irqs.push(i.number);
             }
         }
-        let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq))).cloned().collect();
+        let ts: Vec<ThreadInfo> = self
+            .system
+            .iter()
+            .filter(|t| matches!(t.role, Role::Irq { irq, .. } if irqs.iter().any(|i| i.number == irq)))
+            .cloned()
+            .collect();
         if let Some(attr) = rule.sched {
-            let unthreaded: Vec<String> = irqs.iter().filter(|i| !ts.iter().any(|t| matches!(t.role, Role::Irq { irq, .. } if irq == i.number))).map(|i| format!("{} ({})", i.number, i.actions.join(","))).collect();
+            let unthreaded: Vec<String> = irqs
+                .iter()
+                .filter(|i| !ts.iter().any(|t| matches!(t.role, Role::Irq { irq, .. } if irq == i.number)))
+                .map(|i| format!("{} ({})", i.number, i.actions.join(",")))
+                .collect();
             if !unthreaded.is_empty() {
                 self.out.findings.push(Finding {
                     id: "irq_not_threaded",
@@ -381,22 +472,46 @@ impl Resolver<'_> {
     fn napi(&mut self, rule: &Rule, device: &str, threaded: bool) -> Result<()> {
         let path = PathBuf::from(format!("/sys/class/net/{device}/threaded"));
         if !path.exists() {
-            return Err(self.profile.error(rule.index, "device", format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display())));
+            return Err(self.profile.error(
+                rule.index,
+                "device",
+                format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display()),
+            ));
         }
-        self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: if threaded { "1" } else { "0" }.into(), path });
+        self.out.changes.push(Change::File {
+            before: read_trimmed(&path)?,
+            after: if threaded { "1" } else { "0" }.into(),
+            path,
+        });
         let existing = napi_threads(device);
         self.out.planned.extend(planned_of(&existing, rule));
         if existing.is_empty() && threaded {
             let cpus = rule.cpus.clone().unwrap_or_else(sysinfo::online_cpus);
-            self.out.planned.push(Planned { tid: 0, comm: format!("napi/{device}-*"), role: Role::Napi { dev: device.to_string(), id: 0 }, guest: None, sched: rule.sched.unwrap_or_default(), cpus });
+            self.out.planned.push(Planned {
+                tid: 0,
+                comm: format!("napi/{device}-*"),
+                role: Role::Napi { dev: device.to_string(), id: 0 },
+                guest: None,
+                sched: rule.sched.unwrap_or_default(),
+                cpus,
+            });
         }
         Ok(())
     }
 
     fn per_cpu(&mut self, rule: &Rule, role: &str, cpu: Option<u32>) -> Result<()> {
-        let ts: Vec<ThreadInfo> = self.system.iter().filter(|t| t.role.name() == role && cpu.is_none_or(|c| t.affinity == CpuList::single(c))).cloned().collect();
+        let ts: Vec<ThreadInfo> = self
+            .system
+            .iter()
+            .filter(|t| t.role.name() == role && cpu.is_none_or(|c| t.affinity == CpuList::single(c)))
+            .cloned()
+            .collect();
         if ts.is_empty() {
-            return Err(self.profile.error(rule.index, "role", format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default())));
+            return Err(self.profile.error(
+                rule.index,
+                "role",
+                format!("no {role} thread on this host{}", cpu.map(|c| format!(" for CPU {c}")).unwrap_or_default()),
+            ));
         }
         self.threads(&ts, rule)
     }
@@ -405,7 +520,11 @@ impl Resolver<'_> {
         let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
         let path = h.cpus_file(cgroup);
         if !path.exists() {
-            return Err(self.profile.error(rule.index, "cgroup", format!("no cpuset cgroup \"{cgroup}\" ({} missing)", path.display())));
+            return Err(self.profile.error(
+                rule.index,
+                "cgroup",
+                format!("no cpuset cgroup \"{cgroup}\" ({} missing)", path.display()),
+            ));
         }
         let cpus = rule.cpus.clone().expect("validated: container has cpus");
         self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: cpus.to_string(), path });
@@ -430,7 +549,8 @@ mod tests {
     #[test]
     fn parses_the_seeds1_layout() {
         let p = Profile::from_toml(include_str!("../../../../scenarios/profiles/seeds1-threaded.toml")).unwrap();
-        assert!(p.rules.iter().any(|r| matches!(&r.select, Selector::Guest { role, .. } if role == "vcpu") && r.sched == Some(SchedAttr::fixed(SCHED_FIFO, 47))));
+        assert!(p.rules.iter().any(|r| matches!(&r.select, Selector::Guest { role, .. } if role == "vcpu")
+            && r.sched == Some(SchedAttr::fixed(SCHED_FIFO, 47))));
     }
 
     #[test]

@@ -60,7 +60,9 @@ pub fn kconfig(name: &str) -> Option<String> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
     let prefix = format!("{name}=");
-    text.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+        .or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
 }
 
 /// The PREEMPT_DYNAMIC mode: debugfs (selected in parentheses), else preempt= on the command
@@ -70,7 +72,10 @@ fn preempt_dynamic_mode(cmdline: &str) -> (String, String) {
     match debugfs_read(&["sched/preempt".to_string()]) {
         Ok((v, how)) => {
             let s = &v[0];
-            let mode = s.split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')').map(str::to_string)).unwrap_or_else(|| s.clone());
+            let mode = s
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('(')?.strip_suffix(')').map(str::to_string))
+                .unwrap_or_else(|| s.clone());
             (mode, format!("{path} ({how}): {s:?}"))
         }
         Err(e) => {
@@ -78,9 +83,17 @@ fn preempt_dynamic_mode(cmdline: &str) -> (String, String) {
             if let Some(m) = cmdline_param(cmdline, "preempt") {
                 return (m.clone(), format!("{why}; /proc/cmdline preempt={m}"));
             }
-            for (cfg, mode) in [("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"), ("CONFIG_PREEMPT", "full"), ("CONFIG_PREEMPT_LAZY", "lazy")] {
+            for (cfg, mode) in [
+                ("CONFIG_PREEMPT_NONE", "none"),
+                ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+                ("CONFIG_PREEMPT", "full"),
+                ("CONFIG_PREEMPT_LAZY", "lazy"),
+            ] {
                 if kconfig(cfg).as_deref() == Some("y") {
-                    return (mode.into(), format!("{why}; no preempt= on /proc/cmdline; boot default {cfg}=y from /proc/config.gz"));
+                    return (
+                        mode.into(),
+                        format!("{why}; no preempt= on /proc/cmdline; boot default {cfg}=y from /proc/config.gz"),
+                    );
                 }
             }
             ("unknown".into(), format!("{why}; no preempt= and no /proc/config.gz"))
@@ -99,7 +112,10 @@ fn preemption(cmdline: &str) -> Check {
         let (mode, how) = preempt_dynamic_mode(cmdline);
         return Check::new("preemption", Status::Warn, format!("PREEMPT_DYNAMIC ({mode})"), format!("{src}; {how}"));
     }
-    let found = ["PREEMPT_LAZY", "PREEMPT", "PREEMPT_VOLUNTARY"].into_iter().find(|m| version.split_whitespace().any(|w| w == *m)).unwrap_or("none");
+    let found = ["PREEMPT_LAZY", "PREEMPT", "PREEMPT_VOLUNTARY"]
+        .into_iter()
+        .find(|m| version.split_whitespace().any(|w| w == *m))
+        .unwrap_or("none");
     Check::new("preemption", Status::Warn, found, src)
 }
 
@@ -115,7 +131,12 @@ fn rt_throttling() -> Check {
 fn fair_server(isolated: &CpuList) -> Check {
     let release = sysinfo::kernel_release();
     if !sysinfo::has_fair_server() {
-        return Check::new("fair_server", Status::Skip, "none", format!("/proc/sys/kernel/osrelease = {release} (< 6.12: no fair server)"));
+        return Check::new(
+            "fair_server",
+            Status::Skip,
+            "none",
+            format!("/proc/sys/kernel/osrelease = {release} (< 6.12: no fair server)"),
+        );
     }
     let cpus: Vec<u32> = sysinfo::online_cpus().iter().collect();
     match debugfs_read(&sysinfo::fair_server_files(&cpus)) {
@@ -147,8 +168,17 @@ fn isolcpus(cmdline: &str, isolated: &CpuList) -> Check {
     };
     let (flags, list) = isolcpus_param(&param);
     let domain = flags.is_empty() || flags.contains(&"domain");
-    let note = if domain { String::new() } else { format!("; flags {} without `domain`: those CPUs are still load-balanced", flags.join(",")) };
-    Check::new("isolcpus", pass_if(!isolated.is_empty() && domain), format!("{sys} (isolcpus={param})"), format!("{source}{param} (CPU list {}){note}", or_none(list)))
+    let note = if domain {
+        String::new()
+    } else {
+        format!("; flags {} without `domain`: those CPUs are still load-balanced", flags.join(","))
+    };
+    Check::new(
+        "isolcpus",
+        pass_if(!isolated.is_empty() && domain),
+        format!("{sys} (isolcpus={param})"),
+        format!("{source}{param} (CPU list {}){note}", or_none(list)),
+    )
 }
 
 fn nohz_full(isolated: &CpuList) -> Check {
@@ -161,7 +191,12 @@ fn nohz_full(isolated: &CpuList) -> Check {
         }
         None => {
             let cfg = kconfig("CONFIG_NO_HZ_FULL").unwrap_or_else(|| "unknown".into());
-            Check::new("nohz_full", Status::Warn, "none", format!("{} absent; CONFIG_NO_HZ_FULL={cfg} (/proc/config.gz)", path.display()))
+            Check::new(
+                "nohz_full",
+                Status::Warn,
+                "none",
+                format!("{} absent; CONFIG_NO_HZ_FULL={cfg} (/proc/config.gz)", path.display()),
+            )
         }
     }
 }
@@ -175,32 +210,58 @@ fn rcu_nocbs(cmdline: &str) -> Check {
         Some("") => "rcu_nocbs (no CPU list)".to_string(),
         Some(list) => list.to_string(),
     };
-    let note = if v.as_deref() == Some("") { "; bare rcu_nocbs: no CPU is offloaded at boot, CPUs can be switched at run time (cpuset)" } else { "" };
+    let note = if v.as_deref() == Some("") {
+        "; bare rcu_nocbs: no CPU is offloaded at boot, CPUs can be switched at run time (cpuset)"
+    } else {
+        ""
+    };
     Check::new("rcu_nocbs", pass_if(v.is_some()), found, format!("/proc/cmdline; CONFIG_RCU_NOCB_CPU={cfg}{note}"))
 }
 
 fn rcu_nocb_poll(cmdline: &str) -> Check {
     let set = cmdline_param(cmdline, "rcu_nocb_poll").is_some();
     let status = if cmdline_param(cmdline, "rcu_nocbs").is_none() { Status::Skip } else { pass_if(set) };
-    Check::new("rcu_nocb_poll", status, if set { "set" } else { "none" }, "/proc/cmdline (only meaningful with rcu_nocbs=)")
+    Check::new(
+        "rcu_nocb_poll",
+        status,
+        if set { "set" } else { "none" },
+        "/proc/cmdline (only meaningful with rcu_nocbs=)",
+    )
 }
 
 fn irqaffinity(cmdline: &str, isolated: &CpuList) -> Check {
     let v = cmdline_param(cmdline, "irqaffinity");
     let default = read_opt("/proc/irq/default_smp_affinity").unwrap_or_default();
     let ok = v.as_deref().and_then(|s| CpuList::parse(s).ok()).is_some_and(|c| c.intersection(isolated).is_empty());
-    Check::new("irqaffinity", pass_if(ok), or_none(v.as_deref().unwrap_or("")), format!("/proc/cmdline; /proc/irq/default_smp_affinity = {default}"))
+    Check::new(
+        "irqaffinity",
+        pass_if(ok),
+        or_none(v.as_deref().unwrap_or("")),
+        format!("/proc/cmdline; /proc/irq/default_smp_affinity = {default}"),
+    )
 }
 
 fn governor() -> Check {
     let cpus = sysinfo::online_cpus();
-    let govs: Vec<(u32, String)> = cpus.iter().filter_map(|c| read_opt(format!("{CPU_DIR}/cpu{c}/cpufreq/scaling_governor")).map(|g| (c, g))).collect();
+    let govs: Vec<(u32, String)> = cpus
+        .iter()
+        .filter_map(|c| read_opt(format!("{CPU_DIR}/cpu{c}/cpufreq/scaling_governor")).map(|g| (c, g)))
+        .collect();
     if govs.is_empty() {
         return Check::new("governor", Status::Skip, "none", format!("{CPU_DIR}/cpu*/cpufreq/scaling_governor absent (no cpufreq driver: the frequency is not scaled by this kernel)"));
     }
     let all_same = govs.iter().all(|(_, g)| *g == govs[0].1);
-    let found = if all_same { govs[0].1.clone() } else { govs.iter().map(|(c, g)| format!("cpu{c}={g}")).collect::<Vec<_>>().join(",") };
-    Check::new("governor", pass_if(govs.iter().all(|(_, g)| g == "performance")), found, format!("{CPU_DIR}/cpu*/cpufreq/scaling_governor"))
+    let found = if all_same {
+        govs[0].1.clone()
+    } else {
+        govs.iter().map(|(c, g)| format!("cpu{c}={g}")).collect::<Vec<_>>().join(",")
+    };
+    Check::new(
+        "governor",
+        pass_if(govs.iter().all(|(_, g)| g == "performance")),
+        found,
+        format!("{CPU_DIR}/cpu*/cpufreq/scaling_governor"),
+    )
 }
 
 fn cpuidle(cmdline: &str) -> Check {
@@ -216,9 +277,21 @@ fn cpuidle(cmdline: &str) -> Check {
         })
         .collect();
     let deep_enabled = states.iter().skip(1).any(|s| !s.contains("[disabled]"));
-    let limits: Vec<String> = ["idle", "processor.max_cstate", "intel_idle.max_cstate"].iter().filter_map(|k| cmdline_param(cmdline, k).map(|v| format!("{k}={v}"))).collect();
+    let limits: Vec<String> = ["idle", "processor.max_cstate", "intel_idle.max_cstate"]
+        .iter()
+        .filter_map(|k| cmdline_param(cmdline, k).map(|v| format!("{k}={v}")))
+        .collect();
     let ok = idle.as_deref() == Some("poll") || driver.is_empty() || !deep_enabled;
-    Check::new("cpuidle", pass_if(ok), or_none(&driver), format!("{CPU_DIR}/cpuidle/current_driver; cpu0 states: {}; cmdline: {}", or_none(&states.join(", ")), or_none(&limits.join(" "))))
+    Check::new(
+        "cpuidle",
+        pass_if(ok),
+        or_none(&driver),
+        format!(
+            "{CPU_DIR}/cpuidle/current_driver; cpu0 states: {}; cmdline: {}",
+            or_none(&states.join(", ")),
+            or_none(&limits.join(" "))
+        ),
+    )
 }
 
 fn thp() -> Check {
@@ -226,7 +299,10 @@ fn thp() -> Check {
     match read_opt(path) {
         None => Check::new("thp", Status::Skip, "none", format!("{path} absent (no THP)")),
         Some(raw) => {
-            let sel = raw.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(str::to_string)).unwrap_or(raw.clone());
+            let sel = raw
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(str::to_string))
+                .unwrap_or(raw.clone());
             Check::new("thp", pass_if(sel != "always"), sel, format!("{path}: {raw:?}"))
         }
     }
@@ -234,7 +310,13 @@ fn thp() -> Check {
 
 fn hugepages() -> Check {
     let raw = read_opt("/proc/sys/vm/nr_hugepages").unwrap_or_else(|| "0".into());
-    let size = read_opt("/proc/meminfo").and_then(|m| m.lines().find(|l| l.starts_with("Hugepagesize:")).map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))).unwrap_or_default();
+    let size = read_opt("/proc/meminfo")
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("Hugepagesize:"))
+                .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        })
+        .unwrap_or_default();
     Check::new("hugepages", pass_if(raw != "0"), raw, format!("/proc/sys/vm/nr_hugepages; Hugepagesize {size}"))
 }
 
@@ -247,37 +329,73 @@ fn ksm() -> Check {
 }
 
 fn irqbalance() -> Check {
-    let pids: Vec<u32> = procfs::pids().into_iter().filter(|&p| procfs::stat(p).is_ok_and(|s| s.comm == "irqbalance")).collect();
-    let found = if pids.is_empty() { "not running".to_string() } else { format!("running (pid {})", pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")) };
+    let pids: Vec<u32> =
+        procfs::pids().into_iter().filter(|&p| procfs::stat(p).is_ok_and(|s| s.comm == "irqbalance")).collect();
+    let found = if pids.is_empty() {
+        "not running".to_string()
+    } else {
+        format!("running (pid {})", pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+    };
     Check::new("irqbalance", pass_if(pids.is_empty()), found, "/proc/*/stat comm")
 }
 
 fn irq_affinity_isolated(isolated: &CpuList) -> Check {
     if isolated.is_empty() {
-        return Check::new("irq_affinity_isolated", Status::Skip, "none", "no isolated CPUs (/sys/devices/system/cpu/isolated)");
+        return Check::new(
+            "irq_affinity_isolated",
+            Status::Skip,
+            "none",
+            "no isolated CPUs (/sys/devices/system/cpu/isolated)",
+        );
     }
-    let hits: Vec<String> = sysinfo::irqs().iter().filter(|i| !i.effective.intersection(isolated).is_empty()).map(|i| format!("{}:{}", i.number, i.effective)).collect();
-    Check::new("irq_affinity_isolated", pass_if(hits.is_empty()), or_none(&hits.join(",")), format!("/proc/irq/*/effective_affinity_list against isolated {isolated}"))
+    let hits: Vec<String> = sysinfo::irqs()
+        .iter()
+        .filter(|i| !i.effective.intersection(isolated).is_empty())
+        .map(|i| format!("{}:{}", i.number, i.effective))
+        .collect();
+    Check::new(
+        "irq_affinity_isolated",
+        pass_if(hits.is_empty()),
+        or_none(&hits.join(",")),
+        format!("/proc/irq/*/effective_affinity_list against isolated {isolated}"),
+    )
 }
 
 fn threaded_napi() -> Check {
     let mut devs: Vec<(String, String)> = std::fs::read_dir("/sys/class/net")
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|d| d != "lo").filter_map(|d| read_opt(format!("/sys/class/net/{d}/threaded")).map(|v| (d, v))).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|d| d != "lo")
+                .filter_map(|d| read_opt(format!("/sys/class/net/{d}/threaded")).map(|v| (d, v)))
+                .collect()
+        })
         .unwrap_or_default();
     devs.sort();
     if devs.is_empty() {
-        return Check::new("threaded_napi", Status::Skip, "none", "/sys/class/net/*/threaded absent (Linux < 5.12 or no NIC)");
+        return Check::new(
+            "threaded_napi",
+            Status::Skip,
+            "none",
+            "/sys/class/net/*/threaded absent (Linux < 5.12 or no NIC)",
+        );
     }
     let found = devs.iter().map(|(d, v)| format!("{d}={v}")).collect::<Vec<_>>().join(",");
     Check::new("threaded_napi", pass_if(devs.iter().any(|(_, v)| v != "0")), found, "/sys/class/net/*/threaded")
 }
 
 fn kthread_priorities() -> Check {
-    let ts: Vec<threads::ThreadInfo> = threads::kernel_threads().into_iter().filter(|t| t.role.is_percpu_kthread()).collect();
+    let ts: Vec<threads::ThreadInfo> =
+        threads::kernel_threads().into_iter().filter(|t| t.role.is_percpu_kthread()).collect();
     let found = ts.iter().map(|t| format!("{}={}", t.comm, t.sched)).collect::<Vec<_>>().join(",");
     let too_high = ts.iter().any(|t| t.sched.is_rt() && t.sched.priority > 49);
-    let present: Vec<&str> = ["ksoftirqd", "ktimers", "rcuc"].into_iter().filter(|k| ts.iter().any(|t| t.role.name() == *k)).collect();
-    Check::new("kthread_priorities", pass_if(!too_high), or_none(&found), format!("sched_getattr on {} (/proc/*/stat comm)", present.join(", ")))
+    let present: Vec<&str> =
+        ["ksoftirqd", "ktimers", "rcuc"].into_iter().filter(|k| ts.iter().any(|t| t.role.name() == *k)).collect();
+    Check::new(
+        "kthread_priorities",
+        pass_if(!too_high),
+        or_none(&found),
+        format!("sched_getattr on {} (/proc/*/stat comm)", present.join(", ")),
+    )
 }
 
 fn smt(isolated: &CpuList) -> Check {
@@ -293,7 +411,15 @@ fn smt(isolated: &CpuList) -> Check {
         .map(|sib| sib.to_string())
         .collect();
     let ok = control != "on" || (split.is_empty() && !isolated.is_empty());
-    Check::new("smt", pass_if(ok), control, format!("{CPU_DIR}/smt/control; siblings split between isolated and housekeeping: {}", or_none(&split.join(" "))))
+    Check::new(
+        "smt",
+        pass_if(ok),
+        control,
+        format!(
+            "{CPU_DIR}/smt/control; siblings split between isolated and housekeeping: {}",
+            or_none(&split.join(" "))
+        ),
+    )
 }
 
 fn timer_migration() -> Check {
@@ -310,16 +436,31 @@ fn kvm() -> Check {
         return Check::new("kvm", Status::Skip, "none", "/sys/module/kvm absent (KVM not loaded)");
     }
     let params = ["halt_poll_ns", "kvmclock_periodic_sync", "lapic_timer_advance", "lapic_timer_advance_ns"];
-    let mut found: Vec<String> = params.iter().filter_map(|p| read_opt(dir.join(p)).map(|v| format!("kvm.{p}={v}"))).collect();
-    found.extend(["kvm_intel", "kvm_amd"].iter().filter_map(|m| read_opt(format!("/sys/module/{m}/parameters/ple_gap")).map(|v| format!("{m}.ple_gap={v}"))));
+    let mut found: Vec<String> =
+        params.iter().filter_map(|p| read_opt(dir.join(p)).map(|v| format!("kvm.{p}={v}"))).collect();
+    found.extend(
+        ["kvm_intel", "kvm_amd"].iter().filter_map(|m| {
+            read_opt(format!("/sys/module/{m}/parameters/ple_gap")).map(|v| format!("{m}.ple_gap={v}"))
+        }),
+    );
     let periodic_sync = read_opt(dir.join("kvmclock_periodic_sync"));
-    Check::new("kvm", pass_if(!matches!(periodic_sync.as_deref(), Some("Y") | Some("1"))), found.join(","), dir.display().to_string())
+    Check::new(
+        "kvm",
+        pass_if(!matches!(periodic_sync.as_deref(), Some("Y") | Some("1"))),
+        found.join(","),
+        dir.display().to_string(),
+    )
 }
 
 fn cpuset_partitions() -> Check {
     match crate::cpuset::Hierarchy::find() {
         Some(h) => Check::new("cpuset_partitions", Status::Pass, h.describe(), "/proc/mounts"),
-        None => Check::new("cpuset_partitions", Status::Fail, "none", "/proc/mounts: no cgroup v1 cpuset mount and no cgroup2 mount with the cpuset controller"),
+        None => Check::new(
+            "cpuset_partitions",
+            Status::Fail,
+            "none",
+            "/proc/mounts: no cgroup v1 cpuset mount and no cgroup2 mount with the cpuset controller",
+        ),
     }
 }
 

@@ -50,7 +50,17 @@ impl Check {
     /// A check result with its texts.
     pub(crate) fn new(id: &'static str, status: Status, found: impl Into<String>, source: impl Into<String>) -> Check {
         let t = texts::text(id);
-        Check { id, title: t.title, status, found: found.into(), source: source.into(), why: t.why, fix: t.fix, depends_on: t.depends_on, tuned: t.tuned }
+        Check {
+            id,
+            title: t.title,
+            status,
+            found: found.into(),
+            source: source.into(),
+            why: t.why,
+            fix: t.fix,
+            depends_on: t.depends_on,
+            tuned: t.tuned,
+        }
     }
 }
 
@@ -81,6 +91,17 @@ impl Audit {
 pub fn run() -> Audit {
     let checks = checks::all();
     let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
-    let summary = Summary { pass: count(Status::Pass), warn: count(Status::Warn), fail: count(Status::Fail), skip: count(Status::Skip) };
-    Audit { schema: AUDIT_SCHEMA, kernel: crate::sysinfo::kernel_release(), cpus_online: crate::sysinfo::online_cpus().to_string(), checks, summary }
+    let summary = Summary {
+        pass: count(Status::Pass),
+        warn: count(Status::Warn),
+        fail: count(Status::Fail),
+        skip: count(Status::Skip),
+    };
+    Audit {
+        schema: AUDIT_SCHEMA,
+        kernel: crate::sysinfo::kernel_release(),
+        cpus_online: crate::sysinfo::online_cpus().to_string(),
+        checks,
+        summary,
+    }
 }

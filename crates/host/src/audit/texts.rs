@@ -139,7 +139,15 @@ mod tests {
     #[test]
     fn every_tuned_line_names_the_profile_file_that_sets_it_or_says_none_does() {
         for t in TEXTS {
-            let named = ["realtime-virtual-host tuned.conf", "realtime-virtual-host script.sh", "realtime tuned.conf", "network-latency tuned.conf", "latency-performance tuned.conf"].iter().any(|p| t.tuned.contains(p));
+            let named = [
+                "realtime-virtual-host tuned.conf",
+                "realtime-virtual-host script.sh",
+                "realtime tuned.conf",
+                "network-latency tuned.conf",
+                "latency-performance tuned.conf",
+            ]
+            .iter()
+            .any(|p| t.tuned.contains(p));
             assert!(named || t.tuned.starts_with("not set by"), "{}: {}", t.id, t.tuned);
         }
     }

@@ -55,7 +55,10 @@ pub const MAX_HORIZON: Nanos = Nanos::from_secs(30 * 24 * 3600);
 /// `d` when it is a positive horizon of at most [`MAX_HORIZON`], else an error naming `field`.
 pub fn check_horizon(d: Nanos, field: &str) -> Result<Nanos, InputError> {
     if d.0 == 0 || d > MAX_HORIZON {
-        return Err(InputError::field(field, format!("{d}: expected a positive horizon of at most {MAX_HORIZON} (30 days)")));
+        return Err(InputError::field(
+            field,
+            format!("{d}: expected a positive horizon of at most {MAX_HORIZON} (30 days)"),
+        ));
     }
     Ok(d)
 }
@@ -126,7 +129,11 @@ pub enum PeriodChoice {
     /// deadline (see [`PeriodChoice::candidates`]).
     Default,
     List(Vec<Nanos>),
-    Range { min: Nanos, max: Nanos, step: Nanos },
+    Range {
+        min: Nanos,
+        max: Nanos,
+        step: Nanos,
+    },
 }
 
 impl PeriodChoice {
@@ -144,7 +151,9 @@ impl PeriodChoice {
             PeriodChoice::Default => {
                 let dmin = tasks.iter().map(|t| t.deadline.0).min().unwrap_or(10_000_000);
                 (1..=Self::DEFAULT_STEPS)
-                    .map(|k| Nanos(((dmin as u128 * k as u128 / Self::DEFAULT_STEPS as u128) as u64 / 1000 * 1000).max(1000)))
+                    .map(|k| {
+                        Nanos(((dmin as u128 * k as u128 / Self::DEFAULT_STEPS as u128) as u64 / 1000 * 1000).max(1000))
+                    })
                     .collect()
             }
         };

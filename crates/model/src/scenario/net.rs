@@ -527,7 +527,10 @@ impl RawNet {
         let (model, duration) = match self.kind.as_deref().unwrap_or("kvm") {
             "kvm" => (NetModel::Kvm(self.kvm(cores)?), duration),
             "xen" => {
-                let x = self.xen.as_ref().ok_or_else(|| InputError::field("xen", "kind = \"xen\" needs a [net.xen] section"))?;
+                let x = self
+                    .xen
+                    .as_ref()
+                    .ok_or_else(|| InputError::field("xen", "kind = \"xen\" needs a [net.xen] section"))?;
                 let x = x.validate(cores).map_err(|e| e.under("xen"))?;
                 // Xen: the run lasts `packets` ping periods unless a duration is given
                 let d = self.duration.unwrap_or(Nanos(x.period.0 * (x.packets as u64 + 1)));
@@ -542,7 +545,12 @@ impl RawNet {
         let irq = match self.irq.as_deref().unwrap_or("threaded") {
             "hardirq" => IrqMode::HardIrq,
             "threaded" => IrqMode::Threaded,
-            o => return Err(InputError::field("irq", format!("\"{o}\": expected \"hardirq\" (vanilla) or \"threaded\" (PREEMPT_RT)"))),
+            o => {
+                return Err(InputError::field(
+                    "irq",
+                    format!("\"{o}\": expected \"hardirq\" (vanilla) or \"threaded\" (PREEMPT_RT)"),
+                ))
+            }
         };
         let softirq = match self.softirq.as_deref().unwrap_or("shared") {
             "shared" => SoftirqMode::Shared,
@@ -628,7 +636,9 @@ impl RawCache {
         let d = CacheModel::default();
         let kib = |v: Option<f64>, def: f64, f: &str| -> R<f64> {
             match v {
-                Some(x) if !(x >= 0.0 && x.is_finite()) => Err(InputError::field(f, format!("{x}: expected a non-negative size in KiB"))),
+                Some(x) if !(x >= 0.0 && x.is_finite()) => {
+                    Err(InputError::field(f, format!("{x}: expected a non-negative size in KiB")))
+                }
                 Some(x) => Ok(x),
                 None => Ok(def),
             }
@@ -643,8 +653,16 @@ impl RawCache {
             miss: self.miss.unwrap_or(d.miss),
             footprint_irq_kib: kib(self.footprint_irq_kib, d.footprint_irq_kib, "footprint_irq_kib")?,
             footprint_vhost_kib: kib(self.footprint_vhost_kib, d.footprint_vhost_kib, "footprint_vhost_kib")?,
-            footprint_guest_stack_kib: kib(self.footprint_guest_stack_kib, d.footprint_guest_stack_kib, "footprint_guest_stack_kib")?,
-            footprint_host_stack_kib: kib(self.footprint_host_stack_kib, d.footprint_host_stack_kib, "footprint_host_stack_kib")?,
+            footprint_guest_stack_kib: kib(
+                self.footprint_guest_stack_kib,
+                d.footprint_guest_stack_kib,
+                "footprint_guest_stack_kib",
+            )?,
+            footprint_host_stack_kib: kib(
+                self.footprint_host_stack_kib,
+                d.footprint_host_stack_kib,
+                "footprint_host_stack_kib",
+            )?,
             footprint_app_kib: kib(self.footprint_app_kib, d.footprint_app_kib, "footprint_app_kib")?,
         })
     }
@@ -652,7 +670,9 @@ impl RawCache {
 
 fn prio(p: Option<i64>, field: &str) -> R<Option<u8>> {
     match p {
-        Some(p) if !(1..=99).contains(&p) => Err(InputError::field(field, format!("{p}: expected a SCHED_FIFO priority from 1 to 99"))),
+        Some(p) if !(1..=99).contains(&p) => {
+            Err(InputError::field(field, format!("{p}: expected a SCHED_FIFO priority from 1 to 99")))
+        }
         p => Ok(p.map(|p| p as u8)),
     }
 }
@@ -660,7 +680,9 @@ fn prio(p: Option<i64>, field: &str) -> R<Option<u8>> {
 fn positive(v: Option<i64>, default: u32, field: &str) -> R<u32> {
     match v {
         None => Ok(default),
-        Some(x) if !(1..=1_000_000).contains(&x) => Err(InputError::field(field, format!("{x}: expected a whole number from 1 to 1000000"))),
+        Some(x) if !(1..=1_000_000).contains(&x) => {
+            Err(InputError::field(field, format!("{x}: expected a whole number from 1 to 1000000")))
+        }
         Some(x) => Ok(x as u32),
     }
 }
@@ -674,7 +696,10 @@ fn core_mask(cores: &Option<Vec<i64>>, host: u32, field: &str) -> R<u64> {
     let mut m = 0u64;
     for (i, &c) in list.iter().enumerate() {
         if c < 0 || c >= host as i64 || c >= 64 {
-            return Err(InputError::field(format!("{field}[{i}]"), format!("core {c} does not exist: the host has cores 0..{}", host - 1)));
+            return Err(InputError::field(
+                format!("{field}[{i}]"),
+                format!("core {c} does not exist: the host has cores 0..{}", host - 1),
+            ));
         }
         m |= 1 << c;
     }
@@ -698,7 +723,11 @@ fn nic(n: &RawNic, cores: u32) -> R<Nic> {
 }
 
 fn thread(t: &RawThread, cores: u32) -> R<ThreadSpec> {
-    Ok(ThreadSpec { prio: prio(t.prio, "prio")?, cores: core_mask(&t.cores, cores, "cores")?, batch: positive(t.batch, 64, "batch")? })
+    Ok(ThreadSpec {
+        prio: prio(t.prio, "prio")?,
+        cores: core_mask(&t.cores, cores, "cores")?,
+        batch: positive(t.batch, 64, "batch")?,
+    })
 }
 
 fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
@@ -707,12 +736,23 @@ fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
         "outsourced" => SocketMode::Outsourced,
         "outsourced_rt" => SocketMode::OutsourcedRt,
         "host" => SocketMode::Host,
-        o => return Err(InputError::field("socket", format!("\"{o}\": expected \"vhost\", \"outsourced\", \"outsourced_rt\" or \"host\""))),
+        o => {
+            return Err(InputError::field(
+                "socket",
+                format!("\"{o}\": expected \"vhost\", \"outsourced\", \"outsourced_rt\" or \"host\""),
+            ))
+        }
     };
     let nic = match &v.nic {
         None => None,
         Some(name) => Some(nics.iter().position(|n| &n.name == name).ok_or_else(|| {
-            InputError::field("nic", format!("no NIC named \"{name}\" (NICs: {})", nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")))
+            InputError::field(
+                "nic",
+                format!(
+                    "no NIC named \"{name}\" (NICs: {})",
+                    nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )
         })?),
     };
     Ok(Vm {
@@ -726,9 +766,15 @@ fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
 }
 
 fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
-    let vm = vms.iter().position(|v| v.name == f.to).ok_or_else(|| InputError::field("to", format!("no VM named \"{}\"", f.to)))?;
+    let vm = vms
+        .iter()
+        .position(|v| v.name == f.to)
+        .ok_or_else(|| InputError::field("to", format!("no VM named \"{}\"", f.to)))?;
     if f.kind == "tcp_stream" && vms[vm].socket != SocketMode::Vhost {
-        return Err(InputError::field("to", format!("VM \"{}\": bulk tcp_stream receivers are modelled with socket = \"vhost\" only", f.to)));
+        return Err(InputError::field(
+            "to",
+            format!("VM \"{}\": bulk tcp_stream receivers are modelled with socket = \"vhost\" only", f.to),
+        ));
     }
     if vms[vm].nic.is_none() {
         return Err(InputError::field("to", format!("VM \"{}\" has no NIC path (set `nic` in its [[net.vm]])", f.to)));
@@ -736,7 +782,9 @@ fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
     let bytes = |v: Option<i64>, field: &str| -> R<u32> {
         match v {
             None => Ok(64),
-            Some(b) if !(1..=65_000).contains(&b) => Err(InputError::field(field, format!("{b}: expected a payload size from 1 to 65000 bytes"))),
+            Some(b) if !(1..=65_000).contains(&b) => {
+                Err(InputError::field(field, format!("{b}: expected a payload size from 1 to 65000 bytes")))
+            }
             Some(b) => Ok(b as u32),
         }
     };
@@ -745,9 +793,17 @@ fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
             let min = f.interarrival_min.unwrap_or(Nanos::from_ms(1));
             let max = f.interarrival_max.unwrap_or(Nanos::from_ms(10));
             if min.0 == 0 || min > max {
-                return Err(InputError::field("interarrival_max", format!("inter-arrival range {min}..{max}: expected 0 < min <= max")));
+                return Err(InputError::field(
+                    "interarrival_max",
+                    format!("inter-arrival range {min}..{max}: expected 0 < min <= max"),
+                ));
             }
-            FlowKind::UdpRr { request_bytes: bytes(f.request_bytes, "request_bytes")?, response_bytes: bytes(f.response_bytes, "response_bytes")?, min, max }
+            FlowKind::UdpRr {
+                request_bytes: bytes(f.request_bytes, "request_bytes")?,
+                response_bytes: bytes(f.response_bytes, "response_bytes")?,
+                min,
+                max,
+            }
         }
         "tcp_stream" => {
             let mtu = positive(f.mtu, 1500, "mtu")?;
@@ -784,13 +840,24 @@ impl RawXen {
         }
         for (i, d) in self.domains.iter().enumerate() {
             if let Some(p) = &d.peer {
-                let idx = self.domains.iter().position(|x| &x.name == p).ok_or_else(|| InputError::field(format!("domain[{i}].peer"), format!("no domain named \"{p}\"")))?;
+                let idx = self.domains.iter().position(|x| &x.name == p).ok_or_else(|| {
+                    InputError::field(format!("domain[{i}].peer"), format!("no domain named \"{p}\""))
+                })?;
                 domains[i].peer = Some(idx);
             } else if domains[i].role == DomainRole::Ping || domains[i].role == DomainRole::Flood {
-                return Err(InputError::field(format!("domain[{i}].peer"), "missing: a ping or flood domain needs a peer domain to send to"));
+                return Err(InputError::field(
+                    format!("domain[{i}].peer"),
+                    "missing: a ping or flood domain needs a peer domain to send to",
+                ));
             }
             if mode == Dom0Mode::Rtca && !queues.iter().any(|q| q.priority == domains[i].priority) {
-                return Err(InputError::field(format!("domain[{i}].priority"), format!("priority class {} has no [[net.xen.queue]] (RTCA needs one softnet queue per priority class)", domains[i].priority)));
+                return Err(InputError::field(
+                    format!("domain[{i}].priority"),
+                    format!(
+                        "priority class {} has no [[net.xen.queue]] (RTCA needs one softnet queue per priority class)",
+                        domains[i].priority
+                    ),
+                ));
             }
         }
         if !domains.iter().any(|d| d.role == DomainRole::Ping) {
@@ -813,7 +880,9 @@ impl RawXen {
             event_channel: self.event_channel.unwrap_or(Nanos(4_000)),
             packets: positive(self.packets, 5000, "packets")?,
             period: match self.period {
-                Some(p) if p.0 == 0 => return Err(InputError::field("period", "zero period: expected a positive duration")),
+                Some(p) if p.0 == 0 => {
+                    return Err(InputError::field("period", "zero period: expected a positive duration"))
+                }
                 p => p.unwrap_or(Nanos::from_ms(10)),
             },
             queues,
@@ -824,7 +893,10 @@ impl RawXen {
 
 fn domain(d: &RawDomain, cores: u32) -> R<Domain> {
     if d.core < 0 || d.core >= cores as i64 {
-        return Err(InputError::field("core", format!("core {} does not exist: the host has cores 0..{}", d.core, cores - 1)));
+        return Err(InputError::field(
+            "core",
+            format!("core {} does not exist: the host has cores 0..{}", d.core, cores - 1),
+        ));
     }
     if d.core == 0 {
         return Err(InputError::field("core", "core 0 is Dom0's own core: put guest domains on cores 1.."));
@@ -834,11 +906,23 @@ fn domain(d: &RawDomain, cores: u32) -> R<Domain> {
         "echo" => DomainRole::Echo,
         "flood" => DomainRole::Flood,
         "idle" => DomainRole::Idle,
-        o => return Err(InputError::field("role", format!("\"{o}\": expected \"ping\", \"echo\", \"flood\" or \"idle\""))),
+        o => {
+            return Err(InputError::field(
+                "role",
+                format!("\"{o}\": expected \"ping\", \"echo\", \"flood\" or \"idle\""),
+            ))
+        }
     };
     let cap = d.cap.unwrap_or(0.3);
     if !(cap > 0.0 && cap <= 1.0) {
         return Err(InputError::field("cap", format!("{cap}: expected a CPU share in (0, 1]")));
     }
-    Ok(Domain { name: d.name.clone(), core: d.core as u32, priority: positive(Some(d.priority), 0, "priority")?, role, peer: None, cap })
+    Ok(Domain {
+        name: d.name.clone(),
+        core: d.core as u32,
+        priority: positive(Some(d.priority), 0, "priority")?,
+        role,
+        peer: None,
+        cap,
+    })
 }

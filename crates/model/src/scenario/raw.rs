@@ -41,7 +41,10 @@ pub struct RawGuest {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(untagged, expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \"1ms\" }")]
+#[serde(
+    untagged,
+    expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \"1ms\" }"
+)]
 pub enum RawPeriods {
     List(Vec<Nanos>),
     Range(RawRange),

@@ -14,19 +14,33 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, file: Option<&Path>) -> R<
     for (i, g) in raw.guests.into_iter().enumerate() {
         let at = format!("guest[{i}]");
         if !names.insert(g.name.clone()) {
-            return Err(InputError::field(format!("{at}.name"), format!("duplicate guest name \"{}\" (guest names must be unique)", g.name)));
+            return Err(InputError::field(
+                format!("{at}.name"),
+                format!("duplicate guest name \"{}\" (guest names must be unique)", g.name),
+            ));
         }
         guests.push(guest(g, base).map_err(|e| e.under(&at))?);
     }
     let name = raw.name.unwrap_or_else(|| {
         file.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "default".into())
     });
-    Ok(Scenario { name, description: raw.description, host, guests, sim: raw.sim, net: raw.net, source: file.map(Path::to_path_buf) })
+    Ok(Scenario {
+        name,
+        description: raw.description,
+        host,
+        guests,
+        sim: raw.sim,
+        net: raw.net,
+        source: file.map(Path::to_path_buf),
+    })
 }
 
 fn host(h: &RawHost) -> R<Host> {
     if h.cores < 1 || h.cores > MAX_CORES as i64 {
-        return Err(InputError::field("cores", format!("{} cores: expected a whole number from 1 to {MAX_CORES}", h.cores)));
+        return Err(InputError::field(
+            "cores",
+            format!("{} cores: expected a whole number from 1 to {MAX_CORES}", h.cores),
+        ));
     }
     let cap = h.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
     if !(cap > 0.0 && cap <= 1.0) {
@@ -38,7 +52,9 @@ fn host(h: &RawHost) -> R<Host> {
 /// A probability strictly between 0 and 1.
 pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
     match rho {
-        Some(r) if !(r > 0.0 && r < 1.0) => Err(InputError::field(field, format!("{r}: expected a probability strictly between 0 and 1"))),
+        Some(r) if !(r > 0.0 && r < 1.0) => {
+            Err(InputError::field(field, format!("{r}: expected a probability strictly between 0 and 1")))
+        }
         r => Ok(r),
     }
 }
@@ -59,7 +75,10 @@ fn guest(g: RawGuest, base: &Path) -> R<Guest> {
     for (i, t) in g.tasks.into_iter().enumerate() {
         let at = format!("task[{i}]");
         if !names.insert(t.name.clone()) {
-            return Err(InputError::field(format!("{at}.name"), format!("duplicate task name \"{}\" in this guest", t.name)));
+            return Err(InputError::field(
+                format!("{at}.name"),
+                format!("duplicate task name \"{}\" in this guest", t.name),
+            ));
         }
         tasks.push(task(t, scheduler, base).map_err(|e| e.under(&at))?);
     }
@@ -112,20 +131,32 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         return Err(InputError::field("deadline", "zero deadline: expected a positive duration"));
     }
     if deadline > t.period {
-        return Err(InputError::field("deadline", format!("deadline {deadline} is larger than the period {}: expected deadline <= period", t.period)));
+        return Err(InputError::field(
+            "deadline",
+            format!("deadline {deadline} is larger than the period {}: expected deadline <= period", t.period),
+        ));
     }
     let exec = exec(t.exec, base).map_err(|e| e.under("exec"))?;
     let wcet = wcet(&t.wcet, &exec).map_err(|e| e.under("wcet"))?;
     if wcet > deadline {
-        return Err(InputError::field("wcet", format!("WCET {wcet} is larger than the deadline {deadline}: the task can never meet it")));
+        return Err(InputError::field(
+            "wcet",
+            format!("WCET {wcet} is larger than the deadline {deadline}: the task can never meet it"),
+        ));
     }
     check_exec_within_wcet(&exec, wcet).map_err(|e| e.under("exec"))?;
     let priority = match (t.priority, scheduler) {
         (Some(_), GuestScheduler::Edf) => {
-            return Err(InputError::field("priority", "priority is only for fixed-priority guests (scheduler = \"fp\")"))
+            return Err(InputError::field(
+                "priority",
+                "priority is only for fixed-priority guests (scheduler = \"fp\")",
+            ))
         }
         (Some(p), _) if !(1..=1_000_000).contains(&p) => {
-            return Err(InputError::field("priority", format!("{p}: expected a whole number from 1 to 1000000 (higher = more urgent)")))
+            return Err(InputError::field(
+                "priority",
+                format!("{p}: expected a whole number from 1 to 1000000 (higher = more urgent)"),
+            ))
         }
         (Some(p), _) => Some(p as u32),
         (None, _) => None,
@@ -146,9 +177,21 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
 fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
     let Some(e) = e else { return Ok(ExecModel::Constant) };
     let only = |allowed: &[&str]| -> R<()> {
-        let given = [("mean", e.mean.is_some()), ("sd", e.sd.is_some()), ("min", e.min.is_some()), ("max", e.max.is_some()), ("samples", e.samples.is_some())];
+        let given = [
+            ("mean", e.mean.is_some()),
+            ("sd", e.sd.is_some()),
+            ("min", e.min.is_some()),
+            ("max", e.max.is_some()),
+            ("samples", e.samples.is_some()),
+        ];
         match given.iter().find(|(n, g)| *g && !allowed.contains(n)) {
-            Some((n, _)) => Err(InputError::field(*n, format!("`{n}` does not belong to this execution-time model (allowed here: {})", if allowed.is_empty() { "none".into() } else { allowed.join(", ") }))),
+            Some((n, _)) => Err(InputError::field(
+                *n,
+                format!(
+                    "`{n}` does not belong to this execution-time model (allowed here: {})",
+                    if allowed.is_empty() { "none".into() } else { allowed.join(", ") }
+                ),
+            )),
             None => Ok(()),
         }
     };
@@ -160,7 +203,10 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
             let p = base.join(path);
             Ok(ExecModel::Samples(Samples::load(&p)?))
         }
-        (None, None) => Err(InputError::field("dist", "missing: expected dist = \"constant\" | \"normal\" | \"uniform\", or samples = \"file.csv\"")),
+        (None, None) => Err(InputError::field(
+            "dist",
+            "missing: expected dist = \"constant\" | \"normal\" | \"uniform\", or samples = \"file.csv\"",
+        )),
         (Some("constant"), None) => {
             only(&[])?;
             Ok(ExecModel::Constant)
@@ -177,7 +223,9 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
             }
             Ok(ExecModel::Uniform { min, max })
         }
-        (Some(other), None) => Err(InputError::field("dist", format!("\"{other}\": expected \"constant\", \"normal\" or \"uniform\""))),
+        (Some(other), None) => {
+            Err(InputError::field("dist", format!("\"{other}\": expected \"constant\", \"normal\" or \"uniform\"")))
+        }
     }
 }
 
@@ -185,7 +233,9 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
 fn wcet(text: &str, exec: &ExecModel) -> R<Nanos> {
     let t = text.trim();
     let from_samples = |what: &str| -> R<&Samples> {
-        exec.samples().ok_or_else(|| InputError::new(format!("\"{what}\" needs execution-time samples (exec = {{ samples = \"file.csv\" }})")))
+        exec.samples().ok_or_else(|| {
+            InputError::new(format!("\"{what}\" needs execution-time samples (exec = {{ samples = \"file.csv\" }})"))
+        })
     };
     let w = if t == "max" {
         from_samples(t)?.max()
@@ -208,7 +258,9 @@ fn check_exec_within_wcet(exec: &ExecModel, wcet: Nanos) -> R<()> {
         ExecModel::Normal { mean, .. } if *mean > wcet => {
             Err(InputError::field("mean", format!("mean {mean} is larger than the WCET {wcet}")))
         }
-        ExecModel::Normal { mean, .. } if mean.0 == 0 => Err(InputError::field("mean", "zero mean: expected a positive duration")),
+        ExecModel::Normal { mean, .. } if mean.0 == 0 => {
+            Err(InputError::field("mean", "zero mean: expected a positive duration"))
+        }
         ExecModel::Uniform { max, .. } if *max > wcet => {
             Err(InputError::field("max", format!("max {max} is larger than the WCET {wcet}")))
         }
@@ -222,13 +274,19 @@ pub(super) fn assign_priorities(tasks: &mut [Task], scheduler: GuestScheduler) -
     let given = tasks.iter().filter(|t| t.priority_given).count();
     if given > 0 && given < tasks.len() {
         let i = tasks.iter().position(|t| !t.priority_given).unwrap_or(0);
-        return Err(InputError::field(format!("task[{i}].priority"), "missing: give a priority to every task of this guest or to none (deadline monotonic)"));
+        return Err(InputError::field(
+            format!("task[{i}].priority"),
+            "missing: give a priority to every task of this guest or to none (deadline monotonic)",
+        ));
     }
     if given == tasks.len() && given > 0 && scheduler == GuestScheduler::Fp {
         let mut seen = HashSet::new();
         for (i, t) in tasks.iter().enumerate() {
             if !seen.insert(t.priority) {
-                return Err(InputError::field(format!("task[{i}].priority"), format!("priority {} is used twice: expected unique priorities", t.priority)));
+                return Err(InputError::field(
+                    format!("task[{i}].priority"),
+                    format!("priority {} is used twice: expected unique priorities", t.priority),
+                ));
             }
         }
         return Ok(());

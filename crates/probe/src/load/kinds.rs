@@ -21,7 +21,14 @@ pub fn unit(kind: LoadKind) -> (&'static str, bool) {
 type Worker = Box<dyn FnOnce(&AtomicBool, &Meter, Option<f64>) + Send>;
 
 /// Spawn the thread(s) of worker `i` (a net worker is a sender and a receiver).
-pub fn spawn(kind: LoadKind, i: u32, cpu: Option<u32>, rate: Option<f64>, stop: Arc<AtomicBool>, meter: Arc<Meter>) -> Result<Vec<std::thread::JoinHandle<()>>> {
+pub fn spawn(
+    kind: LoadKind,
+    i: u32,
+    cpu: Option<u32>,
+    rate: Option<f64>,
+    stop: Arc<AtomicBool>,
+    meter: Arc<Meter>,
+) -> Result<Vec<std::thread::JoinHandle<()>>> {
     let bodies: Vec<Worker> = match kind {
         LoadKind::Cpu => vec![Box::new(cpu_hog)],
         LoadKind::Syscalls => vec![Box::new(syscalls)],
@@ -113,7 +120,11 @@ pub fn llc_bytes() -> usize {
             best = best.max(num.parse::<usize>().unwrap_or(0) * mult);
         }
     }
-    if best == 0 { 4 << 20 } else { best }
+    if best == 0 {
+        4 << 20
+    } else {
+        best
+    }
 }
 
 const CHUNK: usize = 64 * 1024;

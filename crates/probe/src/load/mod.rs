@@ -75,7 +75,12 @@ impl LoadSpec {
             None => (text, None),
         };
         let (kind, workers) = match head.split_once(':') {
-            Some((k, n)) => (k, n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| format!("\"{n}\" in \"{text}\" is not a worker count (expected a positive integer)"))?),
+            Some((k, n)) => (
+                k,
+                n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    format!("\"{n}\" in \"{text}\" is not a worker count (expected a positive integer)")
+                })?,
+            ),
             None => (head, cpus.as_ref().map(|c| c.len() as u32).unwrap_or(1)),
         };
         Ok(LoadSpec { kind: LoadKind::parse(kind.trim())?, workers, cpus, rate: None })
@@ -88,7 +93,10 @@ impl LoadSpec {
         }
         let limit = MAX_WORKERS_PER_CPU_WITHOUT_FORCE * crate::cpus::online().len() as u32;
         if self.workers > limit && !force {
-            return Err(Error::input(option, format!("{} workers is more than {limit} (4 per CPU); add --force", self.workers)));
+            return Err(Error::input(
+                option,
+                format!("{} workers is more than {limit} (4 per CPU); add --force", self.workers),
+            ));
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
@@ -146,7 +154,9 @@ impl Meter {
 
     /// The CPUs seen, ascending.
     pub fn cpus(&self) -> Vec<u32> {
-        (0..CPU_WORDS as u32 * 64).filter(|&c| self.cpus[c as usize / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0).collect()
+        (0..CPU_WORDS as u32 * 64)
+            .filter(|&c| self.cpus[c as usize / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0)
+            .collect()
     }
 }
 

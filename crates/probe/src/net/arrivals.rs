@@ -30,7 +30,8 @@ impl Arrivals {
         let (kind, arg) = t.split_once(':').ok_or_else(|| format!("\"{text}\" is not an arrival process (expected uniform:1ms-10ms, poisson:RATE, fixed:RATE or back-to-back)"))?;
         match kind {
             "uniform" => {
-                let (a, b) = arg.split_once('-').ok_or_else(|| format!("\"{arg}\": expected MIN-MAX, e.g. 1ms-10ms"))?;
+                let (a, b) =
+                    arg.split_once('-').ok_or_else(|| format!("\"{arg}\": expected MIN-MAX, e.g. 1ms-10ms"))?;
                 let (min, max) = (Nanos::parse(a)?, Nanos::parse(b)?);
                 if min > max || max.0 == 0 {
                     return Err(format!("\"{arg}\": expected 0 <= MIN <= MAX and MAX > 0"));
@@ -39,7 +40,9 @@ impl Arrivals {
             }
             "poisson" => Ok(Arrivals::Poisson { rate: parse_rate(arg)? }),
             "fixed" => Ok(Arrivals::Fixed { rate: parse_rate(arg)? }),
-            _ => Err(format!("\"{kind}\" is not an arrival process (expected uniform, poisson, fixed or back-to-back)")),
+            _ => {
+                Err(format!("\"{kind}\" is not an arrival process (expected uniform, poisson, fixed or back-to-back)"))
+            }
         }
     }
 
@@ -80,7 +83,10 @@ fn parse_rate(text: &str) -> Result<f64, String> {
         Some(n) => (n, 1e3),
         None => (t, 1.0),
     };
-    let r = num.parse::<f64>().map_err(|_| format!("\"{text}\" is not a rate (expected requests per second, e.g. 1000 or 2k)"))? * mult;
+    let r = num
+        .parse::<f64>()
+        .map_err(|_| format!("\"{text}\" is not a rate (expected requests per second, e.g. 1000 or 2k)"))?
+        * mult;
     if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
         return Err(format!("rate \"{text}\" must be > 0 and at most {MAX_RATE} requests/s"));
     }
@@ -99,7 +105,8 @@ mod tests {
         assert_eq!(Arrivals::parse("poisson:2k").unwrap(), Arrivals::Poisson { rate: 2000.0 });
         assert_eq!(Arrivals::parse("fixed:100/s").unwrap(), Arrivals::Fixed { rate: 100.0 });
         assert_eq!(Arrivals::parse("back-to-back").unwrap(), Arrivals::BackToBack);
-        for bad in ["uniform:10ms-1ms", "uniform:1ms", "poisson:0", "poisson:-3", "fixed:x", "burst:3", "poisson:1e12"] {
+        for bad in ["uniform:10ms-1ms", "uniform:1ms", "poisson:0", "poisson:-3", "fixed:x", "burst:3", "poisson:1e12"]
+        {
             assert!(Arrivals::parse(bad).is_err(), "{bad}");
         }
     }

@@ -52,10 +52,16 @@ impl ClientConfig {
             Protocol::Tcp => wire::MAX_TCP_FRAME,
         };
         if self.size < wire::HEADER || self.size > max {
-            return Err(Error::input("--size", format!("{} bytes: expected {}..={max} for {}", self.size, wire::HEADER, self.protocol.as_str())));
+            return Err(Error::input(
+                "--size",
+                format!("{} bytes: expected {}..={max} for {}", self.size, wire::HEADER, self.protocol.as_str()),
+            ));
         }
         if self.duration.0 == 0 || self.duration > Nanos::from_secs(3600) {
-            return Err(Error::input("--duration", format!("{}: expected more than 0 and at most 1 hour", self.duration)));
+            return Err(Error::input(
+                "--duration",
+                format!("{}: expected more than 0 and at most 1 hour", self.duration),
+            ));
         }
         if self.timeout.0 == 0 {
             return Err(Error::input("--timeout", "must be more than 0"));
@@ -144,12 +150,22 @@ impl Conn {
         let poll = Some(Duration::from_millis(20));
         match cfg.protocol {
             Protocol::Udp => {
-                let local: SocketAddr = if cfg.connect.is_ipv4() { "0.0.0.0:0".parse().expect("addr") } else { "[::]:0".parse().expect("addr") };
+                let local: SocketAddr = if cfg.connect.is_ipv4() {
+                    "0.0.0.0:0".parse().expect("addr")
+                } else {
+                    "[::]:0".parse().expect("addr")
+                };
                 let s = UdpSocket::bind(local).context(what)?;
                 s.connect(cfg.connect).context(what)?;
                 s.set_read_timeout(poll).context(what)?;
                 let ts = timestamps::enable(s.as_raw_fd());
-                Ok(Conn { udp: Some(s), tcp: None, kernel_timestamps: ts, clock: timestamps::ClockMap::now(), frame: cfg.size as u64 })
+                Ok(Conn {
+                    udp: Some(s),
+                    tcp: None,
+                    kernel_timestamps: ts,
+                    clock: timestamps::ClockMap::now(),
+                    frame: cfg.size as u64,
+                })
             }
             Protocol::Tcp => {
                 let s = TcpStream::connect_timeout(&cfg.connect, Duration::from_secs(3)).context(what)?;
@@ -159,7 +175,13 @@ impl Conn {
                 // blocked for --timeout ends the sending (the rest counts as lost/timeouts).
                 s.set_write_timeout(Some(Duration::from_nanos(cfg.timeout.0))).context(what)?;
                 let ts = timestamps::enable(s.as_raw_fd());
-                Ok(Conn { udp: None, tcp: Some(s), kernel_timestamps: ts, clock: timestamps::ClockMap::now(), frame: 4 + cfg.size as u64 })
+                Ok(Conn {
+                    udp: None,
+                    tcp: Some(s),
+                    kernel_timestamps: ts,
+                    clock: timestamps::ClockMap::now(),
+                    frame: 4 + cfg.size as u64,
+                })
             }
         }
     }
@@ -197,11 +219,23 @@ struct Receiver {
 
 impl Receiver {
     fn new(size: usize) -> Receiver {
-        Receiver { buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024], pending: Vec::new(), last_kernel_rx: None, tx: Default::default() }
+        Receiver {
+            buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024],
+            pending: Vec::new(),
+            last_kernel_rx: None,
+            tx: Default::default(),
+        }
     }
 
     /// The response, with the kernel transmit stamp of its request (from the error queue).
-    fn response(&mut self, conn: &Conn, fd: std::os::fd::RawFd, header: wire::Header, now: u64, kernel_rx: Option<u64>) -> Response {
+    fn response(
+        &mut self,
+        conn: &Conn,
+        fd: std::os::fd::RawFd,
+        header: wire::Header,
+        now: u64,
+        kernel_rx: Option<u64>,
+    ) -> Response {
         let mut kernel_tx = None;
         if conn.kernel_timestamps.tx {
             self.tx.drain(fd);
@@ -221,8 +255,12 @@ impl Receiver {
                     let k = r.kernel_rx_realtime_ns.map(|t| conn.clock.to_monotonic(t));
                     Ok(wire::decode(&self.buf[..r.len]).map(|h| self.response(conn, u.as_raw_fd(), h, now, k)))
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Ok(None),
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => Err(Error::Failed(format!("the server refused the requests (nothing listens there?): {e}"))),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    Ok(None)
+                }
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    Err(Error::Failed(format!("the server refused the requests (nothing listens there?): {e}")))
+                }
                 Err(e) => Err(Error::os("receive failed", e)),
             };
         }
@@ -247,7 +285,9 @@ impl Receiver {
                     // The stamp of the segment that completed the frame (the last one read).
                     self.last_kernel_rx = r.kernel_rx_realtime_ns.map(|k| conn.clock.to_monotonic(k));
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => return Ok(None),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    return Ok(None)
+                }
                 Err(e) => return Err(Error::os("receive failed", e)),
             }
         }
@@ -339,7 +379,9 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
             if done.load(Ordering::SeqCst) && drain_until == u64::MAX {
                 drain_until = rt::now_ns() + cfg.timeout.0;
             }
-            if rt::now_ns() >= drain_until || (drain_until != u64::MAX && tally.responses >= sent.load(Ordering::SeqCst)) {
+            if rt::now_ns() >= drain_until
+                || (drain_until != u64::MAX && tally.responses >= sent.load(Ordering::SeqCst))
+            {
                 break;
             }
             match rx.next(conn) {
@@ -387,7 +429,10 @@ fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts
     let sending = elapsed.min(cfg.duration.0) as f64 / 1e9;
     x.insert("achieved_rate".into(), (requests as f64 / sending.max(1e-9)).into());
     x.insert("send_lag_ns".into(), serde_json::to_value(t.send_lag.summary()).unwrap_or_default());
-    x.insert("kernel_timestamps".into(), (if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into());
+    x.insert(
+        "kernel_timestamps".into(),
+        (if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into(),
+    );
     x.insert("kernel_tx_timestamps".into(), kernel_ts.tx.into());
     if kernel_ts.rx && t.kernel_rtt.count() > 0 {
         x.insert("rtt_kernel_rx_ns".into(), serde_json::to_value(t.kernel_rtt.summary()).unwrap_or_default());

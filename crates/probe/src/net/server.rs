@@ -98,7 +98,9 @@ impl Server {
         while !Self::stopped(stop) {
             let (n, peer) = match s.recv_from(&mut buf) {
                 Ok(x) => x,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    continue
+                }
                 Err(e) => return Err(Error::os("UDP server receive failed", e)),
             };
             st.requests.fetch_add(1, Ordering::Relaxed);

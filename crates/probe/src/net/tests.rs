@@ -11,8 +11,13 @@ fn with_server<T>(protocol: Protocol, f: impl FnOnce(std::net::SocketAddr, &Serv
 }
 
 /// A server taking `service_time_ns` per request, serving on a thread while `f` runs.
-fn with_server_at<T>(protocol: Protocol, service_time_ns: u64, f: impl FnOnce(std::net::SocketAddr, &Server) -> T) -> T {
-    let srv = Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol, service_time_ns }).unwrap();
+fn with_server_at<T>(
+    protocol: Protocol,
+    service_time_ns: u64,
+    f: impl FnOnce(std::net::SocketAddr, &Server) -> T,
+) -> T {
+    let srv =
+        Server::bind(&ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), protocol, service_time_ns }).unwrap();
     let stop = AtomicBool::new(false);
     struct StopOnDrop<'a>(&'a AtomicBool);
     impl Drop for StopOnDrop<'_> {
@@ -31,7 +36,13 @@ fn with_server_at<T>(protocol: Protocol, service_time_ns: u64, f: impl FnOnce(st
 }
 
 fn client(addr: std::net::SocketAddr, protocol: Protocol, arrivals: &str) -> rtvirt_model::results::Results {
-    let cfg = ClientConfig { connect: addr, protocol, arrivals: Arrivals::parse(arrivals).unwrap(), duration: Nanos::from_ms(400), ..Default::default() };
+    let cfg = ClientConfig {
+        connect: addr,
+        protocol,
+        arrivals: Arrivals::parse(arrivals).unwrap(),
+        duration: Nanos::from_ms(400),
+        ..Default::default()
+    };
     client::run(&cfg).unwrap()
 }
 
@@ -64,7 +75,9 @@ fn udp_and_tcp_record_kernel_software_timestamps() {
                 let r = client(addr, p, arrivals);
                 assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
                 assert_eq!(r.extra["kernel_tx_timestamps"], true);
-                let summary = |k: &str| -> rtvirt_model::stats::Summary { serde_json::from_value(r.extra[k].clone()).unwrap_or_else(|e| panic!("{p:?} {arrivals}: {k}: {e}")) };
+                let summary = |k: &str| -> rtvirt_model::stats::Summary {
+                    serde_json::from_value(r.extra[k].clone()).unwrap_or_else(|e| panic!("{p:?} {arrivals}: {k}: {e}"))
+                };
                 let user = r.rtt_ns.as_ref().unwrap();
                 let rx = summary("rtt_kernel_rx_ns");
                 // The kernel saw the response before user space read it.
@@ -73,9 +86,17 @@ fn udp_and_tcp_record_kernel_software_timestamps() {
                 // run matched 93% (UDP) and 100% (TCP)), and inside the user-space round trip
                 // (sent after, received before) in aggregate.
                 let k2k = summary("rtt_kernel_ns");
-                assert!(k2k.count * 2 >= user.count, "{p:?} {arrivals}: {} kernel round trips of {} responses", k2k.count, user.count);
+                assert!(
+                    k2k.count * 2 >= user.count,
+                    "{p:?} {arrivals}: {} kernel round trips of {} responses",
+                    k2k.count,
+                    user.count
+                );
                 assert!(k2k.min > 0, "{k2k:?}");
-                assert!(k2k.mean <= user.mean && k2k.p50 <= user.p50, "{p:?} {arrivals}: kernel {k2k:?} vs user {user:?}");
+                assert!(
+                    k2k.mean <= user.mean && k2k.p50 <= user.p50,
+                    "{p:?} {arrivals}: kernel {k2k:?} vs user {user:?}"
+                );
             }
         });
     }
@@ -96,7 +117,13 @@ fn paced_rtt_counts_from_the_intended_send_time() {
     // A server that takes 5 ms per request, fed 1000 requests/s: the queue grows, and measured
     // from the intended times the RTT grows far beyond the 5 ms service time.
     let r = with_server_at(Protocol::Udp, 5_000_000, |addr, _| {
-        let cfg = ClientConfig { connect: addr, arrivals: Arrivals::Fixed { rate: 1000.0 }, duration: Nanos::from_ms(300), timeout: Nanos::from_secs(3), ..Default::default() };
+        let cfg = ClientConfig {
+            connect: addr,
+            arrivals: Arrivals::Fixed { rate: 1000.0 },
+            duration: Nanos::from_ms(300),
+            timeout: Nanos::from_secs(3),
+            ..Default::default()
+        };
         client::run(&cfg).unwrap()
     });
     let rtt = r.rtt_ns.unwrap();
@@ -108,7 +135,13 @@ fn paced_rtt_counts_from_the_intended_send_time() {
 fn lost_requests_are_counted() {
     // Nothing answers on this socket: every request is lost; the run still ends.
     let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let cfg = ClientConfig { connect: sink.local_addr().unwrap(), arrivals: Arrivals::Fixed { rate: 200.0 }, duration: Nanos::from_ms(200), timeout: Nanos::from_ms(100), ..Default::default() };
+    let cfg = ClientConfig {
+        connect: sink.local_addr().unwrap(),
+        arrivals: Arrivals::Fixed { rate: 200.0 },
+        duration: Nanos::from_ms(200),
+        timeout: Nanos::from_ms(100),
+        ..Default::default()
+    };
     let r = client::run(&cfg).unwrap();
     assert!(count(&r, "requests") > 10);
     assert_eq!(count(&r, "lost"), count(&r, "requests"));
@@ -129,7 +162,15 @@ fn a_tcp_server_that_stops_reading_cannot_block_the_client_past_the_timeout() {
         drop(conn);
     });
     for arrivals in ["fixed:2000", "back-to-back"] {
-        let cfg = ClientConfig { connect: addr, protocol: Protocol::Tcp, size: 60_000, arrivals: Arrivals::parse(arrivals).unwrap(), duration: Nanos::from_ms(500), timeout: Nanos::from_ms(100), ..Default::default() };
+        let cfg = ClientConfig {
+            connect: addr,
+            protocol: Protocol::Tcp,
+            size: 60_000,
+            arrivals: Arrivals::parse(arrivals).unwrap(),
+            duration: Nanos::from_ms(500),
+            timeout: Nanos::from_ms(100),
+            ..Default::default()
+        };
         let r = client::run(&cfg).unwrap();
         assert!(count(&r, "requests") > 0, "{arrivals}");
         assert_eq!(count(&r, "responses"), 0, "{arrivals}");
@@ -145,7 +186,13 @@ fn a_tcp_server_that_stops_reading_cannot_block_the_client_past_the_timeout() {
 #[test]
 fn responses_later_than_the_timeout_are_timeouts() {
     let r = with_server_at(Protocol::Udp, 30_000_000, |addr, _| {
-        let cfg = ClientConfig { connect: addr, arrivals: Arrivals::Fixed { rate: 20.0 }, duration: Nanos::from_ms(500), timeout: Nanos::from_ms(10), ..Default::default() };
+        let cfg = ClientConfig {
+            connect: addr,
+            arrivals: Arrivals::Fixed { rate: 20.0 },
+            duration: Nanos::from_ms(500),
+            timeout: Nanos::from_ms(10),
+            ..Default::default()
+        };
         client::run(&cfg).unwrap()
     });
     assert!(count(&r, "late") > 0, "{r:?}");
@@ -190,8 +237,20 @@ fn server_survives_garbage_and_keeps_serving() {
 #[test]
 fn port_in_use_is_a_clear_error() {
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let e = Server::bind(&ServerConfig { listen: taken.local_addr().unwrap(), protocol: Protocol::Udp, service_time_ns: 0 }).err().unwrap();
+    let e = Server::bind(&ServerConfig {
+        listen: taken.local_addr().unwrap(),
+        protocol: Protocol::Udp,
+        service_time_ns: 0,
+    })
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("cannot listen on") && e.to_string().to_lowercase().contains("in use"), "{e}");
-    let e = Server::bind(&ServerConfig { listen: "192.0.2.1:9".parse().unwrap(), protocol: Protocol::Tcp, service_time_ns: 0 }).err().unwrap();
+    let e = Server::bind(&ServerConfig {
+        listen: "192.0.2.1:9".parse().unwrap(),
+        protocol: Protocol::Tcp,
+        service_time_ns: 0,
+    })
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("cannot listen on"), "{e}");
 }

@@ -92,10 +92,15 @@ fn read_errqueue(fd: RawFd) -> Option<Option<(u32, u64)>> {
     recvmsg_cmsgs(fd, &mut data, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT, |level, kind, data| {
         if let Some(t) = software_stamp(level, kind, data) {
             ts = t;
-        } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR) || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR) {
+        } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+            || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+        {
             // SAFETY: a RECVERR message carries a sock_extended_err.
             let e = unsafe { std::ptr::read_unaligned(data as *const libc::sock_extended_err) };
-            if e.ee_errno == libc::ENOMSG as u32 && e.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && e.ee_info == SCM_TSTAMP_SND {
+            if e.ee_errno == libc::ENOMSG as u32
+                && e.ee_origin == SO_EE_ORIGIN_TIMESTAMPING
+                && e.ee_info == SCM_TSTAMP_SND
+            {
                 key = Some(e.ee_data);
             }
         }
@@ -106,7 +111,12 @@ fn read_errqueue(fd: RawFd) -> Option<Option<(u32, u64)>> {
 
 /// recvmsg into `buf` with `flags`, calling `on_cmsg(level, type, data)` for every control
 /// message; (bytes, msg_flags).
-fn recvmsg_cmsgs(fd: RawFd, buf: &mut [u8], flags: i32, mut on_cmsg: impl FnMut(i32, i32, *const u8)) -> std::io::Result<(usize, i32)> {
+fn recvmsg_cmsgs(
+    fd: RawFd,
+    buf: &mut [u8],
+    flags: i32,
+    mut on_cmsg: impl FnMut(i32, i32, *const u8),
+) -> std::io::Result<(usize, i32)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut control = [0u64; 64];
     // SAFETY: msghdr is plain data; we point it at valid buffers that outlive the call, and walk
@@ -163,7 +173,11 @@ pub fn recv(fd: RawFd, buf: &mut [u8], datagram: bool) -> std::io::Result<Receiv
             ts = t;
         }
     })?;
-    Ok(Received { len: n.min(buf.len()), truncated: n > buf.len() || flags & libc::MSG_TRUNC != 0, kernel_rx_realtime_ns: ts })
+    Ok(Received {
+        len: n.min(buf.len()),
+        truncated: n > buf.len() || flags & libc::MSG_TRUNC != 0,
+        kernel_rx_realtime_ns: ts,
+    })
 }
 
 /// Maps CLOCK_REALTIME to CLOCK_MONOTONIC.

@@ -5,9 +5,9 @@
 //! simulator); a job unfinished at the end whose deadline has passed is a miss.
 
 use super::work;
+use super::worker::{GuestSpec, TaskOutcome};
 use crate::rt;
 use rand::SeedableRng;
-use super::worker::{GuestSpec, TaskOutcome};
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::GuestScheduler;
 use rtvirt_model::stats::LatencyHistogram;
@@ -43,7 +43,14 @@ struct TaskState {
 /// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns). The caller has already
 /// put the thread under its reservation. Stops early when `stop` is raised or on Ctrl-C/SIGTERM.
 /// Returns what each task measured and the thread's CPU time (ns).
-pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> (Vec<TaskOutcome>, u64) {
+pub fn run_tasks(
+    g: &GuestSpec,
+    iters_per_ns: f64,
+    seed: u64,
+    start: u64,
+    end: u64,
+    stop: &AtomicBool,
+) -> (Vec<TaskOutcome>, u64) {
     let mut tasks: Vec<TaskState> = g
         .tasks
         .iter()
@@ -99,7 +106,15 @@ pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u
         }
     }
     let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
-    let outcomes = tasks.into_iter().map(|t| TaskOutcome { jobs: t.jobs, misses: t.misses, unfinished: t.unfinished, response_ns: t.response.summary() }).collect();
+    let outcomes = tasks
+        .into_iter()
+        .map(|t| TaskOutcome {
+            jobs: t.jobs,
+            misses: t.misses,
+            unfinished: t.unfinished,
+            response_ns: t.response.summary(),
+        })
+        .collect();
     (outcomes, cpu_time_ns)
 }
 
@@ -109,7 +124,11 @@ fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
         while t.next_release <= now && t.next_release < end {
             let exec = t.exec.draw(rtvirt_model::Nanos(t.wcet), &mut t.rng).0;
             let release = t.next_release;
-            t.queue.push_back(Job { release, deadline: release + t.deadline, remaining: ((exec as f64 * iters_per_ns) as u64).max(1) });
+            t.queue.push_back(Job {
+                release,
+                deadline: release + t.deadline,
+                remaining: ((exec as f64 * iters_per_ns) as u64).max(1),
+            });
             t.next_release += t.period;
         }
     }

@@ -45,15 +45,36 @@ fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
     s.guests
         .iter()
         .map(|g| {
-            let p = plan.guest(&g.name).ok_or_else(|| Error::input("--plan", format!("the plan has no guest \"{}\"", g.name)))?;
-            let core = p.core.ok_or_else(|| Error::input("--plan", format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name)))?;
+            let p = plan
+                .guest(&g.name)
+                .ok_or_else(|| Error::input("--plan", format!("the plan has no guest \"{}\"", g.name)))?;
+            let core = p.core.ok_or_else(|| {
+                Error::input(
+                    "--plan",
+                    format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name),
+                )
+            })?;
             if !allowed.contains(&core) {
-                return Err(Error::input("--plan", format!("guest \"{}\" is planned on core {core}, which this machine does not have (usable CPUs: {})", g.name, crate::cpus::format_list(&allowed))));
+                return Err(Error::input(
+                    "--plan",
+                    format!(
+                        "guest \"{}\" is planned on core {core}, which this machine does not have (usable CPUs: {})",
+                        g.name,
+                        crate::cpus::format_list(&allowed)
+                    ),
+                ));
             }
             if p.budget_ns == 0 {
                 return Err(Error::input("--plan", format!("guest \"{}\" has a zero budget", g.name)));
             }
-            Ok(Placement { core, reservation: Reservation { runtime_ns: p.budget_ns, deadline_ns: p.deadline_ns, period_ns: p.period_ns } })
+            Ok(Placement {
+                core,
+                reservation: Reservation {
+                    runtime_ns: p.budget_ns,
+                    deadline_ns: p.deadline_ns,
+                    period_ns: p.period_ns,
+                },
+            })
         })
         .collect()
 }
@@ -93,18 +114,38 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
 
 /// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when
 /// interrupted).
-fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<worker::WorkerOutcome>, cfg: &TasksConfig, ran_ns: u64) -> Results {
+fn assemble(
+    s: &Scenario,
+    plan: &Plan,
+    places: &[Placement],
+    outcomes: Vec<worker::WorkerOutcome>,
+    cfg: &TasksConfig,
+    ran_ns: u64,
+) -> Results {
     let mut r = Results::new("tasks", ran_ns);
     let mut runaways = Vec::new();
     r.seed = Some(cfg.seed);
     r.label = Some(s.name.clone());
     for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
         for (t, w) in g.tasks.iter().zip(o.tasks) {
-            let mut tr = TaskResult { guest: g.name.clone(), name: t.name.clone(), jobs: w.jobs, misses: w.misses, dsr: TaskResult::dsr_of(w.jobs, w.misses), response_ns: w.response_ns, ..Default::default() };
+            let mut tr = TaskResult {
+                guest: g.name.clone(),
+                name: t.name.clone(),
+                jobs: w.jobs,
+                misses: w.misses,
+                dsr: TaskResult::dsr_of(w.jobs, w.misses),
+                response_ns: w.response_ns,
+                ..Default::default()
+            };
             tr.extra.insert("unfinished".into(), w.unfinished.into());
             r.tasks.push(tr);
         }
-        let mut gr = GuestResult { name: g.name.clone(), cpu_time_ns: o.cpu_time_ns, utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64, ..Default::default() };
+        let mut gr = GuestResult {
+            name: g.name.clone(),
+            cpu_time_ns: o.cpu_time_ns,
+            utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64,
+            ..Default::default()
+        };
         gr.extra.insert("core".into(), p.core.into());
         gr.extra.insert("reservation".into(), serde_json::to_value(p.reservation).unwrap_or_default());
         gr.extra.insert("work_iterations_per_ns".into(), o.iters_per_ns.into());
@@ -116,7 +157,10 @@ fn assemble(s: &Scenario, plan: &Plan, places: &[Placement], outcomes: Vec<worke
     r.extra.insert("jobs".into(), jobs.into());
     r.extra.insert("misses".into(), misses.into());
     r.extra.insert("dsr".into(), TaskResult::dsr_of(jobs, misses).into());
-    r.extra.insert("plan".into(), serde_json::json!({"feasible": plan.feasible, "max_rho": plan.max_rho, "settings": plan.settings}));
+    r.extra.insert(
+        "plan".into(),
+        serde_json::json!({"feasible": plan.feasible, "max_rho": plan.max_rho, "settings": plan.settings}),
+    );
     if !runaways.is_empty() {
         r.extra.insert("runaway_threads_demoted".into(), runaways.into());
     }

@@ -61,7 +61,9 @@ fn worker_process_entry() {
 fn use_this_binary_as_worker() {
     worker::set_worker_command(worker::WorkerCommand {
         program: std::env::current_exe().unwrap(),
-        args: ["tasks::tests::worker_process_entry", "--exact", "--nocapture", "--test-threads=1"].map(String::from).to_vec(),
+        args: ["tasks::tests::worker_process_entry", "--exact", "--nocapture", "--test-threads=1"]
+            .map(String::from)
+            .to_vec(),
         env: vec![(TEST_WORKER_VAR.into(), "1".into())],
     });
 }
@@ -98,17 +100,27 @@ fn enough_budget_meets_deadlines_and_starvation_misses_them() {
 
 #[test]
 fn guest_spec_carries_every_execution_model() {
-    let text = SCENARIO.replace("exec = { dist = \"uniform\", min = \"1ms\", max = \"4ms\" }", "exec = { dist = \"normal\", mean = \"2ms\", sd = \"1ms\" }");
+    let text = SCENARIO.replace(
+        "exec = { dist = \"uniform\", min = \"1ms\", max = \"4ms\" }",
+        "exec = { dist = \"normal\", mean = \"2ms\", sd = \"1ms\" }",
+    );
     let s = Scenario::from_toml(&text, None).unwrap();
     let spec = worker::GuestSpec::of(&s.guests[0]);
     let back: worker::GuestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
     for (t, b) in s.guests[0].tasks.iter().zip(&back.tasks) {
         assert_eq!(t.exec, b.exec.model());
-        assert_eq!((t.period.0, t.deadline.0, t.wcet.0, t.offset.0, t.priority), (b.period_ns, b.deadline_ns, b.wcet_ns, b.offset_ns, b.priority));
+        assert_eq!(
+            (t.period.0, t.deadline.0, t.wcet.0, t.offset.0, t.priority),
+            (b.period_ns, b.deadline_ns, b.wcet_ns, b.offset_ns, b.priority)
+        );
     }
     assert_eq!(back.scheduler(), s.guests[0].scheduler);
-    let samples = ExecModel::Samples(rtvirt_model::exec::Samples { path: "x.txt".into(), sorted_ns: std::sync::Arc::new(vec![1, 2, 3]) });
-    let back: worker::ExecSpec = serde_json::from_str(&serde_json::to_string(&worker::ExecSpec::of(&samples)).unwrap()).unwrap();
+    let samples = ExecModel::Samples(rtvirt_model::exec::Samples {
+        path: "x.txt".into(),
+        sorted_ns: std::sync::Arc::new(vec![1, 2, 3]),
+    });
+    let back: worker::ExecSpec =
+        serde_json::from_str(&serde_json::to_string(&worker::ExecSpec::of(&samples)).unwrap()).unwrap();
     assert_eq!(back.model(), samples);
 }
 

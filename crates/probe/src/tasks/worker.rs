@@ -114,7 +114,9 @@ impl ExecSpec {
             ExecSpec::Constant => ExecModel::Constant,
             ExecSpec::Normal { mean_ns, sd_ns } => ExecModel::Normal { mean: Nanos(*mean_ns), sd: Nanos(*sd_ns) },
             ExecSpec::Uniform { min_ns, max_ns } => ExecModel::Uniform { min: Nanos(*min_ns), max: Nanos(*max_ns) },
-            ExecSpec::Samples { path, sorted_ns } => ExecModel::Samples(Samples { path: path.clone(), sorted_ns: Arc::new(sorted_ns.clone()) }),
+            ExecSpec::Samples { path, sorted_ns } => {
+                ExecModel::Samples(Samples { path: path.clone(), sorted_ns: Arc::new(sorted_ns.clone()) })
+            }
         }
     }
 }
@@ -158,7 +160,8 @@ fn worker_command() -> Result<WorkerCommand> {
     if let Some(c) = WORKER_COMMAND.lock().unwrap_or_else(|e| e.into_inner()).clone() {
         return Ok(c);
     }
-    let program = std::env::current_exe().context(|| "cannot find the rtvirt executable to start the guest workers".into())?;
+    let program =
+        std::env::current_exe().context(|| "cannot find the rtvirt executable to start the guest workers".into())?;
     Ok(WorkerCommand { program, args: vec!["measure".into(), "tasks-worker".into()], env: vec![] })
 }
 
@@ -181,9 +184,12 @@ fn worker_run() -> Result<()> {
     let mut input = std::io::stdin().lock();
     let mut line = String::new();
     input.read_line(&mut line).context(|| "cannot read the worker's specification".into())?;
-    let spec: WorkerSpec = serde_json::from_str(&line).map_err(|e| Error::Failed(format!("bad worker specification: {e}")))?;
+    let spec: WorkerSpec =
+        serde_json::from_str(&line).map_err(|e| Error::Failed(format!("bad worker specification: {e}")))?;
     let _mem = rt::MemoryLock::acquire()?;
-    std::fs::write(&spec.cpuset_join, rt::gettid().to_string()).context(|| format!("cannot enter the exclusive cpuset of CPU {} ({})", spec.core, spec.cpuset_join.display()))?;
+    std::fs::write(&spec.cpuset_join, rt::gettid().to_string()).context(|| {
+        format!("cannot enter the exclusive cpuset of CPU {} ({})", spec.core, spec.cpuset_join.display())
+    })?;
     rt::pin_current_thread(spec.core)?;
     let per_ns = work::calibrate();
     let mut out = std::io::stdout().lock();
@@ -191,10 +197,11 @@ fn worker_run() -> Result<()> {
     line.clear();
     input.read_line(&mut line).context(|| "cannot read the start line".into())?;
     let mut f = line.split_whitespace();
-    let (start, end) = match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok()), f.next().and_then(|v| v.parse::<u64>().ok())) {
-        (Some("START"), Some(s), Some(e)) if s < e => (s, e),
-        _ => return Ok(()), // the parent gave up before the start: nothing ran, nothing to report
-    };
+    let (start, end) =
+        match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok()), f.next().and_then(|v| v.parse::<u64>().ok())) {
+            (Some("START"), Some(s), Some(e)) if s < e => (s, e),
+            _ => return Ok(()), // the parent gave up before the start: nothing ran, nothing to report
+        };
     let stop = Arc::new(AtomicBool::new(false));
     let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
     watchdog.register_current();
@@ -207,13 +214,7 @@ fn worker_run() -> Result<()> {
     });
     let runaways = watchdog.finish();
     let (tasks, cpu_time_ns) = outcome?;
-    let report = WorkerOutcome {
-        tasks,
-        cpu_time_ns,
-        iters_per_ns: per_ns,
-        runaways,
-        pid: std::process::id(),
-    };
+    let report = WorkerOutcome { tasks, cpu_time_ns, iters_per_ns: per_ns, runaways, pid: std::process::id() };
     let text = serde_json::to_string(&report).map_err(|e| Error::Failed(e.to_string()))?;
     writeln!(out, "{RESULT}{text}").and_then(|_| out.flush()).context(|| "cannot report to the parent".into())
 }
@@ -279,7 +280,12 @@ pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
 
 fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usize, Msg)>) -> Result<Worker> {
     let mut command = Command::new(&cmd.program);
-    command.args(&cmd.args).envs(cmd.env.iter().map(|(k, v)| (k, v))).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    command
+        .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: prctl, getppid, write and _exit are async-signal-safe; nothing else runs between
     // fork and exec.
@@ -412,5 +418,9 @@ fn receive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>) {
 }
 
 fn failure(workers: &[Worker]) -> Option<Error> {
-    workers.iter().find_map(|w| w.problem.as_ref().map(|p| Error::Failed(format!("the vCPU worker of guest \"{}\" (pid {}) {p}", w.name, w.child.id()))))
+    workers.iter().find_map(|w| {
+        w.problem
+            .as_ref()
+            .map(|p| Error::Failed(format!("the vCPU worker of guest \"{}\" (pid {}) {p}", w.name, w.child.id())))
+    })
 }

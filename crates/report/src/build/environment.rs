@@ -7,16 +7,24 @@ use rtvirt_model::results::Environment;
 use serde_json::Value;
 
 pub fn section(inputs: &[Input]) -> Option<Section> {
-    let envs: Vec<(&str, &Environment)> = inputs.iter().filter_map(|i| i.results().and_then(|r| r.environment.as_ref()).map(|e| (i.name.as_str(), e))).collect();
+    let envs: Vec<(&str, &Environment)> = inputs
+        .iter()
+        .filter_map(|i| i.results().and_then(|r| r.environment.as_ref()).map(|e| (i.name.as_str(), e)))
+        .collect();
     if envs.is_empty() {
         return None;
     }
     let mut header = vec!["field".to_string()];
     header.extend(envs.iter().map(|(n, _)| n.to_string()));
-    let mut t = Table { caption: "Environment (rows that differ between results are highlighted)".into(), header, rows: Vec::new() };
+    let mut t = Table {
+        caption: "Environment (rows that differ between results are highlighted)".into(),
+        header,
+        rows: Vec::new(),
+    };
     let as_maps: Vec<serde_json::Map<String, Value>> = envs.iter().map(|(_, e)| to_map(e)).collect();
     for field in field_names(&as_maps) {
-        let mut cells: Vec<Cell> = as_maps.iter().map(|m| Cell::plain(m.get(&field).map_or("-".into(), show))).collect();
+        let mut cells: Vec<Cell> =
+            as_maps.iter().map(|m| Cell::plain(m.get(&field).map_or("-".into(), show))).collect();
         mark_if_differs(&mut cells);
         let mut row = vec![Cell::plain(field.replace('_', " "))];
         row.extend(cells);

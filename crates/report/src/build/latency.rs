@@ -38,7 +38,12 @@ fn cdf_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) 
     let series = members
         .iter()
         .zip(dists)
-        .map(|(m, d)| Series { name: m.name.clone(), points: d.cdf().into_iter().map(|(v, f)| (v.max(1.0), f)).collect(), step: d.is_exact(), markers: !d.is_exact() })
+        .map(|(m, d)| Series {
+            name: m.name.clone(),
+            points: d.cdf().into_iter().map(|(v, f)| (v.max(1.0), f)).collect(),
+            step: d.is_exact(),
+            markers: !d.is_exact(),
+        })
         .collect();
     let chart = LineChart {
         kind: "cdf",
@@ -52,18 +57,25 @@ fn cdf_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) 
         y_range: Some((0.0, 1.0)),
         series,
     };
-    Figure { kind: "cdf", title: chart.title.clone(), caption: "Cumulative distribution; further right is slower, a long tail shows as a late climb to 1.".into(), svg: chart.render() }
+    Figure {
+        kind: "cdf",
+        title: chart.title.clone(),
+        caption: "Cumulative distribution; further right is slower, a long tail shows as a late climb to 1.".into(),
+        svg: chart.render(),
+    }
 }
 
 fn histogram_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
-    let hs: Vec<HistSeries> = members.iter().zip(dists).map(|(m, d)| HistSeries { name: m.name.clone(), dist: d }).collect();
+    let hs: Vec<HistSeries> =
+        members.iter().zip(dists).map(|(m, d)| HistSeries { name: m.name.clone(), dist: d }).collect();
     let title = format!("{family}: histogram");
     let svg = histogram::render(&title, "latency (log scale, 10 bins per decade)", &hs);
     Figure { kind: "histogram", title, caption: "Share of samples per logarithmic bin.".into(), svg }
 }
 
 fn box_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
-    let boxes = members.iter().zip(dists).map(|(m, d)| BoxStats::from_summary(&m.name, &with_quartile(m.summary, d))).collect();
+    let boxes =
+        members.iter().zip(dists).map(|(m, d)| BoxStats::from_summary(&m.name, &with_quartile(m.summary, d))).collect();
     let chart = BoxChart { title: format!("{family}: box plots"), y_label: "latency".into(), y_fmt: fmt_ns, boxes };
     Figure {
         kind: "boxplot",

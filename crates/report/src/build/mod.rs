@@ -37,7 +37,12 @@ fn overview(inputs: &[Input]) -> Section {
                 kind_cell(r),
                 Cell::plain(fmt_ns(r.duration_ns as f64)),
                 Cell::plain(r.seed.map_or("-".into(), |s| s.to_string())),
-                Cell::plain(r.environment.as_ref().and_then(|e| e.r#in.clone()).unwrap_or_else(|| default_where(&r.kind).into())),
+                Cell::plain(
+                    r.environment
+                        .as_ref()
+                        .and_then(|e| e.r#in.clone())
+                        .unwrap_or_else(|| default_where(&r.kind).into()),
+                ),
             ],
             Document::Plan(_) => vec![Cell::plain("plan"), Cell::plain("-"), Cell::plain("-"), Cell::plain("-")],
         };
@@ -60,7 +65,11 @@ fn kind_cell(r: &rtvirt_model::results::Results) -> Cell {
 }
 
 fn default_where(kind: &str) -> &'static str {
-    if kind == "simulation" || kind == "netsim" { "simulation" } else { "-" }
+    if kind == "simulation" || kind == "netsim" {
+        "simulation"
+    } else {
+        "-"
+    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,10 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
         mode: BarMode::Stacked,
         categories: flows.iter().map(|(n, f)| format!("{n} / {}", f.name)).collect(),
         series: segments.to_vec(),
-        values: flows.iter().map(|(_, f)| segments.iter().map(|s| f.segments_ns.get(s).and_then(|v| segment_stat(v, "mean"))).collect()).collect(),
+        values: flows
+            .iter()
+            .map(|(_, f)| segments.iter().map(|s| f.segments_ns.get(s).and_then(|v| segment_stat(v, "mean"))).collect())
+            .collect(),
         reference: None,
         y_range: None,
     };
@@ -52,7 +55,8 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
 /// Gb/s), with its request rate when it has one.
 fn throughput(f: &FlowResult) -> String {
     let Some(b) = f.throughput_bps else { return "-".into() };
-    let rate = f.extra.get("requests_per_s").and_then(|r| r.as_f64()).map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
+    let rate =
+        f.extra.get("requests_per_s").and_then(|r| r.as_f64()).map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
     format!("{}{rate}", fmt_bps(b))
 }
 
@@ -62,8 +66,14 @@ fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
     header.extend(["throughput".into(), "drops".into()]);
     let mut t = Table { caption: "Flows".into(), header, rows: Vec::new() };
     for (name, f) in flows {
-        let lat = |k: fn(&rtvirt_model::stats::Summary) -> f64| f.latency_ns.as_ref().map_or("-".into(), |s| fmt_ns(k(s)));
-        let mut row = vec![Cell::plain(*name), Cell::plain(f.name.clone()), Cell::plain(lat(|s| s.mean)), Cell::plain(lat(|s| s.p99 as f64))];
+        let lat =
+            |k: fn(&rtvirt_model::stats::Summary) -> f64| f.latency_ns.as_ref().map_or("-".into(), |s| fmt_ns(k(s)));
+        let mut row = vec![
+            Cell::plain(*name),
+            Cell::plain(f.name.clone()),
+            Cell::plain(lat(|s| s.mean)),
+            Cell::plain(lat(|s| s.p99 as f64)),
+        ];
         for s in segments {
             let v = f.segments_ns.get(s);
             let stat = |k| v.and_then(|v| segment_stat(v, k)).map_or("-".into(), fmt_ns);
@@ -82,7 +92,8 @@ mod tests {
 
     #[test]
     fn throughput_takes_the_unit_that_fits_and_the_request_rate() {
-        let mut f: FlowResult = serde_json::from_str(r#"{"name":"rt","drops":0,"throughput_bps":18830000000.0}"#).unwrap();
+        let mut f: FlowResult =
+            serde_json::from_str(r#"{"name":"rt","drops":0,"throughput_bps":18830000000.0}"#).unwrap();
         assert_eq!(throughput(&f), "18.83 Gb/s");
         f.throughput_bps = Some(2_048.0);
         f.extra.insert("requests_per_s".into(), 181.8.into());

@@ -13,7 +13,11 @@ pub fn sections(inputs: &[Input]) -> Vec<Section> {
 fn plan_section(name: &str, plan: &Plan) -> Section {
     let mut sec = Section::new(format!("Plan: {name}"));
     let rho = plan.max_rho.map_or("none".into(), |r| format!("{r:.3}"));
-    sec.note(format!("{}; {} core(s) used; largest uniform rho that fits: {rho}.", if plan.feasible { "Feasible" } else { "NOT feasible" }, plan.cores_used));
+    sec.note(format!(
+        "{}; {} core(s) used; largest uniform rho that fits: {rho}.",
+        if plan.feasible { "Feasible" } else { "NOT feasible" },
+        plan.cores_used
+    ));
     if !plan.unplaced.is_empty() {
         sec.note(format!("Guests that fit on no core: {}.", plan.unplaced.join(", ")));
     }
@@ -27,21 +31,39 @@ fn plan_section(name: &str, plan: &Plan) -> Section {
 fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
     let guests: Vec<String> = plan.guests.iter().filter(|g| g.core.is_some()).map(|g| g.name.clone()).collect();
     let cores = core_ids(plan);
-    let values = cores.iter().map(|&c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c)).map(|gp| gp.bandwidth)).collect()).collect();
+    let values = cores
+        .iter()
+        .map(|&c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c)).map(|gp| gp.bandwidth)).collect())
+        .collect();
     let cap = plan.settings.get("bandwidth_cap").and_then(|v| v.as_f64());
-    let chart = BarChart {
+    let chart =
+        BarChart {
+            kind: "bandwidth",
+            title: format!("Per-core bandwidth: {name}"),
+            y_label: "bandwidth (budget / period)".into(),
+            y_fmt: fmt_ratio,
+            mode: BarMode::Stacked,
+            categories: cores
+                .iter()
+                .map(|&c| {
+                    if plan.cores.iter().any(|p| p.id == c) {
+                        format!("core {c}")
+                    } else {
+                        format!("core {c} (unused)")
+                    }
+                })
+                .collect(),
+            series: guests,
+            values,
+            reference: cap.map(|c| (c, format!("cap {}", fmt_ratio(c)))),
+            y_range: None,
+        };
+    Figure {
         kind: "bandwidth",
-        title: format!("Per-core bandwidth: {name}"),
-        y_label: "bandwidth (budget / period)".into(),
-        y_fmt: fmt_ratio,
-        mode: BarMode::Stacked,
-        categories: cores.iter().map(|&c| if plan.cores.iter().any(|p| p.id == c) { format!("core {c}") } else { format!("core {c} (unused)") }).collect(),
-        series: guests,
-        values,
-        reference: cap.map(|c| (c, format!("cap {}", fmt_ratio(c)))),
-        y_range: None,
-    };
-    Figure { kind: "bandwidth", title: chart.title.clone(), caption: "Each guest's vCPU reservation stacked on its core.".into(), svg: chart.render() }
+        title: chart.title.clone(),
+        caption: "Each guest's vCPU reservation stacked on its core.".into(),
+        svg: chart.render(),
+    }
 }
 
 /// Every core of the host the plan was made for (`settings.cores`), else the cores it uses.
@@ -52,9 +74,13 @@ fn core_ids(plan: &Plan) -> Vec<u32> {
 }
 
 fn reservation_table(plan: &Plan) -> Table {
-    let mut t = Table::new("Reservations", &["guest", "core", "scheduler / model", "period", "budget", "deadline", "bandwidth", "tasks", "task bounds"]);
+    let mut t = Table::new(
+        "Reservations",
+        &["guest", "core", "scheduler / model", "period", "budget", "deadline", "bandwidth", "tasks", "task bounds"],
+    );
     for g in &plan.guests {
-        let bounds: Vec<String> = g.tasks.iter().map(|tp| format!("{} {} ({})", tp.name, fmt_ns(tp.budget_ns as f64), tp.bound)).collect();
+        let bounds: Vec<String> =
+            g.tasks.iter().map(|tp| format!("{} {} ({})", tp.name, fmt_ns(tp.budget_ns as f64), tp.bound)).collect();
         t.row(vec![
             Cell::plain(g.name.clone()),
             Cell::plain(g.core.map_or("unplaced".into(), |c| c.to_string())),

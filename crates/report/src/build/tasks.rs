@@ -73,7 +73,11 @@ fn dsr_rho_lines(results: &[(&str, &Results)]) -> Option<RhoLines> {
     for (_, r) in results {
         let Some(rho) = rho(r) else { continue };
         for t in &r.tasks {
-            let e = lines.entry(format!("{} {}", source(&r.kind), t.guest)).or_default().entry((rho * 1e6).round() as u64).or_default();
+            let e = lines
+                .entry(format!("{} {}", source(&r.kind), t.guest))
+                .or_default()
+                .entry((rho * 1e6).round() as u64)
+                .or_default();
             e.0 += t.jobs;
             e.1 += t.misses;
         }
@@ -96,7 +100,12 @@ fn dsr_rho_figure(lines: &RhoLines) -> Figure {
     ordered.sort_by_key(|(name, _)| (!name.starts_with("simulated"), name.to_string()));
     let series: Vec<Series> = ordered
         .into_iter()
-        .map(|(name, pts)| Series { name: name.clone(), points: pts.iter().map(|(&k, &(j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(), step: false, markers: true })
+        .map(|(name, pts)| Series {
+            name: name.clone(),
+            points: pts.iter().map(|(&k, &(j, m))| (k as f64 / 1e6, TaskResult::dsr_of(j, m))).collect(),
+            step: false,
+            markers: true,
+        })
         .collect();
     let lowest = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(1.0, f64::min);
     let chart = LineChart {
@@ -119,10 +128,14 @@ fn dsr_rho_table(lines: &RhoLines) -> Table {
     let rhos: std::collections::BTreeSet<u64> = lines.values().flat_map(|m| m.keys().copied()).collect();
     let mut header = vec!["DSR".to_string()];
     header.extend(rhos.iter().map(|&k| format!("rho {}", fmt_plain(k as f64 / 1e6))));
-    let mut t = Table { caption: "Deadline satisfaction ratio versus rho (pooled per guest)".into(), header, rows: Vec::new() };
+    let mut t =
+        Table { caption: "Deadline satisfaction ratio versus rho (pooled per guest)".into(), header, rows: Vec::new() };
     for (name, pts) in lines {
         let mut row = vec![Cell::plain(name.clone())];
-        row.extend(rhos.iter().map(|k| Cell::plain(pts.get(k).map_or("-".into(), |&(j, m)| fmt_ratio(TaskResult::dsr_of(j, m))))));
+        row.extend(
+            rhos.iter()
+                .map(|k| Cell::plain(pts.get(k).map_or("-".into(), |&(j, m)| fmt_ratio(TaskResult::dsr_of(j, m))))),
+        );
         t.row(row);
     }
     t
@@ -130,7 +143,8 @@ fn dsr_rho_table(lines: &RhoLines) -> Table {
 
 fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
     let keys = task_keys(results);
-    let values: Vec<Vec<Option<f64>>> = keys.iter().map(|k| results.iter().map(|(_, r)| find(r, k).map(|t| t.dsr)).collect()).collect();
+    let values: Vec<Vec<Option<f64>>> =
+        keys.iter().map(|k| results.iter().map(|(_, r)| find(r, k).map(|t| t.dsr)).collect()).collect();
     let lowest = values.iter().flatten().flatten().copied().fold(1.0, f64::min);
     let floor = dsr_floor(lowest);
     let chart = BarChart {
@@ -145,7 +159,14 @@ fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
         reference: None,
         y_range: Some((floor, 1.0)),
     };
-    let caption = if floor > 0.0 { format!("One bar per result; the axis starts at {} to show small differences.", crate::units::tidy(&fmt_ratio(floor))) } else { "One bar per result.".into() };
+    let caption = if floor > 0.0 {
+        format!(
+            "One bar per result; the axis starts at {} to show small differences.",
+            crate::units::tidy(&fmt_ratio(floor))
+        )
+    } else {
+        "One bar per result.".into()
+    };
     Figure { kind: "dsr-tasks", title: chart.title.clone(), caption, svg: chart.render() }
 }
 
@@ -155,7 +176,10 @@ fn dsr_floor(lowest: f64) -> f64 {
 }
 
 fn task_table(results: &[(&str, &Results)]) -> Table {
-    let mut t = Table::new("Tasks: jobs, misses, DSR and response times", &["guest/task", "result", "jobs", "misses", "DSR", "mean response", "p99 response", "max response"]);
+    let mut t = Table::new(
+        "Tasks: jobs, misses, DSR and response times",
+        &["guest/task", "result", "jobs", "misses", "DSR", "mean response", "p99 response", "max response"],
+    );
     for key in task_keys(results) {
         let mut base: Option<&TaskResult> = None;
         for (name, r) in results {
@@ -183,15 +207,28 @@ fn task_row(key: &(String, String), name: &str, t: &TaskResult, base: Option<&Ta
 }
 
 fn utilisation_table(results: &[(&str, &Results)]) -> Table {
-    let mut t = Table::new("Utilisation per guest and core", &["result", "what", "CPU time", "utilisation", "DSR (pooled)"]);
+    let mut t =
+        Table::new("Utilisation per guest and core", &["result", "what", "CPU time", "utilisation", "DSR (pooled)"]);
     for (name, r) in results {
         for g in &r.guests {
             let dsr = pooled_dsr(r.tasks.iter().filter(|t| t.guest == g.name)).map_or("-".into(), fmt_ratio);
-            t.row(vec![Cell::plain(*name), Cell::plain(format!("guest {}", g.name)), Cell::plain(fmt_ns(g.cpu_time_ns as f64)), Cell::plain(fmt_ratio(g.utilisation)), Cell::plain(dsr)]);
+            t.row(vec![
+                Cell::plain(*name),
+                Cell::plain(format!("guest {}", g.name)),
+                Cell::plain(fmt_ns(g.cpu_time_ns as f64)),
+                Cell::plain(fmt_ratio(g.utilisation)),
+                Cell::plain(dsr),
+            ]);
         }
         for c in &r.cores {
             let time = c.cpu_time_ns.map_or("-".into(), |v| fmt_ns(v as f64));
-            t.row(vec![Cell::plain(*name), Cell::plain(format!("core {}", c.id)), Cell::plain(time), Cell::plain(fmt_ratio(c.utilisation)), Cell::plain("")]);
+            t.row(vec![
+                Cell::plain(*name),
+                Cell::plain(format!("core {}", c.id)),
+                Cell::plain(time),
+                Cell::plain(fmt_ratio(c.utilisation)),
+                Cell::plain(""),
+            ]);
         }
     }
     t

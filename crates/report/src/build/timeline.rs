@@ -19,7 +19,12 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
         sec.figure(figure(&input.name, &pts));
         let stalls: Vec<String> = pts.iter().filter(|p| p.stall).map(|p| fmt_seconds(p.t_ns)).collect();
         if !stalls.is_empty() {
-            sec.note(format!("{}: {} stalled interval(s) (no samples) at {}.", input.name, stalls.len(), stalls.join(", ")));
+            sec.note(format!(
+                "{}: {} stalled interval(s) (no samples) at {}.",
+                input.name,
+                stalls.len(),
+                stalls.join(", ")
+            ));
         }
     }
     (!sec.blocks.is_empty()).then_some(sec)
@@ -32,7 +37,12 @@ fn figure(name: &str, pts: &[IntervalPoint]) -> Figure {
     }
     let series = lines
         .into_iter()
-        .map(|(cpu, points)| Series { name: cpu.map_or("all CPUs".into(), |c| format!("cpu {c}")), points, step: false, markers: true })
+        .map(|(cpu, points)| Series {
+            name: cpu.map_or("all CPUs".into(), |c| format!("cpu {c}")),
+            points,
+            step: false,
+            markers: true,
+        })
         .collect();
     let chart = LineChart {
         kind: "timeseries",
@@ -46,5 +56,10 @@ fn figure(name: &str, pts: &[IntervalPoint]) -> Figure {
         y_range: None,
         series,
     };
-    Figure { kind: "timeseries", title: chart.title.clone(), caption: "Spikes show when the worst cases happened.".into(), svg: chart.render() }
+    Figure {
+        kind: "timeseries",
+        title: chart.title.clone(),
+        caption: "Spikes show when the worst cases happened.".into(),
+        svg: chart.render(),
+    }
 }

@@ -36,7 +36,8 @@ pub fn render(report: &Report) -> String {
 }
 
 fn contents(report: &Report) -> String {
-    let links: Vec<String> = report.sections.iter().enumerate().map(|(i, s)| format!("<a href=\"#s{i}\">{}</a>", esc(&s.title))).collect();
+    let links: Vec<String> =
+        report.sections.iter().enumerate().map(|(i, s)| format!("<a href=\"#s{i}\">{}</a>", esc(&s.title))).collect();
     format!("<nav>{}</nav>\n", links.join(""))
 }
 

@@ -10,7 +10,9 @@ pub fn render(report: &Report) -> String {
         out.push_str(&format!("\n## {}\n", s.title));
         for b in &s.blocks {
             match b {
-                Block::Figure(f) => out.push_str(&format!("\n*Chart (in the HTML report): {}.* {}\n", f.title, f.caption)),
+                Block::Figure(f) => {
+                    out.push_str(&format!("\n*Chart (in the HTML report): {}.* {}\n", f.title, f.caption))
+                }
                 Block::Table(t) => out.push_str(&table(t)),
                 Block::Note(n) => out.push_str(&format!("\n{n}\n")),
             }
@@ -25,7 +27,10 @@ fn table(t: &Table) -> String {
         out.push_str(&format!("**{}**\n\n", escape(&t.caption)));
     }
     out.push_str(&format!("| {} |\n", t.header.iter().map(|h| escape(h)).collect::<Vec<_>>().join(" | ")));
-    out.push_str(&format!("|{}|\n", (0..t.header.len()).map(|i| if t.numeric_column(i) { "---:" } else { "---" }).collect::<Vec<_>>().join("|")));
+    out.push_str(&format!(
+        "|{}|\n",
+        (0..t.header.len()).map(|i| if t.numeric_column(i) { "---:" } else { "---" }).collect::<Vec<_>>().join("|")
+    ));
     for row in &t.rows {
         out.push_str(&format!("| {} |\n", row.iter().map(cell).collect::<Vec<_>>().join(" | ")));
     }

@@ -32,7 +32,8 @@ impl BoxStats {
         let q1 = s.p25.map(|v| v as f64);
         let iqr = q1.map_or(2.0 * (q3 - median), |q1| q3 - q1);
         let (fence_lo, fence_hi) = (q1.unwrap_or(median) - 1.5 * iqr, q3 + 1.5 * iqr);
-        let upper = [("p90", s.p90), ("p95", s.p95), ("p99", s.p99), ("p99.9", s.p999), ("p99.99", s.p9999), ("max", s.max)];
+        let upper =
+            [("p90", s.p90), ("p95", s.p95), ("p99", s.p99), ("p99.9", s.p999), ("p99.99", s.p9999), ("max", s.max)];
         let whisker_hi = upper.iter().map(|&(_, v)| v as f64).filter(|&v| v <= fence_hi).fold(q3, f64::max);
         let mut outliers: Vec<(String, f64)> = Vec::new();
         for (label, v) in upper.iter().map(|&(l, v)| (l, v as f64)).filter(|&(_, v)| v > whisker_hi) {
@@ -74,7 +75,14 @@ impl BoxChart {
         let names: Vec<String> = self.boxes.iter().map(|b| b.name.clone()).collect();
         x_categories(&mut svg, &names, &centers);
         if self.boxes.iter().any(|b| b.q1.is_none()) {
-            svg.text(super::LEFT + 4.0, TOP - 6.0, "start", 10.0, "normal", "box from p50 where p25 is not in the result");
+            svg.text(
+                super::LEFT + 4.0,
+                TOP - 6.0,
+                "start",
+                10.0,
+                "normal",
+                "box from p50 where p25 is not in the result",
+            );
         }
         svg.finish()
     }
@@ -98,10 +106,22 @@ impl BoxChart {
             svg.line((cx - w / 4.0, y.map(v)), (cx + w / 4.0, y.map(v)), "#333", 1.2, false);
         }
         let q1 = b.q1.map_or("not in result".to_string(), f);
-        let tip = format!("{}: median {}, quartiles {} .. {}, whiskers {} .. {}", b.name, f(b.median), q1, f(b.q3), f(b.whisker_lo), f(b.whisker_hi));
+        let tip = format!(
+            "{}: median {}, quartiles {} .. {}, whiskers {} .. {}",
+            b.name,
+            f(b.median),
+            q1,
+            f(b.q3),
+            f(b.whisker_lo),
+            f(b.whisker_hi)
+        );
         let (top, bot) = (y.map(b.q3), y.map(bottom));
         svg.bar(cx - w / 2.0, top, w, bot - top, col, &tip);
-        svg.raw(&format!(r##"<rect x="{:.1}" y="{top:.1}" width="{w:.1}" height="{:.1}" fill="none" stroke="#333"/>"##, cx - w / 2.0, (bot - top).max(0.5)));
+        svg.raw(&format!(
+            r##"<rect x="{:.1}" y="{top:.1}" width="{w:.1}" height="{:.1}" fill="none" stroke="#333"/>"##,
+            cx - w / 2.0,
+            (bot - top).max(0.5)
+        ));
         svg.line((cx - w / 2.0, y.map(b.median)), (cx + w / 2.0, y.map(b.median)), "white", 2.5, false);
         let mut last_label_y = f64::INFINITY;
         for (label, v) in b.outliers.iter().rev() {
@@ -139,7 +159,8 @@ mod tests {
         s.p25 = None;
         let b = BoxStats::from_summary("x", &s);
         assert_eq!(b.q1, None);
-        let svg = BoxChart { title: "t".into(), y_label: "l".into(), y_fmt: crate::units::fmt_ns, boxes: vec![b] }.render();
+        let svg =
+            BoxChart { title: "t".into(), y_label: "l".into(), y_fmt: crate::units::fmt_ns, boxes: vec![b] }.render();
         assert!(svg.contains("box from p50"));
     }
 }

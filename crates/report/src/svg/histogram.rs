@@ -17,7 +17,15 @@ const BINS_PER_DECADE: u32 = 10;
 pub fn render(title: &str, x_label: &str, series: &[HistSeries]) -> String {
     let (lo, hi) = value_range(series);
     let edges = log_edges(lo, hi, BINS_PER_DECADE);
-    let lines = series.iter().map(|s| Series { name: s.name.clone(), points: outline(&edges, &s.dist.shares(&edges)), step: true, markers: false }).collect();
+    let lines = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: outline(&edges, &s.dist.shares(&edges)),
+            step: true,
+            markers: false,
+        })
+        .collect();
     LineChart {
         kind: "histogram",
         title: title.to_string(),

@@ -38,7 +38,8 @@ impl LineChart {
         for (i, s) in self.series.iter().enumerate() {
             self.draw_series(&mut svg, s, color(i), &x, &y);
         }
-        let entries: Vec<(String, &str)> = self.series.iter().enumerate().map(|(i, s)| (s.name.clone(), color(i))).collect();
+        let entries: Vec<(String, &str)> =
+            self.series.iter().enumerate().map(|(i, s)| (s.name.clone(), color(i))).collect();
         legend(&mut svg, &entries);
         svg.finish()
     }
@@ -64,7 +65,20 @@ impl LineChart {
         }
         if s.markers || path.len() < 2 {
             for (&(a, b), &(cx, cy)) in s.points.iter().zip(&px) {
-                svg.point(cx, cy, 3.0, col, &format!("{}: {} = {}, {} = {}", s.name, self.x_label, (self.x_fmt)(a), self.y_label, (self.y_fmt)(b)));
+                svg.point(
+                    cx,
+                    cy,
+                    3.0,
+                    col,
+                    &format!(
+                        "{}: {} = {}, {} = {}",
+                        s.name,
+                        self.x_label,
+                        (self.x_fmt)(a),
+                        self.y_label,
+                        (self.y_fmt)(b)
+                    ),
+                );
             }
         }
     }
@@ -84,8 +98,13 @@ fn step_path(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 /// (min, max) of finite values, (0, 1) when there are none.
 pub fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) }
+    let (lo, hi) =
+        values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo.is_finite() {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    }
 }
 
 #[cfg(test)]
@@ -106,13 +125,19 @@ mod tests {
             y_fmt: fmt_plain,
             y_range: Some((0.0, 1.0)),
             series: vec![
-                Series { name: "a".into(), points: vec![(1e3, 0.0), (2e3, 0.5), (1e4, 1.0)], step: true, markers: true },
+                Series {
+                    name: "a".into(),
+                    points: vec![(1e3, 0.0), (2e3, 0.5), (1e4, 1.0)],
+                    step: true,
+                    markers: true,
+                },
                 Series { name: "b".into(), points: vec![(5e3, 0.0), (6e4, 1.0)], step: false, markers: false },
             ],
         };
         let svg = chart.render();
         let doc = roxmltree::Document::parse(&svg).unwrap();
-        let paths = doc.descendants().filter(|n| n.has_tag_name("path") && n.attribute("class") == Some("datum")).count();
+        let paths =
+            doc.descendants().filter(|n| n.has_tag_name("path") && n.attribute("class") == Some("datum")).count();
         let dots = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
         assert_eq!((paths, dots), (2, 3));
         assert_eq!(step_path(&[(0.0, 0.0), (1.0, 1.0)]), vec![(0.0, 0.0), (1.0, 0.0), (1.0, 1.0)]);

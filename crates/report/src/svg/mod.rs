@@ -87,12 +87,18 @@ impl Svg {
 
     /// A decorative rectangle (frames, legend swatches).
     pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, stroke: &str) {
-        let _ = write!(self.out, r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="{stroke}"/>"#);
+        let _ = write!(
+            self.out,
+            r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="{stroke}"/>"#
+        );
     }
 
     pub fn line(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: &str, width: f64, dash: bool) {
         let dash = if dash { r#" stroke-dasharray="5 4""# } else { "" };
-        let _ = write!(self.out, r#"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{stroke}" stroke-width="{width}"{dash}/>"#);
+        let _ = write!(
+            self.out,
+            r#"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{stroke}" stroke-width="{width}"{dash}/>"#
+        );
     }
 
     /// A data polyline with a tooltip (the series name).
@@ -110,7 +116,11 @@ impl Svg {
 
     /// A data point with a tooltip.
     pub fn point(&mut self, x: f64, y: f64, r: f64, fill: &str, tip: &str) {
-        let _ = write!(self.out, r#"<circle class="datum" cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{fill}"><title>{}</title></circle>"#, esc(tip));
+        let _ = write!(
+            self.out,
+            r#"<circle class="datum" cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{fill}"><title>{}</title></circle>"#,
+            esc(tip)
+        );
     }
 
     pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
@@ -163,7 +173,8 @@ pub fn x_axis(svg: &mut Svg, x: &Scale, label: &str, fmt: Fmt) {
 
 /// Category labels under a categorical x axis (rotated when crowded, shortened when long).
 pub fn x_categories(svg: &mut Svg, names: &[String], centers: &[f64]) {
-    let crowded = names.len() > 6 || names.iter().any(|n| n.chars().count() * 7 > ((RIGHT - LEFT) / names.len().max(1) as f64) as usize);
+    let crowded = names.len() > 6
+        || names.iter().any(|n| n.chars().count() * 7 > ((RIGHT - LEFT) / names.len().max(1) as f64) as usize);
     for (name, &cx) in names.iter().zip(centers) {
         let short = shorten(name, if crowded { 22 } else { 40 });
         if crowded {

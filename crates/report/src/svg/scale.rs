@@ -73,7 +73,15 @@ fn nice_step(raw: f64) -> f64 {
     }
     let mag = 10f64.powf(raw.log10().floor());
     let f = raw / mag;
-    let nice = if f <= 1.0 { 1.0 } else if f <= 2.0 { 2.0 } else if f <= 5.0 { 5.0 } else { 10.0 };
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
     nice * mag
 }
 

@@ -20,7 +20,11 @@ impl SimRng {
     /// Uniform integer in [lo, hi] (inclusive).
     pub fn uniform(&mut self, lo: u64, hi: u64) -> u64 {
         use rand::RngExt;
-        if lo >= hi { lo } else { self.0.random_range(lo..=hi) }
+        if lo >= hi {
+            lo
+        } else {
+            self.0.random_range(lo..=hi)
+        }
     }
 
     /// Uniform duration in [lo, hi].
@@ -60,9 +64,24 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_same_draws() {
-        let a: Vec<u64> = (0..10).map({ let mut r = SimRng::new(1, 2); move |_| r.uniform(0, 1000) }).collect();
-        let b: Vec<u64> = (0..10).map({ let mut r = SimRng::new(1, 2); move |_| r.uniform(0, 1000) }).collect();
-        let c: Vec<u64> = (0..10).map({ let mut r = SimRng::new(1, 3); move |_| r.uniform(0, 1000) }).collect();
+        let a: Vec<u64> = (0..10)
+            .map({
+                let mut r = SimRng::new(1, 2);
+                move |_| r.uniform(0, 1000)
+            })
+            .collect();
+        let b: Vec<u64> = (0..10)
+            .map({
+                let mut r = SimRng::new(1, 2);
+                move |_| r.uniform(0, 1000)
+            })
+            .collect();
+        let c: Vec<u64> = (0..10)
+            .map({
+                let mut r = SimRng::new(1, 3);
+                move |_| r.uniform(0, 1000)
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

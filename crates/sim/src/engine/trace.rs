@@ -55,7 +55,15 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     pub fn new(window: TraceWindow) -> TraceWriter {
-        TraceWriter { window, events: Vec::new(), names: Vec::new(), index: HashMap::new(), args: Vec::new(), meta: Vec::new(), dropped: 0 }
+        TraceWriter {
+            window,
+            events: Vec::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            args: Vec::new(),
+            meta: Vec::new(),
+            dropped: 0,
+        }
     }
 
     /// Name a group of tracks and one track in it.
@@ -119,8 +127,21 @@ impl TraceWriter {
             sep(&mut out, &mut first)?;
             let name = serde_json::to_string(&self.names[e.name as usize])?;
             match e.dur {
-                Some(d) => write!(out, "{{\"ph\":\"X\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}", e.track.pid, e.track.tid, us(e.ts), us(d))?,
-                None => write!(out, "{{\"ph\":\"i\",\"s\":\"t\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{}", e.track.pid, e.track.tid, us(e.ts))?,
+                Some(d) => write!(
+                    out,
+                    "{{\"ph\":\"X\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}",
+                    e.track.pid,
+                    e.track.tid,
+                    us(e.ts),
+                    us(d)
+                )?,
+                None => write!(
+                    out,
+                    "{{\"ph\":\"i\",\"s\":\"t\",\"name\":{name},\"pid\":{},\"tid\":{},\"ts\":{}",
+                    e.track.pid,
+                    e.track.tid,
+                    us(e.ts)
+                )?,
             }
             if let Some(a) = e.args {
                 out.write_all(b",\"args\":")?;
@@ -172,7 +193,11 @@ fn sep<W: Write>(out: &mut W, first: &mut bool) -> io::Result<()> {
 
 /// Trace timestamps are microseconds with 3 decimals (ns precision kept exactly).
 fn us(ns: u64) -> String {
-    if ns.is_multiple_of(1000) { format!("{}", ns / 1000) } else { format!("{}.{:03}", ns / 1000, ns % 1000) }
+    if ns.is_multiple_of(1000) {
+        format!("{}", ns / 1000)
+    } else {
+        format!("{}.{:03}", ns / 1000, ns % 1000)
+    }
 }
 
 #[cfg(test)]

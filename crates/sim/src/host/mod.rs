@@ -105,7 +105,13 @@ impl Host {
             let ci = match clusters.iter().position(|c| c.cores == spec.cores) {
                 Some(ci) => ci,
                 None => {
-                    clusters.push(Cluster { cores: spec.cores.clone(), threads: vec![], rt_used: 0, rt_throttled: false, dirty: false });
+                    clusters.push(Cluster {
+                        cores: spec.cores.clone(),
+                        threads: vec![],
+                        rt_used: 0,
+                        rt_throttled: false,
+                        dirty: false,
+                    });
                     clusters.len() - 1
                 }
             };
@@ -223,7 +229,11 @@ impl Host {
         if self.threads[t].runnable {
             return;
         }
-        let minv = if self.threads[t].st.vruntime().is_some() { self.min_vruntime(self.threads[t].cluster as usize) } else { None };
+        let minv = if self.threads[t].st.vruntime().is_some() {
+            self.min_vruntime(self.threads[t].cluster as usize)
+        } else {
+            None
+        };
         let th = &mut self.threads[t];
         th.runnable = true;
         th.seq = self.seq;
@@ -500,12 +510,18 @@ impl Host {
             return (0, 0);
         }
         let cl = &self.clusters[self.threads[t].cluster as usize];
-        let total = cl.threads.iter().filter(|&&u| self.threads[u].runnable).map(|&u| self.threads[u].st.weight()).sum();
+        let total =
+            cl.threads.iter().filter(|&&u| self.threads[u].runnable).map(|&u| self.threads[u].st.weight()).sum();
         (self.threads[t].st.weight(), total)
     }
 
     fn min_vruntime(&self, ci: usize) -> Option<u64> {
-        self.clusters[ci].threads.iter().filter(|&&u| self.threads[u].runnable).filter_map(|&u| self.threads[u].st.vruntime()).min()
+        self.clusters[ci]
+            .threads
+            .iter()
+            .filter(|&&u| self.threads[u].runnable)
+            .filter_map(|&u| self.threads[u].st.vruntime())
+            .min()
     }
 
     fn arm_core_timer<W: Fn(ThreadId) -> u64>(&mut self, c: usize, now: u64, work_left: &W) {
@@ -551,7 +567,18 @@ mod tests {
 
     #[test]
     fn priority_inheritance_boost_lifts_the_holder_above_a_medium_thread() {
-        let s = Settings { duration: 1, seed: 1, abort_late: false, tick: 1_000_000, hrtick: false, rt_throttle: None, vcpu_switch: 0, credit_tslice: 30_000_000, credit_ratelimit: 0, credit_precise: false };
+        let s = Settings {
+            duration: 1,
+            seed: 1,
+            abort_late: false,
+            tick: 1_000_000,
+            hrtick: false,
+            rt_throttle: None,
+            vcpu_switch: 0,
+            credit_tslice: 30_000_000,
+            credit_ratelimit: 0,
+            credit_precise: false,
+        };
         let specs = [fifo("holder", 10), fifo("medium", 50), fifo("waiter", 90)];
         let mut h = Host::new(1, specs.iter(), &s);
         let mut q: EventQueue<HostEv> = EventQueue::new();

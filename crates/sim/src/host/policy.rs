@@ -37,8 +37,8 @@ pub type Key = (u8, u64, u64);
 
 /// Kernel nice -> weight table (kernel/sched/core.c, sched_prio_to_weight).
 const NICE_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991,
-    1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501,
+    1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
 ];
 const CFS_LATENCY: u64 = 6_000_000;
 const CFS_MIN_GRAN: u64 = 750_000;
@@ -58,14 +58,47 @@ pub struct Ctx {
 
 #[derive(Debug, Clone)]
 pub enum PState {
-    Rt { prio: u8, quantum: Option<u64>, left: u64 },
-    Dl { dl_runtime: u64, dl_deadline: u64, dl_period: u64, runtime: i64, deadline: u64, throttled: bool },
-    Other { weight: u64, vruntime: u64, slice_left: u64 },
+    Rt {
+        prio: u8,
+        quantum: Option<u64>,
+        left: u64,
+    },
+    Dl {
+        dl_runtime: u64,
+        dl_deadline: u64,
+        dl_period: u64,
+        runtime: i64,
+        deadline: u64,
+        throttled: bool,
+    },
+    Other {
+        weight: u64,
+        vruntime: u64,
+        slice_left: u64,
+    },
     /// `precise`: credits burnt for the exact time run; else debited one tick's worth from the
     /// vCPU found running at each 10 ms tick (credit1's sampled accounting).
-    Credit { weight: u64, credit: i64, boost: bool, slice_left: u64, precise: bool },
-    Server { kind: ServerKind, budget: u64, period: u64, left: u64, deadline: u64 },
-    Supply { budget: u64, period: u64, pattern: SupplyPattern, win: (u64, u64), rng: Box<SimRng> },
+    Credit {
+        weight: u64,
+        credit: i64,
+        boost: bool,
+        slice_left: u64,
+        precise: bool,
+    },
+    Server {
+        kind: ServerKind,
+        budget: u64,
+        period: u64,
+        left: u64,
+        deadline: u64,
+    },
+    Supply {
+        budget: u64,
+        period: u64,
+        pattern: SupplyPattern,
+        win: (u64, u64),
+        rng: Box<SimRng>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +112,20 @@ impl PState {
     pub fn new(p: &Policy, rng: SimRng) -> PState {
         match *p {
             Policy::Rt { prio, rr_quantum } => PState::Rt { prio, quantum: rr_quantum, left: rr_quantum.unwrap_or(0) },
-            Policy::Deadline { runtime, deadline, period } => {
-                PState::Dl { dl_runtime: runtime, dl_deadline: deadline, dl_period: period, runtime: 0, deadline: 0, throttled: false }
+            Policy::Deadline { runtime, deadline, period } => PState::Dl {
+                dl_runtime: runtime,
+                dl_deadline: deadline,
+                dl_period: period,
+                runtime: 0,
+                deadline: 0,
+                throttled: false,
+            },
+            Policy::Other { nice } => {
+                PState::Other { weight: NICE_WEIGHT[(nice as i32 + 20) as usize], vruntime: 0, slice_left: 0 }
             }
-            Policy::Other { nice } => PState::Other { weight: NICE_WEIGHT[(nice as i32 + 20) as usize], vruntime: 0, slice_left: 0 },
-            Policy::Credit { weight } => PState::Credit { weight: weight as u64, credit: 0, boost: false, slice_left: 0, precise: false },
+            Policy::Credit { weight } => {
+                PState::Credit { weight: weight as u64, credit: 0, boost: false, slice_left: 0, precise: false }
+            }
             Policy::Rtds { budget, period, extratime } => server(ServerKind::Rtds { extratime }, budget, period),
             Policy::Ds { prio, budget, period } => server(ServerKind::Ds { prio }, budget, period),
             Policy::Ps { prio, budget, period } => server(ServerKind::Ps { prio }, budget, period),
@@ -119,13 +161,21 @@ impl PState {
                 if running && ran < ctx.ratelimit {
                     return Some((5, 0, 0));
                 }
-                let class = if *boost { 20 } else if *credit >= 0 { 30 } else { 40 };
+                let class = if *boost {
+                    20
+                } else if *credit >= 0 {
+                    30
+                } else {
+                    40
+                };
                 Some((class, 0, if running && *slice_left > 0 { 0 } else { seq }))
             }
             PState::Server { kind, left, deadline, .. } => match kind {
                 ServerKind::Rtds { extratime } if *left == 0 => extratime.then_some((40, *deadline, seq)),
                 ServerKind::Rtds { .. } => Some((10, *deadline, seq)),
-                ServerKind::Ds { prio } | ServerKind::Ps { prio } => (*left > 0).then_some((20, u32::MAX as u64 - *prio as u64, seq)),
+                ServerKind::Ds { prio } | ServerKind::Ps { prio } => {
+                    (*left > 0).then_some((20, u32::MAX as u64 - *prio as u64, seq))
+                }
             },
         }
     }
@@ -259,7 +309,11 @@ impl PState {
             PState::Rt { .. } => u64::MAX,
             PState::Dl { runtime, .. } => {
                 let r = (*runtime).max(0) as u64;
-                if ctx.hrtick { r } else { next_multiple(now + r, ctx.tick) - now }
+                if ctx.hrtick {
+                    r
+                } else {
+                    next_multiple(now + r, ctx.tick) - now
+                }
             }
             PState::Other { slice_left, .. } => (*slice_left).max(1),
             PState::Credit { slice_left, .. } => {
@@ -271,7 +325,13 @@ impl PState {
                 l
             }
             // A depleted server only runs on extratime: nothing to enforce until its next period.
-            PState::Server { left, .. } => if *left == 0 { u64::MAX } else { *left },
+            PState::Server { left, .. } => {
+                if *left == 0 {
+                    u64::MAX
+                } else {
+                    *left
+                }
+            }
             PState::Supply { win, .. } => win.1.saturating_sub(now).max(1),
         }
     }
@@ -352,7 +412,13 @@ impl PState {
             let at = match pattern {
                 SupplyPattern::Early => 0,
                 SupplyPattern::Late => slack,
-                SupplyPattern::PrmWorst => if k == 0 { 0 } else { slack },
+                SupplyPattern::PrmWorst => {
+                    if k == 0 {
+                        0
+                    } else {
+                        slack
+                    }
+                }
                 SupplyPattern::Random => rng.uniform(0, slack),
             };
             *win = (start + at, start + at + *budget);
@@ -442,7 +508,8 @@ mod tests {
 
     #[test]
     fn supply_windows() {
-        let mut s = PState::new(&Policy::Supply { budget: 3, period: 10, pattern: SupplyPattern::PrmWorst }, SimRng::new(0, 0));
+        let mut s =
+            PState::new(&Policy::Supply { budget: 3, period: 10, pattern: SupplyPattern::PrmWorst }, SimRng::new(0, 0));
         assert!(matches!(s, PState::Supply { win: (0, 3), .. }));
         assert_eq!(s.on_timer(0), Some(3));
         assert_eq!(s.on_timer(3), Some(17));

@@ -51,7 +51,8 @@ impl FlowStats {
         if self.segments[0].count() > 0 {
             for (k, h) in SEGMENTS.iter().zip(&self.segments) {
                 let s = h.summary();
-                r.segments_ns.insert((*k).into(), json!({"mean": s.mean, "sd": s.sd, "p50": s.p50, "p99": s.p99, "max": s.max}));
+                r.segments_ns
+                    .insert((*k).into(), json!({"mean": s.mean, "sd": s.sd, "p50": s.p50, "p99": s.p99, "max": s.max}));
             }
         }
         r.throughput_bps = Some(self.delivered_bytes as f64 * 8.0 / secs);

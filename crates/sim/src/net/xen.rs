@@ -79,9 +79,14 @@ enum Ev {
     /// The ping domain starts a round trip.
     Ping,
     /// Event channel: a packet is on the domain's netfront RX ring.
-    Deliver { dom: usize, pkt: XPkt },
+    Deliver {
+        dom: usize,
+        pkt: XPkt,
+    },
     /// Event channel: netback fetched from the domain's full TX ring (netfront queue restarts).
-    TxSpace { dom: usize },
+    TxSpace {
+        dom: usize,
+    },
 }
 
 impl From<HostEv> for Ev {
@@ -288,7 +293,11 @@ impl<'a> Xen<'a> {
             .enumerate()
             .map(|(i, d)| {
                 let thread = (d.role != DomainRole::Idle).then(|| {
-                    specs.push(ThreadSpec { name: d.name.clone(), cores: vec![d.core], policy: Policy::Credit { weight: WEIGHT } });
+                    specs.push(ThreadSpec {
+                        name: d.name.clone(),
+                        cores: vec![d.core],
+                        policy: Policy::Credit { weight: WEIGHT },
+                    });
                     of_thread.push(i);
                     specs.len() - 1
                 });
@@ -460,7 +469,9 @@ impl<'a> Xen<'a> {
                 let t = self.g.doms[d].thread?;
                 let th = &self.host.threads[t];
                 match th.st {
-                    PState::Credit { credit, .. } if th.cluster == cluster && self.g.doms[d].cap < 1.0 => Some((d, t, credit)),
+                    PState::Credit { credit, .. } if th.cluster == cluster && self.g.doms[d].cap < 1.0 => {
+                        Some((d, t, credit))
+                    }
                     _ => None,
                 }
             })
@@ -503,7 +514,9 @@ impl<'a> Xen<'a> {
     }
 
     fn has_work(&self) -> bool {
-        !self.d0.rx.is_empty() || self.d0.soft.iter().any(|q| !q.is_empty()) || self.g.doms.iter().any(|d| !d.tx.is_empty())
+        !self.d0.rx.is_empty()
+            || self.d0.soft.iter().any(|q| !q.is_empty())
+            || self.g.doms.iter().any(|d| !d.tx.is_empty())
     }
 
     fn next_phase(&mut self) {
@@ -533,7 +546,9 @@ impl<'a> Xen<'a> {
     fn softirq_class(&self) -> Option<usize> {
         match self.x.mode {
             Dom0Mode::Original => Some(0),
-            Dom0Mode::Rtca => (0..self.x.queues.len()).filter(|&c| !self.d0.soft[c].is_empty()).max_by_key(|&c| self.x.queues[c].priority),
+            Dom0Mode::Rtca => (0..self.x.queues.len())
+                .filter(|&c| !self.d0.soft[c].is_empty())
+                .max_by_key(|&c| self.x.queues[c].priority),
         }
     }
 
@@ -693,7 +708,9 @@ impl<'a> Xen<'a> {
         let flood_drops = (self.soft_drops + self.rx_drops).saturating_sub(self.rt_drops);
         let mut flood = FlowResult { name: "interference".into(), drops: flood_drops, ..Default::default() };
         flood.extra.insert("packets_received".into(), self.g.flood_received.into());
-        flood.extra.insert("packets_per_s".into(), (self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)).into());
+        flood
+            .extra
+            .insert("packets_per_s".into(), (self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)).into());
         r.flows.push(flood);
         r.cores.push(CoreResult::busy(0, self.d0.busy_ns, span.0));
         for c in 1..self.host.cores() {
@@ -764,9 +781,16 @@ mod tests {
         for l in 0..4 {
             assert!(r1[l] <= 1.5 * r1[0] && r1[l] >= r1[0] / 1.5, "RTCA 1 {} within 1.5x Base: {table}", levels[l]);
         }
-        assert!(r1[1] <= r64[1] && r64[1] <= orig[1] && r1[1] <= r238[1] && r238[1] <= orig[1], "RTCA 64, 238 between RTCA 1 and Original at Light: {table}");
+        assert!(
+            r1[1] <= r64[1] && r64[1] <= orig[1] && r1[1] <= r238[1] && r238[1] <= orig[1],
+            "RTCA 64, 238 between RTCA 1 and Original at Light: {table}"
+        );
         for l in 2..4 {
-            assert!(r1[l] < r64[l] && r64[l] < r238[l] && r238[l] < orig[l], "RTCA 1 < 64 < 238 < Original at {}: {table}", levels[l]);
+            assert!(
+                r1[l] < r64[l] && r64[l] < r238[l] && r238[l] < orig[l],
+                "RTCA 1 < 64 < 238 < Original at {}: {table}",
+                levels[l]
+            );
         }
     }
 
@@ -819,9 +843,15 @@ role = "echo"
         assert!(uncapped[0] > 0.95, "no cap: the whole core: {uncapped:?}");
         let three = flood_utilisation(3, 0.3);
         let sum: f64 = three.iter().sum();
-        assert!(three.iter().all(|u| (0.22..=0.36).contains(u)) && (0.75..=0.95).contains(&sum), "three capped domains: {three:?}");
+        assert!(
+            three.iter().all(|u| (0.22..=0.36).contains(u)) && (0.75..=0.95).contains(&sum),
+            "three capped domains: {three:?}"
+        );
         let two = flood_utilisation(2, 0.6);
-        assert!(two.iter().all(|u| (0.4..=0.6).contains(u)), "cap above the fair share: weights decide (1/2 each): {two:?}");
+        assert!(
+            two.iter().all(|u| (0.4..=0.6).contains(u)),
+            "cap above the fair share: weights decide (1/2 each): {two:?}"
+        );
     }
 
     #[test]

@@ -91,21 +91,52 @@ pub(crate) enum Act {
     /// Device handler: napi_schedule the RX queue on the current context's list, raise NET_RX.
     HardIrq(usize),
     /// One NAPI poll of an RX queue on a list.
-    Poll { list: usize, rxq: usize, pkts: Vec<Pkt> },
-    VhostRx { vm: usize, pkts: Vec<Pkt> },
-    Inject { vm: usize },
-    VhostTx { pkts: Vec<Pkt> },
-    VmEntry { vm: usize },
-    GuestIrq { vm: usize },
-    GuestRx { vm: usize, pkts: Vec<Pkt> },
-    Serve { vm: usize, pkt: Pkt },
+    Poll {
+        list: usize,
+        rxq: usize,
+        pkts: Vec<Pkt>,
+    },
+    VhostRx {
+        vm: usize,
+        pkts: Vec<Pkt>,
+    },
+    Inject {
+        vm: usize,
+    },
+    VhostTx {
+        pkts: Vec<Pkt>,
+    },
+    VmEntry {
+        vm: usize,
+    },
+    GuestIrq {
+        vm: usize,
+    },
+    GuestRx {
+        vm: usize,
+        pkts: Vec<Pkt>,
+    },
+    Serve {
+        vm: usize,
+        pkt: Pkt,
+    },
     /// Vhost mode: the kick VM exit that hands the response to the backend.
-    Kick { vm: usize, pkt: Pkt },
+    Kick {
+        vm: usize,
+        pkt: Pkt,
+    },
     /// Outsourced: the RPC VM exit of sendto.
-    RpcExit { vm: usize, pkt: Pkt },
+    RpcExit {
+        vm: usize,
+        pkt: Pkt,
+    },
     /// Host stack sends the response (outsourced or host process).
-    HostSend { pkt: Pkt },
-    Halt { vm: usize },
+    HostSend {
+        pkt: Pkt,
+    },
+    Halt {
+        vm: usize,
+    },
     Exit,
 }
 
@@ -299,7 +330,8 @@ impl Sim {
         let cache = self.cfg.cache;
         for c in 0..self.cfg.cores as usize {
             let irq = self.add_thread(format!("hardirq/{c}"), Role::IrqCtx(c), 1000, 1 << c, cache.footprint_irq_kib);
-            let ksoft = self.add_thread(format!("ksoftirqd/{c}"), Role::Ksoftirqd(c), 0, 1 << c, cache.footprint_irq_kib);
+            let ksoft =
+                self.add_thread(format!("ksoftirqd/{c}"), Role::Ksoftirqd(c), 0, 1 << c, cache.footprint_irq_kib);
             let track = Track { pid: 1, tid: c as u32 };
             self.cores.push(Core {
                 cur: None,
@@ -329,7 +361,8 @@ impl Sim {
         for (n, nic) in self.cfg.nics.clone().iter().enumerate() {
             let host_stack = self.cfg.vms.iter().any(|v| v.nic == Some(n) && v.socket != SocketMode::Vhost);
             let rr = self.cfg.vms.iter().enumerate().any(|(i, v)| v.nic == Some(n) && self.serves_rr(i));
-            let fp = if rr { self.cfg.cache.footprint_irq_kib } else { 0.0 } + if host_stack { self.cfg.cache.footprint_host_stack_kib } else { 0.0 };
+            let fp = if rr { self.cfg.cache.footprint_irq_kib } else { 0.0 }
+                + if host_stack { self.cfg.cache.footprint_host_stack_kib } else { 0.0 };
             for &c in &nic.irq_cores {
                 let c = c as usize;
                 let irq_thread = (self.cfg.irq == IrqMode::Threaded).then(|| {
@@ -373,14 +406,23 @@ impl Sim {
         let c = self.cfg.cache;
         for (i, vm) in self.cfg.vms.clone().iter().enumerate() {
             let rr = if self.serves_rr(i) { 1.0 } else { 0.0 };
-            let vcpu_fp = rr * match vm.socket {
-                SocketMode::Vhost | SocketMode::Outsourced => c.footprint_guest_stack_kib + c.footprint_app_kib,
-                SocketMode::OutsourcedRt | SocketMode::Host => c.footprint_app_kib + c.footprint_host_stack_kib,
-            };
+            let vcpu_fp = rr
+                * match vm.socket {
+                    SocketMode::Vhost | SocketMode::Outsourced => c.footprint_guest_stack_kib + c.footprint_app_kib,
+                    SocketMode::OutsourcedRt | SocketMode::Host => c.footprint_app_kib + c.footprint_host_stack_kib,
+                };
             let prio = |p: Option<u8>| p.map(i32::from).unwrap_or(0);
-            let vhost = (vm.socket == SocketMode::Vhost)
-                .then(|| self.add_thread(format!("vhost-{}", vm.name), Role::Vhost(i), prio(vm.vhost.prio), vm.vhost.cores, rr * c.footprint_vhost_kib));
-            let vname = if vm.socket == SocketMode::Host { format!("server-{}", vm.name) } else { format!("vcpu-{}", vm.name) };
+            let vhost = (vm.socket == SocketMode::Vhost).then(|| {
+                self.add_thread(
+                    format!("vhost-{}", vm.name),
+                    Role::Vhost(i),
+                    prio(vm.vhost.prio),
+                    vm.vhost.cores,
+                    rr * c.footprint_vhost_kib,
+                )
+            });
+            let vname =
+                if vm.socket == SocketMode::Host { format!("server-{}", vm.name) } else { format!("vcpu-{}", vm.name) };
             let vcpu = self.add_thread(vname, Role::Vcpu(i), prio(vm.vcpu.prio), vm.vcpu.cores, vcpu_fp);
             self.vms.push(VmState {
                 socket: vm.socket,
@@ -405,7 +447,10 @@ impl Sim {
     /// that goes cold between requests; bulk paths stream and their per-packet and per-byte costs
     /// are calibrated at streaming (miss-bound) speed.
     fn serves_rr(&self, vm: usize) -> bool {
-        self.cfg.flows.iter().any(|f| f.vm == vm && matches!(f.kind, rtvirt_model::scenario::net::FlowKind::UdpRr { .. }))
+        self.cfg
+            .flows
+            .iter()
+            .any(|f| f.vm == vm && matches!(f.kind, rtvirt_model::scenario::net::FlowKind::UdpRr { .. }))
     }
 
     fn add_thread(&mut self, name: String, role: Role, base: i32, mask: u64, footprint_kib: f64) -> Tid {

@@ -182,7 +182,12 @@ impl Sim {
             if self.threads[t].base == 0 && self.eff(t) == 0 {
                 self.threads[t].vruntime += to.saturating_sub(from).0;
                 let vr = self.threads[t].vruntime;
-                let min_ready = self.cores[c].ready.iter().filter(|&&r| self.threads[r].base == 0).map(|&r| self.threads[r].vruntime).min();
+                let min_ready = self.cores[c]
+                    .ready
+                    .iter()
+                    .filter(|&&r| self.threads[r].base == 0)
+                    .map(|&r| self.threads[r].vruntime)
+                    .min();
                 let m = min_ready.map_or(vr, |r| r.min(vr));
                 self.cores[c].min_vr = self.cores[c].min_vr.max(m);
             }
@@ -288,9 +293,17 @@ impl Sim {
         let nr = 1 + self.cores[c].ready.iter().filter(|&&r| self.eff(r) == 0).count() as u64;
         let slice = (SCHED_LATENCY / nr).max(MIN_GRAN);
         let ran = self.q.now().saturating_sub(self.cores[c].since).0;
-        let waiting = self.cores[c].ready.iter().any(|&r| self.eff(r) == 0 && self.threads[r].vruntime < self.threads[cur].vruntime);
+        let waiting = self.cores[c]
+            .ready
+            .iter()
+            .any(|&r| self.eff(r) == 0 && self.threads[r].vruntime < self.threads[cur].vruntime);
         if ran >= slice && waiting {
-            let best = self.cores[c].ready.iter().copied().filter(|&r| self.eff(r) == 0).min_by_key(|&r| self.threads[r].vruntime);
+            let best = self.cores[c]
+                .ready
+                .iter()
+                .copied()
+                .filter(|&r| self.eff(r) == 0)
+                .min_by_key(|&r| self.threads[r].vruntime);
             if let Some(b) = best {
                 self.stop(c);
                 let th = cur;
@@ -310,7 +323,10 @@ impl Sim {
     /// Whether a higher-priority thread waits for the thread the IRQ context interrupted.
     pub(crate) fn need_resched(&self, c: usize) -> bool {
         let base = self.cores[c].interrupted.map_or(-1, |t| self.eff(t));
-        self.cores[c].ready.iter().any(|&r| r != self.cores[c].irqctx && Some(r) != self.cores[c].interrupted && self.eff(r) > base)
+        self.cores[c]
+            .ready
+            .iter()
+            .any(|&r| r != self.cores[c].irqctx && Some(r) != self.cores[c].interrupted && self.eff(r) > base)
     }
 
     /// Re-evaluate where a thread whose effective priority changed should run.

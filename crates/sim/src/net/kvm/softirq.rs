@@ -184,7 +184,16 @@ impl Sim {
         self.lists[list].waiters.retain(|&w| w != t);
         let now = self.q.now();
         let snap = self.lists[list].q.len();
-        self.threads[t].soft = Some(SoftCtx { list, budget: BUDGET, round_start: now, snap, round_polls: 0, started: now, rounds: 0, polls: 0 });
+        self.threads[t].soft = Some(SoftCtx {
+            list,
+            budget: BUDGET,
+            round_start: now,
+            snap,
+            round_polls: 0,
+            started: now,
+            rounds: 0,
+            polls: 0,
+        });
         self.trace_blocked_end(t, list);
     }
 
@@ -243,7 +252,12 @@ impl Sim {
             Some(s) if self.lists[s.list].holder == Some(h) => s.list,
             _ => return,
         };
-        let top = self.lists[list].waiters.iter().map(|&w| self.threads[w].base.max(self.threads[w].boost)).max().unwrap_or(0);
+        let top = self.lists[list]
+            .waiters
+            .iter()
+            .map(|&w| self.threads[w].base.max(self.threads[w].boost))
+            .max()
+            .unwrap_or(0);
         let top = if top >= PRIO_IRQ { 0 } else { top };
         if top != self.threads[h].boost {
             self.trace_split(h);
@@ -259,7 +273,8 @@ impl Sim {
         self.pull_arrivals(rxq);
         let n = NAPI_WEIGHT.min(self.rxqs[rxq].ring.len());
         let pkts: Vec<_> = self.rxqs[rxq].ring.drain(..n).collect();
-        let cost = self.cfg.costs.napi_poll + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
+        let cost = self.cfg.costs.napi_poll
+            + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
         sc.budget -= n as i64;
         sc.snap -= 1;
         sc.round_polls += 1;

@@ -11,7 +11,9 @@ use rtvirt_model::scenario::Scenario;
 /// A built simulator of a 2-core host: `nics` = (irq_prio, irq core) of NICs n0, n1, ...; one
 /// vhost VM `v` on NIC n0 (threads on core 1) with a request/response flow `f` (not started).
 fn sim(softirq: &str, nics: &[(Option<u8>, u32)]) -> Sim {
-    let mut src = format!("[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"threaded\"\nsoftirq = \"{softirq}\"\nrtnet_prio = 47\n");
+    let mut src = format!(
+        "[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"threaded\"\nsoftirq = \"{softirq}\"\nrtnet_prio = 47\n"
+    );
     for (i, (prio, core)) in nics.iter().enumerate() {
         src += &format!("[[net.nic]]\nname = \"n{i}\"\nirq_cores = [{core}]\nring = 4096\n");
         if let Some(p) = prio {
@@ -30,7 +32,13 @@ fn sim(softirq: &str, nics: &[(Option<u8>, u32)]) -> Sim {
 /// hard IRQ does: IRQ disabled until napi_complete).
 fn fill(s: &mut Sim, rxq: usize, n: usize, list: usize) {
     for _ in 0..n {
-        s.rxqs[rxq].ring.push_back(Pkt { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO });
+        s.rxqs[rxq].ring.push_back(Pkt {
+            flow: 0,
+            bytes: 64,
+            t0: Nanos::ZERO,
+            t_entry: Nanos::ZERO,
+            t_exit: Nanos::ZERO,
+        });
     }
     s.rxqs[rxq].irq_enabled = false;
     s.napi_schedule(rxq, list);
@@ -99,7 +107,11 @@ fn budget_300_ends_the_round_with_time_squeeze_and_repolls_go_to_the_tail() {
     // 5 x 64 = 320 >= 300: the round stops before n5, counts a time_squeeze and re-raises
     assert_eq!(step(&mut s, t), Some((5, NAPI_WEIGHT)), "n5, not polled last round, leads the next one");
     assert_eq!(s.cores[0].time_squeeze, 1);
-    assert_eq!(s.lists[list].q.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4], "the repolled NAPIs follow at the tail");
+    assert_eq!(
+        s.lists[list].q.iter().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4],
+        "the repolled NAPIs follow at the tail"
+    );
     assert_eq!(BUDGET, 300);
 }
 
@@ -129,7 +141,9 @@ fn two_jiffies_end_the_round_with_time_squeeze() {
 fn softnet_backlog_holds_1000_packets_and_drops_beyond() {
     let mut s = sim("shared", &[(None, 0)]);
     let vh = s.vms[0].vhost.expect("vhost VM");
-    let pkts: Vec<Pkt> = (0..1005).map(|_| Pkt { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO }).collect();
+    let pkts: Vec<Pkt> = (0..1005)
+        .map(|_| Pkt { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO })
+        .collect();
     s.apply(vh, Act::VhostTx { pkts });
     let backlog = s.cores[s.threads[vh].core].backlog;
     assert_eq!(s.rxqs[backlog].ring.len(), BACKLOG_LIMIT);
@@ -168,7 +182,9 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
     fill(&mut s, 1, 200, list);
     s.raise(nrt, list);
     // the non-RT IRQ thread holds the lock and is inside a poll of its NAPI
-    let Some(Next::Work(Work { act: Act::Poll { rxq: 1, pkts, .. }, .. })) = s.softirq_next(nrt) else { panic!("non-RT poll") };
+    let Some(Next::Work(Work { act: Act::Poll { rxq: 1, pkts, .. }, .. })) = s.softirq_next(nrt) else {
+        panic!("non-RT poll")
+    };
     // the RT NIC's interrupt: its IRQ thread schedules its NAPI on the same list, finds the lock
     // held, blocks and boosts the holder
     fill(&mut s, 0, 10, list);
@@ -189,6 +205,10 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
     s.apply(rt, w.act);
     // ...then it drains the non-RT NAPI left on the shared list, at FIFO 50
     let drained: Vec<(usize, usize)> = std::iter::from_fn(|| step(&mut s, rt)).collect();
-    assert_eq!(drained, vec![(1, NAPI_WEIGHT), (1, NAPI_WEIGHT), (1, 200 - 3 * NAPI_WEIGHT)], "the RT thread polls the 136 packets left on n1");
+    assert_eq!(
+        drained,
+        vec![(1, NAPI_WEIGHT), (1, NAPI_WEIGHT), (1, 200 - 3 * NAPI_WEIGHT)],
+        "the RT thread polls the 136 packets left on n1"
+    );
     assert!(s.lists[list].holder.is_none() && s.lists[list].q.is_empty());
 }

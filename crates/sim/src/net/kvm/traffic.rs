@@ -56,7 +56,12 @@ impl FlowState {
 /// Flow states: each flow hashed to one RX queue of its VM's NIC.
 pub(crate) fn build(cfg: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
     let mut per_nic = vec![0usize; cfg.nics.len()];
-    let bulk_on_nic = |n: usize| cfg.flows.iter().filter(|f| cfg.vms[f.vm].nic == Some(n) && matches!(f.kind, FlowKind::TcpStream { .. })).count();
+    let bulk_on_nic = |n: usize| {
+        cfg.flows
+            .iter()
+            .filter(|f| cfg.vms[f.vm].nic == Some(n) && matches!(f.kind, FlowKind::TcpStream { .. }))
+            .count()
+    };
     cfg.flows
         .iter()
         .enumerate()
@@ -158,7 +163,9 @@ impl Sim {
             .senders
             .iter()
             .filter_map(|&f| match &self.flows[f] {
-                FlowState::Tcp { next_at, inflight, window, .. } if inflight < window => Some(Nanos(next_at.ceil() as u64)),
+                FlowState::Tcp { next_at, inflight, window, .. } if inflight < window => {
+                    Some(Nanos(next_at.ceil() as u64))
+                }
                 _ => None,
             })
             .min()
