@@ -17,6 +17,8 @@ setup-test:
 	./scripts/setup.sh test
 
 test: setup-test
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace -- --test-threads=$(TEST_THREADS)
 

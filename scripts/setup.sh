@@ -15,6 +15,15 @@ if ! need_cmd cargo; then
 fi
 [ "$mode" = build ] && exit 0
 
+# make test checks formatting and lints: rustfmt and clippy must be part of the toolchain.
+for component in fmt clippy; do
+    if ! cargo "$component" --version >/dev/null 2>&1; then
+        if need_cmd rustup; then rustup component add "$( [ $component = fmt ] && echo rustfmt || echo clippy )"; fi
+        cargo "$component" --version >/dev/null 2>&1 ||
+            { echo "setup: cargo $component is missing; install the rustfmt and clippy components" >&2; exit 2; }
+    fi
+done
+
 # Debian packages the tests use (real tools, real QEMU, real browser). One per line: package.
 APT_PACKAGES=(
     rt-tests        # cyclictest, side-by-side timer check
