@@ -3,6 +3,7 @@
 
 mod cli_common;
 mod cmd;
+mod placement;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

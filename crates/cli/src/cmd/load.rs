@@ -1,7 +1,9 @@
 //! `rtvirt load`: run an interference load on its own for a while and report what it achieved.
 
-use super::measure::{parse_nanos, progress, Where};
+use super::measure::progress;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::placement::container::rerun_in_container;
+use crate::placement::options::Where;
 use clap::{Args, ValueEnum};
 use rtvirt_model::results::Results;
 use rtvirt_model::Nanos;
@@ -38,7 +40,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub rate: Option<f64>,
     /// How long to run.
-    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    #[arg(long, value_parser = Nanos::parse, default_value = "10s")]
     pub duration: Nanos,
     /// Where to run: host, or a fresh container (netns + veth/bridge + cpuset cgroup).
     #[arg(long = "in", value_enum, default_value_t = Where::Host)]
@@ -74,7 +76,7 @@ pub fn run(a: LoadArgs) -> CmdResult {
         anyhow::bail!("--in vm is not available for rtvirt load; use `rtvirt vm run -- load ...`");
     }
     if a.r#in == Where::Container {
-        return super::measure::rerun_in_container(&cpu_list.unwrap_or_else(cpus::allowed));
+        return rerun_in_container(&cpu_list.unwrap_or_else(cpus::allowed));
     }
     progress(a.duration, &format!("running {} load ({workers} worker(s))", kind.as_str()));
     let report = load::run_for(&spec, a.duration)?;

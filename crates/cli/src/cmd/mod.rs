@@ -4,7 +4,6 @@ pub mod demo;
 pub mod host;
 pub mod load;
 pub mod measure;
-pub mod netsim;
 pub mod plan;
 pub mod report;
 pub mod simulate;

@@ -2,7 +2,7 @@
 //! SEEDS 1 (KVM) and SEEDS 2 (Xen Dom0), printed as a per-flow table or results JSON, with an
 //! optional Perfetto trace (cores, threads, softirq-lock blocking and priority boosts).
 
-use super::simulate::SimulateArgs;
+use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use rtvirt_model::results::Results;

@@ -1,0 +1,195 @@
+//! The arguments of `rtvirt measure`: one struct per measurement (the options every
+//! measurement shares, where it runs and under which load, are `placement::options::Common`).
+
+use crate::placement::options::Common;
+use clap::{Args, Subcommand};
+use rtvirt_model::Nanos;
+use rtvirt_probe::net::{arrivals::Arrivals, Protocol};
+use rtvirt_probe::rt::Policy;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct MeasureArgs {
+    #[command(subcommand)]
+    pub what: What,
+}
+
+#[derive(Subcommand)]
+pub enum What {
+    /// Timer wake-up latency per CPU (cyclictest's job): pinned RT threads, absolute sleeps,
+    /// every missed period counted.
+    Timer(TimerArgs),
+    /// Request/response latency over UDP or TCP (server and client), paced or back-to-back.
+    #[command(subcommand)]
+    Net(NetWhat),
+    /// Periodic task sets of a scenario's guests, each guest a process whose vCPU thread runs
+    /// under its planned SCHED_DEADLINE reservation on its planned core: jobs, misses, DSR,
+    /// response times.
+    Tasks(TasksArgs),
+    /// Internal: one guest of `measure tasks` (started by it; talks JSON lines on stdin/stdout).
+    #[command(hide = true)]
+    TasksWorker,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Latency = actual wake-up - programmed time (CLOCK_MONOTONIC, absolute clock_nanosleep). A wake-up \
+that comes after further activations were due counts each of them as a sample with its own lateness (missed_periods). \
+Memory is locked and /dev/cpu_dma_latency held at 0 during the run; every setting is restored.
+
+Examples:
+  rtvirt measure timer --cpus 1 --duration 60s --histogram hist.txt
+  rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
+  rtvirt measure timer --in container --interval-report 1s --format json"
+)]
+pub struct TimerArgs {
+    /// CPUs to measure on, one thread each (default: every CPU this process may use).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Wake-up period.
+    #[arg(long, value_parser = parse_nanos, default_value = "1ms")]
+    pub interval: Nanos,
+    /// Real-time priority for fifo/rr (1..98; 99 needs --force).
+    #[arg(long, default_value_t = 90)]
+    pub priority: u32,
+    /// Scheduling policy of the measuring threads (deadline: SCHED_DEADLINE as cyclicdeadline,
+    /// runtime = interval/10, deadline = period = interval, each CPU in its own exclusive cpuset).
+    #[arg(long, value_parser = parse_policy, default_value = "fifo")]
+    pub policy: Policy,
+    /// How long to measure.
+    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    pub duration: Nanos,
+    /// Also write a cyclictest-compatible histogram (1 us bins, one column per CPU) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<PathBuf>,
+    /// Stream per-interval statistics as JSON lines on stdout (stalled threads are flagged).
+    #[arg(long, value_parser = parse_nanos, value_name = "D")]
+    pub interval_report: Option<Nanos>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Subcommand)]
+pub enum NetWhat {
+    /// Echo requests until --duration has passed (or Ctrl-C). Binds loopback by default.
+    Server(ServerArgs),
+    /// Send requests and measure round trips. With --in container, a server is started in a
+    /// fresh container and the client on the host reaches it over the bridge.
+    Client(ClientArgs),
+}
+
+#[derive(Args, Clone, Copy)]
+#[group(multiple = false)]
+pub struct Proto {
+    /// UDP (default).
+    #[arg(long)]
+    pub udp: bool,
+    /// TCP (4-byte length framing, TCP_NODELAY).
+    #[arg(long)]
+    pub tcp: bool,
+}
+
+impl Proto {
+    pub fn protocol(self) -> Protocol {
+        if self.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ServerArgs {
+    /// Address and port to listen on (with --in container, the container's address is used).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub listen: std::net::SocketAddr,
+    #[command(flatten)]
+    pub proto: Proto,
+    /// Time to wait before answering each request.
+    #[arg(long, value_parser = parse_nanos, default_value = "0ns")]
+    pub service_time: Nanos,
+    /// How long to serve.
+    #[arg(long, value_parser = parse_nanos, default_value = "60s")]
+    pub duration: Nanos,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Paced arrivals are open loop: latency counts from each request's intended send time (no coordinated \
+omission); back-to-back is closed loop (sockperf ping-pong). Responses (UDP and TCP) also carry kernel software \
+timestamps (SO_TIMESTAMPING): rtt_kernel_ns (kernel TX stamp of the request -> kernel RX stamp of the response, \
+from the error queue), rtt_kernel_rx_ns (user send -> kernel RX) and rx_wakeup_ns (kernel RX -> read).
+
+Examples:
+  rtvirt measure net server --listen 127.0.0.1:9000 &
+  rtvirt measure net client --connect 127.0.0.1:9000 --arrivals uniform:1ms-10ms --duration 30s
+  rtvirt measure net client --tcp --arrivals back-to-back --size 64
+  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge"
+)]
+pub struct ClientArgs {
+    /// Server address and port (with --in container only the port is used).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub connect: std::net::SocketAddr,
+    #[command(flatten)]
+    pub proto: Proto,
+    /// Request (= response) size in bytes, at least 32.
+    #[arg(long, default_value_t = 64)]
+    pub size: usize,
+    /// Arrival process: uniform:MIN-MAX, poisson:RATE, fixed:RATE (requests/s) or back-to-back
+    /// (closed loop). Paced latencies count from the intended send time.
+    #[arg(long, value_parser = Arrivals::parse, default_value = "uniform:1ms-10ms")]
+    pub arrivals: Arrivals,
+    /// How long to send requests.
+    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    pub duration: Nanos,
+    /// A request whose response does not come within this is a timeout (late or lost; missing
+    /// ones are also lost); a TCP send blocked this long (server not reading) ends the sending.
+    #[arg(long, value_parser = parse_nanos, default_value = "1s")]
+    pub timeout: Nanos,
+    /// Seed of the arrival process.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
+to its planned core (each core in its own exclusive cpuset), running the guest's tasks under a user-level EDF/FP \
+scheduler with calibrated CPU work drawn from each task's execution-time model. Exit code 1 if a plan made \
+with WCET budgets misses deadlines.
+
+Examples:
+  rtvirt plan --format json > plan.json && rtvirt measure tasks --plan plan.json --duration 30s
+  rtvirt measure tasks scenario.toml --rho 0.5 --format json"
+)]
+pub struct TasksArgs {
+    /// Scenario file (TOML). Without it, the embedded default scenario is used.
+    pub scenario: Option<PathBuf>,
+    /// Plan (JSON from `rtvirt plan --format json`). Without it, the scenario is planned here.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// When planning here: one rho for every task (overrides the scenario's rhos); without it,
+    /// the scenario's rhos (or WCET).
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// How long to run the task sets.
+    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    pub duration: Nanos,
+    /// Seed of the execution-time draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn parse_nanos(s: &str) -> Result<Nanos, String> {
+    Nanos::parse(s)
+}
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s)
+}

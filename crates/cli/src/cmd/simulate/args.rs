@@ -1,0 +1,57 @@
+//! The arguments of `rtvirt simulate`.
+
+use crate::cli_common::Format;
+use clap::Args;
+use rtvirt_model::Nanos;
+use std::path::PathBuf;
+
+#[derive(Args)]
+#[command(after_help = "The host, the vCPU policies (fifo, rr, deadline, other, credit, rtds, ds, ps, supply) \
+and extra host threads come from the scenario's [sim] and [guest.vcpu] sections (see docs/simulate.md); \
+without [guest.vcpu] a vCPU is a SCHED_OTHER thread on core (guest index mod cores). \
+--plan turns every vCPU into a SCHED_DEADLINE reservation from `rtvirt plan --format json`.\n\n\
+Same scenario + same seed = byte-identical results. Deadline misses are results, not errors: \
+the exit code is 0 unless the input is wrong (2).\n\n\
+Examples:\n  rtvirt simulate scenarios/sim_policies.toml --duration 5s --trace trace.json\n  \
+rtvirt plan s.toml --format json > plan.json && rtvirt simulate s.toml --plan plan.json --format json\n  \
+rtvirt simulate --sweep experiments/seeds5_dsr_vs_rho.sweep.toml --threads 2")]
+pub struct SimulateArgs {
+    /// Scenario file (TOML). Without it (and without --sweep), the embedded default scenario.
+    #[arg(conflicts_with = "sweep")]
+    pub scenario: Option<PathBuf>,
+    /// Apply a plan (rtvirt.plan/v1 JSON) as SCHED_DEADLINE reservations of the vCPU threads.
+    #[arg(long, value_name = "PLAN.json")]
+    pub plan: Option<PathBuf>,
+    /// Simulated horizon, e.g. 10s (default: the scenario's [sim] duration, else 10s).
+    #[arg(long, value_parser = parse_nanos)]
+    pub duration: Option<Nanos>,
+    /// Random seed (default: the scenario's [sim] seed, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write a Chrome trace-event JSON (open it in https://ui.perfetto.dev): a track per core
+    /// (which host thread runs) and per guest (which task runs).
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
+    /// Start of the traced window.
+    #[arg(long, value_parser = parse_nanos, default_value = "0s")]
+    pub trace_from: Nanos,
+    /// Length of the traced window.
+    #[arg(long, value_parser = parse_nanos, default_value = "1s")]
+    pub trace_window: Nanos,
+    /// Most events kept in the trace (at most 20000000); later ones are counted as dropped.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub trace_max_events: usize,
+    /// Run a grid of simulations described by a sweep file (scenarios x rho x seeds).
+    #[arg(long, value_name = "SWEEP.toml")]
+    pub sweep: Option<PathBuf>,
+    /// Worker threads for --sweep (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn parse_nanos(s: &str) -> Result<Nanos, String> {
+    Nanos::parse(s)
+}

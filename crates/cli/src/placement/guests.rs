@@ -1,0 +1,384 @@
+//! QEMU guests from the host's side, shared by `rtvirt vm` and `--in vm`: the guest image and
+//! accelerator, host loads around a guest, a job in each guest kernel x host load (the SEEDS 4
+//! matrix), a server in a guest with the client on the host, and the one-line-per-run table.
+
+use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use anyhow::Context;
+use clap::Args;
+use rtvirt_model::results::{Environment, Results};
+use rtvirt_model::Nanos;
+use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
+use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
+use rtvirt_vm::image::{self, Image, ImageSpec};
+use rtvirt_vm::{measure, paths, Flavour, GuestConfig, GuestFile};
+use std::time::Duration;
+
+/// How to boot a guest (shared by run and matrix).
+#[derive(Args, Clone)]
+pub struct GuestOpts {
+    /// Accelerator: auto = KVM if a bounded boot probe succeeds (cached), else TCG.
+    /// TCG timings are not representative of real hardware.
+    #[arg(long, default_value = "auto", value_parser = AccelChoice::parse)]
+    pub accel: AccelChoice,
+    /// Guest vCPUs.
+    #[arg(long, default_value_t = 1)]
+    pub vcpus: u32,
+    /// Guest memory in MiB (locked with -overcommit mem-lock=on).
+    #[arg(long, default_value_t = 512)]
+    pub memory: u32,
+    /// Pin vCPU i to the i-th host CPU of this list (e.g. "1" or "1,2").
+    #[arg(long, value_delimiter = ',')]
+    pub pin: Vec<usize>,
+    /// Guest name (QEMU -name, /run/rtvirt/vm/<name>/).
+    #[arg(long, default_value = "rtvirt-guest")]
+    pub name: String,
+    /// Bound on QEMU start + kernel boot + init.
+    #[arg(long, default_value = "60s", value_parser = Nanos::parse)]
+    pub boot_timeout: Nanos,
+    /// Bound on the command run in the guest.
+    #[arg(long, default_value = "300s", value_parser = Nanos::parse)]
+    pub timeout: Nanos,
+    /// Bound on the KVM boot probe of --accel auto.
+    #[arg(long, default_value = "10s", value_parser = Nanos::parse)]
+    pub probe_timeout: Nanos,
+}
+
+pub fn parse_flavour(text: &str) -> Result<Flavour, String> {
+    match text {
+        "rt" => Ok(Flavour::Rt),
+        "nrt" => Ok(Flavour::Nrt),
+        _ => Err(format!("\"{text}\" is not a guest kernel (expected rt or nrt)")),
+    }
+}
+
+/// The image of `flavour` carrying this rtvirt binary (built or reused).
+pub fn guest_image(flavour: Flavour) -> anyhow::Result<Image> {
+    let cache = paths::cache_dir();
+    let exe = std::env::current_exe().context("cannot find the rtvirt binary to put in the guest")?;
+    let spec = ImageSpec::standard(&cache, flavour, Some(exe))?;
+    let img = image::build(&cache, &spec)?;
+    eprintln!(
+        "vm: image {} {} ({:.1} MiB, {})",
+        flavour,
+        img.kernel_version,
+        img.size_bytes as f64 / 1048576.0,
+        if img.rebuilt { "built" } else { "cached" }
+    );
+    Ok(img)
+}
+
+pub fn to_duration(n: Nanos) -> Duration {
+    Duration::from_nanos(n.0)
+}
+
+/// Resolve the accelerator for `image`, saying what was chosen and why.
+fn choose_accel(o: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
+    let r = accel::resolve(o.accel, &paths::cache_dir(), image, to_duration(o.probe_timeout))?;
+    eprintln!("vm: accelerator {} ({}{})", r.accel.name(), r.reason, if r.cached { ", cached probe" } else { "" });
+    if r.accel == rtvirt_vm::Accel::Tcg {
+        eprintln!("vm: warning: {}", accel::TCG_WARNING);
+    }
+    Ok(r)
+}
+
+/// What a guest of `flavour` boots with: its image, and the configuration of `o` with the
+/// accelerator chosen for that image.
+pub fn boot_config(flavour: Flavour, o: &GuestOpts) -> anyhow::Result<(Image, GuestConfig)> {
+    let image = guest_image(flavour)?;
+    let accel = choose_accel(o, &image)?.accel;
+    let cfg = guest_config(o, &o.name, accel);
+    Ok((image, cfg))
+}
+
+fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConfig {
+    let mut c = GuestConfig::new(name, accel, to_duration(o.timeout));
+    c.vcpus = o.vcpus;
+    c.memory_mib = o.memory;
+    c.pin = o.pin.clone();
+    c.boot_timeout = to_duration(o.boot_timeout);
+    c.progress = Some(|line| eprintln!("vm: {line}"));
+    c
+}
+
+/// Host loads that are stopped when dropped (also on errors).
+pub struct HostLoads(Vec<RunningLoad>);
+
+impl HostLoads {
+    pub fn start(specs: &[LoadSpec]) -> anyhow::Result<HostLoads> {
+        for s in specs {
+            s.validate("--load", false)?;
+        }
+        Ok(HostLoads(load::start_all(specs)?))
+    }
+
+    /// Stop and report (the `environment.load` entries, tagged `"where": "host"`).
+    pub fn stop(mut self) -> Vec<serde_json::Value> {
+        let mut reports = load::stop_all(std::mem::take(&mut self.0));
+        for r in &mut reports {
+            if let Some(m) = r.as_object_mut() {
+                m.insert("where".into(), "host".into());
+            }
+        }
+        reports
+    }
+}
+
+impl Drop for HostLoads {
+    fn drop(&mut self) {
+        load::stop_all(std::mem::take(&mut self.0));
+    }
+}
+
+pub fn load_label(specs: &[LoadSpec]) -> String {
+    if specs.is_empty() {
+        return "none".into();
+    }
+    specs
+        .iter()
+        .map(|s| {
+            let cpus = s
+                .cpus
+                .as_ref()
+                .map(|c| format!("@{}", c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")))
+                .unwrap_or_default();
+            format!("{}:{}{cpus}", s.kind.as_str(), s.workers)
+        })
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// Boot, measure under `loads`, return the annotated results and the guest's exit status.
+pub fn measure_in_guest(
+    image: &Image,
+    cfg: &GuestConfig,
+    loads: &[LoadSpec],
+    args: &[String],
+) -> anyhow::Result<measure::Measured> {
+    eprintln!(
+        "vm: booting {} ({} kernel, {}, host load {}) to run: rtvirt {}",
+        cfg.name,
+        image.flavour,
+        cfg.accel.name(),
+        load_label(loads),
+        args.join(" ")
+    );
+    let running = HostLoads::start(loads)?;
+    let outcome = measure::run(image, cfg, args);
+    let reports = running.stop();
+    let mut m = outcome?;
+    note_host_loads(&mut m.results, loads, reports);
+    Ok(m)
+}
+
+/// Record in `r`'s environment the host loads that ran meanwhile: their reports and their label
+/// (`host_load`); returns the environment, for further entries.
+pub fn note_host_loads<'a>(
+    r: &'a mut Results,
+    loads: &[LoadSpec],
+    reports: Vec<serde_json::Value>,
+) -> &'a mut Environment {
+    let env = r.environment.get_or_insert_with(Default::default);
+    env.load.extend(reports);
+    env.extra.insert("host_load".into(), load_label(loads).into());
+    env
+}
+
+/// What every guest of a matrix runs: `rtvirt <args>`, with input files in `files/`.
+pub struct Job {
+    pub args: Vec<String>,
+    pub files: Vec<GuestFile>,
+}
+
+/// SEEDS 4: `job` in a guest of each kernel, without and with each host load.
+pub fn matrix(
+    kernels: &[Flavour],
+    loads: &[LoadSpec],
+    guest: &GuestOpts,
+    job: &Job,
+    format: Format,
+    out_dir: Option<&std::path::Path>,
+) -> CmdResult {
+    let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
+    columns.extend(loads.iter().map(|l| vec![l.clone()]));
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for &flavour in kernels {
+        let (image, cfg) = boot_config(flavour, guest)?;
+        let cfg = GuestConfig { files: job.files.clone(), ..cfg };
+        for loads in &columns {
+            let mut m = measure_in_guest(&image, &cfg, loads, &job.args)?;
+            m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
+            if let Some(dir) = out_dir {
+                let path = dir.join(format!(
+                    "vm-{}-{}.json",
+                    flavour.name(),
+                    load_label(loads).replace([':', '@', ',', '+'], "_")
+                ));
+                std::fs::write(&path, serde_json::to_string_pretty(&m.results)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!("vm: wrote {}", path.display());
+            }
+            failed |= m.rc == 1;
+            rows.push((flavour, load_label(loads), m.results));
+        }
+    }
+    match format {
+        Format::Json => print_json(&rows.iter().map(|r| &r.2).collect::<Vec<_>>())?,
+        Format::Table => print_rows(&rows),
+    }
+    Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// The guest options' documented defaults.
+pub fn default_guest_opts() -> GuestOpts {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        guest: GuestOpts,
+    }
+    <Defaults as clap::Parser>::try_parse_from(["rtvirt"]).expect("defaults parse").guest
+}
+
+/// What the host's client does.
+pub struct NetParams<'a> {
+    pub tcp: bool,
+    pub port: u16,
+    pub duration: Nanos,
+    pub loads: &'a [LoadSpec],
+    pub client_args: &'a [String],
+}
+
+/// Extra time the guest's server runs beyond the client's duration (client start-up).
+pub const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
+
+/// Server in a guest of `flavour`, client on the host for `a.duration` under `a.loads`.
+pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Format) -> CmdResult {
+    let (image, cfg) = boot_config(flavour, guest)?;
+    let accel = cfg.accel;
+    let proto = if a.tcp { "--tcp" } else { "--udp" };
+    let server: Vec<String> = [
+        "measure",
+        "net",
+        "server",
+        "--listen",
+        &format!("0.0.0.0:{}", a.port),
+        "--duration",
+        &(a.duration + SERVER_MARGIN).to_string(),
+        proto,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    eprintln!(
+        "vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}",
+        cfg.name,
+        flavour,
+        accel.name(),
+        if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" },
+        &proto[2..],
+        a.port
+    );
+    let (served, (mut client, client_rc, loads)) =
+        measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
+            let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
+            eprintln!(
+                "vm: guest serving at {ip}:{}; host client for {} (host load {})",
+                a.port,
+                a.duration,
+                load_label(a.loads)
+            );
+            let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
+            let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, a.client_args);
+            let reports = running.stop();
+            let (results, rc) = client?;
+            Ok::<_, String>((results, rc, reports))
+        })?;
+    measure::annotate_from(&mut client, &served.results);
+    let env = note_host_loads(&mut client, a.loads, loads);
+    env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
+    match format {
+        Format::Json => print_json(&client)?,
+        Format::Table => print_rows(&[(flavour, load_label(a.loads), client)]),
+    }
+    Ok(if client_rc == 1 { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Run `rtvirt measure net client` on the host against the guest; its results and exit status.
+fn run_host_client(connect: &str, duration: Nanos, proto: &str, extra: &[String]) -> Result<(Results, i32), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the rtvirt binary: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args([
+            "measure",
+            "net",
+            "client",
+            "--connect",
+            connect,
+            "--duration",
+            &duration.to_string(),
+            proto,
+            "--format",
+            "json",
+        ])
+        .args(extra)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the client: {e}"))?;
+    let rc = out.status.code().unwrap_or(-1);
+    if rc != 0 && rc != 1 {
+        return Err(format!("`rtvirt measure net client` exited with status {rc}"));
+    }
+    let r: Results =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("client printed no results document: {e}"))?;
+    Ok((r, rc))
+}
+
+/// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net).
+pub fn print_rows(rows: &[(Flavour, String, Results)]) {
+    println!(
+        "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us"
+    );
+    let mut tcg = false;
+    for (flavour, load, r) in rows {
+        let accel = r.environment.as_ref().and_then(|e| e.extra.get("accel")).and_then(|v| v.as_str()).unwrap_or("?");
+        tcg |= accel == "tcg";
+        let us = |ns: f64| format!("{:.1}", ns / 1000.0);
+        match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
+            Some(s) => println!(
+                "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
+                flavour.name(),
+                load,
+                accel,
+                r.kind,
+                s.count,
+                us(s.min as f64),
+                us(s.mean),
+                us(s.p99 as f64),
+                us(s.max as f64)
+            ),
+            None if r.kind == "tasks" => {
+                let x = &r.extra;
+                println!(
+                    "{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}",
+                    flavour.name(),
+                    load,
+                    accel,
+                    r.kind,
+                    x["jobs"],
+                    x["misses"],
+                    x["dsr"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+            None => println!(
+                "{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)",
+                flavour.name(),
+                load,
+                accel,
+                r.kind
+            ),
+        }
+    }
+    if tcg {
+        println!("note: {}", accel::TCG_WARNING);
+    }
+}
