@@ -5,7 +5,7 @@
 
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Scenario};
-use rtvirt_model::Nanos;
+use rtvirt_model::{xml, InputError, Nanos};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -17,14 +17,69 @@ pub fn pid_variable(guest: &str) -> String {
     format!("VCPU_PID_{name}")
 }
 
+/// `value` as one shell word (POSIX sh, bash, dash): quoted by the `shlex` crate so that no
+/// character of it is interpreted (`$`, backticks, `;`, newlines stay literal). A NUL byte cannot
+/// be passed to a command at all: an error naming the field.
+fn shell_word(value: &str, field: impl FnOnce() -> String) -> Result<String, InputError> {
+    shlex::try_quote(value).map(|q| q.into_owned()).map_err(|_| {
+        InputError::field(field(), format!("{value:?} holds a NUL character, which no shell command can receive"))
+    })
+}
+
+/// A guest name as an `xl` domain argument: one shell word, and not starting with `-` (which xl
+/// would read as an option however it is quoted).
+fn domain_word(plan: &Plan, guest: &GuestPlan) -> Result<String, InputError> {
+    if guest.name.starts_with('-') {
+        return Err(InputError::field(
+            guest_field(plan, guest),
+            format!("{:?} starts with '-', which xl would read as an option: rename the guest", guest.name),
+        ));
+    }
+    shell_word(&guest.name, || guest_field(plan, guest))
+}
+
+/// `value` for a shell or XML comment: double-quoted with Rust's string escapes (`\n`, `\"`,
+/// `\u{1b}`), so that it stays on its comment line whatever it holds.
+fn comment_word(value: &str) -> String {
+    format!("{value:?}")
+}
+
+/// Field path of a planned guest's name, for errors.
+fn guest_field(plan: &Plan, guest: &GuestPlan) -> String {
+    let index = plan.guests.iter().position(|g| std::ptr::eq(g, guest)).unwrap_or(0);
+    format!("guest[{index}].name")
+}
+
 fn placed(plan: &Plan) -> impl Iterator<Item = (&GuestPlan, u32)> {
     plan.guests.iter().filter_map(|g| g.core.map(|c| (g, c)))
 }
 
+/// Guests without `--pid` whose names map to the same [`pid_variable`] (e.g. `vm-1` and `vm_1`):
+/// one environment variable cannot hold two thread ids.
+fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), InputError> {
+    let mut owner: BTreeMap<String, &GuestPlan> = BTreeMap::new();
+    for (g, _) in placed(plan).filter(|(g, _)| !pids.contains_key(&g.name)) {
+        let variable = pid_variable(&g.name);
+        if let Some(first) = owner.insert(variable.clone(), g) {
+            return Err(InputError::field(
+                guest_field(plan, g),
+                format!(
+                    "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid NAME=PID",
+                    comment_word(&first.name),
+                    comment_word(&g.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `--emit chrt`: a POSIX shell script that pins each guest's vCPU thread to its core (`taskset`)
 /// and gives it SCHED_DEADLINE runtime/deadline/period in ns (`chrt -d`). Thread ids come from
-/// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`].
-pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
+/// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`]. Guest names appear
+/// only in comments ([`comment_word`]); every argument is a number or a checked variable.
+pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
+    shared_pid_variable(plan, pids)?;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -43,17 +98,18 @@ pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
     let _ = writeln!(s, "# per core first (cgroup v2: cpuset.cpus.partition=root), or use `rtvirt host apply`.");
     let _ = writeln!(s, "set -eu");
     for (g, core) in placed(plan) {
+        let name = comment_word(&g.name);
+        // the variable name is [A-Z0-9_] only, and the message is constant text
         let pid = pids.get(&g.name).map_or_else(
             || {
                 let v = pid_variable(&g.name);
-                format!("\"${{{v}:?set {v} to the thread id of {}'s vCPU}}\"", g.name)
+                format!("\"${{{v}:?set it to the thread id of the vCPU of the guest named above}}\"")
             },
             |p| p.to_string(),
         );
         let _ = writeln!(
             s,
-            "\n# {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
-            g.name,
+            "\n# guest {name}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
             Nanos(g.budget_ns),
             Nanos(g.period_ns),
             Nanos(g.deadline_ns),
@@ -61,7 +117,7 @@ pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
         );
         let _ = writeln!(s, "taskset -p -c {core} {pid}");
         if g.budget_ns == 0 {
-            let _ = writeln!(s, "# {} has no real-time tasks: no reservation (budget 0)", g.name);
+            let _ = writeln!(s, "# guest {name} has no real-time tasks: no reservation (budget 0)");
             continue;
         }
         if g.budget_ns < 1024 {
@@ -79,7 +135,7 @@ pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> String {
             g.period_ns
         );
     }
-    s
+    Ok(s)
 }
 
 /// Budget rounded up and period rounded down to whole microseconds (RTDS's unit), so the supply
@@ -89,8 +145,10 @@ fn rtds_us(g: &GuestPlan) -> (u64, u64) {
 }
 
 /// `--emit rtds`: Xen commands: one RTDS cpupool per planned core (CPU moved out of Pool-0),
-/// each domain migrated to its pool, and `xl sched-rtds` period/budget in microseconds.
-pub fn rtds(plan: &Plan) -> String {
+/// each domain migrated to its pool, and `xl sched-rtds` period/budget in microseconds. Domain
+/// names are passed as single quoted words ([`shell_word`]), and shown in comments as
+/// [`comment_word`].
+pub fn rtds(plan: &Plan) -> Result<String, InputError> {
     let mut s = String::new();
     let _ =
         writeln!(s, "#!/bin/sh\n# rtvirt plan --emit rtds: Xen RTDS (microseconds; budget rounded up, period down).");
@@ -101,13 +159,16 @@ pub fn rtds(plan: &Plan) -> String {
     );
     let _ = writeln!(s, "set -eu");
     for c in &plan.cores {
-        let _ = writeln!(s, "\n# cpupool for core {} (bandwidth {:.4}): {}", c.id, c.bandwidth, c.guests.join(", "));
+        let guests: Vec<String> = c.guests.iter().map(|g| comment_word(g)).collect();
+        let _ = writeln!(s, "\n# cpupool for core {} (bandwidth {:.4}): {}", c.id, c.bandwidth, guests.join(", "));
         let _ = writeln!(s, "xl cpupool-cpu-remove Pool-0 {}", c.id);
         let _ = writeln!(s, "xl cpupool-create 'name=\"rtvirt-core{0}\"' 'sched=\"rtds\"' 'cpus=\"{0}\"'", c.id);
     }
     for (g, core) in placed(plan) {
         let (b, p) = rtds_us(g);
-        let _ = writeln!(s, "\n# {}: {} every {}", g.name, Nanos(g.budget_ns), Nanos(g.period_ns));
+        let domain = domain_word(plan, g)?;
+        let _ =
+            writeln!(s, "\n# domain {}: {} every {}", comment_word(&g.name), Nanos(g.budget_ns), Nanos(g.period_ns));
         if g.deadline_ns < g.period_ns {
             let _ = writeln!(
                 s,
@@ -115,10 +176,10 @@ pub fn rtds(plan: &Plan) -> String {
                 Nanos(g.deadline_ns)
             );
         }
-        let _ = writeln!(s, "xl cpupool-migrate {} rtvirt-core{core}", g.name);
-        let _ = writeln!(s, "xl sched-rtds -d {} -v all -p {p} -b {b}", g.name);
+        let _ = writeln!(s, "xl cpupool-migrate {domain} rtvirt-core{core}");
+        let _ = writeln!(s, "xl sched-rtds -d {domain} -v all -p {p} -b {b}");
     }
-    s
+    Ok(s)
 }
 
 /// Host cores that no guest uses (for the emulator threads), as a cpuset list.
@@ -144,7 +205,7 @@ pub fn libvirt(plan: &Plan) -> String {
         let _ = writeln!(
             s,
             "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
-            in_comment(&g.name),
+            xml::comment(&g.name),
             g.budget_ns,
             g.deadline_ns,
             g.period_ns
@@ -169,15 +230,6 @@ pub fn ns_as_ms(ns: u64) -> String {
     format!("{whole}.{:06}", frac).trim_end_matches('0').to_string()
 }
 
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// Text that can stand inside an XML comment (which may not hold "--").
-fn in_comment(s: &str) -> String {
-    xml_escape(s).replace("--", "- -")
-}
-
 /// `--emit carts`: CARTS XML input (times in ms): one component per guest with its scheduler
 /// (EDF or DM), its candidate server periods as `min_period`/`max_period`, and each task's
 /// period, deadline and execution bound c from the plan.
@@ -197,7 +249,7 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
         };
         let (lo, hi) = (cands.first().copied().unwrap_or(0), cands.last().copied().unwrap_or(0));
         // what CARTS' input cannot say is said next to it
-        let commented = in_comment(&g.name);
+        let commented = xml::comment(&g.name);
         if g.tasks.iter().any(|t| t.priority_given) {
             let _ = writeln!(
                 s,
@@ -216,7 +268,7 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
         let _ = writeln!(
             s,
             "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
-            xml_escape(&g.name),
+            xml::escape(&g.name),
             ns_as_ms(lo),
             ns_as_ms(hi)
         );
@@ -226,7 +278,7 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
             let _ = writeln!(
                 s,
                 "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
-                xml_escape(&t.name),
+                xml::escape(&t.name),
                 ns_as_ms(t.period.0),
                 ns_as_ms(t.deadline.0),
                 ns_as_ms(c)
@@ -248,6 +300,5 @@ mod tests {
         assert_eq!(ns_as_ms(2_382_000), "2.382");
         assert_eq!(ns_as_ms(1), "0.000001");
         assert_eq!(pid_variable("vm-1.a"), "VCPU_PID_VM_1_A");
-        assert_eq!(in_comment("a--b<-->"), "a- -b&lt;- -&gt;");
     }
 }

@@ -8,6 +8,7 @@
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
+//! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
 
 pub mod carts;
 pub mod duration;
@@ -17,6 +18,7 @@ pub mod plan;
 pub mod results;
 pub mod scenario;
 pub mod stats;
+pub mod xml;
 
 pub use duration::Nanos;
 pub use error::InputError;

@@ -205,7 +205,9 @@ pub fn run(a: PlanArgs) -> CmdResult {
     }
     let p = plan(&s, &o);
     match a.emit {
-        Some(e) if p.plan.feasible => print!("{}", emitted(e, &s, &p.plan, &pid_map)),
+        Some(e) if p.plan.feasible => {
+            print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| locate_sim_error(e, &s))?)
+        }
         Some(_) => {}
         None if a.format == Format::Json => print_json(&p.plan)?,
         None => print!("{}", table(&s, &p.plan)),
@@ -214,13 +216,13 @@ pub fn run(a: PlanArgs) -> CmdResult {
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
 }
 
-fn emitted(e: EmitArg, s: &Scenario, p: &Plan, pids: &BTreeMap<String, u32>) -> String {
-    match e {
-        EmitArg::Chrt => emit::chrt(p, pids),
-        EmitArg::Rtds => emit::rtds(p),
+fn emitted(e: EmitArg, s: &Scenario, p: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
+    Ok(match e {
+        EmitArg::Chrt => emit::chrt(p, pids)?,
+        EmitArg::Rtds => emit::rtds(p)?,
         EmitArg::Libvirt => emit::libvirt(p),
         EmitArg::Carts => emit::carts(s, p),
-    }
+    })
 }
 
 fn rho_text(r: Option<f64>) -> String {

@@ -33,21 +33,8 @@ pub const TOP: f64 = 40.0;
 pub const BOTTOM: f64 = 320.0;
 const LEGEND_X: f64 = 596.0;
 
-/// Escape text for XML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escape text for XML content and attribute values (the codebase's one escaper).
+pub use rtvirt_model::xml::escape as esc;
 
 /// An SVG document being written.
 pub struct Svg {
