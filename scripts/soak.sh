@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Soak: `measure timer` (with interval reports) and a `measure net` server + client on loopback
-# run side by side for DURATION (default 1h); every SAMPLE seconds (default 60) the resident
+# run side by side for DURATION (default 60min); every SAMPLE seconds (default 60) the resident
 # memory (VmRSS) of each process is written to OUT/memory.csv. At the end it prints, per process,
 # the first, last and largest RSS after the first minute: a flat line means no growth.
-#   scripts/soak.sh [DURATION] [OUT]        e.g. scripts/soak.sh 1h /tmp/soak
+#   scripts/soak.sh [DURATION] [OUT]        e.g. scripts/soak.sh 60min /tmp/soak
 # Uses target/release/rtvirt unless RTVIRT names another binary. Needs root (RT priority).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration="${1:-1h}"
+duration="${1:-60min}"
 out="${2:-/tmp/rtvirt-soak}"
 sample="${SAMPLE:-60}"
 bin="${RTVIRT:-./target/release/rtvirt}"
@@ -27,6 +27,12 @@ sleep 1
 "$bin" measure net client --connect "127.0.0.1:$port" --udp --duration "$duration" --format json \
     > "$out/client.json" 2> "$out/client.err" &
 pids+=($!); client=$!
+
+sleep 1
+for p in "$timer" "$server" "$client"; do
+    kill -0 "$p" 2>/dev/null && continue
+    echo "soak: a measurement exited at once:" >&2; cat "$out"/*.err >&2; exit 2
+done
 
 rss() { awk '/^VmRSS:/{print $2}' "/proc/$1/status" 2>/dev/null || echo ""; }
 echo "t_s,timer_rss_kib,server_rss_kib,client_rss_kib" > "$out/memory.csv"
