@@ -1,11 +1,14 @@
 //! The `rtvirt` binary: argument parsing and wiring only. Each job's command lives in
-//! `cmd/<job>.rs`; the work itself is done by the library crates.
+//! `cmd/<job>` (a file, or a folder with one module per concept); where a measurement runs (this
+//! host, a container, QEMU guests) is the placement driver's, `placement/`; the work itself is
+//! done by the library crates.
 
 mod cli_common;
 mod cmd;
 mod placement;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use placement::command_line::CommandLine;
 use std::process::ExitCode;
 
 /// rtvirt makes real-time workloads in virtual machines and containers predictable:
@@ -45,23 +48,32 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let (cli, line) = parse();
     quiet_broken_pipe_panics();
-    match std::panic::catch_unwind(move || run(cli)) {
+    match std::panic::catch_unwind(move || run(cli, line)) {
         Ok(outcome) => cli_common::finish(outcome),
         Err(payload) if is_broken_pipe(payload.as_ref()) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(payload) => std::panic::resume_unwind(payload),
     }
 }
 
-fn run(cli: Cli) -> cli_common::CmdResult {
+/// The parsed command line (as `Cli::parse` does), and the command as given, for re-running it
+/// in a container or a guest.
+fn parse() -> (Cli, CommandLine) {
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    (cli, CommandLine::from_matches(&command, &matches))
+}
+
+fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
     match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
-        Command::Measure(a) => cmd::measure::run(a),
-        Command::Load(a) => cmd::load::run(a),
+        Command::Measure(a) => cmd::measure::run(a, line),
+        Command::Load(a) => cmd::load::run(a, line),
         Command::Vm(a) => cmd::vm::run(a),
         Command::Host(a) => cmd::host::run(a),
     }

@@ -2,7 +2,8 @@
 
 use super::measure::progress;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
-use crate::placement::container::rerun_in_container;
+use crate::placement::command_line::CommandLine;
+use crate::placement::container;
 use crate::placement::options::Where;
 use clap::{Args, ValueEnum};
 use rtvirt_model::results::Results;
@@ -53,7 +54,7 @@ pub struct LoadArgs {
     pub force: bool,
 }
 
-pub fn run(a: LoadArgs) -> CmdResult {
+pub fn run(a: LoadArgs, line: CommandLine) -> CmdResult {
     rtvirt_probe::signals::install();
     let kind = match a.kind {
         Kind::Net => LoadKind::Net,
@@ -76,7 +77,7 @@ pub fn run(a: LoadArgs) -> CmdResult {
         anyhow::bail!("--in vm is not available for rtvirt load; use `rtvirt vm run -- load ...`");
     }
     if a.r#in == Where::Container {
-        return rerun_in_container(&cpu_list.unwrap_or_else(cpus::allowed));
+        return container::rerun(&line, &cpu_list.unwrap_or_else(cpus::allowed));
     }
     progress(a.duration, &format!("running {} load ({workers} worker(s))", kind.as_str()));
     let report = load::run_for(&spec, a.duration)?;

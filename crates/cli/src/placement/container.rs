@@ -1,12 +1,18 @@
-//! Re-running a measurement inside a fresh container.
+//! `--in container`: this command re-run inside a fresh container (network namespace, veth pair
+//! on a bridge, cpuset cgroup), or, for a client, a peer server in one; the container is removed
+//! whatever happens.
 
+use super::command_line::{self, CommandLine};
 use crate::cli_common::{CmdResult, Outcome};
 use anyhow::Context as _;
+use rtvirt_model::results::Results;
+use rtvirt_model::Nanos;
 use rtvirt_probe::{container::Container, cpus};
+use std::net::SocketAddr;
 
-/// Re-run this very command inside a fresh container (`--in host` there), forwarding its output
-/// and exit code; the container is removed whatever happens.
-pub fn rerun_in_container(cpu_list: &[u32]) -> CmdResult {
+/// Re-run `line` inside a fresh container on `cpu_list` (`--in host` there, the default),
+/// forwarding its output and exit code.
+pub fn rerun(line: &CommandLine, cpu_list: &[u32]) -> CmdResult {
     let exe = std::env::current_exe().context("cannot find the rtvirt executable")?;
     let container = Container::create(cpu_list)?;
     eprintln!(
@@ -17,8 +23,9 @@ pub fn rerun_in_container(cpu_list: &[u32]) -> CmdResult {
         container.host_addr,
         cpus::format_list(cpu_list)
     );
+    let inside = line.clone().without(&["in"]).argv();
     let mut child =
-        container.command(&exe)?.args(args_inside()).spawn().context("cannot start rtvirt inside the container")?;
+        container.command(&exe)?.args(inside).spawn().context("cannot start rtvirt inside the container")?;
     let status = wait_forwarding_interrupt(&mut child)?;
     drop(container);
     match status.code() {
@@ -26,6 +33,43 @@ pub fn rerun_in_container(cpu_list: &[u32]) -> CmdResult {
         Some(1) => Ok(Outcome::Failed),
         _ => Err(anyhow::anyhow!("the measurement inside the container failed ({status})")),
     }
+}
+
+/// Start a net server on `port` in a fresh container for `serve_for`, run `client` from this
+/// host against it over the bridge, and note the peer in the client's results.
+pub fn with_server(
+    port: u16,
+    tcp: bool,
+    serve_for: Nanos,
+    client: impl FnOnce(SocketAddr) -> anyhow::Result<Results>,
+) -> anyhow::Result<Results> {
+    use std::io::BufRead;
+    let container = Container::create(&cpus::allowed())?;
+    let exe = std::env::current_exe().context("cannot find the rtvirt executable")?;
+    let listen = SocketAddr::new(container.container_addr.into(), port);
+    let mut child = container
+        .command(&exe)?
+        .args(command_line::net_server(&listen.to_string(), serve_for, tcp, &["--format", "json"]))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot start the server in the container")?;
+    let mut first = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    out.read_line(&mut first).ok();
+    let result = if first.starts_with("listening on") {
+        client(listen)
+    } else {
+        Err(anyhow::anyhow!("the server in the container did not start"))
+    };
+    rtvirt_probe::signals::terminate(child.id());
+    let _ = child.wait();
+    let mut r = result?;
+    if let Some(env) = r.environment.as_mut() {
+        env.extra.insert("peer".into(), "server in a container, over a veth pair and a Linux bridge".into());
+        env.extra.insert("container".into(), container.describe());
+    }
+    drop(container);
+    Ok(r)
 }
 
 /// Wait for a child; on Ctrl-C/SIGTERM ask it to stop (it finishes cleanly and reports).
@@ -41,21 +85,4 @@ fn wait_forwarding_interrupt(child: &mut std::process::Child) -> anyhow::Result<
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-}
-
-/// This process's arguments with `--in container` replaced by `--in host`.
-fn args_inside() -> Vec<String> {
-    let mut out = Vec::new();
-    let mut args = std::env::args().skip(1).peekable();
-    while let Some(a) = args.next() {
-        if a == "--in" && args.peek().map(String::as_str) == Some("container") {
-            args.next();
-            out.extend(["--in".to_string(), "host".to_string()]);
-        } else if a == "--in=container" {
-            out.push("--in=host".into());
-        } else {
-            out.push(a);
-        }
-    }
-    out
 }

@@ -2,6 +2,7 @@
 //! accelerator, host loads around a guest, a job in each guest kernel x host load (the SEEDS 4
 //! matrix), a server in a guest with the client on the host, and the one-line-per-run table.
 
+use super::command_line::{self, protocol_flag};
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use clap::Args;
@@ -255,27 +256,14 @@ pub const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Format) -> CmdResult {
     let (image, cfg) = boot_config(flavour, guest)?;
     let accel = cfg.accel;
-    let proto = if a.tcp { "--tcp" } else { "--udp" };
-    let server: Vec<String> = [
-        "measure",
-        "net",
-        "server",
-        "--listen",
-        &format!("0.0.0.0:{}", a.port),
-        "--duration",
-        &(a.duration + SERVER_MARGIN).to_string(),
-        proto,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let server = command_line::net_server(&format!("0.0.0.0:{}", a.port), a.duration + SERVER_MARGIN, a.tcp, &[]);
     eprintln!(
         "vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}",
         cfg.name,
         flavour,
         accel.name(),
         if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" },
-        &proto[2..],
+        &protocol_flag(a.tcp)[2..],
         a.port
     );
     let (served, (mut client, client_rc, loads)) =
@@ -288,7 +276,7 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: 
                 load_label(a.loads)
             );
             let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
-            let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, proto, a.client_args);
+            let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, a.tcp, a.client_args);
             let reports = running.stop();
             let (results, rc) = client?;
             Ok::<_, String>((results, rc, reports))
@@ -304,22 +292,10 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: 
 }
 
 /// Run `rtvirt measure net client` on the host against the guest; its results and exit status.
-fn run_host_client(connect: &str, duration: Nanos, proto: &str, extra: &[String]) -> Result<(Results, i32), String> {
+fn run_host_client(connect: &str, duration: Nanos, tcp: bool, extra: &[String]) -> Result<(Results, i32), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the rtvirt binary: {e}"))?;
     let out = std::process::Command::new(exe)
-        .args([
-            "measure",
-            "net",
-            "client",
-            "--connect",
-            connect,
-            "--duration",
-            &duration.to_string(),
-            proto,
-            "--format",
-            "json",
-        ])
-        .args(extra)
+        .args(command_line::net_client(connect, duration, tcp, extra))
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run the client: {e}"))?;

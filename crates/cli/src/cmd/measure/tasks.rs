@@ -2,16 +2,34 @@
 
 use super::args::TasksArgs;
 use super::output::progress;
-use crate::cli_common::{print_json, CmdResult, Format, Outcome};
-use crate::placement::options::Where;
-use crate::placement::{container::rerun_in_container, with_loads};
+use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
+use crate::placement::command_line::CommandLine;
+use crate::placement::options::Common;
+use crate::placement::{drive, GuestJob, Measurement};
+use anyhow::Context as _;
+use rtvirt_model::plan::Plan;
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
+use rtvirt_probe::tasks::TasksConfig;
+use rtvirt_vm::GuestFile;
+use std::net::SocketAddr;
+use std::path::Path;
 
-pub fn run(a: TasksArgs) -> CmdResult {
-    let scenario = crate::cli_common::load_scenario(a.scenario.as_deref())?;
-    let plan = match (&a.plan, a.rho) {
+/// A scenario with its plan (read, or made here), ready to run.
+struct Tasks {
+    args: TasksArgs,
+    scenario: Scenario,
+    plan: Plan,
+    config: TasksConfig,
+}
+
+pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
+    let scenario = load_scenario(args.scenario.as_deref())?;
+    let plan = match (&args.plan, args.rho) {
         (Some(_), Some(_)) => anyhow::bail!("--rho applies when planning here; a --plan file was already planned"),
         (Some(path), None) => {
-            let p = rtvirt_model::plan::Plan::from_file(path)?;
+            let p = Plan::from_file(path)?;
             p.check_matches(&scenario).map_err(|e| e.in_file(path))?;
             p
         }
@@ -25,61 +43,120 @@ pub fn run(a: TasksArgs) -> CmdResult {
             rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
         }
     };
-    let cfg = rtvirt_probe::tasks::TasksConfig { duration: a.duration, seed: a.seed, force: a.common.force };
-    match a.common.r#in {
-        Where::Container => {
-            return rerun_in_container(&plan.guests.iter().filter_map(|g| g.core).collect::<Vec<u32>>())
-        }
-        Where::Vm => return crate::placement::vm::tasks_in_vm(&a.common, &scenario, &plan, &cfg),
-        Where::Host => {}
+    let config = TasksConfig { duration: args.duration, seed: args.seed, force: args.common.force };
+    drive(Tasks { args, scenario, plan, config }, line)
+}
+
+impl Measurement for Tasks {
+    fn common(&self) -> &Common {
+        &self.args.common
     }
-    progress(
-        a.duration,
-        &format!("running {} guest(s) of \"{}\" under their reservations", scenario.guests.len(), scenario.name),
-    );
-    let results = with_loads(&a.common, || Ok(rtvirt_probe::tasks::run(&scenario, &plan, &cfg)?))?;
-    match a.common.format {
-        Format::Json => print_json(&results)?,
-        Format::Table => {
-            println!(
-                "{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}",
-                "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max"
-            );
-            for t in &results.tasks {
-                let us = |v: u64| format!("{:.0}us", v as f64 / 1e3);
+
+    fn duration(&self) -> Nanos {
+        self.args.duration
+    }
+
+    fn container_cpus(&self) -> Vec<u32> {
+        self.plan.guests.iter().filter_map(|g| g.core).collect()
+    }
+
+    /// The task sets run under the plan made on the host, with as many vCPUs as the plan's
+    /// cores; the scenario file (and its samples files) and the plan travel as files.
+    fn guest_job(&self, line: CommandLine) -> anyhow::Result<GuestJob> {
+        let plan = GuestFile { name: "plan.json".into(), data: serde_json::to_vec_pretty(&self.plan)? };
+        let mut line = line.without(&["rho"]).with_option("plan", "plan", plan.guest_path());
+        let mut files = vec![plan];
+        match &self.scenario.source {
+            Some(source) => {
+                files.extend(scenario_files(&self.scenario, source)?);
+                line = line.with_positional("scenario", files[1].guest_path());
+            }
+            None => line = line.without(&["scenario"]),
+        }
+        let vcpus = self.plan.guests.iter().filter_map(|g| g.core).max().map_or(1, |c| c + 1);
+        Ok(GuestJob { line, files, vcpus })
+    }
+
+    fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {
+        let s = &self.scenario;
+        progress(
+            self.args.duration,
+            &format!("running {} guest(s) of \"{}\" under their reservations", s.guests.len(), s.name),
+        );
+        Ok(rtvirt_probe::tasks::run(s, &self.plan, &self.config)?)
+    }
+
+    fn report(&self, results: &Results) -> CmdResult {
+        match self.args.common.format {
+            Format::Json => print_json(results)?,
+            Format::Table => {
                 println!(
-                    "{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}",
-                    t.guest,
-                    t.name,
-                    t.jobs,
-                    t.misses,
-                    t.dsr,
-                    us(t.response_ns.p50),
-                    us(t.response_ns.p99),
-                    us(t.response_ns.max)
+                    "{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}",
+                    "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max"
+                );
+                for t in &results.tasks {
+                    let us = |v: u64| format!("{:.0}us", v as f64 / 1e3);
+                    println!(
+                        "{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}",
+                        t.guest,
+                        t.name,
+                        t.jobs,
+                        t.misses,
+                        t.dsr,
+                        us(t.response_ns.p50),
+                        us(t.response_ns.p99),
+                        us(t.response_ns.max)
+                    );
+                }
+                for g in &results.guests {
+                    println!(
+                        "{}: core {} reservation {} used {:.1}% CPU",
+                        g.name,
+                        g.extra["core"],
+                        g.extra["reservation"],
+                        g.utilisation * 100.0
+                    );
+                }
+                println!(
+                    "overall DSR {:.4} ({} jobs, {} misses)",
+                    results.extra["dsr"].as_f64().unwrap_or(0.0),
+                    results.extra["jobs"],
+                    results.extra["misses"]
                 );
             }
-            for g in &results.guests {
-                println!(
-                    "{}: core {} reservation {} used {:.1}% CPU",
-                    g.name,
-                    g.extra["core"],
-                    g.extra["reservation"],
-                    g.utilisation * 100.0
+        }
+        let misses = results.extra["misses"].as_u64().unwrap_or(0);
+        let wcet_budgets = self.plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet"));
+        Ok(if misses > 0 && wcet_budgets { Outcome::Failed } else { Outcome::Ok })
+    }
+}
+
+/// The scenario file and the execution-time samples files it names, as guest files: the
+/// scenario becomes `files/scenario.toml`, samples files keep their paths relative to it (so
+/// they must be below the scenario's directory).
+fn scenario_files(scenario: &Scenario, source: &Path) -> anyhow::Result<Vec<GuestFile>> {
+    let read = |p: &std::path::Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    let mut files = vec![GuestFile { name: "scenario.toml".into(), data: read(source)? }];
+    let base = source.parent().unwrap_or(std::path::Path::new(""));
+    for task in scenario.guests.iter().flat_map(|g| &g.tasks) {
+        if let rtvirt_model::exec::ExecModel::Samples(s) = &task.exec {
+            let below = s
+                .path
+                .strip_prefix(base)
+                .ok()
+                .filter(|r| r.components().all(|c| matches!(c, std::path::Component::Normal(_))));
+            let Some(name) = below.and_then(|r| r.to_str()).filter(|n| *n != "scenario.toml") else {
+                anyhow::bail!(
+                    "{}: task {}: --in vm carries samples files only from below the scenario's directory (found {})",
+                    source.display(),
+                    task.name,
+                    s.path.display()
                 );
+            };
+            if !files.iter().any(|f| f.name == name) {
+                files.push(GuestFile { name: name.into(), data: read(&s.path)? });
             }
-            println!(
-                "overall DSR {:.4} ({} jobs, {} misses)",
-                results.extra["dsr"].as_f64().unwrap_or(0.0),
-                results.extra["jobs"],
-                results.extra["misses"]
-            );
         }
     }
-    let misses = results.extra["misses"].as_u64().unwrap_or(0);
-    Ok(if misses > 0 && plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet")) {
-        Outcome::Failed
-    } else {
-        Outcome::Ok
-    })
+    Ok(files)
 }

@@ -3,59 +3,84 @@
 use super::args::TimerArgs;
 use super::output::{output, progress};
 use crate::cli_common::{CmdResult, Outcome};
-use crate::placement::options::Where;
-use crate::placement::{container::rerun_in_container, with_loads};
+use crate::placement::command_line::CommandLine;
+use crate::placement::options::Common;
+use crate::placement::{drive, Measurement};
 use anyhow::Context as _;
-use rtvirt_model::stats::Summary;
+use rtvirt_model::results::Results;
+use rtvirt_model::stats::{LatencyHistogram, Summary};
+use rtvirt_model::Nanos;
 use rtvirt_probe::{cpus, timer};
+use std::net::SocketAddr;
 
-pub fn run(a: TimerArgs) -> CmdResult {
-    let cpu_list = cpus::resolve("--cpus", a.cpus.as_deref())?;
-    let cfg = timer::TimerConfig {
-        cpus: cpu_list.clone(),
-        interval: a.interval,
-        priority: a.priority,
-        policy: a.policy,
-        duration: a.duration,
-        interval_report: a.interval_report,
-        force: a.common.force,
+/// A checked timer measurement, and the histograms of its run.
+struct Timer {
+    args: TimerArgs,
+    config: timer::TimerConfig,
+    histograms: Vec<(u32, LatencyHistogram)>,
+}
+
+pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
+    let config = timer::TimerConfig {
+        cpus: cpus::resolve("--cpus", args.cpus.as_deref())?,
+        interval: args.interval,
+        priority: args.priority,
+        policy: args.policy,
+        duration: args.duration,
+        interval_report: args.interval_report,
+        force: args.common.force,
     };
-    cfg.validate()?;
-    match a.common.r#in {
-        Where::Container => return rerun_in_container(&cpu_list),
-        Where::Vm => return crate::placement::vm::measure_in_vm(&a.common, a.duration),
-        Where::Host => {}
+    config.validate()?;
+    drive(Timer { args, config, histograms: Vec::new() }, line)
+}
+
+impl Measurement for Timer {
+    fn common(&self) -> &Common {
+        &self.args.common
     }
-    progress(
-        a.duration,
-        &format!(
-            "measuring timer latency on CPU(s) {} ({} every {})",
-            cpus::format_list(&cpu_list),
-            a.policy.as_str(),
-            a.interval
-        ),
-    );
-    let mut hists = Vec::new();
-    let results = with_loads(&a.common, || {
-        let run = timer::run_with_reports(&cfg, &mut |rep| {
+
+    fn duration(&self) -> Nanos {
+        self.args.duration
+    }
+
+    fn container_cpus(&self) -> Vec<u32> {
+        self.config.cpus.clone()
+    }
+
+    fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {
+        let a = &self.args;
+        progress(
+            a.duration,
+            &format!(
+                "measuring timer latency on CPU(s) {} ({} every {})",
+                cpus::format_list(&self.config.cpus),
+                a.policy.as_str(),
+                a.interval
+            ),
+        );
+        let run = timer::run_with_reports(&self.config, &mut |rep| {
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(rep).unwrap_or_default());
         })?;
-        hists = run.per_cpu;
+        self.histograms = run.per_cpu;
         Ok(run.results)
-    })?;
-    if let Some(path) = &a.histogram {
-        let mut f =
-            std::fs::File::create(path).with_context(|| format!("cannot write histogram {}", path.display()))?;
-        timer::write_cyclictest_histogram(&mut f, &hists)
-            .with_context(|| format!("cannot write histogram {}", path.display()))?;
     }
-    let mut rows: Vec<(String, &Summary)> =
-        results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
-    if let Some(all) = &results.latency_ns {
-        rows.push(("all".into(), all));
+
+    fn report(&self, results: &Results) -> CmdResult {
+        if let Some(path) = &self.args.histogram {
+            let mut f =
+                std::fs::File::create(path).with_context(|| format!("cannot write histogram {}", path.display()))?;
+            timer::write_cyclictest_histogram(&mut f, &self.histograms)
+                .with_context(|| format!("cannot write histogram {}", path.display()))?;
+        }
+        let mut rows: Vec<(String, &Summary)> =
+            results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
+        if let Some(all) = &results.latency_ns {
+            rows.push(("all".into(), all));
+        }
+        let footer = format!("missed periods: {}", results.extra.get("missed_periods").cloned().unwrap_or_default());
+        let lines = self.args.interval_report.is_some();
+        output(results, self.args.common.format, lines, "timer latency", &rows, &footer)?;
+        Ok(Outcome::Ok)
     }
-    let footer = format!("missed periods: {}", results.extra.get("missed_periods").cloned().unwrap_or_default());
-    output(&results, a.common.format, a.interval_report.is_some(), "timer latency", &rows, &footer)?;
-    Ok(Outcome::Ok)
 }
