@@ -2,7 +2,8 @@
 
 use crate::cli_common::Format;
 use clap::Args;
-use rtvirt_model::Nanos;
+use rtvirt_model::{InputError, Nanos};
+use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -54,4 +55,28 @@ pub struct SimulateArgs {
 
 fn parse_nanos(s: &str) -> Result<Nanos, String> {
     Nanos::parse(s)
+}
+
+impl SimulateArgs {
+    /// The traced window of `--trace`, `--trace-from`, `--trace-window` and `--trace-max-events`
+    /// (None without `--trace`).
+    pub fn trace_window(&self) -> Result<Option<TraceWindow>, InputError> {
+        if self.trace.is_none() {
+            return Ok(None);
+        }
+        if self.trace_max_events == 0 || self.trace_max_events > MAX_TRACE_EVENTS {
+            return Err(InputError::field(
+                "--trace-max-events",
+                format!(
+                    "{}: expected 1..{MAX_TRACE_EVENTS} (a larger trace would not fit in memory)",
+                    self.trace_max_events
+                ),
+            ));
+        }
+        if self.trace_window.0 == 0 {
+            return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
+        }
+        let to = self.trace_from.checked_add(self.trace_window).unwrap_or(Nanos::MAX);
+        Ok(Some(TraceWindow { from: self.trace_from, to, max_events: self.trace_max_events }))
+    }
 }

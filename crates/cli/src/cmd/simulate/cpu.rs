@@ -9,7 +9,6 @@ use rtvirt_model::results::Results;
 use rtvirt_model::scenario::sim::locate_sim_error;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
-use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -39,7 +38,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         )
         .into());
     }
-    let opts = RunOptions { trace: trace_window(a)?, progress: progress_printer(), ..Default::default() };
+    let opts = RunOptions { trace: a.trace_window()?, progress: progress_printer(), ..Default::default() };
     // the trace file is created before the run, so that a bad path fails before the work
     let trace_file = match &a.trace {
         Some(path) => {
@@ -72,23 +71,6 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         out.events as f64 / wall.max(1e-9) / 1e6
     );
     Ok(Outcome::Ok)
-}
-
-fn trace_window(a: &SimulateArgs) -> Result<Option<TraceWindow>, InputError> {
-    if a.trace.is_none() {
-        return Ok(None);
-    }
-    if a.trace_max_events == 0 || a.trace_max_events > MAX_TRACE_EVENTS {
-        return Err(InputError::field(
-            "--trace-max-events",
-            format!("{}: expected 1..{MAX_TRACE_EVENTS} (a larger trace would not fit in memory)", a.trace_max_events),
-        ));
-    }
-    if a.trace_window.0 == 0 {
-        return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
-    }
-    let to = a.trace_from.checked_add(a.trace_window).unwrap_or(Nanos::MAX);
-    Ok(Some(TraceWindow { from: a.trace_from, to, max_events: a.trace_max_events }))
 }
 
 /// Progress on stderr (terminals only) for runs that take more than a couple of seconds.

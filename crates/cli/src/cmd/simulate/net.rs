@@ -8,7 +8,6 @@ use anyhow::Context;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::{check_horizon, locate_field, Scenario};
 use rtvirt_model::{InputError, Nanos};
-use rtvirt_sim::engine::trace::{TraceWindow, MAX_TRACE_EVENTS};
 use rtvirt_sim::net::simulate;
 use std::time::Instant;
 
@@ -22,7 +21,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     if let Some(s) = a.seed {
         net.seed = s;
     }
-    let window = trace_window(a)?;
+    let window = a.trace_window()?;
     let started = Instant::now();
     let run = simulate(&net, window);
     let wall = started.elapsed().as_secs_f64();
@@ -58,23 +57,6 @@ fn located(e: InputError, s: &Scenario) -> InputError {
         _ => e,
     };
     e.in_file(path)
-}
-
-fn trace_window(a: &SimulateArgs) -> Result<Option<TraceWindow>, InputError> {
-    if a.trace.is_none() {
-        return Ok(None);
-    }
-    if a.trace_max_events == 0 || a.trace_max_events > MAX_TRACE_EVENTS {
-        return Err(InputError::field(
-            "--trace-max-events",
-            format!("{}: expected 1..{MAX_TRACE_EVENTS}", a.trace_max_events),
-        ));
-    }
-    if a.trace_window.0 == 0 {
-        return Err(InputError::field("--trace-window", "zero window: expected a positive duration"));
-    }
-    let to = a.trace_from.checked_add(a.trace_window).unwrap_or(Nanos::MAX);
-    Ok(Some(TraceWindow { from: a.trace_from, to, max_events: a.trace_max_events }))
 }
 
 fn us(ns: f64) -> String {
