@@ -12,11 +12,43 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     hist: Histogram<u64>,
+    moments: Moments,
+}
+
+/// Exact count, min, max, sum and sum of squares of the samples (the sums in recording order).
+#[derive(Clone, Debug)]
+struct Moments {
     count: u64,
     min: u64,
     max: u64,
     sum: f64,
     sum_sq: f64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments { count: 0, min: u64::MAX, max: 0, sum: 0.0, sum_sq: 0.0 }
+    }
+}
+
+impl Moments {
+    /// `n` samples of `ns` (n > 0).
+    fn add(&mut self, ns: u64, n: u64) {
+        self.count += n;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        let v = ns as f64;
+        self.sum += v * n as f64;
+        self.sum_sq += v * v * n as f64;
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        self.count += other.count;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
 }
 
 impl Default for LatencyHistogram {
@@ -25,11 +57,16 @@ impl Default for LatencyHistogram {
     }
 }
 
+/// An empty HDR histogram of the configuration every [`LatencyHistogram`] uses.
+fn hdr() -> Histogram<u64> {
+    let mut hist = Histogram::new(3).expect("3 significant digits is valid");
+    hist.auto(true);
+    hist
+}
+
 impl LatencyHistogram {
     pub fn new() -> Self {
-        let mut hist = Histogram::new(3).expect("3 significant digits is valid");
-        hist.auto(true);
-        LatencyHistogram { hist, count: 0, min: u64::MAX, max: 0, sum: 0.0, sum_sq: 0.0 }
+        LatencyHistogram { hist: hdr(), moments: Moments::default() }
     }
 
     /// Record one sample (ns).
@@ -43,58 +80,49 @@ impl LatencyHistogram {
             return;
         }
         self.hist.record_n(ns, n).expect("auto-resizing histogram accepts every u64 value");
-        self.count += n;
-        self.min = self.min.min(ns);
-        self.max = self.max.max(ns);
-        let v = ns as f64;
-        self.sum += v * n as f64;
-        self.sum_sq += v * v * n as f64;
+        self.moments.add(ns, n);
     }
 
     /// Add every sample of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        if other.count == 0 {
+        if other.moments.count == 0 {
             return;
         }
         self.hist.add(&other.hist).expect("auto-resizing histograms merge");
-        self.count += other.count;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
+        self.moments.merge(&other.moments);
     }
 
     pub fn count(&self) -> u64 {
-        self.count
+        self.moments.count
     }
     pub fn min(&self) -> Option<u64> {
-        (self.count > 0).then_some(self.min)
+        (self.moments.count > 0).then_some(self.moments.min)
     }
     pub fn max(&self) -> Option<u64> {
-        (self.count > 0).then_some(self.max)
+        (self.moments.count > 0).then_some(self.moments.max)
     }
     pub fn mean(&self) -> f64 {
-        if self.count == 0 {
+        if self.moments.count == 0 {
             0.0
         } else {
-            self.sum / self.count as f64
+            self.moments.sum / self.moments.count as f64
         }
     }
     /// Population standard deviation.
     pub fn sd(&self) -> f64 {
-        if self.count == 0 {
+        if self.moments.count == 0 {
             return 0.0;
         }
         let m = self.mean();
-        (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
+        (self.moments.sum_sq / self.moments.count as f64 - m * m).max(0.0).sqrt()
     }
 
     /// Value at quantile q in [0, 1] (upper bound of the bucket, clamped to the exact max).
     pub fn quantile(&self, q: f64) -> u64 {
-        if self.count == 0 {
+        if self.moments.count == 0 {
             return 0;
         }
-        self.hist.value_at_quantile(q).min(self.max).max(self.min)
+        self.hist.value_at_quantile(q).min(self.moments.max).max(self.moments.min)
     }
 
     /// (bucket low value, count) for every non-empty bucket, ascending.
@@ -105,6 +133,75 @@ impl LatencyHistogram {
     pub fn summary(&self) -> Summary {
         Summary::from_histogram(self)
     }
+}
+
+/// The samples of a [`LatencyHistogram`] in a fraction of its memory, for many small streams (one
+/// per simulated task): a dense HDR histogram holds tens of KiB even for one sample, this holds
+/// only its non-empty buckets (16 bytes each) and the exact moments, accumulated in the same
+/// order. [`CompactHistogram::expand`] gives the LatencyHistogram with identical statistics.
+#[derive(Clone, Debug, Default)]
+pub struct CompactHistogram {
+    /// (lowest value of the HDR bucket, count), ascending.
+    buckets: Vec<(u64, u64)>,
+    moments: Moments,
+}
+
+impl CompactHistogram {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record `sorted` (ascending), each run of equal values as one `record_n`: the same
+    /// histogram and moments as [`LatencyHistogram::record_n`] on those runs in that order.
+    pub fn record_sorted(&mut self, sorted: &[u64]) {
+        static LAYOUT: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+        let layout = LAYOUT.get_or_init(hdr);
+        let mut added: Vec<(u64, u64)> = Vec::new();
+        for run in sorted.chunk_by(|a, b| a == b) {
+            self.moments.add(run[0], run.len() as u64);
+            let bucket = layout.lowest_equivalent(run[0]);
+            match added.last_mut() {
+                Some(last) if last.0 == bucket => last.1 += run.len() as u64,
+                _ => added.push((bucket, run.len() as u64)),
+            }
+        }
+        self.buckets = merge_sorted(&self.buckets, &added);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.moments.count
+    }
+
+    /// Bytes held on the heap (the bucket list).
+    pub fn heap_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<(u64, u64)>()
+    }
+
+    /// The dense histogram of the same samples (for summaries and percentiles).
+    pub fn expand(&self) -> LatencyHistogram {
+        let mut hist = hdr();
+        for &(value, n) in &self.buckets {
+            hist.record_n(value, n).expect("auto-resizing histogram accepts every u64 value");
+        }
+        LatencyHistogram { hist, moments: self.moments.clone() }
+    }
+}
+
+/// Two ascending (key, count) lists as one, counts of equal keys added.
+fn merge_sorted(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (key_a, key_b) = (a[i].0, b[j].0);
+        let count = if key_a <= key_b { a[i].1 } else { 0 } + if key_b <= key_a { b[j].1 } else { 0 };
+        out.push((key_a.min(key_b), count));
+        i += (key_a <= key_b) as usize;
+        j += (key_b <= key_a) as usize;
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out.shrink_to_fit();
+    out
 }
 
 /// The statistics every latency/response-time result reports (nanoseconds).
@@ -218,6 +315,24 @@ mod tests {
             prop_assert!((m.mean - e.mean).abs() <= 1e-9 * e.mean.max(1.0));
             (m.sd, m.mean, e.sd, e.mean) = (0.0, 0.0, 0.0, 0.0);
             prop_assert_eq!(m, e);
+        }
+
+        #[test]
+        fn compact_histogram_expands_to_the_same_statistics(chunks in proptest::collection::vec(
+            proptest::collection::vec(prop_oneof![0u64..3000, 0u64..50_000_000, 0u64..u64::MAX / 4], 0..300), 0..6)) {
+            let (mut dense, mut compact) = (LatencyHistogram::new(), CompactHistogram::new());
+            for mut chunk in chunks {
+                chunk.sort_unstable();
+                for run in chunk.chunk_by(|a, b| a == b) {
+                    dense.record_n(run[0], run.len() as u64);
+                }
+                compact.record_sorted(&chunk);
+            }
+            let expanded = compact.expand();
+            prop_assert_eq!(expanded.summary(), dense.summary());
+            prop_assert_eq!(expanded.buckets(), dense.buckets());
+            prop_assert_eq!(expanded.mean().to_bits(), dense.mean().to_bits());
+            prop_assert_eq!(expanded.sd().to_bits(), dense.sd().to_bits());
         }
 
         #[test]
