@@ -23,6 +23,12 @@ pub struct Sporadic {
     pub t: u64,
 }
 
+/// Most check points (EDF absolute deadlines, FP scheduling points) that the exact analysis of
+/// one guest may visit. It bounds `plan`'s memory (32 bytes a point, 64 MiB) and time: a guest
+/// that needs more (e.g. task periods of 60 min and 10 us) is reported as too large to analyse
+/// exactly, never approximated.
+pub const MAX_CHECK_POINTS: usize = 1 << 21;
+
 /// Times beyond this are "infinite" for the analysis (hyperperiods saturate here, so that
 /// 2 * LCM and sums stay far from u64 overflow).
 pub const TIME_CAP: u64 = u64::MAX / 8;
@@ -113,26 +119,49 @@ impl Iterator for DeadlineWalk<'_> {
 /// The EDF check points `(t, dbf_EDF(t))` of a task set, walked once and kept, so that every
 /// supply tried for the same tasks (candidate periods, budgets, deadlines) reads an array instead
 /// of walking the deadlines again.
+/// At most [`MAX_CHECK_POINTS`] are kept: asking for more ends the walk and marks the points
+/// [`CheckPoints::exceeded`], after which no answer computed from them may be used.
 pub struct CheckPoints<'a> {
     tasks: &'a [Sporadic],
     walk: DeadlineWalk<'a>,
     seen: Vec<(u64, u128)>,
+    exceeded: bool,
 }
 
 impl<'a> CheckPoints<'a> {
     pub fn new(tasks: &'a [Sporadic]) -> Self {
-        CheckPoints { tasks, walk: DeadlineWalk::new(tasks), seen: vec![] }
+        CheckPoints { tasks, walk: DeadlineWalk::new(tasks), seen: vec![], exceeded: false }
     }
     pub fn tasks(&self) -> &'a [Sporadic] {
         self.tasks
     }
-    /// The `i`-th check point (0-based), walking further only when it was not reached before.
+    /// The `i`-th check point (0-based), walking further only when it was not reached before;
+    /// None past the last one, or past [`MAX_CHECK_POINTS`] (then [`CheckPoints::exceeded`]).
     pub fn get(&mut self, i: usize) -> Option<(u64, u128)> {
+        if i >= MAX_CHECK_POINTS {
+            self.exceeded = true;
+            return None;
+        }
         while self.seen.len() <= i {
             self.seen.push(self.walk.next()?);
         }
         Some(self.seen[i])
     }
+    /// A check point beyond [`MAX_CHECK_POINTS`] was needed: the walk was cut short.
+    pub fn exceeded(&self) -> bool {
+        self.exceeded
+    }
+}
+
+/// How many scheduling points [`fp_points`] gives for every task together, before duplicates
+/// are removed (`sum_i 1 + sum_{j<i} floor(D_i / T_j)`), computed without listing them.
+pub fn fp_point_count(tasks_by_priority: &[Sporadic]) -> u128 {
+    (0..tasks_by_priority.len())
+        .map(|i| {
+            let d = tasks_by_priority[i].d;
+            1 + tasks_by_priority[..i].iter().map(|k| (d / k.t) as u128).sum::<u128>()
+        })
+        .sum()
 }
 
 /// Scheduling points of task `i` (tasks sorted by decreasing priority): `{D_i} U {k T_j <= D_i :
@@ -190,6 +219,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn check_points_stop_at_the_limit() {
+        // periods 60 min and 1 ns: one deadline per nanosecond
+        let ts = [Sporadic { c: 1, d: 3_600_000_000_000, t: 3_600_000_000_000 }, Sporadic { c: 0, d: 1, t: 1 }];
+        let mut points = CheckPoints::new(&ts);
+        assert!(points.get(MAX_CHECK_POINTS - 1).is_none(), "a task of budget 0 has no deadlines");
+        let ts = [Sporadic { c: 1, d: 3_600_000_000_000, t: 3_600_000_000_000 }, Sporadic { c: 1, d: 2, t: 2 }];
+        let mut points = CheckPoints::new(&ts);
+        assert!(points.get(MAX_CHECK_POINTS - 1).is_some() && !points.exceeded());
+        assert!(points.get(MAX_CHECK_POINTS).is_none() && points.exceeded());
+        assert_eq!(points.seen.len(), MAX_CHECK_POINTS);
+    }
+
+    #[test]
+    fn fp_point_count_bounds_the_points() {
+        let ts = [Sporadic { c: 1, d: 10, t: 10 }, Sporadic { c: 1, d: 15, t: 15 }, Sporadic { c: 1, d: 30, t: 30 }];
+        let listed: usize = (0..3).map(|i| fp_points(&ts, i).len()).sum();
+        assert_eq!(fp_point_count(&ts), 1 + 2 + 6);
+        assert!(listed as u128 <= fp_point_count(&ts));
+        let huge =
+            [Sporadic { c: 1, d: 10_000, t: 10_000 }, Sporadic { c: 1, d: 3_600_000_000_000, t: 3_600_000_000_000 }];
+        assert_eq!(fp_point_count(&huge), 2 + 360_000_000);
     }
 
     #[test]

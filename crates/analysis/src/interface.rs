@@ -14,7 +14,7 @@
 //! current budget fails. For EDF the walk over absolute deadlines stops at `min(2 LCM, t*(Theta))`,
 //! which shrinks as `Theta` grows; it starts from the necessary lower bound `Theta >= U Pi`.
 
-use crate::dbf::{edf_horizon, fp_points, utilisation, CheckPoints, Sporadic};
+use crate::dbf::{edf_horizon, fp_point_count, fp_points, utilisation, CheckPoints, Sporadic, MAX_CHECK_POINTS};
 use crate::sbf::{Edp, Supply};
 use crate::schedtest::{edf_schedulable_at, fp_schedulable_at, linear_horizon};
 use rtvirt_model::scenario::GuestScheduler;
@@ -126,31 +126,52 @@ pub struct Demand<'a> {
 
 enum DemandKind<'a> {
     Edf(CheckPoints<'a>),
-    Fp(Vec<Vec<(u64, u128)>>),
+    /// Scheduling points per task; None: more than [`MAX_CHECK_POINTS`] (not listed).
+    Fp(Option<Vec<Vec<(u64, u128)>>>),
 }
 
 impl<'a> Demand<'a> {
     pub fn new(tasks: &'a [Sporadic], sched: GuestScheduler) -> Self {
         let kind = match sched {
             GuestScheduler::Edf => DemandKind::Edf(CheckPoints::new(tasks)),
-            GuestScheduler::Fp => DemandKind::Fp((0..tasks.len()).map(|i| fp_points(tasks, i)).collect()),
+            GuestScheduler::Fp => DemandKind::Fp(
+                (fp_point_count(tasks) <= MAX_CHECK_POINTS as u128)
+                    .then(|| (0..tasks.len()).map(|i| fp_points(tasks, i)).collect()),
+            ),
         };
         Demand { tasks, kind }
     }
 
+    /// The exact analysis needs more than [`MAX_CHECK_POINTS`] check points: every answer of this
+    /// demand is void (the caller reports the guest as too large to analyse).
+    pub fn too_large(&self) -> bool {
+        match &self.kind {
+            DemandKind::Edf(points) => points.exceeded(),
+            DemandKind::Fp(points) => points.is_none(),
+        }
+    }
+
     /// Exact test on one resource (Shin & Lee 2003, Theorems 1 and 4).
     pub fn schedulable(&mut self, r: &Edp) -> bool {
+        if self.too_large() {
+            return false;
+        }
         match &mut self.kind {
-            DemandKind::Edf(points) => edf_schedulable_at(points, r),
-            DemandKind::Fp(points) => fp_schedulable_at(points, r),
+            DemandKind::Edf(points) => edf_schedulable_at(points, r) && !points.exceeded(),
+            DemandKind::Fp(Some(points)) => fp_schedulable_at(points, r),
+            DemandKind::Fp(None) => false,
         }
     }
 
     /// Least budget within the family for this period; None: not even the family's largest works.
     pub fn min_budget(&mut self, model: Family, period: u64) -> Option<u64> {
+        if self.too_large() {
+            return None;
+        }
         match &mut self.kind {
-            DemandKind::Edf(points) => min_budget_edf(points, model, period),
-            DemandKind::Fp(points) => min_budget_fp(points, model, period),
+            DemandKind::Edf(points) => min_budget_edf(points, model, period).filter(|_| !points.exceeded()),
+            DemandKind::Fp(Some(points)) => min_budget_fp(points, model, period),
+            DemandKind::Fp(None) => None,
         }
     }
 }
@@ -159,6 +180,9 @@ impl<'a> Demand<'a> {
 /// Theorem 1; Easwaran et al. 2007, Theorem 1 for EDP). None: not even the largest suffices.
 fn min_budget_edf(points: &mut CheckPoints, model: Family, period: u64) -> Option<u64> {
     let tasks = points.tasks();
+    if utilisation(tasks) > 1.0 + 1e-9 {
+        return None; // more demand than any supply of rate <= 1 gives, whatever the check points
+    }
     let top = model.max_budget(period);
     let horizon = edf_horizon(tasks);
     let until = |theta: u64| linear_horizon(tasks, &model.supply(period, theta)).map_or(horizon, |t| t.min(horizon));

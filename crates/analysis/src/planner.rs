@@ -2,7 +2,7 @@
 //! interfaces (step 2), partitioning onto cores (step 3) and the largest feasible uniform rho.
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
-use crate::dbf::Sporadic;
+use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
 use crate::interface::{best_interface_for, edp_menu, Demand, Interface, Model};
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
@@ -27,6 +27,9 @@ pub struct PlanOptions {
 pub struct Unplaced {
     pub name: String,
     pub reason: String,
+    /// Not analysed: its exact analysis needs more than [`MAX_CHECK_POINTS`] check points (an
+    /// input outside what the planner analyses, not a proof of infeasibility).
+    pub too_large: bool,
 }
 
 /// A plan and the reasons for every guest that did not fit.
@@ -44,6 +47,8 @@ struct GuestAnalysis {
     menu: Vec<Interface>,
     /// Sum of c / T (for messages).
     utilisation: f64,
+    /// The exact analysis needs more than [`MAX_CHECK_POINTS`] check points: not analysed.
+    too_large: bool,
 }
 
 /// The guest's tasks as sporadic tasks with their budgets, sorted by decreasing priority for FP
@@ -70,7 +75,10 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
         (Some(i), Model::Edp) => edp_menu(&mut demand, i),
     };
     let utilisation = crate::dbf::utilisation(&tasks);
-    GuestAnalysis { budgets, interface, menu, utilisation }
+    if demand.too_large() {
+        return GuestAnalysis { budgets, interface: None, menu: vec![], utilisation, too_large: true };
+    }
+    GuestAnalysis { budgets, interface, menu, utilisation, too_large: false }
 }
 
 fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
@@ -113,6 +121,12 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
 }
 
 fn unplaced_reason(a: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic) -> String {
+    if a.too_large {
+        return format!(
+            "too large to analyse exactly: its task periods and deadlines need more than {MAX_CHECK_POINTS} check \
+             points (e.g. a 60 min period next to a 10 us one); use periods closer together"
+        );
+    }
     match a.interface {
         None => format!(
             "its tasks (utilisation of the budgets {:.3}) are not schedulable even with a whole core at any candidate server period",
@@ -171,7 +185,11 @@ pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Plann
         .zip(&analyses)
         .zip(&placed)
         .filter(|(_, c)| c.is_none())
-        .map(|((g, a), _)| Unplaced { name: g.name.clone(), reason: unplaced_reason(a, cap, cores, o.heuristic) })
+        .map(|((g, a), _)| Unplaced {
+            name: g.name.clone(),
+            reason: unplaced_reason(a, cap, cores, o.heuristic),
+            too_large: a.too_large,
+        })
         .collect();
     let cores_list = core_plans(&guests);
     let plan = Plan {
@@ -190,7 +208,9 @@ pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Plann
 /// The full plan: [`plan_at`] the scenario's rhos, with `max_rho` filled in.
 pub fn plan(s: &Scenario, o: &PlanOptions) -> Planned {
     let mut p = plan_at(s, o, None);
-    p.plan.max_rho = crate::maxrho::max_rho(s, o);
+    if !p.unplaced.iter().any(|u| u.too_large) {
+        p.plan.max_rho = crate::maxrho::max_rho(s, o);
+    }
     p
 }
 
@@ -207,6 +227,45 @@ mod tests {
             }
         }
         Scenario::from_toml(&t, None).unwrap()
+    }
+
+    /// One guest with two tasks (period, wcet), the first of higher priority under FP, and
+    /// candidate server period 1 ms.
+    fn two_periods(scheduler: &str, tasks: [(&str, &str); 2]) -> Scenario {
+        let mut t = format!(
+            "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"{scheduler}\"\nserver_periods = [\"1ms\"]\n"
+        );
+        for (i, (period, wcet)) in tasks.iter().enumerate() {
+            t.push_str(&format!("[[guest.task]]\nname = \"t{i}\"\nperiod = \"{period}\"\nwcet = \"{wcet}\"\n"));
+            if scheduler == "fp" {
+                t.push_str(&format!("priority = {}\n", 2 - i));
+            }
+        }
+        Scenario::from_toml(&t, None).unwrap()
+    }
+
+    #[test]
+    fn a_guest_beyond_the_check_point_bound_is_reported_too_large_not_infeasible() {
+        // FP: 360,000,000 scheduling points for the 60 min task (the issue: a 2.9 GB abort)
+        let fp = two_periods("fp", [("10us", "1us"), ("60min", "1s")]);
+        // EDF at utilisation 1: a deadline every 2 ns up to 2 LCM = 2 h (the issue: an abort in
+        // CheckPoints::get with periods 60 min and 1 ns)
+        let edf = two_periods("edf", [("2ns", "1ns"), ("60min", "30min")]);
+        for s in [fp, edf] {
+            let p = plan(&s, &PlanOptions::default());
+            assert!(!p.plan.feasible && p.plan.max_rho.is_none());
+            assert_eq!(p.unplaced.len(), 1);
+            assert!(p.unplaced[0].too_large, "{:?}", p.unplaced);
+            assert!(p.unplaced[0].reason.contains("too large to analyse exactly"), "{:?}", p.unplaced);
+        }
+        // utilisation above 1 needs no check point: infeasible, exactly
+        let over = two_periods("edf", [("1ns", "1ns"), ("60min", "1s")]);
+        let p = plan(&over, &PlanOptions::default());
+        assert!(!p.unplaced[0].too_large && p.unplaced[0].reason.contains("not schedulable"), "{:?}", p.unplaced);
+        // below the bound the same shapes are analysed exactly
+        let fp = two_periods("fp", [("10ms", "1ms"), ("60min", "1s")]);
+        let p = plan(&fp, &PlanOptions::default());
+        assert!(p.plan.feasible && p.unplaced.is_empty(), "{:?}", p.unplaced);
     }
 
     #[test]

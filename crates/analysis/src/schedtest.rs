@@ -30,9 +30,11 @@ pub fn edf_check_until(tasks: &[Sporadic], supply: &impl Supply) -> u64 {
     linear_horizon(tasks, supply).map_or(h, |t| t.min(h))
 }
 
-/// Exact EDF test on a supply (Shin & Lee 2003, Theorem 1).
+/// Exact EDF test on a supply (Shin & Lee 2003, Theorem 1). A task set that needs more than
+/// [`crate::dbf::MAX_CHECK_POINTS`] check points is reported unschedulable (the safe answer).
 pub fn edf_schedulable(tasks: &[Sporadic], supply: &impl Supply) -> bool {
-    edf_schedulable_at(&mut CheckPoints::new(tasks), supply)
+    let mut points = CheckPoints::new(tasks);
+    edf_schedulable_at(&mut points, supply) && !points.exceeded()
 }
 
 /// [`edf_schedulable`] reading (and extending) shared check points.

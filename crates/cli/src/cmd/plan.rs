@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::partition::Heuristic;
-use rtvirt_analysis::planner::{plan, PlanOptions, Planned};
+use rtvirt_analysis::planner::{plan, plan_at, PlanOptions, Planned};
 use rtvirt_analysis::{emit, maxrho};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::sim::locate_sim_error;
@@ -68,7 +68,8 @@ EDF/FP task set schedulable (exact); the period of least bandwidth wins (ties: t
 Cores: servers are packed with the heuristic under an exact EDF admission test and the per-core cap.
 max_rho: the largest single rho for all tasks with which every guest still fits (1 = even at WCET).
 
-Exit codes: 0 feasible; 1 infeasible (the guests that did not fit are named); 2 bad input.
+Exit codes: 0 feasible; 1 infeasible (the guests that did not fit are named); 2 bad input, or a
+guest too large to analyse exactly (more than 2,097,152 check points, e.g. periods 60 min and 10 us).
 Examples:
   rtvirt plan                                   # embedded default scenario, table
   rtvirt plan s.toml --rho 0.9 --format json
@@ -204,6 +205,7 @@ pub fn run(a: PlanArgs) -> CmdResult {
         );
     }
     let p = plan(&s, &o);
+    too_large(&s, &p)?;
     match a.emit {
         Some(e) if p.plan.feasible => {
             print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| locate_sim_error(e, &s))?)
@@ -233,7 +235,23 @@ fn rho_text(r: Option<f64>) -> String {
     }
 }
 
+/// A guest whose exact analysis exceeds the planner's bound is an input error (exit 2), not an
+/// infeasible plan (exit 1): nothing was proven about it.
+fn too_large(s: &Scenario, p: &Planned) -> Result<(), InputError> {
+    match p.unplaced.iter().find(|u| u.too_large) {
+        None => Ok(()),
+        Some(u) => {
+            let i = s.guests.iter().position(|g| g.name == u.name).unwrap_or(0);
+            Err(locate_sim_error(
+                InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason)),
+                s,
+            ))
+        }
+    }
+}
+
 fn print_max_rho(s: &Scenario, o: &PlanOptions, f: Format) -> CmdResult {
+    too_large(s, &plan_at(s, o, Some(1.0)))?;
     eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", maxrho::RHO_RESOLUTION);
     let r = maxrho::max_rho(s, o);
     match f {
