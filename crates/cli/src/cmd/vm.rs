@@ -4,7 +4,7 @@
 
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use crate::placement::guests::{
-    boot_config, guest_image, load_label, matrix, measure_in_guest, net_in_guest, parse_flavour, print_rows,
+    self, boot_config, guest_image, load_label, matrix, measure_in_guest, net_in_guest, parse_flavour, print_rows,
     to_duration, GuestOpts, Job, NetParams,
 };
 use anyhow::Context;
@@ -13,8 +13,7 @@ use rtvirt_model::Nanos;
 use rtvirt_probe::load::LoadSpec;
 use rtvirt_vm::accel::{self, AccelChoice};
 use rtvirt_vm::image::Image;
-use rtvirt_vm::{paths, runtime, Flavour, Guest, GuestConfig};
-use std::time::Duration;
+use rtvirt_vm::{paths, runtime, Flavour, GuestConfig};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -235,11 +234,8 @@ fn run_cmd(a: RunArgs) -> CmdResult {
 }
 
 /// Boot a guest that only sleeps, print where to find it, keep it up for `hold`.
-fn hold_guest(image: &Image, mut cfg: GuestConfig, hold: Nanos, format: Format) -> CmdResult {
-    cfg.job_timeout = to_duration(hold) + Duration::from_secs(30);
-    let secs = hold.0.div_ceil(1_000_000_000);
-    let mut guest = Guest::start(image, &cfg, &format!("echo up; sleep {secs}"))?;
-    guest.wait_for_output("up")?;
+fn hold_guest(image: &Image, cfg: GuestConfig, hold: Nanos, format: Format) -> CmdResult {
+    let mut guest = guests::hold_up(image, cfg, hold)?;
     let rec = guest.record().clone();
     match format {
         Format::Json => print_json(&rec)?,

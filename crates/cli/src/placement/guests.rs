@@ -11,7 +11,7 @@ use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
 use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
 use rtvirt_vm::image::{self, Image, ImageSpec};
-use rtvirt_vm::{measure, paths, Flavour, GuestConfig, GuestFile};
+use rtvirt_vm::{measure, paths, Flavour, Guest, GuestConfig, GuestFile};
 use std::time::Duration;
 
 /// How to boot a guest (shared by run and matrix).
@@ -99,6 +99,15 @@ fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConf
     c.boot_timeout = to_duration(o.boot_timeout);
     c.progress = Some(|line| eprintln!("vm: {line}"));
     c
+}
+
+/// A guest that only sleeps for `hold` (rounded up to seconds), once it is up.
+pub fn hold_up(image: &Image, mut cfg: GuestConfig, hold: Nanos) -> anyhow::Result<Guest> {
+    cfg.job_timeout = to_duration(hold) + Duration::from_secs(30);
+    let secs = hold.0.div_ceil(1_000_000_000);
+    let mut guest = Guest::start(image, &cfg, &format!("echo up; sleep {secs}"))?;
+    guest.wait_for_output("up")?;
+    Ok(guest)
 }
 
 /// Host loads that are stopped when dropped (also on errors).

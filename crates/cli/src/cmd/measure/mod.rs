@@ -77,7 +77,10 @@ mod tests {
 
     #[test]
     fn host_side_options_are_removed_from_the_guest_command() {
-        let l = line("measure timer --in vm --duration 5s --guest-kernel=rt,nrt --load host:syscalls --format json --interval 1ms");
+        let l = line(concat!(
+            "measure timer --in vm --duration 5s --guest-kernel=rt,nrt --load host:syscalls --format json ",
+            "--interval 1ms"
+        ));
         assert_eq!(text(guest_line(l)), ["measure", "timer", "--duration", "5s", "--interval", "1ms"]);
         let l = line("measure timer --in vm --boot-timeout 150s --job-timeout=20min --duration 10min --force");
         assert_eq!(text(guest_line(l)), ["measure", "timer", "--duration", "10min", "--force"]);
