@@ -6,6 +6,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rtvirt_model::exec::ExecModel;
+use rtvirt_model::scenario::sim::VcpuSpec;
 use rtvirt_model::scenario::{assign_deadline_monotonic, Guest, GuestScheduler, Host, PeriodChoice, Scenario, Task};
 use rtvirt_model::Nanos;
 
@@ -74,13 +75,14 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
             let mut tasks: Vec<Task> =
                 (0..spec.tasks_per_guest).map(|t| baker_task(&mut rng, format!("t{}", t + 1), spec)).collect();
             assign_deadline_monotonic(&mut tasks);
+            let name = format!("vm{}", g + 1);
             Guest {
-                name: format!("vm{}", g + 1),
+                vcpu: VcpuSpec::default_for(&name, g as u32 % spec.cores.max(1)),
+                name,
                 scheduler: spec.scheduler,
                 server_periods: PeriodChoice::Default,
                 rho: spec.rho,
                 tasks,
-                vcpu: None,
             }
         })
         .collect();
@@ -89,8 +91,8 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
         description: None,
         host: Host { cores: spec.cores.max(1), bandwidth_cap: rtvirt_model::scenario::DEFAULT_BANDWIDTH_CAP },
         guests,
-        sim: None,
+        sim: Default::default(),
         net: None,
-        source: None,
+        source: Default::default(),
     }
 }

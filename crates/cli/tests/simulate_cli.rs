@@ -155,10 +155,12 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(&GOOD.replace("[guest.vcpu]", "[guest.vcpu]\ncore = 3"), &[], "core 3 does not exist");
     fails_with(GOOD, &["--trace", "/tmp/x.json", "--trace-max-events", "999999999"], "would not fit in memory");
     fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"), &[], "unknown unit");
+    fails_with(GOOD, &["--duration", "45000min"], "field `--duration`: 2700000s");
+    // the file is checked when it is read, whatever the command line overrides
     fails_with(
         &GOOD.replace("[host]", "[sim]\nduration = \"45000min\"\n[host]"),
-        &["--duration", "45000min"],
-        "field `--duration`: 2700000s",
+        &["--duration", "1s"],
+        "line 2, column 1: field `sim.duration`: 2700000s",
     );
     fails_with("[host]\ncores = 1\n", &[], "nothing to simulate");
     fails_with(&GOOD.replace("period = \"10ms\"", "period = \"-10ms\""), &[], "guest[0].task[0].period");

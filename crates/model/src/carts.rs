@@ -46,7 +46,7 @@ pub fn from_xml(text: &str, file: Option<&Path>) -> R<Scenario> {
     let name = file.and_then(|p| p.file_stem()).map_or("carts".to_string(), |s| s.to_string_lossy().into_owned());
     let toml = to_toml(&name, doc.root_element(), &components);
     let mut s = Scenario::from_toml(&toml, None).map_err(|e| in_file(relocate(&doc, &components, e)))?;
-    s.source = file.map(Path::to_path_buf);
+    s.source = crate::source::Source::file_only(file);
     Ok(s)
 }
 

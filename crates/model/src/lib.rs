@@ -3,7 +3,8 @@
 //! - [`carts`]: CARTS XML input -> scenario (`rtvirt plan --import-carts`).
 //! - [`duration`]: `Nanos`, integer nanoseconds with human units in files.
 //! - [`error`]: `InputError`, user-input errors naming file, line/column and field (exit code 2).
-//! - [`scenario`]: the scenario file (TOML) -> validated [`scenario::Scenario`].
+//! - [`scenario`]: the scenario file (TOML) -> a [`scenario::Scenario`] with every section checked.
+//! - [`source`]: an input file's text kept to locate errors found after parsing.
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
@@ -17,6 +18,7 @@ pub mod exec;
 pub mod plan;
 pub mod results;
 pub mod scenario;
+pub mod source;
 pub mod stats;
 pub mod xml;
 

@@ -17,7 +17,7 @@ use crate::run::{simulate, RunOptions};
 use rayon::prelude::*;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::{parse_toml_located, Scenario};
+use rtvirt_model::scenario::{check_horizon, parse_toml_located, Scenario};
 use rtvirt_model::{InputError, Nanos};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -100,7 +100,8 @@ impl SweepSpec {
                 format!("{r}: expected probabilities strictly between 0 and 1"),
             )));
         }
-        let spec = SweepSpec { scenarios, seeds, rho, duration: raw.duration };
+        let duration = raw.duration.map(|d| check_horizon(d, "duration")).transpose().map_err(located)?;
+        let spec = SweepSpec { scenarios, seeds, rho, duration };
         if spec.cells().len() > MAX_CELLS {
             return Err(located(InputError::field(
                 "seeds",
@@ -111,8 +112,7 @@ impl SweepSpec {
             if s.net.is_some() {
                 return Err(InputError::field("scenarios", "a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`").in_file(p));
             }
-            SimConfig::new(s, None, Overrides { duration: spec.duration, seed: None })
-                .map_err(|e| rtvirt_model::scenario::sim::locate_sim_error(e, s).in_file(p))?;
+            SimConfig::new(s, None, Overrides { duration: spec.duration, seed: None })?;
         }
         Ok(spec)
     }

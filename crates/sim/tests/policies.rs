@@ -268,8 +268,7 @@ fn guest_slowdown_out_of_range_is_a_named_error() {
         [("guest_slowdown = -0.1", "", "sim.guest_slowdown"), ("", "slowdown = 11.0", "guest[0].vcpu.slowdown")]
     {
         let src = format!("[host]\ncores = 1\n[sim]\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n");
-        let s = Scenario::from_toml(&src, None).unwrap();
-        let e = SimConfig::new(&s, None, Overrides::default()).unwrap_err();
+        let e = Scenario::from_toml(&src, None).unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
         assert!(e.to_string().contains("expected a fraction"), "{e}");
     }

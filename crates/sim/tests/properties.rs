@@ -67,8 +67,9 @@ proptest! {
     ) {
         let guests: Vec<_> = guests.into_iter().map(|(c, p, per, w, poll, salt)| (c % cores, p, per, w.min(per), poll, salt)).collect();
         let src = scenario(cores, &families, &guests, hrtick);
-        let s = Scenario::from_toml(&src, None).unwrap();
-        let cfg = match SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9) }) {
+        let checked = Scenario::from_toml(&src, None)
+            .and_then(|s| SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9) }).map(|c| (s, c)));
+        let (s, cfg) = match checked {
             Ok(c) => c,
             Err(e) => {
                 // Only the kernel's deadline admission control may refuse a generated host.

@@ -10,7 +10,6 @@ use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{plan, plan_at, PlanOptions, Planned};
 use rtvirt_analysis::{emit, maxrho};
 use rtvirt_model::plan::Plan;
-use rtvirt_model::scenario::sim::locate_sim_error;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
 use std::collections::BTreeMap;
@@ -168,7 +167,7 @@ fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
         Some(x) => rtvirt_model::carts::from_file(x)?,
         None => load_scenario(a.scenario.as_deref())?,
     };
-    check_plannable(&s).map_err(|e| locate_sim_error(e, &s))?;
+    check_plannable(&s).map_err(|e| s.locate(e))?;
     Ok(s)
 }
 
@@ -208,7 +207,7 @@ pub fn run(a: PlanArgs) -> CmdResult {
     too_large(&s, &p)?;
     match a.emit {
         Some(e) if p.plan.feasible => {
-            print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| locate_sim_error(e, &s))?)
+            print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| s.locate(e))?)
         }
         Some(_) => {}
         None if a.format == Format::Json => print_json(&p.plan)?,
@@ -242,10 +241,7 @@ fn too_large(s: &Scenario, p: &Planned) -> Result<(), InputError> {
         None => Ok(()),
         Some(u) => {
             let i = s.guests.iter().position(|g| g.name == u.name).unwrap_or(0);
-            Err(locate_sim_error(
-                InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason)),
-                s,
-            ))
+            Err(s.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason))))
         }
     }
 }

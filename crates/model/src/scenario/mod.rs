@@ -25,15 +25,16 @@ pub mod net;
 mod raw;
 pub mod sim;
 mod validate;
+mod validate_sim;
 
 pub use locate::locate_field;
-pub use raw::{RawExec, RawGuest, RawHost, RawPeriods, RawScenario, RawTask};
 
 use crate::duration::Nanos;
 use crate::error::InputError;
 use crate::exec::ExecModel;
+pub use crate::source::Source;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Default per-core bandwidth cap: SCHED_DEADLINE's default admission limit (950 ms / 1 s).
 pub const DEFAULT_BANDWIDTH_CAP: f64 = 0.95;
@@ -71,19 +72,22 @@ pub fn check_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
     Ok(d)
 }
 
-/// A validated scenario.
+/// A scenario with every section checked: the only form in which a scenario leaves this crate.
 #[derive(Debug, Serialize)]
 pub struct Scenario {
     pub name: String,
     pub description: Option<String>,
     pub host: Host,
     pub guests: Vec<Guest>,
+    /// `[sim]` and `[[sim.thread]]` (defaults when absent).
     #[serde(skip)]
-    pub sim: Option<sim::RawSim>,
+    pub sim: sim::SimSection,
+    /// `[net]`: the network-path simulation, when given.
     #[serde(skip)]
-    pub net: Option<net::RawNet>,
-    /// The file it was read from (None for the embedded default or generated scenarios).
-    pub source: Option<PathBuf>,
+    pub net: Option<net::NetScenario>,
+    /// The file and text it was read from, to locate errors found later ([`Scenario::locate`]).
+    #[serde(skip)]
+    pub source: Source,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,8 +121,9 @@ pub struct Guest {
     pub server_periods: PeriodChoice,
     pub rho: Option<f64>,
     pub tasks: Vec<Task>,
+    /// `[guest.vcpu]`: how the guest's vCPU thread runs on the simulated host.
     #[serde(skip)]
-    pub vcpu: Option<sim::RawVcpu>,
+    pub vcpu: sim::VcpuSpec,
 }
 
 /// Candidate server periods for a guest's interface.
@@ -195,35 +200,17 @@ pub fn assign_deadline_monotonic(tasks: &mut [Task]) {
 }
 
 impl Scenario {
-    /// Parse and validate scenario text. `file` is used in error messages and to resolve sample
-    /// paths (relative to the file's folder).
+    /// Parse and check scenario text, every section. `file` is used in error messages and to
+    /// resolve sample paths (relative to the file's folder).
     pub fn from_toml(src: &str, file: Option<&Path>) -> Result<Scenario, InputError> {
-        let located = |e: InputError| {
-            // an error inside another file (a samples CSV) keeps that file's own location
-            let e = match (&e.at.field, e.at.line_col, &e.at.file) {
-                (Some(f), None, None) => match locate_field(src, f) {
-                    Some((l, c)) => e.at_line(l, c),
-                    None => e,
-                },
-                // ... and says where the scenario refers to that file
-                (Some(f), _, Some(_)) => {
-                    let at = locate_field(src, f).map(|(l, c)| format!(":line {l}, column {c}")).unwrap_or_default();
-                    let scenario = file.map(|p| p.display().to_string()).unwrap_or_else(|| "the scenario".into());
-                    InputError { message: format!("{} (the samples file of {scenario}{at})", e.message), ..e }
-                }
-                _ => e,
-            };
-            match file {
-                Some(p) => e.in_file(p),
-                None => e,
-            }
-        };
-        let raw = parse_raw(src).map_err(located)?;
+        let source = Source::toml(src, file);
+        let raw = parse_raw(src).map_err(|e| source.locate(e))?;
         let base = file.and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
-        validate::scenario(raw, &base, file).map_err(located)
+        let located = source.clone();
+        validate::scenario(raw, &base, source).map_err(|e| located.locate(e))
     }
 
-    /// Read and validate a scenario file.
+    /// Read and check a scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, InputError> {
         let src = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(format!("cannot read scenario: {e}")).in_file(path))?;
@@ -235,13 +222,19 @@ impl Scenario {
         Scenario::from_toml(crate::DEFAULT_SCENARIO, None).expect("embedded default scenario is valid")
     }
 
+    /// Give an error about one of this scenario's fields (found after parsing: a command's own
+    /// rule, a plan combined with it) its file, line and column.
+    pub fn locate(&self, e: InputError) -> InputError {
+        self.source.locate(e)
+    }
+
     pub fn guest(&self, name: &str) -> Option<&Guest> {
         self.guests.iter().find(|g| g.name == name)
     }
 }
 
 /// TOML -> raw structs, with the field path and line/column of any error.
-fn parse_raw(src: &str) -> Result<RawScenario, InputError> {
+fn parse_raw(src: &str) -> Result<raw::RawScenario, InputError> {
     parse_toml_located(src)
 }
 

@@ -44,7 +44,7 @@ type R<T> = Result<T, InputError>;
 /// `[net]`: network topology and traffic of the simulator.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawNet {
+pub(crate) struct RawNet {
     /// "kvm" (default) or "xen".
     pub kind: Option<String>,
     /// Simulated time (default 2s).
@@ -76,7 +76,7 @@ pub struct RawNet {
 /// `[net.costs]`: per-stage CPU costs; omitted ones keep the calibrated defaults.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCosts {
+pub(crate) struct RawCosts {
     pub hardirq: Option<Nanos>,
     pub ctx_switch: Option<Nanos>,
     pub napi_poll: Option<Nanos>,
@@ -190,7 +190,7 @@ impl Default for NetCosts {
 /// `[net.cache]`: shared last-level-cache interference (docs/netsim.md).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCache {
+pub(crate) struct RawCache {
     /// LLC size in KiB (default 20480).
     pub llc_kib: Option<f64>,
     /// Cost of one cache-line miss (default 80ns).
@@ -235,7 +235,7 @@ impl Default for CacheModel {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawNic {
+pub(crate) struct RawNic {
     pub name: String,
     /// Cores the NIC's interrupts go to (RX queues spread over them by flow hash).
     pub irq_cores: Vec<i64>,
@@ -251,7 +251,7 @@ pub struct RawNic {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawThread {
+pub(crate) struct RawThread {
     /// FIFO priority 1..99; omitted = normal (CFS).
     pub prio: Option<i64>,
     /// Allowed cores (default: all).
@@ -262,7 +262,7 @@ pub struct RawThread {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawVm {
+pub(crate) struct RawVm {
     pub name: String,
     /// The NIC whose bridge this VM's vNIC is attached to.
     pub nic: Option<String>,
@@ -278,7 +278,7 @@ pub struct RawVm {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFlow {
+pub(crate) struct RawFlow {
     pub name: String,
     /// "udp_rr" (request/response client) or "tcp_stream" (window-limited bulk sender).
     pub kind: String,
@@ -297,7 +297,7 @@ pub struct RawFlow {
 /// `[net.xen]`: Dom0 inter-domain communication (SEEDS 2).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawXen {
+pub(crate) struct RawXen {
     /// "original" or "rtca".
     pub dom0: Option<String>,
     /// netback TX packets per round (default 238).
@@ -332,7 +332,7 @@ pub struct RawXen {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawXenQueue {
+pub(crate) struct RawXenQueue {
     pub priority: i64,
     /// Queue limit (default 600).
     pub limit: Option<i64>,
@@ -343,7 +343,7 @@ pub struct RawXenQueue {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawDomain {
+pub(crate) struct RawDomain {
     pub name: String,
     pub core: i64,
     /// Higher = more important (RTCA queues are chosen by it).
@@ -517,7 +517,7 @@ pub struct NetScenario {
 
 impl RawNet {
     /// Validate against a host of `cores` cores. Errors name the field under `net.`.
-    pub fn validate(&self, cores: u32) -> R<NetScenario> {
+    pub(crate) fn validate(&self, cores: u32) -> R<NetScenario> {
         self.validate_inner(cores).map_err(|e| e.under("net"))
     }
 

@@ -1,26 +1,27 @@
-//! The scenario file exactly as written (serde, unknown fields rejected). Validation into the
-//! typed [`super::Scenario`] happens in `validate.rs`.
+//! The scenario file exactly as written (serde, unknown fields rejected). These types never
+//! leave the model crate: `validate.rs` and `validate_sim.rs` check them into the typed
+//! [`super::Scenario`] (as ripgrep's `lowargs.rs` -> `hiargs.rs`).
 
 use crate::duration::Nanos;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawScenario {
+pub(crate) struct RawScenario {
     pub name: Option<String>,
     pub description: Option<String>,
     pub host: RawHost,
     #[serde(default, rename = "guest")]
     pub guests: Vec<RawGuest>,
     /// Simulator settings and extra host threads (see `sim.rs`).
-    pub sim: Option<super::sim::RawSim>,
+    pub sim: Option<RawSim>,
     /// Network path of the simulator (see `net.rs`).
     pub net: Option<super::net::RawNet>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawHost {
+pub(crate) struct RawHost {
     pub cores: i64,
     /// Per-core bandwidth cap for reservations (default 0.95, SCHED_DEADLINE's default).
     pub bandwidth_cap: Option<f64>,
@@ -28,7 +29,7 @@ pub struct RawHost {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGuest {
+pub(crate) struct RawGuest {
     pub name: String,
     pub scheduler: String,
     /// Candidate server periods: a list of durations or `{ min, max, step }`.
@@ -37,7 +38,7 @@ pub struct RawGuest {
     #[serde(default, rename = "task")]
     pub tasks: Vec<RawTask>,
     /// How the guest's vCPU thread runs in the simulated host (see `sim.rs`).
-    pub vcpu: Option<super::sim::RawVcpu>,
+    pub vcpu: Option<RawVcpu>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,14 +46,14 @@ pub struct RawGuest {
     untagged,
     expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \"1ms\" }"
 )]
-pub enum RawPeriods {
+pub(crate) enum RawPeriods {
     List(Vec<Nanos>),
     Range(RawRange),
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRange {
+pub(crate) struct RawRange {
     pub min: Nanos,
     pub max: Nanos,
     pub step: Nanos,
@@ -60,7 +61,7 @@ pub struct RawRange {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTask {
+pub(crate) struct RawTask {
     pub name: String,
     pub period: Nanos,
     pub deadline: Option<Nanos>,
@@ -74,11 +75,86 @@ pub struct RawTask {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawExec {
+pub(crate) struct RawExec {
     pub dist: Option<String>,
     pub mean: Option<Nanos>,
     pub sd: Option<Nanos>,
     pub min: Option<Nanos>,
     pub max: Option<Nanos>,
     pub samples: Option<String>,
+}
+
+/// `[sim]`: simulator settings.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSim {
+    pub duration: Option<Nanos>,
+    pub seed: Option<u64>,
+    /// "continue" (default) or "abort".
+    pub miss_policy: Option<String>,
+    pub hz: Option<i64>,
+    pub hrtick: Option<bool>,
+    pub rt_throttling: Option<bool>,
+    pub rt_runtime: Option<Nanos>,
+    pub rt_period: Option<Nanos>,
+    pub vcpu_switch: Option<Nanos>,
+    /// Every guest job runs this fraction longer than its drawn (bare-metal) execution time.
+    pub guest_slowdown: Option<f64>,
+    pub credit_tslice: Option<Nanos>,
+    pub credit_ratelimit: Option<Nanos>,
+    /// Xen Credit accounting: "tick" (default: the vCPU running at each 10 ms tick is debited
+    /// 10 ms of credit, as credit1 does) or "precise" (credits burnt for the exact time run).
+    pub credit_accounting: Option<String>,
+    /// Extra host threads.
+    #[serde(default, rename = "thread")]
+    pub threads: Vec<RawThread>,
+}
+
+/// `[guest.vcpu]`: the host-side scheduling of one guest's vCPU thread (also the `sched` table of
+/// an extra host thread, where `idle` and `context_switch` do not apply).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVcpu {
+    pub core: Option<i64>,
+    pub cores: Option<Vec<i64>>,
+    pub policy: Option<String>,
+    /// fifo/rr: 1..99; ds/ps: server priority (higher = more urgent).
+    pub priority: Option<i64>,
+    /// other: nice -20..19.
+    pub nice: Option<i64>,
+    /// credit: weight 1..65535 (default 256).
+    pub weight: Option<i64>,
+    /// rr: quantum (default 100ms, Linux's sched_rr_timeslice_ms).
+    pub quantum: Option<Nanos>,
+    /// deadline: sched_runtime.
+    pub runtime: Option<Nanos>,
+    /// deadline: sched_deadline (default = period).
+    pub deadline: Option<Nanos>,
+    /// deadline / rtds / ds / ps / supply: period.
+    pub period: Option<Nanos>,
+    /// rtds / ds / ps / supply: budget per period.
+    pub budget: Option<Nanos>,
+    /// rtds: may run beyond its budget when the core is otherwise idle.
+    pub extratime: Option<bool>,
+    /// supply: where the budget sits in each period: "early" | "late" | "prm-worst" | "random".
+    pub supply: Option<String>,
+    /// "halt" (default) or "poll".
+    pub idle: Option<String>,
+    pub context_switch: Option<Nanos>,
+    /// Overrides `[sim] guest_slowdown` for this guest.
+    pub slowdown: Option<f64>,
+}
+
+/// `[[sim.thread]]`: an extra host thread that runs `run` every `period` (or all the time with
+/// `busy = true`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawThread {
+    pub name: String,
+    pub period: Option<Nanos>,
+    pub run: Option<Nanos>,
+    pub offset: Option<Nanos>,
+    pub busy: Option<bool>,
+    #[serde(default)]
+    pub sched: RawVcpu,
 }

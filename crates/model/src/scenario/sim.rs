@@ -33,138 +33,174 @@
 //! slowdown = 0.0              # this guest's own guest_slowdown
 //! ```
 //!
-//! These are the file's raw fields; the simulator (`rtvirt-sim`, `config.rs`) checks their values
-//! and combinations and reports errors with the field path (located by [`locate_sim_error`]).
+//! Parsing checks every value and combination (`validate_sim.rs`) into the types below; the
+//! simulator (`rtvirt-sim`) consumes them as they are and only combines a plan (`--plan`) and the
+//! command line's `--duration`/`--seed` at run time.
 
-use super::Scenario;
 use crate::duration::Nanos;
-use crate::error::InputError;
-use serde::Deserialize;
 
-/// `[sim]`: simulator settings.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSim {
-    pub duration: Option<Nanos>,
-    pub seed: Option<u64>,
-    /// "continue" (default) or "abort".
-    pub miss_policy: Option<String>,
-    pub hz: Option<i64>,
-    pub hrtick: Option<bool>,
-    pub rt_throttling: Option<bool>,
-    pub rt_runtime: Option<Nanos>,
-    pub rt_period: Option<Nanos>,
-    pub vcpu_switch: Option<Nanos>,
-    /// Every guest job runs this fraction longer than its drawn (bare-metal) execution time.
-    pub guest_slowdown: Option<f64>,
-    pub credit_tslice: Option<Nanos>,
-    pub credit_ratelimit: Option<Nanos>,
-    /// Xen Credit accounting: "tick" (default: the vCPU running at each 10 ms tick is debited
-    /// 10 ms of credit, as credit1 does) or "precise" (credits burnt for the exact time run).
-    pub credit_accounting: Option<String>,
-    /// Extra host threads.
-    #[serde(default, rename = "thread")]
-    pub threads: Vec<RawThread>,
+pub use super::validate_sim::check_threads;
+
+/// Default simulated horizon (`[sim] duration`).
+pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
+
+/// Largest accepted `guest_slowdown` / `slowdown` (a guest ten times slower than bare metal).
+pub const MAX_SLOWDOWN: f64 = 10.0;
+
+/// The checked `[sim]` section (defaults when the file has none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSection {
+    pub settings: Settings,
+    /// `guest_slowdown`: the slowdown of vCPUs that do not set their own (already applied to
+    /// every [`VcpuSpec`]).
+    pub guest_slowdown: f64,
+    /// `[[sim.thread]]`: extra host threads, in file order.
+    pub threads: Vec<ExtraThread>,
 }
 
-/// `[guest.vcpu]`: the host-side scheduling of one guest's vCPU thread (also the `sched` table of
-/// an extra host thread, where `idle` and `context_switch` do not apply).
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawVcpu {
-    pub core: Option<i64>,
-    pub cores: Option<Vec<i64>>,
-    pub policy: Option<String>,
-    /// fifo/rr: 1..99; ds/ps: server priority (higher = more urgent).
-    pub priority: Option<i64>,
-    /// other: nice -20..19.
-    pub nice: Option<i64>,
-    /// credit: weight 1..65535 (default 256).
-    pub weight: Option<i64>,
-    /// rr: quantum (default 100ms, Linux's sched_rr_timeslice_ms).
-    pub quantum: Option<Nanos>,
-    /// deadline: sched_runtime.
-    pub runtime: Option<Nanos>,
-    /// deadline: sched_deadline (default = period).
-    pub deadline: Option<Nanos>,
-    /// deadline / rtds / ds / ps / supply: period.
-    pub period: Option<Nanos>,
-    /// rtds / ds / ps / supply: budget per period.
-    pub budget: Option<Nanos>,
-    /// rtds: may run beyond its budget when the core is otherwise idle.
-    pub extratime: Option<bool>,
-    /// supply: where the budget sits in each period: "early" | "late" | "prm-worst" | "random".
-    pub supply: Option<String>,
-    /// "halt" (default) or "poll".
-    pub idle: Option<String>,
-    pub context_switch: Option<Nanos>,
-    /// Overrides `[sim] guest_slowdown` for this guest.
-    pub slowdown: Option<f64>,
-}
-
-/// `[[sim.thread]]`: an extra host thread that runs `run` every `period` (or all the time with
-/// `busy = true`).
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawThread {
-    pub name: String,
-    pub period: Option<Nanos>,
-    pub run: Option<Nanos>,
-    pub offset: Option<Nanos>,
-    pub busy: Option<bool>,
-    #[serde(default)]
-    pub sched: RawVcpu,
-}
-
-/// Give a simulator-section error found after parsing its line/column in the scenario's file
-/// (re-read from `scenario.source`) and the file name.
-pub fn locate_sim_error(e: InputError, scenario: &Scenario) -> InputError {
-    let Some(path) = &scenario.source else { return e };
-    let located = match (&e.at.field, std::fs::read_to_string(path)) {
-        (Some(f), Ok(src)) => match super::locate_field(&src, f) {
-            Some((l, c)) => e.at_line(l, c),
-            None => e,
-        },
-        _ => e,
-    };
-    located.in_file(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_sim_sections() {
-        let src = r#"
-[host]
-cores = 1
-[sim]
-duration = "2s"
-miss_policy = "abort"
-[[sim.thread]]
-name = "noise"
-period = "10ms"
-run = "1ms"
-sched = { core = 0, policy = "fifo", priority = 90 }
-[[guest]]
-name = "vm1"
-scheduler = "edf"
-[guest.vcpu]
-policy = "deadline"
-runtime = "2ms"
-period = "10ms"
-[[guest.task]]
-name = "t"
-period = "10ms"
-wcet = "1ms"
-"#;
-        let s = Scenario::from_toml(src, None).unwrap();
-        let sim = s.sim.as_ref().unwrap();
-        assert_eq!(sim.duration, Some(Nanos::from_secs(2)));
-        assert_eq!(sim.threads[0].sched.priority, Some(90));
-        assert_eq!(s.guests[0].vcpu.as_ref().unwrap().runtime, Some(Nanos::from_ms(2)));
-        let e = Scenario::from_toml(&src.replace("runtime = ", "runtme = "), None).unwrap_err();
-        assert!(e.to_string().contains("runtme"), "{e}");
+impl Default for SimSection {
+    fn default() -> Self {
+        super::validate_sim::section(&Default::default(), 1).expect("the default [sim] section is valid")
     }
+}
+
+impl VcpuSpec {
+    /// The vCPU of a guest without `[guest.vcpu]`: SCHED_OTHER nice 0 on `core`.
+    pub fn default_for(guest: &str, core: u32) -> VcpuSpec {
+        VcpuSpec {
+            thread: ThreadSpec { name: format!("{guest}/vcpu0"), cores: vec![core], policy: Policy::Other { nice: 0 } },
+            idle_poll: false,
+            context_switch: 0,
+            slowdown: 0.0,
+        }
+    }
+}
+
+/// How a host thread is scheduled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Policy {
+    /// SCHED_FIFO (rr_quantum None) or SCHED_RR, priority 1..99 (higher = more urgent).
+    Rt { prio: u8, rr_quantum: Option<u64> },
+    /// SCHED_DEADLINE (runtime <= deadline <= period, ns).
+    Deadline { runtime: u64, deadline: u64, period: u64 },
+    /// SCHED_OTHER with a nice value.
+    Other { nice: i8 },
+    /// Xen Credit scheduler (credit1) weight.
+    Credit { weight: u32 },
+    /// Xen RTDS: EDF over deferrable servers; `extratime` lets a depleted vCPU use idle time.
+    Rtds { budget: u64, period: u64, extratime: bool },
+    /// RT-Xen fixed-priority deferrable server (higher prio = more urgent).
+    Ds { prio: u32, budget: u64, period: u64 },
+    /// RT-Xen fixed-priority periodic (polling) server: budget idles away when it has no work.
+    Ps { prio: u32, budget: u64, period: u64 },
+    /// A static periodic supply: the thread owns its core for `budget` in every `period`, at the
+    /// position given by the pattern (time partitioning; the analysis' periodic resource).
+    Supply { budget: u64, period: u64, pattern: SupplyPattern },
+}
+
+/// Position of the supply window inside each period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SupplyPattern {
+    /// [kP, kP + B)
+    Early,
+    /// [(k+1)P - B, (k+1)P)
+    Late,
+    /// Early in the first period, late in every later one: the periodic resource model's
+    /// worst-case blackout of 2(P - B) right after the first window (Shin & Lee 2003, Fig. 2).
+    PrmWorst,
+    /// A uniformly random position in each period (seeded).
+    Random,
+}
+
+/// Which host scheduler family a policy belongs to; one cluster of cores runs one family
+/// (plus `supply` windows, which sit above any family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Linux,
+    Credit,
+    Rtds,
+    RtXen,
+    Supply,
+}
+
+impl Policy {
+    pub fn family(&self) -> Family {
+        match self {
+            Policy::Rt { .. } | Policy::Deadline { .. } | Policy::Other { .. } => Family::Linux,
+            Policy::Credit { .. } => Family::Credit,
+            Policy::Rtds { .. } => Family::Rtds,
+            Policy::Ds { .. } | Policy::Ps { .. } => Family::RtXen,
+            Policy::Supply { .. } => Family::Supply,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::Rt { rr_quantum: None, .. } => "fifo",
+            Policy::Rt { .. } => "rr",
+            Policy::Deadline { .. } => "deadline",
+            Policy::Other { .. } => "other",
+            Policy::Credit { .. } => "credit",
+            Policy::Rtds { .. } => "rtds",
+            Policy::Ds { .. } => "ds",
+            Policy::Ps { .. } => "ps",
+            Policy::Supply { .. } => "supply",
+        }
+    }
+}
+
+/// A host thread: name, affinity (cores it may run on) and policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSpec {
+    pub name: String,
+    pub cores: Vec<u32>,
+    pub policy: Policy,
+}
+
+/// One guest's vCPU thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VcpuSpec {
+    pub thread: ThreadSpec,
+    /// An idle vCPU busy-polls (stays runnable) instead of halting.
+    pub idle_poll: bool,
+    /// Guest cost of switching between two tasks (ns).
+    pub context_switch: u64,
+    /// Every job of the guest needs `(1 + slowdown)` times its drawn execution time: the task
+    /// models are bare-metal times, a guest pays nested paging, VM exits and cache/TLB
+    /// pollution on every instruction it runs (see docs/simulate.md).
+    pub slowdown: f64,
+}
+
+/// What an extra host thread does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Runs `run` ns every `period` ns from `offset`.
+    Periodic { period: u64, run: u64, offset: u64 },
+    /// Always runnable (a CPU hog).
+    Busy,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraThread {
+    pub thread: ThreadSpec,
+    pub load: Load,
+}
+
+/// `[sim]`'s engine settings, defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub duration: u64,
+    pub seed: u64,
+    /// Late jobs are aborted at their deadline (else they keep running).
+    pub abort_late: bool,
+    /// Scheduler tick period (ns), 1e9 / HZ.
+    pub tick: u64,
+    pub hrtick: bool,
+    /// RT throttling (rt_runtime, rt_period) per core, None when disabled.
+    pub rt_throttle: Option<(u64, u64)>,
+    pub vcpu_switch: u64,
+    pub credit_tslice: u64,
+    pub credit_ratelimit: u64,
+    /// Xen Credit burns credits for the exact time run (else: sampled 10 ms tick accounting).
+    pub credit_precise: bool,
 }

@@ -137,3 +137,66 @@ proptest! {
         let _ = Scenario::from_toml(&src, None);
     }
 }
+
+fn with_sim(vcpu: &str, sim: &str) -> String {
+    format!("[host]\ncores = 2\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n")
+}
+
+#[test]
+fn sim_sections_are_checked_when_parsed() {
+    let s = Scenario::from_toml(
+        &with_sim(
+            "[guest.vcpu]\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"10ms\"\n",
+            "[sim]\nduration = \"2s\"\nmiss_policy = \"abort\"\n[[sim.thread]]\nname = \"noise\"\nperiod = \"10ms\"\nrun = \"1ms\"\nsched = { core = 1, policy = \"fifo\", priority = 90 }\n",
+        ),
+        None,
+    )
+    .unwrap();
+    assert_eq!(s.sim.settings.duration, 2_000_000_000);
+    assert!(s.sim.settings.abort_late);
+    assert_eq!(s.sim.threads[0].thread.policy, sim::Policy::Rt { prio: 90, rr_quantum: None });
+    assert_eq!(
+        s.guests[0].vcpu.thread.policy,
+        sim::Policy::Deadline { runtime: 2_000_000, deadline: 10_000_000, period: 10_000_000 }
+    );
+    assert_eq!(s.guests[0].vcpu.thread.cores, vec![0], "default core: guest index mod cores");
+}
+
+#[test]
+fn sim_errors_are_located() {
+    let cases = [
+        ("[guest.vcpu]\npolicy = \"fifo\"\npriority = 100\n", "", "guest[0].vcpu.priority"),
+        ("[guest.vcpu]\npolicy = \"lottery\"\n", "", "guest[0].vcpu.policy"),
+        ("[guest.vcpu]\npolicy = \"fifo\"\npriority = 10\nbudget = \"1ms\"\n", "", "guest[0].vcpu.budget"),
+        ("[guest.vcpu]\ncore = 2\n", "", "guest[0].vcpu.core"),
+        ("[guest.vcpu]\npolicy = \"deadline\"\nruntime = \"20ms\"\nperiod = \"10ms\"\n", "", "guest[0].vcpu.runtime"),
+        ("[guest.vcpu]\nslowdown = 11.0\n", "", "guest[0].vcpu.slowdown"),
+        ("", "[sim]\nguest_slowdown = -0.1\n", "sim.guest_slowdown"),
+        ("", "[sim]\nmiss_policy = \"drop\"\n", "sim.miss_policy"),
+        ("", "[sim]\nduration = \"0s\"\n", "sim.duration"),
+        ("", "[sim]\ncredit_accounting = \"sampled\"\n", "sim.credit_accounting"),
+        ("", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { policy = \"credit\" }\n", "sim.thread[0].sched.policy"),
+        ("[guest.vcpu]\ncores = [0, 1]\n", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0 }\n", "sim.thread[0].sched.cores"),
+        (
+            "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"6ms\"\nperiod = \"10ms\"\n",
+            "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0, policy = \"deadline\", runtime = \"4ms\", period = \"10ms\" }\n",
+            "sim.thread[0].sched.runtime",
+        ),
+    ];
+    for (vcpu, sim, field) in cases {
+        let e = err(&with_sim(vcpu, sim));
+        assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+        assert!(e.at.line_col.is_some(), "no line for {e}");
+        assert_eq!(e.at.file.as_deref(), Some(Path::new("s.toml")), "{e}");
+    }
+}
+
+#[test]
+fn net_section_is_checked_when_parsed() {
+    let src = "[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"hardirq\"\nsoftirq = \"partitioned\"\n[[net.nic]]\nname = \"n\"\nirq_cores = [0]\n";
+    let e = err(src);
+    assert_eq!(e.at.field.as_deref(), Some("net.softirq"), "{e}");
+    assert_eq!(e.at.line_col.map(|l| l.0), Some(6), "{e}");
+    let s = Scenario::from_toml(&src.replace("hardirq", "threaded"), None).unwrap();
+    assert!(matches!(s.net.unwrap().model, net::NetModel::Kvm(_)));
+}

@@ -3,12 +3,14 @@
 use super::raw::*;
 use super::*;
 use crate::exec::Samples;
+use crate::source::Source;
 use std::collections::HashSet;
 
 type R<T> = Result<T, InputError>;
 
-pub(super) fn scenario(raw: RawScenario, base: &Path, file: Option<&Path>) -> R<Scenario> {
+pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scenario> {
     let host = host(&raw.host).map_err(|e| e.under("host"))?;
+    let sim = validate_sim::section(&raw.sim.unwrap_or_default(), host.cores)?;
     let mut names = HashSet::new();
     let mut guests = Vec::with_capacity(raw.guests.len());
     for (i, g) in raw.guests.into_iter().enumerate() {
@@ -19,20 +21,21 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, file: Option<&Path>) -> R<
                 format!("duplicate guest name \"{}\" (guest names must be unique)", g.name),
             ));
         }
-        guests.push(guest(g, base).map_err(|e| e.under(&at))?);
+        guests.push(guest(g, i, &host, &sim, base).map_err(|e| e.under(&at))?);
     }
+    let threads: Vec<&sim::ThreadSpec> =
+        guests.iter().map(|g| &g.vcpu.thread).chain(sim.threads.iter().map(|t| &t.thread)).collect();
+    sim::check_threads(&threads, guests.len(), sim.settings.rt_throttle)?;
+    let net = raw.net.map(|n| n.validate(host.cores)).transpose()?;
     let name = raw.name.unwrap_or_else(|| {
-        file.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "default".into())
+        source
+            .path
+            .as_deref()
+            .and_then(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "default".into())
     });
-    Ok(Scenario {
-        name,
-        description: raw.description,
-        host,
-        guests,
-        sim: raw.sim,
-        net: raw.net,
-        source: file.map(Path::to_path_buf),
-    })
+    Ok(Scenario { name, description: raw.description, host, guests, sim, net, source })
 }
 
 fn host(h: &RawHost) -> R<Host> {
@@ -59,7 +62,7 @@ pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
     }
 }
 
-fn guest(g: RawGuest, base: &Path) -> R<Guest> {
+fn guest(g: RawGuest, index: usize, host: &Host, sim: &sim::SimSection, base: &Path) -> R<Guest> {
     if g.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty guest name"));
     }
@@ -83,7 +86,8 @@ fn guest(g: RawGuest, base: &Path) -> R<Guest> {
         tasks.push(task(t, scheduler, base).map_err(|e| e.under(&at))?);
     }
     assign_priorities(&mut tasks, scheduler)?;
-    Ok(Guest { name: g.name, scheduler, server_periods, rho, tasks, vcpu: g.vcpu })
+    let vcpu = validate_sim::guest_vcpu(g.vcpu.as_ref(), &g.name, index, host.cores, sim)?;
+    Ok(Guest { name: g.name, scheduler, server_periods, rho, tasks, vcpu })
 }
 
 fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {

@@ -66,7 +66,7 @@ impl Measurement for Tasks {
         let plan = GuestFile { name: "plan.json".into(), data: serde_json::to_vec_pretty(&self.plan)? };
         let mut line = line.without(&["rho"]).with_option("plan", "plan", plan.guest_path());
         let mut files = vec![plan];
-        match &self.scenario.source {
+        match &self.scenario.source.path {
             Some(source) => {
                 files.extend(scenario_files(&self.scenario, source)?);
                 line = line.with_positional("scenario", files[1].guest_path());

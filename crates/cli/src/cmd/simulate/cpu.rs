@@ -6,7 +6,6 @@ use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::sim::locate_sim_error;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
@@ -24,19 +23,17 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         }
         None => None,
     };
+    // scenario errors come back located in the scenario; the plan's name its fields
     let cfg = SimConfig::new(scenario, plan.as_ref(), Overrides { duration: a.duration, seed: a.seed }).map_err(
         |e| match (&a.plan, e.at.field.as_deref()) {
             (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
-            (_, Some(f)) if f.starts_with("--") => e,
-            _ => locate_sim_error(e, scenario),
+            _ => e,
         },
     )?;
     if cfg.threads().next().is_none() {
-        return Err(locate_sim_error(
-            InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"),
-            scenario,
-        )
-        .into());
+        return Err(scenario
+            .locate(InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"))
+            .into());
     }
     let opts = RunOptions { trace: a.trace_window()?, progress: progress_printer(), ..Default::default() };
     // the trace file is created before the run, so that a bad path fails before the work

@@ -6,15 +6,14 @@ use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::{check_horizon, locate_field, Scenario};
-use rtvirt_model::{InputError, Nanos};
+use rtvirt_model::scenario::{check_horizon, Scenario};
+use rtvirt_model::Nanos;
 use rtvirt_sim::net::simulate;
 use std::time::Instant;
 
 /// Run the `[net]` section of `scenario` with the command line's overrides.
 pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
-    let raw = scenario.net.as_ref().expect("called for scenarios with [net]");
-    let mut net = raw.validate(scenario.host.cores).map_err(|e| located(e, scenario))?;
+    let mut net = scenario.net.clone().expect("called for scenarios with [net]");
     if let Some(d) = a.duration {
         net.duration = check_horizon(d, "--duration")?;
     }
@@ -44,19 +43,6 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         run.events
     );
     Ok(Outcome::Ok)
-}
-
-/// Give a `[net]` validation error its file and line.
-fn located(e: InputError, s: &Scenario) -> InputError {
-    let Some(path) = &s.source else { return e };
-    let e = match (std::fs::read_to_string(path), &e.at.field) {
-        (Ok(src), Some(f)) => match locate_field(&src, f) {
-            Some((l, c)) => e.at_line(l, c),
-            None => e,
-        },
-        _ => e,
-    };
-    e.in_file(path)
 }
 
 fn us(ns: f64) -> String {

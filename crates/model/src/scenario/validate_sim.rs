@@ -1,0 +1,394 @@
+//! `[sim]`, `[[sim.thread]]` and `[guest.vcpu]` as written -> the checked types of [`super::sim`]:
+//! every value, every policy's fields, affinities, scheduler families per cluster and
+//! SCHED_DEADLINE admission, each error naming its field (`guest[1].vcpu.priority`,
+//! `sim.thread[0].sched.policy`).
+
+use super::raw::{RawSim, RawThread, RawVcpu};
+use super::sim::*;
+use super::{check_horizon, check_timing};
+use crate::duration::Nanos;
+use crate::error::InputError;
+
+type R<T> = Result<T, InputError>;
+
+/// The `[sim]` section of a host with `cores` cores (its fields under `sim.`).
+pub(super) fn section(raw: &RawSim, cores: u32) -> R<SimSection> {
+    let settings = settings(raw).map_err(|e| e.under("sim"))?;
+    let guest_slowdown = slowdown(raw.guest_slowdown, "guest_slowdown").map_err(|e| e.under("sim"))?;
+    let mut threads = Vec::with_capacity(raw.threads.len());
+    for (i, t) in raw.threads.iter().enumerate() {
+        threads.push(extra_thread(t, cores).map_err(|e| e.under(&format!("sim.thread[{i}]")))?);
+    }
+    Ok(SimSection { settings, guest_slowdown, threads })
+}
+
+/// `[guest.vcpu]` of guest `index` (default: SCHED_OTHER nice 0 on core `index % cores`), with
+/// `[sim] guest_slowdown` as the default slowdown. Field paths are relative to the guest.
+pub(super) fn guest_vcpu(
+    raw: Option<&RawVcpu>,
+    guest: &str,
+    index: usize,
+    cores: u32,
+    sim: &SimSection,
+) -> R<VcpuSpec> {
+    let raw = raw.cloned().unwrap_or_default();
+    let default_core = (index as u64 % cores as u64) as u32;
+    vcpu(&raw, guest, default_core, cores, sim.guest_slowdown).map_err(|e| e.under("vcpu"))
+}
+
+/// The rules that span host threads: affinities equal or disjoint, one scheduler family per
+/// cluster, SCHED_DEADLINE admission. `threads` are the guests' vCPUs (in guest order, the first
+/// `vcpus`) then the extra threads; `rt_throttle` is `[sim]`'s (rt_runtime, rt_period).
+pub fn check_threads(threads: &[&ThreadSpec], vcpus: usize, rt_throttle: Option<(u64, u64)>) -> R<()> {
+    let field = |i: usize| {
+        if i < vcpus {
+            format!("guest[{i}].vcpu")
+        } else {
+            format!("sim.thread[{}].sched", i - vcpus)
+        }
+    };
+    check_clusters(threads, &field)?;
+    check_deadline_admission(threads, rt_throttle, &field)
+}
+
+/// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may not
+/// exceed m * sched_rt_runtime_us / sched_rt_period_us (m with RT throttling disabled); beyond it
+/// `sched_setattr` fails with EBUSY, so such a host cannot be configured.
+fn check_deadline_admission(
+    specs: &[&ThreadSpec],
+    rt_throttle: Option<(u64, u64)>,
+    field: &dyn Fn(usize) -> String,
+) -> R<()> {
+    let limit = rt_throttle.map(|(r, p)| r as f64 / p as f64).unwrap_or(1.0);
+    for (i, a) in specs.iter().enumerate() {
+        let bw: f64 = specs
+            .iter()
+            .take(i + 1)
+            .filter(|b| b.cores == a.cores)
+            .map(|b| match b.policy {
+                Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
+                _ => 0.0,
+            })
+            .sum();
+        let cap = limit * a.cores.len() as f64;
+        if matches!(a.policy, Policy::Deadline { .. }) && bw > cap + 1e-12 {
+            return Err(InputError::field(
+                format!("{}.runtime", field(i)),
+                format!("SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bw:.4} > {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)", a.cores),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Affinities must be equal or disjoint (each set of cores is one scheduling cluster), and one
+/// cluster runs one scheduler family (supply windows may sit above any of them).
+fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> R<()> {
+    for (i, a) in specs.iter().enumerate() {
+        for b in specs.iter().take(i) {
+            let overlap = a.cores.iter().any(|c| b.cores.contains(c));
+            if overlap && a.cores != b.cores {
+                return Err(InputError::field(
+                    format!("{}.cores", field(i)),
+                    format!("cores {:?} overlap the cores {:?} of \"{}\" without being the same set: affinities must be equal (global scheduling) or disjoint (partitioned)", a.cores, b.cores, b.name),
+                ));
+            }
+            let (fa, fb) = (a.policy.family(), b.policy.family());
+            if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
+                return Err(InputError::field(
+                    format!("{}.policy", field(i)),
+                    format!("\"{}\" cannot share cores with \"{}\" ({}): one set of cores runs one host scheduler (Linux, Xen Credit, Xen RTDS or RT-Xen)", a.policy.name(), b.name, b.policy.name()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn settings(raw: &RawSim) -> R<Settings> {
+    let duration = check_horizon(raw.duration.unwrap_or(DEFAULT_DURATION), "duration")?;
+    let abort_late = match raw.miss_policy.as_deref() {
+        None | Some("continue") => false,
+        Some("abort") => true,
+        Some(o) => {
+            return Err(InputError::field("miss_policy", format!("\"{o}\": expected \"continue\" or \"abort\"")))
+        }
+    };
+    let hz = raw.hz.unwrap_or(1000);
+    if !(10..=10_000).contains(&hz) {
+        return Err(InputError::field("hz", format!("{hz}: expected a tick rate from 10 to 10000")));
+    }
+    let rt_runtime = raw.rt_runtime.unwrap_or(Nanos::from_ms(950));
+    let rt_period = raw.rt_period.unwrap_or(Nanos::from_secs(1));
+    if rt_period.0 == 0 || rt_runtime > rt_period {
+        return Err(InputError::field(
+            "rt_runtime",
+            format!("rt_runtime {rt_runtime} / rt_period {rt_period}: expected 0 < period and runtime <= period"),
+        ));
+    }
+    let tslice = raw.credit_tslice.unwrap_or(Nanos::from_ms(30));
+    if tslice < Nanos::from_us(100) {
+        return Err(InputError::field("credit_tslice", format!("{tslice}: expected at least 100us")));
+    }
+    Ok(Settings {
+        duration: duration.0,
+        seed: raw.seed.unwrap_or(1),
+        abort_late,
+        tick: 1_000_000_000 / hz as u64,
+        hrtick: raw.hrtick.unwrap_or(false),
+        rt_throttle: raw.rt_throttling.unwrap_or(true).then_some((rt_runtime.0, rt_period.0)),
+        vcpu_switch: raw.vcpu_switch.unwrap_or_default().0,
+        credit_tslice: tslice.0,
+        credit_ratelimit: raw.credit_ratelimit.unwrap_or_default().0,
+        credit_precise: match raw.credit_accounting.as_deref() {
+            None | Some("tick") => false,
+            Some("precise") => true,
+            Some(o) => {
+                return Err(InputError::field(
+                    "credit_accounting",
+                    format!(
+                        "\"{o}\": expected \"tick\" (credit1: debit the vCPU running at each 10ms tick) or \"precise\""
+                    ),
+                ))
+            }
+        },
+    })
+}
+
+fn slowdown(given: Option<f64>, field: &str) -> R<f64> {
+    match given {
+        None => Ok(0.0),
+        Some(x) if x.is_finite() && (0.0..=MAX_SLOWDOWN).contains(&x) => Ok(x),
+        Some(x) => Err(InputError::field(
+            field,
+            format!("{x}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)"),
+        )),
+    }
+}
+
+fn vcpu(raw: &RawVcpu, guest: &str, default_core: u32, cores: u32, default_slowdown: f64) -> R<VcpuSpec> {
+    let idle_poll = match raw.idle.as_deref() {
+        None | Some("halt") => false,
+        Some("poll") => true,
+        Some(o) => return Err(InputError::field("idle", format!("\"{o}\": expected \"halt\" or \"poll\""))),
+    };
+    let thread = thread_spec(raw, format!("{guest}/vcpu0"), default_core, cores)?;
+    let slowdown = match raw.slowdown {
+        None => default_slowdown,
+        given => slowdown(given, "slowdown")?,
+    };
+    Ok(VcpuSpec { thread, idle_poll, context_switch: raw.context_switch.unwrap_or_default().0, slowdown })
+}
+
+fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
+    if t.name.trim().is_empty() {
+        return Err(InputError::field("name", "empty name: expected a non-empty thread name"));
+    }
+    for (f, given) in [
+        ("idle", t.sched.idle.is_some()),
+        ("context_switch", t.sched.context_switch.is_some()),
+        ("slowdown", t.sched.slowdown.is_some()),
+    ] {
+        if given {
+            return Err(InputError::field(format!("sched.{f}"), format!("`{f}` applies to guest vCPUs only")));
+        }
+    }
+    let load = match (t.busy.unwrap_or(false), t.period, t.run) {
+        (true, None, None) => Load::Busy,
+        (true, _, _) => return Err(InputError::field("busy", "a busy thread has no `period`/`run`")),
+        (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => Load::Periodic {
+            period: check_timing(p, "period")?.0,
+            run: r.0,
+            offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0,
+        },
+        (false, Some(p), Some(r)) => {
+            return Err(InputError::field("run", format!("run {r} every {p}: expected 0 < run <= period")))
+        }
+        _ => return Err(InputError::field("period", "expected `period` and `run` (a periodic load) or `busy = true`")),
+    };
+    let thread = thread_spec(&t.sched, t.name.clone(), 0, cores).map_err(|e| e.under("sched"))?;
+    Ok(ExtraThread { thread, load })
+}
+
+fn thread_spec(raw: &RawVcpu, name: String, default_core: u32, cores: u32) -> R<ThreadSpec> {
+    Ok(ThreadSpec { name, cores: affinity(raw, default_core, cores)?, policy: policy(raw)? })
+}
+
+fn affinity(raw: &RawVcpu, default_core: u32, cores: u32) -> R<Vec<u32>> {
+    let list: Vec<i64> = match (&raw.core, &raw.cores) {
+        (Some(_), Some(_)) => return Err(InputError::field("cores", "give either `core` or `cores`, not both")),
+        (Some(c), None) => vec![*c],
+        (None, Some(l)) if l.is_empty() => {
+            return Err(InputError::field("cores", "empty list: expected at least one core"))
+        }
+        (None, Some(l)) => l.clone(),
+        (None, None) => vec![default_core as i64],
+    };
+    let field = if raw.core.is_some() { "core" } else { "cores" };
+    let mut out = Vec::with_capacity(list.len());
+    for c in list {
+        if c < 0 || c >= cores as i64 {
+            return Err(InputError::field(
+                field,
+                format!("core {c} does not exist: the host has cores 0..{}", cores - 1),
+            ));
+        }
+        if out.contains(&(c as u32)) {
+            return Err(InputError::field(field, format!("core {c} is listed twice")));
+        }
+        out.push(c as u32);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Which fields each policy takes (everything else given is an error, so typos do not pass).
+const POLICY_FIELDS: &[(&str, &[&str])] = &[
+    ("fifo", &["priority"]),
+    ("rr", &["priority", "quantum"]),
+    ("deadline", &["runtime", "deadline", "period"]),
+    ("other", &["nice"]),
+    ("credit", &["weight"]),
+    ("rtds", &["budget", "period", "extratime"]),
+    ("ds", &["priority", "budget", "period"]),
+    ("ps", &["priority", "budget", "period"]),
+    ("supply", &["budget", "period", "supply"]),
+];
+
+fn policy(raw: &RawVcpu) -> R<Policy> {
+    let name = raw.policy.as_deref().unwrap_or("other");
+    let Some((_, allowed)) = POLICY_FIELDS.iter().find(|(n, _)| *n == name) else {
+        let names: Vec<&str> = POLICY_FIELDS.iter().map(|(n, _)| *n).collect();
+        return Err(InputError::field(
+            "policy",
+            format!("unknown policy \"{name}\": expected one of {}", names.join(", ")),
+        ));
+    };
+    let given = [
+        ("priority", raw.priority.is_some()),
+        ("nice", raw.nice.is_some()),
+        ("weight", raw.weight.is_some()),
+        ("quantum", raw.quantum.is_some()),
+        ("runtime", raw.runtime.is_some()),
+        ("deadline", raw.deadline.is_some()),
+        ("period", raw.period.is_some()),
+        ("budget", raw.budget.is_some()),
+        ("extratime", raw.extratime.is_some()),
+        ("supply", raw.supply.is_some()),
+    ];
+    if let Some((f, _)) = given.iter().find(|(f, g)| *g && !allowed.contains(f)) {
+        return Err(InputError::field(
+            *f,
+            format!("`{f}` does not apply to policy \"{name}\" (it takes: {})", allowed.join(", ")),
+        ));
+    }
+    let need = |v: Option<Nanos>, f: &str| -> R<u64> {
+        match v {
+            Some(n) if n.0 > 0 => Ok(check_timing(n, f)?.0),
+            Some(_) => Err(InputError::field(f, "zero duration: expected a positive duration")),
+            None => Err(InputError::field(f, format!("missing: policy \"{name}\" needs `{f}` (a duration)"))),
+        }
+    };
+    let server = || -> R<(u64, u64)> {
+        let (b, p) = (need(raw.budget, "budget")?, need(raw.period, "period")?);
+        if b > p {
+            return Err(InputError::field(
+                "budget",
+                format!("budget {} is larger than the period {}", Nanos(b), Nanos(p)),
+            ));
+        }
+        Ok((b, p))
+    };
+    let server_prio = || -> R<u32> {
+        match raw.priority {
+            Some(p) if (1..=1_000_000).contains(&p) => Ok(p as u32),
+            Some(p) => Err(InputError::field(
+                "priority",
+                format!("{p}: expected a server priority from 1 to 1000000 (higher = more urgent)"),
+            )),
+            None => Err(InputError::field("priority", format!("missing: policy \"{name}\" needs a `priority`"))),
+        }
+    };
+    Ok(match name {
+        "fifo" | "rr" => {
+            let prio = match raw.priority {
+                Some(p) if (1..=99).contains(&p) => p as u8,
+                Some(p) => {
+                    return Err(InputError::field(
+                        "priority",
+                        format!("priority {p} is out of range: SCHED_FIFO/SCHED_RR priorities are 1..99"),
+                    ))
+                }
+                None => {
+                    return Err(InputError::field(
+                        "priority",
+                        format!("missing: policy \"{name}\" needs a priority 1..99"),
+                    ))
+                }
+            };
+            let rr_quantum = (name == "rr").then(|| raw.quantum.map(|q| q.0).unwrap_or(100_000_000));
+            if rr_quantum == Some(0) {
+                return Err(InputError::field("quantum", "zero quantum: expected a positive duration"));
+            }
+            rr_quantum.map(|q| check_timing(Nanos(q), "quantum")).transpose()?;
+            Policy::Rt { prio, rr_quantum }
+        }
+        "deadline" => {
+            let runtime = need(raw.runtime, "runtime")?;
+            let period = need(raw.period, "period")?;
+            let deadline = raw.deadline.map(|d| d.0).unwrap_or(period);
+            if !(runtime <= deadline && deadline <= period) {
+                return Err(InputError::field(
+                    "runtime",
+                    format!(
+                        "expected runtime <= deadline <= period, got {} / {} / {}",
+                        Nanos(runtime),
+                        Nanos(deadline),
+                        Nanos(period)
+                    ),
+                ));
+            }
+            if runtime < 1024 {
+                return Err(InputError::field("runtime", "SCHED_DEADLINE needs a runtime of at least 1024ns"));
+            }
+            Policy::Deadline { runtime, deadline, period }
+        }
+        "other" => match raw.nice.unwrap_or(0) {
+            n @ -20..=19 => Policy::Other { nice: n as i8 },
+            n => return Err(InputError::field("nice", format!("nice {n} is out of range: expected -20..19"))),
+        },
+        "credit" => match raw.weight.unwrap_or(256) {
+            w @ 1..=65535 => Policy::Credit { weight: w as u32 },
+            w => return Err(InputError::field("weight", format!("weight {w} is out of range: expected 1..65535"))),
+        },
+        "rtds" => {
+            let (budget, period) = server()?;
+            Policy::Rtds { budget, period, extratime: raw.extratime.unwrap_or(false) }
+        }
+        "ds" | "ps" => {
+            let prio = server_prio()?;
+            let (budget, period) = server()?;
+            if name == "ds" {
+                Policy::Ds { prio, budget, period }
+            } else {
+                Policy::Ps { prio, budget, period }
+            }
+        }
+        _ => {
+            let (budget, period) = server()?;
+            let pattern = match raw.supply.as_deref().unwrap_or("early") {
+                "early" => SupplyPattern::Early,
+                "late" => SupplyPattern::Late,
+                "prm-worst" => SupplyPattern::PrmWorst,
+                "random" => SupplyPattern::Random,
+                o => {
+                    return Err(InputError::field(
+                        "supply",
+                        format!("\"{o}\": expected \"early\", \"late\", \"prm-worst\" or \"random\""),
+                    ))
+                }
+            };
+            Policy::Supply { budget, period, pattern }
+        }
+    })
+}
