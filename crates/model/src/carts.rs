@@ -26,8 +26,7 @@ type R<T> = Result<T, InputError>;
 
 /// Read a CARTS XML file as a scenario.
 pub fn from_file(path: &Path) -> R<Scenario> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(format!("cannot read CARTS file: {e}")).in_file(path))?;
+    let text = crate::input::read_text(path, crate::input::InputKind::Carts)?;
     from_xml(&text, Some(path))
 }
 

@@ -63,8 +63,7 @@ impl Samples {
     /// starting with '#' are skipped; a first line that is not a duration is taken as a CSV header
     /// only if it contains no digit; with commas, the first column is used.
     pub fn load(path: &Path) -> Result<Samples, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("cannot read samples file: {e}")).in_file(path))?;
+        let text = crate::input::read_text(path, crate::input::InputKind::Samples)?;
         let mut values = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let cell = line.split(',').next().unwrap_or("").trim();

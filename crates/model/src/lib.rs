@@ -5,6 +5,8 @@
 //! - [`error`]: `InputError`, user-input errors naming file, line/column and field (exit code 2).
 //! - [`scenario`]: the scenario file (TOML) -> a [`scenario::Scenario`] with every section checked.
 //! - [`source`]: an input file's text kept to locate errors found after parsing.
+//! - [`input`]: the one bounded reader of every input file (regular files, size limits).
+//! - [`sweep`]: the sweep file (scenarios x rho x seeds), checked with its scenarios.
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
@@ -15,11 +17,13 @@ pub mod carts;
 pub mod duration;
 pub mod error;
 pub mod exec;
+pub mod input;
 pub mod plan;
 pub mod results;
 pub mod scenario;
 pub mod source;
 pub mod stats;
+pub mod sweep;
 pub mod xml;
 
 pub use duration::Nanos;

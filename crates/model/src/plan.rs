@@ -65,8 +65,7 @@ pub struct CorePlan {
 impl Plan {
     /// Read a plan JSON file, checking the schema and the basic sanity of every reservation.
     pub fn from_file(path: &Path) -> Result<Plan, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("cannot read plan: {e}")).in_file(path))?;
+        let text = crate::input::read_text(path, crate::input::InputKind::Plan)?;
         Plan::from_json(&text).map_err(|e| e.in_file(path))
     }
 

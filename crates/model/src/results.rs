@@ -163,8 +163,7 @@ impl Results {
 
     /// Read a results file, checking the schema.
     pub fn from_file(path: &Path) -> Result<Results, crate::InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| crate::InputError::new(format!("cannot read results: {e}")).in_file(path))?;
+        let text = crate::input::read_text(path, crate::input::InputKind::Results)?;
         let r: Results = serde_json::from_str(&text).map_err(|e| {
             crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}"))
                 .in_file(path)

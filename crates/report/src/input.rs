@@ -2,6 +2,7 @@
 //! files, told apart by their `schema` field, each with the name it is shown under; a file may
 //! also hold a JSON array of results documents (the `--in vm` / `vm matrix` output).
 
+use rtvirt_model::input::{read_text, InputKind};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
 use rtvirt_model::results::{Results, RESULTS_SCHEMA};
 use rtvirt_model::InputError;
@@ -75,7 +76,7 @@ pub fn load_input(path: &Path) -> Result<Input, InputError> {
 
 /// The JSON values of a file, in order.
 fn read_values(path: &Path) -> Result<Vec<serde_json::Value>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(format!("cannot read: {e}")).in_file(path))?;
+    let text = read_text(path, InputKind::Results)?;
     json_values(&text).map_err(|e| e.in_file(path))
 }
 

@@ -1,13 +1,7 @@
-//! Grids of simulation runs (`rtvirt simulate --sweep SWEEP.toml`): scenarios x rho x seeds, run
-//! in parallel with rayon. Every cell is an independent run with its own seed and results come
-//! back in grid order, so the output is identical whatever the number of threads.
-//!
-//! ```toml
-//! scenarios = ["seeds5.toml"]   # relative to the sweep file
-//! seeds = [1, 2, 3]             # or { first = 1, count = 10 }
-//! rho = [0.1, 0.5, 0.9]         # optional: plan every scenario at each rho (SCHED_DEADLINE)
-//! duration = "10s"              # optional, overrides the scenarios' [sim] duration
-//! ```
+//! Grids of simulation runs (`rtvirt simulate --sweep SWEEP.toml`, the file format is
+//! [`rtvirt_model::sweep`]): scenarios x rho x seeds, run in parallel with rayon. Every cell is
+//! an independent run with its own seed and results come back in grid order, so the output is
+//! identical whatever the number of threads.
 //!
 //! Planning is done by the caller's `planner` (the CLI passes `rtvirt-analysis`), so this crate
 //! keeps depending on the model only.
@@ -17,30 +11,12 @@ use crate::run::{simulate, RunOptions};
 use rayon::prelude::*;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::{check_horizon, parse_toml_located, Scenario};
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::sweep::Sweep;
+pub use rtvirt_model::sweep::MAX_CELLS;
 use rtvirt_model::{InputError, Nanos};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Largest grid accepted (cells).
-pub const MAX_CELLS: usize = 1_000_000;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSweep {
-    scenarios: Vec<String>,
-    seeds: Option<RawSeeds>,
-    rho: Option<Vec<f64>>,
-    duration: Option<Nanos>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged, expecting = "a list of seeds such as [1, 2, 3] or { first = 1, count = 10 }")]
-enum RawSeeds {
-    List(Vec<u64>),
-    Range { first: u64, count: u64 },
-}
 
 /// A checked sweep.
 #[derive(Debug)]
@@ -61,60 +37,13 @@ pub struct Cell {
 }
 
 impl SweepSpec {
-    /// Read a sweep file; scenario paths are relative to it, and each scenario is validated.
+    /// Read a checked sweep file ([`Sweep`]) and check that the simulator can run each scenario.
     pub fn from_file(path: &Path) -> Result<SweepSpec, InputError> {
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("cannot read sweep file: {e}")).in_file(path))?;
-        let raw: RawSweep = parse_toml_located(&src).map_err(|e| e.in_file(path))?;
-        let located =
-            |e: InputError| match e.at.field.as_deref().and_then(|f| rtvirt_model::scenario::locate_field(&src, f)) {
-                Some((l, c)) => e.at_line(l, c).in_file(path),
-                None => e.in_file(path),
-            };
-        if raw.scenarios.is_empty() {
-            return Err(located(InputError::field("scenarios", "empty list: expected at least one scenario file")));
+        let Sweep { scenarios, seeds, rho, duration } = Sweep::from_file(path)?;
+        for (_, s) in &scenarios {
+            SimConfig::new(s, None, Overrides { duration, seed: None })?;
         }
-        let base = path.parent().unwrap_or(Path::new(""));
-        let scenarios = raw
-            .scenarios
-            .iter()
-            .map(|p| {
-                let full = base.join(p);
-                Scenario::from_file(&full).map(|s| (full, s))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let seeds = match raw.seeds {
-            None => vec![1],
-            Some(RawSeeds::List(l)) if !l.is_empty() => l,
-            Some(RawSeeds::Range { first, count }) if count > 0 && first.checked_add(count).is_some() => {
-                (first..first + count).collect()
-            }
-            Some(_) => {
-                return Err(located(InputError::field("seeds", "expected a non-empty list or a positive count")))
-            }
-        };
-        let rho = raw.rho.unwrap_or_default();
-        if let Some(r) = rho.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-            return Err(located(InputError::field(
-                "rho",
-                format!("{r}: expected probabilities strictly between 0 and 1"),
-            )));
-        }
-        let duration = raw.duration.map(|d| check_horizon(d, "duration")).transpose().map_err(located)?;
-        let spec = SweepSpec { scenarios, seeds, rho, duration };
-        if spec.cells().len() > MAX_CELLS {
-            return Err(located(InputError::field(
-                "seeds",
-                format!("{} runs: at most {MAX_CELLS} per sweep", spec.cells().len()),
-            )));
-        }
-        for (p, s) in &spec.scenarios {
-            if s.net.is_some() {
-                return Err(InputError::field("scenarios", "a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`").in_file(p));
-            }
-            SimConfig::new(s, None, Overrides { duration: spec.duration, seed: None })?;
-        }
-        Ok(spec)
+        Ok(SweepSpec { scenarios, seeds, rho, duration })
     }
 
     /// The grid in output order: scenario, then rho, then seed.

@@ -100,8 +100,7 @@ pub struct Profile {
 
 impl Profile {
     pub fn from_file(path: &Path) -> Result<Profile, InputError> {
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("cannot read profile: {e}")).in_file(path))?;
+        let src = rtvirt_model::input::read_text(path, rtvirt_model::input::InputKind::HostProfile)?;
         let mut p = Profile::from_toml(&src).map_err(|e| e.in_file(path))?;
         p.file = Some(path.to_path_buf());
         Ok(p)

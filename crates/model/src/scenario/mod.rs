@@ -212,8 +212,7 @@ impl Scenario {
 
     /// Read and check a scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, InputError> {
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("cannot read scenario: {e}")).in_file(path))?;
+        let src = crate::input::read_text(path, crate::input::InputKind::Scenario)?;
         Scenario::from_toml(&src, Some(path))
     }
 
