@@ -224,6 +224,12 @@ fn unusable_names_are_refused_with_the_field() {
     let o = rtvirt(&["plan", file.to_str().unwrap(), "--emit", "chrt", "--pid", "vm-1=7"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
 
+    std::fs::write(&file, scenario(&["a\0b"])).unwrap();
+    let o = rtvirt(&["plan", file.to_str().unwrap(), "--emit", "rtds"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("guest[0].name") && e.contains("NUL"), "{e}");
+
     std::fs::write(&file, scenario(&["-h"])).unwrap();
     let o = rtvirt(&["plan", file.to_str().unwrap(), "--emit", "rtds"]);
     assert_eq!(o.status.code(), Some(2));
