@@ -26,8 +26,8 @@ use options::{Common, Where};
 use rtvirt_model::results::Results;
 use rtvirt_model::Nanos;
 use rtvirt_probe::load;
-use rtvirt_vm::GuestFile;
 use std::net::SocketAddr;
+use vm::GuestJob;
 
 /// A measurement as the placement driver sees it.
 pub trait Measurement {
@@ -63,13 +63,6 @@ pub enum Role {
     Server { port: u16, tcp: bool },
     /// A client: it stays on this host and a peer server on `port` is placed instead.
     Client { port: u16, tcp: bool, timeout: Nanos },
-}
-
-/// What a guest runs: `rtvirt <line>` with `files` in its `files/`, on `vcpus` vCPUs.
-pub struct GuestJob {
-    pub line: CommandLine,
-    pub files: Vec<GuestFile>,
-    pub vcpus: u32,
 }
 
 /// Run `measurement`, given on the command line as `line`, where its `--in` says.

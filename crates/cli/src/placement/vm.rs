@@ -11,10 +11,16 @@ use super::guests::{
     NetParams, SERVER_MARGIN,
 };
 use super::options::Common;
-use super::GuestJob;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use rtvirt_model::Nanos;
-use rtvirt_vm::{measure, Flavour};
+use rtvirt_vm::{measure, Flavour, GuestFile};
+
+/// What a guest runs: `rtvirt <line>` with `files` in its `files/`, on `vcpus` vCPUs.
+pub struct GuestJob {
+    pub line: CommandLine,
+    pub files: Vec<GuestFile>,
+    pub vcpus: u32,
+}
 
 /// Margin of the derived job bound over the measurement's duration: rtvirt starting in the
 /// guest, calibration, set-up and teardown (slow under TCG).
