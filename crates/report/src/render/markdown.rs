@@ -1,20 +1,28 @@
 //! Markdown for pasting into issues and docs: every table, every note, and for each chart its
 //! title and caption (charts themselves are in the HTML report). Highlighted differences are
 //! bold, with a marker saying which way: "**120us (+20%)** ▲" worse, "▼" better, "≠" differs.
+//!
+//! Every text taken from the document (titles, captions, headers, cells, notes: labels, task
+//! and guest names, environment values) goes through [`inline`] or [`paragraph`], so that it
+//! reads as the same literal text on every CommonMark / GitHub renderer: no HTML, links, code,
+//! emphasis or table cells can come from the data. Written by hand: the escaping is a dozen
+//! lines and no Markdown-writing crate escapes for tables and block starts together.
 
 use crate::doc::{Block, Cell, Mark, Report, Table};
 
 pub fn render(report: &Report) -> String {
-    let mut out = format!("# {}\n", report.title);
+    let mut out = format!("# {}\n", inline(&report.title));
     for s in &report.sections {
-        out.push_str(&format!("\n## {}\n", s.title));
+        out.push_str(&format!("\n## {}\n", inline(&s.title)));
         for b in &s.blocks {
             match b {
-                Block::Figure(f) => {
-                    out.push_str(&format!("\n*Chart (in the HTML report): {}.* {}\n", f.title, f.caption))
-                }
+                Block::Figure(f) => out.push_str(&format!(
+                    "\n*Chart (in the HTML report): {}.* {}\n",
+                    inline(&f.title),
+                    inline(&f.caption)
+                )),
                 Block::Table(t) => out.push_str(&table(t)),
-                Block::Note(n) => out.push_str(&format!("\n{n}\n")),
+                Block::Note(n) => out.push_str(&format!("\n{}\n", paragraph(n))),
             }
         }
     }
@@ -24,9 +32,9 @@ pub fn render(report: &Report) -> String {
 fn table(t: &Table) -> String {
     let mut out = String::from("\n");
     if !t.caption.is_empty() {
-        out.push_str(&format!("**{}**\n\n", escape(&t.caption)));
+        out.push_str(&format!("**{}**\n\n", inline(&t.caption)));
     }
-    out.push_str(&format!("| {} |\n", t.header.iter().map(|h| escape(h)).collect::<Vec<_>>().join(" | ")));
+    out.push_str(&format!("| {} |\n", t.header.iter().map(|h| inline(h)).collect::<Vec<_>>().join(" | ")));
     out.push_str(&format!(
         "|{}|\n",
         (0..t.header.len()).map(|i| if t.numeric_column(i) { "---:" } else { "---" }).collect::<Vec<_>>().join("|")
@@ -38,7 +46,7 @@ fn table(t: &Table) -> String {
 }
 
 fn cell(c: &Cell) -> String {
-    let text = escape(&c.text);
+    let text = inline(&c.text);
     match c.mark {
         Mark::None => text,
         Mark::Worse => format!("**{text}** ▲"),
@@ -47,7 +55,64 @@ fn cell(c: &Cell) -> String {
     }
 }
 
-/// Keep cell text from breaking the table: escape pipes, flatten newlines.
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// Characters with a meaning inside a Markdown line (emphasis, code, links, images, raw HTML,
+/// entities, table cells, strikethrough, headings): each is written with a backslash, which
+/// CommonMark allows before any ASCII punctuation.
+const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '|', '~', '#', '!'];
+
+/// Text inside one line: special characters escaped, line breaks and other control characters
+/// as spaces (a newline would end a table row or heading).
+pub fn inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if INLINE_SPECIAL.contains(&c) {
+            out.push('\\');
+            out.push(c);
+        } else if c.is_control() {
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A paragraph of its own: [`inline`], and what would open a block at its start (indentation
+/// as code, "-", "+", "=" as lists or headings underlines, "1." or "1)" as ordered lists) escaped.
+pub fn paragraph(s: &str) -> String {
+    let text = inline(s.trim_start());
+    let digits = text.chars().take_while(char::is_ascii_digit).count();
+    let after_digits = text[digits..].chars().next();
+    if text.starts_with(['-', '+', '=']) {
+        format!("\\{text}")
+    } else if digits > 0 && matches!(after_digits, Some('.' | ')')) {
+        format!("{}\\{}", &text[..digits], &text[digits..])
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_escapes_every_special_character_and_flattens_lines() {
+        assert_eq!(inline("<script>a|b</script>"), "\\<script\\>a\\|b\\</script\\>");
+        assert_eq!(
+            inline("**x** _y_ `z` [l](u) ![i](u) ~~s~~ &amp; #"),
+            "\\*\\*x\\*\\* \\_y\\_ \\`z\\` \\[l\\](u) \\!\\[i\\](u) \\~\\~s\\~\\~ \\&amp; \\#"
+        );
+        assert_eq!(inline("a\nb\r\tc\\"), "a b  c\\\\");
+    }
+
+    #[test]
+    fn paragraphs_cannot_open_blocks() {
+        assert_eq!(paragraph("- item"), "\\- item");
+        assert_eq!(paragraph("    code"), "code");
+        assert_eq!(paragraph("12. list"), "12\\. list");
+        assert_eq!(paragraph("3) list"), "3\\) list");
+        assert_eq!(paragraph("12.5us is fine"), "12\\.5us is fine");
+        assert_eq!(paragraph("vm1: fine"), "vm1: fine");
+    }
 }
