@@ -5,7 +5,7 @@
 mod host_support;
 
 use host_support::*;
-use rtvirt_host::sched::{self, SCHED_DEADLINE};
+use rtvirt_os::sched::{self, SCHED_DEADLINE};
 
 fn apply_args<'a>(plan: &'a str, state: &'a str) -> Vec<&'a str> {
     vec!["host", "apply", plan, "--state-dir", state]
@@ -274,7 +274,7 @@ fn the_plan_of_rtvirt_plan_applies_end_to_end() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let plan_path = write(dir.path(), "plan.json", &String::from_utf8(o.stdout).unwrap());
     let plan = rtvirt_model::plan::Plan::from_file(&plan_path).unwrap();
-    let online = rtvirt_host::sysinfo::online_cpus();
+    let online = rtvirt_os::sysinfo::online_cpus();
     if plan.guests.iter().any(|g| !g.core.is_some_and(|c| online.contains(c))) {
         eprintln!("skipped: the default plan uses cores this host does not have");
         return;
@@ -342,8 +342,8 @@ impl Drop for ForeignExclusive {
 
 /// The cgroup v1 cpuset hierarchy, or None (the caller's test is skipped, and says so).
 fn v1_cpuset_base() -> Option<std::path::PathBuf> {
-    match rtvirt_host::cpuset::Hierarchy::find() {
-        Some(rtvirt_host::cpuset::Hierarchy::V1(base)) => Some(base),
+    match rtvirt_os::cgroup::Hierarchy::find("cpuset") {
+        Some(rtvirt_os::cgroup::Hierarchy::V1(base)) => Some(base),
         _ => {
             eprintln!("skipped: needs the cgroup v1 cpuset hierarchy");
             None
@@ -466,8 +466,8 @@ fn the_cores_fair_server_counts_in_the_kernel_bandwidth_pre_check() {
         "--pid",
         &format!("g1={}", a.pid()),
     ]));
-    let cap = rtvirt_host::sysinfo::dl_bandwidth_cap();
-    let fair = rtvirt_host::sysinfo::FairServers::of_this_host().active_on(core);
+    let cap = rtvirt_os::sysinfo::dl_bandwidth_cap();
+    let fair = rtvirt_os::sysinfo::FairServers::of_this_host().active_on(core);
     match (cap, fair) {
         (Some(cap), Some(f)) if 0.92 + f.runtime_ns as f64 / f.period_ns as f64 > cap => {
             assert_eq!(o.status.code(), Some(2), "{}", text(&o));

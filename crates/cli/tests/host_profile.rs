@@ -5,9 +5,9 @@
 mod host_support;
 
 use host_support::*;
-use rtvirt_host::procfs;
-use rtvirt_host::sched::{self, SCHED_FIFO, SCHED_OTHER};
 use rtvirt_host::threads::{self, Role, Target};
+use rtvirt_os::procfs;
+use rtvirt_os::sched::{self, SCHED_FIFO, SCHED_OTHER};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -42,7 +42,7 @@ impl Drop for Veth {
 
 /// An IRQ whose affinity can be changed harmlessly (the serial console), if the host has one.
 fn serial_irq() -> Option<(u32, String)> {
-    rtvirt_host::sysinfo::irqs()
+    rtvirt_os::sysinfo::irqs()
         .into_iter()
         .find(|i| i.actions.iter().any(|a| a == "ttyS0"))
         .map(|i| (i.number, "ttyS0".to_string()))
@@ -204,7 +204,7 @@ fn profile_applies_the_seeds1_layout_and_reverts_bit_for_bit() {
     // flagged only where the CPU's fair server has runtime (read from debugfs like the lint does)
     assert_eq!(
         ids.contains(&"fair_server_preempts_rt"),
-        rtvirt_host::sysinfo::FairServers::of_this_host().active_on(cpu).is_some(),
+        rtvirt_os::sysinfo::FairServers::of_this_host().active_on(cpu).is_some(),
         "{ids:?}"
     );
 
@@ -472,15 +472,15 @@ struct Container {
 
 impl Container {
     fn create() -> Container {
-        let h = rtvirt_host::cpuset::Hierarchy::find().expect("cpuset controller");
+        let h = rtvirt_os::cgroup::Hierarchy::find("cpuset").expect("cpuset controller");
         let rel = format!("/rtvirt-ct-hosttest-{}", std::process::id());
         let dir = h.base().join(&rel[1..]);
         let _ = std::fs::remove_dir(&dir);
         std::fs::create_dir(&dir).unwrap();
         let mut c = Container { dir: dir.clone(), rel, proc_: None };
-        let online = rtvirt_host::sysinfo::online_cpus().to_string();
+        let online = rtvirt_os::sysinfo::online_cpus().to_string();
         std::fs::write(dir.join("cpuset.cpus"), &online).unwrap();
-        if let rtvirt_host::cpuset::Hierarchy::V1(base) = &h {
+        if let rtvirt_os::cgroup::Hierarchy::V1(base) = &h {
             std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim())
                 .unwrap();
         }
@@ -629,7 +629,7 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     let s = sched::get(a.pid()).unwrap();
     assert_eq!(
         (s.policy, s.runtime_ns, s.deadline_ns, s.period_ns),
-        (rtvirt_host::sched::SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000)
+        (rtvirt_os::sched::SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000)
     );
     assert!(std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid()))
         .unwrap()
@@ -711,7 +711,7 @@ fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
         assert!(chrt(*pid).contains(&format!("SCHED_{}", j["policy"].as_str().unwrap())), "{j} vs chrt {}", chrt(*pid));
         seen += 1;
     }
-    let ncpu = rtvirt_host::sysinfo::online_cpus().len();
+    let ncpu = rtvirt_os::sysinfo::online_cpus().len();
     assert!(seen >= ncpu, "one ksoftirqd per online CPU at least: {seen}");
 }
 

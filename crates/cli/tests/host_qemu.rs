@@ -4,8 +4,8 @@
 mod host_support;
 
 use host_support::*;
-use rtvirt_host::qmp::Qmp;
-use rtvirt_host::sched::{self, SCHED_DEADLINE, SCHED_FIFO};
+use rtvirt_os::qmp::Qmp;
+use rtvirt_os::sched::{self, SCHED_DEADLINE, SCHED_FIFO};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -126,13 +126,13 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
 
 /// The cpuset mount (cgroup v1) or unified hierarchy where rtvirt makes its exclusive cpusets.
 fn cpuset_root() -> Option<std::path::PathBuf> {
-    use rtvirt_probe::cgroup::Hierarchy;
-    rtvirt_probe::cgroup::find("cpuset").map(|(Hierarchy::V1(p) | Hierarchy::V2(p))| p)
+    use rtvirt_os::cgroup::Hierarchy;
+    Hierarchy::find("cpuset").map(|(Hierarchy::V1(p) | Hierarchy::V2(p))| p)
 }
 
 /// Worker processes (`measure tasks-worker`) whose parent is `parent`.
 fn workers_of(parent: u32) -> Vec<i32> {
-    use rtvirt_host::procfs;
+    use rtvirt_os::procfs;
     procfs::pids()
         .into_iter()
         .filter(|&p| {

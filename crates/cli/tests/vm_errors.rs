@@ -215,13 +215,13 @@ fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigt
 
 /// SCHED_DEADLINE runtime, deadline, period of a thread.
 fn sched_attr_of(tid: u64) -> (u64, u64, u64) {
-    let a = rtvirt_host::sched::get(tid as u32).expect("sched_getattr");
+    let a = rtvirt_os::sched::get(tid as u32).expect("sched_getattr");
     (a.runtime_ns, a.deadline_ns, a.period_ns)
 }
 
 /// Scheduling policy of a thread.
 fn policy_of(tid: u64) -> u64 {
-    rtvirt_host::sched::get(tid as u32).expect("sched_getattr").policy as u64
+    rtvirt_os::sched::get(tid as u32).expect("sched_getattr").policy as u64
 }
 
 #[test]

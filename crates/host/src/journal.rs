@@ -11,8 +11,8 @@
 //! applying process abort (no unwinding, no cleanup, like SIGKILL) right after the N-th change of
 //! this run has been journaled and before it is performed.
 
-use crate::change::{Change, Undone};
 use crate::error::{HostError, Result};
+use rtvirt_os::restore::{Change, Undone};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -96,10 +96,10 @@ impl Journal {
     /// Returns the changes made.
     pub fn apply_all(&mut self, changes: &[Change], progress: &mut dyn FnMut(&Change)) -> Result<Vec<Change>> {
         let mut done = Vec::new();
-        for change in crate::change::needed(changes) {
+        for change in rtvirt_os::restore::needed(changes) {
             let result = self.record(change).and_then(|_| {
                 self.crash_hook();
-                change.perform()
+                Ok(change.perform()?)
             });
             if let Err(cause) = result {
                 let undone = self.rollback()?;

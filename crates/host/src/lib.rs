@@ -1,10 +1,9 @@
-//! rtvirt-host: read and change a real host.
+//! rtvirt-host: the configure job on a real host (the OS calls underneath are rtvirt-os).
 //!
 //! - [`audit`]: RT-readiness checks with the raw values read from this machine (`rtvirt.audit/v1`).
 //! - [`threads`]: discovery and labelling of the RT data path's threads (QMP, /proc).
-//! - [`apply`]: plans and profiles -> [`lint`] -> journaled [`change`]s; [`journal`]: revert.
-//! - [`sched`], [`cpuset`], [`migrate`], [`procfs`], [`sysinfo`], [`qmp`], [`cpulist`]: the OS
-//!   interfaces underneath; [`render`]: text tables; [`error`]: errors with errno in words.
+//! - [`apply`]: plans and profiles -> [`lint`] -> journaled `rtvirt_os::Change`s; [`journal`]:
+//!   revert; [`render`]: text tables; [`error`]: errors of the configure job.
 //!
 //! For other crates (e.g. `rtvirt vm`): `threads::discover(&Target::Qmp(socket))`,
 //! `apply::apply_plan(&plan, &[Binding::parse_vm("g=SOCKET")?], &[], &opts, &mut |_| {})`,
@@ -12,19 +11,10 @@
 
 pub mod apply;
 pub mod audit;
-pub mod change;
-pub mod cpulist;
-pub mod cpuset;
 pub mod error;
 pub mod journal;
 pub mod lint;
-pub mod migrate;
-pub mod procfs;
-pub mod qmp;
 pub mod render;
-pub mod sched;
-pub mod sysinfo;
 pub mod threads;
 
-pub use cpulist::CpuList;
-pub use error::{HostError, KernelError, Result};
+pub use error::{HostError, Result};

@@ -2,10 +2,10 @@
 //! with its policy and priority after the change, and the configurations known to starve or
 //! delay real-time guests. A `fail` finding blocks the apply unless `--force` is given.
 
-use crate::cpulist::CpuList;
-use crate::sched::{self, SchedAttr, SCHED_FLAG_RECLAIM};
-use crate::sysinfo::{FairServers, Irq};
 use crate::threads::{Role, ThreadInfo};
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::sched::{self, SchedAttr, SCHED_FLAG_RECLAIM};
+use rtvirt_os::sysinfo::{FairServers, Irq};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -197,7 +197,7 @@ fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
         out.push(Finding {
             id: "fair_server_preempts_rt",
             severity: Severity::Warn,
-            message: format!("the per-CPU fair server runs SCHED_OTHER tasks ahead of the FIFO/RR vCPU threads {} ({}); set {}/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", hits.join("; "), input.fair_server.source(), crate::sysinfo::DEBUGFS),
+            message: format!("the per-CPU fair server runs SCHED_OTHER tasks ahead of the FIFO/RR vCPU threads {} ({}); set {}/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", hits.join("; "), input.fair_server.source(), rtvirt_os::sysinfo::DEBUGFS),
         });
     }
 }
@@ -287,7 +287,7 @@ fn per_cpu_view(input: &LintInput) -> BTreeMap<u32, Vec<Entity>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::SCHED_FIFO;
+    use rtvirt_os::sched::SCHED_FIFO;
 
     fn thread(tid: u32, comm: &str, role: Role, sched: SchedAttr, cpus: &str) -> ThreadInfo {
         ThreadInfo {

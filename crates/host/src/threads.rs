@@ -3,11 +3,12 @@
 //! `vhost-<pid>` before Linux 6.4, threads of the QEMU process after), IRQ threads `irq/<n>-<name>`,
 //! NAPI threads `napi/<dev>-<id>`, ksoftirqd/ktimers/rcuc, and container processes (by cgroup).
 
-use crate::cpulist::CpuList;
 use crate::error::{HostError, Result};
-use crate::procfs;
-use crate::qmp::Qmp;
-use crate::sched::{self, SchedAttr};
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::procfs;
+use rtvirt_os::qmp::Qmp;
+use rtvirt_os::sched::{self, SchedAttr};
+use rtvirt_os::OsError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -121,7 +122,7 @@ pub enum Target {
 pub fn discover(target: &Target) -> Result<Vec<ThreadInfo>> {
     match target {
         Target::System => Ok(system()),
-        Target::Qmp(socket) => qemu_via_qmp(socket, crate::qmp::TIMEOUT),
+        Target::Qmp(socket) => qemu_via_qmp(socket, rtvirt_os::qmp::TIMEOUT),
         Target::Pid(pid) => by_pid(*pid),
         Target::Vm(name) => by_vm_name(name),
     }
@@ -244,8 +245,9 @@ fn qemu_via_qmp(socket: &Path, timeout: std::time::Duration) -> Result<Vec<Threa
         let iothreads = q.iothreads().unwrap_or_default();
         (vcpus, iothreads, q.name().unwrap_or(None))
     };
-    let first =
-        vcpus.first().ok_or_else(|| HostError::Qmp { socket: socket.into(), message: "the VM has no vCPUs".into() })?;
+    let first = vcpus
+        .first()
+        .ok_or_else(|| HostError::Os(OsError::Qmp { socket: socket.into(), message: "the VM has no vCPUs".into() }))?;
     let pid = procfs::tgid(first.thread_id)?;
     let guest = name.or_else(|| qemu_guest_name(&procfs::cmdline(pid)));
     let mut out = Vec::new();
@@ -302,7 +304,7 @@ fn by_vm_name(name: &str) -> Result<Vec<ThreadInfo>> {
         .ok_or_else(|| HostError::input(format!("no running QEMU process with -name {name} (is the VM running?)")))?;
     let cmd = procfs::cmdline(pid);
     match qemu_qmp_socket(&cmd) {
-        Some(sock) => qemu_via_qmp(&sock, crate::qmp::TIMEOUT),
+        Some(sock) => qemu_via_qmp(&sock, rtvirt_os::qmp::TIMEOUT),
         None => Ok(qemu_process(pid, &cmd, DISCOVERY_QMP_TIMEOUT)),
     }
 }

@@ -9,8 +9,8 @@
 //! cgroups, also after a failure halfway through creation or Ctrl-C (the signal only raises a
 //! flag, so the guard is dropped normally).
 
-use crate::cgroup::ContainerCgroup;
 use crate::error::{Error, Result};
+use rtvirt_os::cgroup::ContainerCgroup;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
@@ -115,7 +115,7 @@ impl Container {
         ip(&["-n", &ns, "addr", "add", &format!("{}/24", self.container_addr), "dev", &vc])?;
         ip(&["-n", &ns, "link", "set", &vc, "up"])?;
         ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-        self.cgroup = Some(ContainerCgroup::create(&self.cpus)?);
+        self.cgroup = Some(ContainerCgroup::create(&self.cpus.iter().copied().collect())?);
         Ok(())
     }
 
@@ -246,8 +246,8 @@ mod tests {
         for prefix in [format!("rtvbr{id}"), format!("rtvh{id}")] {
             assert_eq!(entries("/sys/class/net", &prefix), Vec::<String>::new());
         }
-        if let Some(crate::cgroup::Hierarchy::V1(base) | crate::cgroup::Hierarchy::V2(base)) =
-            crate::cgroup::find("cpuset")
+        if let Some(rtvirt_os::cgroup::Hierarchy::V1(base) | rtvirt_os::cgroup::Hierarchy::V2(base)) =
+            rtvirt_os::cgroup::Hierarchy::find("cpuset")
         {
             assert_eq!(
                 entries(&base.to_string_lossy(), &format!("rtvirt-ctr-{}-", std::process::id())),

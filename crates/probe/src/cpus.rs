@@ -1,8 +1,8 @@
-//! CPU lists ("0-3,6") as `Vec<u32>`: parsing and formatting through rtvirt-host's `CpuList`
+//! CPU lists ("0-3,6") as `Vec<u32>`: parsing and formatting through rtvirt-os's `CpuList`
 //! (one parser for the project), checking against the CPUs this process may use.
 
 use crate::error::{Error, Result};
-use rtvirt_host::CpuList;
+use rtvirt_os::CpuList;
 
 /// Parse a Linux CPU list ("1", "0-3,6", "0,2-3"); sorted, deduplicated, never empty.
 pub fn parse_list(text: &str) -> std::result::Result<Vec<u32>, String> {
@@ -20,7 +20,7 @@ pub fn format_list(cpus: &[u32]) -> String {
 
 /// CPUs the calling thread may run on (its affinity mask), ascending.
 pub fn allowed() -> Vec<u32> {
-    match rtvirt_host::sched::get_affinity(0) {
+    match rtvirt_os::sched::get_affinity(0) {
         Ok(list) => list.iter().collect(),
         Err(_) => online(),
     }

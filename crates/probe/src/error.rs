@@ -2,6 +2,7 @@
 //! with a message that says what was being done. The CLI maps every variant to exit code 2.
 
 use rtvirt_model::InputError;
+use rtvirt_os::{KernelError, OsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -35,9 +36,25 @@ impl Error {
         }
     }
 
+    /// A failed system call as a probe error: what was being done, the kernel's reason in words,
+    /// and the errno (EPERM/EACCES become `Permission`).
+    pub fn kernel(context: &str, e: &KernelError) -> Error {
+        Error::os(format!("{context}: {}", e.explain()), std::io::Error::from_raw_os_error(e.errno))
+    }
+
     /// A bad user value for a named option.
     pub fn input(option: &str, message: impl Into<String>) -> Error {
         Error::Input(InputError::field(option, message))
+    }
+}
+
+impl From<OsError> for Error {
+    fn from(e: OsError) -> Error {
+        match e {
+            OsError::Kernel(k) => Error::kernel(&k.what, &k),
+            OsError::Io { path, source } => Error::os(format!("cannot read {}", path.display()), source),
+            other => Error::Failed(other.to_string()),
+        }
     }
 }
 

@@ -7,10 +7,10 @@
 //! - [`load`]: interference loads (network flood, system calls, cache thrashing, CPU hogs).
 //! - [`container`]: a network namespace + veth/bridge + cgroup to run a measurement inside.
 //! - [`environment`]: what a result records about the machine.
-//! - plumbing: [`rt`] (sched_setattr, pinning, mlockall, cpu_dma_latency, runaway guard),
-//!   [`cgroup`], [`cpus`], [`signals`], [`error`].
+//! - plumbing: [`rt`] (scheduling policies and pinning through rtvirt-os, mlockall,
+//!   cpu_dma_latency, runaway guard), [`cpus`], [`error`]. The OS calls that change scheduling or
+//!   cgroups (exclusive cpusets, container cgroups), and the Ctrl-C flag, are rtvirt-os's.
 
-pub mod cgroup;
 pub mod container;
 pub mod cpus;
 pub mod environment;
@@ -18,7 +18,6 @@ pub mod error;
 pub mod load;
 pub mod net;
 pub mod rt;
-pub mod signals;
 pub mod tasks;
 pub mod timer;
 

@@ -1,12 +1,12 @@
 //! Real-time plumbing for measuring threads: scheduling policies and CPU pinning (through
-//! rtvirt-host's `sched_setattr`/`sched_setaffinity` wrappers, whose errors explain the errno), the
+//! rtvirt-os's `sched_setattr`/`sched_setaffinity` wrappers, whose errors explain the errno), the
 //! memory lock, `/dev/cpu_dma_latency`, the monotonic clock, and the runaway guard.
 //!
 //! Everything that changes process state is a guard that restores the previous state on drop.
 
 use crate::error::{Error, Result};
-use rtvirt_host::sched::{self as host_sched, SchedAttr};
-use rtvirt_host::{CpuList, KernelError};
+use rtvirt_os::sched::{self as os_sched, SchedAttr};
+use rtvirt_os::CpuList;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -70,20 +70,20 @@ pub fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
-/// The attributes `sched` stands for, in rtvirt-host's terms.
-fn host_attr(sched: Sched) -> SchedAttr {
+/// The attributes `sched` stands for, in rtvirt-os's terms.
+fn os_attr(sched: Sched) -> SchedAttr {
     match sched {
         Sched::Other => SchedAttr::other(0),
-        Sched::Fifo(p) => SchedAttr::fixed(host_sched::SCHED_FIFO, p),
-        Sched::Rr(p) => SchedAttr::fixed(host_sched::SCHED_RR, p),
+        Sched::Fifo(p) => SchedAttr::fixed(os_sched::SCHED_FIFO, p),
+        Sched::Rr(p) => SchedAttr::fixed(os_sched::SCHED_RR, p),
         Sched::Deadline(r) => SchedAttr::deadline(r.runtime_ns, r.deadline_ns, r.period_ns),
     }
 }
 
-/// Apply `sched` to thread `tid` (0 = the calling thread), by rtvirt-host's `sched_setattr`.
+/// Apply `sched` to thread `tid` (0 = the calling thread), by rtvirt-os's `sched_setattr`.
 pub fn set_sched(tid: i32, sched: Sched) -> Result<()> {
-    host_sched::set(tid as u32, &host_attr(sched))
-        .map_err(|e| kernel_error(&format!("cannot set scheduling {sched:?} on thread {tid}"), &e))
+    os_sched::set(tid as u32, &os_attr(sched))
+        .map_err(|e| Error::kernel(&format!("cannot set scheduling {sched:?} on thread {tid}"), &e))
 }
 
 /// Pin the calling thread to one CPU.
@@ -91,20 +91,14 @@ pub fn pin_current_thread(cpu: u32) -> Result<()> {
     pin_thread(0, &[cpu])
 }
 
-/// Restrict thread `tid` (0 = calling thread) to `cpus`, by rtvirt-host's `sched_setaffinity`.
+/// Restrict thread `tid` (0 = calling thread) to `cpus`, by rtvirt-os's `sched_setaffinity`.
 pub fn pin_thread(tid: i32, cpus: &[u32]) -> Result<()> {
     if let Some(c) = cpus.iter().find(|&&c| c as usize >= libc::CPU_SETSIZE as usize) {
         return Err(Error::input("--cpus", format!("CPU {c} is out of range")));
     }
     let list: CpuList = cpus.iter().copied().collect();
-    host_sched::set_affinity(tid as u32, &list)
-        .map_err(|e| kernel_error(&format!("cannot pin thread to CPU(s) {list}"), &e))
-}
-
-/// A failed host call as a probe error: what was being done, the kernel's reason in words, and
-/// the errno (EPERM/EACCES become `Permission`).
-fn kernel_error(context: &str, e: &KernelError) -> Error {
-    Error::os(format!("{context}: {}", e.explain()), std::io::Error::from_raw_os_error(e.errno))
+    os_sched::set_affinity(tid as u32, &list)
+        .map_err(|e| Error::kernel(&format!("cannot pin thread to CPU(s) {list}"), &e))
 }
 
 /// CPU the calling thread runs on right now.
@@ -345,11 +339,11 @@ mod tests {
     }
 
     #[test]
-    fn policies_map_to_host_attributes() {
-        assert_eq!(host_attr(Sched::Fifo(90)), SchedAttr::fixed(host_sched::SCHED_FIFO, 90));
+    fn policies_map_to_os_attributes() {
+        assert_eq!(os_attr(Sched::Fifo(90)), SchedAttr::fixed(os_sched::SCHED_FIFO, 90));
         let r = Reservation { runtime_ns: 100_000, deadline_ns: 1_000_000, period_ns: 1_000_000 };
-        assert_eq!(host_attr(Sched::Deadline(r)).to_string(), "DEADLINE 100000/1000000/1000000ns");
-        assert_eq!(host_attr(Sched::Other).policy, host_sched::SCHED_OTHER);
+        assert_eq!(os_attr(Sched::Deadline(r)).to_string(), "DEADLINE 100000/1000000/1000000ns");
+        assert_eq!(os_attr(Sched::Other).policy, os_sched::SCHED_OTHER);
     }
 
     #[test]

@@ -201,7 +201,7 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
     let _mem = rt::MemoryLock::acquire()?;
     let _dma = rt::DmaLatency::hold_zero()?;
     let exclusive = match cfg.policy {
-        Policy::Deadline => Some(crate::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
+        Policy::Deadline => Some(rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
         _ => None,
     };
     let start = rt::now_ns() + 20_000_000; // time for every thread to set itself up
@@ -250,10 +250,10 @@ fn report_loop(
     let mut k = 0u64;
     loop {
         let next = start.saturating_add(step.saturating_mul(k + 1)).min(end);
-        while rt::now_ns() < next && !stop.load(Ordering::Relaxed) && !crate::signals::interrupted() {
+        while rt::now_ns() < next && !stop.load(Ordering::Relaxed) && !rtvirt_os::signals::interrupted() {
             rt::sleep_until((rt::now_ns() + STOP_POLL_NS).min(next));
         }
-        if crate::signals::interrupted() {
+        if rtvirt_os::signals::interrupted() {
             stop.store(true, Ordering::SeqCst);
         }
         if step != u64::MAX && rt::now_ns() >= next {
@@ -301,7 +301,7 @@ fn report_loop(
 fn measure_cpu(
     cpu: u32,
     cfg: &TimerConfig,
-    excl: Option<&crate::cgroup::ExclusiveCpus>,
+    excl: Option<&rtvirt_os::cgroup::ExclusiveCpus>,
     wd: &rt::Watchdog,
     stop: &AtomicBool,
     live: &Live,
@@ -313,7 +313,7 @@ fn measure_cpu(
         e
     };
     if let Some(x) = excl {
-        x.enter(cpu).map_err(fail)?;
+        x.enter(cpu).map_err(|e| fail(e.into()))?;
     }
     rt::pin_current_thread(cpu).map_err(fail)?;
     wd.register_current();
@@ -413,7 +413,7 @@ fn assemble(
     if !runaways.is_empty() {
         x.insert("runaway_threads_demoted".into(), runaways.into());
     }
-    if crate::signals::interrupted() {
+    if rtvirt_os::signals::interrupted() {
         x.insert("interrupted".into(), true.into());
     }
     results.environment = Some(crate::environment::collect());

@@ -10,8 +10,8 @@ use crate::image::Image;
 use crate::net::{self, Bridge};
 use crate::runtime::{self, GuestRecord};
 use crate::{init, paths};
-use rtvirt_host::qmp::Qmp;
-use rtvirt_probe::signals;
+use rtvirt_os::qmp::Qmp;
+use rtvirt_os::signals;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -428,8 +428,7 @@ impl Guest {
     fn stop(&mut self) {
         let Some(mut child) = self.child.take() else { return };
         if child.try_wait().ok().flatten().is_none() {
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            signals::terminate(child.id());
             let t0 = Instant::now();
             while child.try_wait().ok().flatten().is_none() {
                 if t0.elapsed() > Duration::from_secs(2) {
@@ -452,7 +451,7 @@ impl Drop for Guest {
 }
 
 /// vCPU thread ids (in vCPU index order) and whether KVM is on, over QMP.
-fn query_qmp(sock: &Path) -> rtvirt_host::Result<(Vec<i32>, bool)> {
+fn query_qmp(sock: &Path) -> rtvirt_os::Result<(Vec<i32>, bool)> {
     let mut qmp = Qmp::connect(sock)?;
     let mut vcpus = qmp.vcpus()?;
     vcpus.sort_by_key(|v| v.index);

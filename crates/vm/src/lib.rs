@@ -13,8 +13,8 @@
 //! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
 //! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
 //! - [`qemu`]: QEMU's command line, vCPU pinning.
-//! - plumbing: [`console`], [`paths`], [`error`]; QMP is `rtvirt_host::qmp`, Ctrl-C/SIGTERM
-//!   handling `rtvirt_probe::signals` (one flag for the whole process).
+//! - plumbing: [`console`], [`paths`], [`error`]; QMP, vCPU pinning and Ctrl-C/SIGTERM handling
+//!   (one flag for the whole process) are rtvirt-os's.
 
 pub mod accel;
 pub mod console;

@@ -4,6 +4,7 @@ use crate::error::{Result, VmError};
 use crate::guest::{Accel, GuestConfig, GuestFile};
 use crate::image::Image;
 use crate::net;
+use rtvirt_os::CpuList;
 use std::path::Path;
 
 /// QEMU's command line.
@@ -61,7 +62,7 @@ pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, ta
     a
 }
 
-/// Pin vCPU threads to host CPUs (vCPU i -> `cpus[i]`).
+/// Pin vCPU threads to host CPUs (vCPU i -> `cpus[i]`), by rtvirt-os's `sched_setaffinity`.
 pub fn pin_threads(tids: &[i32], cpus: &[usize]) -> Result<()> {
     if cpus.is_empty() {
         return Ok(());
@@ -70,9 +71,10 @@ pub fn pin_threads(tids: &[i32], cpus: &[usize]) -> Result<()> {
         return Err(VmError::Invalid(format!("--pin lists {} CPUs for {} vCPUs", cpus.len(), tids.len())));
     }
     for (&tid, &cpu) in tids.iter().zip(cpus) {
-        let mut set = nix::sched::CpuSet::new();
-        set.set(cpu).map_err(|e| VmError::Invalid(format!("host CPU {cpu}: {e}")))?;
-        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &set)
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(VmError::Invalid(format!("host CPU {cpu}: out of range (at most {})", libc::CPU_SETSIZE - 1)));
+        }
+        rtvirt_os::sched::set_affinity(tid as u32, &CpuList::single(cpu as u32))
             .map_err(|e| VmError::Invalid(format!("cannot pin vCPU thread {tid} to host CPU {cpu}: {e}")))?;
     }
     Ok(())

@@ -88,7 +88,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
     let scenario = load_scenario(args.scenario.as_deref())?;
     // Ctrl-C only raises a flag: the running measurement stops early and drops its guards
     // (cpusets, scheduling, cpu_dma_latency), the later steps are skipped, the report is written.
-    rtvirt_probe::signals::install();
+    rtvirt_os::signals::install();
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
     let mut d = Demo {
         args,
@@ -314,7 +314,7 @@ impl Demo {
 const INTERRUPTED_EXIT: i32 = 130;
 
 fn interrupted() -> bool {
-    rtvirt_probe::signals::interrupted()
+    rtvirt_os::signals::interrupted()
 }
 
 /// One line about a result: pooled DSR for task results, p50/p99/max for latencies.

@@ -5,11 +5,11 @@ use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, Subcommand};
 use rtvirt_host::apply::profile::Profile;
 use rtvirt_host::apply::{Admission, Server};
-use rtvirt_host::apply::{ApplyOptions, ApplyReport, Binding};
-use rtvirt_host::change::Change;
+use rtvirt_host::apply::{ApplyError, ApplyOptions, ApplyReport, Binding};
 use rtvirt_host::threads::{self, Target};
 use rtvirt_host::{audit, journal, render, HostError};
 use rtvirt_model::plan::Plan;
+use rtvirt_os::Change;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -194,19 +194,19 @@ fn apply_input(
     what: &InputArgs,
     opts: &ApplyOptions,
     progress: &mut dyn FnMut(&Change),
-) -> Result<ApplyReport, HostError> {
+) -> Result<ApplyReport, ApplyError> {
     let mut bindings = Vec::new();
     for v in &what.vms {
-        bindings.push(Binding::parse_vm(v)?);
+        bindings.push(Binding::parse_vm(v).map_err(HostError::from)?);
     }
     for p in &what.pids {
-        bindings.push(Binding::parse_pid(p)?);
+        bindings.push(Binding::parse_pid(p).map_err(HostError::from)?);
     }
     if is_plan(&what.input) {
-        let plan = Plan::from_file(&what.input)?;
+        let plan = Plan::from_file(&what.input).map_err(HostError::from)?;
         rtvirt_host::apply::plan::apply_plan(&plan, &bindings, &[&ExactEdf], opts, progress)
     } else {
-        let profile = Profile::from_file(&what.input)?;
+        let profile = Profile::from_file(&what.input).map_err(HostError::from)?;
         rtvirt_host::apply::profile::apply_profile(&profile, &bindings, &[&ExactEdf], opts, progress)
     }
 }
@@ -228,7 +228,7 @@ fn run_apply(a: ApplyArgs) -> CmdResult {
             emit(a.format, &report, render::apply)?;
             Ok(Outcome::Ok)
         }
-        Err(HostError::LintFailed(lint)) => {
+        Err(ApplyError::LintFailed(lint)) => {
             emit(a.format, &*lint, render::lint)?;
             eprintln!("rtvirt: the lint failed; nothing was changed (use --force to apply anyway)");
             Ok(Outcome::Failed)

@@ -55,7 +55,7 @@ pub struct LoadArgs {
 }
 
 pub fn run(a: LoadArgs, line: CommandLine) -> CmdResult {
-    rtvirt_probe::signals::install();
+    rtvirt_os::signals::install();
     let kind = match a.kind {
         Kind::Net => LoadKind::Net,
         Kind::NetUdp => LoadKind::NetUdp,

@@ -61,7 +61,7 @@ pub fn with_server(
     } else {
         Err(anyhow::anyhow!("the server in the container did not start"))
     };
-    rtvirt_probe::signals::terminate(child.id());
+    rtvirt_os::signals::terminate(child.id());
     let _ = child.wait();
     let mut r = result?;
     if let Some(env) = r.environment.as_mut() {
@@ -79,8 +79,8 @@ fn wait_forwarding_interrupt(child: &mut std::process::Child) -> anyhow::Result<
         if let Some(status) = child.try_wait().context("waiting for rtvirt inside the container")? {
             return Ok(status);
         }
-        if rtvirt_probe::signals::interrupted() && !forwarded {
-            rtvirt_probe::signals::terminate(child.id());
+        if rtvirt_os::signals::interrupted() && !forwarded {
+            rtvirt_os::signals::terminate(child.id());
             forwarded = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -3,8 +3,8 @@
 //! bit for bit after `revert`.
 #![allow(dead_code)]
 
-use rtvirt_host::cpulist::CpuList;
-use rtvirt_host::{procfs, sched, sysinfo};
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::{procfs, sched, sysinfo};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -86,7 +86,7 @@ pub fn thread_snapshot(tids: &[u32]) -> String {
 
 /// Root cpuset settings and rtvirt's partitions.
 pub fn cpuset_state() -> String {
-    let Some(h) = rtvirt_host::cpuset::Hierarchy::find() else { return "no cpuset\n".into() };
+    let Some(h) = rtvirt_os::cgroup::Hierarchy::find("cpuset") else { return "no cpuset\n".into() };
     let base = h.base().to_path_buf();
     let lb = procfs::read_opt(base.join("cpuset.sched_load_balance")).unwrap_or_default();
     let mut dirs: Vec<String> = std::fs::read_dir(&base)

@@ -5,9 +5,9 @@
 //! ([`KernelBandwidthCap`]); only then is `sched_setattr` called. Used by plans and by profiles'
 //! pinned `deadline` entries.
 
-use crate::sysinfo;
 use crate::threads;
 use rtvirt_model::InputError;
+use rtvirt_os::sysinfo;
 use std::collections::BTreeMap;
 
 /// One reservation on a core, as the admission tests see it.
@@ -143,7 +143,7 @@ pub fn admit_per_core(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysinfo::FairServers;
+    use rtvirt_os::sysinfo::FairServers;
 
     fn server(r: u64, p: u64) -> Server {
         Server { guest: "g".into(), runtime_ns: r, deadline_ns: p, period_ns: p }

@@ -11,18 +11,29 @@ pub use admission::{Admission, KernelBandwidthCap, Server};
 pub use plan::apply_plan;
 pub use profile::{apply_profile, Profile};
 
-use crate::change::Change;
-use crate::cpulist::CpuList;
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::lint::{self, LintInput, LintReport, Planned};
-use crate::sysinfo;
 use crate::threads::{self, Role, ThreadInfo};
 use rtvirt_model::InputError;
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::restore::Change;
+use rtvirt_os::sysinfo;
 use serde::Serialize;
 use std::path::PathBuf;
 
 pub const APPLY_SCHEMA: &str = "rtvirt.apply/v1";
+
+/// Why an apply did not finish: the lint refused it (nothing was changed; the report says why),
+/// or it failed (see [`HostError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The lint found problems and --force was not given; nothing was changed.
+    #[error("lint failed ({} problem(s)); nothing was changed (use --force to apply anyway)", .0.failures())]
+    LintFailed(Box<LintReport>),
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
 
 /// Where a guest's threads are found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +168,7 @@ pub(crate) fn lint_and_run(
     opts: &ApplyOptions,
     followup: &mut dyn FnMut() -> Result<Vec<Change>>,
     progress: &mut dyn FnMut(&Change),
-) -> Result<ApplyReport> {
+) -> Result<ApplyReport, ApplyError> {
     let existing = threads::all_threads();
     let irqs_after = irqs_after(&p.changes);
     let mut lint = lint::lint(&LintInput {
@@ -183,10 +194,10 @@ pub(crate) fn lint_and_run(
         lint,
     };
     if report.lint.failures() > 0 && !opts.force {
-        return Err(HostError::LintFailed(Box::new(report.lint)));
+        return Err(ApplyError::LintFailed(Box::new(report.lint)));
     }
     if opts.dry_run {
-        report.changes = crate::change::needed(&p.changes).into_iter().map(Change::describe).collect();
+        report.changes = rtvirt_os::restore::needed(&p.changes).into_iter().map(Change::describe).collect();
         return Ok(report);
     }
     let mut journal = Journal::open(&opts.state_dir)?;
@@ -195,7 +206,7 @@ pub(crate) fn lint_and_run(
         Ok(more) => more,
         Err(cause) => {
             let undone = journal.rollback()?;
-            return Err(HostError::RolledBack { cause: Box::new(cause), undone });
+            return Err(HostError::RolledBack { cause: Box::new(cause), undone }.into());
         }
     };
     done.extend(journal.apply_all(&more, progress)?);
@@ -221,7 +232,7 @@ fn irqs_after(changes: &[Change]) -> Vec<sysinfo::Irq> {
 }
 
 /// The change to a thread's scheduling attributes (no-op if already so).
-pub(crate) fn sched_change(t: &ThreadInfo, after: crate::sched::SchedAttr) -> Change {
+pub(crate) fn sched_change(t: &ThreadInfo, after: rtvirt_os::sched::SchedAttr) -> Change {
     Change::Sched { tid: t.tid, starttime: t.starttime, before: t.sched, after }
 }
 

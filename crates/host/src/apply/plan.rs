@@ -3,17 +3,19 @@
 //! ([`super::admission`]).
 
 use super::admission::{admit_per_core, Admission, Pinned, Server};
-use super::{affinity_change, check_online, lint_and_run, sched_change, ApplyOptions, ApplyReport, Binding, Prepared};
-use crate::change::Change;
-use crate::cpulist::CpuList;
-use crate::cpuset::Hierarchy;
+use super::{
+    affinity_change, check_online, lint_and_run, sched_change, ApplyError, ApplyOptions, ApplyReport, Binding, Prepared,
+};
 use crate::error::{HostError, Result};
 use crate::lint::Planned;
-use crate::sched::SchedAttr;
-use crate::sysinfo::FairServers;
 use crate::threads::{Role, ThreadInfo};
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::InputError;
+use rtvirt_os::cgroup::Hierarchy;
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::restore::Change;
+use rtvirt_os::sched::SchedAttr;
+use rtvirt_os::sysinfo::FairServers;
 
 /// Check, resolve and apply a plan; `admission` tests run per core in addition to the kernel cap.
 pub fn apply_plan(
@@ -22,7 +24,7 @@ pub fn apply_plan(
     admission: &[&dyn Admission],
     opts: &ApplyOptions,
     progress: &mut dyn FnMut(&Change),
-) -> Result<ApplyReport> {
+) -> Result<ApplyReport, ApplyError> {
     let prepared = prepare(plan, bindings, admission)?;
     lint_and_run(prepared, opts, &mut || Ok(Vec::new()), progress)
 }
@@ -60,7 +62,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
     }
     let fair_server = FairServers::of_this_host();
     admit(&targets, admission, &fair_server)?;
-    let hierarchy = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 cpuset controller)"))?;
+    let hierarchy = Hierarchy::find("cpuset").ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 cpuset controller)"))?;
     let partitions: CpuList = targets.iter().map(|(_, _, c)| *c).collect();
     let mut changes = hierarchy.partition_changes(&partitions)?;
     let mut planned = Vec::new();

@@ -15,17 +15,19 @@
 //! ```
 
 use super::admission::{admit_per_core, Admission, Pinned, Server};
-use super::{affinity_change, check_online, lint_and_run, sched_change, ApplyOptions, ApplyReport, Binding, Prepared};
-use crate::change::{read_trimmed, Change};
-use crate::cpulist::CpuList;
-use crate::cpuset::Hierarchy;
+use super::{
+    affinity_change, check_online, lint_and_run, sched_change, ApplyError, ApplyOptions, ApplyReport, Binding, Prepared,
+};
 use crate::error::{HostError, Result};
 use crate::lint::{Finding, Planned, Severity};
-use crate::sched::{self, SchedAttr, SCHED_DEADLINE, SCHED_FIFO, SCHED_FLAG_RECLAIM, SCHED_RR};
-use crate::sysinfo;
 use crate::threads::{self, Role, ThreadInfo};
 use rtvirt_model::scenario::{locate_field, parse_toml_located};
 use rtvirt_model::{InputError, Nanos};
+use rtvirt_os::cgroup::Hierarchy;
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::restore::Change;
+use rtvirt_os::sched::{self, SchedAttr, SCHED_DEADLINE, SCHED_FIFO, SCHED_FLAG_RECLAIM, SCHED_RR};
+use rtvirt_os::sysinfo;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -265,7 +267,7 @@ pub fn apply_profile(
     admission: &[&dyn Admission],
     opts: &ApplyOptions,
     progress: &mut dyn FnMut(&Change),
-) -> Result<ApplyReport> {
+) -> Result<ApplyReport, ApplyError> {
     let prepared = prepare(profile, bindings, admission)?;
     let napi_rules: Vec<Rule> =
         profile.rules.iter().filter(|r| matches!(r.select, Selector::Napi { .. })).cloned().collect();
@@ -341,7 +343,7 @@ fn prepare(profile: &Profile, bindings: &[Binding], admission: &[&dyn Admission]
     admit_per_core(&r.pinned, admission, &fair_server, "the profile", "set").map_err(|e| profile.located(e))?;
     let mut out = Prepared { fair_server, ..r.out };
     if !out.partitions.is_empty() {
-        let h = Hierarchy::find().expect("checked when the partition was planned");
+        let h = Hierarchy::find("cpuset").expect("checked when the partition was planned");
         let mut changes = h.partition_changes(&out.partitions)?;
         changes.append(&mut out.changes);
         out.changes = changes;
@@ -376,7 +378,7 @@ impl Resolver<'_> {
             return Err(self.profile.error(rule.index, "cpus", format!("\"{cpus}\": a SCHED_DEADLINE thread is pinned to one CPU (its own cpuset partition) or not pinned at all")));
         }
         let cpu = cpus.iter().next().expect("one CPU");
-        let h = Hierarchy::find().ok_or_else(|| {
+        let h = Hierarchy::find("cpuset").ok_or_else(|| {
             HostError::input("no cpuset cgroup controller is mounted: pinned SCHED_DEADLINE threads need one")
         })?;
         self.out.partitions.0.insert(cpu);
@@ -435,7 +437,7 @@ impl Resolver<'_> {
         if let Some(c) = &rule.cpus {
             for i in &irqs {
                 let path = PathBuf::from(format!("/proc/irq/{}/smp_affinity_list", i.number));
-                self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: c.to_string(), path });
+                self.out.changes.push(Change::file(path, &c.to_string())?);
                 self.out.placed_irqs.push(i.number);
             }
         }
@@ -477,11 +479,7 @@ impl Resolver<'_> {
                 format!("no network device \"{device}\" with threaded NAPI support ({} missing)", path.display()),
             ));
         }
-        self.out.changes.push(Change::File {
-            before: read_trimmed(&path)?,
-            after: if threaded { "1" } else { "0" }.into(),
-            path,
-        });
+        self.out.changes.push(Change::file(path, if threaded { "1" } else { "0" })?);
         let existing = napi_threads(device);
         self.out.planned.extend(planned_of(&existing, rule));
         if existing.is_empty() && threaded {
@@ -516,7 +514,7 @@ impl Resolver<'_> {
     }
 
     fn container(&mut self, rule: &Rule, cgroup: &str) -> Result<()> {
-        let h = Hierarchy::find().ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
+        let h = Hierarchy::find("cpuset").ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted"))?;
         let path = h.cpus_file(cgroup);
         if !path.exists() {
             return Err(self.profile.error(
@@ -526,7 +524,7 @@ impl Resolver<'_> {
             ));
         }
         let cpus = rule.cpus.clone().expect("validated: container has cpus");
-        self.out.changes.push(Change::File { before: read_trimmed(&path)?, after: cpus.to_string(), path });
+        self.out.changes.push(Change::file(path, &cpus.to_string())?);
         Ok(())
     }
 }

@@ -1,10 +1,10 @@
 //! The audit checks: each reads the real files of this host and judges the value.
 
 use super::{Check, Status};
-use crate::cpulist::CpuList;
-use crate::procfs::{self, read_opt};
-use crate::sysinfo::{self, cmdline_param, debugfs_read, CPU_DIR, DEBUGFS};
 use crate::threads;
+use rtvirt_os::cpulist::CpuList;
+use rtvirt_os::procfs::{self, read_opt};
+use rtvirt_os::sysinfo::{self, cmdline_param, debugfs_read, CPU_DIR, DEBUGFS};
 use std::io::Read;
 use std::path::Path;
 
@@ -453,7 +453,7 @@ fn kvm() -> Check {
 }
 
 fn cpuset_partitions() -> Check {
-    match crate::cpuset::Hierarchy::find() {
+    match rtvirt_os::cgroup::Hierarchy::find("cpuset") {
         Some(h) => Check::new("cpuset_partitions", Status::Pass, h.describe(), "/proc/mounts"),
         None => Check::new(
             "cpuset_partitions",

@@ -99,8 +99,8 @@ pub fn run() -> Audit {
     };
     Audit {
         schema: AUDIT_SCHEMA,
-        kernel: crate::sysinfo::kernel_release(),
-        cpus_online: crate::sysinfo::online_cpus().to_string(),
+        kernel: rtvirt_os::sysinfo::kernel_release(),
+        cpus_online: rtvirt_os::sysinfo::online_cpus().to_string(),
         checks,
         summary,
     }

@@ -252,7 +252,7 @@ impl RunningLoad {
 pub fn run_for(spec: &LoadSpec, duration: Nanos) -> Result<LoadReport> {
     let load = start(spec)?;
     let end = rt::now_ns() + duration.0;
-    while rt::now_ns() < end && !crate::signals::interrupted() {
+    while rt::now_ns() < end && !rtvirt_os::signals::interrupted() {
         rt::sleep_until((rt::now_ns() + 50_000_000).min(end));
     }
     Ok(load.stop())

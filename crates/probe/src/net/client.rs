@@ -300,7 +300,7 @@ fn is_blocked(e: &std::io::Error) -> bool {
 }
 
 fn stopped() -> bool {
-    crate::signals::interrupted()
+    rtvirt_os::signals::interrupted()
 }
 
 /// Closed loop: send, wait for the response (or the timeout), repeat.
@@ -441,7 +441,7 @@ fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts
     if t.kernel_to_kernel.count() > 0 {
         x.insert("rtt_kernel_ns".into(), serde_json::to_value(t.kernel_to_kernel.summary()).unwrap_or_default());
     }
-    if crate::signals::interrupted() {
+    if rtvirt_os::signals::interrupted() {
         x.insert("interrupted".into(), true.into());
     }
     x.insert("send_blocked".into(), t.send_blocked.into());

@@ -89,7 +89,7 @@ impl Server {
     }
 
     fn stopped(stop: &AtomicBool) -> bool {
-        stop.load(Ordering::Relaxed) || crate::signals::interrupted()
+        stop.load(Ordering::Relaxed) || rtvirt_os::signals::interrupted()
     }
 
     fn serve_udp(&self, s: &UdpSocket, stop: &AtomicBool) -> Result<()> {

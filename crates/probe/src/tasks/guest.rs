@@ -72,7 +72,7 @@ pub fn run_tasks(
         .collect();
     let cpu0 = rt::thread_cpu_ns();
     let chunk_iters = ((CHUNK_NS as f64 * iters_per_ns) as u64).max(1);
-    while !stop.load(Ordering::Relaxed) && !crate::signals::interrupted() {
+    while !stop.load(Ordering::Relaxed) && !rtvirt_os::signals::interrupted() {
         let now = rt::now_ns();
         if now >= end {
             break;

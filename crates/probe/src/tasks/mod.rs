@@ -90,7 +90,7 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
     cores.sort_unstable();
     cores.dedup();
-    let exclusive = crate::cgroup::ExclusiveCpus::create(&cores)?;
+    let exclusive = rtvirt_os::cgroup::ExclusiveCpus::create(&cores)?;
     let specs = s
         .guests
         .iter()
@@ -164,7 +164,7 @@ fn assemble(
     if !runaways.is_empty() {
         r.extra.insert("runaway_threads_demoted".into(), runaways.into());
     }
-    if crate::signals::interrupted() {
+    if rtvirt_os::signals::interrupted() {
         r.extra.insert("interrupted".into(), true.into());
     }
     r.environment = Some(crate::environment::collect());

@@ -170,7 +170,7 @@ fn worker_command() -> Result<WorkerCommand> {
 
 /// Entry point of a worker process; returns its exit code (0 reported, 2 failed).
 pub fn worker_main() -> i32 {
-    crate::signals::install();
+    rtvirt_os::signals::install();
     match worker_run() {
         Ok(()) => 0,
         Err(e) => {
@@ -187,8 +187,8 @@ fn worker_run() -> Result<()> {
     let spec: WorkerSpec =
         serde_json::from_str(&line).map_err(|e| Error::Failed(format!("bad worker specification: {e}")))?;
     let _mem = rt::MemoryLock::acquire()?;
-    std::fs::write(&spec.cpuset_join, rt::gettid().to_string()).context(|| {
-        format!("cannot enter the exclusive cpuset of CPU {} ({})", spec.core, spec.cpuset_join.display())
+    rtvirt_os::cgroup::enter(&spec.cpuset_join).map_err(|e| {
+        Error::Failed(format!("cannot enter the exclusive cpuset of CPU {}: {}", spec.core, Error::from(e)))
     })?;
     rt::pin_current_thread(spec.core)?;
     let per_ns = work::calibrate();
@@ -263,7 +263,7 @@ pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
     for w in &mut workers {
         w.stdin = None;
         if !w.ended && result.is_err() {
-            crate::signals::terminate(w.child.id());
+            rtvirt_os::signals::terminate(w.child.id());
         }
     }
     let kill_at = rt::now_ns() + REPORT_GRACE_NS;
@@ -346,7 +346,7 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
         if let Some(e) = failure(workers) {
             return Err(e);
         }
-        if crate::signals::interrupted() {
+        if rtvirt_os::signals::interrupted() {
             return Err(Error::Failed("interrupted before the task sets started".into()));
         }
         if rt::now_ns() > ready_by {
@@ -366,10 +366,10 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
         receive(workers, rx);
         let now = rt::now_ns();
         let failed = workers.iter().any(|w| w.problem.is_some());
-        if stopped.is_none() && (crate::signals::interrupted() || failed) {
+        if stopped.is_none() && (rtvirt_os::signals::interrupted() || failed) {
             stopped = Some(now);
             for w in workers.iter().filter(|w| !w.ended) {
-                crate::signals::terminate(w.child.id());
+                rtvirt_os::signals::terminate(w.child.id());
             }
         }
         if now > end + REPORT_GRACE_NS {

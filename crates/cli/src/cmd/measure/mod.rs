@@ -18,7 +18,7 @@ use args::{NetWhat, What};
 
 /// Run the measurement `a`, given on the command line as `line`.
 pub fn run(a: MeasureArgs, line: CommandLine) -> CmdResult {
-    rtvirt_probe::signals::install();
+    rtvirt_os::signals::install();
     match a.what {
         What::Timer(t) => timer::run(t, line),
         What::Net(NetWhat::Server(s)) => net::run_server(s, line),

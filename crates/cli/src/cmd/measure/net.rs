@@ -52,7 +52,7 @@ impl Measurement for Server {
         let end = rtvirt_probe::rt::now_ns() + a.duration.0;
         std::thread::scope(|s| {
             s.spawn(|| {
-                while rtvirt_probe::rt::now_ns() < end && !rtvirt_probe::signals::interrupted() {
+                while rtvirt_probe::rt::now_ns() < end && !rtvirt_os::signals::interrupted() {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 stop.store(true, Ordering::SeqCst);

@@ -9,7 +9,7 @@
 //! interrupted system call restarts transparently, nothing persists.
 
 use crate::cpulist::CpuList;
-use crate::error::{HostError, KernelError, Op, Result};
+use crate::error::{KernelError, Op, OsError, Result};
 use crate::procfs;
 use crate::sched;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ pub fn settle(tid: u32) -> Result<()> {
     if wait_on(tid, &cpus, Duration::from_millis(500))? {
         return Ok(());
     }
-    Err(HostError::Kernel(KernelError::new(
+    Err(OsError::Kernel(KernelError::new(
         Op::SetAffinity,
         format!(
             "thread {tid} did not move to CPU {cpus} (it stays on CPU {}; is it stopped?)",
@@ -51,7 +51,7 @@ fn wait_on(tid: u32, cpus: &CpuList, limit: Duration) -> Result<bool> {
 fn wake_once(tid: u32) -> Result<()> {
     let pid = tid as libc::pid_t;
     let fail = |what: &str| {
-        HostError::Kernel(KernelError::new(
+        OsError::Kernel(KernelError::new(
             Op::SetAffinity,
             format!("{what} on thread {tid} (to wake it onto its new CPU)"),
             sched::last_errno(),

@@ -1,6 +1,9 @@
 //! Ctrl-C / SIGTERM: the first signal only raises a flag that every measuring loop polls, so runs
 //! stop early and every guard (cgroups, namespaces, scheduling, dma latency) is dropped normally.
+//! One flag for the whole process: probe, vm and the CLI read the same one.
 
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::unistd::Pid;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -11,14 +14,10 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Install the SIGINT/SIGTERM/SIGHUP handlers (idempotent).
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
+        let _ = unsafe { signal::sigaction(sig, &action) };
     }
 }
 
@@ -28,8 +27,7 @@ pub fn interrupted() -> bool {
 }
 
 /// Ask a child process we started to stop (SIGTERM): rtvirt children stop measuring, drop their
-/// guards and exit normally.
+/// guards and exit normally; QEMU shuts its guest down.
 pub fn terminate(pid: u32) {
-    // SAFETY: kill has no memory effects; the caller passes the id of its own child.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let _ = signal::kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
 }

@@ -1,11 +1,15 @@
-//! `Change`: one reversible change to the host, carrying the original value it replaces. The
-//! journal records a change before it is performed; `undo` puts the original back and is
-//! idempotent (undoing a change that was never performed is harmless), which is what lets
-//! `revert` finish the work of a process killed halfway.
+//! The one restore primitive. [`Change`]: one reversible change to the host, carrying the original
+//! value it replaces beside the new one (as rtla keeps its `orig_*` values). `undo` puts the
+//! original back and is idempotent (undoing a change that was never performed is harmless).
+//!
+//! Two users: `rtvirt host apply` records each change in its journal before performing it, which
+//! is what lets `revert` finish the work of a process killed halfway; the probe's guards hold a
+//! [`Restorer`], which records each change before performing it and undoes them all, last first,
+//! when dropped.
 
+use crate::cgroup::foreign_exclusive_cpusets;
 use crate::cpulist::CpuList;
-use crate::cpuset::foreign_exclusive_cpusets;
-use crate::error::{HostError, KernelError, Op, Result};
+use crate::error::{KernelError, Op, OsError, Result};
 use crate::procfs;
 use crate::sched::{self, SchedAttr};
 use serde::{Deserialize, Serialize};
@@ -33,6 +37,9 @@ pub enum Change {
         #[serde(default)]
         foreign_before: Vec<String>,
     },
+    /// A controller enabled for the children of a cgroup v2 directory (`+cpuset` written to
+    /// `cgroup.subtree_control`, whose content was `before`); undo disables it again.
+    EnableController { path: PathBuf, controller: String, before: String },
     /// Move a thread to another cgroup by writing its TID into `after_tasks` (v1 `tasks`, v2
     /// `cgroup.threads`); undo writes it into `before_tasks`.
     MoveThread { tid: u32, starttime: u64, before_tasks: PathBuf, after_tasks: PathBuf },
@@ -49,6 +56,12 @@ pub enum Undone {
 }
 
 impl Change {
+    /// Set file `path` to `after`, keeping its current (trimmed) content to restore.
+    pub fn file(path: impl Into<PathBuf>, after: &str) -> Result<Change> {
+        let path = path.into();
+        Ok(Change::File { before: read_trimmed(&path)?, after: after.to_string(), path })
+    }
+
     /// One line for people: "thread 1234: OTHER nice 0 -> DEADLINE 1000000/10000000/10000000ns".
     pub fn describe(&self) -> String {
         match self {
@@ -63,6 +76,7 @@ impl Change {
                 format!("thread {tid}: move to cgroup {}", parent_dir(after_tasks).display())
             }
             Change::LoadBalanceOff { path, before, .. } => format!("{}: {before:?} -> \"0\"", path.display()),
+            Change::EnableController { path, controller, .. } => format!("{}: +{controller}", path.display()),
         }
     }
 
@@ -86,13 +100,17 @@ impl Change {
                     std::fs::create_dir(path)
                         .map_err(|e| kernel_io(Op::CreateCgroup, format!("mkdir {}", path.display()), e))?;
                 }
-                files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::CreateCgroup))
+                files.iter().try_for_each(|(name, value)| write_file(&path.join(name), value, Op::CreateCgroup))?;
+                check_partition(path, files)
             }
             Change::MoveThread { tid, starttime, after_tasks, .. } => {
                 check_same_thread(*tid, *starttime)?;
                 write_file(after_tasks, &tid.to_string(), Op::MoveToCgroup)
             }
             Change::LoadBalanceOff { path, .. } => write_file(path, "0", Op::WriteFile),
+            Change::EnableController { path, controller, .. } => {
+                write_file(path, &format!("+{controller}"), Op::WriteFile)
+            }
         }
     }
 
@@ -139,6 +157,12 @@ impl Change {
                     path.display()
                 )))
             }
+            Change::EnableController { path, controller, before } => {
+                if !lists(before, controller) && path.exists() && lists(&read_trimmed(path)?, controller) {
+                    write_file(path, &format!("-{controller}"), Op::WriteFile)?;
+                }
+                Ok(Undone::Restored)
+            }
         }
     }
 
@@ -148,6 +172,7 @@ impl Change {
             Change::Sched { tid, .. } => format!("sched:{tid}"),
             Change::Affinity { tid, .. } => format!("affinity:{tid}"),
             Change::File { path, .. } | Change::LoadBalanceOff { path, .. } => format!("file:{}", path.display()),
+            Change::EnableController { path, controller, .. } => format!("controller:{controller}:{}", path.display()),
             Change::Cgroup { path, .. } => format!("cgroup:{}", path.display()),
             Change::MoveThread { tid, .. } => format!("cgroup-of:{tid}"),
         }
@@ -162,6 +187,7 @@ impl Change {
             Change::Cgroup { .. } => false,
             Change::MoveThread { before_tasks, after_tasks, .. } => before_tasks == after_tasks,
             Change::LoadBalanceOff { before, .. } => before == "0",
+            Change::EnableController { controller, before, .. } => lists(before, controller),
         }
     }
 }
@@ -175,6 +201,38 @@ pub fn needed(changes: &[Change]) -> Vec<&Change> {
         .filter(|(i, c)| !c.is_noop() || changes[..*i].iter().any(|e| e.key() == c.key()))
         .map(|(_, c)| c)
         .collect()
+}
+
+/// Changes made for the length of a scope: each is recorded before it is performed (so that a
+/// change that failed halfway, e.g. a cgroup created but refused its CPU, is undone too), and all
+/// are undone, last first, on drop. Failures to restore are reported on stderr as warnings.
+#[derive(Debug, Default)]
+pub struct Restorer {
+    changes: Vec<Change>,
+}
+
+impl Restorer {
+    pub fn new() -> Restorer {
+        Restorer::default()
+    }
+
+    /// Perform `change`; it is undone when the restorer is dropped.
+    pub fn perform(&mut self, change: Change) -> Result<()> {
+        self.changes.push(change);
+        self.changes.last().expect("just pushed").perform()
+    }
+}
+
+impl Drop for Restorer {
+    fn drop(&mut self) {
+        for change in self.changes.drain(..).rev() {
+            match change.undo() {
+                Ok(Undone::RestoredWithWarning(w)) => eprintln!("rtvirt: warning: {w}"),
+                Ok(_) => {}
+                Err(e) => eprintln!("rtvirt: warning: could not restore {}: {e}", change.describe()),
+            }
+        }
+    }
 }
 
 /// Is (tid, starttime) still the same thread? A stale TID is an error when changing.
@@ -191,7 +249,7 @@ fn on_thread(tid: u32, starttime: u64, f: impl FnOnce() -> Result<()>) -> Result
         return Ok(Undone::ThreadGone);
     }
     match f() {
-        Err(HostError::Kernel(k)) if k.errno == libc::ESRCH => Ok(Undone::ThreadGone),
+        Err(OsError::Kernel(k)) if k.errno == libc::ESRCH => Ok(Undone::ThreadGone),
         other => other.map(|_| Undone::Restored),
     }
 }
@@ -200,11 +258,30 @@ fn parent_dir(p: &Path) -> &Path {
     p.parent().unwrap_or(p)
 }
 
+/// Whether a space-separated controller list (`cgroup.subtree_control`) holds `controller`.
+fn lists(controllers: &str, controller: &str) -> bool {
+    controllers.split_whitespace().any(|c| c == controller)
+}
+
+/// cgroup v2 accepts any `cpuset.cpus.partition` write and reports a refused partition when read
+/// ("root invalid (...)"): read it back.
+fn check_partition(dir: &Path, files: &[(String, String)]) -> Result<()> {
+    let Some((name, wanted)) = files.iter().find(|(name, _)| name == "cpuset.cpus.partition") else { return Ok(()) };
+    let state = read_trimmed(&dir.join(name))?;
+    if state == *wanted {
+        return Ok(());
+    }
+    Err(OsError::Unsupported(format!(
+        "{} cannot become a partition ({state}); on cgroup v2 the host must keep other CPUs for its own tasks",
+        dir.display()
+    )))
+}
+
 pub(crate) fn read_trimmed(path: &Path) -> Result<String> {
     procfs::read(path).map(|s| s.trim().to_string())
 }
 
-fn kernel_io(op: Op, what: String, e: std::io::Error) -> HostError {
+fn kernel_io(op: Op, what: String, e: std::io::Error) -> OsError {
     KernelError::new(op, what, e.raw_os_error().unwrap_or(libc::EIO)).into()
 }
 

@@ -1,9 +1,9 @@
 //! Scheduling attributes of one thread: `sched_getattr`/`sched_setattr` (policy, nice, RT priority,
 //! SCHED_DEADLINE runtime/deadline/period and flags) and CPU affinity, by raw syscalls.
 //!
-//! Written by hand because neither libc nor nix wraps `sched_{get,set}attr` (glibc only added a
-//! wrapper in 2.41, and `struct sched_attr` is not exported); the layout is the kernel's
-//! `SCHED_ATTR_SIZE_VER0` (48 bytes) - utilisation clamps are never touched.
+//! The structure is `libc::sched_attr` (the kernel's `SCHED_ATTR_SIZE_VER0`, 48 bytes); the calls
+//! go through `libc::syscall` because neither libc nor nix wraps `sched_{get,set}attr` (glibc only
+//! added a wrapper in 2.41). Utilisation clamps are never touched.
 
 use crate::cpulist::CpuList;
 use crate::error::{KernelError, Op};
@@ -24,19 +24,8 @@ pub const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
 /// The flags rtvirt reads and restores (utilisation-clamp and KEEP_* flags are never set).
 const RESTORABLE_FLAGS: u64 = SCHED_FLAG_RESET_ON_FORK | SCHED_FLAG_RECLAIM | SCHED_FLAG_DL_OVERRUN;
 
-/// The kernel's `struct sched_attr`, version 0 (48 bytes).
-#[repr(C)]
-#[derive(Default)]
-struct RawSchedAttr {
-    size: u32,
-    sched_policy: u32,
-    sched_flags: u64,
-    sched_nice: i32,
-    sched_priority: u32,
-    sched_runtime: u64,
-    sched_deadline: u64,
-    sched_period: u64,
-}
+/// The size rtvirt passes: version 0 of the structure, without utilisation clamps.
+const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<libc::sched_attr>() as u32;
 
 /// What `sched_getattr` says about a thread; also what `sched_setattr` is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -132,10 +121,12 @@ impl fmt::Display for SchedAttr {
 
 /// `sched_getattr(tid)`.
 pub fn get(tid: u32) -> Result<SchedAttr, KernelError> {
-    let mut raw = RawSchedAttr { size: std::mem::size_of::<RawSchedAttr>() as u32, ..Default::default() };
+    // SAFETY: sched_attr is plain data (all zeroes is valid).
+    let mut raw: libc::sched_attr = unsafe { std::mem::zeroed() };
+    raw.size = SCHED_ATTR_SIZE;
     // SAFETY: raw is a valid, writable sched_attr of the size we pass.
     let rc = unsafe {
-        libc::syscall(libc::SYS_sched_getattr, tid as libc::pid_t, &mut raw as *mut RawSchedAttr, raw.size, 0u32)
+        libc::syscall(libc::SYS_sched_getattr, tid as libc::pid_t, &mut raw as *mut libc::sched_attr, raw.size, 0u32)
     };
     if rc != 0 {
         return Err(KernelError::new(Op::GetSched, format!("sched_getattr on thread {tid}"), last_errno()));
@@ -154,8 +145,8 @@ pub fn get(tid: u32) -> Result<SchedAttr, KernelError> {
 /// `sched_setattr(tid, attr)`; errors carry the kernel's reason in words.
 pub fn set(tid: u32, attr: &SchedAttr) -> Result<(), KernelError> {
     let a = attr.normalized();
-    let mut raw = RawSchedAttr {
-        size: std::mem::size_of::<RawSchedAttr>() as u32,
+    let mut raw = libc::sched_attr {
+        size: SCHED_ATTR_SIZE,
         sched_policy: a.policy,
         sched_flags: a.flags,
         sched_nice: a.nice,
@@ -165,7 +156,8 @@ pub fn set(tid: u32, attr: &SchedAttr) -> Result<(), KernelError> {
         sched_period: a.period_ns,
     };
     // SAFETY: raw is a valid sched_attr of the size it declares.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid as libc::pid_t, &mut raw as *mut RawSchedAttr, 0u32) };
+    let rc =
+        unsafe { libc::syscall(libc::SYS_sched_setattr, tid as libc::pid_t, &mut raw as *mut libc::sched_attr, 0u32) };
     if rc != 0 {
         let op = if a.is_deadline() { Op::SetSchedDeadline } else { Op::SetSchedOther };
         return Err(KernelError::new(op, format!("sched_setattr({a}) on thread {tid}"), last_errno()));
@@ -204,7 +196,7 @@ pub fn set_affinity(tid: u32, cpus: &CpuList) -> Result<(), KernelError> {
     Ok(())
 }
 
-pub(crate) fn last_errno() -> i32 {
+pub fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
@@ -222,7 +214,7 @@ mod tests {
 
     #[test]
     fn raw_attr_has_the_kernel_size() {
-        assert_eq!(std::mem::size_of::<RawSchedAttr>(), 48);
+        assert_eq!(SCHED_ATTR_SIZE, 48);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Hand-written (about 100 lines) because the Rust QMP crates are async/tokio-based or
 //! unmaintained, and rtvirt only needs two synchronous queries.
 
-use crate::error::{HostError, Result};
+use crate::error::{OsError, Result};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -47,7 +47,7 @@ impl Qmp {
 
     /// As [`Qmp::connect`], waiting at most `timeout` for each answer.
     pub fn connect_with_timeout(socket: &Path, timeout: Duration) -> Result<Qmp> {
-        let err = |m: String| HostError::Qmp { socket: socket.to_path_buf(), message: m };
+        let err = |m: String| OsError::Qmp { socket: socket.to_path_buf(), message: m };
         if !socket.exists() {
             return Err(err(
                 "no such socket (is the VM running, and was QEMU started with -qmp unix:PATH,server=on,wait=off?)"
@@ -116,7 +116,7 @@ impl Qmp {
         serde_json::from_str(&line).map_err(|e| self.error(format!("bad JSON from QEMU: {e}")))
     }
 
-    fn error(&self, message: String) -> HostError {
-        HostError::Qmp { socket: self.socket.clone(), message }
+    fn error(&self, message: String) -> OsError {
+        OsError::Qmp { socket: self.socket.clone(), message }
     }
 }

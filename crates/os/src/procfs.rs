@@ -1,7 +1,7 @@
 //! Reading /proc: processes, their threads, thread names, state, CPU, start time (to recognise a
-//! reused PID), cgroup membership and command lines.
+//! reused PID), cgroup membership, command lines, and the mount table (parsed here only).
 
-use crate::error::{HostError, Result};
+use crate::error::{OsError, Result};
 use std::path::{Path, PathBuf};
 
 /// PF_KTHREAD in /proc/<tid>/stat field 9.
@@ -29,7 +29,7 @@ impl TaskStat {
 /// Read a whole small text file, naming it in the error.
 pub fn read(path: impl AsRef<Path>) -> Result<String> {
     let p = path.as_ref();
-    std::fs::read_to_string(p).map_err(|e| HostError::io(p, e))
+    std::fs::read_to_string(p).map_err(|e| OsError::io(p, e))
 }
 
 /// Read a small text file, trimmed, or None if it cannot be read.
@@ -64,7 +64,7 @@ pub fn task_dir(tid: u32) -> PathBuf {
 pub fn stat(tid: u32) -> Result<TaskStat> {
     let path = task_dir(tid).join("stat");
     let text = read(&path)?;
-    parse_stat(&text).ok_or_else(|| HostError::io(&path, std::io::Error::other("unexpected format")))
+    parse_stat(&text).ok_or_else(|| OsError::io(&path, std::io::Error::other("unexpected format")))
 }
 
 fn parse_stat(text: &str) -> Option<TaskStat> {
@@ -90,7 +90,7 @@ pub fn tgid(tid: u32) -> Result<u32> {
     let text = read(&path)?;
     text.lines()
         .find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok()))
-        .ok_or_else(|| HostError::io(&path, std::io::Error::other("no Tgid line")))
+        .ok_or_else(|| OsError::io(&path, std::io::Error::other("no Tgid line")))
 }
 
 /// The command line of a process, split at NULs.
@@ -132,6 +132,62 @@ pub fn cgroup_v1(tid: u32, controller: &str) -> Option<String> {
     })
 }
 
+/// One line of `/proc/mounts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub source: String,
+    pub path: PathBuf,
+    pub fstype: String,
+    pub options: Vec<String>,
+}
+
+impl Mount {
+    pub fn has_option(&self, option: &str) -> bool {
+        self.options.iter().any(|o| o == option)
+    }
+}
+
+/// The mount table of this process's mount namespace (empty if /proc is not readable).
+pub fn mounts() -> Vec<Mount> {
+    parse_mounts(&std::fs::read_to_string("/proc/mounts").unwrap_or_default())
+}
+
+fn parse_mounts(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            Some(Mount {
+                source: unescape(f.first()?),
+                path: PathBuf::from(unescape(f.get(1)?)),
+                fstype: f.get(2)?.to_string(),
+                options: f.get(3)?.split(',').map(str::to_string).collect(),
+            })
+        })
+        .collect()
+}
+
+/// The kernel writes space, tab, newline and backslash in mount fields as octal escapes (`\040`).
+fn unescape(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i + 1..i + 4).and_then(|o| u8::from_str_radix(o, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c as char);
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +209,16 @@ mod tests {
         assert!(tids(me).contains(&me));
         assert!(!cmdline(me).is_empty());
         assert!(pids().contains(&me));
+    }
+
+    #[test]
+    fn parses_mounts_with_escaped_paths() {
+        let text =
+            "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,cpuset 0 0\nnone /mnt/a\\040b tmpfs rw 0 0\nshort line\n";
+        let m = parse_mounts(text);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].fstype.as_str(), m[0].has_option("cpuset")), ("cgroup", true));
+        assert_eq!(m[1].path, PathBuf::from("/mnt/a b"));
+        assert!(mounts().iter().any(|m| m.fstype == "proc"));
     }
 }

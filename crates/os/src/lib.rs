@@ -1,0 +1,37 @@
+//! rtvirt-os: the operating-system layer that probe, host and vm share.
+//!
+//! - [`sched`]: scheduling attributes (`sched_setattr`/`sched_getattr`) and CPU affinity of one
+//!   thread; [`migrate`]: make a thread sit on a CPU of its new affinity before SCHED_DEADLINE.
+//! - [`cpulist`]: [`CpuList`], the kernel's CPU list format ("0-3,8", "0-7:2", "0-15:2/4").
+//! - [`procfs`]: /proc (processes, threads, stat, cgroup membership, mounts);
+//!   [`sysinfo`]: facts about the running host (online/isolated CPUs, kernel, IRQs, RT throttling).
+//! - [`cgroup`]: cgroup v1/v2 hierarchies and cpuset partitions (one root domain per CPU), as
+//!   journaled changes for `rtvirt host apply` and as guards for the length of a measurement.
+//! - [`restore`]: [`Change`], the one restore primitive: each change carries the original value it
+//!   replaces and puts it back on undo; [`Restorer`] undoes performed changes on drop.
+//! - [`qmp`]: a small synchronous QMP client; [`signals`]: the process-wide Ctrl-C stop flag.
+//! - [`error`]: [`KernelError`] (errno in words) and [`OsError`].
+//!
+//! Invariant: only this crate performs the system calls that change scheduling or cgroup state
+//! (sched_setattr, sched_setaffinity, cpuset/cgroup files), and every such change is restorable:
+//! it is made through a [`Change`] that keeps the original value beside the new one (as rtla keeps
+//! its `orig_*` values), or through a guard that restores on drop.
+
+pub mod cgroup;
+pub mod cpulist;
+pub mod error;
+pub mod migrate;
+pub mod procfs;
+pub mod qmp;
+pub mod restore;
+pub mod sched;
+pub mod signals;
+pub mod sysinfo;
+
+pub use cpulist::CpuList;
+pub use error::{KernelError, Op, OsError, Result};
+pub use restore::{Change, Restorer, Undone};
+
+/// Serialises unit tests that create exclusive cpusets (two cannot hold the same CPU).
+#[cfg(test)]
+pub(crate) static TEST_CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
