@@ -54,16 +54,22 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
     Ok(inputs)
 }
 
-/// Load one file: one document (see [`load_input`]), or an array of results documents.
+/// Load one file: one document (see [`load_input`]), or an array of results documents; the
+/// numbers of each results document are checked ([`crate::check`]).
 pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
     let mut values = read_values(path)?;
-    match values.pop() {
-        Some(serde_json::Value::Array(items)) if values.is_empty() => load_array(path, items),
+    let (inputs, array) = match values.pop() {
+        Some(serde_json::Value::Array(items)) if values.is_empty() => (load_array(path, items)?, true),
         last => {
             values.extend(last);
-            Ok(vec![input_of(path, values)?])
+            (vec![input_of(path, values)?], false)
         }
+    };
+    for (i, input) in inputs.iter().enumerate() {
+        let prefix = if array { format!("[{i}].") } else { String::new() };
+        input.results().map_or(Ok(()), |r| crate::check::results(r, &prefix)).map_err(|e| e.in_file(path))?;
     }
+    Ok(inputs)
 }
 
 /// Load one file, deciding by its `schema` field whether it is a plan or results. A results

@@ -6,13 +6,14 @@
 //! Markdown with the same tables, comes out. Several results are shown side by side, with
 //! differences against the first (baseline) highlighted.
 //!
-//! - [`input`]: loading and naming the documents;
+//! - [`input`]: loading and naming the documents; [`check`]: numbers out of their range refused;
 //! - [`extract`]: what is read from each kind of result;
 //! - [`distribution`]: CDFs and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
 //! - [`svg`]: the charts; [`render`]: HTML and Markdown.
 
 pub mod build;
+pub mod check;
 pub mod distribution;
 pub mod doc;
 pub mod extract;

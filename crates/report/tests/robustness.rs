@@ -81,3 +81,51 @@ proptest! {
         let _ = render(&report, ReportFormat::Markdown);
     }
 }
+
+/// A DSR outside [0, 1] (here 1e308, once shown as "inf%") is an input error naming the file
+/// and the field, in a single document and in an array; so is a negative utilisation.
+#[test]
+fn out_of_range_numbers_in_results_files_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sim_rho5.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    doc["tasks"][2]["dsr"] = 1e308.into();
+    let single = dir.path().join("dsr.json");
+    std::fs::write(&single, serde_json::to_string(&doc).unwrap()).unwrap();
+    let e = rtvirt_report::load_inputs(&[single.clone()]).unwrap_err().to_string();
+    assert!(e.contains("dsr.json") && e.contains("tasks[2].dsr") && e.contains("1e308"), "{e}");
+    doc["tasks"][2]["dsr"] = 0.5.into();
+    doc["guests"][0]["utilisation"] = (-1.0).into();
+    let array = dir.path().join("array.json");
+    let mut good = doc.clone();
+    good["guests"][0]["utilisation"] = 0.5.into();
+    std::fs::write(&array, serde_json::to_string(&serde_json::json!([good, doc])).unwrap()).unwrap();
+    let e = rtvirt_report::load_inputs(&[array]).unwrap_err().to_string();
+    assert!(e.contains("array.json") && e.contains("[1].guests[0].utilisation"), "{e}");
+}
+
+/// Values the checks let through but that overflow on the way (a mean of 1e308 ns, a bandwidth
+/// near f64::MAX) read "invalid (...)" in tables, Markdown and chart tooltips alike, and no chart
+/// holds NaN or inf.
+#[test]
+fn huge_values_are_shown_invalid_everywhere() {
+    let mut s = summary(vec![1, 2, 3, 4, 5, 6, 7, 8, 9], 9);
+    s.mean = 1e308;
+    let mut r = Results::new("timer", 1);
+    r.latency_ns = Some(s);
+    let mut base = r.clone();
+    base.latency_ns.as_mut().unwrap().mean = -1e308;
+    let inputs: Vec<Input> = [base, r]
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| Input { name: format!("r{i}"), path: "r.json".into(), doc: Document::Results(Box::new(r)) })
+        .collect();
+    let report = build_report("t", &inputs);
+    let md = render(&report, ReportFormat::Markdown);
+    let html = render(&report, ReportFormat::Html);
+    assert!(md.contains("invalid (1e308)") && html.contains("invalid (1e308)"), "{md}");
+    assert!(!md.contains("inf%") && !html.contains("inf%") && !md.contains("NaN"));
+    for f in report.figures() {
+        assert!(!f.svg.contains("NaN") && !f.svg.contains("inf"), "{}", f.title);
+    }
+}

@@ -24,18 +24,31 @@ pub const LATENCY_DIFF: Diff = Diff::Relative(0.10);
 /// Threshold for deadline satisfaction ratios (1 percentage point).
 pub const DSR_DIFF: Diff = Diff::Points(1.0);
 
+/// The largest relative change written out in percent.
+const MAX_PERCENT: f64 = 1e6;
+
 /// `text` plus "(+12%)" / "(-1.5 pp)" against `base`, marked Worse/Better beyond the threshold.
+/// A value or difference that is not finite is shown without a difference (its text says
+/// "invalid"); a relative change beyond 10^6 % reads ">+1000000%".
 pub fn compared(text: String, value: f64, base: Option<f64>, diff: Diff, better: Better) -> Cell {
-    let Some(base) = base.filter(|b| b.is_finite()) else { return Cell::plain(text) };
+    let Some(base) = base.filter(|b| b.is_finite() && value.is_finite()) else { return Cell::plain(text) };
     let (change, label, beyond) = match diff {
         Diff::Relative(t) if base != 0.0 => {
             let rel = (value - base) / base.abs();
-            let label = if rel.abs() < 0.005 { "±0%".to_string() } else { format!("{:+.0}%", rel * 100.0) };
+            let label = match rel * 100.0 {
+                p if !p.is_finite() => return Cell::plain(text),
+                p if p.abs() < 0.5 => "±0%".to_string(),
+                p if p.abs() > MAX_PERCENT => format!("{}{MAX_PERCENT}%", if p > 0.0 { ">+" } else { "<-" }),
+                p => format!("{p:+.0}%"),
+            };
             (rel, label, rel.abs() > t)
         }
         Diff::Relative(_) => (value - base, if value == base { "+0%".into() } else { "new".into() }, value != base),
         Diff::Points(t) => {
             let pp = (value - base) * 100.0;
+            if !pp.is_finite() || pp.abs() > MAX_PERCENT {
+                return Cell::plain(text);
+            }
             let label = if pp.abs() < 0.05 { "±0 pp".to_string() } else { format!("{pp:+.1} pp") };
             (pp, label, pp.abs() > t)
         }
@@ -66,6 +79,16 @@ mod tests {
         let c = compared("50".into(), 50.0, Some(100.0), LATENCY_DIFF, Better::Lower);
         assert_eq!((c.text.as_str(), c.mark), ("50 (-50%)", Mark::Better));
         assert_eq!(compared("x".into(), 1.0, None, LATENCY_DIFF, Better::Lower).text, "x");
+    }
+
+    #[test]
+    fn differences_of_invalid_or_huge_values_stay_readable() {
+        let c = compared("invalid (inf)".into(), f64::INFINITY, Some(100.0), LATENCY_DIFF, Better::Lower);
+        assert_eq!((c.text.as_str(), c.mark), ("invalid (inf)", Mark::None));
+        let c = compared("x".into(), 1e308, Some(1e-300), LATENCY_DIFF, Better::Lower);
+        assert_eq!((c.text.as_str(), c.mark), ("x", Mark::None));
+        let c = compared("x".into(), 1e300, Some(1.0), LATENCY_DIFF, Better::Lower);
+        assert_eq!((c.text.as_str(), c.mark), ("x (>+1000000%)", Mark::Worse));
     }
 
     #[test]

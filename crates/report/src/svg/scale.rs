@@ -27,6 +27,7 @@ pub struct Tick {
 impl Scale {
     /// Linear scale over [min, max] widened to nice tick steps (and to a non-empty range).
     pub fn linear(min: f64, max: f64, px0: f64, px1: f64) -> Scale {
+        let (min, max) = (finite_or(min, 0.0), finite_or(max, 1.0));
         let (min, max) = if max > min { (min, max) } else { (min - 1.0, max + 1.0) };
         let step = nice_step((max - min) / 5.0);
         Scale { kind: ScaleKind::Linear, lo: (min / step).floor() * step, hi: (max / step).ceil() * step, px0, px1 }
@@ -39,8 +40,8 @@ impl Scale {
 
     /// Log scale over whole decades covering [min, max]; values <= 0 are clamped to 1.
     pub fn log(min: f64, max: f64, px0: f64, px1: f64) -> Scale {
-        let min = min.max(1.0);
-        let max = max.max(min);
+        let min = finite_or(min, 1.0).max(1.0);
+        let max = finite_or(max, min).max(min);
         let lo = 10f64.powf(min.log10().floor());
         let mut hi = 10f64.powf(max.log10().ceil());
         if hi <= lo {
@@ -49,13 +50,15 @@ impl Scale {
         Scale { kind: ScaleKind::Log, lo, hi, px0, px1 }
     }
 
-    /// Pixel position of a value (values outside the range are clamped to the ends).
+    /// Pixel position of a value (values outside the range are clamped to the ends, a NaN
+    /// value or range maps to the low end: no NaN or inf ever reaches the SVG).
     pub fn map(&self, v: f64) -> f64 {
         let t = match self.kind {
             ScaleKind::Linear => (v - self.lo) / (self.hi - self.lo),
             ScaleKind::Log => (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
         };
-        self.px0 + t.clamp(0.0, 1.0) * (self.px1 - self.px0)
+        let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+        self.px0 + t * (self.px1 - self.px0)
     }
 
     pub fn ticks(&self) -> Vec<Tick> {
@@ -63,6 +66,15 @@ impl Scale {
             ScaleKind::Linear => linear_ticks(self.lo, self.hi),
             ScaleKind::Log => log_ticks(self.lo, self.hi),
         }
+    }
+}
+
+/// `v` when finite (within half the f64 range, so that tick arithmetic stays finite), else `fallback`.
+fn finite_or(v: f64, fallback: f64) -> f64 {
+    if v.is_finite() && v.abs() < f64::MAX / 16.0 {
+        v
+    } else {
+        fallback
     }
 }
 
@@ -129,6 +141,19 @@ mod tests {
         let v: Vec<f64> = s.ticks().iter().map(|t| t.value).collect();
         assert_eq!(s.hi, 1.0);
         assert!(v.len() >= 4 && v.len() <= 11, "{v:?}");
+    }
+
+    #[test]
+    fn scales_over_invalid_values_stay_finite() {
+        let s = Scale::linear(0.0, f64::INFINITY, 0.0, 100.0);
+        assert!(s.lo.is_finite() && s.hi.is_finite());
+        assert_eq!(s.map(f64::NAN), 0.0);
+        assert_eq!(s.map(f64::INFINITY), 100.0);
+        let s = Scale::linear_exact(0.0, f64::NAN, 0.0, 100.0);
+        assert_eq!(s.map(0.5), 0.0);
+        assert!(s.ticks().iter().all(|t| t.value.is_finite()));
+        let s = Scale::log(f64::NAN, f64::INFINITY, 0.0, 100.0);
+        assert!(s.hi.is_finite() && s.ticks().len() < 10);
     }
 
     proptest! {

@@ -1,0 +1,68 @@
+//! What a report refuses in a results document although it parses: numbers outside what their
+//! quantity can be, which would otherwise be drawn as "inf%" or off every axis. Each is an input
+//! error naming the file and the field (`tasks[3].dsr`, `[2].tasks[0].dsr` in an array).
+//!
+//! - `tasks[].dsr`: a ratio in [0, 1]; `tasks[].misses` at most `tasks[].jobs`;
+//! - `guests[].utilisation`, `cores[].utilisation`: at least 0 and at most 1000 (a ratio of
+//!   one core's time);
+//! - `flows[].throughput_bps`: at least 0.
+
+use rtvirt_model::results::Results;
+use rtvirt_model::InputError;
+
+/// The largest utilisation accepted (1000 cores' worth of one core's time).
+const MAX_UTILISATION: f64 = 1e3;
+
+/// Check the numbers of `r`; `prefix` is prepended to field names ("[2]." for an array element).
+pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
+    let bad = |field: String, message: String| Err(InputError::field(format!("{prefix}{field}"), message));
+    for (i, t) in r.tasks.iter().enumerate() {
+        if !(0.0..=1.0).contains(&t.dsr) {
+            return bad(format!("tasks[{i}].dsr"), format!("{:e}: expected a ratio in [0, 1]", t.dsr));
+        }
+        if t.misses > t.jobs {
+            return bad(
+                format!("tasks[{i}].misses"),
+                format!("{} misses of {} jobs: expected at most the jobs", t.misses, t.jobs),
+            );
+        }
+    }
+    let utilisations = r.guests.iter().map(|g| ("guests", g.utilisation)).enumerate();
+    let cores = r.cores.iter().map(|c| ("cores", c.utilisation)).enumerate();
+    for (i, (what, u)) in utilisations.chain(cores) {
+        if !(0.0..=MAX_UTILISATION).contains(&u) {
+            return bad(
+                format!("{what}[{i}].utilisation"),
+                format!("{u:e}: expected a ratio in [0, {MAX_UTILISATION}]"),
+            );
+        }
+    }
+    for (i, f) in r.flows.iter().enumerate() {
+        if f.throughput_bps.is_some_and(|b| b.is_nan() || b < 0.0) {
+            return bad(format!("flows[{i}].throughput_bps"), "expected at least 0".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvirt_model::results::{CoreResult, TaskResult};
+
+    #[test]
+    fn out_of_range_numbers_are_refused_with_their_field() {
+        let mut r = Results::new("simulation", 1);
+        r.tasks.push(TaskResult { jobs: 10, misses: 1, dsr: 0.9, ..Default::default() });
+        assert!(results(&r, "").is_ok());
+        r.tasks[0].dsr = 1e308;
+        let e = results(&r, "[2].").unwrap_err().to_string();
+        assert!(e.contains("[2].tasks[0].dsr") && e.contains("1e308") && e.contains("[0, 1]"), "{e}");
+        r.tasks[0].dsr = 0.9;
+        r.tasks[0].misses = 11;
+        assert!(results(&r, "").unwrap_err().to_string().contains("tasks[0].misses"));
+        r.tasks[0].misses = 1;
+        r.cores.push(CoreResult { id: 0, utilisation: -0.5, ..Default::default() });
+        assert!(results(&r, "").unwrap_err().to_string().contains("cores[0].utilisation"));
+    }
+}
