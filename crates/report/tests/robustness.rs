@@ -92,7 +92,7 @@ fn out_of_range_numbers_in_results_files_are_located_errors() {
     doc["tasks"][2]["dsr"] = 1e308.into();
     let single = dir.path().join("dsr.json");
     std::fs::write(&single, serde_json::to_string(&doc).unwrap()).unwrap();
-    let e = rtvirt_report::load_inputs(&[single.clone()]).unwrap_err().to_string();
+    let e = rtvirt_report::load_inputs(std::slice::from_ref(&single)).unwrap_err().to_string();
     assert!(e.contains("dsr.json") && e.contains("tasks[2].dsr") && e.contains("1e308"), "{e}");
     doc["tasks"][2]["dsr"] = 0.5.into();
     doc["guests"][0]["utilisation"] = (-1.0).into();
