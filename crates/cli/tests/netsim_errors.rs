@@ -75,3 +75,37 @@ fn unknown_field_and_bad_mode() {
     let (code, err) = simulate(&seeds1().replacen("irq = \"threaded\"", "irq = \"polled\"", 1));
     assert_located(code, &err, "net.irq", "expected \"hardirq\"");
 }
+
+fn simulate_for(toml: &str, duration: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, toml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["simulate", path.to_str().unwrap(), "--duration", duration])
+        .output()
+        .unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// One rule for KVM and Xen: the duration includes the warm-up, both are bounded, and a run that
+/// would measure nothing is an error.
+#[test]
+fn warmup_and_duration_are_bounded_and_must_leave_something_to_measure() {
+    let (code, err) = simulate(&seeds2().replace("warmup = \"300ms\"", "warmup = \"18446744073709551615ns\""));
+    assert_located(code, &err, "net.warmup", "expected at most 3600s");
+    let (code, err) = simulate(&seeds2().replace("period = \"10ms\"", "period = \"2h\""));
+    assert_located(code, &err, "net.xen.period", "expected at most 3600s");
+    let (code, err) = simulate(&seeds1().replace("duration = \"2s\"", "duration = \"400ms\""));
+    assert_located(code, &err, "net.duration", "nothing would be measured");
+    // the command line's duration follows the same rule (the docs' old `--duration 300ms`)
+    let (code, err) = simulate_for(&seeds1(), "300ms");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("field `--duration`: 300ms with a warm-up of 500ms: nothing would be measured"), "{err}");
+    let (code, err) = simulate_for(&seeds2(), "305ms");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at least one ping period of 10ms"), "{err}");
+    // Xen: --duration bounds the whole run, warm-up included
+    let (code, err) = simulate_for(&seeds2(), "400ms");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("simulated 400ms"), "{err}");
+}

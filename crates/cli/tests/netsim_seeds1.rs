@@ -115,7 +115,7 @@ fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
         "a non-RT holder runs boosted to FIFO 50"
     );
     // with the partitioned softirq the RT thread never waits for a non-RT holder
-    let o = rtvirt(&["simulate", "scenarios/seeds1_outsourcing_hr.toml", "--duration", "300ms", "--format", "json"]);
+    let o = rtvirt(&["simulate", "scenarios/seeds1_outsourcing_hr.toml", "--duration", "800ms", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["softirq_lock_inversions"], 0);
 }
@@ -129,7 +129,7 @@ fn thread_tid(evs: &[serde_json::Value], name: &str) -> serde_json::Value {
 
 #[test]
 fn same_seed_same_bytes() {
-    let args = ["simulate", "scenarios/seeds1_threaded_hr.toml", "--duration", "200ms", "--format", "json"];
+    let args = ["simulate", "scenarios/seeds1_threaded_hr.toml", "--duration", "700ms", "--format", "json"];
     let (a, b) = (rtvirt(&args), rtvirt(&args));
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);

@@ -65,6 +65,7 @@ impl Samples {
     pub fn load(path: &Path) -> Result<Samples, InputError> {
         let text = crate::input::read_text(path, crate::input::InputKind::Samples)?;
         let mut values = Vec::new();
+        let mut header = None;
         for (i, line) in text.lines().enumerate() {
             let cell = line.split(',').next().unwrap_or("").trim();
             if line.trim().is_empty() || cell.starts_with('#') {
@@ -78,11 +79,19 @@ impl Samples {
                 .at_line(i + 1, 1));
             }
             if i == 0 && !cell.chars().any(|c| c.is_ascii_digit()) {
-                continue; // header
+                header = Some(cell.to_string());
+                continue;
             }
             let v = Nanos::parse(cell)
                 .map_err(|e| InputError::new(format!("not an execution time: {e}")).in_file(path).at_line(i + 1, 1))?;
             values.push(v.0);
+        }
+        if let (true, Some(h)) = (values.is_empty(), header) {
+            return Err(InputError::new(format!(
+                "\"{h}\" is not an execution time (read as a CSV header, and no execution times follow): expected one duration per line, e.g. \"1.2ms\""
+            ))
+            .in_file(path)
+            .at_line(1, 1));
         }
         if values.is_empty() {
             return Err(InputError::new(

@@ -20,7 +20,14 @@ fn segments(path: &str) -> Vec<(String, Option<usize>)> {
 
 /// 1-based (line, column) of the deepest part of `path` that exists in `src`.
 pub fn locate_field(src: &str, path: &str) -> Option<(usize, usize)> {
-    let doc = Document::parse(src).ok()?;
+    let sanitized;
+    let doc = match Document::parse(src) {
+        Ok(doc) => doc,
+        Err(_) => {
+            sanitized = without_huge_integers(src);
+            Document::parse(sanitized.as_str()).ok()?
+        }
+    };
     let mut item: &Item = doc.as_item();
     let mut best = None;
     for (key, index) in segments(path) {
@@ -43,6 +50,33 @@ pub fn locate_field(src: &str, path: &str) -> Option<(usize, usize)> {
     best.map(|off| line_col(src, off))
 }
 
+/// `src` with every run of 19 or more digits replaced by `0` and spaces (same length, so spans
+/// stay where they were): the `toml` reader takes integers beyond i64 (as floats) where
+/// `toml_edit` refuses the whole document, which would leave such an error without a line.
+fn without_huge_integers(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if digits.len() >= 19 {
+            out.push('0');
+            out.extend(std::iter::repeat_n(' ', digits.len() - 1));
+        } else {
+            out.push_str(digits);
+        }
+        digits.clear();
+    };
+    for ch in src.chars() {
+        if ch.is_ascii_digit() {
+            digits.push(ch);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +90,10 @@ mod tests {
         // missing leaf: falls back to the deepest existing parent
         assert!(locate_field(src, "guest[1].task[0].period").is_some());
         assert_eq!(locate_field("not toml [", "x"), None);
+        // an integer beyond i64 (which toml_edit refuses) still gets its line
+        assert_eq!(
+            locate_field("[host]\ncores = 1\n[[guest]]\nrho = 18446744073709551615\n", "guest[0].rho"),
+            Some((4, 1))
+        );
     }
 }

@@ -249,7 +249,7 @@ pub fn parse_toml_located<T: serde::de::DeserializeOwned>(src: &str) -> Result<T
 
 fn toml_error(src: &str, path: Option<String>) -> impl Fn(toml::de::Error) -> InputError + '_ {
     move |e| {
-        let msg = e.message().trim().to_string();
+        let msg = plain_words(e.message().trim());
         let mut err = match &path {
             Some(p) if !p.is_empty() && p != "." => InputError::field(p.clone(), msg),
             _ => InputError::new(msg),
@@ -259,8 +259,29 @@ fn toml_error(src: &str, path: Option<String>) -> impl Fn(toml::de::Error) -> In
         } else if let Some(span) = e.span() {
             let (l, c) = crate::error::line_col(src, span.start);
             err = err.at_line(l, c);
+        } else if err.message.contains("recursion limit") {
+            err.message = "keys or values nested deeper than the TOML reader allows (recursion limit): expected a few levels of tables, not hundreds".into();
+            err = err.at_line(most_nested_line(src), 1);
         }
         err
+    }
+}
+
+/// 1-based number of the line with the most nesting marks (`.`, `[`, `{`): where a recursion
+/// limit was hit, for an error the TOML reader gives without a position.
+fn most_nested_line(src: &str) -> usize {
+    let depth = |l: &str| l.chars().filter(|c| matches!(c, '.' | '[' | '{')).count();
+    src.lines().enumerate().max_by_key(|(i, l)| (depth(l), std::cmp::Reverse(*i))).map_or(1, |(i, _)| i + 1)
+}
+
+/// serde's words for a list where a table belongs ("invalid length 1, expected struct RawExec
+/// with 6 elements") name a private type: say what the file needs instead.
+fn plain_words(msg: &str) -> String {
+    match msg.find("expected struct Raw") {
+        Some(_) if msg.starts_with("invalid length") || msg.starts_with("invalid type") => {
+            "expected a table such as { key = value, ... } here, not a list".to_string()
+        }
+        _ => msg.to_string(),
     }
 }
 

@@ -509,10 +509,43 @@ pub enum NetModel {
 /// A validated `[net]` section with its run settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetScenario {
+    /// The whole run, warm-up included (KVM and Xen alike).
     pub duration: Nanos,
+    /// Simulated before statistics start (at most [`super::MAX_TIMING`]).
     pub warmup: Nanos,
     pub seed: u64,
     pub model: NetModel,
+}
+
+impl NetScenario {
+    /// Set the run's duration (`field` names where it came from: `duration` in the file or
+    /// `--duration`). One rule for both models: the duration includes the warm-up, and a run
+    /// must measure something: at least one ping period (Xen) or any time (KVM) after the warm-up.
+    pub fn set_duration(&mut self, duration: Nanos, field: &str) -> R<()> {
+        let duration = super::check_horizon(duration, field)?;
+        let after = duration.0.checked_sub(self.warmup.0).filter(|&t| t > 0);
+        let needed = match &self.model {
+            NetModel::Kvm(_) => 1,
+            NetModel::Xen(x) => x.period.0,
+        };
+        match after {
+            Some(t) if t >= needed => {
+                self.duration = duration;
+                Ok(())
+            }
+            _ => Err(InputError::field(
+                field,
+                format!(
+                    "{duration} with a warm-up of {}: nothing would be measured (the duration includes the warm-up{}); expected a longer duration or a shorter `warmup`",
+                    self.warmup,
+                    match &self.model {
+                        NetModel::Xen(x) => format!(", then at least one ping period of {}", x.period),
+                        NetModel::Kvm(_) => String::new(),
+                    }
+                ),
+            )),
+        }
+    }
 }
 
 impl RawNet {
@@ -522,23 +555,24 @@ impl RawNet {
     }
 
     fn validate_inner(&self, cores: u32) -> R<NetScenario> {
-        let duration = super::check_horizon(self.duration.unwrap_or(Nanos::from_secs(2)), "duration")?;
-        let warmup = self.warmup.unwrap_or(Nanos::from_ms(20));
+        let warmup = super::check_timing(self.warmup.unwrap_or(Nanos::from_ms(20)), "warmup")?;
         let (model, duration) = match self.kind.as_deref().unwrap_or("kvm") {
-            "kvm" => (NetModel::Kvm(self.kvm(cores)?), duration),
+            "kvm" => (NetModel::Kvm(self.kvm(cores)?), self.duration.unwrap_or(Nanos::from_secs(2))),
             "xen" => {
                 let x = self
                     .xen
                     .as_ref()
                     .ok_or_else(|| InputError::field("xen", "kind = \"xen\" needs a [net.xen] section"))?;
                 let x = x.validate(cores).map_err(|e| e.under("xen"))?;
-                // Xen: the run lasts `packets` ping periods unless a duration is given
-                let d = self.duration.unwrap_or(Nanos(x.period.0 * (x.packets as u64 + 1)));
-                (NetModel::Xen(x), d)
+                // Xen: the warm-up then `packets` + 1 ping periods, unless a duration is given
+                let pings = Nanos(x.period.0.saturating_mul(x.packets as u64 + 1));
+                (NetModel::Xen(x), self.duration.unwrap_or(Nanos(warmup.0.saturating_add(pings.0))))
             }
             other => return Err(InputError::field("kind", format!("\"{other}\": expected \"kvm\" or \"xen\""))),
         };
-        Ok(NetScenario { duration, warmup, seed: self.seed.unwrap_or(1), model })
+        let mut net = NetScenario { duration, warmup, seed: self.seed.unwrap_or(1), model };
+        net.set_duration(duration, "duration")?;
+        Ok(net)
     }
 
     fn kvm(&self, cores: u32) -> R<KvmNet> {
@@ -883,7 +917,7 @@ impl RawXen {
                 Some(p) if p.0 == 0 => {
                     return Err(InputError::field("period", "zero period: expected a positive duration"))
                 }
-                p => p.unwrap_or(Nanos::from_ms(10)),
+                p => super::check_timing(p.unwrap_or(Nanos::from_ms(10)), "period")?,
             },
             queues,
             domains,

@@ -200,3 +200,43 @@ fn net_section_is_checked_when_parsed() {
     let s = Scenario::from_toml(&src.replace("hardirq", "threaded"), None).unwrap();
     assert!(matches!(s.net.unwrap().model, net::NetModel::Kvm(_)));
 }
+
+/// Issue 14: every error names file, line and field in words a user understands.
+#[test]
+fn hostile_inputs_get_located_plain_errors() {
+    let e = err(&MINI.replace("exec = { dist = \"normal\", mean = \"200us\", sd = \"50us\" }", "exec = [\"normal\"]"));
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[1].exec"), "{e}");
+    assert!(e.message.contains("expected a table") && !e.message.contains("Raw"), "{e}");
+    let e = err(&MINI.replace("scheduler = \"fp\"", "scheduler = \"fp\"\nrho = 18446744073709551615"));
+    assert_eq!((e.at.field.as_deref(), e.at.line_col.map(|l| l.0)), (Some("guest[0].rho"), Some(8)), "{e}");
+    let deep = format!("[host]\ncores = 1\n{}b = 1\n", "a.".repeat(1000));
+    let e = err(&deep);
+    assert_eq!(e.at.line_col.map(|l| l.0), Some(3), "{e}");
+    assert!(e.message.contains("nested deeper"), "{e}");
+    let e = err(
+        &MINI.replace("exec = { dist = \"normal\", mean = \"200us\", sd = \"50us\" }", "exec = { samples = \"\" }")
+    );
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[1].exec.samples"), "{e}");
+    assert!(e.to_string().starts_with("s.toml:line 19"), "{e}");
+}
+
+#[test]
+fn uniform_zero_is_refused_like_normal_zero() {
+    let e = err(&MINI.replace(
+        "exec = { dist = \"normal\", mean = \"200us\", sd = \"50us\" }",
+        "exec = { dist = \"uniform\", min = \"0ns\", max = \"0ns\" }",
+    ));
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[1].exec.max"), "{e}");
+    let e = err(&MINI.replace("mean = \"200us\"", "mean = \"0ns\""));
+    assert_eq!(e.at.field.as_deref(), Some("guest[0].task[1].exec.mean"), "{e}");
+}
+
+#[test]
+fn a_samples_file_of_nan_is_not_called_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.csv"), "NaN\n").unwrap();
+    let src = MINI.replace("wcet = \"1ms\"", "wcet = \"max\"\nexec = { samples = \"x.csv\" }");
+    let e = Scenario::from_toml(&src, Some(&dir.path().join("s.toml"))).unwrap_err();
+    assert!(e.message.contains("\"NaN\" is not an execution time"), "{e}");
+    assert_eq!(e.at.line_col, Some((1, 1)), "{e}");
+}

@@ -202,6 +202,10 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
     let need = |v: Option<Nanos>, n: &str| v.ok_or_else(|| InputError::field(n, format!("missing `{n}` (a duration)")));
     match (e.dist.as_deref(), &e.samples) {
         (Some(_), Some(_)) => Err(InputError::field("samples", "give either `dist` or `samples`, not both")),
+        (None, Some(path)) if path.trim().is_empty() => Err(InputError::field(
+            "samples",
+            "empty file name: expected the path of a samples file (one duration per line), relative to the scenario",
+        )),
         (None, Some(path)) => {
             only(&["samples"])?;
             let p = base.join(path);
@@ -264,6 +268,9 @@ fn check_exec_within_wcet(exec: &ExecModel, wcet: Nanos) -> R<()> {
         }
         ExecModel::Normal { mean, .. } if mean.0 == 0 => {
             Err(InputError::field("mean", "zero mean: expected a positive duration"))
+        }
+        ExecModel::Uniform { max, .. } if max.0 == 0 => {
+            Err(InputError::field("max", "zero max: expected a positive duration (as a normal `mean`)"))
         }
         ExecModel::Uniform { max, .. } if *max > wcet => {
             Err(InputError::field("max", format!("max {max} is larger than the WCET {wcet}")))

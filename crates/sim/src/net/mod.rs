@@ -40,7 +40,9 @@ pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow
             NetRun { results: r.results, trace: r.trace, events: r.events }
         }
         NetModel::Xen(x) => {
-            let rounds = (s.duration.0 / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
+            // the duration includes the warm-up (checked to leave at least one ping period)
+            let measured = s.duration.0.saturating_sub(s.warmup.0);
+            let rounds = (measured / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
             let r = xen::run(x, Some(rounds), s.warmup, s.seed);
             let events = r.extra.get("events").and_then(|e| e.as_u64()).unwrap_or(0);
             NetRun { results: r, trace: None, events }

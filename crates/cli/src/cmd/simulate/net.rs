@@ -6,7 +6,7 @@ use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::{check_horizon, Scenario};
+use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use rtvirt_sim::net::simulate;
 use std::time::Instant;
@@ -15,7 +15,7 @@ use std::time::Instant;
 pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     let mut net = scenario.net.clone().expect("called for scenarios with [net]");
     if let Some(d) = a.duration {
-        net.duration = check_horizon(d, "--duration")?;
+        net.set_duration(d, "--duration")?;
     }
     if let Some(s) = a.seed {
         net.seed = s;
