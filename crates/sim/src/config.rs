@@ -4,10 +4,11 @@
 //! scenario come back located in its file; errors about the plan name its field (`guests[0].core`).
 
 use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::sim::{check_sim_timing, check_threads};
 pub use rtvirt_model::scenario::sim::{
     ExtraThread, Family, Load, Policy, Settings, SupplyPattern, ThreadSpec, VcpuSpec, DEFAULT_DURATION, MAX_SLOWDOWN,
 };
-use rtvirt_model::scenario::{check_horizon, sim::check_threads, Scenario};
+use rtvirt_model::scenario::{check_horizon, Scenario};
 use rtvirt_model::{InputError, Nanos};
 
 type R<T> = Result<T, InputError>;
@@ -45,6 +46,9 @@ impl SimConfig {
         }
         let mut vcpus = Vec::with_capacity(s.guests.len());
         for (i, g) in s.guests.iter().enumerate() {
+            for (j, t) in g.tasks.iter().enumerate() {
+                check_sim_timing(t.period, &format!("guest[{i}].task[{j}].period")).map_err(|e| s.locate(e))?;
+            }
             if g.tasks.is_empty() {
                 return Err(s.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a core without tasks, use a [[sim.thread]])", g.name))));
             }
@@ -81,6 +85,7 @@ fn planned(p: &Plan, guest: &str, name: String) -> R<ThreadSpec> {
             format!("guest \"{guest}\" was not placed on a core by the plan (infeasible plan): nothing to simulate"),
         ));
     };
+    check_sim_timing(Nanos(g.period_ns), &format!("guests[{i}].period_ns"))?;
     if g.budget_ns < 1024 {
         return Err(InputError::field(
             format!("guests[{i}].budget_ns"),
@@ -126,5 +131,14 @@ mod tests {
         let e =
             SimConfig::new(&scenario("", ""), None, Overrides { duration: Some(Nanos::ZERO), seed: None }).unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some("--duration"), "{e}");
+    }
+
+    /// A 1 ns task period is refused by the simulator (the planner takes it), located.
+    #[test]
+    fn task_periods_below_the_minimum_are_refused() {
+        let src = "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \"t\"\nperiod = \"1ns\"\nwcet = \"1ns\"\n";
+        let s = Scenario::from_toml(src, Some(std::path::Path::new("s.toml"))).unwrap();
+        let e = SimConfig::new(&s, None, Overrides::default()).unwrap_err();
+        assert_eq!(e.to_string(), "s.toml:line 8, column 1: field `guest[0].task[0].period`: 1ns: the simulator takes periods, budgets and quanta of at least 1us");
     }
 }

@@ -917,7 +917,10 @@ impl RawXen {
                 Some(p) if p.0 == 0 => {
                     return Err(InputError::field("period", "zero period: expected a positive duration"))
                 }
-                p => super::check_timing(p.unwrap_or(Nanos::from_ms(10)), "period")?,
+                p => super::sim::check_sim_timing(
+                    super::check_timing(p.unwrap_or(Nanos::from_ms(10)), "period")?,
+                    "period",
+                )?,
             },
             queues,
             domains,

@@ -44,6 +44,24 @@ pub use super::validate_sim::check_threads;
 /// Default simulated horizon (`[sim] duration`).
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
 
+/// Shortest period, budget or quantum the simulator takes: one microsecond, for task periods
+/// (checked by `rtvirt simulate`; the planner takes any), `rtds`/`ds`/`ps`/`supply` budgets and
+/// periods, `deadline` periods, the RR `quantum`, `rt_period`, `[[sim.thread]]` periods and the
+/// Xen ping `period`. Shorter values cost an event per nanosecond (about 130 s of wall time per
+/// simulated second); SCHED_DEADLINE's own runtime floor stays 1024 ns.
+pub const MIN_SIM_TIMING: Nanos = Nanos::from_us(1);
+
+/// `d` when it is at least [`MIN_SIM_TIMING`], else an error naming `field`.
+pub fn check_sim_timing(d: Nanos, field: &str) -> Result<Nanos, crate::error::InputError> {
+    if d < MIN_SIM_TIMING {
+        return Err(crate::error::InputError::field(
+            field,
+            format!("{d}: the simulator takes periods, budgets and quanta of at least {MIN_SIM_TIMING}"),
+        ));
+    }
+    Ok(d)
+}
+
 /// Largest accepted `guest_slowdown` / `slowdown` (a guest ten times slower than bare metal).
 pub const MAX_SLOWDOWN: f64 = 10.0;
 

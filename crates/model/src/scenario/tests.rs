@@ -240,3 +240,34 @@ fn a_samples_file_of_nan_is_not_called_empty() {
     assert!(e.message.contains("\"NaN\" is not an execution time"), "{e}");
     assert_eq!(e.at.line_col, Some((1, 1)), "{e}");
 }
+
+/// Issue 14: no nanosecond parameter makes the simulator take an event per nanosecond.
+#[test]
+fn simulator_timings_have_a_documented_minimum() {
+    let cases = [
+        ("[guest.vcpu]\npolicy = \"rtds\"\nbudget = \"1ns\"\nperiod = \"10ms\"\n", "", "guest[0].vcpu.budget"),
+        (
+            "[guest.vcpu]\npolicy = \"ds\"\npriority = 1\nbudget = \"1ns\"\nperiod = \"1ns\"\n",
+            "",
+            "guest[0].vcpu.budget",
+        ),
+        ("[guest.vcpu]\npolicy = \"supply\"\nbudget = \"1ms\"\nperiod = \"999ns\"\n", "", "guest[0].vcpu.period"),
+        (
+            "[guest.vcpu]\npolicy = \"ps\"\npriority = 1\nbudget = \"1us\"\nperiod = \"999ns\"\n",
+            "",
+            "guest[0].vcpu.period",
+        ),
+        ("[guest.vcpu]\npolicy = \"rr\"\npriority = 1\nquantum = \"1ns\"\n", "", "guest[0].vcpu.quantum"),
+        ("", "[sim]\nrt_runtime = \"1ns\"\nrt_period = \"1ns\"\n", "sim.rt_period"),
+        ("", "[[sim.thread]]\nname = \"x\"\nperiod = \"1ns\"\nrun = \"1ns\"\n", "sim.thread[0].period"),
+    ];
+    for (vcpu, sim, field) in cases {
+        let e = err(&with_sim(vcpu, sim));
+        assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+        assert!(e.at.line_col.is_some(), "{e}");
+    }
+    let e = err(&with_sim("[guest.vcpu]\npolicy = \"rtds\"\nbudget = \"1ns\"\nperiod = \"10ms\"\n", ""));
+    assert!(e.message.contains("at least 1us"), "{e}");
+    let xen = "[host]\ncores = 2\n[net]\nkind = \"xen\"\n[net.xen]\nperiod = \"1ns\"\n[[net.xen.domain]]\nname = \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\n[[net.xen.domain]]\nname = \"b\"\ncore = 1\npriority = 2\nrole = \"echo\"\n";
+    assert_eq!(err(xen).at.field.as_deref(), Some("net.xen.period"), "{}", err(xen));
+}

@@ -120,6 +120,7 @@ fn settings(raw: &RawSim) -> R<Settings> {
     }
     let rt_runtime = raw.rt_runtime.unwrap_or(Nanos::from_ms(950));
     let rt_period = raw.rt_period.unwrap_or(Nanos::from_secs(1));
+    check_sim_timing(rt_period, "rt_period")?;
     if rt_period.0 == 0 || rt_runtime > rt_period {
         return Err(InputError::field(
             "rt_runtime",
@@ -197,7 +198,7 @@ fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
         (true, None, None) => Load::Busy,
         (true, _, _) => return Err(InputError::field("busy", "a busy thread has no `period`/`run`")),
         (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => Load::Periodic {
-            period: check_timing(p, "period")?.0,
+            period: check_sim_timing(check_timing(p, "period")?, "period")?.0,
             run: r.0,
             offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0,
         },
@@ -291,6 +292,8 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
     };
     let server = || -> R<(u64, u64)> {
         let (b, p) = (need(raw.budget, "budget")?, need(raw.period, "period")?);
+        check_sim_timing(Nanos(b), "budget")?;
+        check_sim_timing(Nanos(p), "period")?;
         if b > p {
             return Err(InputError::field(
                 "budget",
@@ -331,11 +334,13 @@ fn policy(raw: &RawVcpu) -> R<Policy> {
                 return Err(InputError::field("quantum", "zero quantum: expected a positive duration"));
             }
             rr_quantum.map(|q| check_timing(Nanos(q), "quantum")).transpose()?;
+            rr_quantum.map(|q| check_sim_timing(Nanos(q), "quantum")).transpose()?;
             Policy::Rt { prio, rr_quantum }
         }
         "deadline" => {
             let runtime = need(raw.runtime, "runtime")?;
             let period = need(raw.period, "period")?;
+            check_sim_timing(Nanos(period), "period")?;
             let deadline = raw.deadline.map(|d| d.0).unwrap_or(period);
             if !(runtime <= deadline && deadline <= period) {
                 return Err(InputError::field(
