@@ -93,7 +93,7 @@ fn simulate_for(toml: &str, duration: &str) -> (i32, String) {
 fn warmup_and_duration_are_bounded_and_must_leave_something_to_measure() {
     let (code, err) = simulate(&seeds2().replace("warmup = \"300ms\"", "warmup = \"18446744073709551615ns\""));
     assert_located(code, &err, "net.warmup", "expected at most 3600s");
-    let (code, err) = simulate(&seeds2().replace("period = \"10ms\"", "period = \"2h\""));
+    let (code, err) = simulate(&seeds2().replace("period = \"10ms\"", "period = \"120min\""));
     assert_located(code, &err, "net.xen.period", "expected at most 3600s");
     let (code, err) = simulate(&seeds1().replace("duration = \"2s\"", "duration = \"400ms\""));
     assert_located(code, &err, "net.duration", "nothing would be measured");

@@ -90,7 +90,7 @@ fn trace_shows_rt_irq_thread_blocked_on_lock_of_boosted_non_rt_thread() {
         "simulate",
         "scenarios/seeds1_threaded_hr.toml",
         "--duration",
-        "300ms",
+        "800ms",
         "--trace",
         p,
         "--trace-window",
