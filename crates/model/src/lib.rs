@@ -10,6 +10,7 @@
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
+//! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
 //! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
 
@@ -21,6 +22,7 @@ pub mod input;
 pub mod plan;
 pub mod results;
 pub mod scenario;
+pub mod schema;
 pub mod source;
 pub mod stats;
 pub mod sweep;

@@ -4,12 +4,14 @@
 
 use crate::error::InputError;
 use crate::scenario::Scenario;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub const PLAN_SCHEMA: &str = "rtvirt.plan/v1";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "rtvirt.plan/v1")]
 pub struct Plan {
     pub schema: String,
     pub feasible: bool,
@@ -26,7 +28,7 @@ pub struct Plan {
     pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GuestPlan {
     pub name: String,
     /// "edf" | "fp"
@@ -42,7 +44,7 @@ pub struct GuestPlan {
     pub tasks: Vec<TaskPlan>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskPlan {
     pub name: String,
     pub period_ns: u64,
@@ -55,7 +57,7 @@ pub struct TaskPlan {
     pub bound: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CorePlan {
     pub id: u32,
     pub guests: Vec<String>,

@@ -10,6 +10,7 @@
 //! flag, so the guard is dropped normally).
 
 use crate::error::{Error, Result};
+use rtvirt_model::results::ContainerDetail;
 use rtvirt_os::cgroup::ContainerCgroup;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
@@ -131,7 +132,7 @@ impl Container {
             .collect();
         let mut cmd = Command::new(program);
         cmd.env(crate::environment::ENV_VAR, "container");
-        cmd.env(crate::environment::DETAIL_VAR, self.describe().to_string());
+        cmd.env(crate::environment::DETAIL_VAR, serde_json::to_string(&self.describe()).unwrap_or_default());
         // SAFETY: the closure only makes async-signal-safe system calls (open, setns, write, close)
         // on strings prepared before fork.
         unsafe {
@@ -155,13 +156,23 @@ impl Container {
     }
 
     /// What a result records about the container.
-    pub fn describe(&self) -> serde_json::Value {
-        serde_json::json!({
-            "netns": self.netns, "bridge": self.bridge, "veth": [self.veth_host, self.veth_container],
-            "host_addr": self.host_addr.to_string(), "container_addr": self.container_addr.to_string(),
-            "cpuset": crate::cpus::format_list(&self.cpus),
-            "cgroups": self.cgroup.as_ref().map(|g| g.dirs()).unwrap_or_default(),
-        })
+    pub fn describe(&self) -> ContainerDetail {
+        ContainerDetail {
+            bridge: self.bridge.clone(),
+            cgroups: self
+                .cgroup
+                .as_ref()
+                .map(|g| g.dirs())
+                .unwrap_or_default()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect(),
+            container_addr: self.container_addr.to_string(),
+            cpuset: crate::cpus::format_list(&self.cpus),
+            host_addr: self.host_addr.to_string(),
+            netns: self.netns.clone(),
+            veth: vec![self.veth_host.clone(), self.veth_container.clone()],
+        }
     }
 }
 

@@ -28,21 +28,18 @@ pub fn collect() -> Environment {
         rtvirt_version: Some(rtvirt_model::VERSION.into()),
         ..Default::default()
     };
-    if let Some(rt) = read("/proc/sys/kernel/sched_rt_runtime_us") {
-        env.extra.insert("sched_rt_runtime_us".into(), rt.into());
+    env.sched_rt_runtime_us = read("/proc/sys/kernel/sched_rt_runtime_us");
+    if let Ok(text) = std::env::var(DETAIL_VAR) {
+        // Only containers describe themselves so far; a description that does not read is kept
+        // out rather than guessed.
+        if env.r#in.as_deref() == Some("container") {
+            env.container = serde_json::from_str(&text).ok();
+        }
     }
-    if let Some(detail) =
-        std::env::var(DETAIL_VAR).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    {
-        let key = env.r#in.clone().unwrap_or_else(|| "host".into());
-        env.extra.insert(key, detail);
-    }
-    env.extra.insert("online_cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
-    if let Some(us) = crate::rt::DmaLatency::current_us() {
-        // Whoever holds it (this run, cyclictest, another measurement) keeps CPUs out of deep
-        // idle states, which shortens every wake-up on the machine: part of the environment.
-        env.extra.insert("cpu_dma_latency_us".into(), us.into());
-    }
+    env.online_cpus = Some(crate::cpus::format_list(&crate::cpus::online()));
+    // Whoever holds it (this run, cyclictest, another measurement) keeps CPUs out of deep
+    // idle states, which shortens every wake-up on the machine: part of the environment.
+    env.cpu_dma_latency_us = crate::rt::DmaLatency::current_us().map(i64::from);
     env
 }
 
@@ -103,7 +100,7 @@ mod tests {
         assert_eq!(e.rtvirt_version.as_deref(), Some(rtvirt_model::VERSION));
         assert!(e.r#in.is_some());
         if crate::rt::is_root() {
-            let us = e.extra["cpu_dma_latency_us"].as_i64().unwrap();
+            let us = e.cpu_dma_latency_us.unwrap();
             assert!((0..=crate::rt::NO_DMA_LATENCY_REQUEST as i64).contains(&us), "{us}");
         }
     }

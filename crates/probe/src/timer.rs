@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::rt::{self, Policy, Reservation, Sched};
-use rtvirt_model::results::{CpuLatency, Results};
+use rtvirt_model::results::{CpuLatency, HistogramBucket, Results, TimerSection};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
 use serde::Serialize;
@@ -134,6 +134,34 @@ pub struct IntervalReport {
     pub stalled_cpus: Vec<u32>,
 }
 
+impl From<&IntervalReport> for rtvirt_model::results::Interval {
+    /// The report as a result's `intervals` entry.
+    fn from(r: &IntervalReport) -> rtvirt_model::results::Interval {
+        let cpus = r
+            .cpus
+            .iter()
+            .map(|c| rtvirt_model::results::CpuInterval {
+                cpu: c.cpu,
+                count: c.count,
+                max_ns: Some(c.max_ns),
+                mean_ns: Some(c.mean_ns),
+                missed_periods: Some(c.missed_periods),
+            })
+            .collect();
+        rtvirt_model::results::Interval {
+            count: Some(r.count),
+            cpus: Some(cpus),
+            interval: Some(r.interval),
+            max_ns: Some(r.max_ns),
+            missed_periods: Some(r.missed_periods),
+            stalled_cpus: Some(r.stalled_cpus.clone()),
+            t_ns: Some(r.t_ns),
+            r#type: Some(r.r#type.into()),
+            ..Default::default()
+        }
+    }
+}
+
 /// How often the reporting thread looks for Ctrl-C or a failed measuring thread between reports
 /// (rarely: each of its wake-ups is CPU time the measurement pays for).
 const STOP_POLL_NS: u64 = 100_000_000;
@@ -142,12 +170,7 @@ const STOP_POLL_NS: u64 = 100_000_000;
 pub const STALL_INTERVALS: u32 = 2;
 
 /// A stalled thread: no samples from `from_ns` for `intervals` report intervals.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Stall {
-    pub cpu: u32,
-    pub from_ns: u64,
-    pub intervals: u32,
-}
+pub use rtvirt_model::results::Stall;
 
 /// Everything a run produced: the results document and the raw histograms.
 #[derive(Debug)]
@@ -385,45 +408,48 @@ fn assemble(
         cpu_time += o.cpu_time_ns;
         samples += o.hist.count();
         wakeups += o.wakeups;
-        let mut c = CpuLatency { cpu, latency_ns: o.hist.summary(), ..Default::default() };
-        c.extra.insert("histogram_ns".into(), buckets_json(&o.hist));
-        c.extra.insert("missed_periods".into(), o.missed.into());
-        c.extra.insert("wakeups".into(), o.wakeups.into());
-        c.extra.insert("cpu_time_ns".into(), o.cpu_time_ns.into());
-        results.cpus.push(c);
+        results.cpus.push(CpuLatency {
+            cpu,
+            latency_ns: o.hist.summary(),
+            cpu_time_ns: Some(o.cpu_time_ns),
+            histogram_ns: Some(buckets(&o.hist)),
+            missed_periods: Some(o.missed),
+            wakeups: Some(o.wakeups),
+            ..Default::default()
+        });
         per_cpu.push((cpu, o.hist));
     }
     results.latency_ns = Some(overall.summary());
-    let x = &mut results.extra;
-    x.insert("histogram_ns".into(), buckets_json(&overall));
-    x.insert("interval_ns".into(), cfg.interval.0.into());
-    x.insert("missed_periods".into(), missed.into());
-    x.insert("policy".into(), cfg.policy.as_str().into());
-    if matches!(cfg.policy, Policy::Fifo | Policy::Rr) {
-        x.insert("priority".into(), cfg.priority.into());
-    }
-    if cfg.policy == Policy::Deadline {
-        x.insert("reservation".into(), serde_json::to_value(deadline_reservation(cfg.interval)).unwrap_or_default());
-    }
-    x.insert("cpu_ns_per_sample".into(), (cpu_time as f64 / samples.max(1) as f64).into());
-    // Per wake-up (cyclictest's unit of work): a late wake-up that accounts missed activations
-    // as extra samples did the work of one.
-    x.insert("cpu_ns_per_wakeup".into(), (cpu_time as f64 / wakeups.max(1) as f64).into());
-    x.insert("stalls".into(), serde_json::to_value(&stalls).unwrap_or_default());
+    results.histogram_ns = Some(buckets(&overall));
+    results.timer = Some(TimerSection {
+        // Per wake-up (cyclictest's unit of work): a late wake-up that accounts missed activations
+        // as extra samples did the work of one.
+        cpu_ns_per_sample: Some(cpu_time as f64 / samples.max(1) as f64),
+        cpu_ns_per_wakeup: Some(cpu_time as f64 / wakeups.max(1) as f64),
+        interval_ns: Some(cfg.interval.0),
+        missed_periods: Some(missed),
+        policy: Some(cfg.policy.as_str().into()),
+        priority: matches!(cfg.policy, Policy::Fifo | Policy::Rr).then_some(cfg.priority),
+        reservation: (cfg.policy == Policy::Deadline).then(|| reservation_of(&deadline_reservation(cfg.interval))),
+        stalls: Some(stalls.clone()),
+    });
     if !runaways.is_empty() {
-        x.insert("runaway_threads_demoted".into(), runaways.into());
+        results.runaway_threads_demoted = Some(runaways);
     }
-    if rtvirt_os::signals::interrupted() {
-        x.insert("interrupted".into(), true.into());
-    }
+    results.interrupted = rtvirt_os::signals::interrupted();
     results.environment = Some(crate::environment::collect());
     TimerRun { results, per_cpu, overall, missed_periods: missed, stalls }
 }
 
 /// Lossless buckets `[[value_ns, count], ...]` (what `rtvirt report` reads as `histogram_ns`):
 /// separate runs can be merged by adding counts.
-fn buckets_json(h: &LatencyHistogram) -> serde_json::Value {
-    serde_json::to_value(h.buckets()).unwrap_or_default()
+fn buckets(h: &LatencyHistogram) -> Vec<HistogramBucket> {
+    HistogramBucket::from_pairs(h.buckets())
+}
+
+/// The results' form of a SCHED_DEADLINE reservation.
+pub fn reservation_of(r: &Reservation) -> rtvirt_model::results::Reservation {
+    rtvirt_model::results::Reservation { deadline_ns: r.deadline_ns, period_ns: r.period_ns, runtime_ns: r.runtime_ns }
 }
 
 /// Rows of a cyclictest histogram written at most (1 us each); later samples are overflows, as in

@@ -4,7 +4,7 @@
 
 use rtvirt_model::input::{read_text, InputKind};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
-use rtvirt_model::results::{Results, RESULTS_SCHEMA};
+use rtvirt_model::results::{Interval, Results, RESULTS_SCHEMA};
 use rtvirt_model::InputError;
 use std::path::{Path, PathBuf};
 
@@ -148,9 +148,9 @@ fn array_name(r: &Results) -> Option<String> {
     if let Some(l) = r.label.clone().filter(|l| !l.trim().is_empty()) {
         return Some(l);
     }
-    let extra = &r.environment.as_ref()?.extra;
-    let kernel = extra.get("guest_kernel")?.as_str()?;
-    let load = extra.get("host_load").and_then(|l| l.as_str()).unwrap_or("none");
+    let env = r.environment.as_ref()?;
+    let kernel = env.guest_kernel.as_deref()?;
+    let load = env.host_load.as_deref().unwrap_or("none");
     Some(format!("vm/{kernel}/{load}"))
 }
 
@@ -187,7 +187,16 @@ fn read_results(
     }
     let mut r: Results = serde_json::from_value(main)
         .map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path))?;
-    r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
+    let intervals = intervals
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value::<Interval>(v).map_err(|e| {
+                InputError::new(format!("interval report {} before the document: {e}", i + 1)).in_file(path)
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    r.intervals.get_or_insert(intervals);
     Ok(r)
 }
 

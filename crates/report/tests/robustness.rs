@@ -52,11 +52,17 @@ fn result(kind: usize, v: Vec<u64>, count: u64, jobs: u64, misses: u64, rho: f64
                 response_ns: s,
                 ..Default::default()
             });
-            r.extra.insert("rho".into(), rho.into());
+            r.rho = Some(rho);
         }
         _ => {
             let mut f = FlowResult { name: "f".into(), latency_ns: Some(s), ..Default::default() };
-            f.segments_ns.insert("guest".into(), serde_json::json!({"mean": 0.0}));
+            f.segments_ns.insert(
+                "guest".into(),
+                rtvirt_model::results::Segment::Stats(rtvirt_model::results::SegmentStats {
+                    mean: serde_json::Number::from_f64(0.0),
+                    ..Default::default()
+                }),
+            );
             r.flows.push(f);
         }
     }

@@ -11,10 +11,9 @@ use crate::engine::trace::{TraceWindow, TraceWriter, Track};
 use crate::engine::EventQueue;
 use crate::guest::{JobRecord, Workload};
 use crate::host::{Host, HostEv, ThreadId};
-use rtvirt_model::results::{CoreResult, GuestResult, Results, TaskResult};
+use rtvirt_model::results::{CoreResult, GuestResult, HostThread, Results, SimulationSection, TaskResult};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
-use serde_json::json;
 use std::sync::Arc;
 
 /// Events of the CPU-scheduling model.
@@ -194,7 +193,14 @@ impl Sim {
         for (w, spec) in self.loads.iter_mut().zip(cfg.threads()) {
             let cpu = self.host.threads[w.thread].cpu_time;
             if !w.is_guest {
-                threads.push(json!({"name": w.name, "policy": spec.policy.name(), "cores": spec.cores, "cpu_time_ns": cpu, "utilisation": cpu as f64 / d as f64}));
+                threads.push(HostThread {
+                    name: w.name.clone(),
+                    cores: Some(spec.cores.clone()),
+                    cpu_time_ns: cpu,
+                    policy: Some(spec.policy.name().into()),
+                    prio: None,
+                    utilisation: cpu as f64 / d as f64,
+                });
                 continue;
             }
             for t in &mut w.tasks {
@@ -206,27 +212,27 @@ impl Sim {
                     misses: t.misses,
                     dsr: TaskResult::dsr_of(t.jobs, t.misses),
                     response_ns,
-                    extra: Default::default(),
+                    ..Default::default()
                 });
             }
-            let mut g = GuestResult {
+            r.guests.push(GuestResult {
                 name: w.name.clone(),
                 cpu_time_ns: cpu,
                 utilisation: cpu as f64 / d as f64,
-                extra: Default::default(),
-            };
-            g.extra.insert("policy".into(), spec.policy.name().into());
-            g.extra.insert("cores".into(), json!(spec.cores));
-            r.guests.push(g);
+                cores: Some(spec.cores.clone()),
+                policy: Some(spec.policy.name().into()),
+                ..Default::default()
+            });
         }
         for c in 0..self.host.cores() {
             r.cores.push(CoreResult::busy(c as u32, self.host.core_busy(c), d));
         }
-        if !threads.is_empty() {
-            r.extra.insert("threads".into(), threads.into());
-        }
-        r.extra.insert("events".into(), self.events().into());
-        r.extra.insert("miss_policy".into(), (if cfg.settings.abort_late { "abort" } else { "continue" }).into());
+        r.simulation = Some(SimulationSection {
+            events: Some(self.events()),
+            miss_policy: Some((if cfg.settings.abort_late { "abort" } else { "continue" }).into()),
+            softirq_lock_inversions: None,
+            threads: (!threads.is_empty()).then_some(threads),
+        });
         let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
         let events = self.events();
         Outcome { results: r, trace: self.tracer.map(|t| t.writer), events, job_log }

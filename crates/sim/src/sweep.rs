@@ -89,10 +89,8 @@ pub fn run_sweep(
                 let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) })
                     .map_err(|e| e.in_file(path))?;
                 let mut r = simulate(s, &cfg, &RunOptions::default()).results;
-                r.extra.insert("scenario".into(), path.display().to_string().into());
-                if let Some(rho) = c.rho {
-                    r.extra.insert("rho".into(), rho.into());
-                }
+                r.scenario = Some(path.display().to_string());
+                r.rho = c.rho;
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, cells.len());
                 Ok(r)
             })

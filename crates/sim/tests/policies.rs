@@ -13,14 +13,14 @@ fn run(src: &str, secs: u64) -> Results {
     let r = simulate(&s, &cfg, &RunOptions::default()).results;
     // No event storms (e.g. a 1 ns timer loop): a handful of events per job and per ms.
     let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
-    let events = r.extra["events"].as_u64().unwrap();
+    let events = r.simulation.as_ref().unwrap().events.unwrap();
     assert!(events <= 10 * (jobs + secs * 1000), "{events} events for {jobs} jobs in {secs}s");
     r
 }
 
 fn thread_util(r: &Results, name: &str) -> f64 {
-    let threads = r.extra["threads"].as_array().unwrap();
-    threads.iter().find(|t| t["name"] == name).unwrap()["utilisation"].as_f64().unwrap()
+    let threads = r.simulation.as_ref().unwrap().threads.as_ref().unwrap();
+    threads.iter().find(|t| t.name == name).unwrap().utilisation
 }
 
 fn hogs(sim: &str, a: &str, b: &str) -> String {

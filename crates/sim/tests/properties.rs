@@ -97,7 +97,7 @@ proptest! {
             prop_assert!(t.response_ns.count == 0 || t.response_ns.min >= 1000, "a job needs at least its 1us");
             jobs += t.jobs;
         }
-        let events = a.extra["events"].as_u64().unwrap();
+        let events = a.simulation.as_ref().unwrap().events.unwrap();
         prop_assert!(events <= 20 * (jobs + 300) + 1000, "{} events for {} jobs\n{}", events, jobs, src);
     }
 }

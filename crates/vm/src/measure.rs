@@ -8,8 +8,7 @@ use crate::error::{Result, VmError};
 use crate::guest::{garbage_error, Accel, Guest, GuestConfig, JobOutput};
 use crate::image::Image;
 use crate::init::shell_line;
-use rtvirt_model::results::{Environment, Results, RESULTS_SCHEMA};
-use serde_json::json;
+use rtvirt_model::results::{Environment, Interval, Results, VcpuPinning, RESULTS_SCHEMA};
 
 /// The guest job running `rtvirt <args>` with JSON output.
 pub fn guest_job(args: &[String]) -> String {
@@ -92,23 +91,17 @@ pub fn annotate_from(r: &mut Results, guest: &Results) {
     let env = r.environment.get_or_insert_with(Environment::default);
     env.r#in = Some("vm".into());
     if let Some(g) = &guest.environment {
-        for key in [
-            "accel",
-            "warning",
-            "guest_kernel",
-            "guest_kernel_version",
-            "vcpus",
-            "memory_mib",
-            "vcpu_threads",
-            "vcpu_pinning",
-            "guest_boot_ns",
-            "guest_ip",
-        ] {
-            if let Some(v) = g.extra.get(key) {
-                env.extra.insert(key.into(), v.clone());
-            }
-        }
-        env.extra.insert("guest_environment".into(), serde_json::to_value(g).unwrap_or_default());
+        env.accel = g.accel.clone();
+        env.warning = g.warning.clone();
+        env.guest_kernel = g.guest_kernel.clone();
+        env.guest_kernel_version = g.guest_kernel_version.clone();
+        env.vcpus = g.vcpus;
+        env.memory_mib = g.memory_mib;
+        env.vcpu_threads = g.vcpu_threads.clone();
+        env.vcpu_pinning = g.vcpu_pinning.clone();
+        env.guest_boot_ns = g.guest_boot_ns;
+        env.guest_ip = g.guest_ip.clone();
+        env.guest_environment = Some(Box::new(g.clone()));
     }
 }
 
@@ -137,15 +130,15 @@ pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
             out.console_tail.clone(),
         ));
     }
-    if !intervals.is_empty() {
-        r.extra.entry("intervals").or_insert(serde_json::Value::Array(intervals));
+    if !intervals.is_empty() && r.intervals.is_none() {
+        r.intervals = Some(intervals);
     }
     Ok(r)
 }
 
 /// The JSON values of a command's stdout from its first line starting with `{` (servers print a
 /// "listening on" line first): `"type": "interval"` JSON lines, then the results document.
-fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<serde_json::Value>), String> {
+fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<Interval>), String> {
     let start =
         if stdout.starts_with('{') { 0 } else { stdout.find("\n{").map(|i| i + 1).ok_or("no JSON in the output")? };
     let mut values = serde_json::Deserializer::from_str(&stdout[start..])
@@ -153,14 +146,17 @@ fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<serd
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let doc = values.pop().ok_or("no JSON in the output")?;
-    if let Some(other) = values.iter().find(|v| v.get("type").and_then(|t| t.as_str()) != Some("interval")) {
-        let text = other.to_string();
-        return Err(format!(
-            "a JSON value that is no interval report before the document: {}",
-            text.chars().take(80).collect::<String>()
-        ));
-    }
-    Ok((doc, values))
+    let intervals = values
+        .into_iter()
+        .map(|v| match serde_json::from_value::<Interval>(v.clone()) {
+            Ok(i) if i.r#type.as_deref() == Some("interval") => Ok(i),
+            _ => Err(format!(
+                "a JSON value that is no interval report before the document: {}",
+                v.to_string().chars().take(80).collect::<String>()
+            )),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((doc, intervals))
 }
 
 /// Complete the environment with what the host knows about the guest.
@@ -168,24 +164,25 @@ fn annotate(r: &mut Results, image: &Image, cfg: &GuestConfig, guest: &Guest, ou
     let env = r.environment.get_or_insert_with(Environment::default);
     env.r#in = Some("vm".into());
     let rec = guest.record();
-    let extra = &mut env.extra;
-    extra.insert("accel".into(), json!(cfg.accel.name()));
+    env.accel = Some(cfg.accel.name().into());
     if cfg.accel == Accel::Tcg {
-        extra.insert("warning".into(), json!(TCG_WARNING));
+        env.warning = Some(TCG_WARNING.into());
     }
-    extra.insert("guest_kernel".into(), json!(image.flavour.name()));
-    extra.insert("guest_kernel_version".into(), json!(image.kernel_version));
-    extra.insert("vcpus".into(), json!(cfg.vcpus));
-    extra.insert("memory_mib".into(), json!(cfg.memory_mib));
-    extra.insert("vcpu_threads".into(), json!(rec.vcpu_threads));
-    extra.insert("vcpu_pinning".into(), if cfg.pin.is_empty() { json!("none") } else { json!(cfg.pin) });
-    extra.insert("guest_boot_ns".into(), json!(out.boot_time.as_nanos() as u64));
+    env.guest_kernel = Some(image.flavour.name().into());
+    env.guest_kernel_version = Some(image.kernel_version.clone());
+    env.vcpus = Some(cfg.vcpus);
+    env.memory_mib = Some(cfg.memory_mib);
+    env.vcpu_threads = Some(rec.vcpu_threads.clone());
+    env.vcpu_pinning = Some(if cfg.pin.is_empty() {
+        VcpuPinning::Unpinned("none".into())
+    } else {
+        VcpuPinning::Cpus(cfg.pin.iter().map(|&c| c as u32).collect())
+    });
+    env.guest_boot_ns = Some(out.boot_time.as_nanos() as u64);
     if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
-        extra.insert("host_kernel".into(), json!(k.trim()));
+        env.host_kernel = Some(k.trim().into());
     }
-    if let Some(ip) = &rec.guest_ip {
-        extra.insert("guest_ip".into(), json!(ip));
-    }
+    env.guest_ip = rec.guest_ip.clone();
 }
 
 #[cfg(test)]
@@ -228,7 +225,7 @@ mod tests {
     #[test]
     fn interval_reports_before_the_document_become_its_intervals() {
         let mut doc = Results::new("timer", 5);
-        doc.extra.insert("missed_periods".into(), json!(0));
+        doc.timer = Some(rtvirt_model::results::TimerSection { missed_periods: Some(0), ..Default::default() });
         let lines = [
             r#"{"type":"interval","t_ns":1000000000,"cpus":[{"cpu":0,"count":1000,"max_ns":51000}]}"#,
             r#"{"type":"interval","t_ns":2000000000,"cpus":[{"cpu":0,"count":1000,"max_ns":73000,"stall":true}]}"#,
@@ -236,13 +233,13 @@ mod tests {
         let stdout = format!("{}\n{}\n{}\n", lines[0], lines[1], serde_json::to_string(&doc).unwrap());
         let r = parse("g", &out(&stdout, 0)).unwrap();
         assert_eq!(r.kind, "timer");
-        let intervals = r.extra["intervals"].as_array().unwrap();
+        let intervals = r.intervals.as_ref().unwrap();
         assert_eq!(intervals.len(), 2);
-        assert_eq!(intervals[1]["cpus"][0]["max_ns"], 73000);
-        assert_eq!(r.extra["missed_periods"], 0);
+        assert_eq!(intervals[1].cpus.as_ref().unwrap()[0].max_ns, Some(73000));
+        assert_eq!(r.timer.unwrap().missed_periods, Some(0));
         // a pretty-printed document after the lines, too
         let stdout = format!("{}\n{}\n", lines[0], serde_json::to_string_pretty(&doc).unwrap());
-        assert_eq!(parse("g", &out(&stdout, 1)).unwrap().extra["intervals"].as_array().unwrap().len(), 1);
+        assert_eq!(parse("g", &out(&stdout, 1)).unwrap().intervals.unwrap().len(), 1);
         // anything else before the document is garbage
         let stdout = format!("{{\"type\":\"other\"}}\n{}\n", serde_json::to_string(&doc).unwrap());
         let e = parse("g", &out(&stdout, 0)).unwrap_err().to_string();

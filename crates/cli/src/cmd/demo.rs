@@ -10,7 +10,7 @@ use crate::cli_common::{load_scenario, CmdResult, Outcome};
 use clap::Args;
 use rtvirt_analysis::planner::{plan, plan_at, PlanOptions};
 use rtvirt_model::plan::Plan;
-use rtvirt_model::results::Results;
+use rtvirt_model::results::{HistogramBucket, Results};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec};
@@ -207,7 +207,7 @@ impl Demo {
             )?;
             let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
             r.label = Some(format!("simulated rho={rho}"));
-            r.extra.insert("rho".into(), rho.into());
+            r.rho = Some(rho);
             let p = dir.join(format!("simulated_rho{rho}.json"));
             write_json(&p, &r)?;
             self.sweep.push(p);
@@ -234,13 +234,13 @@ impl Demo {
         let loads = if with_load { vec![syscall_load(&cfg.cpus)?] } else { Vec::new() };
         let running = load::start_all(&loads)?;
         let mut intervals = Vec::new();
-        let measured = timer::run_with_reports(&cfg, &mut |rep| intervals.extend(serde_json::to_value(rep).ok()));
+        let measured = timer::run_with_reports(&cfg, &mut |rep| intervals.push(rep.into()));
         let load_reports = load::stop_all(running);
         let run = measured?;
         let mut r = run.results;
         r.label = Some(if with_load { "measured: timer + syscall load" } else { "measured: timer idle" }.into());
-        r.extra.insert("histogram_ns".into(), serde_json::to_value(run.overall.buckets())?);
-        r.extra.insert("intervals".into(), serde_json::Value::Array(intervals));
+        r.histogram_ns = Some(HistogramBucket::from_pairs(run.overall.buckets()));
+        r.intervals = Some(intervals);
         if let Some(env) = r.environment.as_mut() {
             env.load = load_reports;
         }
@@ -320,11 +320,12 @@ fn interrupted() -> bool {
 /// One line about a result: pooled DSR for task results, p50/p99/max for latencies.
 fn summary_line(r: &Results) -> String {
     let mut label = r.label.clone().unwrap_or_else(|| r.kind.clone());
-    if r.extra.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
+    if r.interrupted {
         label.push_str(" (interrupted by Ctrl-C)");
     }
     if let Some(l) = &r.latency_ns {
-        let missed = r.extra.get("missed_periods").map_or(String::new(), |m| format!(", {m} missed periods"));
+        let missed =
+            r.timer.as_ref().and_then(|t| t.missed_periods).map_or(String::new(), |m| format!(", {m} missed periods"));
         return format!(
             "{label}: latency p50 {} p99 {} max {} over {} samples{missed}",
             fmt_ns(l.p50 as f64),
@@ -363,7 +364,7 @@ fn add_uniform_rho(r: &mut Results, s: &Scenario) {
     let rhos: Vec<Option<f64>> = s.guests.iter().flat_map(|g| g.tasks.iter().map(move |t| t.rho.or(g.rho))).collect();
     if let Some(Some(first)) = rhos.first() {
         if rhos.iter().all(|x| *x == Some(*first)) {
-            r.extra.insert("rho".into(), (*first).into());
+            r.rho = Some(*first);
         }
     }
 }

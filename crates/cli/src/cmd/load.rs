@@ -83,7 +83,7 @@ pub fn run(a: LoadArgs, line: CommandLine) -> CmdResult {
     let report = load::run_for(&spec, a.duration)?;
     let mut r = Results::new("load", report.duration_ns);
     let mut env = rtvirt_probe::environment::collect();
-    env.load.push(serde_json::to_value(&report)?);
+    env.load.push(report.clone().into());
     r.environment = Some(env);
     match a.format {
         Format::Json => print_json(&r)?,

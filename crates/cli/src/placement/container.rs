@@ -65,8 +65,8 @@ pub fn with_server(
     let _ = child.wait();
     let mut r = result?;
     if let Some(env) = r.environment.as_mut() {
-        env.extra.insert("peer".into(), "server in a container, over a veth pair and a Linux bridge".into());
-        env.extra.insert("container".into(), container.describe());
+        env.peer = Some("server in a container, over a veth pair and a Linux bridge".into());
+        env.container = Some(container.describe());
     }
     drop(container);
     Ok(r)

@@ -6,7 +6,7 @@ use super::command_line::{self, protocol_flag};
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use anyhow::Context;
 use clap::Args;
-use rtvirt_model::results::{Environment, Results};
+use rtvirt_model::results::{Environment, LoadReport, Results};
 use rtvirt_model::Nanos;
 use rtvirt_probe::load::{self, LoadSpec, RunningLoad};
 use rtvirt_vm::accel::{self, AccelChoice, ProbeResult};
@@ -122,12 +122,10 @@ impl HostLoads {
     }
 
     /// Stop and report (the `environment.load` entries, tagged `"where": "host"`).
-    pub fn stop(mut self) -> Vec<serde_json::Value> {
+    pub fn stop(mut self) -> Vec<LoadReport> {
         let mut reports = load::stop_all(std::mem::take(&mut self.0));
         for r in &mut reports {
-            if let Some(m) = r.as_object_mut() {
-                m.insert("where".into(), "host".into());
-            }
+            r.r#where = Some("host".into());
         }
         reports
     }
@@ -182,14 +180,10 @@ pub fn measure_in_guest(
 
 /// Record in `r`'s environment the host loads that ran meanwhile: their reports and their label
 /// (`host_load`); returns the environment, for further entries.
-pub fn note_host_loads<'a>(
-    r: &'a mut Results,
-    loads: &[LoadSpec],
-    reports: Vec<serde_json::Value>,
-) -> &'a mut Environment {
+pub fn note_host_loads<'a>(r: &'a mut Results, loads: &[LoadSpec], reports: Vec<LoadReport>) -> &'a mut Environment {
     let env = r.environment.get_or_insert_with(Default::default);
     env.load.extend(reports);
-    env.extra.insert("host_load".into(), load_label(loads).into());
+    env.host_load = Some(load_label(loads));
     env
 }
 
@@ -292,7 +286,7 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: 
         })?;
     measure::annotate_from(&mut client, &served.results);
     let env = note_host_loads(&mut client, a.loads, loads);
-    env.extra.insert("vhost_net".into(), rtvirt_vm::net::vhost_available().into());
+    env.vhost_net = Some(rtvirt_vm::net::vhost_available());
     match format {
         Format::Json => print_json(&client)?,
         Format::Table => print_rows(&[(flavour, load_label(a.loads), client)]),
@@ -325,7 +319,7 @@ pub fn print_rows(rows: &[(Flavour, String, Results)]) {
     );
     let mut tcg = false;
     for (flavour, load, r) in rows {
-        let accel = r.environment.as_ref().and_then(|e| e.extra.get("accel")).and_then(|v| v.as_str()).unwrap_or("?");
+        let accel = r.environment.as_ref().and_then(|e| e.accel.as_deref()).unwrap_or("?");
         tcg |= accel == "tcg";
         let us = |ns: f64| format!("{:.1}", ns / 1000.0);
         match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
@@ -342,16 +336,17 @@ pub fn print_rows(rows: &[(Flavour, String, Results)]) {
                 us(s.max as f64)
             ),
             None if r.kind == "tasks" => {
-                let x = &r.extra;
+                let x = r.task_totals.clone().unwrap_or_default();
+                let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
                 println!(
                     "{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}",
                     flavour.name(),
                     load,
                     accel,
                     r.kind,
-                    x["jobs"],
-                    x["misses"],
-                    x["dsr"].as_f64().unwrap_or(f64::NAN)
+                    count(x.jobs),
+                    count(x.misses),
+                    x.dsr.unwrap_or(f64::NAN)
                 );
             }
             None => println!(

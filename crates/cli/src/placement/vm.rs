@@ -100,7 +100,10 @@ pub fn serve(line: CommandLine, port: u16, tcp: bool, common: &Common, duration:
     note_host_loads(&mut m.results, &common.load, reports);
     match common.format {
         Format::Json => print_json(&m.results)?,
-        Format::Table => println!("served: {}", m.results.extra.get("server").cloned().unwrap_or_default()),
+        Format::Table => println!(
+            "served: {}",
+            serde_json::to_string(&m.results.net_server.as_ref().and_then(|s| s.server.as_ref()))?
+        ),
     }
     Ok(if m.rc == 1 { Outcome::Failed } else { Outcome::Ok })
 }

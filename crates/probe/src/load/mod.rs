@@ -276,8 +276,26 @@ pub fn start_all(specs: &[LoadSpec]) -> Result<Vec<RunningLoad>> {
 }
 
 /// Stop loads and turn their reports into the `environment.load` entries of a result.
-pub fn stop_all(running: Vec<RunningLoad>) -> Vec<serde_json::Value> {
-    running.into_iter().map(|l| serde_json::to_value(l.stop()).unwrap_or_default()).collect()
+pub fn stop_all(running: Vec<RunningLoad>) -> Vec<rtvirt_model::results::LoadReport> {
+    running.into_iter().map(|l| l.stop().into()).collect()
+}
+
+impl From<LoadReport> for rtvirt_model::results::LoadReport {
+    fn from(r: LoadReport) -> rtvirt_model::results::LoadReport {
+        rtvirt_model::results::LoadReport {
+            kind: r.kind.as_str().into(),
+            workers: r.workers,
+            cpus_requested: r.cpus_requested,
+            cpus_ran_on: r.cpus_ran_on,
+            duration_ns: r.duration_ns,
+            ops: r.ops,
+            ops_per_s: r.ops_per_s,
+            bytes_per_s: r.bytes_per_s,
+            requested_rate: r.requested_rate,
+            unit: r.unit.into(),
+            r#where: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::{timestamps, wire, Protocol};
 use crate::error::{Context, Error, Result};
 use crate::rt;
 use rand::SeedableRng;
-use rtvirt_model::results::Results;
+use rtvirt_model::results::{NetSection, Results};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
 use std::io::{ErrorKind, Write};
@@ -409,42 +409,35 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
 fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts: timestamps::Enabled) -> Results {
     let mut r = Results::new("net", elapsed);
     r.rtt_ns = Some(t.rtt.summary());
-    let x = &mut r.extra;
-    x.insert("protocol".into(), cfg.protocol.as_str().into());
-    x.insert("server".into(), cfg.connect.to_string().into());
-    x.insert("size".into(), cfg.size.into());
-    x.insert("requests".into(), requests.into());
-    x.insert("responses".into(), t.responses.into());
     let lost = requests.saturating_sub(t.responses);
-    x.insert("lost".into(), lost.into());
-    // Every request whose response did not come within the timeout: late ones and lost ones.
-    x.insert("timeouts".into(), (t.late + lost).into());
-    x.insert("late".into(), t.late.into());
-    x.insert("timeout_ns".into(), cfg.timeout.0.into());
-    x.insert("duplicates".into(), t.duplicates.into());
-    x.insert("unexpected".into(), t.unexpected.into());
-    x.insert("arrivals".into(), cfg.arrivals.to_string().into());
-    x.insert("open_loop".into(), (cfg.arrivals != Arrivals::BackToBack).into());
-    x.insert("requested_rate".into(), cfg.arrivals.rate().map(Into::into).unwrap_or(serde_json::Value::Null));
     let sending = elapsed.min(cfg.duration.0) as f64 / 1e9;
-    x.insert("achieved_rate".into(), (requests as f64 / sending.max(1e-9)).into());
-    x.insert("send_lag_ns".into(), serde_json::to_value(t.send_lag.summary()).unwrap_or_default());
-    x.insert(
-        "kernel_timestamps".into(),
-        (if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into(),
-    );
-    x.insert("kernel_tx_timestamps".into(), kernel_ts.tx.into());
-    if kernel_ts.rx && t.kernel_rtt.count() > 0 {
-        x.insert("rtt_kernel_rx_ns".into(), serde_json::to_value(t.kernel_rtt.summary()).unwrap_or_default());
-        x.insert("rx_wakeup_ns".into(), serde_json::to_value(t.rx_wakeup.summary()).unwrap_or_default());
-    }
-    if t.kernel_to_kernel.count() > 0 {
-        x.insert("rtt_kernel_ns".into(), serde_json::to_value(t.kernel_to_kernel.summary()).unwrap_or_default());
-    }
-    if rtvirt_os::signals::interrupted() {
-        x.insert("interrupted".into(), true.into());
-    }
-    x.insert("send_blocked".into(), t.send_blocked.into());
+    let kernel_rx = kernel_ts.rx && t.kernel_rtt.count() > 0;
+    r.net = Some(NetSection {
+        achieved_rate: Some(requests as f64 / sending.max(1e-9)),
+        arrivals: Some(cfg.arrivals.to_string()),
+        duplicates: Some(t.duplicates),
+        kernel_timestamps: Some((if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into()),
+        kernel_tx_timestamps: Some(kernel_ts.tx),
+        late: Some(t.late),
+        lost: Some(lost),
+        open_loop: Some(cfg.arrivals != Arrivals::BackToBack),
+        protocol: Some(cfg.protocol.as_str().into()),
+        requested_rate: Some(cfg.arrivals.rate()),
+        requests: Some(requests),
+        responses: Some(t.responses),
+        rtt_kernel_ns: (t.kernel_to_kernel.count() > 0).then(|| t.kernel_to_kernel.summary()),
+        rtt_kernel_rx_ns: kernel_rx.then(|| t.kernel_rtt.summary()),
+        rx_wakeup_ns: kernel_rx.then(|| t.rx_wakeup.summary()),
+        send_blocked: Some(t.send_blocked),
+        send_lag_ns: Some(t.send_lag.summary()),
+        server: Some(cfg.connect.to_string()),
+        size: Some(cfg.size as u64),
+        timeout_ns: Some(cfg.timeout.0),
+        // Every request whose response did not come within the timeout: late ones and lost ones.
+        timeouts: Some(t.late + lost),
+        unexpected: Some(t.unexpected),
+    });
+    r.interrupted = rtvirt_os::signals::interrupted();
     r.environment = Some(crate::environment::collect());
     r
 }

@@ -205,7 +205,17 @@ fn read_full(c: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> Option<()>
 }
 
 impl ServerStats {
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+    /// The counts as they stand, for a results document.
+    pub fn snapshot(&self) -> rtvirt_model::results::ServerStats {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        rtvirt_model::results::ServerStats {
+            connections: read(&self.connections),
+            malformed: read(&self.malformed),
+            oversized: read(&self.oversized),
+            rejected_connections: read(&self.rejected_connections),
+            requests: read(&self.requests),
+            responses: read(&self.responses),
+            truncated: read(&self.truncated),
+        }
     }
 }

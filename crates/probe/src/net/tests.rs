@@ -46,8 +46,8 @@ fn client(addr: std::net::SocketAddr, protocol: Protocol, arrivals: &str) -> rtv
     client::run(&cfg).unwrap()
 }
 
-fn count(r: &rtvirt_model::results::Results, k: &str) -> u64 {
-    r.extra[k].as_u64().unwrap()
+fn net(r: &rtvirt_model::results::Results) -> &rtvirt_model::results::NetSection {
+    r.net.as_ref().expect("client results have a net section")
 }
 
 #[test]
@@ -57,11 +57,11 @@ fn udp_and_tcp_round_trips_every_arrival_process() {
             for a in ["back-to-back", "uniform:1ms-3ms", "poisson:500", "fixed:500"] {
                 let r = client(addr, p, a);
                 let rtt = r.rtt_ns.as_ref().unwrap();
-                assert!(count(&r, "requests") > 20, "{a}: {r:?}");
-                assert_eq!(count(&r, "lost"), 0, "{p:?} {a}");
-                assert_eq!(rtt.count, count(&r, "responses"));
+                assert!(net(&r).requests.unwrap() > 20, "{a}: {r:?}");
+                assert_eq!(net(&r).lost.unwrap(), 0, "{p:?} {a}");
+                assert_eq!(rtt.count, net(&r).responses.unwrap());
                 assert!(rtt.min > 0 && rtt.p50 < 50_000_000, "{rtt:?}");
-                assert_eq!(r.extra["arrivals"], Arrivals::parse(a).unwrap().to_string());
+                assert_eq!(net(&r).arrivals, Some(Arrivals::parse(a).unwrap().to_string()));
             }
         });
     }
@@ -73,19 +73,19 @@ fn udp_and_tcp_record_kernel_software_timestamps() {
         with_server(p, |addr, _| {
             for arrivals in ["fixed:1000", "back-to-back"] {
                 let r = client(addr, p, arrivals);
-                assert_eq!(r.extra["kernel_timestamps"], "software (SO_TIMESTAMPING)");
-                assert_eq!(r.extra["kernel_tx_timestamps"], true);
-                let summary = |k: &str| -> rtvirt_model::stats::Summary {
-                    serde_json::from_value(r.extra[k].clone()).unwrap_or_else(|e| panic!("{p:?} {arrivals}: {k}: {e}"))
+                assert_eq!(net(&r).kernel_timestamps.as_deref(), Some("software (SO_TIMESTAMPING)"));
+                assert_eq!(net(&r).kernel_tx_timestamps, Some(true));
+                let summary = |s: &Option<rtvirt_model::stats::Summary>, k: &str| -> rtvirt_model::stats::Summary {
+                    s.clone().unwrap_or_else(|| panic!("{p:?} {arrivals}: no {k}"))
                 };
                 let user = r.rtt_ns.as_ref().unwrap();
-                let rx = summary("rtt_kernel_rx_ns");
+                let rx = summary(&net(&r).rtt_kernel_rx_ns, "rtt_kernel_rx_ns");
                 // The kernel saw the response before user space read it.
                 assert!(rx.p50 <= user.p50 + 1_000_000, "{rx:?}");
                 // Kernel TX stamp -> kernel RX stamp: present for most responses (a 5 s loopback
                 // run matched 93% (UDP) and 100% (TCP)), and inside the user-space round trip
                 // (sent after, received before) in aggregate.
-                let k2k = summary("rtt_kernel_ns");
+                let k2k = summary(&net(&r).rtt_kernel_ns, "rtt_kernel_ns");
                 assert!(
                     k2k.count * 2 >= user.count,
                     "{p:?} {arrivals}: {} kernel round trips of {} responses",
@@ -126,9 +126,9 @@ fn paced_rtt_counts_from_the_intended_send_time() {
         };
         client::run(&cfg).unwrap()
     });
-    let rtt = r.rtt_ns.unwrap();
+    let rtt = r.rtt_ns.clone().unwrap();
     assert!(rtt.max > 100_000_000, "queueing must show: {rtt:?}");
-    assert!(r.extra["achieved_rate"].as_f64().unwrap() > 500.0);
+    assert!(net(&r).achieved_rate.unwrap() > 500.0);
 }
 
 #[test]
@@ -143,10 +143,10 @@ fn lost_requests_are_counted() {
         ..Default::default()
     };
     let r = client::run(&cfg).unwrap();
-    assert!(count(&r, "requests") > 10);
-    assert_eq!(count(&r, "lost"), count(&r, "requests"));
+    assert!(net(&r).requests.unwrap() > 10);
+    assert_eq!(net(&r).lost.unwrap(), net(&r).requests.unwrap());
     // A request never answered did not get its response within the timeout either.
-    assert_eq!(count(&r, "timeouts"), count(&r, "requests"));
+    assert_eq!(net(&r).timeouts.unwrap(), net(&r).requests.unwrap());
     assert_eq!(r.rtt_ns.unwrap().count, 0);
 }
 
@@ -172,12 +172,12 @@ fn a_tcp_server_that_stops_reading_cannot_block_the_client_past_the_timeout() {
             ..Default::default()
         };
         let r = client::run(&cfg).unwrap();
-        assert!(count(&r, "requests") > 0, "{arrivals}");
-        assert_eq!(count(&r, "responses"), 0, "{arrivals}");
-        assert_eq!(count(&r, "timeouts"), count(&r, "requests"), "{arrivals}");
+        assert!(net(&r).requests.unwrap() > 0, "{arrivals}");
+        assert_eq!(net(&r).responses.unwrap(), 0, "{arrivals}");
+        assert_eq!(net(&r).timeouts.unwrap(), net(&r).requests.unwrap(), "{arrivals}");
         if arrivals != "back-to-back" {
             // Closed loop sends one request per timeout; open loop fills the buffers and blocks.
-            assert_eq!(r.extra["send_blocked"], true, "{r:?}");
+            assert_eq!(net(&r).send_blocked, Some(true), "{r:?}");
         }
     }
     holder.join().unwrap();
@@ -195,9 +195,9 @@ fn responses_later_than_the_timeout_are_timeouts() {
         };
         client::run(&cfg).unwrap()
     });
-    assert!(count(&r, "late") > 0, "{r:?}");
-    assert_eq!(count(&r, "timeouts"), count(&r, "late") + count(&r, "lost"));
-    assert!(count(&r, "timeouts") > 0);
+    assert!(net(&r).late.unwrap() > 0, "{r:?}");
+    assert_eq!(net(&r).timeouts.unwrap(), net(&r).late.unwrap() + net(&r).lost.unwrap());
+    assert!(net(&r).timeouts.unwrap() > 0);
 }
 
 #[test]
@@ -208,7 +208,7 @@ fn server_survives_garbage_and_keeps_serving() {
             s.send_to(msg, addr).unwrap();
         }
         let r = client(addr, Protocol::Udp, "fixed:200");
-        assert_eq!(count(&r, "lost"), 0);
+        assert_eq!(net(&r).lost.unwrap(), 0);
         assert!(srv.stats.malformed.load(Ordering::Relaxed) >= 4);
     });
     with_server(Protocol::Tcp, |addr, srv| {
@@ -227,7 +227,7 @@ fn server_survives_garbage_and_keeps_serving() {
         huge.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
         assert_eq!(huge.read(&mut b).unwrap_or(0), 0, "oversized frame closes the connection");
         let r = client(addr, Protocol::Tcp, "back-to-back");
-        assert_eq!(count(&r, "lost"), 0);
+        assert_eq!(net(&r).lost.unwrap(), 0);
         assert!(srv.stats.oversized.load(Ordering::Relaxed) >= 1);
         assert!(srv.stats.malformed.load(Ordering::Relaxed) >= 1);
         let _ = wire::HEADER;

@@ -13,7 +13,7 @@ pub mod worker;
 use crate::error::{Error, Result};
 use crate::rt::Reservation;
 use rtvirt_model::plan::Plan;
-use rtvirt_model::results::{GuestResult, Results, TaskResult};
+use rtvirt_model::results::{GuestResult, PlanSummary, Results, TaskResult, TaskTotals};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 
@@ -128,45 +128,42 @@ fn assemble(
     r.label = Some(s.name.clone());
     for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
         for (t, w) in g.tasks.iter().zip(o.tasks) {
-            let mut tr = TaskResult {
+            let tr = TaskResult {
                 guest: g.name.clone(),
                 name: t.name.clone(),
                 jobs: w.jobs,
                 misses: w.misses,
                 dsr: TaskResult::dsr_of(w.jobs, w.misses),
                 response_ns: w.response_ns,
+                unfinished: Some(w.unfinished),
                 ..Default::default()
             };
-            tr.extra.insert("unfinished".into(), w.unfinished.into());
             r.tasks.push(tr);
         }
-        let mut gr = GuestResult {
+        let gr = GuestResult {
             name: g.name.clone(),
             cpu_time_ns: o.cpu_time_ns,
             utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64,
+            core: Some(p.core),
+            reservation: Some(crate::timer::reservation_of(&p.reservation)),
+            work_iterations_per_ns: Some(o.iters_per_ns),
+            worker_pid: Some(o.pid),
             ..Default::default()
         };
-        gr.extra.insert("core".into(), p.core.into());
-        gr.extra.insert("reservation".into(), serde_json::to_value(p.reservation).unwrap_or_default());
-        gr.extra.insert("work_iterations_per_ns".into(), o.iters_per_ns.into());
-        gr.extra.insert("worker_pid".into(), o.pid.into());
         runaways.extend(o.runaways);
         r.guests.push(gr);
     }
     let (jobs, misses): (u64, u64) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
-    r.extra.insert("jobs".into(), jobs.into());
-    r.extra.insert("misses".into(), misses.into());
-    r.extra.insert("dsr".into(), TaskResult::dsr_of(jobs, misses).into());
-    r.extra.insert(
-        "plan".into(),
-        serde_json::json!({"feasible": plan.feasible, "max_rho": plan.max_rho, "settings": plan.settings}),
-    );
+    r.task_totals = Some(TaskTotals {
+        dsr: Some(TaskResult::dsr_of(jobs, misses)),
+        jobs: Some(jobs),
+        misses: Some(misses),
+        plan: Some(PlanSummary { feasible: plan.feasible, max_rho: plan.max_rho, settings: plan.settings.clone() }),
+    });
     if !runaways.is_empty() {
-        r.extra.insert("runaway_threads_demoted".into(), runaways.into());
+        r.runaway_threads_demoted = Some(runaways);
     }
-    if rtvirt_os::signals::interrupted() {
-        r.extra.insert("interrupted".into(), true.into());
-    }
+    r.interrupted = rtvirt_os::signals::interrupted();
     r.environment = Some(crate::environment::collect());
     r
 }

@@ -85,17 +85,17 @@ fn enough_budget_meets_deadlines_and_starvation_misses_them() {
     assert_eq!(good.tasks.len(), 2);
     let a = &good.tasks[0];
     assert!((140..=151).contains(&a.jobs), "{a:?}");
-    assert!(good.extra["dsr"].as_f64().unwrap() > 0.9, "{:?}", good.tasks);
+    assert!(good.task_totals.as_ref().unwrap().dsr.unwrap() > 0.9, "{:?}", good.tasks);
     assert!(a.response_ns.min >= 1_000_000, "a job of 2 ms of work cannot finish sooner: {:?}", a.response_ns);
     let util = good.guests[0].utilisation;
     assert!(util > 0.2 && util < 0.75, "vCPU used {util}");
     // A 10% reservation cannot carry 25-40% of work: the backlog grows and deadlines are missed.
     let starved = run_with(500_000);
-    assert!(starved.extra["dsr"].as_f64().unwrap() < 0.6, "{:?}", starved.tasks);
+    assert!(starved.task_totals.as_ref().unwrap().dsr.unwrap() < 0.6, "{:?}", starved.tasks);
     assert!(starved.guests[0].utilisation < 0.2, "the reservation caps the vCPU: {}", starved.guests[0].utilisation);
     // The guest ran in its own process.
-    let pid = good.guests[0].extra["worker_pid"].as_u64().unwrap();
-    assert_ne!(pid, std::process::id() as u64);
+    let pid = good.guests[0].worker_pid.unwrap();
+    assert_ne!(pid, std::process::id());
 }
 
 #[test]

@@ -142,14 +142,18 @@ pub fn stat_cells(s: &Summary, base: Option<&Summary>) -> Vec<Cell> {
 /// Kind-specific counts worth seeing next to the statistics (missed periods, losses, drops).
 fn notes(m: &LatencySeries) -> String {
     let mut parts = Vec::new();
-    for key in ["missed_periods", "lost", "timeouts", "stalls"] {
-        let shown = match m.result.extra.get(key) {
-            None | Some(serde_json::Value::Null) => continue,
-            Some(serde_json::Value::Array(a)) if a.is_empty() => continue,
-            Some(serde_json::Value::Array(a)) => a.len().to_string(),
-            Some(v) => v.to_string(),
-        };
-        parts.push(format!("{}: {shown}", key.replace('_', " ")));
+    let r = m.result;
+    let net = r.net.as_ref();
+    let counts = [
+        ("missed periods", r.timer.as_ref().and_then(|t| t.missed_periods)),
+        ("lost", net.and_then(|n| n.lost)),
+        ("timeouts", net.and_then(|n| n.timeouts)),
+        ("stalls", r.timer.as_ref().and_then(|t| t.stalls.as_ref()).map(|s| s.len() as u64).filter(|&n| n > 0)),
+    ];
+    for (name, count) in counts {
+        if let Some(count) = count {
+            parts.push(format!("{name}: {count}"));
+        }
     }
     if !m.summary.low_confidence.is_empty() {
         parts.push("* too few samples for this percentile".into());

@@ -57,7 +57,7 @@ fn overview(inputs: &[Input]) -> Section {
 
 /// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked.
 fn kind_cell(r: &rtvirt_model::results::Results) -> Cell {
-    if r.extra.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
+    if r.interrupted {
         Cell::marked(format!("{} (interrupted: shorter than planned)", r.kind), crate::doc::Mark::Worse)
     } else {
         Cell::plain(r.kind.clone())
@@ -86,7 +86,7 @@ mod tests {
     fn interrupted_runs_are_marked_in_the_overview() {
         let mut r = Results::new("timer", 1);
         let plain = overview(&[input(r.clone())]);
-        r.extra.insert("interrupted".into(), true.into());
+        r.interrupted = true;
         let marked = overview(&[input(r)]);
         let kind = |s: &Section| match &s.blocks[0] {
             crate::doc::Block::Table(t) => t.rows[0][2].clone(),

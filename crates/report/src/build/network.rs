@@ -2,11 +2,12 @@
 //! per flow and result, with a table of segment means and p99s, throughput and drops.
 
 use crate::doc::{Cell, Figure, Section, Table};
-use crate::extract::{segment_order, segment_stat};
+use crate::extract::segment_order;
 use crate::input::Input;
 use crate::svg::bars::{BarChart, BarMode};
 use crate::units::{fmt_bps, fmt_ns};
 use rtvirt_model::results::FlowResult;
+use rtvirt_model::results::Segment;
 
 /// (result name, flow) for every flow with segments.
 fn flows(inputs: &[Input]) -> Vec<(&str, &FlowResult)> {
@@ -43,7 +44,7 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
         series: segments.to_vec(),
         values: flows
             .iter()
-            .map(|(_, f)| segments.iter().map(|s| f.segments_ns.get(s).and_then(|v| segment_stat(v, "mean"))).collect())
+            .map(|(_, f)| segments.iter().map(|s| f.segments_ns.get(s).and_then(Segment::mean)).collect())
             .collect(),
         reference: None,
         y_range: None,
@@ -55,8 +56,7 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
 /// Gb/s), with its request rate when it has one.
 fn throughput(f: &FlowResult) -> String {
     let Some(b) = f.throughput_bps else { return "-".into() };
-    let rate =
-        f.extra.get("requests_per_s").and_then(|r| r.as_f64()).map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
+    let rate = f.requests_per_s.map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
     format!("{}{rate}", fmt_bps(b))
 }
 
@@ -76,8 +76,8 @@ fn flow_table(flows: &[(&str, &FlowResult)], segments: &[String]) -> Table {
         ];
         for s in segments {
             let v = f.segments_ns.get(s);
-            let stat = |k| v.and_then(|v| segment_stat(v, k)).map_or("-".into(), fmt_ns);
-            row.push(Cell::plain(format!("{} / {}", stat("mean"), stat("p99"))));
+            let stat = |k: fn(&Segment) -> Option<f64>| v.and_then(k).map_or("-".into(), fmt_ns);
+            row.push(Cell::plain(format!("{} / {}", stat(Segment::mean), stat(Segment::p99))));
         }
         row.push(Cell::plain(throughput(f)));
         row.push(Cell::plain(f.drops.to_string()));
@@ -96,7 +96,7 @@ mod tests {
             serde_json::from_str(r#"{"name":"rt","drops":0,"throughput_bps":18830000000.0}"#).unwrap();
         assert_eq!(throughput(&f), "18.83 Gb/s");
         f.throughput_bps = Some(2_048.0);
-        f.extra.insert("requests_per_s".into(), 181.8.into());
+        f.requests_per_s = Some(181.8);
         assert_eq!(throughput(&f), "2.05 kb/s (181.8 req/s)");
         f.throughput_bps = None;
         assert_eq!(throughput(&f), "-");

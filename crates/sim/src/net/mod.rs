@@ -44,7 +44,7 @@ pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow
             let measured = s.duration.0.saturating_sub(s.warmup.0);
             let rounds = (measured / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
             let r = xen::run(x, Some(rounds), s.warmup, s.seed);
-            let events = r.extra.get("events").and_then(|e| e.as_u64()).unwrap_or(0);
+            let events = r.simulation.as_ref().and_then(|s| s.events).unwrap_or(0);
             NetRun { results: r, trace: None, events }
         }
     }

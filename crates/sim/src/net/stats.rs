@@ -6,10 +6,9 @@
 //! server consumed (`throughput_bps`), with the completed requests per second
 //! (`requests_per_s`) beside it.
 
-use rtvirt_model::results::FlowResult;
+use rtvirt_model::results::{FlowResult, Segment};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
-use serde_json::json;
 
 /// Names of the latency segments, in path order.
 pub const SEGMENTS: [&str; 3] = ["host_receive", "guest", "host_send"];
@@ -46,17 +45,15 @@ impl FlowStats {
         let secs = span.as_secs_f64().max(1e-9);
         if self.latency.count() > 0 {
             r.latency_ns = Some(self.latency.summary());
-            r.extra.insert("requests_per_s".into(), (self.latency.count() as f64 / secs).into());
+            r.requests_per_s = Some(self.latency.count() as f64 / secs);
         }
         if self.segments[0].count() > 0 {
             for (k, h) in SEGMENTS.iter().zip(&self.segments) {
-                let s = h.summary();
-                r.segments_ns
-                    .insert((*k).into(), json!({"mean": s.mean, "sd": s.sd, "p50": s.p50, "p99": s.p99, "max": s.max}));
+                r.segments_ns.insert((*k).into(), Segment::of(&h.summary()));
             }
         }
         r.throughput_bps = Some(self.delivered_bytes as f64 * 8.0 / secs);
-        r.extra.insert("sent".into(), self.sent.into());
+        r.sent = Some(self.sent);
         r
     }
 }
@@ -71,7 +68,7 @@ mod tests {
         s.record(Nanos(100), Nanos(130), Nanos(180), Nanos(200));
         let r = s.result("f".into(), Nanos::from_secs(1), 0);
         assert_eq!(r.latency_ns.unwrap().max, 100);
-        let seg = |k: &str| r.segments_ns[k]["max"].as_u64().unwrap();
+        let seg = |k: &str| r.segments_ns[k].max().unwrap() as u64;
         assert_eq!(seg("host_receive") + seg("guest") + seg("host_send"), 100);
     }
 
@@ -83,7 +80,7 @@ mod tests {
             s.delivered_bytes += 64;
         }
         let r = s.result("rr".into(), Nanos::from_ms(500), 0);
-        assert_eq!(r.extra["requests_per_s"], 100.0);
+        assert_eq!(r.requests_per_s, Some(100.0));
         assert_eq!(r.throughput_bps, Some(100.0 * 64.0 * 8.0));
         // a flow without segment boundaries reports none
         let mut e = FlowStats::default();

@@ -48,10 +48,9 @@ use crate::engine::EventQueue;
 use crate::host::policy::{PState, CREDIT_ACCT};
 use crate::host::{Host, HostEv, ThreadId};
 use crate::net::stats::FlowStats;
-use rtvirt_model::results::{CoreResult, FlowResult, Results};
+use rtvirt_model::results::{CoreResult, Dom0Stats, FlowResult, Results, SimulationSection, XenDomain, XenSection};
 use rtvirt_model::scenario::net::{Dom0Mode, DomainRole, XenNet};
 use rtvirt_model::Nanos;
-use serde_json::json;
 use std::collections::VecDeque;
 
 /// Xen's default domain weight.
@@ -706,18 +705,19 @@ impl<'a> Xen<'a> {
         f.throughput_bps = None;
         r.flows.push(f);
         let flood_drops = (self.soft_drops + self.rx_drops).saturating_sub(self.rt_drops);
-        let mut flood = FlowResult { name: "interference".into(), drops: flood_drops, ..Default::default() };
-        flood.extra.insert("packets_received".into(), self.g.flood_received.into());
-        flood
-            .extra
-            .insert("packets_per_s".into(), (self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)).into());
-        r.flows.push(flood);
+        r.flows.push(FlowResult {
+            name: "interference".into(),
+            drops: flood_drops,
+            packets_per_s: Some(self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)),
+            packets_received: Some(self.g.flood_received),
+            ..Default::default()
+        });
         r.cores.push(CoreResult::busy(0, self.d0.busy_ns, span.0));
         for c in 1..self.host.cores() {
             r.cores.push(CoreResult::busy(c as u32, self.host.core_busy(c), span.0));
         }
         let util = |busy: u64| busy as f64 / span.0.max(1) as f64;
-        let domains: Vec<serde_json::Value> = self
+        let domains = self
             .g
             .doms
             .iter()
@@ -725,17 +725,50 @@ impl<'a> Xen<'a> {
             .filter_map(|(d, spec)| {
                 let t = d.thread?;
                 let cpu = self.host.threads[t].cpu_time;
-                Some(json!({"name": spec.name, "core": spec.core, "role": spec.role, "cpu_time_ns": cpu, "utilisation": util(cpu), "packets_sent": d.sent, "packets_received": d.received}))
+                Some(XenDomain {
+                    name: spec.name.clone(),
+                    core: spec.core,
+                    cpu_time_ns: cpu,
+                    packets_received: d.received,
+                    packets_sent: d.sent,
+                    role: role_name(spec.role).into(),
+                    utilisation: util(cpu),
+                })
             })
             .collect();
-        r.extra.insert("domains".into(), domains.into());
         let [rx, tx, soft] = self.d0.handled;
-        r.extra.insert(
-            "dom0".into(),
-            json!({"mode": self.x.mode, "rx_packets": rx, "tx_packets": tx, "softirq_packets": soft, "softnet_drops": self.soft_drops, "rx_ring_drops": self.rx_drops, "time_squeeze": self.d0.time_squeeze}),
-        );
-        r.extra.insert("events".into(), self.host.events(&self.q).into());
+        r.xen = Some(XenSection {
+            dom0: Some(Dom0Stats {
+                mode: mode_name(self.x.mode).into(),
+                rx_packets: rx,
+                rx_ring_drops: self.rx_drops,
+                softirq_packets: soft,
+                softnet_drops: self.soft_drops,
+                time_squeeze: self.d0.time_squeeze,
+                tx_packets: tx,
+            }),
+            domains: Some(domains),
+        });
+        r.simulation = Some(SimulationSection { events: Some(self.host.events(&self.q)), ..Default::default() });
         r
+    }
+}
+
+/// The name of a Dom0 mode in results (as in scenario files).
+fn mode_name(mode: Dom0Mode) -> &'static str {
+    match mode {
+        Dom0Mode::Original => "original",
+        Dom0Mode::Rtca => "rtca",
+    }
+}
+
+/// The name of a domain's role in results (as in scenario files).
+fn role_name(role: DomainRole) -> &'static str {
+    match role {
+        DomainRole::Ping => "ping",
+        DomainRole::Echo => "echo",
+        DomainRole::Flood => "flood",
+        DomainRole::Idle => "idle",
     }
 }
 
@@ -828,8 +861,8 @@ role = "echo"
         }
         let (x, warmup) = xen_of(&Scenario::from_toml(&src, None).expect("scenario"));
         let r = run(&x, Some(300), warmup, 1);
-        let doms = r.extra["domains"].as_array().unwrap();
-        doms.iter().filter(|d| d["role"] == "flood").map(|d| d["utilisation"].as_f64().unwrap()).collect()
+        let doms = r.xen.as_ref().unwrap().domains.as_ref().unwrap();
+        doms.iter().filter(|d| d.role == "flood").map(|d| d.utilisation).collect()
     }
 
     /// The interfering domains run under the host's Credit policy: the cap holds a domain that

@@ -6,7 +6,7 @@ use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use crate::placement::command_line::CommandLine;
 use crate::placement::options::Common;
 use crate::placement::{drive, Measurement, Role};
-use rtvirt_model::results::Results;
+use rtvirt_model::results::{NetServerSection, Results};
 use rtvirt_model::Nanos;
 use rtvirt_probe::cpus;
 use rtvirt_probe::net::{client, server};
@@ -60,9 +60,11 @@ impl Measurement for Server {
             srv.serve(&stop)
         })?;
         let mut r = Results::new("net-server", a.duration.0);
-        r.extra.insert("protocol".into(), cfg.protocol.as_str().into());
-        r.extra.insert("listen".into(), srv.local_addr().to_string().into());
-        r.extra.insert("server".into(), srv.stats.to_json());
+        r.net_server = Some(NetServerSection {
+            listen: Some(srv.local_addr().to_string()),
+            protocol: Some(cfg.protocol.as_str().into()),
+            server: Some(srv.stats.snapshot()),
+        });
         r.environment = Some(rtvirt_probe::environment::collect());
         Ok(r)
     }
@@ -70,10 +72,15 @@ impl Measurement for Server {
     fn report(&self, results: &Results) -> CmdResult {
         match self.args.common.format {
             Format::Json => print_json(results)?,
-            Format::Table => println!("served: {}", results.extra["server"]),
+            Format::Table => println!("served: {}", served(results)?),
         }
         Ok(Outcome::Ok)
     }
+}
+
+/// What a server saw, as its table line shows it (the counts as JSON).
+fn served(r: &Results) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(&r.net_server.as_ref().and_then(|s| s.server.as_ref()))?)
 }
 
 /// Inside a container started by rtvirt, a loopback listen address becomes the container's own
@@ -81,8 +88,8 @@ impl Measurement for Server {
 fn inside_container_listen(listen: std::net::SocketAddr) -> std::net::SocketAddr {
     let detail = std::env::var(rtvirt_probe::environment::DETAIL_VAR)
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    match detail.as_ref().and_then(|d| d["container_addr"].as_str()).and_then(|a| a.parse::<std::net::IpAddr>().ok()) {
+        .and_then(|t| serde_json::from_str::<rtvirt_model::results::ContainerDetail>(&t).ok());
+    match detail.and_then(|d| d.container_addr.parse::<std::net::IpAddr>().ok()) {
         Some(ip) if listen.ip().is_loopback() => std::net::SocketAddr::new(ip, listen.port()),
         _ => listen,
     }
@@ -140,15 +147,16 @@ impl Measurement for Client {
 
     fn report(&self, results: &Results) -> CmdResult {
         let rows = vec![("rtt".to_string(), results.rtt_ns.as_ref().expect("client results have rtt"))];
-        let x = &results.extra;
+        let x = results.net.clone().unwrap_or_default();
+        let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
         let footer = format!(
             "requests {} responses {} lost {} timeouts {}; rate requested {} achieved {:.1}/s",
-            x["requests"],
-            x["responses"],
-            x["lost"],
-            x["timeouts"],
-            x["requested_rate"],
-            x["achieved_rate"].as_f64().unwrap_or(0.0)
+            count(x.requests),
+            count(x.responses),
+            count(x.lost),
+            count(x.timeouts),
+            serde_json::to_string(&x.requested_rate.flatten())?,
+            x.achieved_rate.unwrap_or(0.0)
         );
         output(results, self.args.common.format, false, "round-trip time", &rows, &footer)?;
         Ok(Outcome::Ok)

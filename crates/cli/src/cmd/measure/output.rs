@@ -61,7 +61,8 @@ pub fn output(
                     env.clocksource.as_deref().unwrap_or("?")
                 );
                 for l in &env.load {
-                    println!("load: {l}");
+                    // the report as JSON, keys in order
+                    println!("load: {}", serde_json::to_value(l)?);
                 }
             }
         }

@@ -113,20 +113,21 @@ impl Measurement for Tasks {
                     println!(
                         "{}: core {} reservation {} used {:.1}% CPU",
                         g.name,
-                        g.extra["core"],
-                        g.extra["reservation"],
+                        g.core.map_or("null".into(), |c| c.to_string()),
+                        serde_json::to_string(&g.reservation)?,
                         g.utilisation * 100.0
                     );
                 }
+                let totals = results.task_totals.clone().unwrap_or_default();
                 println!(
                     "overall DSR {:.4} ({} jobs, {} misses)",
-                    results.extra["dsr"].as_f64().unwrap_or(0.0),
-                    results.extra["jobs"],
-                    results.extra["misses"]
+                    totals.dsr.unwrap_or(0.0),
+                    totals.jobs.unwrap_or(0),
+                    totals.misses.unwrap_or(0)
                 );
             }
         }
-        let misses = results.extra["misses"].as_u64().unwrap_or(0);
+        let misses = results.task_totals.as_ref().and_then(|t| t.misses).unwrap_or(0);
         let wcet_budgets = self.plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet"));
         Ok(if misses > 0 && wcet_budgets { Outcome::Failed } else { Outcome::Ok })
     }

@@ -78,7 +78,8 @@ impl Measurement for Timer {
         if let Some(all) = &results.latency_ns {
             rows.push(("all".into(), all));
         }
-        let footer = format!("missed periods: {}", results.extra.get("missed_periods").cloned().unwrap_or_default());
+        let missed = results.timer.as_ref().and_then(|t| t.missed_periods);
+        let footer = format!("missed periods: {}", missed.map_or("null".into(), |m| m.to_string()));
         let lines = self.args.interval_report.is_some();
         output(results, self.args.common.format, lines, "timer latency", &rows, &footer)?;
         Ok(Outcome::Ok)

@@ -114,8 +114,8 @@ fn print_table(s: &Scenario, r: &Results) {
     println!();
     println!("{:<10} {:<10} {:<8} {:>12} {:>8}", "guest", "policy", "cores", "cpu_time", "util");
     for g in &r.guests {
-        let policy = g.extra.get("policy").and_then(|v| v.as_str()).unwrap_or("");
-        let cores = g.extra.get("cores").map(|v| v.to_string()).unwrap_or_default();
+        let policy = g.policy.as_deref().unwrap_or("");
+        let cores = g.cores.as_deref().map(core_list).unwrap_or_default();
         println!(
             "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
             g.name,
@@ -125,22 +125,24 @@ fn print_table(s: &Scenario, r: &Results) {
             g.utilisation
         );
     }
-    if let Some(threads) = r.extra.get("threads").and_then(|v| v.as_array()) {
-        for t in threads {
-            let name = t["name"].as_str().unwrap_or("");
-            println!(
-                "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
-                name,
-                t["policy"].as_str().unwrap_or(""),
-                t["cores"].to_string(),
-                Nanos(t["cpu_time_ns"].as_u64().unwrap_or(0)).to_string(),
-                t["utilisation"].as_f64().unwrap_or(0.0)
-            );
-        }
+    for t in r.simulation.iter().flat_map(|s| s.threads.iter().flatten()) {
+        println!(
+            "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
+            t.name,
+            t.policy.as_deref().unwrap_or(""),
+            t.cores.as_deref().map_or("null".into(), core_list),
+            Nanos(t.cpu_time_ns).to_string(),
+            t.utilisation
+        );
     }
     println!();
     for c in &r.cores {
         let busy = c.cpu_time_ns.map(|t| format!("  cpu_time {}", Nanos(t))).unwrap_or_default();
         println!("core {:<3} util {:.4}{busy}", c.id, c.utilisation);
     }
+}
+
+/// Cores as the table has always shown them: `[0,1]`.
+fn core_list(cores: &[u32]) -> String {
+    format!("[{}]", cores.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
 }

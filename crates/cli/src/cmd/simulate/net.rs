@@ -72,16 +72,10 @@ pub fn print_table(name: &str, r: &Results) {
     );
     for f in &r.flows {
         let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
-        let rate = f
-            .extra
-            .get("requests_per_s")
-            .or_else(|| f.extra.get("packets_per_s"))
-            .and_then(|v| v.as_f64())
-            .map(|v| format!("{v:.0}"))
-            .unwrap_or_else(|| "-".into());
+        let rate = f.requests_per_s.or(f.packets_per_s).map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         match &f.latency_ns {
             Some(l) => {
-                let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v["mean"].as_f64()).map(us).unwrap_or_default();
+                let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v.mean()).map(us).unwrap_or_default();
                 let segs = if f.segments_ns.is_empty() {
                     "-".into()
                 } else {
@@ -113,34 +107,20 @@ pub fn print_table(name: &str, r: &Results) {
     }
     println!();
     for c in &r.cores {
-        let squeeze = c
-            .extra
-            .get("time_squeeze")
-            .and_then(|v| v.as_u64())
-            .map(|s| format!("  time_squeeze {s}"))
-            .unwrap_or_default();
+        let squeeze = c.time_squeeze.map(|s| format!("  time_squeeze {s}")).unwrap_or_default();
         println!("core {:<3} util {:.4}{squeeze}", c.id, c.utilisation);
     }
-    if let Some(n) = r.extra.get("softirq_lock_inversions") {
+    if let Some(n) = r.simulation.as_ref().and_then(|s| s.softirq_lock_inversions) {
         println!("softirq-lock priority inversions (RT thread blocked on a lower-priority holder): {n}");
     }
-    if let Some(d) = r.extra.get("dom0") {
+    if let Some(d) = r.xen.as_ref().and_then(|x| x.dom0.as_ref()) {
         println!(
             "dom0 {}: packets rx {} tx {} softirq {}, drops softnet {} rx ring {}, time_squeeze {}",
-            d["mode"].as_str().unwrap_or("?"),
-            d["rx_packets"],
-            d["tx_packets"],
-            d["softirq_packets"],
-            d["softnet_drops"],
-            d["rx_ring_drops"],
-            d["time_squeeze"]
+            d.mode, d.rx_packets, d.tx_packets, d.softirq_packets, d.softnet_drops, d.rx_ring_drops, d.time_squeeze
         );
     }
-    if let Some(doms) = r.extra.get("domains").and_then(|d| d.as_array()) {
-        let show: Vec<String> = doms
-            .iter()
-            .map(|d| format!("{} {:.3}", d["name"].as_str().unwrap_or("?"), d["utilisation"].as_f64().unwrap_or(0.0)))
-            .collect();
+    if let Some(doms) = r.xen.as_ref().and_then(|x| x.domains.as_ref()) {
+        let show: Vec<String> = doms.iter().map(|d| format!("{} {:.3}", d.name, d.utilisation)).collect();
         println!("domain utilisation (Xen Credit): {}", show.join(", "));
     }
 }

@@ -61,9 +61,9 @@ fn print_grid(results: &[Results]) {
         let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
         let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
         let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
-        let rho = r.extra.get("rho").and_then(|v| v.as_f64()).map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
+        let rho = r.rho.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
         // the file name (the JSON keeps the scenario's full path)
-        let sc = r.extra.get("scenario").and_then(|v| v.as_str()).unwrap_or("");
+        let sc = r.scenario.as_deref().unwrap_or("");
         let sc = std::path::Path::new(sc).file_name().map_or(sc.into(), |f| f.to_string_lossy());
         println!(
             "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}",

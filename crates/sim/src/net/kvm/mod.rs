@@ -29,7 +29,7 @@ mod traffic;
 use crate::engine::rng::SimRng;
 use crate::engine::trace::{TraceWindow, TraceWriter, Track};
 use crate::engine::EventQueue;
-use rtvirt_model::results::{CoreResult, Results};
+use rtvirt_model::results::{CoreResult, HostThread, Results, SimulationSection};
 use rtvirt_model::scenario::net::{IrqMode, KvmNet, SocketMode};
 use rtvirt_model::Nanos;
 use std::collections::VecDeque;
@@ -532,24 +532,33 @@ impl Sim {
         let mut results = Results::new("netsim", span.0);
         results.seed = Some(opt.seed);
         for (i, c) in self.cores.iter().enumerate() {
-            let mut cr = CoreResult::busy(i as u32, c.busy, span.0);
-            cr.extra.insert("time_squeeze".into(), c.time_squeeze.into());
-            results.cores.push(cr);
+            results
+                .cores
+                .push(CoreResult { time_squeeze: Some(c.time_squeeze), ..CoreResult::busy(i as u32, c.busy, span.0) });
         }
         for (i, f) in self.flows.iter().enumerate() {
             let name = self.cfg.flows[i].name.clone();
             let drops = f.drops();
             results.flows.push(f.stats().result(name, span, drops));
         }
-        let threads: Vec<serde_json::Value> = self
+        let threads = self
             .threads
             .iter()
             .filter(|t| t.cpu > 0)
-            .map(|t| serde_json::json!({"name": t.name, "prio": t.base, "cpu_time_ns": t.cpu, "utilisation": t.cpu as f64 / span.0.max(1) as f64}))
+            .map(|t| HostThread {
+                name: t.name.clone(),
+                cpu_time_ns: t.cpu,
+                prio: Some(t.base),
+                utilisation: t.cpu as f64 / span.0.max(1) as f64,
+                ..Default::default()
+            })
             .collect();
-        results.extra.insert("threads".into(), threads.into());
-        results.extra.insert("softirq_lock_inversions".into(), self.inversions.into());
-        results.extra.insert("events".into(), self.q.delivered().into());
+        results.simulation = Some(SimulationSection {
+            events: Some(self.q.delivered()),
+            softirq_lock_inversions: Some(self.inversions),
+            threads: Some(threads),
+            ..Default::default()
+        });
         let events = self.q.delivered();
         KvmRun { results, trace: self.trace.take().map(TraceWriter::finish), events }
     }

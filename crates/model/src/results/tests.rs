@@ -1,0 +1,63 @@
+use super::*;
+use serde_json::json;
+
+/// A timer document as `measure timer` wrote it when the sections were one sorted map.
+const TIMER: &str = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":10,"cpus":[{"cpu":0,"latency_ns":{"count":1,"min":5,"mean":5.0,"sd":0.0,"p50":5,"p75":5,"p90":5,"p95":5,"p99":5,"p999":5,"p9999":5,"max":5},"cpu_time_ns":7,"histogram_ns":[[5,1]],"missed_periods":0,"wakeups":1}],"environment":{"in":"host","load":[{"cpus_ran_on":"1","duration_ns":3,"kind":"cpu","ops":2,"ops_per_s":1.5,"unit":"iterations","workers":1}],"online_cpus":"0-1","sched_rt_runtime_us":"950000"},"cpu_ns_per_sample":7.0,"cpu_ns_per_wakeup":7.0,"histogram_ns":[[5,1]],"interrupted":true,"interval_ns":1000000,"missed_periods":0,"policy":"fifo","priority":99,"stalls":[]}"#;
+
+#[test]
+fn documents_are_written_back_byte_identical() {
+    let r: Results = serde_json::from_str(TIMER).unwrap();
+    assert!(r.extra.is_empty(), "every field is typed: {:?}", r.extra);
+    let timer = r.timer.as_ref().unwrap();
+    assert_eq!((timer.missed_periods, timer.priority, timer.policy.as_deref()), (Some(0), Some(99), Some("fifo")));
+    assert_eq!(r.histogram_ns.as_ref().unwrap()[0], HistogramBucket { value_ns: 5, count: 1 });
+    assert!(r.interrupted);
+    assert_eq!(r.cpus[0].wakeups, Some(1));
+    assert_eq!(r.environment.as_ref().unwrap().load[0].kind, "cpu");
+    assert_eq!(serde_json::to_string(&r).unwrap(), TIMER);
+}
+
+#[test]
+fn unknown_fields_are_kept_in_key_order() {
+    let mut r = Results::new("timer", 10);
+    r.timer = Some(TimerSection { missed_periods: Some(3), ..Default::default() });
+    r.extra.insert("from_the_future".into(), json!({"b": 1, "a": 2}));
+    r.extra.insert("zzz".into(), json!(1));
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.ends_with(r#""from_the_future":{"a":2,"b":1},"missed_periods":3,"zzz":1}"#), "{text}");
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn sections_sharing_a_key_are_told_apart_by_their_types() {
+    let client = r#"{"schema":"rtvirt.results/v1","kind":"net","duration_ns":1,"protocol":"udp","requested_rate":null,"server":"127.0.0.1:9000"}"#;
+    let r: Results = serde_json::from_str(client).unwrap();
+    assert_eq!(r.net.as_ref().unwrap().server.as_deref(), Some("127.0.0.1:9000"));
+    assert_eq!(r.net.as_ref().unwrap().requested_rate, Some(None));
+    assert!(r.net_server.is_none());
+    assert_eq!(serde_json::to_string(&r).unwrap(), client);
+    let server = r#"{"schema":"rtvirt.results/v1","kind":"net-server","duration_ns":1,"listen":"0.0.0.0:9000","protocol":"udp","server":{"connections":0,"malformed":0,"oversized":0,"rejected_connections":0,"requests":4,"responses":4,"truncated":0}}"#;
+    let r: Results = serde_json::from_str(server).unwrap();
+    assert!(r.net.is_none());
+    assert_eq!(r.net_server.as_ref().unwrap().server.as_ref().unwrap().requests, 4);
+    assert_eq!(serde_json::to_string(&r).unwrap(), server);
+}
+
+#[test]
+fn a_field_of_an_unexpected_type_stays_in_extra() {
+    let text =
+        r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"missed_periods":"many","policy":"fifo"}"#;
+    let r: Results = serde_json::from_str(text).unwrap();
+    assert!(r.timer.is_none());
+    assert_eq!(r.extra.len(), 2);
+    assert_eq!(serde_json::to_string(&r).unwrap(), text);
+}
+
+#[test]
+fn buckets_read_in_both_shapes() {
+    let text = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"histogram_ns":[[1000,3],{"value_ns":2000,"count":1},{"low_ns":3000,"count":2}]}"#;
+    let r: Results = serde_json::from_str(text).unwrap();
+    let pairs: Vec<(u64, u64)> = r.histogram_ns.unwrap().into_iter().map(Into::into).collect();
+    assert_eq!(pairs, vec![(1000, 3), (2000, 1), (3000, 2)]);
+}
