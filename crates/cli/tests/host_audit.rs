@@ -2,13 +2,16 @@
 //! independently from the same files.
 
 mod host_support;
+mod schema_support;
 
 use host_support::*;
 use serde_json::Value;
 
 fn audit() -> (Value, Option<i32>) {
     let o = run(rtvirt(&["host", "audit", "--format", "json"]));
-    (serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o))), o.status.code())
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    schema_support::assert_valid("audit", &v);
+    (v, o.status.code())
 }
 
 fn check<'a>(a: &'a Value, id: &str) -> &'a Value {

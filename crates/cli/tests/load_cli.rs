@@ -1,5 +1,6 @@
 //! `rtvirt load` end to end: real workers, achieved load reported.
 
+mod schema_support;
 use std::process::Command;
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
@@ -12,6 +13,7 @@ fn each_kind_reports_what_it_achieved() {
         let out = rtvirt(&["load", kind, "--cpus", "0", "--duration", "300ms", "--format", "json"]);
         assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        schema_support::assert_valid("results", &v);
         assert_eq!(v["kind"], "load");
         let l = &v["environment"]["load"][0];
         assert_eq!(l["kind"], kind);

@@ -1,5 +1,6 @@
 //! `rtvirt measure net` end to end over real sockets (loopback, and host <-> container bridge).
 
+mod schema_support;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
@@ -59,6 +60,7 @@ fn client_json_has_the_documented_shape() {
         let _ = srv.wait();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        schema_support::assert_valid("results", &v);
         assert_eq!(v["schema"], "rtvirt.results/v1");
         assert_eq!(v["kind"], "net");
         assert_eq!(v["protocol"], &proto[2..]);
@@ -115,6 +117,7 @@ fn round_trips_between_host_and_container_over_the_bridge() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
     let c = &v["environment"]["container"];
     assert_eq!(v["server"].as_str().unwrap(), format!("{}:9555", c["container_addr"].as_str().unwrap()));
     assert!(v["responses"].as_u64().unwrap() > 200, "{v}");

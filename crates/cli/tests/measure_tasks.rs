@@ -2,6 +2,7 @@
 //! loosely with `rtvirt simulate` of the same scenario and plan.
 
 mod host_support;
+mod schema_support;
 
 use std::process::{Child, Command, Stdio};
 
@@ -44,6 +45,7 @@ fn measured_and_simulated_dsr(rho: &str) -> (f64, f64) {
     let out = rtvirt(&["measure", "tasks", sc, "--plan", p, "--duration", "2s", "--format", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let measured: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &measured);
     assert_eq!(measured["kind"], "tasks");
     assert_eq!(measured["tasks"].as_array().unwrap().len(), 15);
     for t in measured["tasks"].as_array().unwrap() {
@@ -118,6 +120,7 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
     assert_eq!(v["interrupted"], true);
     let ran = v["duration_ns"].as_u64().unwrap();
     assert!(ran > 0 && ran < 30_000_000_000, "duration_ns {ran} is the time really run");

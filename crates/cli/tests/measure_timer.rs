@@ -1,5 +1,6 @@
 //! `rtvirt measure timer` end to end: real threads, real sleeps, real files; only shapes asserted.
 
+mod schema_support;
 use std::process::Command;
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
@@ -8,7 +9,9 @@ fn rtvirt(args: &[&str]) -> std::process::Output {
 
 fn json(out: &std::process::Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+    let v = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    schema_support::assert_valid("results", &v);
+    v
 }
 
 fn is_root() -> bool {

@@ -2,6 +2,7 @@
 //! simulator: the five methods with and without two Heavy Receivers, plus the trace of the
 //! softirq-lock priority inversion and determinism.
 
+mod schema_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -26,6 +27,7 @@ fn run(method: &str, heavy: bool, duration: &str) -> Row {
     let o = rtvirt(&["simulate", &file, "--duration", duration, "--seed", "7", "--format", "json"]);
     assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    schema_support::assert_valid("results", &v);
     let flows = v["flows"].as_array().unwrap();
     let crit = flows.iter().find(|f| f["name"] == "critical").expect("critical flow");
     let l = &crit["latency_ns"];

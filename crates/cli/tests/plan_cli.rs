@@ -1,6 +1,7 @@
 //! `rtvirt plan` end to end: outputs, exit codes, every bad-input class (exit 2 naming
 //! file/line/field), infeasible plans (exit 1 naming the guests), emitted settings.
 
+mod schema_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -50,7 +51,11 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
 
 fn plan_json(args: &[&str]) -> (serde_json::Value, Output) {
     let o = rtvirt(&[&["plan", "--format", "json"], args].concat());
-    (serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null), o)
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    if !v.is_null() {
+        schema_support::assert_valid("plan", &v);
+    }
+    (v, o)
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `rtvirt simulate` end to end: JSON shape, determinism, traces, plans, sweeps whose results do
 //! not depend on the thread count, and bad input -> exit code 2 with a located message.
 
+mod schema_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -14,7 +15,9 @@ fn root() -> PathBuf {
 
 fn stdout_json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("JSON on stdout")
+    let v = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    schema_support::assert_valid("results", &v);
+    v
 }
 
 #[test]

@@ -18,3 +18,31 @@ pub mod render;
 pub mod threads;
 
 pub use error::{HostError, Result};
+
+#[cfg(test)]
+mod schema {
+    /// `docs/schema/{audit,profile}.schema.json` are generated from these types (see
+    /// `rtvirt_model::schema` for how to regenerate them).
+    #[test]
+    fn schema_files_are_the_generated_ones() {
+        rtvirt_model::schema::check_committed::<crate::audit::Audit>("audit").unwrap();
+        rtvirt_model::schema::check_committed::<crate::apply::profile::RawProfile>("profile").unwrap();
+    }
+
+    /// The profiles shipped in scenarios/profiles/ are valid against the published schema.
+    #[test]
+    fn shipped_profiles_validate_against_the_schema() {
+        let validator = jsonschema::validator_for(&rtvirt_model::schema::committed_value("profile")).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/profiles");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let doc: serde_json::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let errors: Vec<String> =
+                validator.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+            assert!(errors.is_empty(), "{}: {}", path.display(), errors.join("\n"));
+            seen += 1;
+        }
+        assert!(seen >= 2, "profiles in {}", dir.display());
+    }
+}

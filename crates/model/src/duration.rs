@@ -153,6 +153,19 @@ impl<'de> Deserialize<'de> for Nanos {
     }
 }
 
+impl schemars::JsonSchema for Nanos {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration with a unit: ns, us, ms, s, min (e.g. \"10ms\", \"250us\", \"1.5s\")."
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

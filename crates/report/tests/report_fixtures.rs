@@ -22,6 +22,20 @@ fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
+/// Every fixture is valid against the committed schema of its kind (`docs/schema/`).
+#[test]
+fn fixtures_are_valid_against_the_published_schemas() {
+    for name in ALL {
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+        let schema_name = if doc["schema"] == "rtvirt.plan/v1" { "plan" } else { "results" };
+        let schema = rtvirt_model::schema::committed_value(schema_name);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> =
+            validator.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{name}: {}", errors.join("\n"));
+    }
+}
+
 fn report_of(names: &[&str]) -> Report {
     let paths: Vec<PathBuf> = names.iter().map(|n| fixture(n)).collect();
     build_report("test", &load_inputs(&paths).expect("fixtures load"))

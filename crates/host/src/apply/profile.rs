@@ -36,9 +36,11 @@ pub const PROFILE_SCHEMA: &str = "rtvirt.profile/v1";
 pub const ROLES: &[&str] =
     &["vcpu", "iothread", "vhost", "emulator", "irq", "napi", "ksoftirqd", "ktimers", "rcuc", "container"];
 
-#[derive(Debug, Deserialize)]
+/// The profile file as written (`docs/schema/profile.schema.json` is generated from it).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawProfile {
+#[schemars(title = "rtvirt.profile/v1")]
+pub struct RawProfile {
     schema: String,
     #[serde(default)]
     #[allow(dead_code)]
@@ -47,9 +49,10 @@ struct RawProfile {
     sets: Vec<RawSet>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+/// One `[[set]]` entry as written.
+#[derive(Debug, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawSet {
+pub struct RawSet {
     role: String,
     guest: Option<String>,
     vcpu: Option<u32>,

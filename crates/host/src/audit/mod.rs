@@ -5,11 +5,12 @@
 mod checks;
 mod texts;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 pub const AUDIT_SCHEMA: &str = "rtvirt.audit/v1";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,
@@ -30,7 +31,7 @@ impl Status {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Check {
     pub id: &'static str,
     pub title: &'static str,
@@ -64,7 +65,7 @@ impl Check {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Summary {
     pub pass: usize,
     pub warn: usize,
@@ -72,7 +73,8 @@ pub struct Summary {
     pub skip: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(title = "rtvirt.audit/v1")]
 pub struct Audit {
     pub schema: &'static str,
     pub kernel: String,

@@ -29,7 +29,7 @@ pub const RESULTS_SCHEMA: &str = "rtvirt.results/v1";
 /// the sections' fields follow in key order (they were once one sorted map, and the files
 /// written since stay byte-identical).
 #[derive(Debug, Clone, Default, PartialEq, JsonSchema)]
-#[schemars(title = "rtvirt.results/v1")]
+#[schemars(title = "rtvirt.results/v1", transform = wire::server_either)]
 pub struct Results {
     pub schema: String,
     pub kind: String,
