@@ -2,6 +2,7 @@
 //! (log x), a histogram, box plots per result and a statistics table against the baseline.
 
 use super::compare::{compared, Better, LATENCY_DIFF};
+use super::limits::{worst_indices, MAX_CPU_ROWS, MAX_SERIES};
 use crate::distribution::Distribution;
 use crate::doc::{Cell, Figure, Section, Table};
 use crate::extract::{by_family, latency_series, LatencySeries, TIMER_FAMILY};
@@ -19,11 +20,19 @@ pub fn sections(inputs: &[Input]) -> Vec<Section> {
 }
 
 fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
-    let dists: Vec<Distribution> = members.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
+    let charted = charted(members);
+    let dists: Vec<Distribution> = charted.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
     let mut sec = Section::new(family);
-    sec.figure(cdf_figure(family, members, &dists));
-    sec.figure(histogram_figure(family, members, &dists));
-    sec.figure(box_figure(family, members, &dists));
+    sec.figure(cdf_figure(family, &charted, &dists));
+    sec.figure(histogram_figure(family, &charted, &dists));
+    sec.figure(box_figure(family, &charted, &dists));
+    if charted.len() < members.len() {
+        sec.note(format!(
+            "The charts show {} of {} results: the first (baseline) and those with the highest p99; every result is in the table.",
+            charted.len(),
+            members.len()
+        ));
+    }
     sec.table(stats_table(family, members));
     if let Some(t) = per_cpu_table(members) {
         sec.table(t);
@@ -32,6 +41,13 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
         sec.note("Where a result carries no histogram, its CDF is drawn through its percentiles (marked points) and its histogram spreads each percentile band's exact share of samples evenly over the band (log scale).");
     }
     sec
+}
+
+/// The members drawn in the charts: all, or the baseline and the worst p99s up to [`MAX_SERIES`].
+fn charted<'a, 'b>(members: &[&'b LatencySeries<'a>]) -> Vec<&'b LatencySeries<'a>> {
+    let Some((first, rest)) = members.split_first() else { return Vec::new() };
+    let p99: Vec<f64> = rest.iter().map(|m| m.summary.p99 as f64).collect();
+    std::iter::once(*first).chain(worst_indices(&p99, MAX_SERIES - 1).into_iter().map(|i| rest[i])).collect()
 }
 
 fn cdf_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
@@ -161,17 +177,35 @@ fn notes(m: &LatencySeries) -> String {
     parts.join("; ")
 }
 
-/// Per-CPU timer latency of every result that has it.
+/// Per-CPU timer latency of every result that has it: per result its [`MAX_CPU_ROWS`] CPUs with
+/// the highest maximum (in CPU order), then one row counting the others and their worst maximum.
 fn per_cpu_table(members: &[&LatencySeries]) -> Option<Table> {
     let mut header = vec!["result", "cpu"];
     header.extend(STAT_COLUMNS);
     let mut t = Table::new("Per CPU", &header);
     for m in members.iter().filter(|m| m.family == TIMER_FAMILY) {
-        for c in &m.result.cpus {
-            let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(c.cpu.to_string())];
-            row.extend(stat_cells(&c.latency_ns, None));
+        let cpus = &m.result.cpus;
+        let shown = worst_indices(&cpus.iter().map(|c| c.latency_ns.max as f64).collect::<Vec<_>>(), MAX_CPU_ROWS);
+        for &i in &shown {
+            let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(cpus[i].cpu.to_string())];
+            row.extend(stat_cells(&cpus[i].latency_ns, None));
             t.row(row);
+        }
+        if shown.len() < cpus.len() {
+            t.row(rest_row(m, cpus, &shown));
         }
     }
     (!t.rows.is_empty()).then_some(t)
+}
+
+/// One row for the CPUs left out of the per-CPU table: how many, and their highest maximum.
+fn rest_row(m: &LatencySeries, cpus: &[rtvirt_model::results::CpuLatency], shown: &[usize]) -> Vec<Cell> {
+    let mut in_table = vec![false; cpus.len()];
+    shown.iter().for_each(|&i| in_table[i] = true);
+    let rest = cpus.iter().zip(&in_table).filter(|(_, &shown)| !shown).map(|(c, _)| c);
+    let (count, max) = rest.fold((0usize, 0u64), |(n, max), c| (n + 1, max.max(c.latency_ns.max)));
+    let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(format!("{count} other CPUs"))];
+    row.extend((0..STAT_COLUMNS.len() - 1).map(|_| Cell::plain("-")));
+    row.push(Cell::plain(format!("at most {}", fmt_ns(max as f64))));
+    row
 }

@@ -5,6 +5,7 @@
 pub mod compare;
 mod environment;
 mod latency;
+pub mod limits;
 mod network;
 mod plan;
 mod tasks;

@@ -3,14 +3,15 @@
 //! baseline, and per-guest / per-core utilisation.
 
 use super::compare::{compared, Better, DSR_DIFF, LATENCY_DIFF};
+use super::limits::{worst_indices, MAX_CATEGORIES};
 use crate::doc::{Cell, Figure, Section, Table};
-use crate::extract::{pooled_dsr, rho};
+use crate::extract::rho;
 use crate::input::Input;
 use crate::svg::bars::{BarChart, BarMode};
 use crate::svg::line::{LineChart, Series};
 use crate::units::{fmt_ns, fmt_plain, fmt_ratio};
 use rtvirt_model::results::{Results, TaskResult};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Inputs that carry task results, with their names.
 fn task_inputs(inputs: &[Input]) -> Vec<(&str, &Results)> {
@@ -45,20 +46,31 @@ pub fn dsr_versus_rho_section(title: &str, inputs: &[Input]) -> Option<Section> 
     Some(sec)
 }
 
-/// Every (guest, task) in first-seen order.
-fn task_keys(results: &[(&str, &Results)]) -> Vec<(String, String)> {
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for t in results.iter().flat_map(|(_, r)| &r.tasks) {
-        let k = (t.guest.clone(), t.name.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys
+/// A task's identity across results: (guest, task name).
+type TaskKey<'a> = (&'a str, &'a str);
+
+fn key_of(t: &TaskResult) -> TaskKey<'_> {
+    (t.guest.as_str(), t.name.as_str())
 }
 
-fn find<'a>(r: &'a Results, key: &(String, String)) -> Option<&'a TaskResult> {
-    r.tasks.iter().find(|t| t.guest == key.0 && t.name == key.1)
+/// Every (guest, task) in first-seen order.
+fn task_keys<'a>(results: &[(&str, &'a Results)]) -> Vec<TaskKey<'a>> {
+    let mut seen = HashSet::new();
+    results.iter().flat_map(|(_, r)| &r.tasks).map(key_of).filter(|k| seen.insert(*k)).collect()
+}
+
+/// Per result, its tasks by key (the first of duplicates, as a linear search would find).
+fn task_index<'a>(results: &[(&str, &'a Results)]) -> Vec<HashMap<TaskKey<'a>, &'a TaskResult>> {
+    results
+        .iter()
+        .map(|(_, r)| {
+            let mut index = HashMap::with_capacity(r.tasks.len());
+            for t in &r.tasks {
+                index.entry(key_of(t)).or_insert(t);
+            }
+            index
+        })
+        .collect()
 }
 
 /// Per rho (in millionths): pooled (jobs, misses).
@@ -141,25 +153,29 @@ fn dsr_rho_table(lines: &RhoLines) -> Table {
     t
 }
 
+/// DSR per task and result; with more than [`MAX_CATEGORIES`] tasks, the tasks with the lowest
+/// DSR in any result (the caption says how many are left out).
 fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
     let keys = task_keys(results);
+    let index = task_index(results);
     let values: Vec<Vec<Option<f64>>> =
-        keys.iter().map(|k| results.iter().map(|(_, r)| find(r, k).map(|t| t.dsr)).collect()).collect();
-    let lowest = values.iter().flatten().flatten().copied().fold(1.0, f64::min);
-    let floor = dsr_floor(lowest);
+        keys.iter().map(|k| index.iter().map(|tasks| tasks.get(k).map(|t| t.dsr)).collect()).collect();
+    let lowest_of = |row: &Vec<Option<f64>>| row.iter().flatten().copied().fold(1.0, f64::min);
+    let shown = worst_indices(&values.iter().map(|row| 1.0 - lowest_of(row)).collect::<Vec<_>>(), MAX_CATEGORIES);
+    let floor = dsr_floor(shown.iter().map(|&i| lowest_of(&values[i])).fold(1.0, f64::min));
     let chart = BarChart {
         kind: "dsr-tasks",
         title: "Deadline satisfaction ratio per task".into(),
         y_label: "DSR".into(),
         y_fmt: fmt_ratio,
         mode: BarMode::Grouped,
-        categories: keys.iter().map(|(g, t)| format!("{g}/{t}")).collect(),
+        categories: shown.iter().map(|&i| format!("{}/{}", keys[i].0, keys[i].1)).collect(),
         series: results.iter().map(|(n, _)| n.to_string()).collect(),
-        values,
+        values: shown.iter().map(|&i| values[i].clone()).collect(),
         reference: None,
         y_range: Some((floor, 1.0)),
     };
-    let caption = if floor > 0.0 {
+    let mut caption = if floor > 0.0 {
         format!(
             "One bar per result; the axis starts at {} to show small differences.",
             crate::units::tidy(&fmt_ratio(floor))
@@ -167,6 +183,13 @@ fn dsr_per_task_figure(results: &[(&str, &Results)]) -> Figure {
     } else {
         "One bar per result.".into()
     };
+    if shown.len() < keys.len() {
+        caption.push_str(&format!(
+            " The {} tasks with the lowest DSR of {} are shown; every task is in the table.",
+            shown.len(),
+            keys.len()
+        ));
+    }
     Figure { kind: "dsr-tasks", title: chart.title.clone(), caption, svg: chart.render() }
 }
 
@@ -180,18 +203,19 @@ fn task_table(results: &[(&str, &Results)]) -> Table {
         "Tasks: jobs, misses, DSR and response times",
         &["guest/task", "result", "jobs", "misses", "DSR", "mean response", "p99 response", "max response"],
     );
+    let index = task_index(results);
     for key in task_keys(results) {
         let mut base: Option<&TaskResult> = None;
-        for (name, r) in results {
-            let Some(task) = find(r, &key) else { continue };
-            t.row(task_row(&key, name, task, base));
+        for ((name, _), tasks) in results.iter().zip(&index) {
+            let Some(task) = tasks.get(&key) else { continue };
+            t.row(task_row(key, name, task, base));
             base = base.or(Some(task));
         }
     }
     t
 }
 
-fn task_row(key: &(String, String), name: &str, t: &TaskResult, base: Option<&TaskResult>) -> Vec<Cell> {
+fn task_row(key: TaskKey, name: &str, t: &TaskResult, base: Option<&TaskResult>) -> Vec<Cell> {
     let resp = |t: &TaskResult| [t.response_ns.mean, t.response_ns.p99 as f64, t.response_ns.max as f64];
     let mut row = vec![
         Cell::plain(format!("{}/{}", key.0, key.1)),
@@ -210,8 +234,16 @@ fn utilisation_table(results: &[(&str, &Results)]) -> Table {
     let mut t =
         Table::new("Utilisation per guest and core", &["result", "what", "CPU time", "utilisation", "DSR (pooled)"]);
     for (name, r) in results {
+        let mut pooled: HashMap<&str, (u64, u64)> = HashMap::new();
+        for t in &r.tasks {
+            let e = pooled.entry(t.guest.as_str()).or_default();
+            *e = (e.0 + t.jobs, e.1 + t.misses);
+        }
         for g in &r.guests {
-            let dsr = pooled_dsr(r.tasks.iter().filter(|t| t.guest == g.name)).map_or("-".into(), fmt_ratio);
+            let dsr = pooled
+                .get(g.name.as_str())
+                .filter(|(jobs, _)| *jobs > 0)
+                .map_or("-".into(), |&(jobs, misses)| fmt_ratio(TaskResult::dsr_of(jobs, misses)));
             t.row(vec![
                 Cell::plain(*name),
                 Cell::plain(format!("guest {}", g.name)),
