@@ -38,12 +38,15 @@ fn stalls_note(name: &str, pts: &[IntervalPoint]) -> Option<String> {
     Some(format!("{name}: {} stalled interval(s) (no samples) at {}{more}.", stalls.len(), listed.join(", ")))
 }
 
+/// (time, maximum) of one interval on one CPU.
+type Point = (f64, f64);
+
 fn figure(name: &str, pts: &[IntervalPoint]) -> Figure {
-    let mut lines: BTreeMap<Option<u64>, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut lines: BTreeMap<Option<u64>, Vec<Point>> = BTreeMap::new();
     for p in pts.iter().filter(|p| !p.stall) {
         lines.entry(p.cpu).or_default().push((p.t_ns, p.max_ns.max(1.0)));
     }
-    let all: Vec<(Option<u64>, Vec<(f64, f64)>)> = lines.into_iter().collect();
+    let all: Vec<(Option<u64>, Vec<Point>)> = lines.into_iter().collect();
     let peaks: Vec<f64> = all.iter().map(|(_, p)| p.iter().map(|q| q.1).fold(0.0, f64::max)).collect();
     let shown = worst_indices(&peaks, MAX_SERIES);
     let span = pts.first().map_or(0.0, |p| p.t_ns)..=pts.last().map_or(0.0, |p| p.t_ns);
