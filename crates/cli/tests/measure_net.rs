@@ -19,18 +19,80 @@ fn is_root() -> bool {
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-/// Start a server, wait for its "listening on" line.
+/// Start a server, wait for its "listening on" line (a status line: on stderr).
 fn server(port: u16, proto: &str) -> std::process::Child {
+    server_with(port, proto, &["--duration", "20s"])
+}
+
+fn server_with(port: u16, proto: &str, extra: &[&str]) -> std::process::Child {
     let listen = format!("127.0.0.1:{port}");
     let mut child = rtvirt()
-        .args(["measure", "net", "server", "--listen", &listen, proto, "--duration", "20s"])
+        .args(["measure", "net", "server", "--listen", &listen, proto])
+        .args(extra)
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    std::io::BufReader::new(child.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("listening on"), "{line}");
     child
+}
+
+/// `measure net server --format json`: stdout is the results document alone, which reads back.
+#[test]
+fn server_json_output_reads_back() {
+    for proto in ["--udp", "--tcp"] {
+        let port = free_port();
+        let srv = server_with(port, proto, &["--duration", "1s", "--format", "json"]);
+        let out = srv.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{proto}: stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["kind"], "net-server");
+        assert_eq!(v["listen"], format!("127.0.0.1:{port}"));
+    }
+}
+
+/// One rule for run lengths: server and client refuse the same durations the same way.
+#[test]
+fn server_and_client_share_the_duration_rule() {
+    for (duration, words) in [("0s", "more than 0"), ("7200s", "--force")] {
+        let server = rtvirt().args(["measure", "net", "server", "--duration", duration]).output().unwrap();
+        let client = rtvirt().args(["measure", "net", "client", "--duration", duration]).output().unwrap();
+        for (who, out) in [("server", server), ("client", client)] {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{who} --duration {duration}: {err}");
+            assert!(err.contains("--duration") && err.contains(words), "{who} --duration {duration}: {err}");
+        }
+    }
+}
+
+/// A paced client with a request due only every 100 s stops at once on Ctrl-C and SIGTERM.
+#[test]
+fn a_slowly_paced_client_stops_on_ctrl_c_and_sigterm() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let port = free_port();
+        let mut srv = server(port, "--udp");
+        let connect = format!("127.0.0.1:{port}");
+        let client = rtvirt()
+            .args(["measure", "net", "client", "--connect", &connect, "--arrivals", "fixed:0.01"])
+            .args(["--duration", "10min", "--timeout", "5min", "--format", "json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let t0 = std::time::Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(client.id() as libc::pid_t, signal) };
+        let out = client.wait_with_output().unwrap();
+        let took = t0.elapsed();
+        let _ = srv.kill();
+        let _ = srv.wait();
+        assert!(took < std::time::Duration::from_secs(2), "signal {signal}: stopped after {took:?}");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 #[test]

@@ -19,18 +19,19 @@ fn produce(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
 }
 
 /// A real UDP exchange on loopback: the client's results and the server's own (it serves 4 s,
-/// then prints its results after its "listening on" line).
+/// then prints its results; its "listening on" line is on stderr).
 fn net_results(dir: &Path) -> (PathBuf, PathBuf) {
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
     let mut srv = rtvirt()
         .args(["measure", "net", "server", "--listen", &addr, "--udp", "--duration", "4s", "--format", "json"])
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(srv.stdout.take().unwrap());
+    let mut out = srv.stdout.take().unwrap();
     let mut line = String::new();
-    out.read_line(&mut line).unwrap();
+    std::io::BufReader::new(srv.stderr.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("listening on"), "{line}");
     let p = std::panic::catch_unwind(|| {
         produce(

@@ -207,10 +207,9 @@ fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
         "json",
     ]));
     let name = format!("rtvirt-measure-{}", server.id());
-    let mut stdout = std::io::BufReader::new(server.child.stdout.take().unwrap());
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
-    // "listening on 10.213.N.2:9100 (udp) in guest ..."
+    // "listening on 10.213.N.2:9100 (udp) in guest ..." (a status line: stderr)
+    let first = server.stderr_line("listening on");
+    let mut stdout = server.child.stdout.take().unwrap();
     let addr = first
         .strip_prefix("listening on ")
         .and_then(|r| r.split_whitespace().next())
@@ -264,9 +263,7 @@ fn measure_net_server_in_vm_is_torn_down_on_ctrl_c() {
         "120s",
     ]));
     let name = format!("rtvirt-measure-{}", server.id());
-    let mut stdout = std::io::BufReader::new(server.child.stdout.take().unwrap());
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    let first = server.stderr_line("listening on");
     assert!(first.starts_with("listening on 10.213."), "{first}");
     assert!(std::process::Command::new("kill").args(["-INT", &server.id().to_string()]).status().unwrap().success());
     let (code, _, err) = server.wait(BOUND);

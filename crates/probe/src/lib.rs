@@ -8,13 +8,14 @@
 //! - [`container`]: a network namespace + veth/bridge + cgroup to run a measurement inside.
 //! - [`environment`]: what a result records about the machine.
 //! - plumbing: [`rt`] (scheduling policies and pinning through rtvirt-os, mlockall,
-//!   cpu_dma_latency, runaway guard), [`cpus`], [`error`]. The OS calls that change scheduling or
+//!   cpu_dma_latency, runaway guard), [`cpus`], [`error`], [`limits`] (the one rule for run lengths). The OS calls that change scheduling or
 //!   cgroups (exclusive cpusets, container cgroups), and the Ctrl-C flag, are rtvirt-os's.
 
 pub mod container;
 pub mod cpus;
 pub mod environment;
 pub mod error;
+pub mod limits;
 pub mod load;
 pub mod net;
 pub mod rt;

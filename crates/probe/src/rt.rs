@@ -129,7 +129,32 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Longest stretch any wait of rtvirt sleeps without looking at its stop condition (its stop
+/// flag and Ctrl-C/SIGTERM/SIGHUP, `rtvirt_os::signals`): a stop is seen within 0.1 s, and a
+/// measurement's reporting thread wakes rarely (each wake-up is CPU time the measurement pays for).
+pub const STOP_POLL_NS: u64 = 100_000_000;
+
+/// Sleep until `deadline_ns` (CLOCK_MONOTONIC, absolute) unless `stop` is raised or the user
+/// interrupts first; true when the deadline was reached. Long sleeps are cut into stretches of at
+/// most [`STOP_POLL_NS`] with a look at the stop condition between them; the last stretch sleeps
+/// straight to the deadline and returns at once, so that a measuring caller's wake-up time is
+/// the same as with [`sleep_until`].
+pub fn sleep_until_or_stopped(deadline_ns: u64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) || rtvirt_os::signals::interrupted() {
+            return false;
+        }
+        let now = now_ns();
+        if deadline_ns.saturating_sub(now) <= STOP_POLL_NS {
+            sleep_until(deadline_ns);
+            return true;
+        }
+        sleep_until(now + STOP_POLL_NS);
+    }
+}
+
 /// Absolute `clock_nanosleep` on CLOCK_MONOTONIC until `deadline_ns`, resumed after signals.
+/// Only for short, bounded sleeps: a wait that may be long is [`sleep_until_or_stopped`].
 pub fn sleep_until(deadline_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,

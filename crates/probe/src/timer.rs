@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest run accepted without `force`.
-pub const MAX_DURATION_WITHOUT_FORCE: Nanos = Nanos::from_secs(3600);
+pub use crate::limits::MAX_DURATION_WITHOUT_FORCE;
 /// Smallest interval accepted without `force` (below it the machine is mostly busy waking up).
 pub const MIN_INTERVAL_WITHOUT_FORCE: Nanos = Nanos::from_us(50);
 
@@ -72,12 +72,7 @@ impl TimerConfig {
                 format!("{} is below {MIN_INTERVAL_WITHOUT_FORCE} (add --force to allow it)", self.interval),
             ));
         }
-        if self.duration.0 == 0 || (self.duration > MAX_DURATION_WITHOUT_FORCE && !self.force) {
-            return Err(Error::input(
-                "--duration",
-                format!("{} must be > 0 and at most {MAX_DURATION_WITHOUT_FORCE} without --force", self.duration),
-            ));
-        }
+        crate::limits::check_duration("--duration", self.duration, self.force)?;
         if matches!(self.policy, Policy::Fifo | Policy::Rr) {
             rt::check_priority(self.priority, self.force)?;
         }
@@ -161,10 +156,6 @@ impl From<&IntervalReport> for rtvirt_model::results::Interval {
         }
     }
 }
-
-/// How often the reporting thread looks for Ctrl-C or a failed measuring thread between reports
-/// (rarely: each of its wake-ups is CPU time the measurement pays for).
-const STOP_POLL_NS: u64 = 100_000_000;
 
 /// Report intervals without samples after which a CPU's thread counts as stalled.
 pub const STALL_INTERVALS: u32 = 2;
@@ -273,9 +264,7 @@ fn report_loop(
     let mut k = 0u64;
     loop {
         let next = start.saturating_add(step.saturating_mul(k + 1)).min(end);
-        while rt::now_ns() < next && !stop.load(Ordering::Relaxed) && !rtvirt_os::signals::interrupted() {
-            rt::sleep_until((rt::now_ns() + STOP_POLL_NS).min(next));
-        }
+        rt::sleep_until_or_stopped(next, stop);
         if rtvirt_os::signals::interrupted() {
             stop.store(true, Ordering::SeqCst);
         }
@@ -353,8 +342,7 @@ fn sample_loop(interval: u64, stop: &AtomicBool, live: &Live, start: u64, end: u
     let mut hist = LatencyHistogram::new();
     let (mut missed, mut wakeups) = (0u64, 0u64);
     let mut next = start + interval;
-    while next <= end && !stop.load(Ordering::Relaxed) {
-        rt::sleep_until(next);
+    while next <= end && rt::sleep_until_or_stopped(next, stop) {
         let now = rt::now_ns();
         wakeups += 1;
         account_wakeup(now, &mut next, interval, end, &mut hist, &mut missed, live);
@@ -514,6 +502,23 @@ pub fn write_cyclictest_histogram(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A measuring thread between two wake-ups a minute apart sees a stop within a stop poll.
+    #[test]
+    fn a_long_interval_does_not_delay_a_stop() {
+        let (stop, live) = (AtomicBool::new(false), Live::default());
+        let start = rt::now_ns();
+        let out = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::SeqCst);
+            });
+            sample_loop(60_000_000_000, &stop, &live, start, start + 600_000_000_000)
+        });
+        let took = rt::now_ns() - start;
+        assert!(took < 200_000_000 + 2 * rt::STOP_POLL_NS, "stopped after {took} ns");
+        assert_eq!(out.wakeups, 0);
+    }
 
     #[test]
     fn a_late_wakeup_counts_every_missed_activation() {

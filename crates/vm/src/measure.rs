@@ -34,8 +34,8 @@ pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Measured
     collect(image, cfg, &mut guest)
 }
 
-/// Boot a networked guest serving `rtvirt <args>`, wait until its output shows `ready` (e.g.
-/// "listening on"), run `host_side` against it (it gets the guest's record: address, threads),
+/// Boot a networked guest serving `rtvirt <args>`, wait until its console (the job's stderr)
+/// shows `ready` (e.g. "listening on"), run `host_side` against it (it gets the guest's record: address, threads),
 /// then collect the guest's own results. The host side's error ends the run at once.
 pub fn run_serving<T>(
     image: &Image,
@@ -51,7 +51,7 @@ pub fn run_serving<T>(
 }
 
 /// Boot a networked guest serving `rtvirt <args>`, call `on_ready` (with the guest's record:
-/// address, threads) once its output shows `ready`, and hold it until its job ends (the server's
+/// address, threads) once its console shows `ready`, and hold it until its job ends (the server's
 /// own `--duration`): the annotated results. A signal (Ctrl-C) ends the hold early: the guest is
 /// torn down and there are no results (`None`).
 pub fn serve(
@@ -70,11 +70,11 @@ pub fn serve(
 }
 
 /// Boot a networked guest (`cfg` with the network on) serving `rtvirt <args>` and wait until its
-/// output shows `ready`: the configuration it runs with, and the guest.
+/// console (where the job's stderr goes) shows `ready`: the configuration it runs with, and the guest.
 fn start_serving(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str) -> Result<(GuestConfig, Guest)> {
     let cfg = GuestConfig { network: true, ..cfg.clone() };
     let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
-    guest.wait_for_output(ready)?;
+    guest.wait_for_console(ready)?;
     Ok((cfg, guest))
 }
 
@@ -136,8 +136,9 @@ pub fn parse(name: &str, out: &JobOutput) -> Result<Results> {
     Ok(r)
 }
 
-/// The JSON values of a command's stdout from its first line starting with `{` (servers print a
-/// "listening on" line first): `"type": "interval"` JSON lines, then the results document.
+/// The JSON values of a command's stdout from its first line starting with `{` (anything before
+/// it, e.g. a "listening on" line of an older rtvirt, is skipped): `"type": "interval"` JSON
+/// lines, then the results document.
 fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<Interval>), String> {
     let start =
         if stdout.starts_with('{') { 0 } else { stdout.find("\n{").map(|i| i + 1).ok_or("no JSON in the output")? };

@@ -70,9 +70,7 @@ pub fn run(a: LoadArgs, line: CommandLine) -> CmdResult {
     }
     let spec = LoadSpec { kind, workers, cpus: cpu_list.clone(), rate: a.rate };
     spec.validate("--workers", a.force)?;
-    if a.duration.0 == 0 || (a.duration > Nanos::from_secs(3600) && !a.force) {
-        anyhow::bail!("--duration {} must be > 0 and at most 1h without --force", a.duration);
-    }
+    rtvirt_probe::limits::check_duration("--duration", a.duration, a.force)?;
     if a.r#in == Where::Vm {
         anyhow::bail!("--in vm is not available for rtvirt load; use `rtvirt vm run -- load ...`");
     }

@@ -142,10 +142,13 @@ fn text(arg: OsString) -> anyhow::Result<String> {
 }
 
 /// `measure net server` listening on `listen` for `duration`, with `--tcp` (else `--udp`), and
-/// the other options given (e.g. `--service-time`, `--format json`).
+/// the other options given (e.g. `--service-time`, `--format json`). The peer of a client whose
+/// duration was checked: it outlasts the client by a margin, hence `--force` (an hour's client
+/// needs a server for a little more than an hour).
 pub fn net_server(listen: &str, duration: Nanos, tcp: bool, more: &[&str]) -> Vec<String> {
     let mut argv: Vec<String> = ["measure", "net", "server"].map(String::from).to_vec();
     argv.extend(["--listen".into(), listen.to_string(), "--duration".into(), duration.to_string()]);
+    argv.push("--force".into());
     argv.push(protocol_flag(tcp).into());
     argv.extend(more.iter().map(|s| s.to_string()));
     argv
@@ -257,7 +260,19 @@ mod tests {
     fn peer_commands() {
         assert_eq!(
             net_server("10.0.0.2:9000", Nanos::from_secs(3), true, &["--format", "json"]),
-            ["measure", "net", "server", "--listen", "10.0.0.2:9000", "--duration", "3s", "--tcp", "--format", "json"]
+            [
+                "measure",
+                "net",
+                "server",
+                "--listen",
+                "10.0.0.2:9000",
+                "--duration",
+                "3s",
+                "--force",
+                "--tcp",
+                "--format",
+                "json"
+            ]
         );
         let more = ["--size".to_string(), "64".into()];
         assert_eq!(

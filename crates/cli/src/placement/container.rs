@@ -43,23 +43,20 @@ pub fn with_server(
     serve_for: Nanos,
     client: impl FnOnce(SocketAddr) -> anyhow::Result<Results>,
 ) -> anyhow::Result<Results> {
-    use std::io::BufRead;
     let container = Container::create(&cpus::allowed())?;
     let exe = std::env::current_exe().context("cannot find the rtvirt executable")?;
     let listen = SocketAddr::new(container.container_addr.into(), port);
     let mut child = container
         .command(&exe)?
         .args(command_line::net_server(&listen.to_string(), serve_for, tcp, &["--format", "json"]))
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .context("cannot start the server in the container")?;
-    let mut first = String::new();
-    let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
-    out.read_line(&mut first).ok();
-    let result = if first.starts_with("listening on") {
+    let result = if server_listening(child.stderr.take().expect("piped stderr")) {
         client(listen)
     } else {
-        Err(anyhow::anyhow!("the server in the container did not start"))
+        Err(anyhow::anyhow!("the server in the container did not start (its error is above)"))
     };
     rtvirt_os::signals::terminate(child.id());
     let _ = child.wait();
@@ -70,6 +67,34 @@ pub fn with_server(
     }
     drop(container);
     Ok(r)
+}
+
+/// How long a server started by rtvirt may take to say it listens.
+const SERVER_START_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Forward a server's stderr to ours (on a thread, until it ends) and wait until it says
+/// "listening on" (a status line: stderr): false if it ended first, did not say so within
+/// [`SERVER_START_BOUND`], or Ctrl-C came.
+fn server_listening(stderr: std::process::ChildStderr) -> bool {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            if line.starts_with("listening on") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let bound = std::time::Instant::now() + SERVER_START_BOUND;
+    while std::time::Instant::now() < bound && !rtvirt_probe::signals::interrupted() {
+        match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(()) => return true,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    false
 }
 
 /// Wait for a child; on Ctrl-C/SIGTERM ask it to stop (it finishes cleanly and reports).

@@ -83,14 +83,13 @@ pub fn serve(line: CommandLine, port: u16, tcp: bool, common: &Common, duration:
     let running = HostLoads::start(&common.load)?;
     let served = measure::serve(&image, &cfg, &args, "listening on", |guest| {
         let ip = guest.guest_ip.as_deref().unwrap_or("?");
-        println!(
+        // A status line: stderr, so that stdout holds only the results.
+        eprintln!(
             "listening on {ip}:{port} ({protocol}) in guest {} ({} kernel, {}); serving for {duration} or until Ctrl-C",
             guest.name,
             flavour,
             accel.name()
         );
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
     });
     let reports = running.stop();
     let Some(mut m) = served? else {

@@ -29,12 +29,36 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
 /// then SIGKILL after a grace period (QEMU dies with rtvirt through PR_SET_PDEATHSIG).
 pub struct Running {
     pub child: Child,
+    /// Stderr read so far by [`Running::stderr_line`], and the reader of the rest.
+    stderr_seen: String,
+    stderr_rest: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Running {
     pub fn spawn(cmd: &mut Command) -> Running {
         let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn().expect("start rtvirt");
-        Running { child }
+        Running { child, stderr_seen: String::new(), stderr_rest: None }
+    }
+
+    /// Read stderr up to the first line starting with `prefix` (a status line such as a
+    /// server's "listening on"); that line. The rest of stderr is still collected by `wait`.
+    pub fn stderr_line(&mut self, prefix: &str) -> String {
+        let mut reader = std::io::BufReader::new(self.child.stderr.take().expect("stderr read once"));
+        let mut found = String::new();
+        loop {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            self.stderr_seen.push_str(&line);
+            if line.starts_with(prefix) {
+                found = line;
+                break;
+            }
+        }
+        self.stderr_rest = Some(drain(Some(reader)));
+        assert!(!found.is_empty(), "no stderr line starts with {prefix:?}:\n{}", self.stderr_seen);
+        found
     }
 
     pub fn id(&self) -> u32 {
@@ -44,7 +68,8 @@ impl Running {
     /// Wait for the end within `bound`, collecting the output; past the bound, kill the group and
     /// fail the test with what was printed.
     pub fn wait(mut self, bound: Duration) -> (i32, String, String) {
-        let readers = [drain(self.child.stdout.take()), drain(self.child.stderr.take())];
+        let stderr = self.stderr_rest.take().unwrap_or_else(|| drain(self.child.stderr.take()));
+        let readers = [drain(self.child.stdout.take()), stderr];
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -56,7 +81,8 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        let [out, err] = readers.map(|r| r.join().unwrap_or_default());
+        let [out, rest] = readers.map(|r| r.join().unwrap_or_default());
+        let err = std::mem::take(&mut self.stderr_seen) + &rest;
         match status {
             Some(s) => (s.code().unwrap_or(-1), out, err),
             None => {

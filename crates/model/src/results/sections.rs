@@ -142,10 +142,19 @@ pub struct ServerStats {
     pub connections: u64,
     pub malformed: u64,
     pub oversized: u64,
+    /// Connections closed at once because every slot was taken (servers before the slowloris
+    /// guard; now 0: a connection waits in the listen backlog).
+    #[serde(default)]
     pub rejected_connections: u64,
     pub requests: u64,
     pub responses: u64,
     pub truncated: u64,
+    /// Requests not received whole within the server's request deadline (connection closed).
+    #[serde(default)]
+    pub slow_requests: u64,
+    /// Idle connections closed to make room for a waiting one.
+    #[serde(default)]
+    pub closed_idle: u64,
 }
 
 /// `measure tasks`: totals over every task and the plan the reservations came from.

@@ -57,7 +57,7 @@ pub fn spawn(
 }
 
 fn cpu_hog(stop: &AtomicBool, meter: &Meter, rate: Option<f64>) {
-    let mut pacer = Pacer::new(rate);
+    let mut pacer = Pacer::new(rate, stop);
     let mut x = 0x9e3779b97f4a7c15u64;
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..1000 {
@@ -78,7 +78,7 @@ fn syscalls(stop: &AtomicBool, meter: &Meter, rate: Option<f64>) {
         return;
     }
     let mut null = std::fs::OpenOptions::new().write(true).open("/dev/null").ok();
-    let mut pacer = Pacer::new(rate);
+    let mut pacer = Pacer::new(rate, stop);
     let mut round = 0u64;
     let mut b = [0u8; 1];
     while !stop.load(Ordering::Relaxed) {
@@ -131,7 +131,7 @@ const CHUNK: usize = 64 * 1024;
 
 fn cache_thrash(stop: &AtomicBool, meter: &Meter, rate: Option<f64>, bytes: usize) {
     let half = bytes.max(2 * CHUNK) / 2;
-    let mut pacer = Pacer::new(rate);
+    let mut pacer = Pacer::new(rate, stop);
     // Filled chunk by chunk (first touch of tens of MiB is itself memory traffic, and a short
     // run must count it and be able to stop during it).
     let mut buf = Vec::with_capacity(2 * half);
@@ -188,7 +188,7 @@ fn tcp_pair() -> Result<Vec<Worker>> {
     let send: Worker = Box::new(move |stop, meter, rate| {
         let mut s = sender;
         let buf = vec![0x5au8; CHUNK];
-        let mut pacer = Pacer::new(rate);
+        let mut pacer = Pacer::new(rate, stop);
         let mut last = u32::MAX;
         while !stop.load(Ordering::Relaxed) {
             seen(meter, &mut last);
@@ -216,7 +216,7 @@ fn udp_pair() -> Result<Vec<Worker>> {
     });
     let send: Worker = Box::new(move |stop, meter, rate| {
         let buf = vec![0x5au8; 1472];
-        let mut pacer = Pacer::new(rate);
+        let mut pacer = Pacer::new(rate, stop);
         let mut last = u32::MAX;
         while !stop.load(Ordering::Relaxed) {
             seen(meter, &mut last);

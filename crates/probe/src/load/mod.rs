@@ -160,25 +160,25 @@ impl Meter {
     }
 }
 
-/// Paces a worker to `rate` units/s (None: as fast as possible).
-pub(crate) struct Pacer {
+/// Paces a worker to `rate` units/s (None: as fast as possible). Its waits end as soon as the
+/// load is stopped (or Ctrl-C): a low rate can mean a long wait (1000 units at 1/s: 1000 s).
+pub(crate) struct Pacer<'a> {
     start: u64,
     per_unit_ns: Option<f64>,
     done: u64,
+    stop: &'a AtomicBool,
 }
 
-impl Pacer {
-    pub fn new(rate: Option<f64>) -> Pacer {
-        Pacer { start: rt::now_ns(), per_unit_ns: rate.map(|r| 1e9 / r), done: 0 }
+impl<'a> Pacer<'a> {
+    pub fn new(rate: Option<f64>, stop: &'a AtomicBool) -> Pacer<'a> {
+        Pacer { start: rt::now_ns(), per_unit_ns: rate.map(|r| 1e9 / r), done: 0, stop }
     }
-    /// Account `n` units and sleep until they are due.
+    /// Account `n` units and sleep until they are due, or until the load stops.
     pub fn pace(&mut self, n: u64) {
         self.done += n;
         if let Some(p) = self.per_unit_ns {
-            let due = self.start + (self.done as f64 * p) as u64;
-            if due > rt::now_ns() {
-                rt::sleep_until(due);
-            }
+            let due = (self.start as f64 + self.done as f64 * p).min(u64::MAX as f64) as u64;
+            rt::sleep_until_or_stopped(due, self.stop);
         }
     }
 }

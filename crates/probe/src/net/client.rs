@@ -29,6 +29,8 @@ pub struct ClientConfig {
     /// A response later than this counts as a timeout (it is still a sample if it arrives).
     pub timeout: Nanos,
     pub seed: u64,
+    /// Allow a run over one hour ([`crate::limits::check_duration`]).
+    pub force: bool,
 }
 
 impl Default for ClientConfig {
@@ -41,6 +43,7 @@ impl Default for ClientConfig {
             duration: Nanos::from_secs(10),
             timeout: Nanos::from_secs(1),
             seed: 1,
+            force: false,
         }
     }
 }
@@ -57,12 +60,7 @@ impl ClientConfig {
                 format!("{} bytes: expected {}..={max} for {}", self.size, wire::HEADER, self.protocol.as_str()),
             ));
         }
-        if self.duration.0 == 0 || self.duration > Nanos::from_secs(3600) {
-            return Err(Error::input(
-                "--duration",
-                format!("{}: expected more than 0 and at most 1 hour", self.duration),
-            ));
-        }
+        crate::limits::check_duration("--duration", self.duration, self.force)?;
         if self.timeout.0 == 0 {
             return Err(Error::input("--timeout", "must be more than 0"));
         }
@@ -303,6 +301,10 @@ fn stopped() -> bool {
     rtvirt_os::signals::interrupted()
 }
 
+/// Once the sending has ended the receiver waits `--timeout` for the responses in flight; after
+/// Ctrl-C at most this long (a long `--timeout` must not hold an interrupted run).
+const DRAIN_AFTER_INTERRUPT_NS: u64 = 200_000_000;
+
 /// Closed loop: send, wait for the response (or the timeout), repeat.
 fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
     let end = start + cfg.duration.0;
@@ -321,7 +323,7 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
         }
         seq += 1;
         tally.send_lag.record(0);
-        while rt::now_ns() < t + cfg.timeout.0 {
+        while rt::now_ns() < t + cfg.timeout.0 && !stopped() {
             if let Some(r) = rx.next(conn)? {
                 let current = r.header.seq == seq - 1;
                 tally.response(r, seq, cfg.timeout.0);
@@ -347,8 +349,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
             let mut msg = vec![0u8; cfg.size];
             let mut intended = start + cfg.arrivals.gap(&mut rng);
             let mut seq = 0;
-            while intended < end && !stopped() {
-                rt::sleep_until(intended);
+            while intended < end && rt::sleep_until_or_stopped(intended, &done) {
                 let now = rt::now_ns();
                 wire::encode(&wire::Header { seq, intended_ns: intended, sent_ns: now }, &mut msg);
                 sent.store(seq + 1, Ordering::SeqCst); // before sending: the response may beat us
@@ -376,8 +377,14 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
         let mut drain_until = u64::MAX;
         let mut refused = None;
         loop {
-            if done.load(Ordering::SeqCst) && drain_until == u64::MAX {
-                drain_until = rt::now_ns() + cfg.timeout.0;
+            if done.load(Ordering::SeqCst) {
+                let now = rt::now_ns();
+                if drain_until == u64::MAX {
+                    drain_until = now + cfg.timeout.0;
+                }
+                if stopped() {
+                    drain_until = drain_until.min(now + DRAIN_AFTER_INTERRUPT_NS);
+                }
             }
             if rt::now_ns() >= drain_until
                 || (drain_until != u64::MAX && tally.responses >= sent.load(Ordering::SeqCst))

@@ -1,6 +1,10 @@
 //! The request/response server (UDP or TCP). It echoes every well-formed message after an
 //! optional service time, and drops malformed, truncated and oversized input without growing
-//! memory: fixed buffers, at most [`MAX_CONNECTIONS`] TCP connections, idle connections closed.
+//! memory: fixed buffers, at most [`MAX_CONNECTIONS`] TCP connections. A TCP connection must make
+//! progress or give its slot up (slowloris guard): a request arrives whole within
+//! [`REQUEST_TIMEOUT`] of its first byte and its response is taken within it, a connection idle
+//! for [`IDLE_TIMEOUT`] is closed, and one idle past [`REQUEST_TIMEOUT`] is closed as soon as
+//! another connection waits for a slot.
 
 use super::wire;
 use super::Protocol;
@@ -9,15 +13,21 @@ use crate::rt;
 use serde::Serialize;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// TCP connections served at once; more are closed on accept.
+/// TCP connections served at once; more wait in the listen backlog for a free slot.
 pub const MAX_CONNECTIONS: u64 = 64;
-/// A TCP connection that sends nothing for this long is closed.
+/// A TCP connection that sends nothing for this long after its last response is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request must arrive whole within this time from its first byte, and its response must be
+/// taken by the client within this time; else the connection is closed (slowloris guard). A
+/// connection idle longer than this is closed when another waits for its slot.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(50);
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -36,9 +46,10 @@ pub struct ServerStats {
     pub truncated: AtomicU64,
     pub oversized: AtomicU64,
     pub connections: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    #[serde(skip)]
-    active: AtomicU64,
+    /// Requests not received whole within [`REQUEST_TIMEOUT`] of their first byte: closed.
+    pub slow_requests: AtomicU64,
+    /// Idle connections closed to make room for a waiting one.
+    pub closed_idle: AtomicU64,
 }
 
 enum Socket {
@@ -112,7 +123,7 @@ impl Server {
                 st.malformed.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            self.service();
+            self.service(stop);
             if s.send_to(&buf[..n], peer).is_ok() {
                 st.responses.fetch_add(1, Ordering::Relaxed);
             }
@@ -120,29 +131,37 @@ impl Server {
         Ok(())
     }
 
-    fn service(&self) {
+    /// The service time (an optional sleep), cut short when the server stops.
+    fn service(&self, stop: &AtomicBool) {
         if self.cfg.service_time_ns > 0 {
-            rt::sleep_until(rt::now_ns() + self.cfg.service_time_ns);
+            rt::sleep_until_or_stopped(rt::now_ns() + self.cfg.service_time_ns, stop);
         }
     }
 
+    /// Accept while a slot is free; while every slot is taken, new connections wait in the
+    /// kernel's listen backlog, and if one waits, the connection idle longest (past
+    /// [`REQUEST_TIMEOUT`]) is closed to make room.
     fn serve_tcp(&self, l: &TcpListener, stop: &AtomicBool) -> Result<()> {
+        let slots = Slots::default();
         std::thread::scope(|scope| {
             while !Self::stopped(stop) {
+                let Some(slot) = slots.free() else {
+                    if has_pending_connection(l) {
+                        slots.close_longest_idle(&self.stats);
+                    }
+                    std::thread::sleep(ACCEPT_POLL);
+                    continue;
+                };
                 match l.accept() {
                     Ok((conn, _)) => {
                         self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                        if self.stats.active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                            self.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-                            continue; // dropped: closed
-                        }
-                        self.stats.active.fetch_add(1, Ordering::Relaxed);
+                        slot.claim();
                         scope.spawn(move || {
-                            self.serve_connection(conn, stop);
-                            self.stats.active.fetch_sub(1, Ordering::Relaxed);
+                            self.serve_connection(conn, slot, stop);
+                            slot.release();
                         });
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) => return Err(Error::os("TCP server accept failed", e)),
                 }
@@ -151,57 +170,158 @@ impl Server {
         })
     }
 
-    /// Serve one connection until it closes, misbehaves, idles out or the server stops.
-    fn serve_connection(&self, mut c: TcpStream, stop: &AtomicBool) {
+    /// Serve one connection until it closes, misbehaves, is too slow, idles out, is closed to
+    /// make room, or the server stops.
+    fn serve_connection(&self, mut c: TcpStream, slot: &Slot, stop: &AtomicBool) {
         let st = &self.stats;
         let _ = c.set_nonblocking(false);
         let _ = c.set_nodelay(true);
         let _ = c.set_read_timeout(Some(POLL));
+        // A client that does not read its responses cannot hold the connection either.
+        let _ = c.set_write_timeout(Some(REQUEST_TIMEOUT));
         let mut buf = vec![0u8; 4 + wire::MAX_TCP_FRAME];
+        let quit = || Self::stopped(stop) || slot.closing.load(Ordering::Relaxed);
         loop {
-            let Some(()) = read_full(&mut c, &mut buf[..4], stop) else { return };
-            let len = u32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) as usize;
+            let idle_until = slot.idle_since_ns.load(Ordering::Relaxed) + IDLE_TIMEOUT.as_nanos() as u64;
+            if read_by(&mut c, &mut buf[..1], idle_until, &quit) != Received::All {
+                return;
+            }
+            slot.busy();
+            let request_by = rt::now_ns() + REQUEST_TIMEOUT.as_nanos() as u64;
             st.requests.fetch_add(1, Ordering::Relaxed);
+            match read_by(&mut c, &mut buf[1..4], request_by, &quit) {
+                Received::All => {}
+                Received::Late => return count(&st.slow_requests),
+                Received::Ended => return count(&st.truncated),
+            }
+            let len = u32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) as usize;
             if len > wire::MAX_TCP_FRAME {
-                st.oversized.fetch_add(1, Ordering::Relaxed);
-                return;
+                return count(&st.oversized);
             }
-            let Some(()) = read_full(&mut c, &mut buf[4..4 + len], stop) else {
-                st.truncated.fetch_add(1, Ordering::Relaxed);
-                return;
-            };
+            match read_by(&mut c, &mut buf[4..4 + len], request_by, &quit) {
+                Received::All => {}
+                Received::Late => return count(&st.slow_requests),
+                Received::Ended => return count(&st.truncated),
+            }
             if wire::decode(&buf[4..4 + len]).is_none() {
-                st.malformed.fetch_add(1, Ordering::Relaxed);
-                return;
+                return count(&st.malformed);
             }
-            self.service();
+            self.service(stop);
             if c.write_all(&buf[..4 + len]).is_err() {
                 return;
             }
             st.responses.fetch_add(1, Ordering::Relaxed);
+            slot.idle();
         }
     }
 }
 
-/// Read exactly `buf.len()` bytes; None on EOF, error, idle timeout or stop.
-fn read_full(c: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> Option<()> {
+fn count(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How a bounded read ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Received {
+    /// Every byte asked for.
+    All,
+    /// EOF, an error, the server stopping or the connection being closed to make room.
+    Ended,
+    /// The deadline passed first.
+    Late,
+}
+
+/// Read exactly `buf.len()` bytes by `deadline_ns` (CLOCK_MONOTONIC); `quit` is looked at every
+/// [`POLL`].
+fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline_ns: u64, quit: &dyn Fn() -> bool) -> Received {
     let mut got = 0;
-    let mut idle_since = rt::now_ns();
     while got < buf.len() {
-        if Server::stopped(stop) || rt::now_ns() - idle_since > IDLE_TIMEOUT.as_nanos() as u64 {
-            return None;
+        if quit() {
+            return Received::Ended;
+        }
+        if rt::now_ns() >= deadline_ns {
+            return Received::Late;
         }
         match c.read(&mut buf[got..]) {
-            Ok(0) => return None,
-            Ok(n) => {
-                got += n;
-                idle_since = rt::now_ns();
-            }
+            Ok(0) => return Received::Ended,
+            Ok(n) => got += n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
-            Err(_) => return None,
+            Err(_) => return Received::Ended,
         }
     }
-    Some(())
+    Received::All
+}
+
+/// Whether a connection waits in the listen backlog (the listener is readable).
+fn has_pending_connection(l: &TcpListener) -> bool {
+    let mut fd = libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut fd, 1, 0) == 1 && fd.revents & libc::POLLIN != 0 }
+}
+
+/// Marks [`Slot::idle_since_ns`] while a request is being received, served or answered.
+const IN_REQUEST: u64 = u64::MAX;
+
+/// One of the [`MAX_CONNECTIONS`] connection slots, shared by the accepting thread and the
+/// connection's thread.
+#[derive(Default)]
+struct Slot {
+    used: AtomicBool,
+    /// When the connection's last response was sent (or it was accepted); [`IN_REQUEST`] while
+    /// a request is under way.
+    idle_since_ns: AtomicU64,
+    /// Raised by the accepting thread: close this connection, another one waits for its slot.
+    closing: AtomicBool,
+}
+
+impl Slot {
+    fn claim(&self) {
+        self.idle();
+        self.closing.store(false, Ordering::Relaxed);
+        self.used.store(true, Ordering::SeqCst);
+    }
+    fn release(&self) {
+        self.used.store(false, Ordering::SeqCst);
+    }
+    fn busy(&self) {
+        self.idle_since_ns.store(IN_REQUEST, Ordering::Relaxed);
+    }
+    fn idle(&self) {
+        self.idle_since_ns.store(rt::now_ns(), Ordering::Relaxed);
+    }
+}
+
+struct Slots([Slot; MAX_CONNECTIONS as usize]);
+
+impl Default for Slots {
+    fn default() -> Slots {
+        Slots(std::array::from_fn(|_| Slot::default()))
+    }
+}
+
+impl Slots {
+    /// A free slot (only the accepting thread claims slots).
+    fn free(&self) -> Option<&Slot> {
+        self.0.iter().find(|s| !s.used.load(Ordering::SeqCst))
+    }
+
+    /// Close the connection idle longest if it has been idle for more than [`REQUEST_TIMEOUT`]
+    /// (one at a time: nothing is done while an earlier one is still closing).
+    fn close_longest_idle(&self, stats: &ServerStats) {
+        let used = || self.0.iter().filter(|s| s.used.load(Ordering::SeqCst));
+        if used().any(|s| s.closing.load(Ordering::Relaxed)) {
+            return;
+        }
+        let idle_before = rt::now_ns().saturating_sub(REQUEST_TIMEOUT.as_nanos() as u64);
+        let longest = used()
+            .map(|s| (s.idle_since_ns.load(Ordering::Relaxed), s))
+            .filter(|&(since, _)| since != IN_REQUEST && since < idle_before)
+            .min_by_key(|&(since, _)| since);
+        if let Some((_, s)) = longest {
+            s.closing.store(true, Ordering::Relaxed);
+            count(&stats.closed_idle);
+        }
+    }
 }
 
 impl ServerStats {
@@ -212,10 +332,12 @@ impl ServerStats {
             connections: read(&self.connections),
             malformed: read(&self.malformed),
             oversized: read(&self.oversized),
-            rejected_connections: read(&self.rejected_connections),
+            rejected_connections: 0,
             requests: read(&self.requests),
             responses: read(&self.responses),
             truncated: read(&self.truncated),
+            slow_requests: read(&self.slow_requests),
+            closed_idle: read(&self.closed_idle),
         }
     }
 }

@@ -254,3 +254,90 @@ fn port_in_use_is_a_clear_error() {
     .unwrap();
     assert!(e.to_string().contains("cannot listen on"), "{e}");
 }
+
+/// Open `MAX_CONNECTIONS` connections that take every slot of the server: `slow` ones send a
+/// 64 KiB length header (then the caller trickles bytes), the others send nothing.
+fn take_every_slot(addr: std::net::SocketAddr, srv: &Server, slow: bool) -> Vec<std::net::TcpStream> {
+    use super::server::MAX_CONNECTIONS;
+    use std::time::{Duration, Instant};
+    let before = srv.stats.connections.load(Ordering::Relaxed);
+    let held = (0..MAX_CONNECTIONS)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            if slow {
+                c.write_all(&(wire::MAX_TCP_FRAME as u32).to_be_bytes()).unwrap();
+            }
+            c
+        })
+        .collect();
+    let bound = Instant::now() + Duration::from_secs(5);
+    while srv.stats.connections.load(Ordering::Relaxed) < before + MAX_CONNECTIONS {
+        assert!(Instant::now() < bound, "the hostile connections were not all accepted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    held
+}
+
+/// A well-behaved client: connects, sends 20 requests one after the other, checks every echo;
+/// how long it waited for its first response.
+fn served_after(addr: std::net::SocketAddr) -> std::time::Duration {
+    let t0 = std::time::Instant::now();
+    let mut good = std::net::TcpStream::connect(addr).unwrap();
+    good.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut waited = None;
+    for seq in 0..20u64 {
+        let mut frame = vec![0u8; 4 + 64];
+        frame[..4].copy_from_slice(&64u32.to_be_bytes());
+        wire::encode(&wire::Header { seq, intended_ns: 0, sent_ns: 0 }, &mut frame[4..]);
+        good.write_all(&frame).unwrap();
+        let mut back = vec![0u8; frame.len()];
+        good.read_exact(&mut back).unwrap_or_else(|e| panic!("request {seq} not served: {e}"));
+        assert_eq!(back, frame);
+        waited.get_or_insert(t0.elapsed());
+    }
+    waited.unwrap()
+}
+
+/// Slowloris: 64 connections that send a 64 KiB length header and then one byte every 4 s take
+/// every slot; then 64 that connect and send nothing. In both cases a well-behaved client that
+/// connects after them is served within the request deadline (the slow requests are closed when
+/// it passes; an idle connection is closed to make room), every one of its requests answered.
+#[test]
+fn slow_and_silent_connections_cannot_starve_a_well_behaved_tcp_client() {
+    use super::server::{MAX_CONNECTIONS, REQUEST_TIMEOUT};
+    use std::time::{Duration, Instant};
+    let bound = REQUEST_TIMEOUT + Duration::from_secs(1);
+    with_server(Protocol::Tcp, |addr, srv| {
+        let slow = take_every_slot(addr, srv, true);
+        let done = AtomicBool::new(false);
+        let waited = std::thread::scope(|s| {
+            s.spawn(|| {
+                // One byte every 4 s on each connection, for at most 12 s.
+                let (mut next, stop_at) = (Instant::now(), Instant::now() + Duration::from_secs(12));
+                while !done.load(Ordering::SeqCst) && Instant::now() < stop_at {
+                    if Instant::now() >= next {
+                        slow.iter().for_each(|c| drop((&*c).write(&[0])));
+                        next += Duration::from_secs(4);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+            let waited = served_after(addr);
+            done.store(true, Ordering::SeqCst);
+            waited
+        });
+        eprintln!("behind {MAX_CONNECTIONS} slow connections: first response after {waited:?}");
+        assert!(waited < bound, "waited {waited:?}");
+        assert_eq!(srv.stats.slow_requests.load(Ordering::Relaxed), MAX_CONNECTIONS);
+
+        let silent = take_every_slot(addr, srv, false);
+        let waited = served_after(addr);
+        eprintln!("behind {MAX_CONNECTIONS} silent connections: first response after {waited:?}");
+        assert!(waited < bound, "waited {waited:?}");
+        assert!(srv.stats.closed_idle.load(Ordering::Relaxed) >= 1);
+        // The paced client of the measurements is served too: nothing lost.
+        let r = client(addr, Protocol::Tcp, "fixed:200");
+        assert_eq!(net(&r).lost.unwrap(), 0, "{r:?}");
+        drop(silent);
+    });
+}

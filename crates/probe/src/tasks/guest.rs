@@ -90,7 +90,7 @@ pub fn run_tasks(
             }
             None => {
                 let next = tasks.iter().map(|t| t.next_release).min().unwrap_or(end).min(end);
-                rt::sleep_until(next);
+                rt::sleep_until_or_stopped(next, stop);
             }
         }
     }

@@ -83,9 +83,7 @@ fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
 /// per guest ([`worker`]), each core in its own exclusive cpuset held by this process.
 pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     plan.check_matches(s).map_err(|e| Error::Input(e.under("plan")))?;
-    if cfg.duration.0 == 0 || (cfg.duration > Nanos::from_secs(3600) && !cfg.force) {
-        return Err(Error::input("--duration", format!("{} must be > 0 and at most 1h without --force", cfg.duration)));
-    }
+    crate::limits::check_duration("--duration", cfg.duration, cfg.force)?;
     let places = placements(s, plan)?;
     let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
     cores.sort_unstable();

@@ -2,6 +2,7 @@ use super::*;
 use crate::rt;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::plan::{CorePlan, GuestPlan, PLAN_SCHEMA};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const SCENARIO: &str = r#"
 name = "probe-test"
@@ -135,4 +136,30 @@ fn plan_errors_are_input_errors() {
     assert!(e.to_string().contains("not placed"), "{e}");
     p.guests[0].name = "other".into();
     assert!(matches!(run(&s, &p, &TasksConfig::default()), Err(Error::Input(_))));
+}
+
+/// A guest idle until a release an hour away (period 1 h) sleeps in bounded stretches: a stop
+/// ends its run at once, not at the release or the end.
+#[test]
+fn an_idle_guest_stops_at_once() {
+    let text = SCENARIO
+        .replace("period = \"10ms\"\nwcet = \"2ms\"", "period = \"60min\"\noffset = \"30min\"\nwcet = \"2ms\"")
+        .replace(
+            "period = \"20ms\"\nwcet = \"4ms\"\nexec = { dist = \"uniform\", min = \"1ms\", max = \"4ms\" }",
+            "period = \"60min\"\noffset = \"40min\"\nwcet = \"4ms\"",
+        );
+    let s = Scenario::from_toml(&text, None).unwrap();
+    let spec = worker::GuestSpec::of(&s.guests[0]);
+    let stop = AtomicBool::new(false);
+    let start = rt::now_ns();
+    let (outcomes, _) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            stop.store(true, Ordering::SeqCst);
+        });
+        super::guest::run_tasks(&spec, 1.0, 1, start, start + 3_600_000_000_000, &stop)
+    });
+    let took = rt::now_ns() - start;
+    assert!(took < 1_000_000_000, "stopped after {took} ns");
+    assert!(outcomes.iter().all(|o| o.jobs == 0), "nothing was due");
 }

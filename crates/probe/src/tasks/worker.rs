@@ -207,7 +207,7 @@ fn worker_run() -> Result<()> {
     watchdog.register_current();
     let sched = rt::set_sched(0, Sched::Deadline(spec.reservation));
     let outcome = sched.map(|_| {
-        rt::sleep_until(start);
+        rt::sleep_until_or_stopped(start, &stop);
         let o = guest::run_tasks(&spec.guest, per_ns, spec.seed, start, end, &stop);
         let _ = rt::set_sched(0, Sched::Other);
         o
@@ -372,7 +372,8 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
                 rtvirt_os::signals::terminate(w.child.id());
             }
         }
-        if now > end + REPORT_GRACE_NS {
+        // Stopped workers end within a stop poll (every wait of theirs looks at the flag).
+        if now > stopped.unwrap_or(end).min(end) + REPORT_GRACE_NS {
             for w in workers.iter_mut().filter(|w| !w.ended) {
                 let _ = w.child.kill();
                 w.problem.get_or_insert_with(|| "did not report in time and was killed".into());

@@ -19,9 +19,7 @@ struct Server {
 }
 
 pub fn run_server(args: ServerArgs, line: CommandLine) -> CmdResult {
-    if args.duration > Nanos::from_secs(86_400) && !args.common.force {
-        anyhow::bail!("--duration {} is more than a day; add --force", args.duration);
-    }
+    rtvirt_probe::limits::check_duration("--duration", args.duration, args.common.force)?;
     drive(Server { args }, line)
 }
 
@@ -47,7 +45,8 @@ impl Measurement for Server {
         let listen = inside_container_listen(a.listen);
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
         let srv = server::Server::bind(&cfg)?;
-        println!("listening on {} ({})", srv.local_addr(), cfg.protocol.as_str());
+        // A status line: stderr, so that stdout holds only the results (JSON that reads back).
+        eprintln!("listening on {} ({})", srv.local_addr(), cfg.protocol.as_str());
         let stop = AtomicBool::new(false);
         let end = rtvirt_probe::rt::now_ns() + a.duration.0;
         std::thread::scope(|s| {
@@ -111,6 +110,7 @@ pub fn run_client(args: ClientArgs, line: CommandLine) -> CmdResult {
         duration: args.duration,
         timeout: args.timeout,
         seed: args.seed,
+        force: args.common.force,
     };
     config.validate()?;
     progress(
