@@ -11,6 +11,17 @@
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; [`maxrho`]: the largest uniform rho that fits.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
 //! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).
+//!
+//! Entry points: [`planner::plan`] (and [`planner::plan_at`] a uniform rho) -> [`planner::Planned`]
+//! holding the `rtvirt.plan/v1` plan; [`maxrho::max_rho`]; [`emit::chrt`], [`emit::rtds`],
+//! [`emit::libvirt`] for `rtvirt plan --emit`.
+//!
+//! Invariants: no I/O and no OS calls (scenarios come checked from rtvirt-model, plans go back as
+//! types); the same scenario and options give the same plan whatever the thread count (guests
+//! are analysed in parallel with rayon, results kept in scenario order); the exact analysis of a
+//! guest is bounded ([`dbf::MAX_CHECK_POINTS`]) and a guest beyond it is an input error, never an
+//! approximation; every function cites its paper and equation (docs/sources.md). The user guide,
+//! the tests and the known limits are in docs/plan.md.
 
 pub mod budgets;
 pub mod dbf;

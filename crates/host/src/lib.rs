@@ -8,6 +8,12 @@
 //! For other crates (e.g. `rtvirt vm`): `threads::discover(&Target::Qmp(socket))`,
 //! `apply::apply_plan(&plan, &[Binding::parse_vm("g=SOCKET")?], &[], &opts, &mut |_| {})`,
 //! `journal::revert(&state_dir)`.
+//!
+//! Invariants: every change goes through the journal (appended and fsynced before it is made,
+//! original value kept) and `revert` restores exactly what was there; nothing changes when the
+//! lint fails (unless `--force`) or the input is bad; the exact EDF admission test comes from the
+//! cli through [`apply::Admission`], so host depends on rtvirt-model and rtvirt-os only. How it
+//! works and how it is tested: docs/host.md.
 
 pub mod apply;
 pub mod audit;

@@ -13,6 +13,23 @@
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
 //! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
+//!
+//! Invariants every other crate relies on:
+//! - A scenario is checked once, where it is parsed: the file as written (`scenario/raw.rs`,
+//!   unknown fields rejected) is crate-private, and `scenario/validate.rs` + `validate_sim.rs`
+//!   check every section (core, `[sim]`, `[[sim.thread]]`, `[guest.vcpu]`, `[net]`) into a
+//!   [`scenario::Scenario`]: nothing half-checked leaves this crate. The text is kept
+//!   ([`source::Source`]), and [`scenario::Scenario::locate`] is the one place where an error found
+//!   after parsing gets its file, line and column.
+//! - Every input file is read through [`input`]; every bad input is an [`InputError`] naming file,
+//!   line/column and field (exit code 2).
+//! - Limits: [`scenario::MAX_TIMING`] (1 hour: periods, offsets, server periods, reservations;
+//!   keeps release arithmetic far from u64 overflow), [`scenario::MAX_HORIZON`] (30 days: every
+//!   simulated or measured duration, one [`scenario::check_horizon`]) and [`scenario::MAX_CORES`].
+//! - Time is [`Nanos`]: integer nanoseconds, human units in files ("250us"), plain integers in
+//!   JSON fields ending in `_ns`.
+//! - Plans and results are typed here and turned into JSON only here (serde); other crates fill
+//!   and read the types.
 
 pub mod carts;
 pub mod duration;

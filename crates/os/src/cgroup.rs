@@ -14,6 +14,9 @@
 //!   `cgroup.threads`; `+cpuset` is enabled in the root's `cgroup.subtree_control` when missing
 //!   ([`Change::EnableController`]). This machine's cpuset is on v1; the v2 path follows the
 //!   kernel's cgroup-v2 documentation and is not exercised by the tests here.
+//!   Caveat: the kernel only moves a thread within its own threaded domain, so the v2 path can
+//!   only work for threads of a process that lives in the root cgroup (not under a systemd
+//!   slice), which includes the workers of `measure tasks` (separate processes).
 //!
 //! The guards: [`ExclusiveCpus`] (one partition per CPU, under this process's own cpuset, so that
 //! it also works inside a container) and [`ContainerCgroup`] (the cpuset and, with RT group

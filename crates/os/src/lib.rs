@@ -16,6 +16,11 @@
 //! (sched_setattr, sched_setaffinity, cpuset/cgroup files), and every such change is restorable:
 //! it is made through a [`Change`] that keeps the original value beside the new one (as rtla keeps
 //! its `orig_*` values), or through a guard that restores on drop.
+//!
+//! Depends on no rtvirt crate; used by probe (guards for the length of a measurement), host
+//! (journaled changes of `rtvirt host apply`), vm (QMP, vCPU pinning, the stop flag) and the cli.
+//! Every wait on the kernel or QEMU is bounded; errors name the file or call and the errno in
+//! words.
 
 pub mod cgroup;
 pub mod cpulist;

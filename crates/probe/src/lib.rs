@@ -10,6 +10,18 @@
 //! - plumbing: [`rt`] (scheduling policies and pinning through rtvirt-os, mlockall,
 //!   cpu_dma_latency, runaway guard), [`cpus`], [`error`], [`limits`] (the one rule for run lengths). The OS calls that change scheduling or
 //!   cgroups (exclusive cpusets, container cgroups), and the Ctrl-C flag, are rtvirt-os's.
+//!
+//! Entry points (used by the cli, `rtvirt demo` and rtvirt-vm's guests): [`timer::run`] ->
+//! [`timer::TimerRun`] (results + per-CPU histograms); [`net::server::Server::bind`] then
+//! `serve(&stop)`; [`net::client::run`]; [`tasks::run`] (scenario + plan -> results);
+//! [`load::start`] -> [`load::RunningLoad`] (`stop()` gives what the load achieved);
+//! [`container::Container::create`] then `command(exe)`; [`environment::collect`].
+//!
+//! Invariants: probe measures, it does no analysis and does not depend on rtvirt-host; whatever
+//! it changes on the host (scheduling, exclusive cpusets, `cpu_dma_latency`, namespaces) is held
+//! by a guard that restores it on drop, also on Ctrl-C (the stop flag is polled, never a signal
+//! handler doing work) and after a failure halfway; a runaway real-time thread is demoted by
+//! [`rt::Watchdog`]. What each measurement does: docs/measure.md.
 
 pub mod container;
 pub mod cpus;

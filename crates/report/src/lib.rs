@@ -11,6 +11,15 @@
 //! - [`distribution`]: CDFs and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
 //! - [`svg`]: the charts; [`render`]: HTML and Markdown.
+//!
+//! Entry points: [`report_from_files`] (what `rtvirt report` calls), or [`input`] +
+//! [`build::build_report`] + [`render()`] for documents already loaded.
+//!
+//! Invariants: reads the typed documents of rtvirt-model (no JSON indexed by key here); never
+//! touches the OS beyond reading its input files; the output is one self-contained file (no
+//! script, no network); every text from a document is escaped ([`rtvirt_model::xml`] for HTML and
+//! SVG, CommonMark escaping for Markdown) and no NaN or infinity reaches a chart. User guide:
+//! docs/report.md.
 
 pub mod build;
 pub mod check;

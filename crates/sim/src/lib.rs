@@ -8,6 +8,17 @@
 //! - [`guest`]: what runs on a host thread: guests (EDF/FP over periodic tasks) and loads.
 //! - [`run`]: one run to the horizon -> `rtvirt.results/v1` and an optional trace.
 //! - [`sweep`]: grids of runs in parallel with identical results whatever the thread count.
+//! - [`net`]: the network path (`[net]`: KVM and Xen Dom0 packet processing), docs/netsim.md.
+//!
+//! Entry points: [`config::SimConfig::new`] (checked scenario + plan + overrides),
+//! [`run::simulate`] -> [`run::Outcome`], [`sweep::run_sweep`], [`net::simulate`].
+//!
+//! Invariants: the simulator never touches the OS (its "host" is a model); it is deterministic:
+//! the same scenario and seed give byte-identical JSON whatever the thread count (one random
+//! stream per (seed, stream id), events in (time, insertion) order, sweep cells in grid order);
+//! memory does not grow with the horizon (statistics stream into histograms). It uses
+//! rtvirt-analysis only in its tests: a sweep that plans at each rho gets the planner from the
+//! CLI as a closure. How each part works and how it is validated: docs/simulate.md.
 
 pub mod config;
 pub mod engine;

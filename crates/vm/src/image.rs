@@ -6,6 +6,13 @@
 //! Images are cached in `<cache>/images/<flavour>/initramfs-<key>.cpio`, where the key hashes
 //! every input (init script, busybox, kernel, modules, payload and its libraries, layout version);
 //! an image is rebuilt only when one of them changes. The archive is written by Debian's `cpio`.
+//!
+//! The payload is the running, dynamically linked binary (debug info stripped), not a static
+//! build, deliberately: the guest must run exactly the binary of the host command (same options,
+//! same results schema), and a static build (`+crt-static` with Debian's `libc.a`; no musl target
+//! is installed) is a second compilation of the whole workspace in its own target directory that
+//! `cargo test` would have to keep in step with the tested binary. The binary and its four
+//! libraries (libc, libm, libgcc_s, the loader) add about 3 MiB.
 
 use crate::error::{Result, VmError};
 use crate::kernel::{Flavour, Kernel};

@@ -15,6 +15,15 @@
 //! - [`qemu`]: QEMU's command line, vCPU pinning.
 //! - plumbing: [`console`], [`paths`], [`error`]; QMP, vCPU pinning and Ctrl-C/SIGTERM handling
 //!   (one flag for the whole process) are rtvirt-os's.
+//!
+//! Entry points: [`image::build`] (cached), [`guest::Guest::start`] with a
+//! [`guest::GuestConfig`] then `wait_done()`, or [`measure::run`] for one measurement in one
+//! guest; [`runtime`] for the records `rtvirt host` reads. Which guests a measurement needs and
+//! the host loads around them are the cli's placement driver's (`crates/cli/src/placement`).
+//!
+//! Invariants: depends on rtvirt-model and rtvirt-os only; every wait (boot, job, QEMU exit) is
+//! bounded; the [`guest::Guest`] guard always removes QEMU, its bridge and tap and the runtime
+//! directory, also on error and Ctrl-C. User guide: docs/measure.md (QEMU guests).
 
 pub mod accel;
 pub mod console;

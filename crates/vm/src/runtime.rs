@@ -12,6 +12,8 @@
 //! ```
 //! The directory exists exactly while the guest runs: it is removed at teardown, and a stale one
 //! (its QEMU pid gone) is replaced when a guest of the same name starts.
+//! A directory is claimed atomically: made under a private name with an `owner` file, then
+//! renamed into place; the name of a live owner is refused.
 
 use crate::paths;
 use serde::{Deserialize, Serialize};
