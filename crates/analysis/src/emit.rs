@@ -77,7 +77,7 @@ fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), 
 /// `--emit chrt`: a POSIX shell script that pins each guest's vCPU thread to its core (`taskset`)
 /// and gives it SCHED_DEADLINE runtime/deadline/period in ns (`chrt -d`). Thread ids come from
 /// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`]. Guest names appear
-/// only in comments ([`comment_word`]); every argument is a number or a checked variable.
+/// only in comments (`comment_word`); every argument is a number or a checked variable.
 pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
     shared_pid_variable(plan, pids)?;
     let mut s = String::new();
@@ -146,8 +146,8 @@ fn rtds_us(g: &GuestPlan) -> (u64, u64) {
 
 /// `--emit rtds`: Xen commands: one RTDS cpupool per planned core (CPU moved out of Pool-0),
 /// each domain migrated to its pool, and `xl sched-rtds` period/budget in microseconds. Domain
-/// names are passed as single quoted words ([`shell_word`]), and shown in comments as
-/// [`comment_word`].
+/// names are passed as single quoted words (`shell_word`), and shown in comments as
+/// `comment_word`.
 pub fn rtds(plan: &Plan) -> Result<String, InputError> {
     let mut s = String::new();
     let _ =

@@ -28,8 +28,8 @@
 //!   simulated or measured duration, one [`scenario::check_horizon`]) and [`scenario::MAX_CORES`].
 //! - Time is [`Nanos`]: integer nanoseconds, human units in files ("250us"), plain integers in
 //!   JSON fields ending in `_ns`.
-//! - Plans and results are typed here and turned into JSON only here (serde); other crates fill
-//!   and read the types.
+//! - Results are typed here and turned into JSON only here (serde): producers fill the types,
+//!   readers read the types.
 
 pub mod carts;
 pub mod duration;

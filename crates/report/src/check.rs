@@ -13,7 +13,7 @@ use rtvirt_model::InputError;
 /// The largest utilisation accepted (1000 cores' worth of one core's time).
 const MAX_UTILISATION: f64 = 1e3;
 
-/// Check the numbers of `r`; `prefix` is prepended to field names ("[2]." for an array element).
+/// Check the numbers of `r`; `prefix` is prepended to field names (`"[2]."` for an array element).
 pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
     let bad = |field: String, message: String| Err(InputError::field(format!("{prefix}{field}"), message));
     for (i, t) in r.tasks.iter().enumerate() {

@@ -10,7 +10,7 @@
 //! - [`extract`]: what is read from each kind of result;
 //! - [`distribution`]: CDFs and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
-//! - [`svg`]: the charts; [`render`]: HTML and Markdown.
+//! - [`svg`]: the charts; [`render`](mod@render): HTML and Markdown.
 //!
 //! Entry points: [`report_from_files`] (what `rtvirt report` calls), or [`input`] +
 //! [`build::build_report`] + [`render()`] for documents already loaded.

@@ -43,7 +43,7 @@ pub struct TaskState {
 /// Response times: a small buffer flushed, sorted and run-length encoded, into a compact
 /// histogram (only its non-empty HDR buckets). A dense HDR histogram per task costs tens of KiB
 /// even for one job (10,000 tasks took 1.1 GB); this costs the buffer while jobs run (at most
-/// [`ResponseTimes::BUFFER`] values, freed by [`ResponseTimes::histogram`]) and 16 bytes per
+/// `ResponseTimes::BUFFER` values, freed by [`ResponseTimes::histogram`]) and 16 bytes per
 /// distinct bucket. The dense histogram is built once, at the end, for the summary.
 pub struct ResponseTimes {
     buf: Vec<u64>,

@@ -20,7 +20,7 @@ pub struct BarChart {
     pub categories: Vec<String>,
     /// Series (stack layers or groups), in legend order.
     pub series: Vec<String>,
-    /// values[category][series]; None = no bar.
+    /// `values[category][series]`; None = no bar.
     pub values: Vec<Vec<Option<f64>>>,
     /// A dashed horizontal reference line (e.g. the bandwidth cap), with its label.
     pub reference: Option<(f64, String)>,

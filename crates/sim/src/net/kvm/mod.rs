@@ -1,19 +1,19 @@
 //! The KVM host network path of SEEDS 1 as work done by simulated threads on cores.
 //!
-//! - [`sched`]: the per-core scheduler (hard-IRQ context above every thread, SCHED_FIFO
+//! - `sched`: the per-core scheduler (hard-IRQ context above every thread, SCHED_FIFO
 //!   priorities with RT push on wake-up, CFS with vruntime, wake-up preemption and 1 ms ticks,
 //!   idle pull, context-switch cost, priority inheritance through the softirq locks, and the
 //!   cache reload penalty on every dispatch).
-//! - [`softirq`]: NET_RX: per-CPU poll_list(s) and their locks, NAPI weight 64, budget 300
+//! - `softirq`: NET_RX: per-CPU poll_list(s) and their locks, NAPI weight 64, budget 300
 //!   packets or 2 jiffies, repoll to tail, time_squeeze, restarts then ksoftirqd; the 4.x
 //!   PREEMPT_RT lock semantics (a contending thread boosts the holder, the holder stops after
 //!   its current NAPI poll, the contender then drains the whole shared list) and the partitioned
 //!   rt_poll_list chosen by priority >= rtnet_prio.
-//! - [`path`]: what every thread does: NIC hard IRQ and IRQ threads, bridge, vhost backend
+//! - `path`: what every thread does: NIC hard IRQ and IRQ threads, bridge, vhost backend
 //!   (per-packet + per-byte copy, batch limit, virtual interrupt), the guest vCPU (guest IRQ,
 //!   IP/UDP/TCP, socket, server, send through VM exit), socket outsourcing (host stack, single
 //!   copy, virtual interrupt or shared event queue + halted-vCPU wake-up), the send path.
-//! - [`traffic`]: the critical UDP request/response client and the window-limited TCP senders.
+//! - `traffic`: the critical UDP request/response client and the window-limited TCP senders.
 //!
 //! Why a scheduler of its own: the network path needs hard-IRQ context, per-CPU IRQ threads,
 //! softirq locks with priority inheritance and non-preemptible vanilla softirq sections, which
