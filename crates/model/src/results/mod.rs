@@ -2,7 +2,7 @@
 //! that reports can put them side by side. A document has a `kind` ("simulation", "timer",
 //! "net", "net-server", "tasks", "netsim", ...) and the typed sections that kind fills
 //! ([`sections`], [`environment`]); absent sections are omitted. JSON is read and written only
-//! here ([`wire`]): producers fill the types, readers read the types, and fields this version
+//! here (`wire.rs`): producers fill the types, readers read the types, and fields this version
 //! does not know are kept in `extra` and written back as read. `docs/schema/results.schema.json`
 //! is generated from these types (see [`crate::schema`]).
 

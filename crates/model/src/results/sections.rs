@@ -2,7 +2,7 @@
 //! values they hold. Every field is optional: producers fill what their kind measures, readers
 //! take what a document has (older files, hand-written fixtures), and [`super::Results`] keeps
 //! whatever it does not know in its `extra` bag. In the JSON the sections' fields sit at the top
-//! level of the document, in key order (see [`super::wire`]).
+//! level of the document, in key order (see `wire.rs`).
 
 use crate::stats::Summary;
 use schemars::JsonSchema;
