@@ -87,7 +87,7 @@ fn server_listening(stderr: std::process::ChildStderr) -> bool {
         }
     });
     let bound = std::time::Instant::now() + SERVER_START_BOUND;
-    while std::time::Instant::now() < bound && !rtvirt_probe::signals::interrupted() {
+    while std::time::Instant::now() < bound && !rtvirt_os::signals::interrupted() {
         match rx.recv_timeout(std::time::Duration::from_millis(50)) {
             Ok(()) => return true,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
