@@ -14,25 +14,25 @@ use rtvirt_model::scenario::Scenario;
 /// Resolution of the max-rho search.
 pub const RHO_RESOLUTION: f64 = 1e-4;
 
-fn fits(s: &Scenario, o: &PlanOptions, rho: f64) -> bool {
-    plan_at(s, o, Some(rho)).plan.feasible
+fn fits(scenario: &Scenario, options: &PlanOptions, rho: f64) -> bool {
+    plan_at(scenario, options, Some(rho)).plan.feasible
 }
 
 /// Largest uniform rho (multiple of [`RHO_RESOLUTION`], or 1.0 when WCET budgets fit) with a
 /// feasible plan; None when not even rho = RHO_RESOLUTION fits.
-pub fn max_rho(s: &Scenario, o: &PlanOptions) -> Option<f64> {
-    if fits(s, o, 1.0) {
+pub fn max_rho(scenario: &Scenario, options: &PlanOptions) -> Option<f64> {
+    if fits(scenario, options, 1.0) {
         return Some(1.0);
     }
     let steps = (1.0 / RHO_RESOLUTION).round() as u64;
     // invariant: lo fits, hi does not (in units of RHO_RESOLUTION)
     let (mut lo, mut hi) = (1u64, steps);
-    if !fits(s, o, lo as f64 * RHO_RESOLUTION) {
+    if !fits(scenario, options, lo as f64 * RHO_RESOLUTION) {
         return None;
     }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if fits(s, o, mid as f64 * RHO_RESOLUTION) {
+        if fits(scenario, options, mid as f64 * RHO_RESOLUTION) {
             lo = mid;
         } else {
             hi = mid;

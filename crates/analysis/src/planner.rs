@@ -120,17 +120,17 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
     }
 }
 
-fn unplaced_reason(a: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic) -> String {
-    if a.too_large {
+fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic) -> String {
+    if analysis.too_large {
         return format!(
             "too large to analyse exactly: its task periods and deadlines need more than {MAX_CHECK_POINTS} check \
              points (e.g. a 60 min period next to a 10 us one); use periods closer together"
         );
     }
-    match a.interface {
+    match analysis.interface {
         None => format!(
             "its tasks (utilisation of the budgets {:.3}) are not schedulable even with a whole core at any candidate server period",
-            a.utilisation
+            analysis.utilisation
         ),
         Some(i) if i.bandwidth() > cap => format!("its server needs bandwidth {:.4}, above the per-core cap {cap}", i.bandwidth()),
         Some(i) => format!("its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})", i.bandwidth(), h.as_str()),
@@ -153,16 +153,16 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
     cores
 }
 
-fn settings(s: &Scenario, o: &PlanOptions, cores: u32) -> Map<String, Value> {
+fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> Map<String, Value> {
     let v = json!({
-        "scenario": s.name,
-        "model": o.model.as_str(),
-        "heuristic": o.heuristic.as_str(),
-        "budget": o.budget.as_str(),
-        "rho": o.rho,
+        "scenario": scenario.name,
+        "model": options.model.as_str(),
+        "heuristic": options.heuristic.as_str(),
+        "budget": options.budget.as_str(),
+        "rho": options.rho,
         "rho_default": "none: tasks without rho (task, guest or --rho) use their WCET",
         "cores": cores,
-        "bandwidth_cap": s.host.bandwidth_cap,
+        "bandwidth_cap": scenario.host.bandwidth_cap,
     });
     match v {
         Value::Object(m) => m,
@@ -171,15 +171,21 @@ fn settings(s: &Scenario, o: &PlanOptions, cores: u32) -> Map<String, Value> {
 }
 
 /// The plan at the scenario's rhos (or one `uniform_rho` for every task), without `max_rho`.
-pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Planned {
-    let cores = o.cores.unwrap_or(s.host.cores);
-    let cap = s.host.bandwidth_cap;
-    let analyses: Vec<GuestAnalysis> = s.guests.par_iter().map(|g| analyse_guest(g, o, uniform_rho)).collect();
+pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f64>) -> Planned {
+    let cores = options.cores.unwrap_or(scenario.host.cores);
+    let cap = scenario.host.bandwidth_cap;
+    let analyses: Vec<GuestAnalysis> =
+        scenario.guests.par_iter().map(|g| analyse_guest(g, options, uniform_rho)).collect();
     let servers: Vec<Vec<Interface>> = analyses.iter().map(|a| a.menu.clone()).collect();
-    let placed = partition(&servers, cores, cap, o.heuristic);
-    let guests: Vec<GuestPlan> =
-        s.guests.iter().zip(&analyses).zip(&placed).map(|((g, a), &c)| guest_plan(g, a, o.model, c)).collect();
-    let unplaced: Vec<Unplaced> = s
+    let placed = partition(&servers, cores, cap, options.heuristic);
+    let guests: Vec<GuestPlan> = scenario
+        .guests
+        .iter()
+        .zip(&analyses)
+        .zip(&placed)
+        .map(|((g, a), &c)| guest_plan(g, a, options.model, c))
+        .collect();
+    let unplaced: Vec<Unplaced> = scenario
         .guests
         .iter()
         .zip(&analyses)
@@ -187,7 +193,7 @@ pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Plann
         .filter(|(_, c)| c.is_none())
         .map(|((g, a), _)| Unplaced {
             name: g.name.clone(),
-            reason: unplaced_reason(a, cap, cores, o.heuristic),
+            reason: unplaced_reason(a, cap, cores, options.heuristic),
             too_large: a.too_large,
         })
         .collect();
@@ -200,16 +206,16 @@ pub fn plan_at(s: &Scenario, o: &PlanOptions, uniform_rho: Option<f64>) -> Plann
         guests,
         cores: cores_list,
         unplaced: unplaced.iter().map(|u| u.name.clone()).collect(),
-        settings: settings(s, o, cores),
+        settings: settings(scenario, options, cores),
     };
     Planned { plan, unplaced }
 }
 
 /// The full plan: [`plan_at`] the scenario's rhos, with `max_rho` filled in.
-pub fn plan(s: &Scenario, o: &PlanOptions) -> Planned {
-    let mut p = plan_at(s, o, None);
+pub fn plan(scenario: &Scenario, options: &PlanOptions) -> Planned {
+    let mut p = plan_at(scenario, options, None);
     if !p.unplaced.iter().any(|u| u.too_large) {
-        p.plan.max_rho = crate::maxrho::max_rho(s, o);
+        p.plan.max_rho = crate::maxrho::max_rho(scenario, options);
     }
     p
 }

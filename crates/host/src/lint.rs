@@ -78,11 +78,11 @@ impl LintReport {
 }
 
 /// Effective priority for comparisons: deadline above every RT priority above the fair classes.
-fn rank(s: &SchedAttr) -> u32 {
-    if s.is_deadline() {
+fn rank(attr: &SchedAttr) -> u32 {
+    if attr.is_deadline() {
         1000
-    } else if s.is_rt() {
-        s.priority
+    } else if attr.is_rt() {
+        attr.priority
     } else {
         0
     }

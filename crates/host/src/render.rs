@@ -30,13 +30,17 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-pub fn audit(a: &Audit) -> String {
-    let rows: Vec<Vec<String>> =
-        a.checks.iter().map(|c| vec![c.status.as_str().to_uppercase(), c.id.to_string(), c.found.clone()]).collect();
-    let mut out = format!("rtvirt host audit - kernel {}, CPUs {}\n\n", a.kernel, a.cpus_online);
+pub fn audit(audit: &Audit) -> String {
+    let rows: Vec<Vec<String>> = audit
+        .checks
+        .iter()
+        .map(|c| vec![c.status.as_str().to_uppercase(), c.id.to_string(), c.found.clone()])
+        .collect();
+    let mut out = format!("rtvirt host audit - kernel {}, CPUs {}\n\n", audit.kernel, audit.cpus_online);
     out += &table(&["STATUS", "CHECK", "FOUND"], &rows);
     out += "\nDetails (warn/fail):\n";
-    for c in a.checks.iter().filter(|c| matches!(c.status, crate::audit::Status::Warn | crate::audit::Status::Fail)) {
+    for c in audit.checks.iter().filter(|c| matches!(c.status, crate::audit::Status::Warn | crate::audit::Status::Fail))
+    {
         let _ = write!(
             out,
             "\n[{}] {} - {}\n  found:  {}\n  source: {}\n  why:    {}\n  fix:    {}\n  tuned:  {}\n",
@@ -50,7 +54,7 @@ pub fn audit(a: &Audit) -> String {
             c.tuned
         );
     }
-    let s = &a.summary;
+    let s = &audit.summary;
     let _ = write!(out, "\n{} pass, {} warn, {} fail, {} skip\n", s.pass, s.warn, s.fail, s.skip);
     out
 }

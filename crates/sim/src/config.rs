@@ -36,21 +36,21 @@ impl SimConfig {
     /// The scenario's checked simulator sections; with a plan, every vCPU becomes a
     /// SCHED_DEADLINE reservation (runtime = budget, deadline, period) pinned to the plan's
     /// core, and the rules that span threads are checked again.
-    pub fn new(s: &Scenario, plan: Option<&Plan>, o: Overrides) -> R<SimConfig> {
-        let mut settings = s.sim.settings.clone();
-        if let Some(d) = o.duration {
+    pub fn new(scenario: &Scenario, plan: Option<&Plan>, overrides: Overrides) -> R<SimConfig> {
+        let mut settings = scenario.sim.settings.clone();
+        if let Some(d) = overrides.duration {
             settings.duration = check_horizon(d, "--duration")?.0;
         }
-        if let Some(seed) = o.seed {
+        if let Some(seed) = overrides.seed {
             settings.seed = seed;
         }
-        let mut vcpus = Vec::with_capacity(s.guests.len());
-        for (i, g) in s.guests.iter().enumerate() {
+        let mut vcpus = Vec::with_capacity(scenario.guests.len());
+        for (i, g) in scenario.guests.iter().enumerate() {
             for (j, t) in g.tasks.iter().enumerate() {
-                check_sim_timing(t.period, &format!("guest[{i}].task[{j}].period")).map_err(|e| s.locate(e))?;
+                check_sim_timing(t.period, &format!("guest[{i}].task[{j}].period")).map_err(|e| scenario.locate(e))?;
             }
             if g.tasks.is_empty() {
-                return Err(s.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a core without tasks, use a [[sim.thread]])", g.name))));
+                return Err(scenario.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a core without tasks, use a [[sim.thread]])", g.name))));
             }
             let mut v = g.vcpu.clone();
             if let Some(p) = plan {
@@ -58,10 +58,10 @@ impl SimConfig {
             }
             vcpus.push(v);
         }
-        let cfg = SimConfig { settings, vcpus, extra: s.sim.threads.clone() };
+        let cfg = SimConfig { settings, vcpus, extra: scenario.sim.threads.clone() };
         if plan.is_some() {
             let threads: Vec<&ThreadSpec> = cfg.threads().collect();
-            check_threads(&threads, cfg.vcpus.len(), cfg.settings.rt_throttle).map_err(|e| s.locate(e))?;
+            check_threads(&threads, cfg.vcpus.len(), cfg.settings.rt_throttle).map_err(|e| scenario.locate(e))?;
         }
         Ok(cfg)
     }

@@ -59,10 +59,10 @@ pub struct Outcome {
 }
 
 /// Run the scenario with the checked configuration.
-pub fn simulate(s: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Outcome {
-    let mut sim = Sim::new(s, cfg, opts);
+pub fn simulate(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Outcome {
+    let mut sim = Sim::new(scenario, cfg, opts);
     sim.run();
-    sim.outcome(s, cfg)
+    sim.outcome(scenario, cfg)
 }
 
 struct Sim {
@@ -76,10 +76,10 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(s: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
+    fn new(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
         let seed = cfg.settings.seed;
-        let host = Host::new(s.host.cores, cfg.threads(), &cfg.settings);
-        let mut loads: Vec<Workload> = s
+        let host = Host::new(scenario.host.cores, cfg.threads(), &cfg.settings);
+        let mut loads: Vec<Workload> = scenario
             .guests
             .iter()
             .zip(&cfg.vcpus)

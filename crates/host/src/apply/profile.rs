@@ -208,9 +208,9 @@ fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
 }
 
 /// The scheduling attributes an entry asks for.
-fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
-    let Some(name) = &s.policy else {
-        if s.priority.is_some() || s.nice.is_some() || s.runtime.is_some() {
+fn sched_of(set: &RawSet) -> Result<Option<SchedAttr>, InputError> {
+    let Some(name) = &set.policy else {
+        if set.priority.is_some() || set.nice.is_some() || set.runtime.is_some() {
             return Err(InputError::field("policy", "priority/nice/runtime given without a policy"));
         }
         return Ok(None);
@@ -223,7 +223,7 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
     })?;
     let attr = match policy {
         SCHED_FIFO | SCHED_RR => {
-            let p = s.priority.ok_or_else(|| InputError::field("priority", "fifo/rr need a priority 1..99"))?;
+            let p = set.priority.ok_or_else(|| InputError::field("priority", "fifo/rr need a priority 1..99"))?;
             if !(1..=99).contains(&p) {
                 return Err(InputError::field("priority", format!("{p}: fifo/rr priorities are 1..99")));
             }
@@ -234,8 +234,11 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
                 v.map(|n| n.as_ns())
                     .ok_or_else(|| InputError::field(f, "deadline needs runtime, deadline and period (e.g. \"1ms\")"))
             };
-            let (r, d, p) =
-                (get(s.runtime, "runtime")?, get(s.deadline.or(s.period), "deadline")?, get(s.period, "period")?);
+            let (r, d, p) = (
+                get(set.runtime, "runtime")?,
+                get(set.deadline.or(set.period), "deadline")?,
+                get(set.period, "period")?,
+            );
             if !(1024 <= r && r <= d && d <= p) {
                 return Err(InputError::field(
                     "runtime",
@@ -243,16 +246,16 @@ fn sched_of(s: &RawSet) -> Result<Option<SchedAttr>, InputError> {
                 ));
             }
             let mut a = SchedAttr::deadline(r, d, p);
-            if s.reclaim == Some(true) {
+            if set.reclaim == Some(true) {
                 a.flags |= SCHED_FLAG_RECLAIM;
             }
             a
         }
         _ => {
-            if s.priority.is_some_and(|p| p != 0) {
+            if set.priority.is_some_and(|p| p != 0) {
                 return Err(InputError::field("priority", format!("policy {name} has no priority; use `nice`")));
             }
-            let nice = s.nice.unwrap_or(0);
+            let nice = set.nice.unwrap_or(0);
             if !(-20..=19).contains(&nice) {
                 return Err(InputError::field("nice", format!("{nice}: nice is -20..19")));
             }

@@ -32,19 +32,20 @@ pub struct NetRun {
 }
 
 /// Run a validated `[net]` scenario (with an optional Perfetto trace window for KVM runs).
-pub fn simulate(s: &NetScenario, trace: Option<crate::engine::trace::TraceWindow>) -> NetRun {
-    match &s.model {
+pub fn simulate(scenario: &NetScenario, trace: Option<crate::engine::trace::TraceWindow>) -> NetRun {
+    match &scenario.model {
         NetModel::Kvm(k) => {
-            let opt = kvm::KvmRunOptions { duration: s.duration, warmup: s.warmup, seed: s.seed, trace };
+            let opt =
+                kvm::KvmRunOptions { duration: scenario.duration, warmup: scenario.warmup, seed: scenario.seed, trace };
             let r = kvm::run(k, &opt);
             NetRun { results: r.results, trace: r.trace, events: r.events }
         }
         NetModel::Xen(x) => {
             // the duration includes the warm-up (checked to leave at least one ping period)
-            let measured = s.duration.0.saturating_sub(s.warmup.0);
+            let measured = scenario.duration.0.saturating_sub(scenario.warmup.0);
             let rounds = (measured / x.period.0.max(1)).max(1).min(u32::MAX as u64) as u32;
-            let r = xen::run(x, Some(rounds), s.warmup, s.seed);
-            let events = r.simulation.as_ref().and_then(|s| s.events).unwrap_or(0);
+            let r = xen::run(x, Some(rounds), scenario.warmup, scenario.seed);
+            let events = r.simulation.as_ref().and_then(|scenario| scenario.events).unwrap_or(0);
             NetRun { results: r, trace: None, events }
         }
     }

@@ -61,7 +61,7 @@ const TSLICE: u64 = 30_000_000;
 const SOFTNET_TIME: Nanos = crate::net::NET_RX_ROUND_TIME;
 
 #[derive(Debug, Clone, Copy)]
-struct XPkt {
+struct XenPacket {
     dst: usize,
     prio: u32,
     /// Ping send start (round-trip origin); None for flood packets.
@@ -69,7 +69,7 @@ struct XPkt {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Ev {
+enum Event {
     Host(HostEv),
     /// Dom0 finished the packet it was working on.
     Dom0Done,
@@ -80,7 +80,7 @@ enum Ev {
     /// Event channel: a packet is on the domain's netfront RX ring.
     Deliver {
         dom: usize,
-        pkt: XPkt,
+        pkt: XenPacket,
     },
     /// Event channel: netback fetched from the domain's full TX ring (netfront queue restarts).
     TxSpace {
@@ -88,16 +88,16 @@ enum Ev {
     },
 }
 
-impl From<HostEv> for Ev {
-    fn from(h: HostEv) -> Ev {
-        Ev::Host(h)
+impl From<HostEv> for Event {
+    fn from(h: HostEv) -> Event {
+        Event::Host(h)
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Job {
-    Send(XPkt),
-    Recv(XPkt),
+    Send(XenPacket),
+    Recv(XenPacket),
 }
 
 /// A guest domain: its netfront rings and the work of its (single) vCPU.
@@ -108,13 +108,13 @@ struct Dom {
     cap: f64,
     thread: Option<ThreadId>,
     /// netfront TX ring: requests netback has not fetched yet.
-    tx: VecDeque<XPkt>,
+    tx: VecDeque<XenPacket>,
     /// netfront RX ring: packets delivered, not received yet.
-    rx: VecDeque<XPkt>,
+    rx: VecDeque<XenPacket>,
     /// RX ring slots taken: packets in Dom0's RX queue, in flight, on the ring or being received.
     rx_held: usize,
     /// Ping/echo packets waiting to be sent.
-    out: VecDeque<XPkt>,
+    out: VecDeque<XenPacket>,
     /// Current job and the CPU time it still needs.
     job: Option<(Job, u64)>,
     parked: bool,
@@ -181,7 +181,7 @@ impl Guests {
                 dom.received += 1;
                 match (dom.role, p.t0) {
                     (DomainRole::Echo, Some(t0)) => {
-                        let back = XPkt { dst: self.ping, prio: dom.prio, t0: Some(t0) };
+                        let back = XenPacket { dst: self.ping, prio: dom.prio, t0: Some(t0) };
                         dom.out.push_back(back);
                     }
                     (DomainRole::Ping, Some(t0)) => self.rtt.record_rtt((at - t0).0),
@@ -202,7 +202,7 @@ impl Guests {
             return Some((Job::Recv(p), self.recv));
         }
         let pkt = match dom.role {
-            DomainRole::Flood => Some(XPkt { dst: dom.peer, prio: dom.prio, t0: None }),
+            DomainRole::Flood => Some(XenPacket { dst: dom.peer, prio: dom.prio, t0: None }),
             DomainRole::Ping | DomainRole::Echo => dom.out.front().copied(),
             DomainRole::Idle => None,
         }?;
@@ -228,12 +228,12 @@ struct Dom0 {
     phase: Phase,
     /// Packets the current round may still take (softnet: net_rx_action's budget).
     budget: i64,
-    busy: Option<(Phase, XPkt)>,
+    busy: Option<(Phase, XenPacket)>,
     asleep: bool,
     kick_pending: bool,
-    rx: VecDeque<XPkt>,
+    rx: VecDeque<XenPacket>,
     /// Original: the backlog; RTCA: one queue per class (index in `queues`).
-    soft: Vec<VecDeque<XPkt>>,
+    soft: Vec<VecDeque<XenPacket>>,
     soft_class: Option<usize>,
     /// Original softirq round: packets taken in the backlog device's current turn, round start.
     turn: u32,
@@ -249,12 +249,12 @@ struct Dom0 {
 }
 
 struct Xen<'a> {
-    x: &'a XenNet,
-    q: EventQueue<Ev>,
+    net: &'a XenNet,
+    queue: EventQueue<Event>,
     now: Nanos,
     host: Host,
-    g: Guests,
-    d0: Dom0,
+    guests: Guests,
+    dom0: Dom0,
     soft_drops: u64,
     rx_drops: u64,
     rt_drops: u64,
@@ -263,30 +263,30 @@ struct Xen<'a> {
     rng: SimRng,
 }
 
-/// Simulate the ping/echo round trips of `x` (at most `max` of them), the first after `warmup`.
-pub fn run(x: &XenNet, max: Option<u32>, warmup: Nanos, seed: u64) -> Results {
-    let mut s = Xen::new(x, max, warmup, seed);
-    s.start();
-    while let Some((now, ev)) = s.host.next_event(&mut s.q, u64::MAX) {
-        s.now = Nanos(now);
-        s.charge(now);
+/// Simulate the ping/echo round trips of `net` (at most `max` of them), the first after `warmup`.
+pub fn run(net: &XenNet, max: Option<u32>, warmup: Nanos, seed: u64) -> Results {
+    let mut xen = Xen::new(net, max, warmup, seed);
+    xen.start();
+    while let Some((now, ev)) = xen.host.next_event(&mut xen.queue, u64::MAX) {
+        xen.now = Nanos(now);
+        xen.charge(now);
         if let Some(ev) = ev {
-            s.handle(ev);
+            xen.handle(ev);
         }
-        s.after_event();
-        if s.finished() {
+        xen.after_event();
+        if xen.finished() {
             break;
         }
     }
-    s.results(seed)
+    xen.results(seed)
 }
 
 impl<'a> Xen<'a> {
-    fn new(x: &'a XenNet, max: Option<u32>, warmup: Nanos, seed: u64) -> Xen<'a> {
-        let ping = x.domains.iter().position(|d| d.role == DomainRole::Ping).expect("validated: a ping domain");
+    fn new(net: &'a XenNet, max: Option<u32>, warmup: Nanos, seed: u64) -> Xen<'a> {
+        let ping = net.domains.iter().position(|d| d.role == DomainRole::Ping).expect("validated: a ping domain");
         let mut specs = Vec::new();
         let mut of_thread = Vec::new();
-        let doms: Vec<Dom> = x
+        let doms: Vec<Dom> = net
             .domains
             .iter()
             .enumerate()
@@ -331,29 +331,29 @@ impl<'a> Xen<'a> {
             // Xen 4.1 credit1 burns credits for the exact time run (burn_credits)
             credit_precise: true,
         };
-        let host = Host::new(x.cores, specs.iter(), &settings);
-        let classes = if x.mode == Dom0Mode::Rtca { x.queues.len() } else { 1 };
-        let first_ping = Nanos(warmup.0.max(x.period.0));
+        let host = Host::new(net.cores, specs.iter(), &settings);
+        let classes = if net.mode == Dom0Mode::Rtca { net.queues.len() } else { 1 };
+        let first_ping = Nanos(warmup.0.max(net.period.0));
         Xen {
-            x,
-            q: EventQueue::new(),
+            net,
+            queue: EventQueue::new(),
             now: Nanos::ZERO,
             host,
-            g: Guests {
+            guests: Guests {
                 doms,
                 of_thread,
-                ring: x.ring as usize,
-                send: x.guest_send.0,
-                recv: x.guest_recv.0,
+                ring: net.ring as usize,
+                send: net.guest_send.0,
+                recv: net.guest_recv.0,
                 ping,
                 rtt: FlowStats::default(),
                 flood_received: 0,
                 warmup: first_ping,
                 kicked: false,
             },
-            d0: Dom0 {
+            dom0: Dom0 {
                 phase: Phase::Rx,
-                budget: x.rx_round as i64,
+                budget: net.rx_round as i64,
                 busy: None,
                 asleep: true,
                 kick_pending: false,
@@ -372,90 +372,90 @@ impl<'a> Xen<'a> {
             soft_drops: 0,
             rx_drops: 0,
             rt_drops: 0,
-            pings_left: max.map_or(x.packets, |m| m.min(x.packets)),
+            pings_left: max.map_or(net.packets, |m| m.min(net.packets)),
             last_ping: first_ping,
             rng: SimRng::new(seed, 1),
         }
     }
 
     fn start(&mut self) {
-        self.host.start(&mut self.q);
-        self.q.schedule(self.g.warmup, Ev::Ping);
-        for d in 0..self.g.doms.len() {
+        self.host.start(&mut self.queue);
+        self.queue.schedule(self.guests.warmup, Event::Ping);
+        for d in 0..self.guests.doms.len() {
             self.sync(d);
         }
         self.after_event();
     }
 
     fn finished(&self) -> bool {
-        let done = self.g.rtt.latency.count() + self.rt_drops >= self.g.rtt.sent;
+        let done = self.guests.rtt.latency.count() + self.rt_drops >= self.guests.rtt.sent;
         // a round trip not back one second after the last ping is lost (counted as a drop)
         self.pings_left == 0 && (done || self.now > self.last_ping + Nanos::from_secs(1))
     }
 
     fn charge(&mut self, now: u64) {
-        let g = &mut self.g;
+        let g = &mut self.guests;
         self.host.charge(now, |t, dt| g.progress(t, dt, now));
     }
 
     /// After every event: kick a sleeping Dom0 for new TX requests, re-decide the cores.
     fn after_event(&mut self) {
-        if std::mem::take(&mut self.g.kicked) && self.d0.asleep && !self.d0.kick_pending {
-            self.d0.kick_pending = true;
-            self.q.schedule(self.now + self.x.event_channel, Ev::Dom0Kick);
+        if std::mem::take(&mut self.guests.kicked) && self.dom0.asleep && !self.dom0.kick_pending {
+            self.dom0.kick_pending = true;
+            self.queue.schedule(self.now + self.net.event_channel, Event::Dom0Kick);
         }
-        let g = &self.g;
-        self.host.resched(self.now.0, &mut self.q, |t| g.work_left(t));
+        let g = &self.guests;
+        self.host.resched(self.now.0, &mut self.queue, |t| g.work_left(t));
     }
 
     /// Domain `d` may have new work: give its idle vCPU its next job and wake it.
     fn sync(&mut self, d: usize) {
-        let Some(t) = self.g.doms[d].thread else { return };
-        if self.g.doms[d].parked || self.host.threads[t].runnable {
+        let Some(t) = self.guests.doms[d].thread else { return };
+        if self.guests.doms[d].parked || self.host.threads[t].runnable {
             return;
         }
-        if self.g.doms[d].job.is_none() {
-            self.g.doms[d].job = self.g.next_job(d);
+        if self.guests.doms[d].job.is_none() {
+            self.guests.doms[d].job = self.guests.next_job(d);
         }
-        if self.g.doms[d].job.is_some() {
-            self.host.wake(t, self.now.0, &mut self.q);
+        if self.guests.doms[d].job.is_some() {
+            self.host.wake(t, self.now.0, &mut self.queue);
         }
     }
 
-    fn handle(&mut self, ev: Ev) {
+    fn handle(&mut self, ev: Event) {
         let now = self.now;
         match ev {
-            Ev::Host(h @ HostEv::CreditAcct { cluster }) => self.credit_accounting(h, cluster),
-            Ev::Host(h) => self.host.on_event(h, now.0, &mut self.q),
-            Ev::Ping => {
+            Event::Host(h @ HostEv::CreditAcct { cluster }) => self.credit_accounting(h, cluster),
+            Event::Host(h) => self.host.on_event(h, now.0, &mut self.queue),
+            Event::Ping => {
                 if self.pings_left == 0 {
                     return;
                 }
                 self.pings_left -= 1;
-                self.g.rtt.sent += 1;
+                self.guests.rtt.sent += 1;
                 self.last_ping = now;
-                let p = self.g.ping;
-                let pkt = XPkt { dst: self.g.doms[p].peer, prio: self.g.doms[p].prio, t0: Some(now) };
-                self.g.doms[p].out.push_back(pkt);
+                let p = self.guests.ping;
+                let pkt = XenPacket { dst: self.guests.doms[p].peer, prio: self.guests.doms[p].prio, t0: Some(now) };
+                self.guests.doms[p].out.push_back(pkt);
                 self.sync(p);
                 // one ping per period, at a random instant of the next period
-                let period_start = Nanos(now.0 - now.0 % self.x.period.0) + self.x.period;
-                let at = period_start + self.rng.uniform_nanos(Nanos::ZERO, Nanos(self.x.period.0 - 1));
-                self.q.schedule(at, Ev::Ping);
+                let period_start = Nanos(now.0 - now.0 % self.net.period.0) + self.net.period;
+                let at = period_start + self.rng.uniform_nanos(Nanos::ZERO, Nanos(self.net.period.0 - 1));
+                self.queue.schedule(at, Event::Ping);
             }
-            Ev::Deliver { dom, pkt } => {
-                self.g.doms[dom].rx.push_back(pkt);
+            Event::Deliver { dom, pkt } => {
+                self.guests.doms[dom].rx.push_back(pkt);
                 self.sync(dom);
             }
-            Ev::TxSpace { dom } => self.sync(dom),
-            Ev::Dom0Kick => {
-                self.d0.kick_pending = false;
-                if self.d0.asleep {
-                    self.d0.asleep = false;
+            Event::TxSpace { dom } => self.sync(dom),
+            Event::Dom0Kick => {
+                self.dom0.kick_pending = false;
+                if self.dom0.asleep {
+                    self.dom0.asleep = false;
                     self.dom0_next();
                 }
             }
-            Ev::Dom0Done => self.dom0_done(),
+            Event::Dom0Done => self.dom0_done(),
         }
     }
 
@@ -463,25 +463,25 @@ impl<'a> Xen<'a> {
     /// (csched_acct): refill limited to credit_cap = cap x 30 ms, park below -credit_cap,
     /// unpark (waking with BOOST) once the credit is back >= 0.
     fn credit_accounting(&mut self, h: HostEv, cluster: u32) {
-        let capped: Vec<(usize, ThreadId, i64)> = (0..self.g.doms.len())
+        let capped: Vec<(usize, ThreadId, i64)> = (0..self.guests.doms.len())
             .filter_map(|d| {
-                let t = self.g.doms[d].thread?;
+                let t = self.guests.doms[d].thread?;
                 let th = &self.host.threads[t];
                 match th.st {
-                    PState::Credit { credit, .. } if th.cluster == cluster && self.g.doms[d].cap < 1.0 => {
+                    PState::Credit { credit, .. } if th.cluster == cluster && self.guests.doms[d].cap < 1.0 => {
                         Some((d, t, credit))
                     }
                     _ => None,
                 }
             })
             .collect();
-        self.host.on_event(h, self.now.0, &mut self.q);
+        self.host.on_event(h, self.now.0, &mut self.queue);
         for (d, t, before) in capped {
-            let credit_cap = (self.g.doms[d].cap * CREDIT_ACCT as f64).round() as i64;
+            let credit_cap = (self.guests.doms[d].cap * CREDIT_ACCT as f64).round() as i64;
             let PState::Credit { credit, .. } = &mut self.host.threads[t].st else { continue };
             *credit = (*credit).min(before + credit_cap);
             let c = *credit;
-            let dom = &mut self.g.doms[d];
+            let dom = &mut self.guests.doms[d];
             if !dom.parked && c < -credit_cap {
                 dom.parked = true;
                 self.host.block(t);
@@ -498,80 +498,80 @@ impl<'a> Xen<'a> {
             if let Some((cost, pkt)) = self.take_in_phase() {
                 // per-packet cost varies +-20% (grant copies, cache state)
                 let cost = Nanos((cost.0 as f64 * (0.8 + 0.4 * self.rng.unit())).round() as u64);
-                self.d0.busy = Some((self.d0.phase, pkt));
-                self.d0.busy_ns += cost.0;
-                self.q.schedule(self.now + cost, Ev::Dom0Done);
+                self.dom0.busy = Some((self.dom0.phase, pkt));
+                self.dom0.busy_ns += cost.0;
+                self.queue.schedule(self.now + cost, Event::Dom0Done);
                 return;
             }
             self.next_phase();
         }
-        self.d0.asleep = true;
+        self.dom0.asleep = true;
         if self.has_work() {
-            self.d0.kick_pending = true;
-            self.q.schedule(self.now, Ev::Dom0Kick);
+            self.dom0.kick_pending = true;
+            self.queue.schedule(self.now, Event::Dom0Kick);
         }
     }
 
     fn has_work(&self) -> bool {
-        !self.d0.rx.is_empty()
-            || self.d0.soft.iter().any(|q| !q.is_empty())
-            || self.g.doms.iter().any(|d| !d.tx.is_empty())
+        !self.dom0.rx.is_empty()
+            || self.dom0.soft.iter().any(|q| !q.is_empty())
+            || self.guests.doms.iter().any(|d| !d.tx.is_empty())
     }
 
     fn next_phase(&mut self) {
-        let (phase, budget) = match self.d0.phase {
+        let (phase, budget) = match self.dom0.phase {
             Phase::Rx => {
-                self.d0.tx_count = 0;
-                self.d0.tx_prio = None;
-                (Phase::Tx, self.x.tx_round)
+                self.dom0.tx_count = 0;
+                self.dom0.tx_prio = None;
+                (Phase::Tx, self.net.tx_round)
             }
             Phase::Tx => {
-                self.d0.soft_class = self.softirq_class();
-                self.d0.turn = 0;
-                self.d0.round_start = self.now;
-                let b = match (self.x.mode, self.d0.soft_class) {
-                    (Dom0Mode::Rtca, Some(c)) => self.x.queues[c].batch,
-                    _ => self.x.softnet_round,
+                self.dom0.soft_class = self.softirq_class();
+                self.dom0.turn = 0;
+                self.dom0.round_start = self.now;
+                let b = match (self.net.mode, self.dom0.soft_class) {
+                    (Dom0Mode::Rtca, Some(c)) => self.net.queues[c].batch,
+                    _ => self.net.softnet_round,
                 };
                 (Phase::Soft, b)
             }
-            Phase::Soft => (Phase::Rx, self.x.rx_round),
+            Phase::Soft => (Phase::Rx, self.net.rx_round),
         };
-        self.d0.phase = phase;
-        self.d0.budget = budget as i64;
+        self.dom0.phase = phase;
+        self.dom0.budget = budget as i64;
     }
 
     /// The softnet queue a softirq round serves: the backlog, or RTCA's highest non-empty class.
     fn softirq_class(&self) -> Option<usize> {
-        match self.x.mode {
+        match self.net.mode {
             Dom0Mode::Original => Some(0),
-            Dom0Mode::Rtca => (0..self.x.queues.len())
-                .filter(|&c| !self.d0.soft[c].is_empty())
-                .max_by_key(|&c| self.x.queues[c].priority),
+            Dom0Mode::Rtca => (0..self.net.queues.len())
+                .filter(|&c| !self.dom0.soft[c].is_empty())
+                .max_by_key(|&c| self.net.queues[c].priority),
         }
     }
 
-    fn take_in_phase(&mut self) -> Option<(Nanos, XPkt)> {
-        let taken = match self.d0.phase {
-            Phase::Rx if self.d0.budget > 0 => self.d0.rx.pop_front().map(|p| (self.x.rx_cost, p)),
-            Phase::Tx if self.d0.budget > 0 => {
-                let n = match self.x.mode {
+    fn take_in_phase(&mut self) -> Option<(Nanos, XenPacket)> {
+        let taken = match self.dom0.phase {
+            Phase::Rx if self.dom0.budget > 0 => self.dom0.rx.pop_front().map(|p| (self.net.rx_cost, p)),
+            Phase::Tx if self.dom0.budget > 0 => {
+                let n = match self.net.mode {
                     Dom0Mode::Original => self.pick_round_robin(),
                     Dom0Mode::Rtca => self.pick_by_priority(),
                 }?;
-                let dom = &mut self.g.doms[n];
+                let dom = &mut self.guests.doms[n];
                 let p = dom.tx.pop_front().expect("picked netifs have packets");
                 if std::mem::take(&mut dom.tx_stopped) {
                     // netback's TX response frees a slot: the stopped netfront queue restarts
-                    self.q.schedule(self.now + self.x.event_channel, Ev::TxSpace { dom: n });
+                    self.queue.schedule(self.now + self.net.event_channel, Event::TxSpace { dom: n });
                 }
-                Some((self.x.tx_cost, p))
+                Some((self.net.tx_cost, p))
             }
-            Phase::Soft => self.take_softnet().map(|p| (self.x.softnet_cost, p)),
+            Phase::Soft => self.take_softnet().map(|p| (self.net.softnet_cost, p)),
             _ => None,
         };
         if taken.is_some() {
-            self.d0.budget -= 1;
+            self.dom0.budget -= 1;
         }
         taken
     }
@@ -580,50 +580,50 @@ impl<'a> Xen<'a> {
     /// `softnet_weight` packets per turn; at each turn boundary the round stops if its budget is
     /// used up or 2 jiffies passed (time_squeeze). RTCA: the class chosen at the round start, up
     /// to its batch size.
-    fn take_softnet(&mut self) -> Option<XPkt> {
-        let c = self.d0.soft_class?;
-        if self.d0.soft[c].is_empty() {
+    fn take_softnet(&mut self) -> Option<XenPacket> {
+        let c = self.dom0.soft_class?;
+        if self.dom0.soft[c].is_empty() {
             return None;
         }
-        match self.x.mode {
-            Dom0Mode::Rtca if self.d0.budget <= 0 => return None,
+        match self.net.mode {
+            Dom0Mode::Rtca if self.dom0.budget <= 0 => return None,
             Dom0Mode::Rtca => {}
             Dom0Mode::Original => {
-                if self.d0.turn == self.x.softnet_weight {
+                if self.dom0.turn == self.net.softnet_weight {
                     // a full turn: the backlog is re-queued at the tail, unless the round is over
-                    if self.d0.budget <= 0 || self.now.saturating_sub(self.d0.round_start) >= SOFTNET_TIME {
-                        self.d0.time_squeeze += 1;
+                    if self.dom0.budget <= 0 || self.now.saturating_sub(self.dom0.round_start) >= SOFTNET_TIME {
+                        self.dom0.time_squeeze += 1;
                         return None;
                     }
-                    self.d0.turn = 0;
+                    self.dom0.turn = 0;
                 }
-                self.d0.turn += 1;
+                self.dom0.turn += 1;
             }
         }
-        self.d0.soft[c].pop_front()
+        self.dom0.soft[c].pop_front()
     }
 
     /// Original netback TX: first netif of the schedule_list, one packet, back to the tail.
     fn pick_round_robin(&mut self) -> Option<usize> {
         self.refresh_schedule_list();
-        (!self.d0.schedule_list.is_empty()).then(|| self.serve_at(0))
+        (!self.dom0.schedule_list.is_empty()).then(|| self.serve_at(0))
     }
 
     /// Take the netif at `pos` of the schedule_list for one packet; it goes back to the tail if
     /// it has more.
     fn serve_at(&mut self, pos: usize) -> usize {
-        let n = self.d0.schedule_list.remove(pos).expect("in range");
-        if self.g.doms[n].tx.len() > 1 {
-            self.d0.schedule_list.push_back(n);
+        let n = self.dom0.schedule_list.remove(pos).expect("in range");
+        if self.guests.doms[n].tx.len() > 1 {
+            self.dom0.schedule_list.push_back(n);
         }
         n
     }
 
     /// netifs with packets join the schedule_list at its tail.
     fn refresh_schedule_list(&mut self) {
-        for (i, d) in self.g.doms.iter().enumerate() {
-            if !d.tx.is_empty() && !self.d0.schedule_list.contains(&i) {
-                self.d0.schedule_list.push_back(i);
+        for (i, d) in self.guests.doms.iter().enumerate() {
+            if !d.tx.is_empty() && !self.dom0.schedule_list.contains(&i) {
+                self.dom0.schedule_list.push_back(i);
             }
         }
     }
@@ -633,60 +633,61 @@ impl<'a> Xen<'a> {
     /// round ends when it reaches the served netif's batch size.
     fn pick_by_priority(&mut self) -> Option<usize> {
         self.refresh_schedule_list();
-        let best_prio = self.d0.schedule_list.iter().map(|&i| self.g.doms[i].prio).max()?;
-        if self.d0.tx_prio.is_some_and(|p| best_prio > p) {
-            self.d0.tx_count = 0;
+        let best_prio = self.dom0.schedule_list.iter().map(|&i| self.guests.doms[i].prio).max()?;
+        if self.dom0.tx_prio.is_some_and(|p| best_prio > p) {
+            self.dom0.tx_count = 0;
         }
-        let batch = self.class_of(best_prio).map_or(1, |c| self.x.queues[c].batch);
-        if self.d0.tx_count >= batch {
+        let batch = self.class_of(best_prio).map_or(1, |c| self.net.queues[c].batch);
+        if self.dom0.tx_count >= batch {
             return None;
         }
-        let pos = self.d0.schedule_list.iter().position(|&i| self.g.doms[i].prio == best_prio).expect("max exists");
+        let pos =
+            self.dom0.schedule_list.iter().position(|&i| self.guests.doms[i].prio == best_prio).expect("max exists");
         let n = self.serve_at(pos);
-        self.d0.tx_count += 1;
-        self.d0.tx_prio = Some(best_prio);
+        self.dom0.tx_count += 1;
+        self.dom0.tx_prio = Some(best_prio);
         Some(n)
     }
 
     fn class_of(&self, prio: u32) -> Option<usize> {
-        self.x.queues.iter().position(|q| q.priority == prio)
+        self.net.queues.iter().position(|q| q.priority == prio)
     }
 
     fn dom0_done(&mut self) {
-        let Some((phase, pkt)) = self.d0.busy.take() else { return };
-        self.d0.handled[phase as usize] += 1;
+        let Some((phase, pkt)) = self.dom0.busy.take() else { return };
+        self.dom0.handled[phase as usize] += 1;
         match phase {
             Phase::Rx => {
-                if self.g.doms[pkt.dst].thread.is_some() {
-                    self.q.schedule(self.now + self.x.event_channel, Ev::Deliver { dom: pkt.dst, pkt });
+                if self.guests.doms[pkt.dst].thread.is_some() {
+                    self.queue.schedule(self.now + self.net.event_channel, Event::Deliver { dom: pkt.dst, pkt });
                 } else {
-                    self.g.doms[pkt.dst].rx_held -= 1;
+                    self.guests.doms[pkt.dst].rx_held -= 1;
                 }
             }
             Phase::Tx => {
-                let (c, limit) = match self.x.mode {
-                    Dom0Mode::Original => (0, self.x.backlog_limit),
+                let (c, limit) = match self.net.mode {
+                    Dom0Mode::Original => (0, self.net.backlog_limit),
                     Dom0Mode::Rtca => {
                         let c = self.class_of(pkt.prio).expect("validated: every class has a queue");
-                        (c, self.x.queues[c].limit)
+                        (c, self.net.queues[c].limit)
                     }
                 };
-                if self.d0.soft[c].len() >= limit as usize {
+                if self.dom0.soft[c].len() >= limit as usize {
                     self.soft_drops += 1;
                     self.rt_drops += pkt.t0.is_some() as u64;
                 } else {
-                    self.d0.soft[c].push_back(pkt);
+                    self.dom0.soft[c].push_back(pkt);
                 }
             }
             Phase::Soft => {
                 // bridge -> vif start_xmit: dropped when the destination's RX ring is full
-                let dst = &mut self.g.doms[pkt.dst];
-                if dst.rx_held >= self.g.ring {
+                let dst = &mut self.guests.doms[pkt.dst];
+                if dst.rx_held >= self.guests.ring {
                     self.rx_drops += 1;
                     self.rt_drops += pkt.t0.is_some() as u64;
                 } else {
                     dst.rx_held += 1;
-                    self.d0.rx.push_back(pkt);
+                    self.dom0.rx.push_back(pkt);
                 }
             }
         }
@@ -695,12 +696,12 @@ impl<'a> Xen<'a> {
 
     fn results(self, seed: u64) -> Results {
         let span = self.now;
-        let measured = span.saturating_sub(self.g.warmup);
+        let measured = span.saturating_sub(self.guests.warmup);
         let mut r = Results::new("netsim", measured.0);
         r.seed = Some(seed);
         // round trips dropped in Dom0, or not back at the end of the run
-        let rt_lost = self.g.rtt.sent.saturating_sub(self.g.rtt.latency.count()).max(self.rt_drops);
-        let mut f: FlowResult = self.g.rtt.result("rtt".into(), measured, rt_lost);
+        let rt_lost = self.guests.rtt.sent.saturating_sub(self.guests.rtt.latency.count()).max(self.rt_drops);
+        let mut f: FlowResult = self.guests.rtt.result("rtt".into(), measured, rt_lost);
         // packet sizes are not modelled on the Xen path: round trips per second only
         f.throughput_bps = None;
         r.flows.push(f);
@@ -708,20 +709,20 @@ impl<'a> Xen<'a> {
         r.flows.push(FlowResult {
             name: "interference".into(),
             drops: flood_drops,
-            packets_per_s: Some(self.g.flood_received as f64 / measured.as_secs_f64().max(1e-9)),
-            packets_received: Some(self.g.flood_received),
+            packets_per_s: Some(self.guests.flood_received as f64 / measured.as_secs_f64().max(1e-9)),
+            packets_received: Some(self.guests.flood_received),
             ..Default::default()
         });
-        r.cores.push(CoreResult::busy(0, self.d0.busy_ns, span.0));
+        r.cores.push(CoreResult::busy(0, self.dom0.busy_ns, span.0));
         for c in 1..self.host.cores() {
             r.cores.push(CoreResult::busy(c as u32, self.host.core_busy(c), span.0));
         }
         let util = |busy: u64| busy as f64 / span.0.max(1) as f64;
         let domains = self
-            .g
+            .guests
             .doms
             .iter()
-            .zip(&self.x.domains)
+            .zip(&self.net.domains)
             .filter_map(|(d, spec)| {
                 let t = d.thread?;
                 let cpu = self.host.threads[t].cpu_time;
@@ -736,20 +737,20 @@ impl<'a> Xen<'a> {
                 })
             })
             .collect();
-        let [rx, tx, soft] = self.d0.handled;
+        let [rx, tx, soft] = self.dom0.handled;
         r.xen = Some(XenSection {
             dom0: Some(Dom0Stats {
-                mode: mode_name(self.x.mode).into(),
+                mode: mode_name(self.net.mode).into(),
                 rx_packets: rx,
                 rx_ring_drops: self.rx_drops,
                 softirq_packets: soft,
                 softnet_drops: self.soft_drops,
-                time_squeeze: self.d0.time_squeeze,
+                time_squeeze: self.dom0.time_squeeze,
                 tx_packets: tx,
             }),
             domains: Some(domains),
         });
-        r.simulation = Some(SimulationSection { events: Some(self.host.events(&self.q)), ..Default::default() });
+        r.simulation = Some(SimulationSection { events: Some(self.host.events(&self.queue)), ..Default::default() });
         r
     }
 }
@@ -779,8 +780,8 @@ mod tests {
     use rtvirt_model::scenario::Scenario;
     use std::path::Path;
 
-    fn xen_of(s: &Scenario) -> (XenNet, Nanos) {
-        let net = s.net.clone().expect("a [net] section");
+    fn xen_of(scenario: &Scenario) -> (XenNet, Nanos) {
+        let net = scenario.net.clone().expect("a [net] section");
         let NetModel::Xen(x) = net.model else { panic!("xen scenario") };
         (x, net.warmup)
     }

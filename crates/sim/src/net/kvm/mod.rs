@@ -34,11 +34,11 @@ use rtvirt_model::scenario::net::{IrqMode, KvmNet, SocketMode};
 use rtvirt_model::Nanos;
 use std::collections::VecDeque;
 
-pub(crate) type Tid = usize;
+pub(crate) type ThreadIndex = usize;
 
 /// One packet (request, response, or bulk segment).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Pkt {
+pub(crate) struct Packet {
     pub flow: u32,
     pub bytes: u32,
     /// Arrival on the wire at the NIC.
@@ -63,7 +63,7 @@ pub(crate) enum Role {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum St {
+pub(crate) enum ThreadState {
     Sleeping,
     Ready,
     Running,
@@ -73,7 +73,7 @@ pub(crate) enum St {
 /// The work a thread is doing now and what happens when it is done.
 pub(crate) struct Work {
     pub left: Nanos,
-    pub act: Act,
+    pub action: Action,
 }
 
 /// A thread's answer to "what next?".
@@ -84,7 +84,7 @@ pub(crate) enum Next {
     Block(usize),
 }
 
-pub(crate) enum Act {
+pub(crate) enum Action {
     Nothing,
     /// Threaded mode: primary handler woke the IRQ thread of this RX queue.
     TopHalf(usize),
@@ -94,17 +94,17 @@ pub(crate) enum Act {
     Poll {
         list: usize,
         rxq: usize,
-        pkts: Vec<Pkt>,
+        pkts: Vec<Packet>,
     },
     VhostRx {
         vm: usize,
-        pkts: Vec<Pkt>,
+        pkts: Vec<Packet>,
     },
     Inject {
         vm: usize,
     },
     VhostTx {
-        pkts: Vec<Pkt>,
+        pkts: Vec<Packet>,
     },
     VmEntry {
         vm: usize,
@@ -114,25 +114,25 @@ pub(crate) enum Act {
     },
     GuestRx {
         vm: usize,
-        pkts: Vec<Pkt>,
+        pkts: Vec<Packet>,
     },
     Serve {
         vm: usize,
-        pkt: Pkt,
+        pkt: Packet,
     },
     /// Vhost mode: the kick VM exit that hands the response to the backend.
     Kick {
         vm: usize,
-        pkt: Pkt,
+        pkt: Packet,
     },
     /// Outsourced: the RPC VM exit of sendto.
     RpcExit {
         vm: usize,
-        pkt: Pkt,
+        pkt: Packet,
     },
     /// Host stack sends the response (outsourced or host process).
     HostSend {
-        pkt: Pkt,
+        pkt: Packet,
     },
     Halt {
         vm: usize,
@@ -148,7 +148,7 @@ pub(crate) struct Thread {
     pub boost: i32,
     pub mask: u64,
     pub core: usize,
-    pub st: St,
+    pub state: ThreadState,
     pub work: Option<Work>,
     pub vruntime: u64,
     pub ready_seq: u64,
@@ -172,16 +172,16 @@ pub(crate) struct Thread {
 }
 
 pub(crate) struct Core {
-    pub cur: Option<Tid>,
+    pub current: Option<ThreadIndex>,
     pub started: Nanos,
     pub gen: u64,
-    pub ready: Vec<Tid>,
+    pub ready: Vec<ThreadIndex>,
     pub busy: u64,
-    pub prev: Option<Tid>,
-    pub irqctx: Tid,
-    pub ksoftirqd: Tid,
+    pub prev: Option<ThreadIndex>,
+    pub irqctx: ThreadIndex,
+    pub ksoftirqd: ThreadIndex,
     /// Thread interrupted by the hard-IRQ context (vanilla need_resched check).
-    pub interrupted: Option<Tid>,
+    pub interrupted: Option<ThreadIndex>,
     /// Hard IRQs waiting for the hard-IRQ context: an RX queue, or None for the tick.
     pub irq_jobs: VecDeque<Option<usize>>,
     /// When the running thread was switched in.
@@ -200,12 +200,12 @@ pub(crate) struct Core {
 pub(crate) struct RxQ {
     pub nic: usize,
     pub core: usize,
-    pub ring: VecDeque<Pkt>,
+    pub ring: VecDeque<Packet>,
     pub ring_cap: usize,
     pub irq_enabled: bool,
     pub irq_event: bool,
     pub on_list: Option<usize>,
-    pub irq_thread: Option<Tid>,
+    pub irq_thread: Option<ThreadIndex>,
     pub senders: Vec<usize>,
     pub drops: u64,
     /// A core's softnet backlog (no NIC, no interrupt) rather than a NIC RX queue.
@@ -214,20 +214,20 @@ pub(crate) struct RxQ {
 
 pub(crate) struct VmState {
     pub socket: SocketMode,
-    pub vhost: Option<Tid>,
-    pub vcpu: Tid,
+    pub vhost: Option<ThreadIndex>,
+    pub vcpu: ThreadIndex,
     pub batch: usize,
-    pub tap: VecDeque<Pkt>,
-    pub txq: VecDeque<Pkt>,
-    pub ring: VecDeque<Pkt>,
+    pub tap: VecDeque<Packet>,
+    pub txq: VecDeque<Packet>,
+    pub ring: VecDeque<Packet>,
     pub ring_cap: usize,
-    pub sock: VecDeque<Pkt>,
+    pub sock: VecDeque<Packet>,
     pub virq: bool,
     pub in_guest: bool,
     pub needs_resume: bool,
     pub need_inject: bool,
     /// Response between the server and the wire.
-    pub resp: Option<(Pkt, RespPhase)>,
+    pub resp: Option<(Packet, RespPhase)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,8 +253,8 @@ const BACKLOG_LIMIT: usize = 1000;
 const TICK: Nanos = Nanos(1_000_000);
 
 pub(crate) struct Sim {
-    pub cfg: KvmNet,
-    pub q: EventQueue<Ev>,
+    pub net: KvmNet,
+    pub event_queue: EventQueue<Ev>,
     pub threads: Vec<Thread>,
     pub cores: Vec<Core>,
     pub rxqs: Vec<RxQ>,
@@ -285,26 +285,26 @@ pub struct KvmRun {
     pub events: u64,
 }
 
-/// Simulate `cfg` for `opt.duration`.
-pub fn run(cfg: &KvmNet, opt: &KvmRunOptions) -> KvmRun {
-    let mut sim = Sim::build(cfg.clone(), opt);
+/// Simulate `net` for `opt.duration`.
+pub fn run(net: &KvmNet, opt: &KvmRunOptions) -> KvmRun {
+    let mut sim = Sim::build(net.clone(), opt);
     sim.start();
-    while let Some((_, ev)) = sim.q.pop_until(sim.end) {
+    while let Some((_, ev)) = sim.event_queue.pop_until(sim.end) {
         sim.handle(ev);
     }
     sim.finish(opt)
 }
 
 impl Sim {
-    fn build(cfg: KvmNet, opt: &KvmRunOptions) -> Sim {
+    fn build(net: KvmNet, opt: &KvmRunOptions) -> Sim {
         let mut sim = Sim {
-            q: EventQueue::new(),
+            event_queue: EventQueue::new(),
             threads: Vec::new(),
             cores: Vec::new(),
             rxqs: Vec::new(),
             vms: Vec::new(),
             flows: Vec::new(),
-            lists: (0..cfg.cores as usize * LISTS_PER_CORE).map(|_| softirq::PollList::default()).collect(),
+            lists: (0..net.cores as usize * LISTS_PER_CORE).map(|_| softirq::PollList::default()).collect(),
             copied: 0.0,
             seq: 0,
             warmup: opt.warmup.min(opt.duration),
@@ -312,12 +312,12 @@ impl Sim {
             rng: SimRng::new(opt.seed, 0),
             trace: opt.trace.map(TraceWriter::new),
             inversions: 0,
-            cfg,
+            net,
         };
         sim.build_cores();
         sim.build_rxqs();
         sim.build_vms();
-        sim.flows = traffic::build(&sim.cfg, &sim.rxqs, opt.seed);
+        sim.flows = traffic::build(&sim.net, &sim.rxqs, opt.seed);
         for (f, fl) in sim.flows.iter().enumerate() {
             if let Some(rxq) = fl.sender_rxq() {
                 sim.rxqs[rxq].senders.push(f);
@@ -327,14 +327,14 @@ impl Sim {
     }
 
     fn build_cores(&mut self) {
-        let cache = self.cfg.cache;
-        for c in 0..self.cfg.cores as usize {
+        let cache = self.net.cache;
+        for c in 0..self.net.cores as usize {
             let irq = self.add_thread(format!("hardirq/{c}"), Role::IrqCtx(c), 1000, 1 << c, cache.footprint_irq_kib);
             let ksoft =
                 self.add_thread(format!("ksoftirqd/{c}"), Role::Ksoftirqd(c), 0, 1 << c, cache.footprint_irq_kib);
             let track = Track { pid: 1, tid: c as u32 };
             self.cores.push(Core {
-                cur: None,
+                current: None,
                 started: Nanos::ZERO,
                 gen: 0,
                 ready: Vec::new(),
@@ -358,14 +358,14 @@ impl Sim {
     }
 
     fn build_rxqs(&mut self) {
-        for (n, nic) in self.cfg.nics.clone().iter().enumerate() {
-            let host_stack = self.cfg.vms.iter().any(|v| v.nic == Some(n) && v.socket != SocketMode::Vhost);
-            let rr = self.cfg.vms.iter().enumerate().any(|(i, v)| v.nic == Some(n) && self.serves_rr(i));
-            let fp = if rr { self.cfg.cache.footprint_irq_kib } else { 0.0 }
-                + if host_stack { self.cfg.cache.footprint_host_stack_kib } else { 0.0 };
+        for (n, nic) in self.net.nics.clone().iter().enumerate() {
+            let host_stack = self.net.vms.iter().any(|v| v.nic == Some(n) && v.socket != SocketMode::Vhost);
+            let rr = self.net.vms.iter().enumerate().any(|(i, v)| v.nic == Some(n) && self.serves_rr(i));
+            let fp = if rr { self.net.cache.footprint_irq_kib } else { 0.0 }
+                + if host_stack { self.net.cache.footprint_host_stack_kib } else { 0.0 };
             for &c in &nic.irq_cores {
                 let c = c as usize;
-                let irq_thread = (self.cfg.irq == IrqMode::Threaded).then(|| {
+                let irq_thread = (self.net.irq == IrqMode::Threaded).then(|| {
                     let prio = nic.irq_prio.map(i32::from).unwrap_or(0);
                     self.add_thread(format!("irq/{}-{c}", nic.name), Role::IrqThread(self.rxqs.len()), prio, 1 << c, fp)
                 });
@@ -403,8 +403,8 @@ impl Sim {
     }
 
     fn build_vms(&mut self) {
-        let c = self.cfg.cache;
-        for (i, vm) in self.cfg.vms.clone().iter().enumerate() {
+        let c = self.net.cache;
+        for (i, vm) in self.net.vms.clone().iter().enumerate() {
             let rr = if self.serves_rr(i) { 1.0 } else { 0.0 };
             let vcpu_fp = rr
                 * match vm.socket {
@@ -447,13 +447,13 @@ impl Sim {
     /// that goes cold between requests; bulk paths stream and their per-packet and per-byte costs
     /// are calibrated at streaming (miss-bound) speed.
     fn serves_rr(&self, vm: usize) -> bool {
-        self.cfg
+        self.net
             .flows
             .iter()
             .any(|f| f.vm == vm && matches!(f.kind, rtvirt_model::scenario::net::FlowKind::UdpRr { .. }))
     }
 
-    fn add_thread(&mut self, name: String, role: Role, base: i32, mask: u64, footprint_kib: f64) -> Tid {
+    fn add_thread(&mut self, name: String, role: Role, base: i32, mask: u64, footprint_kib: f64) -> ThreadIndex {
         let id = self.threads.len();
         let track = Track { pid: 2, tid: id as u32 };
         if let Some(t) = self.trace.as_mut() {
@@ -467,7 +467,7 @@ impl Sim {
             boost: 0,
             mask,
             core,
-            st: St::Sleeping,
+            state: ThreadState::Sleeping,
             work: None,
             vruntime: 0,
             ready_seq: 0,
@@ -487,7 +487,7 @@ impl Sim {
 
     fn start(&mut self) {
         for c in 0..self.cores.len() {
-            self.q.schedule(Nanos(TICK.0 + c as u64 * 1_000), Ev::Tick { core: c });
+            self.event_queue.schedule(Nanos(TICK.0 + c as u64 * 1_000), Ev::Tick { core: c });
         }
         for f in 0..self.flows.len() {
             self.start_flow(f);
@@ -505,7 +505,7 @@ impl Sim {
             Ev::NicIrq { rxq } => self.nic_irq(rxq),
             Ev::Tick { core } => {
                 self.tick(core);
-                self.q.schedule_in(TICK, Ev::Tick { core });
+                self.event_queue.schedule_in(TICK, Ev::Tick { core });
             }
         }
     }
@@ -517,13 +517,13 @@ impl Sim {
 
     /// CPU time to copy `bytes`.
     pub(crate) fn copy_cost(&self, bytes: u64) -> Nanos {
-        Nanos(bytes * self.cfg.costs.copy_per_kib.0 / 1024)
+        Nanos(bytes * self.net.costs.copy_per_kib.0 / 1024)
     }
 
     fn finish(mut self, opt: &KvmRunOptions) -> KvmRun {
         let now = self.end;
         for c in 0..self.cores.len() {
-            if self.cores[c].cur.is_some() {
+            if self.cores[c].current.is_some() {
                 let started = self.cores[c].started;
                 self.account(c, started, now);
             }
@@ -537,7 +537,7 @@ impl Sim {
                 .push(CoreResult { time_squeeze: Some(c.time_squeeze), ..CoreResult::busy(i as u32, c.busy, span.0) });
         }
         for (i, f) in self.flows.iter().enumerate() {
-            let name = self.cfg.flows[i].name.clone();
+            let name = self.net.flows[i].name.clone();
             let drops = f.drops();
             results.flows.push(f.stats().result(name, span, drops));
         }
@@ -554,12 +554,12 @@ impl Sim {
             })
             .collect();
         results.simulation = Some(SimulationSection {
-            events: Some(self.q.delivered()),
+            events: Some(self.event_queue.delivered()),
             softirq_lock_inversions: Some(self.inversions),
             threads: Some(threads),
             ..Default::default()
         });
-        let events = self.q.delivered();
+        let events = self.event_queue.delivered();
         KvmRun { results, trace: self.trace.take().map(TraceWriter::finish), events }
     }
 }

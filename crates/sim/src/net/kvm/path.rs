@@ -6,17 +6,17 @@
 //! kick or by outsourced RPC, HLT) and the non-virtualized server process.
 
 use super::softirq::NAPI_WEIGHT;
-use super::{Act, Next, Pkt, RespPhase, Role, Sim, St, Tid, Work, BACKLOG_LIMIT, TAP_LIMIT};
+use super::{Action, Next, Packet, RespPhase, Role, Sim, ThreadIndex, ThreadState, Work, BACKLOG_LIMIT, TAP_LIMIT};
 use rtvirt_model::scenario::net::{IrqMode, SocketMode, SoftirqMode};
 use rtvirt_model::Nanos;
 
-fn work(cost: Nanos, act: Act) -> Next {
-    Next::Work(Work { left: cost, act })
+fn work(cost: Nanos, action: Action) -> Next {
+    Next::Work(Work { left: cost, action })
 }
 
 impl Sim {
     /// The next work of thread `t` (called when it is on a core).
-    pub(crate) fn next_work(&mut self, t: Tid) -> Next {
+    pub(crate) fn next_work(&mut self, t: ThreadIndex) -> Next {
         match self.threads[t].role {
             Role::IrqCtx(c) => self.irqctx_next(t, c),
             Role::IrqThread(rxq) => self.irq_thread_next(t, rxq),
@@ -26,17 +26,17 @@ impl Sim {
         }
     }
 
-    fn irqctx_next(&mut self, t: Tid, c: usize) -> Next {
+    fn irqctx_next(&mut self, t: ThreadIndex, c: usize) -> Next {
         loop {
             match self.cores[c].irq_jobs.pop_front() {
                 Some(Some(rxq)) => {
-                    return match self.cfg.irq {
-                        IrqMode::HardIrq => work(self.cfg.costs.hardirq, Act::HardIrq(rxq)),
-                        IrqMode::Threaded => work(self.cfg.costs.wakeup, Act::TopHalf(rxq)),
+                    return match self.net.irq {
+                        IrqMode::HardIrq => work(self.net.costs.hardirq, Action::HardIrq(rxq)),
+                        IrqMode::Threaded => work(self.net.costs.wakeup, Action::TopHalf(rxq)),
                     }
                 }
                 Some(None) => {
-                    if self.cfg.irq == IrqMode::HardIrq && !self.lists[Self::list_id(c, false)].q.is_empty() {
+                    if self.net.irq == IrqMode::HardIrq && !self.lists[Self::list_id(c, false)].napis.is_empty() {
                         self.raise(t, Self::list_id(c, false));
                     }
                 }
@@ -45,31 +45,31 @@ impl Sim {
         }
     }
 
-    fn irq_thread_next(&mut self, t: Tid, rxq: usize) -> Next {
+    fn irq_thread_next(&mut self, t: ThreadIndex, rxq: usize) -> Next {
         if let Some(n) = self.softirq_next(t) {
             return n;
         }
         if self.threads[t].irq_pending > 0 {
             self.threads[t].irq_pending -= 1;
-            return work(self.cfg.costs.hardirq, Act::HardIrq(rxq));
+            return work(self.net.costs.hardirq, Action::HardIrq(rxq));
         }
         self.exit_or_sleep(t)
     }
 
-    fn exit_or_sleep(&mut self, t: Tid) -> Next {
+    fn exit_or_sleep(&mut self, t: ThreadIndex) -> Next {
         if std::mem::take(&mut self.threads[t].exit_due) {
-            return work(self.cfg.costs.thread_exit, Act::Exit);
+            return work(self.net.costs.thread_exit, Action::Exit);
         }
         Next::Sleep
     }
 
     /// CPU cost of NET_RX delivering `pkts` (driver, bridge or host stack, waking the consumer).
-    pub(crate) fn rx_cost(&self, pkts: &[Pkt]) -> Nanos {
-        let c = &self.cfg.costs;
+    pub(crate) fn rx_cost(&self, pkts: &[Packet]) -> Nanos {
+        let c = &self.net.costs;
         let mut cost = Nanos::ZERO;
         let mut woken: Vec<usize> = Vec::new();
         for p in pkts {
-            let vm = self.cfg.flows[p.flow as usize].vm;
+            let vm = self.net.flows[p.flow as usize].vm;
             let v = &self.vms[vm];
             cost += c.rx_per_packet
                 + match v.socket {
@@ -79,7 +79,7 @@ impl Sim {
                     SocketMode::OutsourcedRt => c.host_udp_rx + c.event_notify,
                 };
             let consumer = v.vhost.unwrap_or(v.vcpu);
-            if !woken.contains(&consumer) && self.threads[consumer].st == St::Sleeping {
+            if !woken.contains(&consumer) && self.threads[consumer].state == ThreadState::Sleeping {
                 woken.push(consumer);
                 cost += c.wakeup;
             }
@@ -89,37 +89,37 @@ impl Sim {
 
     /// CPU cost of NET_RX forwarding `n` backlog packets (process_backlog: bridge, NIC xmit).
     pub(crate) fn backlog_cost(&self, n: usize) -> Nanos {
-        let c = &self.cfg.costs;
+        let c = &self.net.costs;
         Nanos((c.bridge_per_packet.0 + c.nic_xmit.0) * n as u64)
     }
 
-    fn vhost_next(&mut self, t: Tid, vm: usize) -> Next {
+    fn vhost_next(&mut self, t: ThreadIndex, vm: usize) -> Next {
         if let Some(n) = self.softirq_next(t) {
             return n;
         }
-        let c = self.cfg.costs;
+        let c = self.net.costs;
         let batch = self.vms[vm].batch;
         if !self.vms[vm].txq.is_empty() {
             let n = batch.min(self.vms[vm].txq.len());
-            let pkts: Vec<Pkt> = self.vms[vm].txq.drain(..n).collect();
+            let pkts: Vec<Packet> = self.vms[vm].txq.drain(..n).collect();
             let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
-            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Act::VhostTx { pkts });
+            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostTx { pkts });
         }
         if std::mem::take(&mut self.vms[vm].need_inject) {
-            return work(c.virq_inject, Act::Inject { vm });
+            return work(c.virq_inject, Action::Inject { vm });
         }
         let room = self.vms[vm].ring_cap.saturating_sub(self.vms[vm].ring.len());
         if !self.vms[vm].tap.is_empty() && room > 0 {
             let n = batch.min(room).min(self.vms[vm].tap.len());
-            let pkts: Vec<Pkt> = self.vms[vm].tap.drain(..n).collect();
+            let pkts: Vec<Packet> = self.vms[vm].tap.drain(..n).collect();
             let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
-            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Act::VhostRx { vm, pkts });
+            return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostRx { vm, pkts });
         }
         self.exit_or_sleep(t)
     }
 
     fn vcpu_next(&mut self, vm: usize) -> Next {
-        let c = self.cfg.costs;
+        let c = self.net.costs;
         let host = self.vms[vm].socket == SocketMode::Host;
         if let Some((_, phase)) = self.vms[vm].resp {
             let cost = match phase {
@@ -129,33 +129,33 @@ impl Sim {
                 RespPhase::HostSend => c.rpc + c.host_udp_tx + c.nic_xmit,
             };
             let (pkt, _) = self.vms[vm].resp.take().expect("checked");
-            let act = match phase {
-                RespPhase::Kick => Act::Kick { vm, pkt },
-                RespPhase::RpcExit => Act::RpcExit { vm, pkt },
-                RespPhase::HostSend => Act::HostSend { pkt },
+            let action = match phase {
+                RespPhase::Kick => Action::Kick { vm, pkt },
+                RespPhase::RpcExit => Action::RpcExit { vm, pkt },
+                RespPhase::HostSend => Action::HostSend { pkt },
             };
-            return work(cost, act);
+            return work(cost, action);
         }
         let v = &self.vms[vm];
         let has_work = v.virq || !v.ring.is_empty() || !v.sock.is_empty();
         if !host && !v.in_guest {
             if has_work {
-                return work(c.vm_entry, Act::VmEntry { vm });
+                return work(c.vm_entry, Action::VmEntry { vm });
             }
             if std::mem::take(&mut self.vms[vm].needs_resume) {
-                return work(c.vm_entry + c.vm_exit, Act::Halt { vm });
+                return work(c.vm_entry + c.vm_exit, Action::Halt { vm });
             }
             return Next::Sleep;
         }
         let debt = std::mem::take(&mut self.threads[self.vms[vm].vcpu].debt);
         let v = &self.vms[vm];
         if v.virq {
-            return work(c.guest_hardirq + debt, Act::GuestIrq { vm });
+            return work(c.guest_hardirq + debt, Action::GuestIrq { vm });
         }
-        let now = self.q.now();
+        let now = self.event_queue.now();
         if !v.ring.is_empty() {
             let n = NAPI_WEIGHT.min(v.ring.len());
-            let mut pkts: Vec<Pkt> = self.vms[vm].ring.drain(..n).collect();
+            let mut pkts: Vec<Packet> = self.vms[vm].ring.drain(..n).collect();
             let mut cost = Nanos::ZERO;
             for p in pkts.iter_mut() {
                 stamp_entry(p, now);
@@ -165,7 +165,7 @@ impl Sim {
                     c.guest_udp_rx
                 };
             }
-            return work(cost + debt, Act::GuestRx { vm, pkts });
+            return work(cost + debt, Action::GuestRx { vm, pkts });
         }
         if let Some(mut pkt) = self.vms[vm].sock.pop_front() {
             stamp_entry(&mut pkt, now);
@@ -176,36 +176,36 @@ impl Sim {
                 SocketMode::OutsourcedRt => c.rpc + c.event_notify,
                 SocketMode::Host => Nanos::ZERO,
             };
-            return work(self.copy_cost(pkt.bytes as u64) + service + send_prep + debt, Act::Serve { vm, pkt });
+            return work(self.copy_cost(pkt.bytes as u64) + service + send_prep + debt, Action::Serve { vm, pkt });
         }
         if !host {
-            return work(c.vm_exit, Act::Halt { vm });
+            return work(c.vm_exit, Action::Halt { vm });
         }
         Next::Sleep
     }
 
     /// The server's service time: mean +- uniform jitter.
     fn service_time(&mut self) -> Nanos {
-        let c = self.cfg.costs;
+        let c = self.net.costs;
         let lo = c.app_service.saturating_sub(c.app_service_jitter);
         self.rng.uniform_nanos(lo, c.app_service + c.app_service_jitter)
     }
 
     /// Apply the effect of finished work of thread `t`.
-    pub(crate) fn apply(&mut self, t: Tid, act: Act) {
-        match act {
-            Act::Nothing => {}
-            Act::Exit => {}
-            Act::TopHalf(rxq) => {
+    pub(crate) fn apply(&mut self, t: ThreadIndex, action: Action) {
+        match action {
+            Action::Nothing => {}
+            Action::Exit => {}
+            Action::TopHalf(rxq) => {
                 let it = self.rxqs[rxq].irq_thread.expect("threaded mode has IRQ threads");
                 self.threads[it].irq_pending += 1;
                 self.wake(it);
             }
-            Act::HardIrq(rxq) => {
+            Action::HardIrq(rxq) => {
                 self.schedule_on_own_list(t, rxq);
                 self.threads[t].exit_due = true;
             }
-            Act::Poll { list, rxq, pkts } => {
+            Action::Poll { list, rxq, pkts } => {
                 let n = pkts.len();
                 let backlog = self.rxqs[rxq].backlog;
                 for p in pkts {
@@ -217,23 +217,23 @@ impl Sim {
                 }
                 self.after_poll(list, rxq, n);
             }
-            Act::VhostRx { vm, pkts } => {
+            Action::VhostRx { vm, pkts } => {
                 let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
                 self.copy_bytes(bytes);
                 let was_empty = self.vms[vm].ring.is_empty();
                 self.vms[vm].ring.extend(pkts);
                 let vcpu = self.vms[vm].vcpu;
-                if was_empty || self.threads[vcpu].st == St::Sleeping {
+                if was_empty || self.threads[vcpu].state == ThreadState::Sleeping {
                     self.vms[vm].need_inject = true;
                 }
                 self.threads[t].exit_due = true;
             }
-            Act::Inject { vm } => {
+            Action::Inject { vm } => {
                 self.vms[vm].virq = true;
                 let vcpu = self.vms[vm].vcpu;
                 self.wake(vcpu);
             }
-            Act::VhostTx { pkts } => {
+            Action::VhostTx { pkts } => {
                 let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
                 self.copy_bytes(bytes);
                 let backlog = self.cores[self.threads[t].core].backlog;
@@ -250,54 +250,54 @@ impl Sim {
                 }
                 self.threads[t].exit_due = true;
             }
-            Act::VmEntry { vm } => {
-                let now = self.q.now();
+            Action::VmEntry { vm } => {
+                let now = self.event_queue.now();
                 let v = &mut self.vms[vm];
                 v.in_guest = true;
                 v.ring.iter_mut().chain(v.sock.iter_mut()).for_each(|p| stamp_entry(p, now));
             }
-            Act::GuestIrq { vm } => self.vms[vm].virq = false,
-            Act::GuestRx { vm, pkts } => self.guest_rx_done(vm, pkts),
-            Act::Serve { vm, pkt } => self.served(vm, pkt),
-            Act::Kick { vm, pkt } => {
-                let now = self.q.now();
+            Action::GuestIrq { vm } => self.vms[vm].virq = false,
+            Action::GuestRx { vm, pkts } => self.guest_rx_done(vm, pkts),
+            Action::Serve { vm, pkt } => self.served(vm, pkt),
+            Action::Kick { vm, pkt } => {
+                let now = self.event_queue.now();
                 let v = &mut self.vms[vm];
                 v.in_guest = false;
                 v.needs_resume = true;
-                v.txq.push_back(Pkt { t_exit: now, ..pkt });
+                v.txq.push_back(Packet { t_exit: now, ..pkt });
                 let vh = v.vhost.expect("kick needs a vhost backend");
                 self.wake(vh);
             }
-            Act::RpcExit { vm, pkt } => {
-                let now = self.q.now();
+            Action::RpcExit { vm, pkt } => {
+                let now = self.event_queue.now();
                 let v = &mut self.vms[vm];
                 v.in_guest = false;
                 v.needs_resume = true;
-                v.resp = Some((Pkt { t_exit: now, ..pkt }, RespPhase::HostSend));
+                v.resp = Some((Packet { t_exit: now, ..pkt }, RespPhase::HostSend));
             }
-            Act::HostSend { pkt } => {
+            Action::HostSend { pkt } => {
                 self.copy_bytes(pkt.bytes as u64);
                 self.response_out(pkt);
             }
-            Act::Halt { vm } => self.vms[vm].in_guest = false,
+            Action::Halt { vm } => self.vms[vm].in_guest = false,
         }
     }
 
     /// napi_schedule `rxq` on the poll list of `t`'s core chosen by `t`'s priority (the
     /// rt_poll_list when partitioned and priority >= rtnet_prio) and raise NET_RX for `t`.
-    fn schedule_on_own_list(&mut self, t: Tid, rxq: usize) {
+    fn schedule_on_own_list(&mut self, t: ThreadIndex, rxq: usize) {
         let c = self.threads[t].core;
-        let rt = self.cfg.softirq == SoftirqMode::Partitioned
+        let rt = self.net.softirq == SoftirqMode::Partitioned
             && !matches!(self.threads[t].role, Role::IrqCtx(_))
-            && self.eff(t) >= self.cfg.rtnet_prio as i32;
+            && self.effective_priority(t) >= self.net.rtnet_prio as i32;
         let list = Self::list_id(c, rt);
         self.napi_schedule(rxq, list);
         self.raise(t, list);
     }
 
     /// NET_RX hands one packet to its consumer: a VM's tap (vhost) or the host stack's socket.
-    fn deliver(&mut self, p: Pkt) {
-        let vm = self.cfg.flows[p.flow as usize].vm;
+    fn deliver(&mut self, p: Packet) {
+        let vm = self.net.flows[p.flow as usize].vm;
         match self.vms[vm].socket {
             SocketMode::Vhost => {
                 if self.vms[vm].tap.len() >= TAP_LIMIT {
@@ -319,8 +319,9 @@ impl Sim {
         }
     }
 
-    fn guest_rx_done(&mut self, vm: usize, pkts: Vec<Pkt>) {
-        let (bulk, rr): (Vec<Pkt>, Vec<Pkt>) = pkts.into_iter().partition(|p| self.flows[p.flow as usize].is_bulk());
+    fn guest_rx_done(&mut self, vm: usize, pkts: Vec<Packet>) {
+        let (bulk, rr): (Vec<Packet>, Vec<Packet>) =
+            pkts.into_iter().partition(|p| self.flows[p.flow as usize].is_bulk());
         if !bulk.is_empty() {
             let bytes: u64 = bulk.iter().map(|p| p.bytes as u64).sum();
             self.copy_bytes(bytes);
@@ -334,21 +335,21 @@ impl Sim {
         }
     }
 
-    fn served(&mut self, vm: usize, pkt: Pkt) {
+    fn served(&mut self, vm: usize, pkt: Packet) {
         self.copy_bytes(pkt.bytes as u64);
         self.request_consumed(&pkt);
-        let now = self.q.now();
+        let now = self.event_queue.now();
         let bytes = self.flows[pkt.flow as usize].response_bytes();
-        let resp = Pkt { bytes, ..pkt };
+        let resp = Packet { bytes, ..pkt };
         self.vms[vm].resp = Some(match self.vms[vm].socket {
             SocketMode::Vhost => (resp, RespPhase::Kick),
             SocketMode::Outsourced | SocketMode::OutsourcedRt => (resp, RespPhase::RpcExit),
-            SocketMode::Host => (Pkt { t_exit: now, ..resp }, RespPhase::HostSend),
+            SocketMode::Host => (Packet { t_exit: now, ..resp }, RespPhase::HostSend),
         });
     }
 }
 
-fn stamp_entry(p: &mut Pkt, now: Nanos) {
+fn stamp_entry(p: &mut Packet, now: Nanos) {
     if p.t_entry == Nanos::ZERO {
         p.t_entry = now;
     }

@@ -21,7 +21,7 @@
 //! included.
 
 use super::sched::PRIO_IRQ;
-use super::{Act, Next, Role, Sim, St, Tid, Work, LISTS_PER_CORE};
+use super::{Action, Next, Role, Sim, ThreadIndex, ThreadState, Work, LISTS_PER_CORE};
 use rtvirt_model::scenario::net::IrqMode;
 use rtvirt_model::Nanos;
 use serde_json::json;
@@ -39,11 +39,11 @@ const RESTART_TIME: Nanos = Nanos(2_000_000);
 #[derive(Default)]
 pub(crate) struct PollList {
     /// sd->poll_list: NAPIs (RX queue indices) in poll order.
-    pub q: VecDeque<usize>,
+    pub napis: VecDeque<usize>,
     /// The running round's repoll list (NAPIs that used their whole weight).
     pub repoll: Vec<usize>,
-    pub holder: Option<Tid>,
-    pub waiters: Vec<Tid>,
+    pub holder: Option<ThreadIndex>,
+    pub waiters: Vec<ThreadIndex>,
 }
 
 /// A context's progress through __do_softirq / net_rx_action.
@@ -71,31 +71,31 @@ impl Sim {
         c * LISTS_PER_CORE + rt as usize
     }
 
-    pub(crate) fn holds_lock(&self, t: Tid) -> bool {
+    pub(crate) fn holds_lock(&self, t: ThreadIndex) -> bool {
         self.threads[t].soft.is_some_and(|s| self.lists[s.list].holder == Some(t))
     }
 
     pub(crate) fn softirq_pending_on(&self, c: usize) -> bool {
-        (0..LISTS_PER_CORE).any(|k| !self.lists[c * LISTS_PER_CORE + k].q.is_empty())
+        (0..LISTS_PER_CORE).any(|k| !self.lists[c * LISTS_PER_CORE + k].napis.is_empty())
     }
 
     /// napi_schedule: put the RX queue's NAPI on `list` (tail) unless it is already queued.
     pub(crate) fn napi_schedule(&mut self, rxq: usize, list: usize) {
         if self.rxqs[rxq].on_list.is_none() {
             self.rxqs[rxq].on_list = Some(list);
-            self.lists[list].q.push_back(rxq);
+            self.lists[list].napis.push_back(rxq);
         }
     }
 
     /// Mark NET_RX raised on `list` for thread `t`.
-    pub(crate) fn raise(&mut self, t: Tid, list: usize) {
+    pub(crate) fn raise(&mut self, t: ThreadIndex, list: usize) {
         if !self.threads[t].raised.contains(&list) && self.threads[t].soft.map(|s| s.list) != Some(list) {
             self.threads[t].raised.push(list);
         }
     }
 
     /// The next NET_RX step of `t`, or None when it has no softirq work left.
-    pub(crate) fn softirq_next(&mut self, t: Tid) -> Option<Next> {
+    pub(crate) fn softirq_next(&mut self, t: ThreadIndex) -> Option<Next> {
         loop {
             if self.threads[t].soft.is_none() {
                 let list = *self.threads[t].raised.first()?;
@@ -116,12 +116,12 @@ impl Sim {
                 // 4.x-rt: a contender waits; the holder stops after its current NAPI poll
                 let list = sc.list;
                 self.release(t);
-                if !self.lists[list].q.is_empty() {
+                if !self.lists[list].napis.is_empty() {
                     self.raise(t, list);
                 }
-                return Some(Next::Work(Work { left: Nanos::ZERO, act: Act::Nothing }));
+                return Some(Next::Work(Work { left: Nanos::ZERO, action: Action::Nothing }));
             }
-            let now = self.q.now();
+            let now = self.event_queue.now();
             let squeezed = sc.round_polls > 0 && (sc.budget <= 0 || now.saturating_sub(sc.round_start) >= ROUND_TIME);
             if squeezed || sc.snap == 0 {
                 // end of the round: repoll list back at the tail, NET_RX raised again if work is left
@@ -130,7 +130,7 @@ impl Sim {
                     self.cores[c].time_squeeze += 1;
                 }
                 self.end_round(sc.list);
-                if self.lists[sc.list].q.is_empty() {
+                if self.lists[sc.list].napis.is_empty() {
                     self.release(t);
                     continue;
                 }
@@ -142,18 +142,18 @@ impl Sim {
                     // scheduler.
                     let c = self.threads[t].core;
                     let in_irq = matches!(self.threads[t].role, Role::IrqCtx(_));
-                    let bounded = sc.rounds < self.cfg.softirq_restarts;
+                    let bounded = sc.rounds < self.net.softirq_restarts;
                     let again = if in_irq {
                         bounded && now.saturating_sub(sc.started) < RESTART_TIME && !self.need_resched(c)
                     } else {
-                        bounded || self.cfg.irq == IrqMode::Threaded
+                        bounded || self.net.irq == IrqMode::Threaded
                     };
                     if !again {
                         self.threads[t].soft = Some(sc);
                         let list = sc.list;
                         self.release(t);
                         self.defer_to_ksoftirqd(t, list);
-                        return Some(Next::Work(Work { left: Nanos::ZERO, act: Act::Nothing }));
+                        return Some(Next::Work(Work { left: Nanos::ZERO, action: Action::Nothing }));
                     }
                 }
                 self.start_round(&mut sc, now);
@@ -167,7 +167,7 @@ impl Sim {
     fn start_round(&self, sc: &mut SoftCtx, now: Nanos) {
         sc.budget = BUDGET;
         sc.round_start = now;
-        sc.snap = self.lists[sc.list].q.len();
+        sc.snap = self.lists[sc.list].napis.len();
         sc.round_polls = 0;
     }
 
@@ -175,15 +175,15 @@ impl Sim {
     fn end_round(&mut self, list: usize) {
         let l = &mut self.lists[list];
         let repoll = std::mem::take(&mut l.repoll);
-        l.q.extend(repoll);
+        l.napis.extend(repoll);
     }
 
-    fn acquire(&mut self, t: Tid, list: usize) {
+    fn acquire(&mut self, t: ThreadIndex, list: usize) {
         self.threads[t].raised.retain(|&l| l != list);
         self.lists[list].holder = Some(t);
         self.lists[list].waiters.retain(|&w| w != t);
-        let now = self.q.now();
-        let snap = self.lists[list].q.len();
+        let now = self.event_queue.now();
+        let snap = self.lists[list].napis.len();
         self.threads[t].soft = Some(SoftCtx {
             list,
             budget: BUDGET,
@@ -198,7 +198,7 @@ impl Sim {
     }
 
     /// Unlock `t`'s list: the top waiter (highest priority, then first come) gets the lock.
-    fn release(&mut self, t: Tid) {
+    fn release(&mut self, t: ThreadIndex) {
         let Some(sc) = self.threads[t].soft.take() else { return };
         let list = sc.list;
         self.end_round(list);
@@ -208,7 +208,9 @@ impl Sim {
             self.trace_split(t);
         }
         self.threads[t].boost = 0;
-        if let Some(&next) = self.lists[list].waiters.iter().max_by_key(|&&w| (self.eff(w), std::cmp::Reverse(w))) {
+        if let Some(&next) =
+            self.lists[list].waiters.iter().max_by_key(|&&w| (self.effective_priority(w), std::cmp::Reverse(w)))
+        {
             self.lists[list].waiters.retain(|&w| w != next);
             self.acquire(next, list);
             self.threads[t].raised.retain(|&l| l != list);
@@ -220,7 +222,7 @@ impl Sim {
         }
     }
 
-    fn defer_to_ksoftirqd(&mut self, t: Tid, list: usize) {
+    fn defer_to_ksoftirqd(&mut self, t: ThreadIndex, list: usize) {
         let c = list / LISTS_PER_CORE;
         let k = self.cores[c].ksoftirqd;
         self.raise(k, list);
@@ -230,15 +232,15 @@ impl Sim {
     }
 
     /// `t` blocks on `list`'s lock: priority inheritance boosts the holder.
-    pub(crate) fn block_on(&mut self, t: Tid, list: usize) {
+    pub(crate) fn block_on(&mut self, t: ThreadIndex, list: usize) {
         self.lists[list].waiters.push(t);
-        self.threads[t].blocked_since = self.q.now();
+        self.threads[t].blocked_since = self.event_queue.now();
         let Some(h) = self.lists[list].holder else { return };
         if self.threads[t].base > 0 && self.threads[h].base < self.threads[t].base {
             self.inversions += 1;
         }
         if let Some(tw) = self.trace.as_mut() {
-            let now = self.q.now();
+            let now = self.event_queue.now();
             let args = json!({"holder": self.threads[h].name, "holder_prio": self.threads[h].base, "waiter_prio": self.threads[t].base});
             tw.instant(self.threads[t].trace_track, "blocked on softirq lock", now, Some(args.clone()));
             tw.instant(self.threads[h].trace_track, &format!("boosted by {}", self.threads[t].name), now, Some(args));
@@ -247,7 +249,7 @@ impl Sim {
     }
 
     /// Priority inheritance: the holder runs at the highest priority of its waiters.
-    fn update_boost(&mut self, h: Tid) {
+    fn update_boost(&mut self, h: ThreadIndex) {
         let list = match self.threads[h].soft {
             Some(s) if self.lists[s.list].holder == Some(h) => s.list,
             _ => return,
@@ -267,13 +269,13 @@ impl Sim {
     }
 
     /// One NAPI poll of the list's head with its full weight (napi_poll: `n->poll(n, weight)`).
-    fn poll_head(&mut self, t: Tid) -> Next {
+    fn poll_head(&mut self, t: ThreadIndex) -> Next {
         let mut sc = self.threads[t].soft.expect("holder");
-        let rxq = *self.lists[sc.list].q.front().expect("the round's snapshot is not empty");
+        let rxq = *self.lists[sc.list].napis.front().expect("the round's snapshot is not empty");
         self.pull_arrivals(rxq);
         let n = NAPI_WEIGHT.min(self.rxqs[rxq].ring.len());
         let pkts: Vec<_> = self.rxqs[rxq].ring.drain(..n).collect();
-        let cost = self.cfg.costs.napi_poll
+        let cost = self.net.costs.napi_poll
             + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
         sc.budget -= n as i64;
         sc.snap -= 1;
@@ -281,14 +283,14 @@ impl Sim {
         sc.polls += 1;
         let list = sc.list;
         self.threads[t].soft = Some(sc);
-        Next::Work(Work { left: cost, act: Act::Poll { list, rxq, pkts } })
+        Next::Work(Work { left: cost, action: Action::Poll { list, rxq, pkts } })
     }
 
     /// After a poll of `n` packets: a NAPI that used its whole weight goes on the round's repoll
     /// list; one that used less completes (NIC: IRQ re-enabled). A backlog (process_backlog) has
     /// no IRQ and completes only when it is empty.
     pub(crate) fn after_poll(&mut self, list: usize, rxq: usize, n: usize) {
-        let l = &mut self.lists[list].q;
+        let l = &mut self.lists[list].napis;
         if let Some(pos) = l.iter().position(|&r| r == rxq) {
             l.remove(pos);
         }
@@ -304,13 +306,13 @@ impl Sim {
         }
     }
 
-    fn trace_blocked_end(&mut self, t: Tid, list: usize) {
-        if self.threads[t].st != St::Blocked {
+    fn trace_blocked_end(&mut self, t: ThreadIndex, list: usize) {
+        if self.threads[t].state != ThreadState::Blocked {
             return;
         }
         if let Some(tw) = self.trace.as_mut() {
             let from = self.threads[t].blocked_since;
-            let now = self.q.now();
+            let now = self.event_queue.now();
             tw.slice(self.threads[t].trace_track, "blocked on softirq lock", from, now, Some(json!({"list": list})));
         }
     }

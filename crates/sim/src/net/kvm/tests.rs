@@ -30,9 +30,9 @@ fn sim(softirq: &str, nics: &[(Option<u8>, u32)]) -> Sim {
 
 /// Put `n` request packets on RX queue `rxq`'s ring and schedule its NAPI on `list` (as the
 /// hard IRQ does: IRQ disabled until napi_complete).
-fn fill(s: &mut Sim, rxq: usize, n: usize, list: usize) {
+fn fill(sim: &mut Sim, rxq: usize, n: usize, list: usize) {
     for _ in 0..n {
-        s.rxqs[rxq].ring.push_back(Pkt {
+        sim.rxqs[rxq].ring.push_back(Packet {
             flow: 0,
             bytes: 64,
             t0: Nanos::ZERO,
@@ -40,22 +40,22 @@ fn fill(s: &mut Sim, rxq: usize, n: usize, list: usize) {
             t_exit: Nanos::ZERO,
         });
     }
-    s.rxqs[rxq].irq_enabled = false;
-    s.napi_schedule(rxq, list);
+    sim.rxqs[rxq].irq_enabled = false;
+    sim.napi_schedule(rxq, list);
 }
 
 /// Run `t`'s next NET_RX step to completion: Some((rxq, packets)) for a NAPI poll, None when the
 /// step was something else (a lock hand-over) or there is no softirq work.
-fn step(s: &mut Sim, t: Tid) -> Option<(usize, usize)> {
-    match s.softirq_next(t)? {
-        Next::Work(w) => match w.act {
-            Act::Poll { list, rxq, pkts } => {
+fn step(sim: &mut Sim, t: ThreadIndex) -> Option<(usize, usize)> {
+    match sim.softirq_next(t)? {
+        Next::Work(w) => match w.action {
+            Action::Poll { list, rxq, pkts } => {
                 let n = pkts.len();
-                s.apply(t, Act::Poll { list, rxq, pkts });
+                sim.apply(t, Action::Poll { list, rxq, pkts });
                 Some((rxq, n))
             }
             other => {
-                s.apply(t, other);
+                sim.apply(t, other);
                 None
             }
         },
@@ -63,13 +63,13 @@ fn step(s: &mut Sim, t: Tid) -> Option<(usize, usize)> {
     }
 }
 
-fn irq_thread(s: &Sim, rxq: usize) -> Tid {
-    s.rxqs[rxq].irq_thread.expect("threaded mode")
+fn irq_thread(sim: &Sim, rxq: usize) -> ThreadIndex {
+    sim.rxqs[rxq].irq_thread.expect("threaded mode")
 }
 
 /// A shared-softirq host with `nics` RT-less NICs on core 0, rings filled as `fills` (rx queue,
 /// packets), and NET_RX raised on the first queue's IRQ thread: (sim, poll_list, that thread).
-fn raised(nics: usize, fills: &[(usize, usize)]) -> (Sim, usize, Tid) {
+fn raised(nics: usize, fills: &[(usize, usize)]) -> (Sim, usize, ThreadIndex) {
     let mut s = sim("shared", &vec![(None, 0); nics]);
     let list = Sim::list_id(0, false);
     for &(rxq, n) in fills {
@@ -80,11 +80,11 @@ fn raised(nics: usize, fills: &[(usize, usize)]) -> (Sim, usize, Tid) {
     (s, list, t)
 }
 
-fn advance(s: &mut Sim, by: Nanos) {
-    let at = s.q.now() + by;
-    s.q.schedule(at, Ev::Tick { core: 0 });
+fn advance(sim: &mut Sim, by: Nanos) {
+    let at = sim.event_queue.now() + by;
+    sim.event_queue.schedule(at, Ev::Tick { core: 0 });
     // events the steps armed (thread completions) are dropped: only the clock matters here
-    while s.q.pop().is_some_and(|(t, _)| t < at) {}
+    while sim.event_queue.pop().is_some_and(|(t, _)| t < at) {}
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn budget_300_ends_the_round_with_time_squeeze_and_repolls_go_to_the_tail() {
     assert_eq!(step(&mut s, t), Some((5, NAPI_WEIGHT)), "n5, not polled last round, leads the next one");
     assert_eq!(s.cores[0].time_squeeze, 1);
     assert_eq!(
-        s.lists[list].q.iter().copied().collect::<Vec<_>>(),
+        s.lists[list].napis.iter().copied().collect::<Vec<_>>(),
         vec![0, 1, 2, 3, 4],
         "the repolled NAPIs follow at the tail"
     );
@@ -141,10 +141,10 @@ fn two_jiffies_end_the_round_with_time_squeeze() {
 fn softnet_backlog_holds_1000_packets_and_drops_beyond() {
     let mut s = sim("shared", &[(None, 0)]);
     let vh = s.vms[0].vhost.expect("vhost VM");
-    let pkts: Vec<Pkt> = (0..1005)
-        .map(|_| Pkt { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO })
+    let pkts: Vec<Packet> = (0..1005)
+        .map(|_| Packet { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO })
         .collect();
-    s.apply(vh, Act::VhostTx { pkts });
+    s.apply(vh, Action::VhostTx { pkts });
     let backlog = s.cores[s.threads[vh].core].backlog;
     assert_eq!(s.rxqs[backlog].ring.len(), BACKLOG_LIMIT);
     assert_eq!(s.rxqs[backlog].drops, 5);
@@ -160,7 +160,7 @@ fn partitioned_list_is_chosen_by_irq_thread_priority_against_rtnet_prio() {
     let mut s = sim("partitioned", &[(Some(50), 0), (Some(47), 0), (Some(46), 0), (None, 0)]);
     for (rxq, rt) in [(0, true), (1, true), (2, false), (3, false)] {
         let t = irq_thread(&s, rxq);
-        s.apply(t, Act::HardIrq(rxq));
+        s.apply(t, Action::HardIrq(rxq));
         assert_eq!(s.rxqs[rxq].on_list, Some(Sim::list_id(0, rt)), "n{rxq}");
         assert!(s.threads[t].raised.contains(&Sim::list_id(0, rt)));
     }
@@ -168,7 +168,7 @@ fn partitioned_list_is_chosen_by_irq_thread_priority_against_rtnet_prio() {
     let mut s = sim("shared", &[(Some(50), 0), (None, 0)]);
     for rxq in 0..2 {
         let t = irq_thread(&s, rxq);
-        s.apply(t, Act::HardIrq(rxq));
+        s.apply(t, Action::HardIrq(rxq));
         assert_eq!(s.rxqs[rxq].on_list, Some(Sim::list_id(0, false)));
     }
 }
@@ -182,7 +182,7 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
     fill(&mut s, 1, 200, list);
     s.raise(nrt, list);
     // the non-RT IRQ thread holds the lock and is inside a poll of its NAPI
-    let Some(Next::Work(Work { act: Act::Poll { rxq: 1, pkts, .. }, .. })) = s.softirq_next(nrt) else {
+    let Some(Next::Work(Work { action: Action::Poll { rxq: 1, pkts, .. }, .. })) = s.softirq_next(nrt) else {
         panic!("non-RT poll")
     };
     // the RT NIC's interrupt: its IRQ thread schedules its NAPI on the same list, finds the lock
@@ -190,19 +190,19 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
     fill(&mut s, 0, 10, list);
     s.raise(rt, list);
     assert!(matches!(s.softirq_next(rt), Some(Next::Block(l)) if l == list));
-    s.threads[rt].st = St::Blocked;
+    s.threads[rt].state = ThreadState::Blocked;
     s.block_on(rt, list);
     assert_eq!(s.threads[nrt].boost, 50, "priority inheritance");
     assert_eq!(s.inversions, 1);
     // the holder finishes its current poll, sees the waiter and hands the lock over
-    s.apply(nrt, Act::Poll { list, rxq: 1, pkts });
+    s.apply(nrt, Action::Poll { list, rxq: 1, pkts });
     assert_eq!(step(&mut s, nrt), None);
     assert_eq!(s.threads[nrt].boost, 0);
     assert_eq!(s.lists[list].holder, Some(rt));
     // woken with the lock, the RT thread's first work is its own NAPI...
     let w = s.threads[rt].work.take().expect("the woken RT IRQ thread was dispatched");
-    let Act::Poll { rxq: 0, .. } = w.act else { panic!("RT thread polls its own NAPI first") };
-    s.apply(rt, w.act);
+    let Action::Poll { rxq: 0, .. } = w.action else { panic!("RT thread polls its own NAPI first") };
+    s.apply(rt, w.action);
     // ...then it drains the non-RT NAPI left on the shared list, at FIFO 50
     let drained: Vec<(usize, usize)> = std::iter::from_fn(|| step(&mut s, rt)).collect();
     assert_eq!(
@@ -210,5 +210,5 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
         vec![(1, NAPI_WEIGHT), (1, NAPI_WEIGHT), (1, 200 - 3 * NAPI_WEIGHT)],
         "the RT thread polls the 136 packets left on n1"
     );
-    assert!(s.lists[list].holder.is_none() && s.lists[list].q.is_empty());
+    assert!(s.lists[list].holder.is_none() && s.lists[list].napis.is_empty());
 }

@@ -5,7 +5,7 @@
 //! looked at, so 1.6 Mpps cost no per-packet events). NIC interrupts follow NAPI: one IRQ when
 //! packets are present and the queue's IRQ is enabled, none while it is being polled.
 
-use super::{Ev, Pkt, RxQ, Sim};
+use super::{Ev, Packet, RxQ, Sim};
 use crate::engine::rng::SimRng;
 use crate::net::stats::FlowStats;
 use rtvirt_model::scenario::net::{FlowKind, KvmNet};
@@ -54,19 +54,19 @@ impl FlowState {
 }
 
 /// Flow states: each flow hashed to one RX queue of its VM's NIC.
-pub(crate) fn build(cfg: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
-    let mut per_nic = vec![0usize; cfg.nics.len()];
+pub(crate) fn build(net: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
+    let mut per_nic = vec![0usize; net.nics.len()];
     let bulk_on_nic = |n: usize| {
-        cfg.flows
+        net.flows
             .iter()
-            .filter(|f| cfg.vms[f.vm].nic == Some(n) && matches!(f.kind, FlowKind::TcpStream { .. }))
+            .filter(|f| net.vms[f.vm].nic == Some(n) && matches!(f.kind, FlowKind::TcpStream { .. }))
             .count()
     };
-    cfg.flows
+    net.flows
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let nic = cfg.vms[f.vm].nic.expect("validated: flow VMs have a NIC");
+            let nic = net.vms[f.vm].nic.expect("validated: flow VMs have a NIC");
             let queues: Vec<usize> = (0..rxqs.len()).filter(|&q| rxqs[q].nic == nic).collect();
             let rxq = queues[per_nic[nic] % queues.len()];
             per_nic[nic] += 1;
@@ -82,7 +82,7 @@ pub(crate) fn build(cfg: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
                 },
                 FlowKind::TcpStream { mtu, window_bytes } => {
                     let bits = (mtu + WIRE_OVERHEAD) as f64 * 8.0;
-                    let gap = bits / cfg.nics[nic].gbps * bulk_on_nic(nic) as f64;
+                    let gap = bits / net.nics[nic].gbps * bulk_on_nic(nic) as f64;
                     let payload = mtu - TCP_HEADERS;
                     FlowState::Tcp {
                         rxq,
@@ -105,7 +105,7 @@ impl Sim {
         match &mut self.flows[f] {
             FlowState::Rr { min, max, rng, .. } => {
                 let gap = rng.uniform_nanos(*min, *max);
-                self.q.schedule(gap, Ev::Arrival { flow: f });
+                self.event_queue.schedule(gap, Ev::Arrival { flow: f });
             }
             FlowState::Tcp { rxq, .. } => {
                 let r = *rxq;
@@ -116,19 +116,19 @@ impl Sim {
 
     /// A request of a request/response flow reaches the NIC.
     pub(crate) fn arrival(&mut self, f: usize) {
-        let now = self.q.now();
+        let now = self.event_queue.now();
         let FlowState::Rr { rxq, req, min, max, rng, stats, .. } = &mut self.flows[f] else { return };
         let (rxq, bytes) = (*rxq, *req);
         stats.sent += 1;
         let gap = rng.uniform_nanos(*min, *max);
-        self.q.schedule_in(gap, Ev::Arrival { flow: f });
-        let pkt = Pkt { flow: f as u32, bytes, t0: now, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
+        self.event_queue.schedule_in(gap, Ev::Arrival { flow: f });
+        let pkt = Packet { flow: f as u32, bytes, t0: now, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
         self.put_on_ring(rxq, pkt);
         self.arm_nic_irq(rxq);
     }
 
     /// NIC DMA of one packet into the RX ring, or a drop when the ring is full.
-    fn put_on_ring(&mut self, rxq: usize, pkt: Pkt) {
+    fn put_on_ring(&mut self, rxq: usize, pkt: Packet) {
         if self.rxqs[rxq].ring.len() >= self.rxqs[rxq].ring_cap {
             self.rxqs[rxq].drops += 1;
             self.drop_pkt(pkt);
@@ -140,7 +140,7 @@ impl Sim {
 
     /// Materialise the bulk senders' packets that reached the RX queue by now.
     pub(crate) fn pull_arrivals(&mut self, rxq: usize) {
-        let now = self.q.now().0 as f64;
+        let now = self.event_queue.now().0 as f64;
         for i in 0..self.rxqs[rxq].senders.len() {
             let f = self.rxqs[rxq].senders[i];
             while let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut self.flows[f] {
@@ -151,7 +151,7 @@ impl Sim {
                 *next_at += *gap;
                 *inflight += 1;
                 stats.sent += 1;
-                let pkt = Pkt { flow: f as u32, bytes: *frame, t0, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
+                let pkt = Packet { flow: f as u32, bytes: *frame, t0, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
                 self.put_on_ring(rxq, pkt);
             }
         }
@@ -177,11 +177,11 @@ impl Sim {
             return;
         }
         self.pull_arrivals(rxq);
-        let coalesce = self.cfg.nics[self.rxqs[rxq].nic].coalesce;
-        let at = if !self.rxqs[rxq].ring.is_empty() { Some(self.q.now()) } else { self.next_arrival(rxq) };
+        let coalesce = self.net.nics[self.rxqs[rxq].nic].coalesce;
+        let at = if !self.rxqs[rxq].ring.is_empty() { Some(self.event_queue.now()) } else { self.next_arrival(rxq) };
         if let Some(at) = at {
             self.rxqs[rxq].irq_event = true;
-            self.q.schedule(at + coalesce, Ev::NicIrq { rxq });
+            self.event_queue.schedule(at + coalesce, Ev::NicIrq { rxq });
         }
     }
 
@@ -202,7 +202,7 @@ impl Sim {
     }
 
     /// A packet was dropped: counted; a bulk sender gets its window slot back (retransmission).
-    pub(crate) fn drop_pkt(&mut self, pkt: Pkt) {
+    pub(crate) fn drop_pkt(&mut self, pkt: Packet) {
         let f = pkt.flow as usize;
         self.flows[f].stats_mut().drops += 1;
         if let FlowState::Tcp { inflight, .. } = &mut self.flows[f] {
@@ -211,8 +211,8 @@ impl Sim {
     }
 
     /// The receiving application consumed bulk packets: payload counted, window opened.
-    pub(crate) fn consumed(&mut self, pkts: &[Pkt]) {
-        let now = self.q.now();
+    pub(crate) fn consumed(&mut self, pkts: &[Packet]) {
+        let now = self.event_queue.now();
         let mut rxqs: Vec<usize> = Vec::new();
         for p in pkts {
             if let Some(r) = self.flows[p.flow as usize].sender_rxq() {
@@ -241,15 +241,15 @@ impl Sim {
     }
 
     /// The server consumed a request: its payload counts as delivered (after the warm-up).
-    pub(crate) fn request_consumed(&mut self, pkt: &Pkt) {
+    pub(crate) fn request_consumed(&mut self, pkt: &Packet) {
         if pkt.t0 >= self.warmup {
             self.flows[pkt.flow as usize].stats_mut().delivered_bytes += pkt.bytes as u64;
         }
     }
 
     /// A response left the NIC: the request/response round trip is complete.
-    pub(crate) fn response_out(&mut self, pkt: Pkt) {
-        let now = self.q.now();
+    pub(crate) fn response_out(&mut self, pkt: Packet) {
+        let now = self.event_queue.now();
         if pkt.t0 < self.warmup {
             return;
         }
