@@ -4,7 +4,7 @@
 //! Optional args: `<guests> <tasks> <repeats>` for the headline case (default 1000 10 3).
 
 use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
-use rtvirt_analysis::maxrho::max_rho;
+use rtvirt_analysis::planner::max_rho;
 use rtvirt_analysis::planner::{plan_at, PlanOptions};
 use std::time::Instant;
 

@@ -8,7 +8,7 @@
 //! - [`schedtest`]: exact EDF/FP schedulability on a supply.
 //! - [`interface`]: least-bandwidth interface per guest - SEEDS 5 step 2.
 //! - [`partition`]: servers onto cores with exact admission - SEEDS 5 step 3.
-//! - [`planner`]: scenario -> `rtvirt.plan/v1`; [`maxrho`]: the largest uniform rho that fits.
+//! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
 //! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).
 //!
@@ -28,7 +28,6 @@ pub mod dbf;
 pub mod emit;
 pub mod gen;
 pub mod interface;
-pub mod maxrho;
 pub mod partition;
 pub mod planner;
 pub mod sbf;

@@ -6,8 +6,8 @@
 use rtvirt_analysis::dbf::Sporadic;
 use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
 use rtvirt_analysis::interface::{best_interface, Model};
-use rtvirt_analysis::maxrho::{max_rho, RHO_RESOLUTION};
 use rtvirt_analysis::partition::Heuristic;
+use rtvirt_analysis::planner::{max_rho, RHO_RESOLUTION};
 use rtvirt_analysis::planner::{plan_at, PlanOptions};
 use rtvirt_model::plan::GuestPlan;
 use rtvirt_model::plan::Plan;

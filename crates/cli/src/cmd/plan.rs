@@ -5,10 +5,10 @@
 use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
 use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
+use rtvirt_analysis::emit;
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::partition::Heuristic;
-use rtvirt_analysis::planner::{plan, plan_at, PlanOptions, Planned};
-use rtvirt_analysis::{emit, maxrho};
+use rtvirt_analysis::planner::{max_rho, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
@@ -248,10 +248,10 @@ fn too_large(s: &Scenario, p: &Planned) -> Result<(), InputError> {
 
 fn print_max_rho(s: &Scenario, o: &PlanOptions, f: Format) -> CmdResult {
     too_large(s, &plan_at(s, o, Some(1.0)))?;
-    eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", maxrho::RHO_RESOLUTION);
-    let r = maxrho::max_rho(s, o);
+    eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", RHO_RESOLUTION);
+    let r = max_rho(s, o);
     match f {
-        Format::Json => print_json(&serde_json::json!({ "max_rho": r, "resolution": maxrho::RHO_RESOLUTION }))?,
+        Format::Json => print_json(&serde_json::json!({ "max_rho": r, "resolution": RHO_RESOLUTION }))?,
         Format::Table => println!("max_rho = {}", rho_text(r)),
     }
     Ok(if r.is_some() { Outcome::Ok } else { Outcome::Failed })
