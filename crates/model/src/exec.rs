@@ -94,13 +94,18 @@ impl Samples {
             .at_line(1, 1));
         }
         if values.is_empty() {
+            // located where the first execution time was expected: the end of the file
             return Err(InputError::new(
                 "samples file holds no execution times (expected one duration per line, e.g. \"1.2ms\")",
             )
-            .in_file(path));
+            .in_file(path)
+            .at_line(text.lines().count() + 1, 1));
         }
         if values.iter().all(|&v| v == 0) {
-            return Err(InputError::new("every execution time in the samples file is zero").in_file(path));
+            let first = text.lines().position(|l| Nanos::parse(l.split(',').next().unwrap_or("").trim()).is_ok());
+            return Err(InputError::new("every execution time in the samples file is zero")
+                .in_file(path)
+                .at_line(first.unwrap_or(0) + 1, 1));
         }
         values.sort_unstable();
         Ok(Samples { path: path.to_path_buf(), sorted_ns: Arc::new(values) })
@@ -179,6 +184,19 @@ fn truncated_normal<R: rand::Rng + ?Sized>(mean: f64, sd: f64, wcet: f64, rng: &
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn samples_errors_are_located_and_nan_is_no_header() {
+        // found by the fuzzing harness (tests/fuzz_parsers.rs)
+        let e = Samples::load(write("NaN\n").path()).unwrap_err();
+        assert_eq!(e.at.line_col, Some((1, 1)), "{e}");
+        assert!(e.message.starts_with("not an execution time"), "{e}");
+        let e = Samples::load(write("exec_time\n").path()).unwrap_err();
+        assert_eq!(e.at.line_col, Some((2, 1)), "{e}");
+        assert!(e.message.contains("holds no execution times"), "{e}");
+        let e = Samples::load(write("exec\n# c\n0ns\n0ms\n").path()).unwrap_err();
+        assert_eq!(e.at.line_col, Some((3, 1)), "{e}");
+    }
 
     fn write(text: &str) -> tempfile::NamedTempFile {
         let mut f = tempfile::NamedTempFile::new().unwrap();

@@ -74,7 +74,7 @@ pub fn read_text(path: &Path, kind: InputKind) -> Result<String, InputError> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let (line, col) = crate::error::line_col(std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or(""), at);
-        fail(format!("cannot read {what}: not UTF-8 text (invalid byte at line {line}, column {col})"))
+        fail(format!("cannot read {what}: not UTF-8 text (an invalid byte here)")).at_line(line, col)
     })
 }
 
@@ -138,7 +138,12 @@ mod tests {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, b"a = 1\nb = \xff\n").unwrap();
         let e = read_text(&bad, InputKind::Scenario).unwrap_err();
-        assert!(e.message.contains("line 2, column 5"), "{e}");
+        assert_eq!(e.at.line_col, Some((2, 5)), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("bad.toml:line 2, column 5: cannot read scenario: not UTF-8 text (an invalid byte here)"),
+            "{e}"
+        );
         std::fs::write(&bad, "a = 1\n").unwrap();
         assert_eq!(read_text(&bad, InputKind::Scenario).unwrap(), "a = 1\n");
     }

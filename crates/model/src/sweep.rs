@@ -58,10 +58,14 @@ impl Sweep {
         let source = Source::toml(text, Some(path));
         let raw: RawSweep = parse_toml_located(text).map_err(|e| source.locate(e))?;
         let base = path.parent().unwrap_or(Path::new(""));
-        Sweep::check(raw, base).map_err(|e| source.locate(e))
+        let paths = raw.scenarios.clone();
+        let mut sweep = Sweep::check(raw).map_err(|e| source.locate(e))?;
+        sweep.scenarios = load_scenarios(&paths, base, &source)?;
+        Ok(sweep)
     }
 
-    fn check(raw: RawSweep, base: &Path) -> Result<Sweep, InputError> {
+    /// Every rule of the sweep file itself (its scenarios are read by [`load_scenarios`]).
+    fn check(raw: RawSweep) -> Result<Sweep, InputError> {
         if raw.scenarios.is_empty() {
             return Err(InputError::field("scenarios", "empty list: expected at least one scenario file"));
         }
@@ -88,17 +92,28 @@ impl Sweep {
             Some(_) => return Err(InputError::field("seeds", "expected a non-empty list or a positive count")),
         };
         let duration = raw.duration.map(|d| check_horizon(d, "duration")).transpose()?;
-        let mut scenarios = Vec::with_capacity(raw.scenarios.len());
-        for p in &raw.scenarios {
-            let full = base.join(p);
-            let s = Scenario::from_file(&full)?;
-            if s.net.is_some() {
-                return Err(InputError::field("scenarios", "a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`").in_file(&full));
-            }
-            scenarios.push((full, s));
-        }
-        Ok(Sweep { scenarios, seeds, rho, duration })
+        Ok(Sweep { scenarios: Vec::new(), seeds, rho, duration })
     }
+}
+
+/// Read and check each scenario of the sweep. An error inside a scenario keeps that file's own
+/// location; a scenario that cannot be read, or has a `[net]` section, is an error at its entry
+/// `scenarios[i]` of the sweep file.
+fn load_scenarios(paths: &[String], base: &Path, source: &Source) -> Result<Vec<(PathBuf, Scenario)>, InputError> {
+    let mut scenarios = Vec::with_capacity(paths.len());
+    for (i, p) in paths.iter().enumerate() {
+        let full = base.join(p);
+        let at_entry = |message: String| source.locate(InputError::field(format!("scenarios[{i}]"), message));
+        let s = Scenario::from_file(&full).map_err(|e| match (&e.at.line_col, &e.at.field) {
+            (None, None) => at_entry(format!("{}: {}", full.display(), e.message)),
+            _ => e,
+        })?;
+        if s.net.is_some() {
+            return Err(at_entry(format!("{}: a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`", full.display())));
+        }
+        scenarios.push((full, s));
+    }
+    Ok(scenarios)
 }
 
 #[cfg(test)]
@@ -123,7 +138,10 @@ mod tests {
         let e = Sweep::from_toml("scenarios = [\"a.toml\"]\nrho = [1.5]\n", &path).unwrap_err();
         assert_eq!((e.at.field.as_deref(), e.at.line_col.map(|l| l.0)), (Some("rho"), Some(2)), "{e}");
         assert_eq!(e.at.file.as_deref(), Some(path.as_path()));
-        let e = Sweep::from_toml("scenarios = [\"missing.toml\"]\n", &path).unwrap_err();
+        let e = Sweep::from_toml("rho = [0.5]\nscenarios = [\"missing.toml\"]\n", &path).unwrap_err();
         assert!(e.to_string().contains("missing.toml"), "{e}");
+        // found by the fuzzing harness: a scenario that cannot be read is located at its entry
+        assert_eq!((e.at.field.as_deref(), e.at.line_col.map(|l| l.0)), (Some("scenarios[0]"), Some(2)), "{e}");
+        assert_eq!(e.at.file.as_deref(), Some(path.as_path()));
     }
 }

@@ -1,0 +1,130 @@
+//! Fuzzing every parser of the model crate in-process (see `fuzz/mod.rs` for the harness and the
+//! budget): the scenario (TOML, every section: `[host]`, `[[guest]]`, `[guest.vcpu]`, `[sim]`,
+//! `[[sim.thread]]`, `[net]`), CARTS XML, the plan (`rtvirt.plan/v1`), results
+//! (`rtvirt.results/v1`), execution-time samples and sweep files. Each parser gets
+//! `RTVIRT_FUZZ_CASES` cases (default 20,000), half structure-aware, half raw.
+
+mod fuzz;
+
+use fuzz::{cases, copy_scenarios, corpus, files_in, workspace, Structure, Target};
+use rtvirt_model::exec::Samples;
+use rtvirt_model::plan::Plan;
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::sweep::Sweep;
+use rtvirt_model::InputError;
+use std::path::{Path, PathBuf};
+
+/// Run both halves for one parser, in a fresh folder holding a copy of `scenarios/`.
+fn run(
+    name: &'static str,
+    case_file: &str,
+    corpus_files: Vec<PathBuf>,
+    structure: Structure,
+    structured: bool,
+    parse: &dyn Fn(&Path) -> Result<(), InputError>,
+) {
+    let dir = fuzz::case_dir();
+    copy_scenarios(dir.path());
+    std::fs::create_dir_all(dir.path().join("experiments")).unwrap();
+    let target = Target { name, file: dir.path().join(case_file), corpus: corpus(&corpus_files), structure, parse };
+    let outcome = fuzz::fuzz(&target, structured, cases() / 2);
+    if structured && outcome.cases >= 1000 {
+        // the structure-aware half must reach the validation rules, not only the syntax
+        assert!(outcome.accepted > 0, "{name}: no structure-aware case was accepted");
+    }
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    files_in(&workspace().join("scenarios"), ".toml")
+}
+
+fn fixtures(plans: bool) -> Vec<PathBuf> {
+    files_in(&workspace().join("crates/report/tests/fixtures"), ".json")
+        .into_iter()
+        .filter(|p| p.ends_with("plan.json") == plans)
+        .collect()
+}
+
+fn parse_scenario(p: &Path) -> Result<(), InputError> {
+    Scenario::from_file(p).map(drop)
+}
+fn parse_carts(p: &Path) -> Result<(), InputError> {
+    rtvirt_model::carts::from_file(p).map(drop)
+}
+fn parse_plan(p: &Path) -> Result<(), InputError> {
+    Plan::from_file(p).map(drop)
+}
+fn parse_results(p: &Path) -> Result<(), InputError> {
+    Results::from_file(p).map(drop)
+}
+fn parse_samples(p: &Path) -> Result<(), InputError> {
+    Samples::load(p).map(drop)
+}
+fn parse_sweep(p: &Path) -> Result<(), InputError> {
+    Sweep::from_file(p).map(drop)
+}
+
+fn carts_corpus() -> Vec<PathBuf> {
+    vec![workspace().join("scenarios/data/carts-example.xml"), workspace().join("crates/model/tests/fuzz/carts-fp.xml")]
+}
+
+fn sweep_corpus() -> Vec<PathBuf> {
+    vec![
+        workspace().join("experiments/seeds5_dsr_vs_rho.sweep.toml"),
+        workspace().join("crates/model/tests/fuzz/default.sweep.toml"),
+    ]
+}
+
+const SCENARIO: &str = "scenarios/fuzz-case.toml";
+
+#[test]
+fn scenario_structure_aware() {
+    run("scenario", SCENARIO, scenarios(), Structure::Toml, true, &parse_scenario);
+}
+#[test]
+fn scenario_raw() {
+    run("scenario", SCENARIO, scenarios(), Structure::Toml, false, &parse_scenario);
+}
+#[test]
+fn carts_structure_aware() {
+    run("carts", "case.xml", carts_corpus(), Structure::Xml, true, &parse_carts);
+}
+#[test]
+fn carts_raw() {
+    run("carts", "case.xml", carts_corpus(), Structure::Xml, false, &parse_carts);
+}
+#[test]
+fn plan_structure_aware() {
+    run("plan", "case.json", fixtures(true), Structure::Json, true, &parse_plan);
+}
+#[test]
+fn plan_raw() {
+    run("plan", "case.json", fixtures(true), Structure::Json, false, &parse_plan);
+}
+#[test]
+fn results_structure_aware() {
+    run("results", "case.json", fixtures(false), Structure::Json, true, &parse_results);
+}
+#[test]
+fn results_raw() {
+    run("results", "case.json", fixtures(false), Structure::Json, false, &parse_results);
+}
+#[test]
+fn samples_structure_aware() {
+    let corpus = vec![workspace().join("scenarios/data/decoder-frames.csv")];
+    run("samples", "case.csv", corpus, Structure::Lines, true, &parse_samples);
+}
+#[test]
+fn samples_raw() {
+    let corpus = vec![workspace().join("scenarios/data/decoder-frames.csv")];
+    run("samples", "case.csv", corpus, Structure::Lines, false, &parse_samples);
+}
+#[test]
+fn sweep_structure_aware() {
+    run("sweep", "experiments/case.sweep.toml", sweep_corpus(), Structure::Toml, true, &parse_sweep);
+}
+#[test]
+fn sweep_raw() {
+    run("sweep", "experiments/case.sweep.toml", sweep_corpus(), Structure::Toml, false, &parse_sweep);
+}
