@@ -37,7 +37,7 @@ fn sections_sharing_a_key_are_told_apart_by_their_types() {
     assert_eq!(r.net.as_ref().unwrap().requested_rate, Some(None));
     assert!(r.net_server.is_none());
     assert_eq!(serde_json::to_string(&r).unwrap(), client);
-    let server = r#"{"schema":"rtvirt.results/v1","kind":"net-server","duration_ns":1,"listen":"0.0.0.0:9000","protocol":"udp","server":{"connections":0,"malformed":0,"oversized":0,"rejected_connections":0,"requests":4,"responses":4,"truncated":0}}"#;
+    let server = r#"{"schema":"rtvirt.results/v1","kind":"net-server","duration_ns":1,"listen":"0.0.0.0:9000","protocol":"udp","server":{"closed_idle":2,"connections":0,"malformed":0,"oversized":0,"rejected_connections":0,"requests":4,"responses":4,"slow_requests":1,"truncated":0}}"#;
     let r: Results = serde_json::from_str(server).unwrap();
     assert!(r.net.is_none());
     assert_eq!(r.net_server.as_ref().unwrap().server.as_ref().unwrap().requests, 4);
