@@ -184,7 +184,7 @@ pub fn rtds(plan: &Plan) -> Result<String, InputError> {
 
 /// Host cores that no guest uses (for the emulator threads), as a cpuset list.
 fn housekeeping(plan: &Plan) -> Option<String> {
-    let n = plan.settings.get("cores").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    let n = plan.settings.cores.unwrap_or(0);
     let free: Vec<String> = (0..n).filter(|c| !plan.cores.iter().any(|x| x.id == *c)).map(|c| c.to_string()).collect();
     (!free.is_empty()).then(|| free.join(","))
 }

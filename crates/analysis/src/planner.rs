@@ -6,9 +6,8 @@ use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
 use crate::interface::{best_interface_for, edp_menu, Demand, Interface, Model};
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
-use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, TaskPlan, PLAN_SCHEMA};
+use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
 use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
-use serde_json::{json, Map, Value};
 
 /// The planner's settings (`rtvirt plan` flags).
 #[derive(Debug, Clone, Default)]
@@ -153,20 +152,17 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
     cores
 }
 
-fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> Map<String, Value> {
-    let v = json!({
-        "scenario": scenario.name,
-        "model": options.model.as_str(),
-        "heuristic": options.heuristic.as_str(),
-        "budget": options.budget.as_str(),
-        "rho": options.rho,
-        "rho_default": "none: tasks without rho (task, guest or --rho) use their WCET",
-        "cores": cores,
-        "bandwidth_cap": scenario.host.bandwidth_cap,
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
+fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSettings {
+    PlanSettings {
+        bandwidth_cap: Some(scenario.host.bandwidth_cap),
+        budget: Some(options.budget.as_str().into()),
+        cores: Some(cores),
+        heuristic: Some(options.heuristic.as_str().into()),
+        model: Some(options.model.as_str().into()),
+        rho: Some(options.rho),
+        rho_default: Some("none: tasks without rho (task, guest or --rho) use their WCET".into()),
+        scenario: Some(scenario.name.clone()),
+        extra: Default::default(),
     }
 }
 
@@ -350,6 +346,6 @@ mod tests {
         );
         assert_eq!(p.cores_used, 1);
         assert_eq!(p.cores[0].guests, vec!["a", "b"]); // scenario order
-        assert_eq!(p.settings["heuristic"], "bfd");
+        assert_eq!(p.settings.heuristic.as_deref(), Some("bfd"));
     }
 }

@@ -24,8 +24,45 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unplaced: Vec<String>,
     /// Planner settings that produced this plan (model, heuristic, rho, budget method...).
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub settings: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "PlanSettings::is_empty")]
+    pub settings: PlanSettings,
+}
+
+/// The planner settings a plan was made with. Written in key order (they were once a map).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanSettings {
+    /// Share of each core the reservations may take together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_cap: Option<f64>,
+    /// "wcet" | "cantelli" | "quantile"
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// Cores of the host the plan was made for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heuristic: Option<String>,
+    /// "prm" | "edp"
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The uniform rho asked for (`null`: each task's own, else its WCET).
+    #[serde(default, deserialize_with = "crate::results::sections::present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub rho: Option<Option<f64>>,
+    /// What tasks without a rho use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_default: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    /// Fields this version does not know, kept as read.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl PlanSettings {
+    pub fn is_empty(&self) -> bool {
+        *self == PlanSettings::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

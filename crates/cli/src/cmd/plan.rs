@@ -271,17 +271,18 @@ fn report_infeasible(p: &Planned) {
 fn table(s: &Scenario, p: &Plan) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let set = |k: &str| p.settings.get(k).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
+    let settings = &p.settings;
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let _ = writeln!(
         out,
         "plan of \"{}\": {}, {} core(s) used of {}, model {}, heuristic {}, budgets {}, max rho {}\n",
         s.name,
         if p.feasible { "feasible" } else { "INFEASIBLE" },
         p.cores_used,
-        set("cores"),
-        set("model"),
-        set("heuristic"),
-        set("budget"),
+        settings.cores.map(|c| c.to_string()).unwrap_or_default(),
+        text(&settings.model),
+        text(&settings.heuristic),
+        text(&settings.budget),
         rho_text(p.max_rho)
     );
     let _ = writeln!(

@@ -120,7 +120,7 @@ pub struct NetSection {
 }
 
 /// A present JSON field, `null` included (`Some(None)`); an absent one stays `None` by `default`.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
 
@@ -178,7 +178,7 @@ pub struct PlanSummary {
     pub max_rho: Option<f64>,
     /// The planner's settings (see `rtvirt.plan/v1`).
     #[serde(default)]
-    pub settings: serde_json::Map<String, serde_json::Value>,
+    pub settings: crate::plan::PlanSettings,
 }
 
 /// `simulate` and the network simulations: the engine's work and the host's own threads.

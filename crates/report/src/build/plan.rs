@@ -35,7 +35,7 @@ fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
         .iter()
         .map(|&c| guests.iter().map(|g| plan.guest(g).filter(|gp| gp.core == Some(c)).map(|gp| gp.bandwidth)).collect())
         .collect();
-    let cap = plan.settings.get("bandwidth_cap").and_then(|v| v.as_f64());
+    let cap = plan.settings.bandwidth_cap;
     let chart =
         BarChart {
             kind: "bandwidth",
@@ -69,7 +69,7 @@ fn bandwidth_figure(name: &str, plan: &Plan) -> Figure {
 /// Every core of the host the plan was made for (`settings.cores`), else the cores it uses.
 fn core_ids(plan: &Plan) -> Vec<u32> {
     let used_max = plan.cores.iter().map(|c| c.id + 1).max().unwrap_or(0);
-    let host = plan.settings.get("cores").and_then(|v| v.as_u64()).map_or(0, |n| n.min(256) as u32);
+    let host = plan.settings.cores.map_or(0, |n| n.min(256));
     (0..used_max.max(host)).collect()
 }
 
