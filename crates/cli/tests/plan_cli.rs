@@ -205,7 +205,7 @@ fn bad_input_exits_2_naming_file_line_and_field() {
                 "exec = { dist = \"normal\", mean = \"1ms\", sd = \"200us\" }",
                 "exec = { samples = \"zero.csv\" }",
             ),
-            "zero.csv: field `guest[0].task[0].exec`",
+            "zero.csv:line 1, column 1: field `guest[0].task[0].exec`",
         ),
         ("wrong unit", GOOD.replace("period = \"10ms\"", "period = \"10 parsecs\""), "unknown unit"),
         ("duration without unit", GOOD.replace("period = \"10ms\"", "period = 10"), "guest[0].task[0].period"),
