@@ -3,7 +3,7 @@
 //! - Cantelli (one-sided Chebyshev) inequality: `P(X >= E + k) <= Var / (Var + k^2)`; choosing
 //!   `k = sqrt(rho Var / (1 - rho))` makes the right side `1 - rho`, so a job completes within
 //!   `c = min(WCET, E + sqrt(rho Var / (1 - rho)))` with probability at least `rho` whatever the
-//!   distribution (Cantelli 1928; the probabilistic budget of the SEEDS 5 study, "step 1").
+//!   distribution (Cantelli 1928; the probabilistic budget of the Burns 2014 study, "step 1").
 //! - Empirical quantile (`--budget quantile`): `c = min(WCET, Q_rho)` with `Q_rho` the
 //!   nearest-rank rho-quantile of the task's samples; tasks without samples use Cantelli.
 //!
@@ -62,7 +62,7 @@ pub struct TaskBudget {
 }
 
 /// `E + sqrt(rho Var / (1 - rho))`: the Cantelli bound exceeded with probability at most
-/// `1 - rho` (Cantelli's inequality; SEEDS 5 step 1). `rho >= 1` gives +infinity.
+/// `1 - rho` (Cantelli's inequality; Burns 2014 step 1). `rho >= 1` gives +infinity.
 pub fn cantelli(mean: f64, variance: f64, rho: f64) -> f64 {
     if rho >= 1.0 {
         return f64::INFINITY;
@@ -75,7 +75,7 @@ pub fn effective_rho(task: Option<f64>, guest: Option<f64>, flag: Option<f64>) -
     task.or(guest).or(flag)
 }
 
-/// `c = min(WCET, bound)` for one task at the given rho (SEEDS 5 step 1). `rho = Some(1.0)` means
+/// `c = min(WCET, bound)` for one task at the given rho (Burns 2014 step 1). `rho = Some(1.0)` means
 /// "WCET" (the Cantelli bound is infinite there).
 pub fn task_budget(task: &Task, rho: Option<f64>, method: BudgetMethod) -> TaskBudget {
     let wcet = task.wcet.0;

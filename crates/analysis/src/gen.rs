@@ -1,4 +1,4 @@
-//! Seeded synthetic workloads for tests and benchmarks: Baker-model task sets as in the SEEDS 5
+//! Seeded synthetic workloads for tests and benchmarks: Baker-model task sets as in the Burns 2014
 //! study ("sched_test_app"-style): light tasks have execution bounds (WCET) uniform in 1%..10% of
 //! the period, execution times normal with a mean of 30/50/70% of the WCET and SD = WCET/6.
 //! Periods come from divisors of 1000 ms so that hyperperiods stay bounded (at most 1 s).
@@ -19,7 +19,7 @@ pub struct BakerSpec {
     pub seed: u64,
     pub guests: usize,
     pub tasks_per_guest: usize,
-    /// Mean execution time as a fraction of the WCET (0.3, 0.5, 0.7 in SEEDS 5).
+    /// Mean execution time as a fraction of the WCET (0.3, 0.5, 0.7 in Burns 2014).
     pub mean_fraction: f64,
     /// Periods to draw from, in ms.
     pub periods_ms: Vec<u64>,

@@ -2,12 +2,12 @@
 //! exact minimal resource interfaces (PRM, EDP), probabilistic task budgets, partitioning of the
 //! guests' servers onto cores, the largest feasible rho, and deployable text for the plan.
 //!
-//! - [`budgets`]: per-task `c` (Cantelli bound, samples quantile or WCET) - SEEDS 5 step 1.
+//! - [`budgets`]: per-task `c` (Cantelli bound, samples quantile or WCET) - Burns 2014 step 1.
 //! - [`dbf`]: `dbf_EDF`, `rbf_FP`, hyperperiods and check points.
 //! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
 //! - [`schedtest`]: exact EDF/FP schedulability on a supply.
-//! - [`interface`]: least-bandwidth interface per guest - SEEDS 5 step 2.
-//! - [`partition`]: servers onto cores with exact admission - SEEDS 5 step 3.
+//! - [`interface`]: least-bandwidth interface per guest - Burns 2014 step 2.
+//! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
 //! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).

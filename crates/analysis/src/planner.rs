@@ -1,4 +1,4 @@
-//! Scenario -> plan (`rtvirt.plan/v1`): per-task budgets (SEEDS 5 step 1), per-guest least
+//! Scenario -> plan (`rtvirt.plan/v1`): per-task budgets (Burns 2014 step 1), per-guest least
 //! interfaces (step 2), partitioning onto cores (step 3) and the largest feasible uniform rho.
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};

@@ -1,4 +1,4 @@
-//! The SEEDS 5 workflow on Baker-model light task sets (WCET uniform in 1%..10% of the period,
+//! The Burns 2014 workflow on Baker-model light task sets (WCET uniform in 1%..10% of the period,
 //! mean 30/50/70% of WCET, SD = WCET/6): budgets fall as rho falls and never exceed the WCET
 //! ones; guest bandwidths follow; BFD never uses more cores than FFD on this corpus; max_rho is a
 //! verified boundary.

@@ -40,7 +40,7 @@ enum Command {
     /// what it achieved.
     Load(cmd::load::LoadArgs),
     /// Minimal QEMU guests (Debian rt/non-rt kernel + busybox): build images, run rtvirt
-    /// measurements inside, the SEEDS 4 guest-kernel x host-load matrix.
+    /// measurements inside, the Abeni 2023 guest-kernel x host-load matrix.
     Vm(cmd::vm::VmArgs),
     /// Configure a real host: audit it for RT guests, list the RT data path's threads, apply
     /// plans/profiles to real threads (journaled) and revert them.

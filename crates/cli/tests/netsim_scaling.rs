@@ -1,4 +1,4 @@
-//! SEEDS 1 scaling study (4 cores, Heavy Receivers, many RT VMs): with 20 RT VMs the outsourcing
+//! Garcia Alvarado 2019 scaling study (4 cores, Heavy Receivers, many RT VMs): with 20 RT VMs the outsourcing
 //! method keeps the critical servers' p99 well below threaded IRQ handling at the same Heavy
 //! Receiver throughput.
 

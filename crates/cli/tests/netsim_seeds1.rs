@@ -1,4 +1,4 @@
-//! SEEDS 1 reproduction shapes (issue 4 "must hold") from short fixed-seed runs of the network
+//! Garcia Alvarado 2019 reproduction shapes (issue 4 "must hold") from short fixed-seed runs of the network
 //! simulator: the five methods with and without two Heavy Receivers, plus the trace of the
 //! softirq-lock priority inversion and determinism.
 

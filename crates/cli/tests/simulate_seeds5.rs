@@ -1,4 +1,4 @@
-//! SEEDS 5 shape (experiments/seeds5_dsr_vs_rho.sh): three guests on one core, budgets planned
+//! Burns 2014 shape (experiments/seeds5_dsr_vs_rho.sh): three guests on one core, budgets planned
 //! at rho = 0.1..0.9 (Cantelli + exact PRM) as SCHED_DEADLINE reservations. Asserted: DSR rises
 //! with rho for every guest (never drops by more than noise), is below 1 at rho = 0.1 and 1 at
 //! rho = 0.9. How DSR depends on the mean execution time is reported in

@@ -155,7 +155,7 @@ fn vcpu_above_kthreads(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>
     });
 }
 
-/// The RT data path must be ordered IRQ > NAPI/vhost > vCPU (SEEDS 1): an I/O thread below an RT
+/// The RT data path must be ordered IRQ > NAPI/vhost > vCPU (Garcia Alvarado 2019): an I/O thread below an RT
 /// vCPU on a shared CPU waits behind the vCPU it is supposed to feed.
 fn io_below_vcpu(input: &LintInput, vcpu: &Planned, out: &mut Vec<Finding>) {
     for io in input

@@ -138,7 +138,7 @@ impl ExecModel {
         !matches!(self, ExecModel::Constant)
     }
 
-    /// Draw one job's execution time. Normal draws are clamped to [1 ns, WCET] (as the SEEDS 5
+    /// Draw one job's execution time. Normal draws are clamped to [1 ns, WCET] (as the Burns 2014
     /// generator does: "never above WCET"); uniform and sample draws are also capped at the WCET;
     /// samples are drawn uniformly from the empirical data.
     pub fn draw<R: rand::Rng + ?Sized>(&self, wcet: Nanos, rng: &mut R) -> Nanos {

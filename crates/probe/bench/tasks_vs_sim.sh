@@ -1,6 +1,6 @@
 #!/bin/sh
 # `rtvirt measure tasks` vs `rtvirt simulate`: overall and per-guest DSR of the default scenario
-# (Baker light task sets, SEEDS 5) with every guest at rho 0.5 and at rho 0.9, same plan for both.
+# (Baker light task sets, Burns 2014) with every guest at rho 0.5 and at rho 0.9, same plan for both.
 # Needs root (SCHED_DEADLINE). Prints the numbers for docs/PERFORMANCE.md.
 #   sh crates/probe/bench/tasks_vs_sim.sh RTVIRT_BINARY [SECONDS]
 set -e

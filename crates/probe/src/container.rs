@@ -2,7 +2,7 @@
 //! removed: a network namespace, a veth pair whose host end is on a fresh Linux bridge (with the
 //! host side address), and a cgroup with a cpuset (plus RT runtime under RT group scheduling).
 //! A program runs inside through [`Container::command`]: the child joins the namespace and the
-//! cgroups before exec. Net RR between host and container goes over the bridge (SEEDS 3).
+//! cgroups before exec. Net RR between host and container goes over the bridge (Welch 2015).
 //!
 //! Addresses are a private /24 (10.2xx.y.0) on the bridge this creates, chosen so that it overlaps
 //! no existing route. Teardown (drop) deletes the bridge, the veth pair, the namespace and the

@@ -16,7 +16,7 @@ pub enum Flavour {
 }
 
 impl Flavour {
-    /// Both flavours, non-RT first (the order of the SEEDS 4 table).
+    /// Both flavours, non-RT first (the order of the Abeni 2023 table).
     pub const ALL: [Flavour; 2] = [Flavour::Nrt, Flavour::Rt];
 
     /// "rt" or "nrt" (directory names, CLI values).

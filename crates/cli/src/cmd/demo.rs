@@ -81,7 +81,7 @@ struct Demo {
 
 const STEPS: usize = 7;
 
-/// The rho values of the predicted DSR-versus-rho curve (SEEDS 5 plots 0.1 .. 0.9).
+/// The rho values of the predicted DSR-versus-rho curve (Burns 2014 plots 0.1 .. 0.9).
 const SWEEP_RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 
 pub fn run(args: DemoArgs) -> CmdResult {
@@ -374,7 +374,7 @@ fn report_every(total: Nanos) -> Nanos {
     Nanos((total.0 / 10).max(100_000_000))
 }
 
-/// One system-call stress worker per measured CPU (SEEDS 4's "kernel stress").
+/// One system-call stress worker per measured CPU (Abeni 2023's "kernel stress").
 fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
     let spec =

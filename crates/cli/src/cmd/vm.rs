@@ -37,10 +37,10 @@ pub enum VmAction {
     Image(ImageArgs),
     /// Boot a guest, run an rtvirt command in it (or just hold it up), tear it down.
     Run(RunArgs),
-    /// SEEDS 4: the same measurement for each guest kernel x host load, as one table.
+    /// Abeni 2023: the same measurement for each guest kernel x host load, as one table.
     Matrix(MatrixArgs),
     /// Network round trips to a guest: server in the guest, client on the host, over a tap on a
-    /// bridge and virtio-net (vhost-net when available) - the bridged path of SEEDS 1 and 3.
+    /// bridge and virtio-net (vhost-net when available) - the bridged path of Garcia Alvarado 2019 and 3.
     Net(NetArgs),
     /// Find out (bounded boot) whether KVM can boot a guest here; otherwise TCG is used.
     ProbeAccel(ProbeAccelArgs),

@@ -1,5 +1,5 @@
 //! QEMU guests from the host's side, shared by `rtvirt vm` and `--in vm`: the guest image and
-//! accelerator, host loads around a guest, a job in each guest kernel x host load (the SEEDS 4
+//! accelerator, host loads around a guest, a job in each guest kernel x host load (the Abeni 2023
 //! matrix), a server in a guest with the client on the host, and the one-line-per-run table.
 
 use super::command_line::{self, protocol_flag};
@@ -193,7 +193,7 @@ pub struct Job {
     pub files: Vec<GuestFile>,
 }
 
-/// SEEDS 4: `job` in a guest of each kernel, without and with each host load.
+/// Abeni 2023: `job` in a guest of each kernel, without and with each host load.
 pub fn matrix(
     kernels: &[Flavour],
     loads: &[LoadSpec],

@@ -16,7 +16,7 @@ pub enum Where {
     /// cpuset) and removes afterwards, also on failure or Ctrl-C.
     Container,
     /// In QEMU guests (crates/vm): `measure timer` and `measure tasks` run in a guest of each
-    /// --guest-kernel with each host --load (the SEEDS 4 matrix); `measure net client` reaches a
+    /// --guest-kernel with each host --load (the Abeni 2023 matrix); `measure net client` reaches a
     /// server in a guest; `measure net server` serves from a guest.
     Vm,
 }

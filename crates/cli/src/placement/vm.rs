@@ -1,5 +1,5 @@
 //! `--in vm`: a measurement in QEMU guests. A whole measurement (timer, tasks) runs in a guest
-//! of each `--guest-kernel` x host load (none + each `--load`), as one table - the SEEDS 4
+//! of each `--guest-kernel` x host load (none + each `--load`), as one table - the Abeni 2023
 //! matrix; a net server serves from a networked guest; a net client stays on this host and
 //! reaches a server in a guest. The guests get the documented default options, a name of this
 //! process and a job bound derived from the measurement's duration (see `rtvirt vm` for more

@@ -1,6 +1,6 @@
 //! Host profiles (`rtvirt.profile/v1`, TOML): roles -> policy/priority/affinity for the threads of
 //! the RT data path, IRQ affinities, threaded NAPI with its NAPI threads prioritised and pinned
-//! (the stock-kernel way to get the partitioned RT softirq handling of SEEDS 1(a)), container
+//! (the stock-kernel way to get the partitioned RT softirq handling of Garcia Alvarado 2019(a)), container
 //! cpusets. Example: `scenarios/profiles/seeds1-threaded.toml`.
 //!
 //! ```toml

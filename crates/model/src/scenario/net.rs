@@ -1,9 +1,9 @@
 //! Scenario section `[net]`: the simulated network path (NICs, IRQs, softirq, backends, flows).
 //!
 //! Two host kinds share the section:
-//! - `kind = "kvm"` (SEEDS 1): NICs with IRQ affinity, threaded or hard IRQs, shared or
+//! - `kind = "kvm"` (Garcia Alvarado 2019): NICs with IRQ affinity, threaded or hard IRQs, shared or
 //!   partitioned NET_RX softirq, VMs with a vhost backend or an outsourced socket, flows.
-//! - `kind = "xen"` (SEEDS 2): Dom0 netback/softnet queues (original or RTCA) and domains.
+//! - `kind = "xen"` (Xi et al. 2012): Dom0 netback/softnet queues (original or RTCA) and domains.
 //!
 //! ```toml
 //! [net]
@@ -155,7 +155,7 @@ pub struct NetCosts {
 }
 
 impl Default for NetCosts {
-    /// The calibration of docs/netsim.md (SEEDS 1 "without Heavy Receivers" and exclusive-CPU
+    /// The calibration of docs/netsim.md (Garcia Alvarado 2019 "without Heavy Receivers" and exclusive-CPU
     /// throughput).
     fn default() -> Self {
         let ns = Nanos;
@@ -294,7 +294,7 @@ pub(crate) struct RawFlow {
     pub window_kib: Option<i64>,
 }
 
-/// `[net.xen]`: Dom0 inter-domain communication (SEEDS 2).
+/// `[net.xen]`: Dom0 inter-domain communication (Xi et al. 2012).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawXen {

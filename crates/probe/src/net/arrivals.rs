@@ -1,4 +1,4 @@
-//! Request arrival processes: `uniform:1ms-10ms` (SEEDS 1: random inter-arrival times on purpose,
+//! Request arrival processes: `uniform:1ms-10ms` (Garcia Alvarado 2019: random inter-arrival times on purpose,
 //! a fixed rate hides cache-related variance), `poisson:RATE` (exponential gaps), `fixed:RATE`
 //! and `back-to-back` (closed loop: the next request leaves when the previous response arrived).
 //! RATE is requests per second ("1000", "1000/s", "2k").
@@ -15,7 +15,7 @@ pub enum Arrivals {
     BackToBack,
 }
 
-/// The default arrival process (SEEDS 1).
+/// The default arrival process (Garcia Alvarado 2019).
 pub const DEFAULT: Arrivals = Arrivals::Uniform { min: Nanos::from_ms(1), max: Nanos::from_ms(10) };
 
 /// Highest paced rate accepted (requests/s).

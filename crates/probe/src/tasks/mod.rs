@@ -1,4 +1,4 @@
-//! `measure tasks`: the sched_test_app of SEEDS 5 under real reservations. Each guest of the
+//! `measure tasks`: the sched_test_app of Burns 2014 under real reservations. Each guest of the
 //! scenario is a process ([`worker`]) whose single "vCPU" thread gets the guest's reservation
 //! from the plan - SCHED_DEADLINE runtime = budget, deadline, period - pinned to its planned core
 //! (each used core in its own exclusive cpuset, the SCHED_DEADLINE root-domain requirement), and

@@ -132,7 +132,7 @@ fn dsr_rho_figure(lines: &RhoLines) -> Figure {
         y_range: Some((dsr_floor(lowest), 1.0)),
         series,
     };
-    Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (SEEDS 5: DSR rises with rho).".into(), svg: chart.render() }
+    Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (Burns 2014: DSR rises with rho).".into(), svg: chart.render() }
 }
 
 /// The same numbers as the chart: one row per line, one column per rho.

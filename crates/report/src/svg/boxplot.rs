@@ -1,4 +1,4 @@
-//! Box plots per configuration (SEEDS 1-3 show latency this way).
+//! Box plots per configuration (Garcia Alvarado 2019-3 show latency this way).
 //!
 //! Results carry percentiles, not samples, so the box and whiskers are derived from them:
 //! - box: lower quartile p25 to upper quartile p75, line at the median p50 (when p25 is not in

@@ -6,7 +6,7 @@
 //! `1 - exp(-B / C)` of it evicted after others brought `B` new bytes into a cache of `C` bytes,
 //! and pays one miss per evicted line when it re-reads it. The penalty therefore grows with the
 //! bytes copied by others since the thread last ran and is capped by its footprint `W`.
-//! This is what makes the guest segment of SEEDS 1 grow with the time since the RT server last
+//! This is what makes the guest segment of Garcia Alvarado 2019 grow with the time since the RT server last
 //! ran, and makes fewer copies (socket outsourcing) pollute less.
 
 use rtvirt_model::scenario::net::CacheModel;

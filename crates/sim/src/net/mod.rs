@@ -4,9 +4,9 @@
 //!
 //! - [`kvm`]: the KVM host (NIC, hard IRQ / PREEMPT_RT IRQ threads, NET_RX softirq with shared
 //!   or partitioned poll lists and priority-inheriting locks, bridge, vhost, guest, socket
-//!   outsourcing) for SEEDS 1.
+//!   outsourcing) for Garcia Alvarado 2019.
 //! - [`xen`]: Xen Dom0 inter-domain communication (netback TX/RX, softnet backlog, original and
-//!   RTCA) for SEEDS 2, guest domains as vCPUs of the host's Xen Credit policy (with its cap).
+//!   RTCA) for Xi et al. 2012, guest domains as vCPUs of the host's Xen Credit policy (with its cap).
 //! - [`cache`]: the shared-LLC interference model; [`stats`]: per-flow statistics.
 //!
 //! One set of calibrated per-stage costs (`rtvirt_model::scenario::net::NetCosts::default`) is

@@ -1,4 +1,4 @@
-//! Xen inter-domain communication through Dom0 (SEEDS 2): guest netfront TX rings -> Dom0
+//! Xen inter-domain communication through Dom0 (Xi et al. 2012): guest netfront TX rings -> Dom0
 //! netback TX -> softnet_data queue(s) (bridge) -> netback RX FIFO -> destination netfront.
 //!
 //! **Dom0** runs alone on core 0: ONE kernel thread does, per iteration, the netback RX round
@@ -786,7 +786,7 @@ mod tests {
         (x, net.warmup)
     }
 
-    /// Median round trip (us) of the SEEDS 2 scenario `dom0` x `level` over `pings` round trips.
+    /// Median round trip (us) of the Xi et al. 2012 scenario `dom0` x `level` over `pings` round trips.
     fn median(dom0: &str, level: &str, pings: u32) -> f64 {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/seeds2_{dom0}_{level}.toml"));
         let (x, warmup) = xen_of(&Scenario::from_file(&path).expect("scenario"));
@@ -795,7 +795,7 @@ mod tests {
         r.flows[0].latency_ns.as_ref().expect("round trips").p50 as f64 / 1e3
     }
 
-    /// SEEDS 2 "must hold" shapes (issue 4), from 500 pings per cell: Base medians within +-30%
+    /// Xi et al. 2012 "must hold" shapes (issue 4), from 500 pings per cell: Base medians within +-30%
     /// of each other; Original Light/Medium/Heavy >= 30x its Base; RTCA 1 within 1.5x its Base
     /// (either way) at every level; RTCA 64 and 238 between RTCA 1 and Original, growing with
     /// the batch size at Medium and Heavy.

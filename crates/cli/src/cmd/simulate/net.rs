@@ -1,5 +1,5 @@
 //! `rtvirt simulate` for scenarios with a `[net]` section: the network-path simulation of
-//! SEEDS 1 (KVM) and SEEDS 2 (Xen Dom0), printed as a per-flow table or results JSON, with an
+//! Garcia Alvarado 2019 (KVM) and Xi et al. 2012 (Xen Dom0), printed as a per-flow table or results JSON, with an
 //! optional Perfetto trace (cores, threads, softirq-lock blocking and priority boosts).
 
 use super::args::SimulateArgs;

@@ -1,4 +1,4 @@
-//! The KVM host network path of SEEDS 1 as work done by simulated threads on cores.
+//! The KVM host network path of Garcia Alvarado 2019 as work done by simulated threads on cores.
 //!
 //! - `sched`: the per-core scheduler (hard-IRQ context above every thread, SCHED_FIFO
 //!   priorities with RT push on wake-up, CFS with vruntime, wake-up preemption and 1 ms ticks,

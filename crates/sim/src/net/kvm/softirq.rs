@@ -14,7 +14,7 @@
 //!   raised (4.x-rt do_current_softirqs), preemptible by the scheduler; in vanilla mode
 //!   ksoftirqd yields between restart batches.
 //!
-//! Lock semantics of 4.x PREEMPT_RT (SEEDS 1, inversion #2): a thread that raised NET_RX takes
+//! Lock semantics of 4.x PREEMPT_RT (Garcia Alvarado 2019, inversion #2): a thread that raised NET_RX takes
 //! the CPU's softirq lock; if another thread holds it, it blocks and boosts the holder; the
 //! holder stops after its current NAPI poll (its repoll list goes back on the poll_list), and the
 //! contender, once it owns the lock, drains whatever is on the shared list, non-RT entries
