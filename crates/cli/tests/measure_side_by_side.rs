@@ -193,11 +193,13 @@ fn net_median_agrees_loosely_with_sockperf() {
         .unwrap();
     let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
         .args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{rv_port}"), "--duration", "30s"])
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(rsrv.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    // status lines (`listening on ...`) go to stderr
+    std::io::BufReader::new(rsrv.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let (mut sp, mut rv) = (Vec::new(), Vec::new());
     for _ in 0..2 {
