@@ -73,7 +73,7 @@ fn rtvirt_failing_in_the_guest_shows_its_error_from_the_console() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("exited with status 2"), "{err}");
     assert!(
-        err.contains("Guest console") && err.contains("must be > 0"),
+        err.contains("Guest console") && err.contains("must last more than 0"),
         "the guest's own error message is in the console tail: {err}"
     );
     assert_nothing_left(name);
