@@ -4,6 +4,7 @@
 //! - [`duration`]: `Nanos`, integer nanoseconds with human units in files.
 //! - [`error`]: `InputError`, user-input errors naming file, line/column and field (exit code 2).
 //! - [`scenario`]: the scenario file (TOML) -> a [`scenario::Scenario`] with every section checked.
+//! - [`locate`]: a TOML field path (`guest[1].task[0].wcet`) -> its line and column.
 //! - [`source`]: an input file's text kept to locate errors found after parsing.
 //! - [`input`]: the one bounded reader of every input file (regular files, size limits).
 //! - [`sweep`]: the sweep file (scenarios x rho x seeds), checked with its scenarios.
@@ -36,10 +37,12 @@ pub mod duration;
 pub mod error;
 pub mod exec;
 pub mod input;
+pub mod locate;
 pub mod plan;
 pub mod results;
 pub mod scenario;
 pub mod schema;
+mod serde_field;
 pub mod source;
 pub mod stats;
 pub mod sweep;

@@ -46,7 +46,7 @@ pub struct PlanSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The uniform rho asked for (`null`: each task's own, else its WCET).
-    #[serde(default, deserialize_with = "crate::results::sections::present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::serde_field::present", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub rho: Option<Option<f64>>,
     /// What tasks without a rho use.

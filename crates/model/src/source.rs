@@ -3,7 +3,7 @@
 //! given its file, line and column by one function, [`Source::locate`].
 
 use crate::error::InputError;
-use crate::scenario::locate_field;
+use crate::locate::locate_field;
 use std::path::{Path, PathBuf};
 
 /// Where a parsed document came from.

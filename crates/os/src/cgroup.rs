@@ -147,12 +147,7 @@ impl Hierarchy {
 
     /// v1: the root cpuset stops balancing, so that each exclusive child is its own root domain.
     fn load_balance_off(&self) -> Result<Change> {
-        let path = self.base().join("cpuset.sched_load_balance");
-        Ok(Change::LoadBalanceOff {
-            before: read_trimmed(&path)?,
-            foreign_before: foreign_exclusive_cpusets(self.base()),
-            path,
-        })
+        Change::load_balance_off(self.base())
     }
 
     /// The change that moves thread `tid` into the partition of `cpu`.
@@ -169,22 +164,6 @@ impl Hierarchy {
     pub fn cpus_file(&self, cgroup: &str) -> PathBuf {
         self.base().join(cgroup.trim_start_matches('/')).join("cpuset.cpus")
     }
-}
-
-/// The exclusive cpusets directly under `base` that are not rtvirt host partitions (other
-/// tools'), sorted by name.
-pub(crate) fn foreign_exclusive_cpusets(base: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(base)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
-                .filter(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 /// Unique cgroup name for this process (and this guard within it).

@@ -7,7 +7,6 @@
 //! [`Restorer`], which records each change before performing it and undoes them all, last first,
 //! when dropped.
 
-use crate::cgroup::foreign_exclusive_cpusets;
 use crate::cpulist::CpuList;
 use crate::error::{KernelError, Op, OsError, Result};
 use crate::procfs;
@@ -60,6 +59,17 @@ impl Change {
     pub fn file(path: impl Into<PathBuf>, after: &str) -> Result<Change> {
         let path = path.into();
         Ok(Change::File { before: read_trimmed(&path)?, after: after.to_string(), path })
+    }
+
+    /// Switch off the `sched_load_balance` of the cgroup v1 cpuset root `root`, keeping its value
+    /// and the other tools' exclusive cpusets that exist now.
+    pub fn load_balance_off(root: &Path) -> Result<Change> {
+        let path = root.join("cpuset.sched_load_balance");
+        Ok(Change::LoadBalanceOff {
+            before: read_trimmed(&path)?,
+            foreign_before: foreign_exclusive_cpusets(root),
+            path,
+        })
     }
 
     /// One line for people: "thread 1234: OTHER nice 0 -> DEADLINE 1000000/10000000/10000000ns".
@@ -277,6 +287,22 @@ fn check_partition(dir: &Path, files: &[(String, String)]) -> Result<()> {
     )))
 }
 
+/// The exclusive cpusets directly under `base` that are not rtvirt host partitions (other
+/// tools'), sorted by name.
+fn foreign_exclusive_cpusets(base: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(base)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with("rtvirt-core"))
+                .filter(|e| procfs::read_opt(e.path().join("cpuset.cpu_exclusive")).as_deref() == Some("1"))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 pub(crate) fn read_trimmed(path: &Path) -> Result<String> {
     procfs::read(path).map(|s| s.trim().to_string())
 }
@@ -325,12 +351,7 @@ mod tests {
     }
 
     fn load_balance_off(d: &tempfile::TempDir) -> Change {
-        let path = d.path().join("cpuset.sched_load_balance");
-        Change::LoadBalanceOff {
-            before: read_trimmed(&path).unwrap(),
-            foreign_before: foreign_exclusive_cpusets(d.path()),
-            path,
-        }
+        Change::load_balance_off(d.path()).unwrap()
     }
 
     fn value(d: &tempfile::TempDir) -> String {

@@ -5,8 +5,9 @@
 //! kernel, QEMU version and `/dev/kvm` presence. TCG timings are NOT representative of real
 //! hardware: results record `"accel": "tcg"` and a warning saying so.
 
+use crate::config::{Accel, GuestConfig};
 use crate::error::{Result, VmError};
-use crate::guest::{Accel, Guest, GuestConfig};
+use crate::guest::Guest;
 use crate::image::Image;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

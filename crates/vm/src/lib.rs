@@ -7,6 +7,7 @@
 //! - [`image`]: kernel + initramfs (busybox, `/init`, modules, rtvirt + its libraries), cached
 //!   by the hash of its inputs.
 //! - [`init`]: the guest `/init` and the job protocol (kernel command line in, serial port out).
+//! - [`config`]: how to run a guest (vCPUs, memory, accelerator, timeouts, files for its job).
 //! - [`guest`]: one QEMU run with bounded waits and a guard that always tears everything down.
 //! - [`net`]: host bridge + tap for guests with a virtio-net NIC.
 //! - [`accel`]: KVM if a bounded boot probe succeeds, else TCG (recorded, with a warning).
@@ -17,7 +18,7 @@
 //!   (one flag for the whole process) are rtvirt-os's.
 //!
 //! Entry points: [`image::build`] (cached), [`guest::Guest::start`] with a
-//! [`guest::GuestConfig`] then `wait_done()`, or [`measure::run`] for one measurement in one
+//! [`GuestConfig`] then `wait_done()`, or [`measure::run`] for one measurement in one
 //! guest; [`runtime`] for the records `rtvirt host` reads. Which guests a measurement needs and
 //! the host loads around them are the cli's placement driver's (`crates/cli/src/placement`).
 //!
@@ -26,6 +27,7 @@
 //! directory, also on error and Ctrl-C. User guide: docs/measure.md (QEMU guests).
 
 pub mod accel;
+pub mod config;
 pub mod console;
 pub mod error;
 pub mod guest;
@@ -39,6 +41,7 @@ pub mod paths;
 pub mod qemu;
 pub mod runtime;
 
+pub use config::{Accel, GuestConfig, GuestFile};
 pub use error::{Result, VmError};
-pub use guest::{Accel, Guest, GuestConfig, GuestFile, JobOutput};
+pub use guest::{Guest, JobOutput};
 pub use kernel::Flavour;

@@ -4,8 +4,9 @@
 //! guest kernel package, vCPUs, memory, vCPU pinning, boot time, host kernel.
 
 use crate::accel::TCG_WARNING;
+use crate::config::{Accel, GuestConfig};
 use crate::error::{Result, VmError};
-use crate::guest::{garbage_error, Accel, Guest, GuestConfig, JobOutput};
+use crate::guest::{garbage_error, Guest, JobOutput};
 use crate::image::Image;
 use crate::init::shell_line;
 use rtvirt_model::results::{Environment, Interval, Results, VcpuPinning, RESULTS_SCHEMA};

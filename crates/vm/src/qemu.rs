@@ -1,7 +1,7 @@
 //! QEMU's command line for a guest run, and pinning its vCPU threads.
 
+use crate::config::{Accel, GuestConfig, GuestFile};
 use crate::error::{Result, VmError};
-use crate::guest::{Accel, GuestConfig, GuestFile};
 use crate::image::Image;
 use crate::net;
 use rtvirt_os::CpuList;
@@ -102,7 +102,7 @@ mod tests {
     fn joined(accel: Accel, tap: Option<&str>) -> String {
         let mut cfg = GuestConfig::new("g1", accel, Duration::from_secs(1));
         cfg.vcpus = 2;
-        cfg.files = vec![crate::guest::GuestFile { name: "plan.json".into(), data: b"{}".to_vec() }];
+        cfg.files = vec![crate::config::GuestFile { name: "plan.json".into(), data: b"{}".to_vec() }];
         qemu_args(&image(), &cfg, Path::new("/run/rtvirt/vm/g1"), "console=ttyS0", tap).join(" ")
     }
 

@@ -21,7 +21,8 @@ use super::{
 use crate::error::{HostError, Result};
 use crate::lint::{Finding, Planned, Severity};
 use crate::threads::{self, Role, ThreadInfo};
-use rtvirt_model::scenario::{locate_field, parse_toml_located};
+use rtvirt_model::locate::locate_field;
+use rtvirt_model::scenario::parse_toml_located;
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_os::cgroup::Hierarchy;
 use rtvirt_os::cpulist::CpuList;

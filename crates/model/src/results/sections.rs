@@ -6,7 +6,7 @@
 
 use crate::stats::Summary;
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 /// `measure timer`: the measuring threads' settings and what they missed or cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -81,7 +81,7 @@ pub struct NetSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// Requests per second asked for; `null` for back-to-back requests.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "crate::serde_field::present", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub requested_rate: Option<Option<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,11 +117,6 @@ pub struct NetSection {
     /// Responses to no request of this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unexpected: Option<u64>,
-}
-
-/// A present JSON field, `null` included (`Some(None)`); an absent one stays `None` by `default`.
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 /// `measure net server`: what the server saw.

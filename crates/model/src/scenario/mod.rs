@@ -20,18 +20,16 @@
 //! exec = { dist = "normal", mean = "300us", sd = "166us" }
 //! ```
 
-mod locate;
 pub mod net;
 mod raw;
 pub mod sim;
 mod validate;
 mod validate_sim;
 
-pub use locate::locate_field;
-
 use crate::duration::Nanos;
 use crate::error::InputError;
 use crate::exec::ExecModel;
+use crate::locate::locate_field;
 pub use crate::source::Source;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

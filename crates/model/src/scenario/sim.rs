@@ -33,13 +33,14 @@
 //! slowdown = 0.0              # this guest's own guest_slowdown
 //! ```
 //!
-//! Parsing checks every value and combination (`validate_sim.rs`) into the types below; the
-//! simulator (`rtvirt-sim`) consumes them as they are and only combines a plan (`--plan`) and the
-//! command line's `--duration`/`--seed` at run time.
+//! Parsing checks every value (`validate_sim.rs`) and every combination ([`check_threads`]) into
+//! the types below; the simulator (`rtvirt-sim`) consumes them as they are and only combines a
+//! plan (`--plan`, checked again with [`check_threads`]) and the command line's
+//! `--duration`/`--seed` at run time.
 
 use crate::duration::Nanos;
 
-pub use super::validate_sim::check_threads;
+use crate::error::InputError;
 
 /// Default simulated horizon (`[sim] duration`).
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
@@ -52,9 +53,9 @@ pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
 pub const MIN_SIM_TIMING: Nanos = Nanos::from_us(1);
 
 /// `d` when it is at least [`MIN_SIM_TIMING`], else an error naming `field`.
-pub fn check_sim_timing(d: Nanos, field: &str) -> Result<Nanos, crate::error::InputError> {
+pub fn check_sim_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
     if d < MIN_SIM_TIMING {
-        return Err(crate::error::InputError::field(
+        return Err(InputError::field(
             field,
             format!("{d}: the simulator takes periods, budgets and quanta of at least {MIN_SIM_TIMING}"),
         ));
@@ -74,12 +75,6 @@ pub struct SimSection {
     pub guest_slowdown: f64,
     /// `[[sim.thread]]`: extra host threads, in file order.
     pub threads: Vec<ExtraThread>,
-}
-
-impl Default for SimSection {
-    fn default() -> Self {
-        super::validate_sim::section(&Default::default(), 1).expect("the default [sim] section is valid")
-    }
 }
 
 impl VcpuSpec {
@@ -221,4 +216,73 @@ pub struct Settings {
     pub credit_ratelimit: u64,
     /// Xen Credit burns credits for the exact time run (else: sampled 10 ms tick accounting).
     pub credit_precise: bool,
+}
+
+/// The rules that span host threads: affinities equal or disjoint, one scheduler family per
+/// cluster, SCHED_DEADLINE admission. `threads` are the guests' vCPUs (in guest order, the first
+/// `vcpus`) then the extra threads; `rt_throttle` is `[sim]`'s (rt_runtime, rt_period).
+pub fn check_threads(threads: &[&ThreadSpec], vcpus: usize, rt_throttle: Option<(u64, u64)>) -> Result<(), InputError> {
+    let field = |i: usize| {
+        if i < vcpus {
+            format!("guest[{i}].vcpu")
+        } else {
+            format!("sim.thread[{}].sched", i - vcpus)
+        }
+    };
+    check_clusters(threads, &field)?;
+    check_deadline_admission(threads, rt_throttle, &field)
+}
+
+/// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may not
+/// exceed m * sched_rt_runtime_us / sched_rt_period_us (m with RT throttling disabled); beyond it
+/// `sched_setattr` fails with EBUSY, so such a host cannot be configured.
+fn check_deadline_admission(
+    specs: &[&ThreadSpec],
+    rt_throttle: Option<(u64, u64)>,
+    field: &dyn Fn(usize) -> String,
+) -> Result<(), InputError> {
+    let limit = rt_throttle.map(|(r, p)| r as f64 / p as f64).unwrap_or(1.0);
+    for (i, thread) in specs.iter().enumerate() {
+        let bandwidth: f64 = specs
+            .iter()
+            .take(i + 1)
+            .filter(|other| other.cores == thread.cores)
+            .map(|other| match other.policy {
+                Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
+                _ => 0.0,
+            })
+            .sum();
+        let cap = limit * thread.cores.len() as f64;
+        if matches!(thread.policy, Policy::Deadline { .. }) && bandwidth > cap + 1e-12 {
+            return Err(InputError::field(
+                format!("{}.runtime", field(i)),
+                format!("SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bandwidth:.4} > {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)", thread.cores),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Affinities must be equal or disjoint (each set of cores is one scheduling cluster), and one
+/// cluster runs one scheduler family (supply windows may sit above any of them).
+fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> Result<(), InputError> {
+    for (i, a) in specs.iter().enumerate() {
+        for b in specs.iter().take(i) {
+            let overlap = a.cores.iter().any(|c| b.cores.contains(c));
+            if overlap && a.cores != b.cores {
+                return Err(InputError::field(
+                    format!("{}.cores", field(i)),
+                    format!("cores {:?} overlap the cores {:?} of \"{}\" without being the same set: affinities must be equal (global scheduling) or disjoint (partitioned)", a.cores, b.cores, b.name),
+                ));
+            }
+            let (fa, fb) = (a.policy.family(), b.policy.family());
+            if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
+                return Err(InputError::field(
+                    format!("{}.policy", field(i)),
+                    format!("\"{}\" cannot share cores with \"{}\" ({}): one set of cores runs one host scheduler (Linux, Xen Credit, Xen RTDS or RT-Xen)", a.policy.name(), b.name, b.policy.name()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -11,6 +11,12 @@ use crate::error::InputError;
 
 type R<T> = Result<T, InputError>;
 
+impl Default for SimSection {
+    fn default() -> Self {
+        section(&Default::default(), 1).expect("the default [sim] section is valid")
+    }
+}
+
 /// The `[sim]` section of a host with `cores` cores (its fields under `sim.`).
 pub(super) fn section(raw: &RawSim, cores: u32) -> R<SimSection> {
     let settings = settings(raw).map_err(|e| e.under("sim"))?;
@@ -34,75 +40,6 @@ pub(super) fn guest_vcpu(
     let raw = raw.cloned().unwrap_or_default();
     let default_core = (index as u64 % cores as u64) as u32;
     vcpu(&raw, guest, default_core, cores, sim.guest_slowdown).map_err(|e| e.under("vcpu"))
-}
-
-/// The rules that span host threads: affinities equal or disjoint, one scheduler family per
-/// cluster, SCHED_DEADLINE admission. `threads` are the guests' vCPUs (in guest order, the first
-/// `vcpus`) then the extra threads; `rt_throttle` is `[sim]`'s (rt_runtime, rt_period).
-pub fn check_threads(threads: &[&ThreadSpec], vcpus: usize, rt_throttle: Option<(u64, u64)>) -> R<()> {
-    let field = |i: usize| {
-        if i < vcpus {
-            format!("guest[{i}].vcpu")
-        } else {
-            format!("sim.thread[{}].sched", i - vcpus)
-        }
-    };
-    check_clusters(threads, &field)?;
-    check_deadline_admission(threads, rt_throttle, &field)
-}
-
-/// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may not
-/// exceed m * sched_rt_runtime_us / sched_rt_period_us (m with RT throttling disabled); beyond it
-/// `sched_setattr` fails with EBUSY, so such a host cannot be configured.
-fn check_deadline_admission(
-    specs: &[&ThreadSpec],
-    rt_throttle: Option<(u64, u64)>,
-    field: &dyn Fn(usize) -> String,
-) -> R<()> {
-    let limit = rt_throttle.map(|(r, p)| r as f64 / p as f64).unwrap_or(1.0);
-    for (i, a) in specs.iter().enumerate() {
-        let bw: f64 = specs
-            .iter()
-            .take(i + 1)
-            .filter(|b| b.cores == a.cores)
-            .map(|b| match b.policy {
-                Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
-                _ => 0.0,
-            })
-            .sum();
-        let cap = limit * a.cores.len() as f64;
-        if matches!(a.policy, Policy::Deadline { .. }) && bw > cap + 1e-12 {
-            return Err(InputError::field(
-                format!("{}.runtime", field(i)),
-                format!("SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bw:.4} > {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)", a.cores),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Affinities must be equal or disjoint (each set of cores is one scheduling cluster), and one
-/// cluster runs one scheduler family (supply windows may sit above any of them).
-fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> R<()> {
-    for (i, a) in specs.iter().enumerate() {
-        for b in specs.iter().take(i) {
-            let overlap = a.cores.iter().any(|c| b.cores.contains(c));
-            if overlap && a.cores != b.cores {
-                return Err(InputError::field(
-                    format!("{}.cores", field(i)),
-                    format!("cores {:?} overlap the cores {:?} of \"{}\" without being the same set: affinities must be equal (global scheduling) or disjoint (partitioned)", a.cores, b.cores, b.name),
-                ));
-            }
-            let (fa, fb) = (a.policy.family(), b.policy.family());
-            if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
-                return Err(InputError::field(
-                    format!("{}.policy", field(i)),
-                    format!("\"{}\" cannot share cores with \"{}\" ({}): one set of cores runs one host scheduler (Linux, Xen Credit, Xen RTDS or RT-Xen)", a.policy.name(), b.name, b.policy.name()),
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 fn settings(raw: &RawSim) -> R<Settings> {

@@ -4,8 +4,8 @@
 //! scheduler re-decides (fine-grained preemption points). A late job keeps running (as in the
 //! simulator); a job unfinished at the end whose deadline has passed is a miss.
 
+use super::protocol::{GuestSpec, TaskOutcome};
 use super::work;
-use super::worker::{GuestSpec, TaskOutcome};
 use crate::rt;
 use rand::SeedableRng;
 use rtvirt_model::exec::ExecModel;

@@ -7,6 +7,7 @@
 //! the simulator's schema (`Results.tasks`), so that `rtvirt simulate` and this can be compared.
 
 pub mod guest;
+pub mod protocol;
 pub mod work;
 pub mod worker;
 
@@ -95,8 +96,8 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
         .zip(&places)
         .enumerate()
         .map(|(gi, (g, p))| {
-            Ok(worker::WorkerSpec {
-                guest: worker::GuestSpec::of(g),
+            Ok(protocol::WorkerSpec {
+                guest: protocol::GuestSpec::of(g),
                 core: p.core,
                 reservation: p.reservation,
                 cpuset_join: exclusive.join_file(p.core)?,
@@ -116,7 +117,7 @@ fn assemble(
     s: &Scenario,
     plan: &Plan,
     places: &[Placement],
-    outcomes: Vec<worker::WorkerOutcome>,
+    outcomes: Vec<protocol::WorkerOutcome>,
     cfg: &TasksConfig,
     ran_ns: u64,
 ) -> Results {

@@ -106,8 +106,8 @@ fn guest_spec_carries_every_execution_model() {
         "exec = { dist = \"normal\", mean = \"2ms\", sd = \"1ms\" }",
     );
     let s = Scenario::from_toml(&text, None).unwrap();
-    let spec = worker::GuestSpec::of(&s.guests[0]);
-    let back: worker::GuestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+    let spec = protocol::GuestSpec::of(&s.guests[0]);
+    let back: protocol::GuestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
     for (t, b) in s.guests[0].tasks.iter().zip(&back.tasks) {
         assert_eq!(t.exec, b.exec.model());
         assert_eq!(
@@ -120,8 +120,8 @@ fn guest_spec_carries_every_execution_model() {
         path: "x.txt".into(),
         sorted_ns: std::sync::Arc::new(vec![1, 2, 3]),
     });
-    let back: worker::ExecSpec =
-        serde_json::from_str(&serde_json::to_string(&worker::ExecSpec::of(&samples)).unwrap()).unwrap();
+    let back: protocol::ExecSpec =
+        serde_json::from_str(&serde_json::to_string(&protocol::ExecSpec::of(&samples)).unwrap()).unwrap();
     assert_eq!(back.model(), samples);
 }
 
@@ -149,7 +149,7 @@ fn an_idle_guest_stops_at_once() {
             "period = \"60min\"\noffset = \"40min\"\nwcet = \"4ms\"",
         );
     let s = Scenario::from_toml(&text, None).unwrap();
-    let spec = worker::GuestSpec::of(&s.guests[0]);
+    let spec = protocol::GuestSpec::of(&s.guests[0]);
     let stop = AtomicBool::new(false);
     let start = rt::now_ns();
     let (outcomes, _) = std::thread::scope(|scope| {

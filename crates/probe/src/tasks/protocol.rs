@@ -1,0 +1,114 @@
+//! What the parent and a guest's worker process say to each other, as JSON lines: the
+//! [`WorkerSpec`] on the worker's stdin and the [`WorkerOutcome`] it prints when done (see
+//! [`super::worker`] for the protocol's order).
+
+use crate::rt::Reservation;
+use rtvirt_model::exec::{ExecModel, Samples};
+use rtvirt_model::scenario::{Guest, GuestScheduler};
+use rtvirt_model::stats::Summary;
+use rtvirt_model::Nanos;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What a worker is told: its guest, core, reservation and cpuset.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub guest: GuestSpec,
+    pub core: u32,
+    pub reservation: Reservation,
+    /// The cgroup file the vCPU thread writes its thread id into (its core's exclusive cpuset).
+    pub cpuset_join: PathBuf,
+    pub seed: u64,
+}
+
+/// The part of a scenario guest its vCPU needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestSpec {
+    pub name: String,
+    pub scheduler: GuestScheduler,
+    pub tasks: Vec<TaskSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub period_ns: u64,
+    pub deadline_ns: u64,
+    pub wcet_ns: u64,
+    pub priority: u32,
+    pub offset_ns: u64,
+    pub exec: ExecSpec,
+}
+
+/// An execution-time model on the wire (a samples file travels as its values).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase")]
+pub enum ExecSpec {
+    Constant,
+    Normal { mean_ns: u64, sd_ns: u64 },
+    Uniform { min_ns: u64, max_ns: u64 },
+    Samples { path: PathBuf, sorted_ns: Vec<u64> },
+}
+
+impl GuestSpec {
+    pub fn of(g: &Guest) -> GuestSpec {
+        let tasks = g
+            .tasks
+            .iter()
+            .map(|t| TaskSpec {
+                period_ns: t.period.0,
+                deadline_ns: t.deadline.0,
+                wcet_ns: t.wcet.0,
+                priority: t.priority,
+                offset_ns: t.offset.0,
+                exec: ExecSpec::of(&t.exec),
+            })
+            .collect();
+        GuestSpec { name: g.name.clone(), scheduler: g.scheduler, tasks }
+    }
+
+    pub fn scheduler(&self) -> GuestScheduler {
+        self.scheduler
+    }
+}
+
+impl ExecSpec {
+    pub fn of(m: &ExecModel) -> ExecSpec {
+        match m {
+            ExecModel::Constant => ExecSpec::Constant,
+            ExecModel::Normal { mean, sd } => ExecSpec::Normal { mean_ns: mean.0, sd_ns: sd.0 },
+            ExecModel::Uniform { min, max } => ExecSpec::Uniform { min_ns: min.0, max_ns: max.0 },
+            ExecModel::Samples(s) => ExecSpec::Samples { path: s.path.clone(), sorted_ns: s.sorted_ns.to_vec() },
+        }
+    }
+
+    pub fn model(&self) -> ExecModel {
+        match self {
+            ExecSpec::Constant => ExecModel::Constant,
+            ExecSpec::Normal { mean_ns, sd_ns } => ExecModel::Normal { mean: Nanos(*mean_ns), sd: Nanos(*sd_ns) },
+            ExecSpec::Uniform { min_ns, max_ns } => ExecModel::Uniform { min: Nanos(*min_ns), max: Nanos(*max_ns) },
+            ExecSpec::Samples { path, sorted_ns } => {
+                ExecModel::Samples(Samples { path: path.clone(), sorted_ns: Arc::new(sorted_ns.clone()) })
+            }
+        }
+    }
+}
+
+/// What a worker reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerOutcome {
+    pub tasks: Vec<TaskOutcome>,
+    pub cpu_time_ns: u64,
+    pub iters_per_ns: f64,
+    /// Thread ids the worker's runaway guard had to demote.
+    pub runaways: Vec<i32>,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskOutcome {
+    pub jobs: u64,
+    pub misses: u64,
+    pub unfinished: u64,
+    pub response_ns: Summary,
+}
