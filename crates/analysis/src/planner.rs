@@ -6,6 +6,7 @@ use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
 use crate::interface::{best_interface_for, edp_menu, Demand, Interface, Model};
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
+use rtvirt_model::hostmodel::BandwidthCap;
 use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
 use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
 
@@ -19,6 +20,16 @@ pub struct PlanOptions {
     /// `--cores`: overrides the scenario's `host.cores`.
     pub cores: Option<u32>,
     pub budget: BudgetMethod,
+    /// Per-core bandwidth cap and why it is the one used; None: the scenario's
+    /// `host.bandwidth_cap` (as written, else its default).
+    pub bandwidth_cap: Option<BandwidthCap>,
+}
+
+impl PlanOptions {
+    /// The per-core cap these options plan `scenario` with.
+    pub fn cap(&self, scenario: &Scenario) -> f64 {
+        self.bandwidth_cap.as_ref().map_or(scenario.host.bandwidth_cap, |c| c.value)
+    }
 }
 
 /// A guest that has no core in the plan, and why.
@@ -154,7 +165,8 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
 
 fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSettings {
     PlanSettings {
-        bandwidth_cap: Some(scenario.host.bandwidth_cap),
+        bandwidth_cap: Some(options.cap(scenario)),
+        bandwidth_cap_source: options.bandwidth_cap.as_ref().map(|c| c.why.clone()),
         budget: Some(options.budget.as_str().into()),
         cores: Some(cores),
         heuristic: Some(options.heuristic.as_str().into()),
@@ -169,7 +181,7 @@ fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSetti
 /// The plan at the scenario's rhos (or one `uniform_rho` for every task), without `max_rho`.
 pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f64>) -> Planned {
     let cores = options.cores.unwrap_or(scenario.host.cores);
-    let cap = scenario.host.bandwidth_cap;
+    let cap = options.cap(scenario);
     let analyses: Vec<GuestAnalysis> =
         scenario.guests.par_iter().map(|g| analyse_guest(g, options, uniform_rho)).collect();
     let servers: Vec<Vec<Interface>> = analyses.iter().map(|a| a.menu.clone()).collect();

@@ -349,3 +349,63 @@ fn carts_round_trip_and_import_errors() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(v["guests"][0]["scheduler"], "fp");
 }
+
+/// Issue 16: the per-core cap. Without a host model it is the safe default for current kernels
+/// (0.95 less a 0.05 fair server) and the plan says so; with one it is the model's kernel limit
+/// less its largest fair server; a scenario cap below it wins; a bad host model is exit 2, located.
+#[test]
+fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(&dir, "s.toml", GOOD);
+    let (v, o) = plan_json(&[&s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(v["settings"]["bandwidth_cap"], 0.9);
+    assert!(v["settings"]["bandwidth_cap_source"].as_str().unwrap().contains("less a fair server's 0.05"), "{v}");
+    let table = stdout(&rtvirt(&["plan", &s]));
+    assert!(table.contains("per-core cap 0.9: default without a host model"), "{table}");
+
+    let no_fair = write(
+        &dir,
+        "nofair.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"fair_servers":[]}}"#,
+    );
+    let (v, o) = plan_json(&[&s, "--host-model", &no_fair]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(v["settings"]["bandwidth_cap"], 0.95, "{v}");
+    let fair = write(
+        &dir,
+        "fair.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":800000,"rt_period_us":1000000,
+            "fair_servers":[{"cpu":3,"runtime_ns":100000000,"period_ns":1000000000}]}}"#,
+    );
+    let (v, _) = plan_json(&[&s, "--host-model", &fair]);
+    assert_eq!(v["settings"]["bandwidth_cap"], 0.7, "{v}");
+    assert!(v["settings"]["bandwidth_cap_source"].as_str().unwrap().contains("CPU 3's fair server"), "{v}");
+    // the cap is used: a guest needing 0.8 of a core fits under 0.9, not under 0.7
+    let heavy = write(&dir, "heavy.toml", &GOOD.replace("wcet = \"4ms\"", "wcet = \"12ms\""));
+    assert_eq!(rtvirt(&["plan", &heavy]).status.code(), Some(0));
+    let o = rtvirt(&["plan", &heavy, "--host-model", &fair]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("above the per-core cap 0.7"), "{}", stderr(&o));
+    // a scenario cap below the kernel's is kept, and named
+    let low = write(&dir, "low.toml", &GOOD.replace("cores = 1", "cores = 1\nbandwidth_cap = 0.5"));
+    let (v, _) = plan_json(&[&low, "--host-model", &no_fair]);
+    assert_eq!(v["settings"]["bandwidth_cap"], 0.5);
+    assert!(v["settings"]["bandwidth_cap_source"].as_str().unwrap().starts_with("the scenario's host.bandwidth_cap"));
+
+    for (text, field) in [
+        ("{\"schema\":\"rtvirt.plan/v1\"}", "field `schema`"),
+        ("{\"schema\":\"rtvirt.hostmodel/v1\",\n\"cache_reload_ns\":-3}", "line 2"),
+        (
+            "{\"schema\":\"rtvirt.hostmodel/v1\",\"release_latency_ns\":{\"p50\":9,\"p99\":1,\"max\":9}}",
+            "release_latency_ns",
+        ),
+    ] {
+        let bad = write(&dir, "bad.json", text);
+        let o = rtvirt(&["plan", &s, "--host-model", &bad]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("bad.json") && err.contains(field), "{text}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -6,6 +6,7 @@
 //! | kind                                   | limit   |
 //! |----------------------------------------|---------|
 //! | scenario, sweep, host profile (TOML)   | 16 MiB  |
+//! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML                              | 16 MiB  |
 //! | execution-time samples                 | 64 MiB  |
 //! | plan (JSON)                            | 64 MiB  |
@@ -29,6 +30,7 @@ pub enum InputKind {
     Carts,
     Samples,
     Plan,
+    HostModel,
     Results,
 }
 
@@ -36,7 +38,11 @@ impl InputKind {
     /// Largest accepted file, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile | InputKind::Carts => 16 * MIB,
+            InputKind::Scenario
+            | InputKind::Sweep
+            | InputKind::HostProfile
+            | InputKind::Carts
+            | InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
             InputKind::Results => 256 * MIB,
         }
@@ -51,6 +57,7 @@ impl InputKind {
             InputKind::Carts => "CARTS file",
             InputKind::Samples => "samples file",
             InputKind::Plan => "plan",
+            InputKind::HostModel => "host model",
             InputKind::Results => "results",
         }
     }

@@ -9,6 +9,7 @@
 //! - [`input`]: the one bounded reader of every input file (regular files, size limits).
 //! - [`sweep`]: the sweep file (scenarios x rho x seeds), checked with its scenarios.
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
+//! - [`hostmodel`]: a host's measured costs and admission limits (`rtvirt.hostmodel/v1`).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
@@ -36,6 +37,7 @@ pub mod carts;
 pub mod duration;
 pub mod error;
 pub mod exec;
+pub mod hostmodel;
 pub mod input;
 pub mod locate;
 pub mod plan;

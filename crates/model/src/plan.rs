@@ -34,6 +34,9 @@ pub struct PlanSettings {
     /// Share of each core the reservations may take together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth_cap: Option<f64>,
+    /// Why this cap: the host model's kernel limits, the scenario's value or the safe default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_cap_source: Option<String>,
     /// "wcet" | "cantelli" | "quantile"
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
