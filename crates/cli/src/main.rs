@@ -5,6 +5,7 @@
 
 mod cli_common;
 mod cmd;
+mod output_file;
 mod placement;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -333,3 +333,29 @@ fn deadline_policy_inside_a_container() {
         assert!(!std::path::Path::new(d.as_str().unwrap()).exists(), "{d}");
     }
 }
+
+/// An output path that cannot be written is refused before measuring (at once, exit 2); a
+/// histogram that cannot be written after measuring (/dev/full) loses nothing: the results and
+/// the histogram are on stdout, and the exit code is 2.
+#[test]
+fn a_bad_histogram_path_never_loses_a_measurement() {
+    let t0 = std::time::Instant::now();
+    let o = rtvirt(&["measure", "timer", "--duration", "20s", "--histogram", "/nonexistent/h.txt"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--histogram") && err.contains("/nonexistent/h.txt"), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "refused after {:?}", t0.elapsed());
+    if !is_root() {
+        return;
+    }
+    let args = ["measure", "timer", "--cpus", "0", "--duration", "300ms", "--histogram", "/dev/full"];
+    let o = rtvirt(&args);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write histogram /dev/full"), "{err}");
+    assert!(out.contains("timer latency") && out.contains("# Histogram"), "{out}");
+    let o = rtvirt(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the results, as JSON, on stdout");
+    assert!(v["histogram_ns"].as_array().is_some_and(|b| !b.is_empty()), "{v}");
+}

@@ -55,3 +55,22 @@ fn bad_input_exits_2_naming_the_file() {
     let o = rtvirt().arg("report").output().unwrap();
     assert_eq!(o.status.code(), Some(2), "no files is a usage error");
 }
+
+/// `report r.json -o r.json` would overwrite its own input: refused before any work (also through
+/// a link), the input untouched.
+#[test]
+fn an_output_that_is_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("r.json");
+    std::fs::copy(fixture("net_rtt.json"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    for out in [&input, &link] {
+        let o = rtvirt().arg("report").arg(&input).arg("-o").arg(out).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("--output") && err.contains("is an input"), "{err}");
+        assert_eq!(std::fs::read(&input).unwrap(), before);
+    }
+}

@@ -168,7 +168,7 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with("[host]\ncores = 1\n", &[], "nothing to simulate");
     fails_with(&GOOD.replace("period = \"10ms\"", "period = \"-10ms\""), &[], "guest[0].task[0].period");
     // a trace path that cannot be written fails before the run
-    fails_with(GOOD, &["--trace", "/nonexistent-dir/t.json"], "cannot write trace");
+    fails_with(GOOD, &["--trace", "/nonexistent-dir/t.json"], "field `--trace`: cannot write /nonexistent-dir/t.json");
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
     std::fs::write(&plan, r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#).unwrap();
@@ -198,4 +198,59 @@ fn bad_input_exits_2_with_located_errors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("seeds1_outsourcing.toml") && err.contains("[net] section"), "{err}");
+}
+
+/// A sweep cell that cannot run (no feasible plan at its rho) does not lose the others: every
+/// cell is in the JSON and the table, the failed one with its error; the exit code is 2.
+#[test]
+fn a_failed_sweep_cell_is_reported_beside_the_cells_that_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"cellfail\"\n[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\n\
+         name = \"a\"\nperiod = \"10ms\"\nwcet = \"10ms\"\nexec = { dist = \"normal\", mean = \"2ms\", sd = \"3ms\" }\n",
+    )
+    .unwrap();
+    let sweep = dir.path().join("s.sweep.toml");
+    std::fs::write(&sweep, "scenarios = [\"s.toml\"]\nrho = [0.1, 0.99]\nseeds = [1]\nduration = \"1s\"\n").unwrap();
+    let o = rtvirt(&["simulate", "--sweep", sweep.to_str().unwrap(), "--format", "json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("1 of 2 sweep cells failed"), "{err}");
+    let cells: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    schema_support::assert_valid("results", &cells);
+    let cells = cells.as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    assert_eq!(cells[0]["rho"], 0.1);
+    assert!(cells[0].get("error").is_none() && !cells[0]["tasks"].as_array().unwrap().is_empty(), "{}", cells[0]);
+    assert_eq!((&cells[1]["rho"], &cells[1]["seed"]), (&0.99.into(), &1.into()));
+    assert!(cells[1]["error"].as_str().unwrap().contains("infeasible"), "{}", cells[1]);
+    let o = rtvirt(&["simulate", "--sweep", sweep.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.lines().any(|l| l.contains("0.10") && !l.contains("FAILED")), "{table}");
+    assert!(table.lines().any(|l| l.contains("0.99") && l.contains("FAILED") && l.contains("infeasible")), "{table}");
+}
+
+/// `simulate s.toml --trace s.toml` and `simulate s.toml --plan p.json --trace p.json` would
+/// overwrite their own inputs: refused before any work, the inputs untouched.
+#[test]
+fn a_trace_that_is_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::copy(root().join("scenarios/sim_seeds5.toml"), &scenario).unwrap();
+    let plan = dir.path().join("p.json");
+    let o = rtvirt(&["plan", scenario.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(&plan, &o.stdout).unwrap();
+    let (s, p) = (scenario.to_str().unwrap(), plan.to_str().unwrap());
+    let before = [std::fs::read(&scenario).unwrap(), std::fs::read(&plan).unwrap()];
+    for args in [vec![s, "--trace", s], vec![s, "--plan", p, "--trace", p]] {
+        let o = rtvirt(&[&["simulate", "--duration", "10ms"][..], &args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--trace") && err.contains("is an input"), "{args:?}: {err}");
+        assert_eq!([std::fs::read(&scenario).unwrap(), std::fs::read(&plan).unwrap()], before, "{args:?}");
+    }
 }

@@ -187,3 +187,44 @@ fn matrix_table_has_one_row_per_cell_with_the_guest_measurement() {
     assert_eq!(lines.len(), 3, "{out}");
     assert_nothing_left(name);
 }
+
+/// A cell that fails does not lose the others: with the rt kernel missing from the cache, the
+/// matrix still measures the nrt guest, and reports the rt cell's own error in its row, in its
+/// JSON element and in its --out-dir file; the exit code is 2.
+#[test]
+fn a_failed_cell_is_reported_beside_the_cells_that_worked() {
+    let name = "vmt-cellfail";
+    let cache = tempfile::tempdir().unwrap();
+    let kernels = rtvirt_vm::paths::cache_dir().join("kernels");
+    std::fs::create_dir_all(cache.path().join("kernels")).unwrap();
+    std::os::unix::fs::symlink(kernels.join("nrt"), cache.path().join("kernels/nrt")).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let args = ["vm", "matrix", "--kernels", "nrt,rt", "--accel", "tcg", "--name", name, "--boot-timeout", "150s"];
+    let (code, out, err) =
+        vm_support::Running::spawn(vm_support::rtvirt().env("RTVIRT_CACHE_DIR", cache.path()).args(args).args([
+            "--format",
+            "json",
+            "--out-dir",
+            out_dir.path().to_str().unwrap(),
+            "--",
+            "measure",
+            "timer",
+            "--duration",
+            "1s",
+        ]))
+        .wait(vm_support::BOUND);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("1 of 2 matrix cells failed"), "{err}");
+    let rows = results_of(&out);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(rows[0]["label"], "vm/nrt/none");
+    assert!(rows[0]["latency_ns"]["count"].as_u64().unwrap() > 0, "{}", rows[0]);
+    assert!(rows[0].get("error").is_none());
+    assert_eq!((&rows[1]["label"], &rows[1]["kind"]), (&"vm/rt/none".into(), &"timer".into()));
+    assert!(rows[1]["error"].as_str().unwrap().contains("guest kernel 'rt' not found"), "{}", rows[1]);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("vm-rt-none.json")).unwrap()).unwrap();
+    assert_eq!(file["error"], rows[1]["error"]);
+    assert_nothing_left(name);
+}

@@ -66,7 +66,9 @@ impl SweepSpec {
 pub type Planner<'a> = &'a (dyn Fn(&Scenario, f64) -> Result<Plan, InputError> + Sync);
 
 /// Run every cell on `threads` threads (None: all cores). `progress(done, total)` is called as
-/// cells finish. Results are in [`SweepSpec::cells`] order, each labelled with its cell.
+/// cells finish. Results are in [`SweepSpec::cells`] order, each labelled with its cell. A cell
+/// that cannot run (its rho has no feasible plan, its configuration is refused) does not stop the
+/// others: its document carries the cell (scenario, rho, seed) and the reason in `"error"`.
 pub fn run_sweep(
     spec: &SweepSpec,
     planner: Planner,
@@ -78,34 +80,54 @@ pub fn run_sweep(
         .build()
         .map_err(|e| InputError::new(format!("cannot start worker threads: {e}")))?;
     pool.install(|| {
-        let plans: Vec<(usize, f64, Plan)> = plan_all(spec, planner)?;
+        let plans = plan_all(spec, planner);
         let cells = spec.cells();
         let done = AtomicUsize::new(0);
-        cells
+        Ok(cells
             .par_iter()
             .map(|c| {
-                let (path, s) = &spec.scenarios[c.scenario];
-                let plan = c.rho.and_then(|r| plans.iter().find(|p| p.0 == c.scenario && p.1 == r)).map(|p| &p.2);
-                let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) })
-                    .map_err(|e| e.in_file(path))?;
-                let mut r = simulate(s, &cfg, &RunOptions::default()).results;
+                let path = &spec.scenarios[c.scenario].0;
+                let mut r = run_cell(spec, &plans, c).unwrap_or_else(|e| failed_cell(c, &e));
                 r.scenario = Some(path.display().to_string());
                 r.rho = c.rho;
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, cells.len());
-                Ok(r)
+                r
             })
-            .collect()
+            .collect())
     })
 }
 
-fn plan_all(spec: &SweepSpec, planner: Planner) -> Result<Vec<(usize, f64, Plan)>, InputError> {
+/// The plans of every (scenario, rho) pair, or why there is none.
+type Plans = Vec<(usize, f64, Result<Plan, InputError>)>;
+
+/// One cell's simulation.
+fn run_cell(spec: &SweepSpec, plans: &Plans, c: &Cell) -> Result<Results, InputError> {
+    let (path, s) = &spec.scenarios[c.scenario];
+    let plan = match c.rho.and_then(|r| plans.iter().find(|p| p.0 == c.scenario && p.1 == r)) {
+        Some((_, _, plan)) => Some(plan.as_ref().map_err(Clone::clone)?),
+        None => None,
+    };
+    let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) })
+        .map_err(|e| e.in_file(path))?;
+    Ok(simulate(s, &cfg, &RunOptions::default()).results)
+}
+
+/// The document of a cell that could not run.
+fn failed_cell(c: &Cell, e: &InputError) -> Results {
+    let mut r = Results::new("simulation", 0);
+    r.seed = Some(c.seed);
+    r.error = Some(e.to_string());
+    r
+}
+
+fn plan_all(spec: &SweepSpec, planner: Planner) -> Plans {
     let pairs: Vec<(usize, f64)> =
         (0..spec.scenarios.len()).flat_map(|s| spec.rho.iter().map(move |&r| (s, r))).collect();
     pairs
         .par_iter()
         .map(|&(s, r)| {
             let (path, sc) = &spec.scenarios[s];
-            planner(sc, r).map(|p| (s, r, p)).map_err(|e| e.in_file(path))
+            (s, r, planner(sc, r).map_err(|e| e.in_file(path)))
         })
         .collect()
 }

@@ -39,9 +39,11 @@ pub fn run(a: ReportArgs) -> CmdResult {
         ReportFormatArg::Html => ReportFormat::Html,
         ReportFormatArg::Md => ReportFormat::Markdown,
     };
-    let text = rtvirt_report::report_from_files(&a.title, &a.files, format)?;
     let default = if format == ReportFormat::Html { "report.html" } else { "report.md" };
     let out = a.output.unwrap_or_else(|| PathBuf::from(default));
+    let inputs: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
+    crate::output_file::check("--output", &out, &inputs)?;
+    let text = rtvirt_report::report_from_files(&a.title, &a.files, format)?;
     write_output(&out, &text)?;
     Ok(Outcome::Ok)
 }

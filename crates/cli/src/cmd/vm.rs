@@ -263,6 +263,7 @@ fn hold_guest(image: &Image, cfg: GuestConfig, hold: Nanos, format: Format) -> C
 fn matrix_cmd(a: MatrixArgs) -> CmdResult {
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create --out-dir {}", dir.display()))?;
+        crate::output_file::check("--out-dir", &dir.join("vm-write-check.json"), &[])?;
     }
     let job = Job { args: a.guest_args.clone(), files: Vec::new() };
     matrix(&a.kernels, &a.loads, &a.guest, &job, a.format, a.out_dir.as_deref())

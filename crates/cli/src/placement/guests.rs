@@ -193,7 +193,10 @@ pub struct Job {
     pub files: Vec<GuestFile>,
 }
 
-/// Abeni 2023: `job` in a guest of each kernel, without and with each host load.
+/// Abeni 2023: `job` in a guest of each kernel, without and with each host load. A cell that
+/// fails (boot, hang, garbage) is reported in its own row and as its own JSON element (the cell's
+/// label, the measurement's kind and its `"error"`) beside the cells that worked; the exit code
+/// is then 2. After Ctrl-C the cells not yet run are reported as not run.
 pub fn matrix(
     kernels: &[Flavour],
     loads: &[LoadSpec],
@@ -202,35 +205,90 @@ pub fn matrix(
     format: Format,
     out_dir: Option<&std::path::Path>,
 ) -> CmdResult {
+    for l in loads {
+        l.validate("--load", false)?; // a bad load is bad input, not a failed cell
+    }
     let mut columns: Vec<Vec<LoadSpec>> = vec![Vec::new()];
     columns.extend(loads.iter().map(|l| vec![l.clone()]));
     let mut rows = Vec::new();
-    let mut failed = false;
+    let (mut failed, mut failures, mut unwritten) = (false, 0, Vec::new());
     for &flavour in kernels {
-        let (image, cfg) = boot_config(flavour, guest)?;
-        let cfg = GuestConfig { files: job.files.clone(), ..cfg };
+        let booted = boot_config(flavour, guest);
         for loads in &columns {
-            let mut m = measure_in_guest(&image, &cfg, loads, &job.args)?;
-            m.results.label = Some(format!("vm/{}/{}", flavour.name(), load_label(loads)));
+            let label = format!("vm/{}/{}", flavour.name(), load_label(loads));
+            let results = match matrix_cell(&booted, job, loads) {
+                Ok(mut m) => {
+                    failed |= m.rc == 1;
+                    m.results.label = Some(label);
+                    m.results
+                }
+                Err(e) => {
+                    eprintln!("vm: cell {label} failed: {e:#}");
+                    failures += 1;
+                    failed_cell(label, job, &e)
+                }
+            };
             if let Some(dir) = out_dir {
                 let path = dir.join(format!(
                     "vm-{}-{}.json",
                     flavour.name(),
                     load_label(loads).replace([':', '@', ',', '+'], "_")
                 ));
-                std::fs::write(&path, serde_json::to_string_pretty(&m.results)?)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                eprintln!("vm: wrote {}", path.display());
+                // A file that cannot be written loses nothing: the cell is in the output below.
+                match std::fs::write(&path, serde_json::to_string_pretty(&results)?) {
+                    Ok(()) => eprintln!("vm: wrote {}", path.display()),
+                    Err(e) => unwritten.push(format!("{}: {e}", path.display())),
+                }
             }
-            failed |= m.rc == 1;
-            rows.push((flavour, load_label(loads), m.results));
+            rows.push((flavour, load_label(loads), results));
         }
     }
     match format {
         Format::Json => print_json(&rows.iter().map(|r| &r.2).collect::<Vec<_>>())?,
         Format::Table => print_rows(&rows),
     }
+    let mut problems = Vec::new();
+    if failures > 0 {
+        problems.push(format!(
+            "{failures} of {} matrix cells failed (each cell's error is in its row and in its \"error\" field)",
+            rows.len()
+        ));
+    }
+    if !unwritten.is_empty() {
+        problems.push(format!("cannot write {} (the results are above)", unwritten.join("; ")));
+    }
+    if !problems.is_empty() {
+        anyhow::bail!("{}", problems.join("; "));
+    }
     Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// One cell of the matrix: the job in a guest booted as `booted` says, under `loads`.
+fn matrix_cell(
+    booted: &anyhow::Result<(Image, GuestConfig)>,
+    job: &Job,
+    loads: &[LoadSpec],
+) -> anyhow::Result<measure::Measured> {
+    if rtvirt_os::signals::interrupted() {
+        anyhow::bail!("not run: interrupted (Ctrl-C)");
+    }
+    let (image, cfg) = booted.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let cfg = GuestConfig { files: job.files.clone(), ..cfg.clone() };
+    measure_in_guest(image, &cfg, loads, &job.args)
+}
+
+/// The results document of a failed cell: its label, the measurement's kind (`measure timer`:
+/// "timer") and the error.
+fn failed_cell(label: String, job: &Job, error: &anyhow::Error) -> Results {
+    let kind = match job.args.first().map(String::as_str) {
+        Some("measure") => job.args.get(1).cloned().unwrap_or_default(),
+        Some(command) => command.to_string(),
+        None => String::new(),
+    };
+    let mut r = Results::new(&kind, 0);
+    r.label = Some(label);
+    r.error = Some(format!("{error:#}"));
+    r
 }
 
 /// The guest options' documented defaults.
@@ -322,6 +380,11 @@ pub fn print_rows(rows: &[(Flavour, String, Results)]) {
         let accel = r.environment.as_ref().and_then(|e| e.accel.as_deref()).unwrap_or("?");
         tcg |= accel == "tcg";
         let us = |ns: f64| format!("{:.1}", ns / 1000.0);
+        if let Some(error) = &r.error {
+            let first: String = error.lines().next().unwrap_or("").chars().take(100).collect();
+            println!("{:<6} {:<16} {:<5} {:<6} FAILED: {first}", flavour.name(), load, accel, r.kind);
+            continue;
+        }
         match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
             Some(s) => println!(
                 "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",

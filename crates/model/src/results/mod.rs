@@ -79,6 +79,10 @@ pub struct Results {
     /// The scenario file of a sweep cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
+    /// Why a cell of a multi-cell command (sweep, `vm matrix`) has no results: the cell could not
+    /// run; the cells that worked are beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     #[serde(flatten)]
     pub timer: Option<TimerSection>,
     #[serde(flatten)]

@@ -49,6 +49,8 @@ struct Shared {
     runaway_threads_demoted: Option<Vec<i32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scenario: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 impl Results {
@@ -61,6 +63,7 @@ impl Results {
             rho: self.rho,
             runaway_threads_demoted: self.runaway_threads_demoted.clone(),
             scenario: self.scenario.clone(),
+            error: self.error.clone(),
         };
         let mut tail = self.extra.clone();
         merge(&mut tail, &shared)?;
@@ -187,6 +190,7 @@ impl<'de> Deserialize<'de> for Results {
             rho: shared.rho,
             runaway_threads_demoted: shared.runaway_threads_demoted,
             scenario: shared.scenario,
+            error: shared.error,
             timer,
             net,
             net_server,

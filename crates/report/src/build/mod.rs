@@ -56,9 +56,12 @@ fn overview(inputs: &[Input]) -> Section {
     sec
 }
 
-/// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked.
+/// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked, and so is
+/// a cell of a multi-cell command that could not run (`"error"`), with its error.
 fn kind_cell(r: &rtvirt_model::results::Results) -> Cell {
-    if r.interrupted {
+    if let Some(error) = &r.error {
+        Cell::marked(format!("{} (failed: {error})", r.kind), crate::doc::Mark::Worse)
+    } else if r.interrupted {
         Cell::marked(format!("{} (interrupted: shorter than planned)", r.kind), crate::doc::Mark::Worse)
     } else {
         Cell::plain(r.kind.clone())
@@ -96,5 +99,10 @@ mod tests {
         assert_eq!(kind(&plain), Cell::plain("timer"));
         assert_eq!(kind(&marked).mark, Mark::Worse);
         assert!(kind(&marked).text.contains("interrupted"));
+        let mut failed = Results::new("timer", 0);
+        failed.error = Some("guest kernel 'rt' not found".into());
+        let failed = overview(&[input(failed)]);
+        assert_eq!(kind(&failed).mark, Mark::Worse);
+        assert!(kind(&failed).text.contains("failed: guest kernel 'rt' not found"), "{:?}", kind(&failed));
     }
 }

@@ -31,6 +31,9 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         force: args.common.force,
     };
     config.validate()?;
+    if let Some(path) = &args.histogram {
+        crate::output_file::check("--histogram", path, &[])?;
+    }
     drive(Timer { args, config, histograms: Vec::new() }, line)
 }
 
@@ -67,12 +70,6 @@ impl Measurement for Timer {
     }
 
     fn report(&self, results: &Results) -> CmdResult {
-        if let Some(path) = &self.args.histogram {
-            let mut f =
-                std::fs::File::create(path).with_context(|| format!("cannot write histogram {}", path.display()))?;
-            timer::write_cyclictest_histogram(&mut f, &self.histograms)
-                .with_context(|| format!("cannot write histogram {}", path.display()))?;
-        }
         let mut rows: Vec<(String, &Summary)> =
             results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
         if let Some(all) = &results.latency_ns {
@@ -82,6 +79,34 @@ impl Measurement for Timer {
         let footer = format!("missed periods: {}", missed.map_or("null".into(), |m| m.to_string()));
         let lines = self.args.interval_report.is_some();
         output(results, self.args.common.format, lines, "timer latency", &rows, &footer)?;
+        if let Some(path) = &self.args.histogram {
+            self.write_histogram(path)?;
+        }
         Ok(Outcome::Ok)
+    }
+}
+
+impl Timer {
+    /// Write the cyclictest histogram to `path` (after the results are out). If that fails (the
+    /// disk is full, ...) the histogram goes to stdout after a table (the JSON results carry its
+    /// buckets as `histogram_ns`): no measurement is lost; the exit code is 2.
+    fn write_histogram(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        use std::io::Write;
+        let written = std::fs::File::create(path).and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            timer::write_cyclictest_histogram(&mut out, &self.histograms)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        });
+        if let Err(e) = written {
+            if self.args.common.format != crate::cli_common::Format::Json {
+                println!("histogram (cyclictest format; {} could not be written):", path.display());
+                let mut stdout = std::io::stdout().lock();
+                timer::write_cyclictest_histogram(&mut stdout, &self.histograms)?;
+                stdout.flush()?;
+            }
+            return Err(e)
+                .with_context(|| format!("cannot write histogram {} (the results are above)", path.display()));
+        }
+        Ok(())
     }
 }

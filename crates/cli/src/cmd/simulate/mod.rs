@@ -16,6 +16,10 @@ pub fn run(a: SimulateArgs) -> CmdResult {
     if let Some(sweep) = &a.sweep {
         return sweep::run_grid(sweep, &a);
     }
+    if let Some(trace) = &a.trace {
+        let inputs: Vec<&std::path::Path> = a.scenario.iter().chain(&a.plan).map(|p| p.as_path()).collect();
+        crate::output_file::check("--trace", trace, &inputs)?;
+    }
     let scenario = load_scenario(a.scenario.as_deref())?;
     if scenario.net.is_some() {
         if a.plan.is_some() {

@@ -49,6 +49,13 @@ pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
         Format::Json => print_json(&results)?,
         Format::Table => print_grid(&results),
     }
+    let failed = results.iter().filter(|r| r.error.is_some()).count();
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} sweep cells failed (each cell's error is in its row and in its \"error\" field)",
+            results.len()
+        );
+    }
     Ok(Outcome::Ok)
 }
 
@@ -58,13 +65,17 @@ fn print_grid(results: &[Results]) {
         "scenario", "rho", "seed", "jobs", "misses", "DSR", "min_DSR"
     );
     for r in results {
-        let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
-        let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
-        let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
         let rho = r.rho.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
         // the file name (the JSON keeps the scenario's full path)
         let sc = r.scenario.as_deref().unwrap_or("");
         let sc = std::path::Path::new(sc).file_name().map_or(sc.into(), |f| f.to_string_lossy());
+        if let Some(error) = &r.error {
+            println!("{:<40} {:>6} {:>6} FAILED: {error}", sc, rho, r.seed.unwrap_or(0));
+            continue;
+        }
+        let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
+        let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
+        let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
         println!(
             "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}",
             sc,
