@@ -1,6 +1,7 @@
 //! rtvirt-probe: real measurement on Linux, the real-world counterpart of the simulator. Every
 //! result is an `rtvirt.results/v1` document (rtvirt-model) with the environment it ran in.
 //!
+//! - [`calibrate`]: this host's costs as an `rtvirt.hostmodel/v1` host model (`rtvirt host calibrate`).
 //! - [`timer`]: timer wake-up latency, cyclictest-style (`timer::run(&TimerConfig)`).
 //! - [`net`]: UDP/TCP request/response server and client with open-loop paced arrivals.
 //! - [`tasks`]: periodic task sets of planned guests under real SCHED_DEADLINE reservations.
@@ -23,6 +24,7 @@
 //! handler doing work) and after a failure halfway; a runaway real-time thread is demoted by
 //! [`rt::Watchdog`]. What each measurement does: docs/measure.md.
 
+pub mod calibrate;
 pub mod container;
 pub mod cpus;
 pub mod environment;

@@ -41,6 +41,26 @@ pub enum HostAction {
     Lint(LintArgs),
     /// Undo everything recorded in the journal (also completes an apply that was killed halfway).
     Revert(RevertArgs),
+    /// Measure this host's costs into a host model (rtvirt.hostmodel/v1) for `rtvirt plan
+    /// --host-model`: timer wake-up latency per CPU, context switch, SCHED_DEADLINE period cost and
+    /// enforcement overrun, cache reload; and its admission limits (sched_rt_runtime_us/period_us,
+    /// fair servers, isolated CPUs). Under a minute by default, progress on stderr; needs root;
+    /// restores everything it changes, also on Ctrl-C.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Write the host model here (default: stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE.json")]
+    pub output: Option<PathBuf>,
+    /// CPUs for the release-latency measurement (the first one hosts the other experiments)
+    /// [default: every CPU this process may use].
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Length of each timed experiment (timer, SCHED_DEADLINE), e.g. "5s", "500ms".
+    #[arg(long, default_value = "5s")]
+    pub step: String,
 }
 
 #[derive(Args)]
@@ -131,6 +151,7 @@ pub fn run(a: HostArgs) -> CmdResult {
         HostAction::Apply(a) => run_apply(a),
         HostAction::Lint(a) => run_lint(a),
         HostAction::Revert(a) => run_revert(a),
+        HostAction::Calibrate(a) => run_calibrate(a),
     }
 }
 
@@ -249,5 +270,23 @@ fn run_revert(a: RevertArgs) -> CmdResult {
     let dir = a.state_dir.unwrap_or_else(journal::default_state_dir);
     let report = journal::revert(&dir)?;
     emit(a.format, &report, render::revert)?;
+    Ok(Outcome::Ok)
+}
+
+fn run_calibrate(a: CalibrateArgs) -> CmdResult {
+    rtvirt_os::signals::install();
+    let step = rtvirt_model::Nanos::parse(&a.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
+    let cpus = rtvirt_probe::cpus::resolve("--cpus", a.cpus.as_deref())?;
+    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step };
+    eprintln!("rtvirt: calibrating this host (about {} s)...", 2 * step.0 / 1_000_000_000 + 3);
+    let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
+    let text = serde_json::to_string_pretty(&model)? + "\n";
+    match a.output {
+        None => print!("{text}"),
+        Some(path) => {
+            std::fs::write(&path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            eprintln!("rtvirt: host model written to {}", path.display());
+        }
+    }
     Ok(Outcome::Ok)
 }

@@ -1,0 +1,93 @@
+//! `rtvirt host calibrate` for real (a short run, under the host lock): the host model it writes
+//! validates against docs/schema/hostmodel.schema.json, reads back as a host model, and the host
+//! is as before - also after Ctrl-C in the middle of the SCHED_DEADLINE experiment.
+
+mod host_support;
+mod schema_support;
+
+use host_support::*;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+/// What calibration may touch: the cgroups at the cpuset hierarchy's base (its exclusive
+/// partition), the root's load balancing, the kernel's RT limits, this test's own scheduling.
+fn host_state() -> String {
+    let mut out = cpuset_state();
+    if let Some(h) = rtvirt_os::cgroup::Hierarchy::find("cpuset") {
+        let mut dirs: Vec<String> =
+            std::fs::read_dir(h.base()).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        dirs.sort();
+        out += &format!("cpuset base: {dirs:?}\n");
+    }
+    for f in ["/proc/sys/kernel/sched_rt_runtime_us", "/proc/sys/kernel/sched_rt_period_us"] {
+        out += &format!("{f}={}\n", std::fs::read_to_string(f).unwrap_or_default().trim());
+    }
+    out + &thread_snapshot(&[std::process::id()])
+}
+
+#[test]
+fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
+    let _g = serial();
+    let before = host_state();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("host.json");
+    let o = run(rtvirt(&["host", "calibrate", "--step", "300ms", "-o", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for step in ["1/4 release latency", "2/4 context switch", "3/4 SCHED_DEADLINE", "4/4 cache reload"] {
+        assert!(stderr.contains(step), "progress {step}: {stderr}");
+    }
+    let written = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&written).unwrap();
+    schema_support::assert_valid("hostmodel", &v);
+    let model = rtvirt_model::hostmodel::HostModel::from_json(&written).unwrap();
+    let names: Vec<&str> = model.measurements.iter().map(|m| m.name.as_str()).collect();
+    for cpu in rtvirt_os::sysinfo::online_cpus().iter() {
+        assert!(names.contains(&format!("release_latency cpu{cpu}").as_str()), "{names:?}");
+    }
+    for name in ["context_switch", "server_overhead", "enforcement_overrun", "cache_reload"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    for m in &model.measurements {
+        assert!(m.count > 0 && m.p50_ns <= m.p99_ns && m.p99_ns <= m.max_ns, "{m:?}");
+        assert!(!m.method.is_empty());
+    }
+    let r = model.release_latency_ns;
+    assert!(r.p50 > 0 && r.p50 <= r.p99 && r.p99 <= r.max, "{r:?}");
+    // a spinning thread with a 200 us runtime runs at least that long per period
+    assert!(model.server_overhead_ns > 0, "{written}");
+    assert_eq!(model.admission, rtvirt_probe::calibrate::admission_limits());
+    assert_eq!(host_state(), before, "calibration left the host changed");
+    // the model plans
+    let p = run(rtvirt(&["plan", "--host-model", out.to_str().unwrap()]));
+    assert!(String::from_utf8_lossy(&p.stdout).contains("per-core cap"), "{}", text(&p));
+}
+
+#[test]
+fn ctrl_c_in_the_middle_restores_everything() {
+    let _g = serial();
+    let before = host_state();
+    let mut child = rtvirt(&["host", "calibrate", "--step", "4s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rtvirt");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen += &line;
+        if line.contains("3/4 SCHED_DEADLINE") {
+            break;
+        }
+    }
+    assert!(seen.contains("3/4"), "{seen}");
+    std::thread::sleep(std::time::Duration::from_millis(1500)); // inside the partition now
+                                                                // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{seen}\n{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
+    assert_eq!(host_state(), before, "Ctrl-C left the host changed");
+}

@@ -1,0 +1,520 @@
+//! `rtvirt host calibrate`: this host's real costs, measured, as an `rtvirt.hostmodel/v1` host
+//! model. Four experiments, each written into the model with its method, distribution and count:
+//!
+//! 1. **Release latency** per CPU: the `measure timer` experiment ([`crate::timer`], SCHED_FIFO
+//!    90, 1 ms absolute `clock_nanosleep`), latency = wake-up - programmed time.
+//! 2. **Context switch**: two SCHED_FIFO threads pinned to one CPU pass a byte back and forth
+//!    through two pipes (lmbench's `lat_ctx` method); one sample is a batch of round trips, per
+//!    switch, less the pipe write + read cost measured in one thread.
+//! 3. **SCHED_DEADLINE period cost and enforcement**: in an exclusive cpuset of one CPU, a
+//!    SCHED_DEADLINE thread (runtime 200 us every 2 ms) spins, and a SCHED_FIFO 1 observer spins
+//!    beside it recording every gap in its own timeline. For each gap, the deadline thread's
+//!    execution inside it is the server's run; gap - run = the period's overhead (replenishment
+//!    timer, the two switches), run - runtime = the overrun the kernel let it have before the
+//!    throttle. Enforcement is `hrtick` when debugfs `sched/features` has `HRTICK_DL` (else `tick`).
+//! 4. **Cache reload**: a 256 KiB working set is swept (one write per 64-byte line) warm, and again
+//!    after a 32 MiB sweep evicted it (what a preemption by another guest does): cold - warm.
+//!
+//! It also reads the admission limits (sched_rt_runtime_us/period_us, each CPU's fair server,
+//! isolated CPUs). vCPU exit cost is not measured (recorded as such in `environment`).
+//!
+//! Everything it changes is held by a guard that restores it on drop, also on Ctrl-C (the stop
+//! flag of `rtvirt_os::signals` is polled by every loop): memory lock, `cpu_dma_latency`, the
+//! exclusive cpuset (`rtvirt_os::cgroup::ExclusiveCpus`), and its own threads' scheduling (they end
+//! with the run). It writes no sysctl, sched feature or cgroup outside that guard.
+//!
+//! The spin loops and the pipe ping-pong are written by hand: they are the measurement itself
+//! (no crate measures SCHED_DEADLINE overheads); statistics use the model's `LatencyHistogram`.
+
+use crate::error::{Error, Result};
+use crate::rt::{self, Reservation, Sched};
+use crate::timer::{self, TimerConfig};
+use rtvirt_model::hostmodel::{
+    AdmissionLimits, Enforcement, EnforcementKind, FairServerEntry, HostModel, LatencySummary, Measurement,
+    HOST_MODEL_SCHEMA,
+};
+use rtvirt_model::stats::LatencyHistogram;
+use rtvirt_model::Nanos;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How long each experiment runs.
+#[derive(Debug, Clone)]
+pub struct CalibrateConfig {
+    /// CPUs for the release-latency experiment; the first one also hosts the others.
+    pub cpus: Vec<u32>,
+    /// Length of each of the timed experiments (timer, deadline); the default keeps the whole run
+    /// under a minute.
+    pub step: Nanos,
+}
+
+impl Default for CalibrateConfig {
+    fn default() -> Self {
+        CalibrateConfig { cpus: crate::cpus::allowed(), step: Nanos::from_secs(5) }
+    }
+}
+
+/// The deadline thread's reservation in experiment 3.
+pub const PROBE_RESERVATION: Reservation =
+    Reservation { runtime_ns: 200_000, deadline_ns: 2_000_000, period_ns: 2_000_000 };
+/// A pause longer than this in a spinning thread's timeline is a gap (it did not run).
+const GAP_NS: u64 = 2_000;
+
+/// Measure this host. `progress` gets one line per step (for stderr).
+pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<HostModel> {
+    if cfg.cpus.is_empty() {
+        return Err(Error::input("--cpus", "no CPU to calibrate on"));
+    }
+    crate::limits::check_duration("--step", cfg.step, false)?;
+    let cpu = cfg.cpus[0];
+    let _affinity = AffinityGuard::save()?;
+    let mut measurements = Vec::new();
+    progress(&format!("1/4 release latency on CPUs {} ({})", crate::cpus::format_list(&cfg.cpus), cfg.step));
+    let release = release_latency(cfg, &mut measurements)?;
+    stop_if_interrupted()?;
+    progress(&format!("2/4 context switch on CPU {cpu}"));
+    let context_switch = context_switch(cpu, &mut measurements)?;
+    stop_if_interrupted()?;
+    progress(&format!("3/4 SCHED_DEADLINE period cost and enforcement on CPU {cpu} ({})", cfg.step));
+    let (server_overhead, enforcement) = deadline_period(cpu, cfg.step, &mut measurements)?;
+    stop_if_interrupted()?;
+    progress(&format!("4/4 cache reload on CPU {cpu}"));
+    let cache_reload = cache_reload(cpu, &mut measurements)?;
+    Ok(HostModel {
+        schema: HOST_MODEL_SCHEMA.to_string(),
+        server_overhead_ns: server_overhead,
+        context_switch_ns: context_switch,
+        release_latency_ns: release,
+        enforcement,
+        cache_reload_ns: cache_reload,
+        vcpu_exit_ns: None,
+        admission: admission_limits(),
+        measurements,
+        environment: environment(),
+    })
+}
+
+/// The calling thread's CPU affinity, put back on drop (experiments 2 and 4 pin it).
+struct AffinityGuard(rtvirt_os::CpuList);
+
+impl AffinityGuard {
+    fn save() -> Result<AffinityGuard> {
+        rtvirt_os::sched::get_affinity(0)
+            .map(AffinityGuard)
+            .map_err(|e| Error::kernel("cannot read this thread's CPU affinity", &e))
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        let _ = rtvirt_os::sched::set_affinity(0, &self.0);
+    }
+}
+
+fn stop_if_interrupted() -> Result<()> {
+    if rtvirt_os::signals::interrupted() {
+        return Err(Error::Failed("interrupted: calibration stopped, everything it changed is restored".into()));
+    }
+    Ok(())
+}
+
+fn measurement(name: &str, method: &str, h: &LatencyHistogram, note: Option<String>) -> Measurement {
+    Measurement {
+        name: name.into(),
+        method: method.into(),
+        count: h.count(),
+        p50_ns: h.quantile(0.5),
+        p99_ns: h.quantile(0.99),
+        max_ns: h.max().unwrap_or(0),
+        note,
+    }
+}
+
+fn no_samples(what: &str) -> Error {
+    Error::Failed(format!("{what}: no samples (was the run interrupted, or is the CPU fully busy?)"))
+}
+
+/// Experiment 1: `measure timer` on every CPU.
+fn release_latency(cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<LatencySummary> {
+    let tc = TimerConfig { cpus: cfg.cpus.clone(), duration: cfg.step, ..TimerConfig::default() };
+    let run = timer::run(&tc)?;
+    stop_if_interrupted()?;
+    const METHOD: &str = "measure timer: SCHED_FIFO 90 thread pinned to the CPU, absolute clock_nanosleep every 1 ms, latency = wake-up - programmed time";
+    for (cpu, h) in &run.per_cpu {
+        out.push(measurement(&format!("release_latency cpu{cpu}"), METHOD, h, None));
+    }
+    if run.overall.count() == 0 {
+        return Err(no_samples("release latency"));
+    }
+    let h = &run.overall;
+    Ok(LatencySummary { p50: h.quantile(0.5), p99: h.quantile(0.99), max: h.max().unwrap_or(0) })
+}
+
+/// A pipe (read end, write end), closed on drop.
+struct Pipe(i32, i32);
+
+impl Pipe {
+    fn new() -> Result<Pipe> {
+        let mut fds = [0i32; 2];
+        // SAFETY: fds is a valid array of two ints to write.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(Error::last_os("cannot create a pipe"));
+        }
+        Ok(Pipe(fds[0], fds[1]))
+    }
+    fn send(&self) {
+        let b = [1u8];
+        // SAFETY: writes one byte from a valid buffer to our own pipe.
+        unsafe { libc::write(self.1, b.as_ptr().cast(), 1) };
+    }
+    fn receive(&self) {
+        let mut b = [0u8];
+        // SAFETY: reads one byte into a valid buffer from our own pipe.
+        unsafe { libc::read(self.0, b.as_mut_ptr().cast(), 1) };
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // SAFETY: closes the two descriptors this value owns.
+        unsafe {
+            libc::close(self.0);
+            libc::close(self.1);
+        }
+    }
+}
+
+const ROUND_TRIPS_PER_SAMPLE: u64 = 200;
+const CONTEXT_SWITCH_SAMPLES: u64 = 200;
+
+/// The median cost (ns) of one pipe write + read in the calling thread (no switch), over 21
+/// batches of 500.
+fn pipe_cost(pipe: &Pipe) -> u64 {
+    let mut batches: Vec<u64> = (0..21)
+        .map(|_| {
+            let t = rt::now_ns();
+            for _ in 0..500 {
+                pipe.send();
+                pipe.receive();
+            }
+            (rt::now_ns() - t) / 500
+        })
+        .collect();
+    batches.sort_unstable();
+    batches[batches.len() / 2]
+}
+
+/// Experiment 2: pipe ping-pong between two SCHED_FIFO threads on one CPU.
+fn context_switch(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
+    let (ping, pong) = (Pipe::new()?, Pipe::new()?);
+    let alone = Pipe::new()?;
+    let stop = AtomicBool::new(false);
+    let mut h = LatencyHistogram::new();
+    let mut pipe_ns = 0;
+    let result: Result<()> = std::thread::scope(|s| {
+        let echo = s.spawn(|| -> Result<()> {
+            rt::pin_current_thread(cpu)?;
+            rt::set_sched(0, Sched::Fifo(50))?;
+            for _ in 0..ROUND_TRIPS_PER_SAMPLE * CONTEXT_SWITCH_SAMPLES {
+                ping.receive();
+                pong.send();
+            }
+            rt::set_sched(0, Sched::Other)
+        });
+        let main = (|| -> Result<()> {
+            rt::pin_current_thread(cpu)?;
+            rt::set_sched(0, Sched::Fifo(50))?;
+            pipe_ns = pipe_cost(&alone);
+            for _ in 0..CONTEXT_SWITCH_SAMPLES {
+                let t = rt::now_ns();
+                for _ in 0..ROUND_TRIPS_PER_SAMPLE {
+                    ping.send();
+                    pong.receive();
+                }
+                // per round trip: two switches and two (write + read) pairs
+                let per_trip = (rt::now_ns() - t) / ROUND_TRIPS_PER_SAMPLE;
+                h.record(per_trip.saturating_sub(2 * pipe_ns) / 2);
+            }
+            Ok(())
+        })();
+        let _ = rt::set_sched(0, Sched::Other);
+        stop.store(true, Ordering::SeqCst);
+        let echoed = echo.join().unwrap_or_else(|_| Err(Error::Failed("echo thread panicked".into())));
+        main.and(echoed)
+    });
+    result?;
+    let m = measurement(
+        "context_switch",
+        &format!(
+            "two SCHED_FIFO 50 threads pinned to CPU {cpu} pass a byte through two pipes (lmbench lat_ctx); \
+             a sample = a batch of {ROUND_TRIPS_PER_SAMPLE} round trips, per switch, less the pipe write+read cost ({pipe_ns} ns) measured in one thread"
+        ),
+        &h,
+        None,
+    );
+    let value = m.p99_ns;
+    out.push(m);
+    Ok(value)
+}
+
+/// One spinning thread's timeline: the stretches it ran, `(start, end)` ns.
+fn spin_timeline(until: u64, stop: &AtomicBool) -> Vec<(u64, u64)> {
+    let mut runs = Vec::with_capacity(100_000);
+    let (mut start, mut last) = (rt::now_ns(), rt::now_ns());
+    let mut polls = 0u32;
+    loop {
+        let now = rt::now_ns();
+        if now - last > GAP_NS {
+            runs.push((start, last));
+            start = now;
+        }
+        last = now;
+        polls = polls.wrapping_add(1);
+        if now >= until
+            || (polls.is_multiple_of(4096) && (stop.load(Ordering::Relaxed) || rtvirt_os::signals::interrupted()))
+        {
+            runs.push((start, last));
+            return runs;
+        }
+    }
+}
+
+/// Experiment 3: a spinning SCHED_DEADLINE thread beside a spinning SCHED_FIFO 1 observer.
+fn deadline_period(cpu: u32, step: Nanos, out: &mut Vec<Measurement>) -> Result<(u64, Enforcement)> {
+    let exclusive = rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?;
+    let stop = AtomicBool::new(false);
+    let start = rt::now_ns() + 20_000_000;
+    let until = start + step.0;
+    let spinner = |sched: Sched| -> Result<Vec<(u64, u64)>> {
+        exclusive.enter(cpu)?;
+        rt::pin_current_thread(cpu)?;
+        rt::set_sched(0, sched).inspect_err(|_| stop.store(true, Ordering::SeqCst))?;
+        rt::sleep_until(start);
+        let runs = spin_timeline(until, &stop);
+        rt::set_sched(0, Sched::Other)?;
+        Ok(runs)
+    };
+    let (server, observer) = std::thread::scope(|s| {
+        let server = s.spawn(|| spinner(Sched::Deadline(PROBE_RESERVATION)));
+        let observer = s.spawn(|| spinner(Sched::Fifo(1)));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Vec<(u64, u64)>>>| {
+            h.join().unwrap_or_else(|_| Err(Error::Failed("spinning thread panicked".into())))
+        };
+        (join(server), join(observer))
+    });
+    drop(exclusive);
+    stop_if_interrupted()?;
+    let (server, observer) = (server?, observer?);
+    let mut foreign = 0;
+    let (overhead, overrun) = period_costs(&server, &observer, &mut foreign);
+    if overhead.count() == 0 {
+        return Err(no_samples("SCHED_DEADLINE period cost"));
+    }
+    let kind = enforcement_kind();
+    let r = PROBE_RESERVATION;
+    let setup = format!(
+        "in an exclusive cpuset of CPU {cpu}, a SCHED_DEADLINE thread (runtime {}, period {}) and a SCHED_FIFO 1 observer spin; per gap in the observer's timeline",
+        Nanos(r.runtime_ns),
+        Nanos(r.period_ns)
+    );
+    out.push(measurement(
+        "server_overhead",
+        &format!("{setup}: gap - the deadline thread's run in it (replenishment timer and two switches)"),
+        &overhead,
+        Some(
+            "other interference in the same gap (interrupts, the fair server) is counted too: max is an upper bound"
+                .into(),
+        ),
+    ));
+    let tick_note = (kind.0 == EnforcementKind::Tick)
+        .then(|| format!("tick enforcement: a run may overrun by up to one tick{}", tick_text()));
+    out.push(measurement(
+        "enforcement_overrun",
+        &format!("{setup}: the deadline thread's run - its runtime (enforcement {}: {})", kind_str(kind.0), kind.1),
+        &overrun,
+        tick_note,
+    ));
+    let overrun_max =
+        overrun.max().unwrap_or(0).max(if kind.0 == EnforcementKind::Tick { tick_ns().unwrap_or(0) } else { 0 });
+    Ok((overhead.quantile(0.99), Enforcement { kind: kind.0, overrun_max_ns: overrun_max }))
+}
+
+/// Per observer gap holding deadline-thread runs: (gap - run, run - runtime) samples. A gap in
+/// which something else ran for a whole server period or more held another reservation (the fair
+/// server's 50 ms): counted in `foreign`, not sampled.
+fn period_costs(
+    server: &[(u64, u64)],
+    observer: &[(u64, u64)],
+    foreign: &mut u64,
+) -> (LatencyHistogram, LatencyHistogram) {
+    let (mut overhead, mut overrun) = (LatencyHistogram::new(), LatencyHistogram::new());
+    let mut k = 0;
+    for w in observer.windows(2) {
+        let (gap_start, gap_end) = (w[0].1, w[1].0);
+        while k < server.len() && server[k].1 < gap_start {
+            k += 1;
+        }
+        let mut ran = 0;
+        let mut j = k;
+        while j < server.len() && server[j].0 <= gap_end {
+            let (s, e) = (server[j].0.max(gap_start), server[j].1.min(gap_end));
+            ran += e.saturating_sub(s);
+            j += 1;
+        }
+        let other = (gap_end - gap_start).saturating_sub(ran);
+        if ran > 0 && other < PROBE_RESERVATION.period_ns {
+            overhead.record(other);
+            overrun.record(ran.saturating_sub(PROBE_RESERVATION.runtime_ns));
+        } else if ran > 0 {
+            *foreign += 1;
+        }
+    }
+    (overhead, overrun)
+}
+
+fn kind_str(k: EnforcementKind) -> &'static str {
+    match k {
+        EnforcementKind::Tick => "tick",
+        EnforcementKind::Hrtick => "hrtick",
+    }
+}
+
+/// `hrtick` when debugfs `sched/features` lists HRTICK_DL (HRTICK on kernels without it), and how
+/// that was found.
+fn enforcement_kind() -> (EnforcementKind, String) {
+    match rtvirt_os::sysinfo::debugfs_read(&["sched/features".to_string()]) {
+        Ok((v, _)) => {
+            let features: Vec<&str> = v.first().map(|s| s.split_whitespace().collect()).unwrap_or_default();
+            let name = if features.iter().any(|f| f.ends_with("HRTICK_DL")) { "HRTICK_DL" } else { "HRTICK" };
+            let on = features.contains(&name);
+            let kind = if on { EnforcementKind::Hrtick } else { EnforcementKind::Tick };
+            (kind, format!("debugfs sched/features has {}{name}", if on { "" } else { "NO_" }))
+        }
+        Err(e) => (EnforcementKind::Tick, format!("debugfs sched/features unreadable ({e}): tick assumed")),
+    }
+}
+
+/// One tick (ns) from the running kernel's CONFIG_HZ (/boot/config-<release>), if readable.
+fn tick_ns() -> Option<u64> {
+    let config = std::fs::read_to_string(format!("/boot/config-{}", rtvirt_os::sysinfo::kernel_release())).ok()?;
+    let hz: u64 = config.lines().find_map(|l| l.strip_prefix("CONFIG_HZ="))?.trim().parse().ok()?;
+    (hz > 0).then(|| 1_000_000_000 / hz)
+}
+
+fn tick_text() -> String {
+    match tick_ns() {
+        Some(t) => format!(" ({}, CONFIG_HZ); overrun_max_ns is at least that", Nanos(t)),
+        None => " (CONFIG_HZ not readable: the measured maximum is used)".into(),
+    }
+}
+
+const WORKING_SET: usize = 256 * 1024;
+const EVICTION_SET: usize = 32 * 1024 * 1024;
+const CACHE_SAMPLES: u32 = 40;
+
+/// Write one byte per cache line of `buf`; the time it took.
+fn sweep(buf: &mut [u8]) -> u64 {
+    let t = rt::now_ns();
+    for i in (0..buf.len()).step_by(64) {
+        // SAFETY: i < buf.len(); volatile so the sweep is not optimised away.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), buf[i].wrapping_add(1)) };
+    }
+    rt::now_ns() - t
+}
+
+/// Experiment 4: working-set sweep warm, and after an eviction sweep.
+fn cache_reload(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
+    rt::pin_current_thread(cpu)?;
+    let mut work = vec![0u8; WORKING_SET];
+    let mut evict = vec![0u8; EVICTION_SET];
+    let mut h = LatencyHistogram::new();
+    for _ in 0..CACHE_SAMPLES {
+        if rtvirt_os::signals::interrupted() {
+            break;
+        }
+        sweep(&mut work);
+        let warm = sweep(&mut work);
+        sweep(&mut evict);
+        let cold = sweep(&mut work);
+        h.record(cold.saturating_sub(warm));
+    }
+    if h.count() == 0 {
+        return Err(no_samples("cache reload"));
+    }
+    let m = measurement(
+        "cache_reload",
+        &format!(
+            "a {} KiB working set swept (one write per 64-byte line) warm, and again after a {} MiB sweep evicted it, on CPU {cpu}: cold - warm",
+            WORKING_SET / 1024,
+            EVICTION_SET / (1024 * 1024)
+        ),
+        &h,
+        Some("depends on the guests' working sets; this one is typical of a control task".into()),
+    );
+    let value = m.p99_ns;
+    out.push(m);
+    Ok(value)
+}
+
+/// The kernel's admission limits as read now.
+pub fn admission_limits() -> AdmissionLimits {
+    use rtvirt_os::sysinfo;
+    let fair_servers = match sysinfo::FairServers::of_this_host() {
+        sysinfo::FairServers::Absent => Some(vec![]),
+        sysinfo::FairServers::Read(map) => Some(
+            map.iter()
+                .map(|(&cpu, f)| FairServerEntry { cpu, runtime_ns: f.runtime_ns, period_ns: f.period_ns })
+                .collect(),
+        ),
+        // not readable: left unknown, the stock fair server is assumed
+        _ => None,
+    };
+    AdmissionLimits {
+        rt_runtime_us: sysinfo::rt_runtime_us().unwrap_or(950_000),
+        rt_period_us: sysinfo::rt_period_us().unwrap_or(1_000_000),
+        fair_servers,
+        isolated_cpus: sysinfo::isolated_cpus().iter().collect(),
+    }
+}
+
+fn environment() -> serde_json::Map<String, serde_json::Value> {
+    let mut env = serde_json::Map::new();
+    env.insert("kernel".into(), rtvirt_os::sysinfo::kernel_release().into());
+    env.insert("cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
+    let kvm = std::path::Path::new("/dev/kvm").exists();
+    env.insert(
+        "vcpu_exit".into(),
+        if kvm {
+            "not measured by this version (vcpu_exit_ns absent)".into()
+        } else {
+            "not measured: no /dev/kvm here; under TCG a vCPU exit is not representative of KVM".into()
+        },
+    );
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_costs_pair_each_observer_gap_with_the_server_runs_in_it() {
+        // observer runs [0,100) [400,500) [1000,1100); the server ran 120..300 (split by an
+        // interrupt at 200..210) and 600..900
+        let observer = [(0, 100), (400, 500), (1000, 1100)];
+        let server = [(120, 200), (210, 300), (600, 900)];
+        let mut foreign = 0;
+        let (overhead, overrun) = period_costs(&server, &observer, &mut foreign);
+        assert_eq!(overhead.count(), 2);
+        // gap 100..400 = 300, ran 170 -> 130; gap 500..1000 = 500, ran 300 -> 200
+        assert_eq!(overhead.min(), Some(130));
+        assert_eq!(overhead.max(), Some(200));
+        assert_eq!(overrun.count(), 2); // both runs below the 200 us runtime: overrun 0
+        assert_eq!(overrun.max(), Some(0));
+        assert_eq!(foreign, 0);
+        // a gap where something else ran for 50 ms (the fair server) is not a sample
+        let observer = [(0, 100), (60_000_000, 60_000_100)];
+        let server = [(200, 300_000)];
+        let (overhead, _) = period_costs(&server, &observer, &mut foreign);
+        assert_eq!((overhead.count(), foreign), (0, 1));
+    }
+}
