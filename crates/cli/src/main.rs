@@ -7,6 +7,8 @@ mod cli_common;
 mod cmd;
 mod output_file;
 mod placement;
+mod progress;
+mod table;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use placement::command_line::CommandLine;

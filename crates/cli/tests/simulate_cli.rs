@@ -55,6 +55,34 @@ fn table_output_lists_tasks_guests_and_cores() {
 }
 
 #[test]
+fn a_long_guest_name_keeps_the_table_columns_aligned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.toml");
+    let long = "industrial-controller-line-3";
+    std::fs::write(&path, GOOD.replace("\"vm1\"", &format!("\"{long}\""))).unwrap();
+    let o = rtvirt(&["simulate", path.to_str().unwrap(), "--duration", "200ms"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("guest") && l.contains("max_us")).expect("task table");
+    let row = lines[header + 1];
+    assert!(row.starts_with(long), "{text}");
+    // every column ends where its header ends (numbers right-aligned), whatever the name's length
+    let ends = |line: &str| -> Vec<usize> {
+        let b = line.as_bytes();
+        (0..b.len()).filter(|&i| b[i] != b' ' && b.get(i + 1).is_none_or(|c| *c == b' ')).map(|i| i + 1).collect()
+    };
+    let (header_ends, row_ends) = (ends(lines[header]), ends(row));
+    assert_eq!(header_ends.len(), 11, "{text}");
+    assert_eq!(header_ends[2..], row_ends[2..], "number columns out of line:\n{text}");
+    assert!(lines[header].find("task").unwrap() > long.len(), "{text}");
+    // the guest table below it too
+    let guests = lines.iter().position(|l| l.starts_with("guest") && l.contains("cpu_time")).expect("guest table");
+    let last_two = |line: &str| ends(line)[ends(line).len() - 2..].to_vec();
+    assert_eq!(last_two(lines[guests]), last_two(lines[guests + 1]), "{text}");
+}
+
+#[test]
 fn trace_has_core_and_guest_tracks_and_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");

@@ -4,6 +4,7 @@
 
 use super::command_line::{self, protocol_flag};
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::table::{micros, Table};
 use anyhow::Context;
 use clap::Args;
 use rtvirt_model::results::{Environment, LoadReport, Results};
@@ -369,59 +370,42 @@ fn run_host_client(connect: &str, duration: Nanos, tcp: bool, extra: &[String]) 
     Ok((r, rc))
 }
 
-/// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net).
+/// One line per measurement: guest kernel, host load, accelerator, latency (timer) or RTT (net);
+/// task sets show their totals, failed cells their error, in the last column.
 pub fn print_rows(rows: &[(Flavour, String, Results)]) {
-    println!(
-        "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
-        "guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us"
-    );
+    let header = ["guest", "host load", "accel", "kind", "samples", "min us", "mean us", "p99 us", "max us", ""];
+    let mut table = Table::aligned(&header, |column| (4..9).contains(&column));
     let mut tcg = false;
     for (flavour, load, r) in rows {
         let accel = r.environment.as_ref().and_then(|e| e.accel.as_deref()).unwrap_or("?");
         tcg |= accel == "tcg";
-        let us = |ns: f64| format!("{:.1}", ns / 1000.0);
-        if let Some(error) = &r.error {
-            let first: String = error.lines().next().unwrap_or("").chars().take(100).collect();
-            println!("{:<6} {:<16} {:<5} {:<6} FAILED: {first}", flavour.name(), load, accel, r.kind);
-            continue;
-        }
-        match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
-            Some(s) => println!(
-                "{:<6} {:<16} {:<5} {:<6} {:>9} {:>10} {:>10} {:>10} {:>10}",
-                flavour.name(),
-                load,
-                accel,
-                r.kind,
-                s.count,
-                us(s.min as f64),
-                us(s.mean),
-                us(s.p99 as f64),
-                us(s.max as f64)
-            ),
-            None if r.kind == "tasks" => {
-                let x = r.task_totals.clone().unwrap_or_default();
-                let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
-                println!(
-                    "{:<6} {:<16} {:<5} {:<6} jobs {} misses {} DSR {:.4}",
-                    flavour.name(),
-                    load,
-                    accel,
-                    r.kind,
-                    count(x.jobs),
-                    count(x.misses),
-                    x.dsr.unwrap_or(f64::NAN)
-                );
-            }
-            None => println!(
-                "{:<6} {:<16} {:<5} {:<6} (no latency summary; use --format json)",
-                flavour.name(),
-                load,
-                accel,
-                r.kind
-            ),
-        }
+        let mut cells = vec![flavour.name().to_string(), load.clone(), accel.to_string(), r.kind.clone()];
+        cells.extend(summary_cells(r));
+        table.row(cells);
     }
+    table.print();
     if tcg {
         println!("note: {}", accel::TCG_WARNING);
+    }
+}
+
+/// The cells after a row's kind: the latency (timer) or RTT (net) summary in us, else a note in
+/// the last column (a task set's totals, a failed cell's first error line).
+fn summary_cells(r: &Results) -> Vec<String> {
+    let note = |text: String| vec![String::new(); 5].into_iter().chain([text]).collect();
+    if let Some(error) = &r.error {
+        let first: String = error.lines().next().unwrap_or("").chars().take(100).collect();
+        return note(format!("FAILED: {first}"));
+    }
+    match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
+        Some(s) => {
+            vec![s.count.to_string(), micros(s.min as f64), micros(s.mean), micros(s.p99 as f64), micros(s.max as f64)]
+        }
+        None if r.kind == "tasks" => {
+            let x = r.task_totals.clone().unwrap_or_default();
+            let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
+            note(format!("jobs {} misses {} DSR {:.4}", count(x.jobs), count(x.misses), x.dsr.unwrap_or(f64::NAN)))
+        }
+        None => note("(no latency summary; use --format json)".into()),
     }
 }

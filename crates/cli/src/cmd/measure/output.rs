@@ -1,6 +1,7 @@
 //! How measurements report: a progress note, and results as JSON or a table of summaries.
 
 use crate::cli_common::{print_json, Format};
+use crate::table::Table;
 use rtvirt_model::results::Results;
 use rtvirt_model::stats::Summary;
 use rtvirt_model::Nanos;
@@ -26,28 +27,27 @@ pub fn output(
         Format::Json => print_json(r)?,
         Format::Table => {
             println!("{title} (ns)");
-            println!(
-                "{:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                "", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"
-            );
+            let header = ["", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+            let mut table = Table::new(&header, 1);
             for (name, s) in rows {
                 let pct = |key: &str, v: u64| {
                     format!("{v}{}", if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" })
                 };
-                println!(
-                    "{name:<8} {:>9} {:>9} {:>10.0} {:>9.0} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                    s.count,
-                    s.min,
-                    s.mean,
-                    s.sd,
+                table.row([
+                    name.clone(),
+                    s.count.to_string(),
+                    s.min.to_string(),
+                    format!("{:.0}", s.mean),
+                    format!("{:.0}", s.sd),
                     pct("p50", s.p50),
                     pct("p90", s.p90),
                     pct("p99", s.p99),
                     pct("p999", s.p999),
                     pct("p9999", s.p9999),
-                    s.max
-                );
+                    s.max.to_string(),
+                ]);
             }
+            table.print();
             println!("{footer}");
             if rows.iter().any(|(_, s)| !s.low_confidence.is_empty()) {
                 println!("* too few samples for this percentile (fewer than 10 beyond it)");

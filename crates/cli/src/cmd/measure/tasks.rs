@@ -7,6 +7,7 @@ use crate::placement::command_line::CommandLine;
 use crate::placement::options::Common;
 use crate::placement::vm::GuestJob;
 use crate::placement::{drive, Measurement};
+use crate::table::Table;
 use anyhow::Context as _;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
@@ -91,24 +92,22 @@ impl Measurement for Tasks {
         match self.args.common.format {
             Format::Json => print_json(results)?,
             Format::Table => {
-                println!(
-                    "{:<8} {:<8} {:>7} {:>7} {:>8} {:>11} {:>11} {:>11}",
-                    "guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max"
-                );
+                let header = ["guest", "task", "jobs", "misses", "DSR", "resp p50", "resp p99", "resp max"];
+                let mut table = Table::new(&header, 2);
                 for t in &results.tasks {
                     let us = |v: u64| format!("{:.0}us", v as f64 / 1e3);
-                    println!(
-                        "{:<8} {:<8} {:>7} {:>7} {:>8.4} {:>11} {:>11} {:>11}",
-                        t.guest,
-                        t.name,
-                        t.jobs,
-                        t.misses,
-                        t.dsr,
+                    table.row([
+                        t.guest.clone(),
+                        t.name.clone(),
+                        t.jobs.to_string(),
+                        t.misses.to_string(),
+                        format!("{:.4}", t.dsr),
                         us(t.response_ns.p50),
                         us(t.response_ns.p99),
-                        us(t.response_ns.max)
-                    );
+                        us(t.response_ns.max),
+                    ]);
                 }
+                table.print();
                 for g in &results.guests {
                     println!(
                         "{}: core {} reservation {} used {:.1}% CPU",

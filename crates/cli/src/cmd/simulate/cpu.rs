@@ -3,13 +3,15 @@
 
 use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::progress;
+use crate::table::{micros, Table};
 use anyhow::Context;
+use indicatif::ProgressBar;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,7 +37,9 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
             .locate(InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"))
             .into());
     }
-    let opts = RunOptions { trace: a.trace_window()?, progress: progress_printer(), ..Default::default() };
+    let (bar, progress) = progress_bar();
+    let opts =
+        RunOptions { trace: a.trace_window()?, progress: (!bar.is_hidden()).then_some(progress), ..Default::default() };
     // the trace file is created before the run, so that a bad path fails before the work
     let trace_file = match &a.trace {
         Some(path) => {
@@ -45,6 +49,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     };
     let started = Instant::now();
     let out = simulate(scenario, &cfg, &opts);
+    bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     if let (Some(path), Some(file), Some(trace)) = (&a.trace, trace_file, &out.trace) {
         trace
@@ -70,71 +75,51 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     Ok(Outcome::Ok)
 }
 
-/// Progress on stderr (terminals only) for runs that take more than a couple of seconds.
-fn progress_printer() -> Option<Arc<dyn Fn(u64, u64) + Send + Sync>> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
+/// A progress bar on stderr (terminals only), for runs that take more than a couple of seconds.
+fn progress_bar() -> (ProgressBar, Arc<dyn Fn(u64, u64) + Send + Sync>) {
+    let bar = progress::bar("{bar:40} {percent:>3}% simulated {msg}");
+    let shown = bar.clone();
     let started = Instant::now();
-    Some(Arc::new(move |now, horizon| {
+    let report = move |now: u64, horizon: u64| {
         if started.elapsed().as_secs() >= 2 {
-            eprint!("\rsimulated {} / {} ({:.0}%)   ", Nanos(now), Nanos(horizon), 100.0 * now as f64 / horizon as f64);
+            shown.set_length(horizon);
+            shown.set_position(now);
+            shown.set_message(format!("{} / {}", Nanos(now), Nanos(horizon)));
         }
-    }))
-}
-
-fn us(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
+    };
+    (bar, Arc::new(report))
 }
 
 fn print_table(s: &Scenario, r: &Results) {
     println!("scenario {}  seed {}  horizon {}", s.name, r.seed.unwrap_or(0), Nanos(r.duration_ns));
     println!();
-    println!(
-        "{:<10} {:<10} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "guest", "task", "jobs", "misses", "DSR", "mean_us", "sd_us", "p50_us", "p99_us", "p999_us", "max_us"
-    );
+    let header =
+        ["guest", "task", "jobs", "misses", "DSR", "mean_us", "sd_us", "p50_us", "p99_us", "p999_us", "max_us"];
+    let mut tasks = Table::new(&header, 2);
     for t in &r.tasks {
         let x = &t.response_ns;
-        println!(
-            "{:<10} {:<10} {:>9} {:>7} {:>8.5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            t.guest,
-            t.name,
-            t.jobs,
-            t.misses,
-            t.dsr,
-            us(x.mean),
-            us(x.sd),
-            us(x.p50 as f64),
-            us(x.p99 as f64),
-            us(x.p999 as f64),
-            us(x.max as f64)
-        );
+        let mut cells = vec![t.guest.clone(), t.name.clone(), t.jobs.to_string(), t.misses.to_string()];
+        cells.push(format!("{:.5}", t.dsr));
+        cells.extend([x.mean, x.sd].map(micros));
+        cells.extend([x.p50, x.p99, x.p999, x.max].map(|v| micros(v as f64)));
+        tasks.row(cells);
     }
+    tasks.print();
     println!();
-    println!("{:<10} {:<10} {:<8} {:>12} {:>8}", "guest", "policy", "cores", "cpu_time", "util");
+    let mut threads = Table::new(&["guest", "policy", "cores", "cpu_time", "util"], 3);
     for g in &r.guests {
-        let policy = g.policy.as_deref().unwrap_or("");
+        let policy = g.policy.clone().unwrap_or_default();
         let cores = g.cores.as_deref().map(core_list).unwrap_or_default();
-        println!(
-            "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
-            g.name,
-            policy,
-            cores,
-            Nanos(g.cpu_time_ns).to_string(),
-            g.utilisation
-        );
+        let cpu_time = Nanos(g.cpu_time_ns).to_string();
+        threads.row([g.name.clone(), policy, cores, cpu_time, format!("{:.4}", g.utilisation)]);
     }
     for t in r.simulation.iter().flat_map(|s| s.threads.iter().flatten()) {
-        println!(
-            "{:<10} {:<10} {:<8} {:>12} {:>8.4}",
-            t.name,
-            t.policy.as_deref().unwrap_or(""),
-            t.cores.as_deref().map_or("null".into(), core_list),
-            Nanos(t.cpu_time_ns).to_string(),
-            t.utilisation
-        );
+        let policy = t.policy.clone().unwrap_or_default();
+        let cores = t.cores.as_deref().map_or("null".into(), core_list);
+        let cpu_time = Nanos(t.cpu_time_ns).to_string();
+        threads.row([t.name.clone(), policy, cores, cpu_time, format!("{:.4}", t.utilisation)]);
     }
+    threads.print();
     println!();
     for c in &r.cores {
         let busy = c.cpu_time_ns.map(|t| format!("  cpu_time {}", Nanos(t))).unwrap_or_default();

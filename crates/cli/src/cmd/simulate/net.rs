@@ -4,6 +4,7 @@
 
 use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::table::{micros, Table};
 use anyhow::Context;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
@@ -45,16 +46,11 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     Ok(Outcome::Ok)
 }
 
-fn us(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
-}
-
 /// Per-flow latency (us), segments, throughput and drops; utilisation per core.
 pub fn print_table(name: &str, r: &Results) {
     println!("scenario {name}  seed {}  measured {}", r.seed.unwrap_or(0), Nanos(r.duration_ns));
     println!();
-    println!(
-        "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
+    let header = [
         "flow",
         "count",
         "mean_us",
@@ -68,43 +64,32 @@ pub fn print_table(name: &str, r: &Results) {
         "host_rx/guest/host_tx",
         "Gb/s",
         "drops",
-        "req/s"
-    );
+        "req/s",
+    ];
+    let mut table = Table::new(&header, 1);
     for f in &r.flows {
         let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
         let rate = f.requests_per_s.or(f.packets_per_s).map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+        let mut cells = vec![f.name.clone()];
         match &f.latency_ns {
             Some(l) => {
-                let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v.mean()).map(us).unwrap_or_default();
+                let seg = |k: &str| f.segments_ns.get(k).and_then(|v| v.mean()).map(micros).unwrap_or_default();
                 let segs = if f.segments_ns.is_empty() {
                     "-".into()
                 } else {
                     format!("{}/{}/{}", seg("host_receive"), seg("guest"), seg("host_send"))
                 };
-                println!(
-                    "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
-                    f.name,
-                    l.count,
-                    us(l.mean),
-                    us(l.sd),
-                    us(l.p50 as f64),
-                    us(l.p75 as f64),
-                    us(l.p95 as f64),
-                    us(l.p99 as f64),
-                    us(l.p999 as f64),
-                    us(l.max as f64),
-                    segs,
-                    gbps,
-                    f.drops,
-                    rate
-                );
+                cells.push(l.count.to_string());
+                cells.extend([l.mean, l.sd].map(micros));
+                cells.extend([l.p50, l.p75, l.p95, l.p99, l.p999, l.max].map(|v| micros(v as f64)));
+                cells.push(segs);
             }
-            None => println!(
-                "{:<12} {:>7} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>24} {:>9} {:>7} {:>9}",
-                f.name, "-", "", "", "", "", "", "", "", "", "", gbps, f.drops, rate
-            ),
+            None => cells.extend(["-".to_string()].into_iter().chain(vec![String::new(); 9])),
         }
+        cells.extend([gbps, f.drops.to_string(), rate]);
+        table.row(cells);
     }
+    table.print();
     println!();
     for c in &r.cores {
         let squeeze = c.time_squeeze.map(|s| format!("  time_squeeze {s}")).unwrap_or_default();

@@ -2,12 +2,13 @@
 
 use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::progress;
+use crate::table::Table;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::InputError;
 use rtvirt_sim::sweep::{run_sweep, SweepSpec};
-use std::io::IsTerminal;
 
 pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
     if a.plan.is_some() || a.trace.is_some() || a.seed.is_some() {
@@ -35,16 +36,14 @@ pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
         }
         Ok(p.plan)
     };
-    let tty = std::io::stderr().is_terminal();
-    let progress = move |done: usize, total: usize| {
-        if tty {
-            eprint!("\r{done}/{total} runs   ");
-        }
+    let bar = progress::bar("{pos}/{len} runs {bar:40} {elapsed}");
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
     };
-    let results = run_sweep(&spec, &planner, a.threads, &progress)?;
-    if tty {
-        eprintln!();
-    }
+    let results = run_sweep(&spec, &planner, a.threads, &progress);
+    bar.finish_and_clear();
+    let results = results?;
     match a.format {
         Format::Json => print_json(&results)?,
         Format::Table => print_grid(&results),
@@ -60,31 +59,25 @@ pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
 }
 
 fn print_grid(results: &[Results]) {
-    println!(
-        "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9} {:>9}",
-        "scenario", "rho", "seed", "jobs", "misses", "DSR", "min_DSR"
-    );
+    let header = ["scenario", "rho", "seed", "jobs", "misses", "DSR", "min_DSR", ""];
+    let mut table = Table::aligned(&header, |column| (1..7).contains(&column));
     for r in results {
         let rho = r.rho.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into());
         // the file name (the JSON keeps the scenario's full path)
-        let sc = r.scenario.as_deref().unwrap_or("");
-        let sc = std::path::Path::new(sc).file_name().map_or(sc.into(), |f| f.to_string_lossy());
-        if let Some(error) = &r.error {
-            println!("{:<40} {:>6} {:>6} FAILED: {error}", sc, rho, r.seed.unwrap_or(0));
-            continue;
+        let scenario = r.scenario.as_deref().unwrap_or("");
+        let scenario = std::path::Path::new(scenario).file_name().map_or(scenario.into(), |f| f.to_string_lossy());
+        let mut cells = vec![scenario.into_owned(), rho, r.seed.unwrap_or(0).to_string()];
+        match &r.error {
+            Some(error) => cells.extend(vec![String::new(); 4].into_iter().chain([format!("FAILED: {error}")])),
+            None => {
+                let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
+                let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
+                let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
+                let dsr = rtvirt_model::results::TaskResult::dsr_of(jobs, misses);
+                cells.extend([jobs.to_string(), misses.to_string(), format!("{dsr:.5}"), format!("{min:.5}")]);
+            }
         }
-        let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
-        let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
-        let min = r.tasks.iter().map(|t| t.dsr).fold(1.0, f64::min);
-        println!(
-            "{:<40} {:>6} {:>6} {:>10} {:>8} {:>9.5} {:>9.5}",
-            sc,
-            rho,
-            r.seed.unwrap_or(0),
-            jobs,
-            misses,
-            rtvirt_model::results::TaskResult::dsr_of(jobs, misses),
-            min
-        );
+        table.row(cells);
     }
+    table.print();
 }
