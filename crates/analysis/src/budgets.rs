@@ -157,7 +157,8 @@ mod tests {
         ) {
             let t = task(wcet, ExecModel::Normal { mean: Nanos(wcet * mean_pct / 100), sd: Nanos(wcet / 6) });
             let (lo, hi) = if r1 <= r2 { (r1, r2) } else { (r2, r1) };
-            let (a, b) = (task_budget(&t, Some(lo), BudgetMethod::Cantelli), task_budget(&t, Some(hi), BudgetMethod::Cantelli));
+            let a = task_budget(&t, Some(lo), BudgetMethod::Cantelli);
+            let b = task_budget(&t, Some(hi), BudgetMethod::Cantelli);
             prop_assert!(a.c <= b.c && b.c <= wcet && a.c >= 1);
             prop_assert_eq!(b.bound == Bound::Wcet, b.c == wcet);
         }

@@ -64,7 +64,8 @@ fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), 
             return Err(InputError::field(
                 guest_field(plan, g),
                 format!(
-                    "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid NAME=PID",
+                    "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid \
+                     NAME=PID",
                     comment_word(&first.name),
                     comment_word(&g.name)
                 ),
@@ -235,7 +236,11 @@ pub fn ns_as_ms(ns: u64) -> String {
 /// period, deadline and execution bound c from the plan.
 pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "<?xml version=\"1.0\"?>\n<!-- rtvirt plan, emit carts: CARTS input, times in milliseconds; e = the plan's budget c -->");
+    let _ = writeln!(
+        s,
+        "<?xml version=\"1.0\"?>\n<!-- rtvirt plan, emit carts: CARTS input, times in milliseconds; e = the plan's \
+         budget c -->"
+    );
     let all: Vec<Vec<u64>> =
         scenario.guests.iter().map(|g| g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect()).collect();
     let lo = all.iter().filter_map(|c| c.first()).min().copied().unwrap_or(0);

@@ -408,9 +408,12 @@ mod tests {
         }
 
         #[test]
-        fn chosen_period_has_least_bandwidth(ts in taskset(), s in sched(), ps in prop::collection::vec(1u64..12, 1..5)) {
+        fn chosen_period_has_least_bandwidth(
+            ts in taskset(), s in sched(), ps in prop::collection::vec(1u64..12, 1..5)
+        ) {
             let got = best_interface(&ts, s, Model::Prm, &ps);
-            let options: Vec<(u64, u64)> = ps.iter().filter_map(|&p| oracle_min_budget(&ts, s, Family::Prm, p).map(|b| (p, b))).collect();
+            let options: Vec<(u64, u64)> =
+                ps.iter().filter_map(|&p| oracle_min_budget(&ts, s, Family::Prm, p).map(|b| (p, b))).collect();
             match got {
                 None => prop_assert!(options.is_empty()),
                 Some(i) => {

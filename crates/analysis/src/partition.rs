@@ -143,7 +143,9 @@ mod tests {
         #[test]
         fn every_core_of_every_heuristic_passes_the_exact_test(
             servers in prop::collection::vec(server(), 1..7), cores in 1u32..4,
-            h in prop::sample::select(vec![Heuristic::Bfd, Heuristic::Ffd, Heuristic::Wfd, Heuristic::Bf, Heuristic::Ff])
+            h in prop::sample::select(
+                vec![Heuristic::Bfd, Heuristic::Ffd, Heuristic::Wfd, Heuristic::Bf, Heuristic::Ff]
+            )
         ) {
             let menus: Vec<Vec<Interface>> = servers.iter().map(|s| vec![*s]).collect();
             let placed = partition(&menus, cores, 1.0, h);
@@ -158,7 +160,8 @@ mod tests {
             for (i, p) in placed.iter().enumerate() {
                 if p.is_none() {
                     for c in 0..cores {
-                        let on: Vec<Sporadic> = placed.iter().flatten().filter(|p| p.0 == c).map(|p| p.1.as_task()).collect();
+                        let on: Vec<Sporadic> =
+                            placed.iter().flatten().filter(|p| p.0 == c).map(|p| p.1.as_task()).collect();
                         prop_assert!(!admits(&on, servers[i].as_task(), 1.0));
                     }
                 }

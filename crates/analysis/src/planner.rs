@@ -139,11 +139,18 @@ fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic)
     }
     match analysis.interface {
         None => format!(
-            "its tasks (utilisation of the budgets {:.3}) are not schedulable even with a whole core at any candidate server period",
+            "its tasks (utilisation of the budgets {:.3}) are not schedulable even with a whole core at any candidate \
+             server period",
             analysis.utilisation
         ),
-        Some(i) if i.bandwidth() > cap => format!("its server needs bandwidth {:.4}, above the per-core cap {cap}", i.bandwidth()),
-        Some(i) => format!("its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})", i.bandwidth(), h.as_str()),
+        Some(i) if i.bandwidth() > cap => {
+            format!("its server needs bandwidth {:.4}, above the per-core cap {cap}", i.bandwidth())
+        }
+        Some(i) => format!(
+            "its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})",
+            i.bandwidth(),
+            h.as_str()
+        ),
     }
 }
 

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "rtvirt", version, propagate_version = true, max_term_width = 100)]
 #[command(
-    after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or input error."
+    after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or \
+                  input error."
 )]
 struct Cli {
     #[command(subcommand)]

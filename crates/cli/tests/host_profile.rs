@@ -313,7 +313,14 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     let aff = || std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list")).unwrap().trim().to_string();
     let before = aff();
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 50\n"));
+    let p = write(
+        dir.path(),
+        "irq.toml",
+        &format!(
+            "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\ncpus = \"{cpu}\"\npolicy = \
+             \"fifo\"\npriority = 50\n"
+        ),
+    );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let apply = |extra: &[&str]| {
@@ -371,7 +378,12 @@ fn threaded_napi_on_a_device_without_napi_is_explained_and_rolled_back() {
     let p = write(
         dir.path(),
         "napi.toml",
-        &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 10\n[[set]]\nrole = \"napi\"\ndevice = \"{}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 49\n", veth.0),
+        &format!(
+            "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\ncpus = \"{cpu}\"\npolicy = \
+             \"fifo\"\npriority = 10\n[[set]]\nrole = \"napi\"\ndevice = \"{}\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\n\
+             priority = 49\n",
+            veth.0
+        ),
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
@@ -484,7 +496,8 @@ impl Container {
             std::fs::write(dir.join("cpuset.mems"), std::fs::read_to_string(base.join("cpuset.mems")).unwrap().trim())
                 .unwrap();
         }
-        let script = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\ntime.sleep(600)";
+        let script = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(600,), \
+                      daemon=True).start()\ntime.sleep(600)";
         let s = Sleeper(
             Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"),
         );
@@ -586,7 +599,14 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
     let before = thread_snapshot(&tids);
     let prio = if t.sched.priority >= 98 { 97 } else { t.sched.priority + 1 };
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "irq.toml", &format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\npolicy = \"fifo\"\npriority = {prio}\n"));
+    let p = write(
+        dir.path(),
+        "irq.toml",
+        &format!(
+            "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"irq\"\ndevice = \"{name}\"\npolicy = \"fifo\"\npriority \
+             = {prio}\n"
+        ),
+    );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
     let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
@@ -612,7 +632,10 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     let _revert_st = RevertGuard(st.clone());
     let before = snapshot(&[a.pid()]);
     let entry = |cpus: &str| {
-        format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"10ms\"\ncpus = \"{cpus}\"\n")
+        format!(
+            "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"g\"\npolicy = \"deadline\"\nruntime = \
+             \"1ms\"\nperiod = \"10ms\"\ncpus = \"{cpus}\"\n"
+        )
     };
     let bind = format!("g={}", a.pid());
 
@@ -648,7 +671,10 @@ fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
     let _revert_st = RevertGuard(st.clone());
     let before = snapshot(&[a.pid(), b.pid()]);
     let entry = |g: &str| {
-        format!("[[set]]\nrole = \"vcpu\"\nguest = \"{g}\"\npolicy = \"deadline\"\nruntime = \"5ms\"\ndeadline = \"5ms\"\nperiod = \"100ms\"\ncpus = \"{cpu}\"\n")
+        format!(
+            "[[set]]\nrole = \"vcpu\"\nguest = \"{g}\"\npolicy = \"deadline\"\nruntime = \"5ms\"\ndeadline = \"5ms\"\n\
+             period = \"100ms\"\ncpus = \"{cpu}\"\n"
+        )
     };
     // bandwidth 0.1 passes the kernel's cap (the kernel would accept both), but both need 5 ms
     // within the same 5 ms window: rtvirt's exact EDF test refuses before the kernel is asked.
@@ -721,7 +747,9 @@ fn threads_lists_every_ksoftirqd_and_irq_thread_with_its_state() {
 #[test]
 fn an_in_process_vhost_worker_is_labelled_with_its_owner() {
     let _g = serial();
-    let script = "import os, threading, time\ndef worker():\n    open('/proc/self/task/%d/comm' % threading.get_native_id(), 'w').write('vhost-%d' % os.getpid())\n    time.sleep(600)\nthreading.Thread(target=worker, daemon=True).start()\ntime.sleep(600)";
+    let script = "import os, threading, time\ndef worker():\n    open('/proc/self/task/%d/comm' % \
+                  threading.get_native_id(), 'w').write('vhost-%d' % os.getpid())\n    time.sleep(600)\n\
+                  threading.Thread(target=worker, daemon=True).start()\ntime.sleep(600)";
     let p = Sleeper(
         Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::null()).spawn().expect("python3"),
     );

@@ -203,9 +203,10 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     let before = thread_snapshot(&tids);
     let cpu = last_cpu();
     let profile = format!(
-        "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"iothread\"\nguest = \"rt\"\nid = \"io1\"\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 48\n\
-         [[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 1\ncpus = \"{cpu}\"\npolicy = \"fifo\"\npriority = 47\n\
-         [[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 0\ncpus = \"0\"\npolicy = \"other\"\n"
+        "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"iothread\"\nguest = \"rt\"\nid = \"io1\"\ncpus = \"{cpu}\"\n\
+         policy = \"fifo\"\npriority = 48\n[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 1\ncpus = \"{cpu}\"\n\
+         policy = \"fifo\"\npriority = 47\n[[set]]\nrole = \"vcpu\"\nguest = \"rt\"\nvcpu = 0\ncpus = \"0\"\npolicy = \
+         \"other\"\n"
     );
     let p = write(dir.path(), "p.toml", &profile);
     let state = dir.path().join("state");

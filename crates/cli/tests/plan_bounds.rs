@@ -7,7 +7,8 @@ use std::process::Command;
 
 fn scenario(scheduler: &str, tasks: &[(&str, &str)]) -> String {
     let mut t = format!(
-        "name = \"bounds\"\n[host]\ncores = 1\n\n[[guest]]\nname = \"plc\"\nscheduler = \"{scheduler}\"\nserver_periods = [\"1ms\"]\n"
+        "name = \"bounds\"\n[host]\ncores = 1\n\n[[guest]]\nname = \"plc\"\nscheduler = \"{scheduler}\"\n\
+         server_periods = [\"1ms\"]\n"
     );
     for (i, (period, wcet)) in tasks.iter().enumerate() {
         t += &format!("\n[[guest.task]]\nname = \"t{i}\"\nperiod = \"{period}\"\nwcet = \"{wcet}\"\n");

@@ -175,7 +175,8 @@ fn fails_with(scenario_text: &str, extra: &[&str], needle: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-const GOOD: &str = "[host]\ncores = 1\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n[guest.vcpu]\npolicy = \"fifo\"\npriority = 50\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
+const GOOD: &str = "[host]\ncores = 1\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n[guest.vcpu]\npolicy = \
+                    \"fifo\"\npriority = 50\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
 
 #[test]
 fn bad_input_exits_2_with_located_errors() {
@@ -199,7 +200,15 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(GOOD, &["--trace", "/nonexistent-dir/t.json"], "field `--trace`: cannot write /nonexistent-dir/t.json");
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#).unwrap();
+    std::fs::write(
+        &plan,
+        concat!(
+            r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"other","#,
+            r#""scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"#,
+            r#""bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#,
+        ),
+    )
+    .unwrap();
     fails_with(GOOD, &["--plan", plan.to_str().unwrap()], "the plan has no guest \"vm1\"");
     // a plan's reservation that SCHED_DEADLINE could not take
     let bad = plan.with_file_name("bad-plan.json");

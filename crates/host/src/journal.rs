@@ -310,7 +310,10 @@ mod tests {
         /// runs, revert brings every file back to its original content and removes the journal.
         #[test]
         fn any_sequence_of_applies_reverts_to_the_original(
-            sessions in proptest::collection::vec(proptest::collection::vec((0usize..3, 0u8..4, proptest::bool::weighted(0.1)), 1..5), 1..4)
+            sessions in proptest::collection::vec(
+                proptest::collection::vec((0usize..3, 0u8..4, proptest::bool::weighted(0.1)), 1..5),
+                1..4
+            )
         ) {
             let d = tempfile::tempdir().unwrap();
             let files: Vec<PathBuf> = (0..3).map(|i| d.path().join(format!("f{i}"))).collect();

@@ -100,14 +100,28 @@ pub fn lint(input: &LintInput) -> LintReport {
     reclaim(input, &mut findings);
     irqs_on_rt_cpus(input, &mut findings);
     if !input.partitions.is_empty() && input.online.is_subset(&input.partitions) {
-        findings.push(Finding { id: "no_housekeeping_cpu", severity: Severity::Warn, message: format!("every online CPU ({}) becomes a reservation partition: the host's own tasks are no longer load-balanced between CPUs", input.online) });
+        findings.push(Finding {
+            id: "no_housekeeping_cpu",
+            severity: Severity::Warn,
+            message: format!(
+                "every online CPU ({}) becomes a reservation partition: the host's own tasks are no longer \
+                 load-balanced between CPUs",
+                input.online
+            ),
+        });
     }
     LintReport { per_cpu: per_cpu_view(input), findings }
 }
 
 fn dl_admission(input: &LintInput, out: &mut Vec<Finding>) {
     if input.rt_runtime_us == Some(-1) && input.planned.iter().any(|p| p.sched.is_deadline()) {
-        out.push(Finding { id: "dl_admission_disabled", severity: Severity::Fail, message: "kernel.sched_rt_runtime_us = -1 disables SCHED_DEADLINE admission control: the kernel accepts any overload and reservations are no longer guaranteed (set it back to e.g. 950000)".into() });
+        out.push(Finding {
+            id: "dl_admission_disabled",
+            severity: Severity::Fail,
+            message: "kernel.sched_rt_runtime_us = -1 disables SCHED_DEADLINE admission control: the kernel accepts \
+                      any overload and reservations are no longer guaranteed (set it back to e.g. 950000)"
+                .into(),
+        });
     }
 }
 
@@ -197,7 +211,13 @@ fn fair_server(input: &LintInput, out: &mut Vec<Finding>) {
         out.push(Finding {
             id: "fair_server_preempts_rt",
             severity: Severity::Warn,
-            message: format!("the per-CPU fair server runs SCHED_OTHER tasks ahead of the FIFO/RR vCPU threads {} ({}); set {}/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable", hits.join("; "), input.fair_server.source(), rtvirt_os::sysinfo::DEBUGFS),
+            message: format!(
+                "the per-CPU fair server runs SCHED_OTHER tasks ahead of the FIFO/RR vCPU threads {} ({}); set \
+                 {}/sched/fair_server/cpuN/runtime to 0 on their CPUs if that delay is not acceptable",
+                hits.join("; "),
+                input.fair_server.source(),
+                rtvirt_os::sysinfo::DEBUGFS
+            ),
         });
     }
 }
@@ -211,7 +231,15 @@ fn reclaim(input: &LintInput, out: &mut Vec<Finding>) {
         input.existing.iter().filter(|t| t.sched.flags & SCHED_FLAG_RECLAIM != 0).map(|t| (t.tid, t.affinity.clone()));
     for (tid, cpus) in planned_reclaim.chain(existing_reclaim) {
         if !cpus.intersection(&dl_cpus).is_empty() {
-            out.push(Finding { id: "reclaim_on_hard_reservation", severity: Severity::Warn, message: format!("thread {tid} has SCHED_FLAG_RECLAIM on CPU {} shared with hard reservations: it may consume their unused bandwidth and delay their replenishment", cpus.intersection(&dl_cpus)) });
+            out.push(Finding {
+                id: "reclaim_on_hard_reservation",
+                severity: Severity::Warn,
+                message: format!(
+                    "thread {tid} has SCHED_FLAG_RECLAIM on CPU {} shared with hard reservations: it may consume their \
+                     unused bandwidth and delay their replenishment",
+                    cpus.intersection(&dl_cpus)
+                ),
+            });
         }
     }
 }
@@ -228,7 +256,15 @@ fn irqs_on_rt_cpus(input: &LintInput, out: &mut Vec<Finding>) {
         .map(|i| format!("{} ({}) on CPU {}", i.number, i.actions.join(","), i.effective.intersection(&rt_cpus)))
         .collect();
     if !hits.is_empty() {
-        out.push(Finding { id: "irq_on_isolated_cpu", severity: Severity::Warn, message: format!("IRQs land on isolated/reserved CPUs: {} (move them with /proc/irq/N/smp_affinity_list, irqaffinity= or a profile's irq role)", hits.join("; ")) });
+        out.push(Finding {
+            id: "irq_on_isolated_cpu",
+            severity: Severity::Warn,
+            message: format!(
+                "IRQs land on isolated/reserved CPUs: {} (move them with /proc/irq/N/smp_affinity_list, irqaffinity= \
+                 or a profile's irq role)",
+                hits.join("; ")
+            ),
+        });
     }
 }
 

@@ -95,7 +95,10 @@ pub fn threads(ts: &[ThreadInfo]) -> String {
 const FAIR_SHOWN: usize = 5;
 
 pub fn lint(l: &LintReport) -> String {
-    let mut out = String::from("Per CPU after the change (threads allowed there that are runnable or RT/deadline, per-CPU kthreads, changed threads; * = changed):\n");
+    let mut out = String::from(
+        "Per CPU after the change (threads allowed there that are runnable or RT/deadline, per-CPU kthreads, changed \
+         threads; * = changed):\n",
+    );
     for (cpu, es) in &l.per_cpu {
         let _ = writeln!(out, "  CPU {cpu}:");
         // Unchanged SCHED_OTHER/BATCH/IDLE threads other than the per-CPU kthreads: a few, then a count.

@@ -88,7 +88,8 @@ impl Samples {
         }
         if let (true, Some(h)) = (values.is_empty(), header) {
             return Err(InputError::new(format!(
-                "\"{h}\" is not an execution time (read as a CSV header, and no execution times follow): expected one duration per line, e.g. \"1.2ms\""
+                "\"{h}\" is not an execution time (read as a CSV header, and no execution times follow): expected one \
+                 duration per line, e.g. \"1.2ms\""
             ))
             .in_file(path)
             .at_line(1, 1));

@@ -131,7 +131,11 @@ mod tests {
     #[test]
     fn refuses_devices_fifos_directories_and_large_files() {
         let e = read_text(Path::new("/dev/zero"), InputKind::Plan).unwrap_err();
-        assert_eq!(e.to_string(), "/dev/zero: cannot read plan: a device is not a regular file (expected a plan on disk, not a pipe, device or directory)");
+        assert_eq!(
+            e.to_string(),
+            "/dev/zero: cannot read plan: a device is not a regular file (expected a plan on disk, not a pipe, device \
+             or directory)"
+        );
         let dir = tempfile::tempdir().unwrap();
         assert!(read_text(dir.path(), InputKind::Scenario).unwrap_err().message.contains("a directory"));
         let fifo = dir.path().join("fifo");

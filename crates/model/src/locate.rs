@@ -83,7 +83,8 @@ mod tests {
 
     #[test]
     fn finds_nested_fields() {
-        let src = "[host]\ncores = 2\n\n[[guest]]\nname = \"a\"\n\n[[guest]]\nname = \"b\"\n[[guest.task]]\nname = \"t\"\nwcet = \"1ms\"\n";
+        let src = "[host]\ncores = 2\n\n[[guest]]\nname = \"a\"\n\n[[guest]]\nname = \"b\"\n[[guest.task]]\nname = \
+                   \"t\"\nwcet = \"1ms\"\n";
         assert_eq!(locate_field(src, "host.cores"), Some((2, 1)));
         assert_eq!(locate_field(src, "guest[1].name"), Some((8, 1)));
         assert_eq!(locate_field(src, "guest[1].task[0].wcet"), Some((11, 1)));

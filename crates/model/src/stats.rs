@@ -336,7 +336,9 @@ mod tests {
         }
 
         #[test]
-        fn quantiles_within_precision(mut v in proptest::collection::vec(0u64..1_000_000_000, 1..300), q in 0.0f64..1.0) {
+        fn quantiles_within_precision(
+            mut v in proptest::collection::vec(0u64..1_000_000_000, 1..300), q in 0.0f64..1.0
+        ) {
             let mut h = LatencyHistogram::new();
             v.iter().for_each(|&x| h.record(x));
             v.sort_unstable();

@@ -109,7 +109,11 @@ fn load_scenarios(paths: &[String], base: &Path, source: &Source) -> Result<Vec<
             _ => e,
         })?;
         if s.net.is_some() {
-            return Err(at_entry(format!("{}: a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios one by one with `rtvirt simulate FILE`", full.display())));
+            return Err(at_entry(format!(
+                "{}: a scenario with a [net] section: sweeps run the CPU scheduling model; run network-path scenarios \
+                 one by one with `rtvirt simulate FILE`",
+                full.display()
+            )));
         }
         scenarios.push((full, s));
     }

@@ -38,25 +38,52 @@ impl KernelError {
         use Op::*;
         match (self.errno, self.op) {
             (libc::ESRCH, _) => "the thread no longer exists (stale PID/TID: the process exited)".into(),
-            (libc::EBUSY, SetSchedDeadline) => "SCHED_DEADLINE admission control refused the reservation: the deadline bandwidth \
-                 of the thread's root domain would exceed sched_rt_runtime_us/sched_rt_period_us per CPU; \
-                 lower the budgets, spread the guests over more cores, or check `rtvirt host threads` for other deadline threads".into(),
-            (libc::EBUSY, SetAffinity) => "a SCHED_DEADLINE thread's affinity must cover its whole root domain; to pin it to one core \
-                 it must live in a cpuset partition (exclusive cpuset with its own root domain), which `rtvirt host apply` sets up".into(),
-            (libc::EBUSY, MoveToCgroup) | (libc::EBUSY, WriteFile) | (libc::EBUSY, CreateCgroup) => "the cgroup/cpuset change would break an exclusive \
-                 cpuset or the deadline bandwidth already admitted there (another partition or deadline task holds these CPUs)".into(),
-            (libc::EPERM, SetSchedDeadline) => "SCHED_DEADLINE was refused: either rtvirt lacks CAP_SYS_NICE (run as root), or the thread's \
-                 affinity does not span its whole root domain (a pinned thread needs a cpuset partition of exactly its CPUs)".into(),
-            (libc::EPERM, _) | (libc::EACCES, _) => "permission denied: changing other processes' scheduling, affinity, IRQs and cgroups needs root \
-                 (CAP_SYS_NICE, CAP_SYS_ADMIN)".into(),
-            (libc::EINVAL, SetSchedDeadline) => "invalid SCHED_DEADLINE parameters: the kernel needs 1024 ns <= runtime <= deadline <= period, \
-                 the period within kernel.sched_deadline_period_min_us..max_us, and no SCHED_DEADLINE inside a cgroup with RT group scheduling".into(),
-            (libc::EINVAL, SetSchedOther) => "invalid policy/priority: FIFO and RR need priority 1..99, the other policies priority 0".into(),
-            (libc::EINVAL, SetAffinity) => "the CPU list contains no online CPU the thread may use (check its cpuset)".into(),
-            (libc::EINVAL, CreateCgroup) => "the cpuset was refused: its CPU is already held by another exclusive cpuset (another partition, \
-                 e.g. a running rtvirt measurement or a container), or the CPU/memory node list is invalid".into(),
-            (libc::EINVAL, WriteFile) | (libc::EINVAL, MoveToCgroup) => "the kernel rejected the value for this file".into(),
-            (libc::EOPNOTSUPP, WriteFile) => "the device or kernel does not support this setting (e.g. threaded NAPI on a device without NAPI instances)".into(),
+            (libc::EBUSY, SetSchedDeadline) => {
+                "SCHED_DEADLINE admission control refused the reservation: the deadline bandwidth of the thread's root \
+                 domain would exceed sched_rt_runtime_us/sched_rt_period_us per CPU; lower the budgets, spread the \
+                 guests over more cores, or check `rtvirt host threads` for other deadline threads"
+                    .into()
+            }
+            (libc::EBUSY, SetAffinity) => {
+                "a SCHED_DEADLINE thread's affinity must cover its whole root domain; to pin it to one core it must \
+                 live in a cpuset partition (exclusive cpuset with its own root domain), which `rtvirt host apply` \
+                 sets up"
+                    .into()
+            }
+            (libc::EBUSY, MoveToCgroup) | (libc::EBUSY, WriteFile) | (libc::EBUSY, CreateCgroup) => {
+                "the cgroup/cpuset change would break an exclusive cpuset or the deadline bandwidth already admitted \
+                 there (another partition or deadline task holds these CPUs)"
+                    .into()
+            }
+            (libc::EPERM, SetSchedDeadline) => "SCHED_DEADLINE was refused: either rtvirt lacks CAP_SYS_NICE (run as \
+                                                root), or the thread's affinity does not span its whole root domain (a \
+                                                pinned thread needs a cpuset partition of exactly its CPUs)"
+                .into(),
+            (libc::EPERM, _) | (libc::EACCES, _) => "permission denied: changing other processes' scheduling, \
+                                                     affinity, IRQs and cgroups needs root (CAP_SYS_NICE, \
+                                                     CAP_SYS_ADMIN)"
+                .into(),
+            (libc::EINVAL, SetSchedDeadline) => "invalid SCHED_DEADLINE parameters: the kernel needs 1024 ns <= \
+                                                 runtime <= deadline <= period, the period within \
+                                                 kernel.sched_deadline_period_min_us..max_us, and no SCHED_DEADLINE \
+                                                 inside a cgroup with RT group scheduling"
+                .into(),
+            (libc::EINVAL, SetSchedOther) => "invalid policy/priority: FIFO and RR need priority 1..99, the other \
+                                              policies priority 0"
+                .into(),
+            (libc::EINVAL, SetAffinity) => {
+                "the CPU list contains no online CPU the thread may use (check its cpuset)".into()
+            }
+            (libc::EINVAL, CreateCgroup) => "the cpuset was refused: its CPU is already held by another exclusive \
+                                             cpuset (another partition, e.g. a running rtvirt measurement or a \
+                                             container), or the CPU/memory node list is invalid"
+                .into(),
+            (libc::EINVAL, WriteFile) | (libc::EINVAL, MoveToCgroup) => {
+                "the kernel rejected the value for this file".into()
+            }
+            (libc::EOPNOTSUPP, WriteFile) => "the device or kernel does not support this setting (e.g. threaded NAPI \
+                                              on a device without NAPI instances)"
+                .into(),
             (libc::ENOSPC, MoveToCgroup) => "the cpuset has no CPUs or memory nodes set".into(),
             _ => std::io::Error::from_raw_os_error(self.errno).to_string(),
         }

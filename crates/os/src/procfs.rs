@@ -194,7 +194,9 @@ mod tests {
 
     #[test]
     fn parses_stat_with_odd_comm() {
-        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let line =
+            "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0 18446744073709551615 0 0 0 0 0 0 0 \
+             0 0 0 0 0 17 1 0 0 0 0 0";
         let s = parse_stat(line).unwrap();
         assert_eq!(s.comm, "a) b (c)");
         assert_eq!((s.state, s.ppid, s.starttime, s.processor), ('S', 1, 777, 1));

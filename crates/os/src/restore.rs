@@ -161,7 +161,9 @@ impl Change {
                     return Ok(Undone::Restored);
                 }
                 Ok(Undone::RestoredWithWarning(format!(
-                    "{} restored to {before:?} as it was before the apply, but exclusive cpuset(s) {} were created by another tool since: if they are meant to be separate root domains (e.g. for SCHED_DEADLINE), that tool needs {} set to \"0\" again",
+                    "{} restored to {before:?} as it was before the apply, but exclusive cpuset(s) {} were created by \
+                     another tool since: if they are meant to be separate root domains (e.g. for SCHED_DEADLINE), that \
+                     tool needs {} set to \"0\" again",
                     path.display(),
                     new.join(", "),
                     path.display()

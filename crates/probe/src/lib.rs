@@ -9,8 +9,9 @@
 //! - [`container`]: a network namespace + veth/bridge + cgroup to run a measurement inside.
 //! - [`environment`]: what a result records about the machine.
 //! - plumbing: [`rt`] (scheduling policies and pinning through rtvirt-os, mlockall,
-//!   cpu_dma_latency, runaway guard), [`cpus`], [`error`], [`limits`] (the one rule for run lengths). The OS calls that change scheduling or
-//!   cgroups (exclusive cpusets, container cgroups), and the Ctrl-C flag, are rtvirt-os's.
+//!   cpu_dma_latency, runaway guard), [`cpus`], [`error`], [`limits`] (the one rule for run
+//!   lengths). The OS calls that change scheduling or cgroups (exclusive cpusets, container
+//!   cgroups), and the Ctrl-C flag, are rtvirt-os's.
 //!
 //! Entry points (used by the cli, `rtvirt demo` and rtvirt-vm's guests): [`timer::run`] ->
 //! [`timer::TimerRun`] (results + per-CPU histograms); [`net::server::Server::bind`] then

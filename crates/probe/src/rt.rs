@@ -185,7 +185,10 @@ impl MemoryLock {
         if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::ENOMEM) && !is_root() {
-                return Err(Error::Permission(format!("cannot lock memory (mlockall): {err}; the memory-lock limit (ulimit -l) is too low for a non-root user")));
+                return Err(Error::Permission(format!(
+                    "cannot lock memory (mlockall): {err}; the memory-lock limit (ulimit -l) is too low for a non-root \
+                     user"
+                )));
             }
             return Err(Error::os("cannot lock memory (mlockall)", err));
         }

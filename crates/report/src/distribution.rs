@@ -159,7 +159,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn shares_sum_to_one_either_way(values in proptest::collection::vec(1u64..50_000_000, 1..300), exact in any::<bool>()) {
+        fn shares_sum_to_one_either_way(
+            values in proptest::collection::vec(1u64..50_000_000, 1..300), exact in any::<bool>()
+        ) {
             let h = hist(&values);
             let d = Distribution::of(&h.summary(), exact.then(|| h.buckets()));
             let edges = log_edges(1.0, 1e9, 10);

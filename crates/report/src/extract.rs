@@ -176,8 +176,12 @@ mod tests {
     fn intervals_sorted_and_stalls_kept() {
         let mut r = Results::new("timer", 1);
         r.intervals = Some(
-            serde_json::from_value(serde_json::json!([{"t_ns": 2_000_000_000u64, "max_ns": 50000}, {"t_ns": 1_000_000_000u64, "max_ns": 40000}, {"t_ns": 3_000_000_000u64, "stall": true}]))
-                .unwrap(),
+            serde_json::from_value(serde_json::json!([
+                {"t_ns": 2_000_000_000u64, "max_ns": 50000},
+                {"t_ns": 1_000_000_000u64, "max_ns": 40000},
+                {"t_ns": 3_000_000_000u64, "stall": true}
+            ]))
+            .unwrap(),
         );
         let pts = intervals(&r);
         assert_eq!(pts.iter().map(|p| p.t_ns).collect::<Vec<_>>(), vec![1e9, 2e9, 3e9]);

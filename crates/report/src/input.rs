@@ -89,7 +89,16 @@ fn read_values(path: &Path) -> Result<Vec<serde_json::Value>, InputError> {
 /// The document of a file from its JSON values (see [`load_input`]).
 fn input_of(path: &Path, values: Vec<serde_json::Value>) -> Result<Input, InputError> {
     let (main, intervals) = split_stream(values);
-    let main = main.ok_or_else(|| InputError::field("schema", format!("missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format json`)")).in_file(path))?;
+    let main = main.ok_or_else(|| {
+        InputError::field(
+            "schema",
+            format!(
+                "missing: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\" (files written by `rtvirt ... --format \
+                 json`)"
+            ),
+        )
+        .in_file(path)
+    })?;
     let doc = match main.get("schema") {
         Some(serde_json::Value::String(s)) if s == PLAN_SCHEMA => Document::Plan(Box::new(Plan::from_file(path)?)),
         Some(serde_json::Value::String(s)) if s == RESULTS_SCHEMA => {
@@ -242,7 +251,10 @@ mod tests {
     fn an_array_of_results_gives_one_input_each_named_by_label_or_guest_and_load() {
         let dir = tempfile::tempdir().unwrap();
         let labelled = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"label":"vm/rt/none"}"#;
-        let guest = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":2,"environment":{"guest_kernel":"nrt","host_load":"cpu:1"}}"#;
+        let guest = concat!(
+            r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":2,"environment":{"guest_kernel":"nrt","#,
+            r#""host_load":"cpu:1"}}"#,
+        );
         let bare = r#"{"schema":"rtvirt.results/v1","kind":"tasks","duration_ns":3}"#;
         let p = write(dir.path(), "matrix.json", &format!("[{labelled},\n{guest}, {bare}]\n"));
         let single = write(dir.path(), "one.json", labelled);

@@ -72,7 +72,9 @@ fn result(kind: usize, v: Vec<u64>, count: u64, jobs: u64, misses: u64, rho: f64
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
-    fn any_results_render(docs in proptest::collection::vec((0usize..4, values(), 0u64..1000, 0u64..100, 0u64..100, 0.0f64..1.0), 1..5)) {
+    fn any_results_render(
+        docs in proptest::collection::vec((0usize..4, values(), 0u64..1000, 0u64..100, 0u64..100, 0.0f64..1.0), 1..5)
+    ) {
         let inputs: Vec<Input> = docs.into_iter().enumerate().map(|(i, (k, v, c, j, m, rho))| Input {
             name: format!("r{i}"),
             path: format!("r{i}.json").into(),

@@ -50,7 +50,14 @@ impl SimConfig {
                 check_sim_timing(t.period, &format!("guest[{i}].task[{j}].period")).map_err(|e| scenario.locate(e))?;
             }
             if g.tasks.is_empty() {
-                return Err(scenario.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a core without tasks, use a [[sim.thread]])", g.name))));
+                return Err(scenario.locate(InputError::field(
+                    format!("guest[{i}]"),
+                    format!(
+                        "guest \"{}\" has no tasks: expected at least one [[guest.task]] (as `rtvirt plan`; to load a \
+                         core without tasks, use a [[sim.thread]])",
+                        g.name
+                    ),
+                )));
             }
             let mut v = g.vcpu.clone();
             if let Some(p) = plan {
@@ -105,7 +112,8 @@ mod tests {
 
     fn scenario(vcpu: &str, sim: &str) -> Scenario {
         let src = format!(
-            "[host]\ncores = 2\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n"
+            "[host]\ncores = 2\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n{vcpu}\n[[guest.task]]\nname = \
+             \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n"
         );
         Scenario::from_toml(&src, None).unwrap()
     }
@@ -136,9 +144,14 @@ mod tests {
     /// A 1 ns task period is refused by the simulator (the planner takes it), located.
     #[test]
     fn task_periods_below_the_minimum_are_refused() {
-        let src = "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \"t\"\nperiod = \"1ns\"\nwcet = \"1ns\"\n";
+        let src = "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \"t\"\n\
+                   period = \"1ns\"\nwcet = \"1ns\"\n";
         let s = Scenario::from_toml(src, Some(std::path::Path::new("s.toml"))).unwrap();
         let e = SimConfig::new(&s, None, Overrides::default()).unwrap_err();
-        assert_eq!(e.to_string(), "s.toml:line 8, column 1: field `guest[0].task[0].period`: 1ns: the simulator takes periods, budgets and quanta of at least 1us");
+        assert_eq!(
+            e.to_string(),
+            "s.toml:line 8, column 1: field `guest[0].task[0].period`: 1ns: the simulator takes periods, budgets and \
+             quanta of at least 1us"
+        );
     }
 }

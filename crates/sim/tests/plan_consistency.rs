@@ -42,7 +42,8 @@ fn scenario_with(sched: &str, tasks: &[TaskSpec], vcpu: &str, sim: &str) -> Stri
     );
     for (i, t) in tasks.iter().enumerate() {
         s += &format!(
-            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
+            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \
+             \"{}us\"\n",
             t.period_us, t.deadline_us, t.wcet_us, t.offset_us
         );
     }
@@ -77,7 +78,10 @@ fn exact_prm_budgets_meet_every_deadline_under_any_periodic_supply() {
             for t in tasks.iter_mut() {
                 t.offset_us = if pattern == "prm-worst" { budget.div_ceil(1000) } else { 0 };
             }
-            let vcpu = format!("[guest.vcpu]\ncore = 0\npolicy = \"supply\"\nbudget = \"{budget}ns\"\nperiod = \"{period}ns\"\nsupply = \"{pattern}\"\n");
+            let vcpu = format!(
+                "[guest.vcpu]\ncore = 0\npolicy = \"supply\"\nbudget = \"{budget}ns\"\nperiod = \"{period}ns\"\nsupply \
+                 = \"{pattern}\"\n"
+            );
             let (jobs, missed) = misses(&scenario_text(sched, &tasks, &vcpu), None);
             assert!(jobs > 0);
             assert_eq!(
@@ -102,7 +106,8 @@ fn exact_prm_budgets_meet_every_deadline_under_any_periodic_supply() {
             "case {case}: exact (hrtick) SCHED_DEADLINE enforcement must meet every deadline"
         );
         dl_report.push(format!(
-            "case {case} {sched}: Theta {budget} Pi {period}: SCHED_DEADLINE misses/jobs: tick(HZ=1000) {missed}/{jobs}, hrtick {missed_hr}, hrtick+poll {missed_poll}"
+            "case {case} {sched}: Theta {budget} Pi {period}: SCHED_DEADLINE misses/jobs: tick(HZ=1000) \
+             {missed}/{jobs}, hrtick {missed_hr}, hrtick+poll {missed_poll}"
         ));
         checked += 1;
     }

@@ -24,7 +24,10 @@ fn thread_util(r: &Results, name: &str) -> f64 {
 }
 
 fn hogs(sim: &str, a: &str, b: &str) -> String {
-    format!("[host]\ncores = 1\n[sim]\n{sim}\n[[sim.thread]]\nname = \"a\"\nbusy = true\nsched = {{ core = 0, {a} }}\n[[sim.thread]]\nname = \"b\"\nbusy = true\nsched = {{ core = 0, {b} }}\n")
+    format!(
+        "[host]\ncores = 1\n[sim]\n{sim}\n[[sim.thread]]\nname = \"a\"\nbusy = true\nsched = {{ core = 0, {a} }}\n\
+         [[sim.thread]]\nname = \"b\"\nbusy = true\nsched = {{ core = 0, {b} }}\n"
+    )
 }
 
 fn close(x: f64, want: f64, tol: f64) -> bool {
@@ -99,7 +102,8 @@ fn deadline_reservation_gets_its_bandwidth_above_fifo() {
 
 fn guests(host: &str, a_vcpu: &str, b_vcpu: &str, task: &str) -> String {
     format!(
-        "{host}\n[[guest]]\nname = \"a\"\nscheduler = \"edf\"\n[guest.vcpu]\n{a_vcpu}\n[[guest.task]]\n{task}\n[[guest]]\nname = \"b\"\nscheduler = \"edf\"\n[guest.vcpu]\n{b_vcpu}\n[[guest.task]]\n{task}\n"
+        "{host}\n[[guest]]\nname = \"a\"\nscheduler = \"edf\"\n[guest.vcpu]\n{a_vcpu}\n[[guest.task]]\n{task}\n\
+         [[guest]]\nname = \"b\"\nscheduler = \"edf\"\n[guest.vcpu]\n{b_vcpu}\n[[guest.task]]\n{task}\n"
     )
 }
 
@@ -165,7 +169,11 @@ fn busy_polling_vcpu_burns_its_cpu_and_halting_one_does_not() {
 #[test]
 fn context_switch_costs_add_to_response_times() {
     // Guest: hi (1 ms every 10 ms from 1 ms) preempts lo (5 ms every 20 ms).
-    let src = "[host]\ncores = 1\n[sim]\nvcpu_switch = \"100us\"\n[[guest]]\nname = \"g\"\nscheduler = \"fp\"\n[guest.vcpu]\npolicy = \"fifo\"\npriority = 10\ncontext_switch = \"50us\"\n[[guest.task]]\nname = \"hi\"\npriority = 2\nperiod = \"10ms\"\nwcet = \"1ms\"\noffset = \"1ms\"\n[[guest.task]]\nname = \"lo\"\npriority = 1\nperiod = \"20ms\"\nwcet = \"5ms\"\n[[sim.thread]]\nname = \"n\"\nperiod = \"20ms\"\nrun = \"1us\"\noffset = \"15ms\"\nsched = { core = 0, policy = \"fifo\", priority = 99 }\n";
+    let src = "[host]\ncores = 1\n[sim]\nvcpu_switch = \"100us\"\n[[guest]]\nname = \"g\"\nscheduler = \"fp\"\n\
+               [guest.vcpu]\npolicy = \"fifo\"\npriority = 10\ncontext_switch = \"50us\"\n[[guest.task]]\nname = \
+               \"hi\"\npriority = 2\nperiod = \"10ms\"\nwcet = \"1ms\"\noffset = \"1ms\"\n[[guest.task]]\nname = \
+               \"lo\"\npriority = 1\nperiod = \"20ms\"\nwcet = \"5ms\"\n[[sim.thread]]\nname = \"n\"\nperiod = \
+               \"20ms\"\nrun = \"1us\"\noffset = \"15ms\"\nsched = { core = 0, policy = \"fifo\", priority = 99 }\n";
     let r = run(src, 1);
     let hi = &r.tasks[0];
     let lo = &r.tasks[1];
@@ -212,7 +220,9 @@ fn abort_policy_drops_late_jobs() {
 fn other_wakeup_waits_at_most_about_a_shared_slice() {
     // A nice-0 vCPU with 1 ms jobs next to a nice-0 CPU hog: CFS gives each a 3 ms slice when both
     // are runnable, so a job waits at most ~3 ms for the hog's slice (not the 6 ms it got alone).
-    let src = "[host]\ncores = 1\n[[sim.thread]]\nname = \"hog\"\nbusy = true\nsched = { core = 0, policy = \"other\" }\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = 0\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
+    let src = "[host]\ncores = 1\n[[sim.thread]]\nname = \"hog\"\nbusy = true\nsched = { core = 0, policy = \"other\" \
+               }\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = 0\n[[guest.task]]\nname = \"t\"\n\
+               period = \"10ms\"\nwcet = \"1ms\"\n";
     let r = run(src, 2);
     let t = &r.tasks[0];
     assert_eq!(t.misses, 0);
@@ -229,7 +239,12 @@ fn credit_boost_lets_a_waking_vcpu_preempt_a_hog_unless_the_rate_limit_holds_it(
     // at 0 with credit 0, is itself BOOSTed until that tick, as in credit1) and stay off the
     // tick (a vCPU found running at every tick is debited 10 ms each time and goes OVER).
     let src = |sim: &str| {
-        format!("[host]\ncores = 1\n[sim]\n{sim}\n[[sim.thread]]\nname = \"hog\"\nbusy = true\nsched = {{ core = 0, policy = \"credit\" }}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = 0\npolicy = \"credit\"\n[[guest.task]]\nname = \"t1\"\nperiod = \"10ms\"\nwcet = \"500us\"\noffset = \"12ms\"\n[[guest.task]]\nname = \"t2\"\nperiod = \"10ms\"\nwcet = \"100us\"\noffset = \"12800us\"\n")
+        format!(
+            "[host]\ncores = 1\n[sim]\n{sim}\n[[sim.thread]]\nname = \"hog\"\nbusy = true\nsched = {{ core = 0, policy \
+             = \"credit\" }}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = 0\npolicy = \
+             \"credit\"\n[[guest.task]]\nname = \"t1\"\nperiod = \"10ms\"\nwcet = \"500us\"\noffset = \"12ms\"\n\
+             [[guest.task]]\nname = \"t2\"\nperiod = \"10ms\"\nwcet = \"100us\"\noffset = \"12800us\"\n"
+        )
     };
     let r = run(&src(""), 2);
     assert_eq!(r.tasks[0].response_ns.max, 500_000, "{:?}", r.tasks[0].response_ns);
@@ -245,7 +260,10 @@ fn guest_slowdown_stretches_every_job_and_can_be_set_per_guest() {
     // one task, constant 1 ms, alone on its own core at FIFO: the response time is the job's
     // execution time in the guest, exactly (1 + slowdown) ms
     let guest = |name: &str, core: u32, extra: &str| {
-        format!("[[guest]]\nname = \"{name}\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = {core}\npolicy = \"fifo\"\npriority = 50\n{extra}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n")
+        format!(
+            "[[guest]]\nname = \"{name}\"\nscheduler = \"edf\"\n[guest.vcpu]\ncore = {core}\npolicy = \"fifo\"\n\
+             priority = 50\n{extra}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n"
+        )
     };
     let src = format!(
         "[host]\ncores = 2\n[sim]\nguest_slowdown = 0.25\n{}{}",
@@ -267,7 +285,10 @@ fn guest_slowdown_out_of_range_is_a_named_error() {
     for (sim, vcpu, field) in
         [("guest_slowdown = -0.1", "", "sim.guest_slowdown"), ("", "slowdown = 11.0", "guest[0].vcpu.slowdown")]
     {
-        let src = format!("[host]\ncores = 1\n[sim]\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n");
+        let src = format!(
+            "[host]\ncores = 1\n[sim]\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[guest.vcpu]\n{vcpu}\n\
+             [[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n"
+        );
         let e = Scenario::from_toml(&src, None).unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
         assert!(e.to_string().contains("expected a fraction"), "{e}");

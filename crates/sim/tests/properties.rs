@@ -41,11 +41,15 @@ fn scenario(
             .replace("{b}", &((1000 + salt % 4000) * (1 + salt % 3) / 10 / guests.len() as u64).max(50).to_string())
             .replace("{P}", &(1000 + salt % 4000).to_string());
         s += &format!(
-            "[[guest]]\nname = \"g{i}\"\nscheduler = \"{}\"\n[guest.vcpu]\ncore = {core}\n{policy}\nidle = \"{}\"\ncontext_switch = \"1us\"\n",
+            "[[guest]]\nname = \"g{i}\"\nscheduler = \"{}\"\n[guest.vcpu]\ncore = {core}\n{policy}\nidle = \"{}\"\n\
+             context_switch = \"1us\"\n",
             if salt % 2 == 0 { "edf" } else { "fp" },
             if poll { "poll" } else { "halt" }
         );
-        s += &format!("[[guest.task]]\nname = \"a\"\nperiod = \"{period_us}us\"\nwcet = \"{wcet_us}us\"\nexec = {{ dist = \"uniform\", min = \"1us\", max = \"{wcet_us}us\" }}\n");
+        s += &format!(
+            "[[guest.task]]\nname = \"a\"\nperiod = \"{period_us}us\"\nwcet = \"{wcet_us}us\"\nexec = {{ dist = \
+             \"uniform\", min = \"1us\", max = \"{wcet_us}us\" }}\n"
+        );
         s += &format!(
             "[[guest.task]]\nname = \"b\"\nperiod = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
             period_us * 3,
@@ -62,13 +66,20 @@ proptest! {
     fn random_hosts_run_sanely(
         cores in 1u32..4,
         families in proptest::collection::vec(0usize..4, 3),
-        guests in proptest::collection::vec((0u32..3, 0usize..4, 500u64..20_000, 1u64..400, any::<bool>(), any::<u64>()), 1..6),
+        guests in proptest::collection::vec(
+            (0u32..3, 0usize..4, 500u64..20_000, 1u64..400, any::<bool>(), any::<u64>()),
+            1..6
+        ),
         hrtick in any::<bool>(),
     ) {
-        let guests: Vec<_> = guests.into_iter().map(|(c, p, per, w, poll, salt)| (c % cores, p, per, w.min(per), poll, salt)).collect();
+        let guests: Vec<_> = guests
+            .into_iter()
+            .map(|(c, p, per, w, poll, salt)| (c % cores, p, per, w.min(per), poll, salt))
+            .collect();
         let src = scenario(cores, &families, &guests, hrtick);
+        let overrides = || Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9) };
         let checked = Scenario::from_toml(&src, None)
-            .and_then(|s| SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9) }).map(|c| (s, c)));
+            .and_then(|s| SimConfig::new(&s, None, overrides()).map(|c| (s, c)));
         let (s, cfg) = match checked {
             Ok(c) => c,
             Err(e) => {

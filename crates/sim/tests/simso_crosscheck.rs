@@ -22,7 +22,8 @@ fn simso_runs(seed: u64, sets: u32, horizon_ms: u64) -> Vec<Value> {
     let python = root.join(".venv/bin/python");
     assert!(
         python.exists(),
-        "SimSo venv missing: {} does not exist. Run `scripts/setup.sh test` (creates .venv with SimPy 2.3.1 + simso 0.8.5).",
+        "SimSo venv missing: {} does not exist. Run `scripts/setup.sh test` (creates .venv with SimPy 2.3.1 + simso \
+         0.8.5).",
         python.display()
     );
     let out = Command::new(&python)
@@ -36,7 +37,8 @@ fn simso_runs(seed: u64, sets: u32, horizon_ms: u64) -> Vec<Value> {
 
 fn scenario(run: &Value) -> String {
     let mut s = format!(
-        "[host]\ncores = 1\n[sim]\nrt_throttling = false\nmiss_policy = \"{}\"\n[[guest]]\nname = \"vm1\"\nscheduler = \"{}\"\n[guest.vcpu]\ncore = 0\npolicy = \"fifo\"\npriority = 99\n",
+        "[host]\ncores = 1\n[sim]\nrt_throttling = false\nmiss_policy = \"{}\"\n[[guest]]\nname = \"vm1\"\nscheduler = \
+         \"{}\"\n[guest.vcpu]\ncore = 0\npolicy = \"fifo\"\npriority = 99\n",
         if run["abort"].as_bool().unwrap() { "abort" } else { "continue" },
         run["scheduler"].as_str().unwrap()
     );
@@ -44,7 +46,8 @@ fn scenario(run: &Value) -> String {
     let fp = run["scheduler"] == "fp";
     for (i, t) in tasks.iter().enumerate() {
         s += &format!(
-            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \"{}us\"\n",
+            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \
+             \"{}us\"\n",
             t["period_us"], t["deadline_us"], t["wcet_us"], t["offset_us"]
         );
         if fp {
@@ -152,8 +155,13 @@ fn jobs_equal_simso_edf_and_rm() {
         let only_rtvirt: Vec<_> = got.difference(&expected).take(5).collect();
         assert!(
             only_simso.is_empty() && only_rtvirt.is_empty(),
-            "set {} {} abort={}: {} jobs in SimSo, {} in rtvirt; only SimSo: {only_simso:?}; only rtvirt: {only_rtvirt:?}\n{src}",
-            run["set"], run["scheduler"], run["abort"], expected.len(), got.len()
+            "set {} {} abort={}: {} jobs in SimSo, {} in rtvirt; only SimSo: {only_simso:?}; only rtvirt: \
+             {only_rtvirt:?}\n{src}",
+            run["set"],
+            run["scheduler"],
+            run["abort"],
+            expected.len(),
+            got.len()
         );
     }
     assert!(misses_seen > 0, "the random sets should include overloads with deadline misses");

@@ -14,7 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The warning every TCG result carries.
-pub const TCG_WARNING: &str = "accelerator is TCG (software emulation): guest timings are NOT representative of real hardware; use a host where KVM boots the guest";
+pub const TCG_WARNING: &str = "accelerator is TCG (software emulation): guest timings are NOT representative of real \
+                               hardware; use a host where KVM boots the guest";
 
 /// `--accel`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +118,12 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> Result<ProbeRe
             host_key,
             cached: false,
         },
-        Ok(out) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM guest answered {:?}", out.stdout.trim()), host_key, cached: false },
+        Ok(out) => ProbeResult {
+            accel: Accel::Tcg,
+            reason: format!("KVM guest answered {:?}", out.stdout.trim()),
+            host_key,
+            cached: false,
+        },
         Err(e @ VmError::Interrupted { .. }) => return Err(e),
         Err(VmError::EarlyExit { status, stderr, .. }) => ProbeResult {
             accel: Accel::Tcg,
@@ -127,11 +133,19 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> Result<ProbeRe
         },
         Err(VmError::Timeout { bound_s, phase, .. }) => ProbeResult {
             accel: Accel::Tcg,
-            reason: format!("the guest did not answer under KVM within {bound_s:.0}s ({phase}); e.g. nested virtualization that hangs guest kernels"),
+            reason: format!(
+                "the guest did not answer under KVM within {bound_s:.0}s ({phase}); e.g. nested virtualization that \
+                 hangs guest kernels"
+            ),
             host_key,
             cached: false,
         },
-        Err(e) => ProbeResult { accel: Accel::Tcg, reason: format!("KVM cannot boot the guest: {}", first_line(&e.to_string())), host_key, cached: false },
+        Err(e) => ProbeResult {
+            accel: Accel::Tcg,
+            reason: format!("KVM cannot boot the guest: {}", first_line(&e.to_string())),
+            host_key,
+            cached: false,
+        },
     })
 }
 

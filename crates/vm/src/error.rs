@@ -7,7 +7,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
     /// The unpacked Debian kernel package is not in the cache.
-    #[error("guest kernel '{flavour}' not found in {dir}: {why}\n  fetch it with scripts/setup.sh test, or by hand:\n    {fetch}")]
+    #[error(
+        "guest kernel '{flavour}' not found in {dir}: {why}\n  fetch it with scripts/setup.sh test, or by hand:\n    \
+         {fetch}"
+    )]
     KernelMissing { flavour: String, dir: PathBuf, why: String, fetch: String },
     /// A host tool the image or the guest needs is missing.
     #[error("{tool} not found ({why}); install it with scripts/setup.sh test (Debian package {package})")]
@@ -19,13 +22,22 @@ pub enum VmError {
     #[error("cannot start QEMU: {0}")]
     Spawn(String),
     /// The guest did not produce its results within the bound.
-    #[error("guest '{name}' did not finish within {bound_s:.0}s ({phase}); QEMU killed. Guest console (last lines):\n{console_tail}")]
+    #[error(
+        "guest '{name}' did not finish within {bound_s:.0}s ({phase}); QEMU killed. Guest console (last lines):\n\
+         {console_tail}"
+    )]
     Timeout { name: String, bound_s: f64, phase: String, console_tail: String },
     /// QEMU exited before the guest delivered its results.
-    #[error("QEMU for guest '{name}' exited early ({status}) without results. QEMU stderr: {stderr}\nGuest console (last lines):\n{console_tail}")]
+    #[error(
+        "QEMU for guest '{name}' exited early ({status}) without results. QEMU stderr: {stderr}\nGuest console (last \
+         lines):\n{console_tail}"
+    )]
     EarlyExit { name: String, status: String, stderr: String, console_tail: String },
     /// The guest delivered something that is not what was asked for.
-    #[error("guest '{name}' returned garbage instead of results: {why}. Guest output (last lines):\n{output_tail}\nGuest console (last lines):\n{console_tail}")]
+    #[error(
+        "guest '{name}' returned garbage instead of results: {why}. Guest output (last lines):\n{output_tail}\nGuest \
+         console (last lines):\n{console_tail}"
+    )]
     Garbage { name: String, why: String, output_tail: String, console_tail: String },
     /// The run was interrupted by a signal (everything was torn down).
     #[error("interrupted by signal; guest '{name}' torn down")]

@@ -7,8 +7,8 @@
 //! `opt/rtvirt/<name>` ([`FW_CFG_PREFIX`]) and are copied to `/tmp/files/<name>` (the job runs in
 //! `/tmp`, so it names them `files/<name>`). `/init` mounts the pseudo file systems and a cgroup v1
 //! `cpuset` hierarchy (`/sys/fs/cgroup/cpuset`: exclusive per-CPU cpusets for SCHED_DEADLINE),
-//! loads the modules listed in `/etc/rtvirt/modules`, configures `eth0` if asked, then runs the job with its stdout on the
-//! second serial port (`/dev/ttyS1`, raw) between `RTVIRT-BEGIN <nonce>` and
+//! loads the modules listed in `/etc/rtvirt/modules`, configures `eth0` if asked, then runs the job
+//! with its stdout on the second serial port (`/dev/ttyS1`, raw) between `RTVIRT-BEGIN <nonce>` and
 //! `RTVIRT-END <nonce> rc=<exit status>` lines, and powers off. The kernel and `/init` log to the
 //! first serial port (the console). Both ports are built into the Debian kernels (no modules).
 //!

@@ -40,7 +40,9 @@ impl Flavour {
         let debs = cache.join("debs");
         let dest = cache.join("kernels").join(self.name());
         format!(
-            "mkdir -p {debs} {dest} && cd {debs} && apt-get download \"$(apt-cache depends {pkg} | awk '/Depends: linux-image-[0-9]/{{print $2; exit}}')\" && dpkg-deb -x \"$(ls -t {debs}/linux-image-*-{deb_flavour}-amd64_*.deb | head -1)\" {dest}",
+            "mkdir -p {debs} {dest} && cd {debs} && apt-get download \"$(apt-cache depends {pkg} | awk '/Depends: \
+             linux-image-[0-9]/{{print $2; exit}}')\" && dpkg-deb -x \"$(ls -t \
+             {debs}/linux-image-*-{deb_flavour}-amd64_*.deb | head -1)\" {dest}",
             debs = debs.display(),
             dest = dest.display(),
             pkg = self.package(),

@@ -125,7 +125,8 @@ fn job_files_arrive_in_files_and_the_cpuset_hierarchy_is_mounted() {
             data: (0..2000).map(|i| format!("{i}us\n")).collect::<String>().into_bytes(),
         },
     ];
-    let job = "cat files/plan.json; wc -l < files/data/frames.csv; grep cpuset /proc/mounts | cut -d' ' -f2,3; cat /sys/fs/cgroup/cpuset/cpuset.cpus";
+    let job = "cat files/plan.json; wc -l < files/data/frames.csv; grep cpuset /proc/mounts | cut -d' ' -f2,3; cat \
+               /sys/fs/cgroup/cpuset/cpuset.cpus";
     let mut g = Guest::start(&img, &cfg, job).unwrap();
     let pid = g.record().pid;
     let out = g.wait_done().unwrap();

@@ -27,11 +27,13 @@ use std::time::Instant;
 #[command(after_help = "Steps: 1 plan (rtvirt plan), 2 simulate under the plan (rtvirt simulate --plan), \
 3 predict DSR versus rho (plans at a uniform rho 0.1 .. 0.9, each simulated), 4 timer latency on this \
 host, idle (rtvirt measure timer), 5 the same under a system-call load (--load syscalls), 6 the task \
-set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), 7 the report (rtvirt report). Every file is kept in the output directory, so each step can be re-run \
+set under the plan's SCHED_DEADLINE reservations (rtvirt measure tasks), 7 the report (rtvirt report). Every file is \
+kept in the output directory, so each step can be re-run \
 by hand. Real-time threads are bounded by the measurement time; needs root for the real measurements \
 (use --no-measure without it). Ctrl-C stops the running measurement early, restores every host \
 setting it changed (cpusets, scheduling, cpu_dma_latency), skips the remaining measurements, writes the \
-report of what was done and exits with code 130.\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo --measure-time 3s")]
+report of what was done and exits with code 130.\n\nExamples:\n  rtvirt demo\n  rtvirt demo --out /tmp/demo \
+--measure-time 3s")]
 pub struct DemoArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario.
     pub scenario: Option<PathBuf>,

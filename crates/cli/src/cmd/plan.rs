@@ -204,7 +204,11 @@ fn check_plannable(s: &Scenario) -> Result<(), InputError> {
     match s.guests.iter().position(|g| g.tasks.is_empty()) {
         Some(i) => Err(InputError::field(
             format!("guest[{i}]"),
-            format!("guest \"{}\" has no tasks: expected at least one [[guest.task]] (a reservation is planned for a guest's tasks)", s.guests[i].name),
+            format!(
+                "guest \"{}\" has no tasks: expected at least one [[guest.task]] (a reservation is planned for a \
+                 guest's tasks)",
+                s.guests[i].name
+            ),
         )),
         None => Ok(()),
     }

@@ -223,7 +223,10 @@ fn run_cmd(a: RunArgs) -> CmdResult {
         return hold_guest(&image, cfg, hold, a.format);
     }
     if a.guest_args.is_empty() {
-        anyhow::bail!("nothing to run: give the guest command after `--` (e.g. `-- measure timer --duration 5s`) or --hold DURATION");
+        anyhow::bail!(
+            "nothing to run: give the guest command after `--` (e.g. `-- measure timer --duration 5s`) or --hold \
+             DURATION"
+        );
     }
     let m = measure_in_guest(&image, &cfg, &a.loads, &a.guest_args)?;
     match a.format {

@@ -102,7 +102,11 @@ pub fn cpuset_state() -> String {
 pub fn plan_json(guests: &[(&str, u64, u64, u64, u32)]) -> String {
     let gs: Vec<String> = guests
         .iter()
-        .map(|(n, b, d, p, c)| format!(r#"{{"name":"{n}","scheduler":"edf","model":"prm","period_ns":{p},"budget_ns":{b},"deadline_ns":{d},"bandwidth":{},"core":{c},"tasks":[]}}"#, *b as f64 / *p as f64))
+        .map(|(n, b, d, p, c)| {
+            let bandwidth = *b as f64 / *p as f64;
+            let reservation = format!(r#""period_ns":{p},"budget_ns":{b},"deadline_ns":{d},"bandwidth":{bandwidth}"#);
+            format!(r#"{{"name":"{n}","scheduler":"edf","model":"prm",{reservation},"core":{c},"tasks":[]}}"#)
+        })
         .collect();
     let cores: std::collections::BTreeSet<u32> = guests.iter().map(|g| g.4).collect();
     let cs: Vec<String> = cores

@@ -65,7 +65,11 @@ impl KernelBandwidthCap {
                     )
                 })
                 .unwrap_or_default();
-            return Err(format!("total bandwidth {:.3}{fair_note} exceeds the kernel's cap {cap:.3} (sched_rt_runtime_us/sched_rt_period_us)", total as f64 / (1u64 << 20) as f64));
+            return Err(format!(
+                "total bandwidth {:.3}{fair_note} exceeds the kernel's cap {cap:.3} \
+                 (sched_rt_runtime_us/sched_rt_period_us)",
+                total as f64 / (1u64 << 20) as f64
+            ));
         }
         Ok(())
     }

@@ -62,7 +62,12 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
     }
     let fair_server = FairServers::of_this_host();
     admit(&targets, admission, &fair_server)?;
-    let hierarchy = Hierarchy::find("cpuset").ok_or_else(|| HostError::input("no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 cpuset controller)"))?;
+    let hierarchy = Hierarchy::find("cpuset").ok_or_else(|| {
+        HostError::input(
+            "no cpuset cgroup controller is mounted: partitioned SCHED_DEADLINE needs one (mount cgroup v2, or the v1 \
+             cpuset controller)",
+        )
+    })?;
     let partitions: CpuList = targets.iter().map(|(_, _, c)| *c).collect();
     let mut changes = hierarchy.partition_changes(&partitions)?;
     let mut planned = Vec::new();
@@ -140,7 +145,18 @@ fn vcpu_thread(b: &Binding) -> Result<ThreadInfo> {
         (None, 1) => Ok(vcpus.into_iter().next().expect("one vCPU")),
         (None, _) => {
             let list: Vec<String> = vcpus.iter().map(|t| format!("vCPU {} = thread {}", index(t), t.tid)).collect();
-            Err(InputError::field("--vm", format!("guest \"{}\" has {} vCPUs ({}); the plan reserves one server per guest: choose one with {}=SOCKET,vcpu=N", b.guest, vcpus.len(), list.join(", "), b.guest)).into())
+            Err(InputError::field(
+                "--vm",
+                format!(
+                    "guest \"{}\" has {} vCPUs ({}); the plan reserves one server per guest: choose one with \
+                     {}=SOCKET,vcpu=N",
+                    b.guest,
+                    vcpus.len(),
+                    list.join(", "),
+                    b.guest
+                ),
+            )
+            .into())
         }
         (Some(n), _) => vcpus
             .into_iter()

@@ -284,7 +284,14 @@ pub fn apply_profile(
             let Selector::Napi { device, threaded } = &r.select else { continue };
             let found = napi_threads(device);
             if *threaded && found.is_empty() {
-                return Err(profile.error(r.index, "device", format!("threaded NAPI is on for {device} but no napi/{device}-* thread appeared (the device has no NAPI instance: e.g. a veth needs GRO or XDP)")));
+                return Err(profile.error(
+                    r.index,
+                    "device",
+                    format!(
+                        "threaded NAPI is on for {device} but no napi/{device}-* thread appeared (the device has no \
+                         NAPI instance: e.g. a veth needs GRO or XDP)"
+                    ),
+                ));
             }
             out.extend(thread_changes(&found, r));
         }
@@ -382,7 +389,14 @@ impl Resolver<'_> {
             return Ok(());
         }
         if cpus.len() != 1 {
-            return Err(self.profile.error(rule.index, "cpus", format!("\"{cpus}\": a SCHED_DEADLINE thread is pinned to one CPU (its own cpuset partition) or not pinned at all")));
+            return Err(self.profile.error(
+                rule.index,
+                "cpus",
+                format!(
+                    "\"{cpus}\": a SCHED_DEADLINE thread is pinned to one CPU (its own cpuset partition) or not pinned \
+                     at all"
+                ),
+            ));
         }
         let cpu = cpus.iter().next().expect("one CPU");
         let h = Hierarchy::find("cpuset").ok_or_else(|| {
@@ -465,10 +479,17 @@ impl Resolver<'_> {
                     id: "irq_not_threaded",
                     severity: Severity::Fail,
                     message: format!(
-                        "{}: IRQ {} of \"{device}\" has no irq/N-{device} thread: its handler runs in hard-IRQ context, so `policy` ({attr}) cannot be applied to it and the IRQ keeps preempting every thread. Boot with `threadirqs` (or a PREEMPT_RT kernel) to get IRQ threads{}; --force applies the rest of the profile without it",
+                        "{}: IRQ {} of \"{device}\" has no irq/N-{device} thread: its handler runs in hard-IRQ \
+                         context, so `policy` ({attr}) cannot be applied to it and the IRQ keeps preempting every \
+                         thread. Boot with `threadirqs` (or a PREEMPT_RT kernel) to get IRQ threads{}; --force applies \
+                         the rest of the profile without it",
                         self.profile.place(rule.index, "policy"),
                         unthreaded.join(", "),
-                        if sysinfo::cmdline_param(&sysinfo::cmdline(), "threadirqs").is_some() { " (threadirqs is on the command line: this handler is not threadable, e.g. IRQF_NO_THREAD)" } else { "" },
+                        if sysinfo::cmdline_param(&sysinfo::cmdline(), "threadirqs").is_some() {
+                            " (threadirqs is on the command line: this handler is not threadable, e.g. IRQF_NO_THREAD)"
+                        } else {
+                            ""
+                        },
                     ),
                 });
             }
@@ -573,7 +594,8 @@ mod tests {
 
     #[test]
     fn unknown_role_and_bad_priority_are_located() {
-        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"fifo\"\npriority = 10\n[[set]]\nrole = \"nic\"\ndevice = \"x\"\n";
+        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"fifo\"\n\
+                   priority = 10\n[[set]]\nrole = \"nic\"\ndevice = \"x\"\n";
         let e = Profile::from_toml(src).unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some("set[1].role"));
         assert_eq!(e.at.line_col.map(|l| l.0), Some(8));
@@ -586,7 +608,8 @@ mod tests {
 
     #[test]
     fn deadline_entries_need_valid_parameters() {
-        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"1ms\"\n";
+        let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"deadline\"\n\
+                   runtime = \"2ms\"\nperiod = \"1ms\"\n";
         assert!(Profile::from_toml(src).unwrap_err().to_string().contains("runtime <= deadline"));
         let ok = Profile::from_toml(&src.replace("2ms", "100us")).unwrap();
         assert_eq!(ok.rules[0].sched, Some(SchedAttr::deadline(100_000, 1_000_000, 1_000_000)));

@@ -141,11 +141,29 @@ fn fair_server(isolated: &CpuList) -> Check {
     let cpus: Vec<u32> = sysinfo::online_cpus().iter().collect();
     match debugfs_read(&sysinfo::fair_server_files(&cpus)) {
         Ok((v, how)) => {
-            let values: Vec<String> = cpus.iter().zip(v.chunks(2)).map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp.get(1).map(String::as_str).unwrap_or("?"))).collect();
-            let zero_on_isolated = !isolated.is_empty() && cpus.iter().zip(v.chunks(2)).all(|(c, rp)| !isolated.contains(*c) || rp[0] == "0");
-            Check::new("fair_server", pass_if(zero_on_isolated), values.join(","), format!("{DEBUGFS}/sched/fair_server/cpuN/{{runtime,period}} in ns ({how})"))
+            let values: Vec<String> = cpus
+                .iter()
+                .zip(v.chunks(2))
+                .map(|(c, rp)| format!("cpu{c}={}/{}", rp[0], rp.get(1).map(String::as_str).unwrap_or("?")))
+                .collect();
+            let zero_on_isolated = !isolated.is_empty()
+                && cpus.iter().zip(v.chunks(2)).all(|(c, rp)| !isolated.contains(*c) || rp[0] == "0");
+            Check::new(
+                "fair_server",
+                pass_if(zero_on_isolated),
+                values.join(","),
+                format!("{DEBUGFS}/sched/fair_server/cpuN/{{runtime,period}} in ns ({how})"),
+            )
         }
-        Err(e) => Check::new("fair_server", Status::Warn, format!("unreadable ({e})"), format!("{DEBUGFS}/sched/fair_server/cpuN/runtime; kernel {release} >= 6.12 has a fair server (default 50000000/1000000000 ns per CPU) but its settings cannot be read")),
+        Err(e) => Check::new(
+            "fair_server",
+            Status::Warn,
+            format!("unreadable ({e})"),
+            format!(
+                "{DEBUGFS}/sched/fair_server/cpuN/runtime; kernel {release} >= 6.12 has a fair server (default \
+                 50000000/1000000000 ns per CPU) but its settings cannot be read"
+            ),
+        ),
     }
 }
 
@@ -248,7 +266,15 @@ fn governor() -> Check {
         .filter_map(|c| read_opt(format!("{CPU_DIR}/cpu{c}/cpufreq/scaling_governor")).map(|g| (c, g)))
         .collect();
     if govs.is_empty() {
-        return Check::new("governor", Status::Skip, "none", format!("{CPU_DIR}/cpu*/cpufreq/scaling_governor absent (no cpufreq driver: the frequency is not scaled by this kernel)"));
+        return Check::new(
+            "governor",
+            Status::Skip,
+            "none",
+            format!(
+                "{CPU_DIR}/cpu*/cpufreq/scaling_governor absent (no cpufreq driver: the frequency is not scaled by \
+                 this kernel)"
+            ),
+        );
     }
     let all_same = govs.iter().all(|(_, g)| *g == govs[0].1);
     let found = if all_same {

@@ -16,116 +16,234 @@ pub struct Text {
 }
 
 pub const TEXTS: &[Text] = &[
-    Text { id: "preemption", title: "kernel preemption model",
-        why: "A non-preemptible kernel section delays the wake-up of an RT vCPU or IRQ thread by its whole length (Abeni 2023: L2); PREEMPT_RT makes almost all of the kernel preemptible and threads IRQ handlers.",
-        fix: "Boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64); on a PREEMPT_DYNAMIC kernel at least boot with preempt=full.",
-        depends_on: "/sys/kernel/realtime (PREEMPT_RT), PREEMPT_DYNAMIC (Linux >= 5.12) with /sys/kernel/debug/sched/preempt or preempt= or the Kconfig default",
-        tuned: "not set by these profiles: realtime-virtual-host expects a PREEMPT_RT kernel (kernel-rt) to be installed" },
-    Text { id: "rt_throttling", title: "RT throttling / SCHED_DEADLINE admission (kernel.sched_rt_runtime_us)",
-        why: "Bounds what FIFO/RR threads may use per period; -1 turns throttling off AND disables SCHED_DEADLINE admission control, so reservations are no longer guaranteed.",
-        fix: "Keep a value >= 0 (default 950000) when using SCHED_DEADLINE reservations; use -1 only for FIFO-only layouts with an explicit starvation guard.",
+    Text {
+        id: "preemption",
+        title: "kernel preemption model",
+        why: "A non-preemptible kernel section delays the wake-up of an RT vCPU or IRQ thread by its whole length \
+              (Abeni 2023: L2); PREEMPT_RT makes almost all of the kernel preemptible and threads IRQ handlers.",
+        fix: "Boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64); on a PREEMPT_DYNAMIC kernel at least boot with \
+              preempt=full.",
+        depends_on: "/sys/kernel/realtime (PREEMPT_RT), PREEMPT_DYNAMIC (Linux >= 5.12) with \
+                     /sys/kernel/debug/sched/preempt or preempt= or the Kconfig default",
+        tuned: "not set by these profiles: realtime-virtual-host expects a PREEMPT_RT kernel (kernel-rt) to be \
+                installed",
+    },
+    Text {
+        id: "rt_throttling",
+        title: "RT throttling / SCHED_DEADLINE admission (kernel.sched_rt_runtime_us)",
+        why: "Bounds what FIFO/RR threads may use per period; -1 turns throttling off AND disables SCHED_DEADLINE \
+              admission control, so reservations are no longer guaranteed.",
+        fix: "Keep a value >= 0 (default 950000) when using SCHED_DEADLINE reservations; use -1 only for FIFO-only \
+              layouts with an explicit starvation guard.",
         depends_on: "any Linux; since 6.12 RT throttling is implemented by the fair server",
-        tuned: "kernel.sched_rt_runtime_us = -1 (realtime tuned.conf [sysctl]) - which also disables SCHED_DEADLINE admission control" },
-    Text { id: "fair_server", title: "per-CPU fair server (SCHED_DEADLINE server for SCHED_OTHER)",
-        why: "Since Linux 6.12 each CPU runs a deadline server (default 50 ms every 1 s) that runs SCHED_OTHER tasks ahead of FIFO/RR threads: it protects kernel threads from a busy RT vCPU but delays RT guests by up to its runtime.",
-        fix: "On CPUs dedicated to RT guests set /sys/kernel/debug/sched/fair_server/cpuN/runtime to 0 (only with a starvation guard), or keep it and account for its 5% in the plan.",
+        tuned: "kernel.sched_rt_runtime_us = -1 (realtime tuned.conf [sysctl]) - which also disables SCHED_DEADLINE \
+                admission control",
+    },
+    Text {
+        id: "fair_server",
+        title: "per-CPU fair server (SCHED_DEADLINE server for SCHED_OTHER)",
+        why: "Since Linux 6.12 each CPU runs a deadline server (default 50 ms every 1 s) that runs SCHED_OTHER tasks \
+              ahead of FIFO/RR threads: it protects kernel threads from a busy RT vCPU but delays RT guests by up to \
+              its runtime.",
+        fix: "On CPUs dedicated to RT guests set /sys/kernel/debug/sched/fair_server/cpuN/runtime to 0 (only with a \
+              starvation guard), or keep it and account for its 5% in the plan.",
         depends_on: "Linux >= 6.12, debugfs",
-        tuned: "not set by any of these profiles (they have no fair server setting)" },
-    Text { id: "isolcpus", title: "isolated CPUs (isolcpus=)",
-        why: "Isolated CPUs are left out of load balancing and unbound work, so that only the pinned RT vCPUs run there.",
-        fix: "Boot with isolcpus=managed_irq,domain,<RT CPUs> (or use cpuset partitions, which rtvirt host apply creates for reservations).",
+        tuned: "not set by any of these profiles (they have no fair server setting)",
+    },
+    Text {
+        id: "isolcpus",
+        title: "isolated CPUs (isolcpus=)",
+        why: "Isolated CPUs are left out of load balancing and unbound work, so that only the pinned RT vCPUs run \
+              there.",
+        fix: "Boot with isolcpus=managed_irq,domain,<RT CPUs> (or use cpuset partitions, which rtvirt host apply \
+              creates for reservations).",
         depends_on: "kernel command line; /sys/devices/system/cpu/isolated (Linux >= 4.x)",
-        tuned: "isolcpus=${managed_irq}${isolated_cores} (realtime tuned.conf [bootloader]; managed_irq = \"managed_irq,domain,\" when isolate_managed_irq=Y), plus the workqueue cpumasks off the isolated cores (realtime [sysfs])" },
-    Text { id: "nohz_full", title: "adaptive-tick CPUs (nohz_full=)",
-        why: "Stops the periodic scheduler tick on CPUs running one RT vCPU, removing a regular interruption (Welch 2015 tuning).",
+        tuned: "isolcpus=${managed_irq}${isolated_cores} (realtime tuned.conf [bootloader]; managed_irq = \
+                \"managed_irq,domain,\" when isolate_managed_irq=Y), plus the workqueue cpumasks off the isolated \
+                cores (realtime [sysfs])",
+    },
+    Text {
+        id: "nohz_full",
+        title: "adaptive-tick CPUs (nohz_full=)",
+        why: "Stops the periodic scheduler tick on CPUs running one RT vCPU, removing a regular interruption (Welch \
+              2015 tuning).",
         fix: "Kernel with CONFIG_NO_HZ_FULL and boot with nohz_full=<RT CPUs>.",
         depends_on: "CONFIG_NO_HZ_FULL; /sys/devices/system/cpu/nohz_full",
-        tuned: "nohz=on nohz_full=${isolated_cores} (realtime-virtual-host tuned.conf [bootloader])" },
-    Text { id: "rcu_nocbs", title: "RCU callback offloading (rcu_nocbs=)",
+        tuned: "nohz=on nohz_full=${isolated_cores} (realtime-virtual-host tuned.conf [bootloader])",
+    },
+    Text {
+        id: "rcu_nocbs",
+        title: "RCU callback offloading (rcu_nocbs=)",
         why: "Moves RCU callback processing off the RT CPUs into rcuo kthreads elsewhere (Welch 2015 tuning).",
         fix: "Boot with rcu_nocbs=<RT CPUs> (kernel with CONFIG_RCU_NOCB_CPU).",
         depends_on: "CONFIG_RCU_NOCB_CPU; kernel command line",
-        tuned: "rcu_nocbs=${isolated_cores} (realtime-virtual-host tuned.conf [bootloader])" },
-    Text { id: "rcu_nocb_poll", title: "RCU offload threads poll (rcu_nocb_poll)",
+        tuned: "rcu_nocbs=${isolated_cores} (realtime-virtual-host tuned.conf [bootloader])",
+    },
+    Text {
+        id: "rcu_nocb_poll",
+        title: "RCU offload threads poll (rcu_nocb_poll)",
         why: "With rcu_nocb_poll the rcuo threads poll for callbacks instead of being woken by the RT CPUs.",
         fix: "Add rcu_nocb_poll to the kernel command line together with rcu_nocbs=.",
         depends_on: "CONFIG_RCU_NOCB_CPU; kernel command line",
-        tuned: "not set by realtime-virtual-host, realtime, network-latency or latency-performance (Welch 2015 uses it)" },
-    Text { id: "irqaffinity", title: "default IRQ affinity (irqaffinity=)",
+        tuned: "not set by realtime-virtual-host, realtime, network-latency or latency-performance (Welch 2015 uses \
+                it)",
+    },
+    Text {
+        id: "irqaffinity",
+        title: "default IRQ affinity (irqaffinity=)",
         why: "Keeps device interrupts on housekeeping CPUs by default, away from RT vCPUs.",
         fix: "Boot with irqaffinity=<housekeeping CPUs>.",
         depends_on: "kernel command line; /proc/irq/default_smp_affinity",
-        tuned: "no irqaffinity= on the command line: realtime-virtual-host script.sh runs defirqaffinity.py \"remove\" ${isolated_cores}, which takes the isolated cores out of /proc/irq/default_smp_affinity and every /proc/irq/N/smp_affinity at run time" },
-    Text { id: "governor", title: "cpufreq governor",
-        why: "Frequency changes stretch execution times and add transition latency; Welch 2015 disables frequency scaling.",
+        tuned:
+            "no irqaffinity= on the command line: realtime-virtual-host script.sh runs defirqaffinity.py \"remove\" \
+             ${isolated_cores}, which takes the isolated cores out of /proc/irq/default_smp_affinity and every \
+             /proc/irq/N/smp_affinity at run time",
+    },
+    Text {
+        id: "governor",
+        title: "cpufreq governor",
+        why: "Frequency changes stretch execution times and add transition latency; Welch 2015 disables frequency \
+              scaling.",
         fix: "Set the performance governor (cpupower frequency-set -g performance) or disable P-states in firmware.",
         depends_on: "a cpufreq driver (/sys/devices/system/cpu/cpu*/cpufreq)",
-        tuned: "governor=performance (latency-performance tuned.conf [cpu]); intel_pstate=disable (realtime tuned.conf [bootloader])" },
-    Text { id: "cpuidle", title: "cpuidle driver and C-states",
-        why: "Waking a CPU from a deep C-state adds tens to hundreds of microseconds to an RT wake-up; Welch 2015 disables cpuidle.",
-        fix: "Limit C-states (idle=poll, processor.max_cstate=1, intel_idle.max_cstate=0) or hold /dev/cpu_dma_latency at 0.",
+        tuned:
+            "governor=performance (latency-performance tuned.conf [cpu]); intel_pstate=disable (realtime tuned.conf \
+             [bootloader])",
+    },
+    Text {
+        id: "cpuidle",
+        title: "cpuidle driver and C-states",
+        why: "Waking a CPU from a deep C-state adds tens to hundreds of microseconds to an RT wake-up; Welch 2015 \
+              disables cpuidle.",
+        fix:
+            "Limit C-states (idle=poll, processor.max_cstate=1, intel_idle.max_cstate=0) or hold /dev/cpu_dma_latency \
+             at 0.",
         depends_on: "cpuidle (/sys/devices/system/cpu/cpuidle), kernel command line",
-        tuned: "force_latency (latency-performance tuned.conf [cpu]): a PM QoS limit held open on /dev/cpu_dma_latency (the value differs between tuned versions)" },
-    Text { id: "thp", title: "transparent huge pages",
+        tuned:
+            "force_latency (latency-performance tuned.conf [cpu]): a PM QoS limit held open on /dev/cpu_dma_latency \
+             (the value differs between tuned versions)",
+    },
+    Text {
+        id: "thp",
+        title: "transparent huge pages",
         why: "THP in 'always' mode runs compaction and khugepaged collapses that stall page faults unpredictably.",
-        fix: "echo never (or madvise) > /sys/kernel/mm/transparent_hugepage/enabled; back guest memory with hugetlbfs instead.",
+        fix: "echo never (or madvise) > /sys/kernel/mm/transparent_hugepage/enabled; back guest memory with hugetlbfs \
+              instead.",
         depends_on: "CONFIG_TRANSPARENT_HUGEPAGE",
-        tuned: "transparent_hugepages=never (network-latency tuned.conf [vm])" },
-    Text { id: "hugepages", title: "static huge pages (vm.nr_hugepages)",
-        why: "Preallocated huge pages back guest memory without page faults or TLB pressure (Welch 2015: hugepagesz=2M hugepages=4096, QEMU -mem-prealloc).",
-        fix: "Reserve huge pages (vm.nr_hugepages or hugepages= at boot) and start QEMU with -mem-path/-mem-prealloc and -overcommit mem-lock=on.",
+        tuned: "transparent_hugepages=never (network-latency tuned.conf [vm])",
+    },
+    Text {
+        id: "hugepages",
+        title: "static huge pages (vm.nr_hugepages)",
+        why:
+            "Preallocated huge pages back guest memory without page faults or TLB pressure (Welch 2015: hugepagesz=2M \
+             hugepages=4096, QEMU -mem-prealloc).",
+        fix: "Reserve huge pages (vm.nr_hugepages or hugepages= at boot) and start QEMU with -mem-path/-mem-prealloc \
+              and -overcommit mem-lock=on.",
         depends_on: "CONFIG_HUGETLBFS",
-        tuned: "not set by these profiles" },
-    Text { id: "ksm", title: "kernel same-page merging (KSM)",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "ksm",
+        title: "kernel same-page merging (KSM)",
         why: "ksmd scans and merges guest pages; merged pages turn writes into copy-on-write faults inside RT guests.",
         fix: "echo 2 > /sys/kernel/mm/ksm/run (unmerge and stop), disable ksm/ksmtuned services.",
         depends_on: "CONFIG_KSM",
-        tuned: "/sys/kernel/mm/ksm/run = 2 (realtime-virtual-host tuned.conf [sysfs]; script.sh also calls disable_ksm)" },
-    Text { id: "irqbalance", title: "irqbalance daemon",
+        tuned: "/sys/kernel/mm/ksm/run = 2 (realtime-virtual-host tuned.conf [sysfs]; script.sh also calls \
+                disable_ksm)",
+    },
+    Text {
+        id: "irqbalance",
+        title: "irqbalance daemon",
         why: "irqbalance periodically moves IRQs, possibly onto RT CPUs, undoing a deliberate IRQ layout.",
         fix: "Stop irqbalance or ban the RT CPUs (IRQBALANCE_BANNED_CPULIST=<RT CPUs>).",
         depends_on: "the irqbalance daemon",
-        tuned: "banned_cpus=${isolated_cores} (realtime tuned.conf [irqbalance]): irqbalance keeps running but avoids the isolated cores" },
-    Text { id: "irq_affinity_isolated", title: "IRQs on isolated CPUs",
-        why: "A device interrupt on an isolated CPU preempts the RT vCPU there (vanilla Linux runs hard IRQs before any thread: Garcia Alvarado 2019 inversion #1).",
+        tuned: "banned_cpus=${isolated_cores} (realtime tuned.conf [irqbalance]): irqbalance keeps running but avoids \
+                the isolated cores",
+    },
+    Text {
+        id: "irq_affinity_isolated",
+        title: "IRQs on isolated CPUs",
+        why: "A device interrupt on an isolated CPU preempts the RT vCPU there (vanilla Linux runs hard IRQs before \
+              any thread: Garcia Alvarado 2019 inversion #1).",
         fix: "Move them: echo <housekeeping CPUs> > /proc/irq/N/smp_affinity_list (or a profile's irq role).",
         depends_on: "/proc/irq/N/effective_affinity_list (Linux >= 4.15)",
-        tuned: "defirqaffinity.py \"remove\" ${isolated_cores} on every /proc/irq/N/smp_affinity (realtime-virtual-host script.sh) and irqbalance banned_cpus=${isolated_cores} (realtime tuned.conf [irqbalance])" },
-    Text { id: "threaded_napi", title: "threaded NAPI per NIC",
-        why: "With threaded NAPI each NIC's packet processing runs in its own napi/<dev>-<id> kthread that can be prioritised and pinned: the stock-kernel way to keep RT and non-RT packet processing apart (Garcia Alvarado 2019(a)).",
-        fix: "echo 1 > /sys/class/net/<RT NIC>/threaded, then prioritise and pin its napi threads (rtvirt host apply with a napi role).",
+        tuned: "defirqaffinity.py \"remove\" ${isolated_cores} on every /proc/irq/N/smp_affinity \
+                (realtime-virtual-host script.sh) and irqbalance banned_cpus=${isolated_cores} (realtime tuned.conf \
+                [irqbalance])",
+    },
+    Text {
+        id: "threaded_napi",
+        title: "threaded NAPI per NIC",
+        why: "With threaded NAPI each NIC's packet processing runs in its own napi/<dev>-<id> kthread that can be \
+              prioritised and pinned: the stock-kernel way to keep RT and non-RT packet processing apart (Garcia \
+              Alvarado 2019(a)).",
+        fix: "echo 1 > /sys/class/net/<RT NIC>/threaded, then prioritise and pin its napi threads (rtvirt host apply \
+              with a napi role).",
         depends_on: "Linux >= 5.12 (/sys/class/net/<dev>/threaded); the driver must use NAPI",
-        tuned: "not set by these profiles" },
-    Text { id: "kthread_priorities", title: "per-CPU kernel threads (ksoftirqd, ktimers, rcuc)",
-        why: "These threads must run on every CPU; an RT vCPU above them starves softirqs, timers and RCU there, an RT kthread above the RT layout delays it.",
-        fix: "Give them a priority between housekeeping and the RT guests (e.g. FIFO 2-4 on PREEMPT_RT), with chrt or a profile.",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "kthread_priorities",
+        title: "per-CPU kernel threads (ksoftirqd, ktimers, rcuc)",
+        why:
+            "These threads must run on every CPU; an RT vCPU above them starves softirqs, timers and RCU there, an RT \
+             kthread above the RT layout delays it.",
+        fix: "Give them a priority between housekeeping and the RT guests (e.g. FIFO 2-4 on PREEMPT_RT), with chrt or \
+              a profile.",
         depends_on: "ktimers/rcuc exist on PREEMPT_RT (and RCU_BOOST) kernels only",
-        tuned: "ksoftirqd FIFO 2, ktimersoftd FIFO 3, rcuc FIFO 4, rcub FIFO 4 (realtime-virtual-host tuned.conf [scheduler] group.ksoftirqd=0:f:2, group.ktimersoftd=0:f:3, group.rcuc=0:f:4, group.rcub=0:f:4); its ktimersoftd.* pattern does not match the ktimers/N threads of current PREEMPT_RT kernels" },
-    Text { id: "smt", title: "SMT (hyper-threading) siblings",
-        why: "SMT siblings share the core's pipeline and caches: a sibling running non-RT work slows the RT vCPU on the other (Welch 2015 disables hyper-threading).",
-        fix: "Disable SMT (echo off > /sys/devices/system/cpu/smt/control or nosmt) or keep both siblings of an RT core for RT use.",
+        tuned: "ksoftirqd FIFO 2, ktimersoftd FIFO 3, rcuc FIFO 4, rcub FIFO 4 (realtime-virtual-host tuned.conf \
+                [scheduler] group.ksoftirqd=0:f:2, group.ktimersoftd=0:f:3, group.rcuc=0:f:4, group.rcub=0:f:4); its \
+                ktimersoftd.* pattern does not match the ktimers/N threads of current PREEMPT_RT kernels",
+    },
+    Text {
+        id: "smt",
+        title: "SMT (hyper-threading) siblings",
+        why: "SMT siblings share the core's pipeline and caches: a sibling running non-RT work slows the RT vCPU on \
+              the other (Welch 2015 disables hyper-threading).",
+        fix: "Disable SMT (echo off > /sys/devices/system/cpu/smt/control or nosmt) or keep both siblings of an RT \
+              core for RT use.",
         depends_on: "/sys/devices/system/cpu/smt (Linux >= 4.19)",
-        tuned: "not set by these profiles" },
-    Text { id: "timer_migration", title: "timer migration (kernel.timer_migration)",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "timer_migration",
+        title: "timer migration (kernel.timer_migration)",
         why: "With timer migration on, timers of idle CPUs are moved to busy ones, possibly the RT CPUs.",
         fix: "sysctl kernel.timer_migration=0",
         depends_on: "CONFIG_NO_HZ_COMMON",
-        tuned: "kernel.timer_migration = 0 (network-latency tuned.conf [sysctl], included by realtime)" },
-    Text { id: "kvm", title: "KVM module parameters",
-        why: "halt_poll_ns makes an idle vCPU spin (lower wake-up latency, but a FIFO vCPU spinning starves its CPU); kvmclock_periodic_sync adds periodic work; lapic_timer_advance compensates timer-interrupt delivery latency.",
-        fix: "For RT guests: kvm.kvmclock_periodic_sync=N, kvm_intel.ple_gap=0, tune halt_poll_ns to the guest's wake-up pattern; keep lapic_timer_advance on.",
+        tuned: "kernel.timer_migration = 0 (network-latency tuned.conf [sysctl], included by realtime)",
+    },
+    Text {
+        id: "kvm",
+        title: "KVM module parameters",
+        why: "halt_poll_ns makes an idle vCPU spin (lower wake-up latency, but a FIFO vCPU spinning starves its CPU); \
+              kvmclock_periodic_sync adds periodic work; lapic_timer_advance compensates timer-interrupt delivery \
+              latency.",
+        fix: "For RT guests: kvm.kvmclock_periodic_sync=N, kvm_intel.ple_gap=0, tune halt_poll_ns to the guest's \
+              wake-up pattern; keep lapic_timer_advance on.",
         depends_on: "the kvm module (/sys/module/kvm/parameters)",
-        tuned: "realtime-virtual-host script.sh: setup_kvm_mod_low_latency (kvm kvmclock_periodic_sync=N, kvm_intel ple_gap=0, checked by its verify) and lapic_timer_advance_ns from a measured tscdeadline latency (run-tscdeadline-latency.sh)" },
-    Text { id: "cpuset_partitions", title: "cpuset controller for partitioned SCHED_DEADLINE",
-        why: "A SCHED_DEADLINE vCPU pinned to one core must be in a cpuset partition (its own root domain); without a cpuset controller plans cannot be applied.",
+        tuned: "realtime-virtual-host script.sh: setup_kvm_mod_low_latency (kvm kvmclock_periodic_sync=N, kvm_intel \
+                ple_gap=0, checked by its verify) and lapic_timer_advance_ns from a measured tscdeadline latency \
+                (run-tscdeadline-latency.sh)",
+    },
+    Text {
+        id: "cpuset_partitions",
+        title: "cpuset controller for partitioned SCHED_DEADLINE",
+        why: "A SCHED_DEADLINE vCPU pinned to one core must be in a cpuset partition (its own root domain); without a \
+              cpuset controller plans cannot be applied.",
         fix: "Mount cgroup v2 with the cpuset controller (or the v1 cpuset hierarchy).",
         depends_on: "cgroup v1 cpuset, or cgroup v2 cpuset.cpus.partition (Linux >= 5.11)",
-        tuned: "not set by these profiles (realtime isolates with isolcpus= instead)" },
-    Text { id: "clocksource", title: "clocksource",
+        tuned: "not set by these profiles (realtime isolates with isolcpus= instead)",
+    },
+    Text {
+        id: "clocksource",
+        title: "clocksource",
         why: "A slow or unstable clocksource (hpet, acpi_pm) makes every clock read and timer program expensive.",
         fix: "Use tsc (tsc=reliable on hosts with an invariant TSC).",
         depends_on: "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        tuned: "tsc=reliable, skew_tick=1 (network-latency tuned.conf [bootloader], included by realtime)" },
+        tuned: "tsc=reliable, skew_tick=1 (network-latency tuned.conf [bootloader], included by realtime)",
+    },
 ];
 
 pub fn text(id: &str) -> &'static Text {

@@ -2,7 +2,15 @@ use super::*;
 use serde_json::json;
 
 /// A timer document as `measure timer` wrote it when the sections were one sorted map.
-const TIMER: &str = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":10,"cpus":[{"cpu":0,"latency_ns":{"count":1,"min":5,"mean":5.0,"sd":0.0,"p50":5,"p75":5,"p90":5,"p95":5,"p99":5,"p999":5,"p9999":5,"max":5},"cpu_time_ns":7,"histogram_ns":[[5,1]],"missed_periods":0,"wakeups":1}],"environment":{"in":"host","load":[{"cpus_ran_on":"1","duration_ns":3,"kind":"cpu","ops":2,"ops_per_s":1.5,"unit":"iterations","workers":1}],"online_cpus":"0-1","sched_rt_runtime_us":"950000"},"cpu_ns_per_sample":7.0,"cpu_ns_per_wakeup":7.0,"histogram_ns":[[5,1]],"interrupted":true,"interval_ns":1000000,"missed_periods":0,"policy":"fifo","priority":99,"stalls":[]}"#;
+const TIMER: &str = concat!(
+    r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":10,"cpus":[{"cpu":0,"latency_ns":{"count":1,"#,
+    r#""min":5,"mean":5.0,"sd":0.0,"p50":5,"p75":5,"p90":5,"p95":5,"p99":5,"p999":5,"p9999":5,"max":5},"#,
+    r#""cpu_time_ns":7,"histogram_ns":[[5,1]],"missed_periods":0,"wakeups":1}],"environment":{"in":"host","#,
+    r#""load":[{"cpus_ran_on":"1","duration_ns":3,"kind":"cpu","ops":2,"ops_per_s":1.5,"unit":"iterations","#,
+    r#""workers":1}],"online_cpus":"0-1","sched_rt_runtime_us":"950000"},"cpu_ns_per_sample":7.0,"#,
+    r#""cpu_ns_per_wakeup":7.0,"histogram_ns":[[5,1]],"interrupted":true,"interval_ns":1000000,"#,
+    r#""missed_periods":0,"policy":"fifo","priority":99,"stalls":[]}"#,
+);
 
 #[test]
 fn documents_are_written_back_byte_identical() {
@@ -31,13 +39,20 @@ fn unknown_fields_are_kept_in_key_order() {
 
 #[test]
 fn sections_sharing_a_key_are_told_apart_by_their_types() {
-    let client = r#"{"schema":"rtvirt.results/v1","kind":"net","duration_ns":1,"protocol":"udp","requested_rate":null,"server":"127.0.0.1:9000"}"#;
+    let client = concat!(
+        r#"{"schema":"rtvirt.results/v1","kind":"net","duration_ns":1,"protocol":"udp","requested_rate":null,"#,
+        r#""server":"127.0.0.1:9000"}"#,
+    );
     let r: Results = serde_json::from_str(client).unwrap();
     assert_eq!(r.net.as_ref().unwrap().server.as_deref(), Some("127.0.0.1:9000"));
     assert_eq!(r.net.as_ref().unwrap().requested_rate, Some(None));
     assert!(r.net_server.is_none());
     assert_eq!(serde_json::to_string(&r).unwrap(), client);
-    let server = r#"{"schema":"rtvirt.results/v1","kind":"net-server","duration_ns":1,"listen":"0.0.0.0:9000","protocol":"udp","server":{"closed_idle":2,"connections":0,"malformed":0,"oversized":0,"rejected_connections":0,"requests":4,"responses":4,"slow_requests":1,"truncated":0}}"#;
+    let server = concat!(
+        r#"{"schema":"rtvirt.results/v1","kind":"net-server","duration_ns":1,"listen":"0.0.0.0:9000","#,
+        r#""protocol":"udp","server":{"closed_idle":2,"connections":0,"malformed":0,"oversized":0,"#,
+        r#""rejected_connections":0,"requests":4,"responses":4,"slow_requests":1,"truncated":0}}"#,
+    );
     let r: Results = serde_json::from_str(server).unwrap();
     assert!(r.net.is_none());
     assert_eq!(r.net_server.as_ref().unwrap().server.as_ref().unwrap().requests, 4);
@@ -56,7 +71,10 @@ fn a_field_of_an_unexpected_type_stays_in_extra() {
 
 #[test]
 fn buckets_read_in_both_shapes() {
-    let text = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"histogram_ns":[[1000,3],{"value_ns":2000,"count":1},{"low_ns":3000,"count":2}]}"#;
+    let text = concat!(
+        r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"histogram_ns":[[1000,3],"#,
+        r#"{"value_ns":2000,"count":1},{"low_ns":3000,"count":2}]}"#,
+    );
     let r: Results = serde_json::from_str(text).unwrap();
     let pairs: Vec<(u64, u64)> = r.histogram_ns.unwrap().into_iter().map(Into::into).collect();
     assert_eq!(pairs, vec![(1000, 3), (2000, 1), (3000, 2)]);

@@ -258,7 +258,9 @@ fn toml_error(src: &str, path: Option<String>) -> impl Fn(toml::de::Error) -> In
             let (l, c) = crate::error::line_col(src, span.start);
             err = err.at_line(l, c);
         } else if err.message.contains("recursion limit") {
-            err.message = "keys or values nested deeper than the TOML reader allows (recursion limit): expected a few levels of tables, not hundreds".into();
+            err.message = "keys or values nested deeper than the TOML reader allows (recursion limit): expected a few \
+                           levels of tables, not hundreds"
+                .into();
             err = err.at_line(most_nested_line(src), 1);
         }
         err

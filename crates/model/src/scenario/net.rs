@@ -536,7 +536,8 @@ impl NetScenario {
             _ => Err(InputError::field(
                 field,
                 format!(
-                    "{duration} with a warm-up of {}: nothing would be measured (the duration includes the warm-up{}); expected a longer duration or a shorter `warmup`",
+                    "{duration} with a warm-up of {}: nothing would be measured (the duration includes the warm-up{}); \
+                     expected a longer duration or a shorter `warmup`",
                     self.warmup,
                     match &self.model {
                         NetModel::Xen(x) => format!(", then at least one ping period of {}", x.period),
@@ -592,7 +593,11 @@ impl RawNet {
             o => return Err(InputError::field("softirq", format!("\"{o}\": expected \"shared\" or \"partitioned\""))),
         };
         if softirq == SoftirqMode::Partitioned && irq == IrqMode::HardIrq {
-            return Err(InputError::field("softirq", "partitioned softirq needs threaded IRQs (irq = \"threaded\"): the list is chosen by the IRQ thread's priority"));
+            return Err(InputError::field(
+                "softirq",
+                "partitioned softirq needs threaded IRQs (irq = \"threaded\"): the list is chosen by the IRQ thread's \
+                 priority",
+            ));
         }
         let rtnet_prio = prio(self.rtnet_prio.or(Some(47)), "rtnet_prio")?.unwrap_or(47);
         let softirq_restarts = positive(self.softirq_restarts, 10, "softirq_restarts")?;

@@ -44,7 +44,8 @@ pub(crate) struct RawGuest {
 #[derive(Debug, Deserialize)]
 #[serde(
     untagged,
-    expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \"1ms\" }"
+    expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \
+                 \"1ms\" }"
 )]
 pub(crate) enum RawPeriods {
     List(Vec<Nanos>),

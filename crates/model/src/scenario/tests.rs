@@ -139,7 +139,10 @@ proptest! {
 }
 
 fn with_sim(vcpu: &str, sim: &str) -> String {
-    format!("[host]\ncores = 2\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n{vcpu}\n[[guest.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n")
+    format!(
+        "[host]\ncores = 2\n{sim}\n[[guest]]\nname = \"vm1\"\nscheduler = \"edf\"\n{vcpu}\n[[guest.task]]\nname = \
+         \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n"
+    )
 }
 
 #[test]
@@ -147,7 +150,8 @@ fn sim_sections_are_checked_when_parsed() {
     let s = Scenario::from_toml(
         &with_sim(
             "[guest.vcpu]\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"10ms\"\n",
-            "[sim]\nduration = \"2s\"\nmiss_policy = \"abort\"\n[[sim.thread]]\nname = \"noise\"\nperiod = \"10ms\"\nrun = \"1ms\"\nsched = { core = 1, policy = \"fifo\", priority = 90 }\n",
+            "[sim]\nduration = \"2s\"\nmiss_policy = \"abort\"\n[[sim.thread]]\nname = \"noise\"\nperiod = \"10ms\"\n\
+             run = \"1ms\"\nsched = { core = 1, policy = \"fifo\", priority = 90 }\n",
         ),
         None,
     )
@@ -175,11 +179,20 @@ fn sim_errors_are_located() {
         ("", "[sim]\nmiss_policy = \"drop\"\n", "sim.miss_policy"),
         ("", "[sim]\nduration = \"0s\"\n", "sim.duration"),
         ("", "[sim]\ncredit_accounting = \"sampled\"\n", "sim.credit_accounting"),
-        ("", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { policy = \"credit\" }\n", "sim.thread[0].sched.policy"),
-        ("[guest.vcpu]\ncores = [0, 1]\n", "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0 }\n", "sim.thread[0].sched.cores"),
+        (
+            "",
+            "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { policy = \"credit\" }\n",
+            "sim.thread[0].sched.policy",
+        ),
+        (
+            "[guest.vcpu]\ncores = [0, 1]\n",
+            "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0 }\n",
+            "sim.thread[0].sched.cores",
+        ),
         (
             "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"6ms\"\nperiod = \"10ms\"\n",
-            "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0, policy = \"deadline\", runtime = \"4ms\", period = \"10ms\" }\n",
+            "[[sim.thread]]\nname = \"x\"\nbusy = true\nsched = { core = 0, policy = \"deadline\", runtime = \"4ms\", \
+             period = \"10ms\" }\n",
             "sim.thread[0].sched.runtime",
         ),
     ];
@@ -193,7 +206,8 @@ fn sim_errors_are_located() {
 
 #[test]
 fn net_section_is_checked_when_parsed() {
-    let src = "[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"hardirq\"\nsoftirq = \"partitioned\"\n[[net.nic]]\nname = \"n\"\nirq_cores = [0]\n";
+    let src = "[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"hardirq\"\nsoftirq = \"partitioned\"\n[[net.nic]]\n\
+               name = \"n\"\nirq_cores = [0]\n";
     let e = err(src);
     assert_eq!(e.at.field.as_deref(), Some("net.softirq"), "{e}");
     assert_eq!(e.at.line_col.map(|l| l.0), Some(6), "{e}");
@@ -268,6 +282,8 @@ fn simulator_timings_have_a_documented_minimum() {
     }
     let e = err(&with_sim("[guest.vcpu]\npolicy = \"rtds\"\nbudget = \"1ns\"\nperiod = \"10ms\"\n", ""));
     assert!(e.message.contains("at least 1us"), "{e}");
-    let xen = "[host]\ncores = 2\n[net]\nkind = \"xen\"\n[net.xen]\nperiod = \"1ns\"\n[[net.xen.domain]]\nname = \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\n[[net.xen.domain]]\nname = \"b\"\ncore = 1\npriority = 2\nrole = \"echo\"\n";
+    let xen = "[host]\ncores = 2\n[net]\nkind = \"xen\"\n[net.xen]\nperiod = \"1ns\"\n[[net.xen.domain]]\nname = \
+               \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\n[[net.xen.domain]]\nname = \"b\"\ncore = \
+               1\npriority = 2\nrole = \"echo\"\n";
     assert_eq!(err(xen).at.field.as_deref(), Some("net.xen.period"), "{}", err(xen));
 }

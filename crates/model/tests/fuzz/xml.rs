@@ -24,7 +24,8 @@ pub fn mutate(text: &str, tape: &mut Tape) -> String {
         let path = paths[tape.below(paths.len())].clone();
         if tape.below(12) == 0 {
             prolog.push_str(tape.pick::<&str>(&[
-                "<!DOCTYPE system [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\"><!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">]>\n",
+                "<!DOCTYPE system [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \
+                 \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\"><!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">]>\n",
                 "<!DOCTYPE system SYSTEM \"/etc/passwd\">\n",
                 "<?xml-stylesheet href=\"x\"?>\n",
                 "<!-- comment -->\n",

@@ -27,7 +27,12 @@ impl Arrivals {
         if t == "back-to-back" || t == "closed" {
             return Ok(Arrivals::BackToBack);
         }
-        let (kind, arg) = t.split_once(':').ok_or_else(|| format!("\"{text}\" is not an arrival process (expected uniform:1ms-10ms, poisson:RATE, fixed:RATE or back-to-back)"))?;
+        let (kind, arg) = t.split_once(':').ok_or_else(|| {
+            format!(
+                "\"{text}\" is not an arrival process (expected uniform:1ms-10ms, poisson:RATE, fixed:RATE or \
+                 back-to-back)"
+            )
+        })?;
         match kind {
             "uniform" => {
                 let (a, b) =

@@ -28,7 +28,8 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
     sec.figure(box_figure(family, &charted, &dists));
     if charted.len() < members.len() {
         sec.note(format!(
-            "The charts show {} of {} results: the first (baseline) and those with the highest p99; every result is in the table.",
+            "The charts show {} of {} results: the first (baseline) and those with the highest p99; every result is in \
+             the table.",
             charted.len(),
             members.len()
         ));
@@ -38,7 +39,10 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
         sec.table(t);
     }
     if dists.iter().any(|d| !d.is_exact()) {
-        sec.note("Where a result carries no histogram, its CDF is drawn through its percentiles (marked points) and its histogram spreads each percentile band's exact share of samples evenly over the band (log scale).");
+        sec.note(
+            "Where a result carries no histogram, its CDF is drawn through its percentiles (marked points) and its \
+             histogram spreads each percentile band's exact share of samples evenly over the band (log scale).",
+        );
     }
     sec
 }
@@ -96,7 +100,9 @@ fn box_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) 
     Figure {
         kind: "boxplot",
         title: chart.title.clone(),
-        caption: "Box: quartiles p25..p75, white line: median. Whiskers: the furthest known percentile (p90 ... max) within 1.5 x IQR of the box; labelled points: known percentiles beyond the whiskers.".into(),
+        caption: "Box: quartiles p25..p75, white line: median. Whiskers: the furthest known percentile (p90 ... max) \
+                  within 1.5 x IQR of the box; labelled points: known percentiles beyond the whiskers."
+            .into(),
         svg: chart.render(),
     }
 }

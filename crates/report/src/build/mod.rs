@@ -52,7 +52,10 @@ fn overview(inputs: &[Input]) -> Section {
         t.row(cells);
     }
     sec.table(t);
-    sec.note("Comparisons take the first input of each table as the baseline: differences beyond 10% (latency, response time) or 1 percentage point (DSR) are highlighted, red when worse, green when better.");
+    sec.note(
+        "Comparisons take the first input of each table as the baseline: differences beyond 10% (latency, response \
+         time) or 1 percentage point (DSR) are highlighted, red when worse, green when better.",
+    );
     sec
 }
 

@@ -49,7 +49,14 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
         reference: None,
         y_range: None,
     };
-    Figure { kind: "segments", title: chart.title.clone(), caption: "Host receive: NIC IRQ to VM entry; guest: VM entry to the VM exit sending the response; host send: to the wire (Garcia Alvarado 2019).".into(), svg: chart.render() }
+    Figure {
+        kind: "segments",
+        title: chart.title.clone(),
+        caption: "Host receive: NIC IRQ to VM entry; guest: VM entry to the VM exit sending the response; host send: \
+                  to the wire (Garcia Alvarado 2019)."
+            .into(),
+        svg: chart.render(),
+    }
 }
 
 /// A flow's throughput in the unit that fits (a request/response flow carries kb/s, a bulk one

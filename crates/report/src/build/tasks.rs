@@ -31,7 +31,10 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     sec.figure(dsr_per_task_figure(&results));
     sec.table(task_table(&results));
     sec.table(utilisation_table(&results));
-    sec.note("DSR = (jobs - deadline misses) / jobs. Differences are against the first result that has the same task; highlighted beyond 1 percentage point (DSR) or 10% (response time).");
+    sec.note(
+        "DSR = (jobs - deadline misses) / jobs. Differences are against the first result that has the same task; \
+         highlighted beyond 1 percentage point (DSR) or 10% (response time).",
+    );
     Some(sec)
 }
 
@@ -132,7 +135,15 @@ fn dsr_rho_figure(lines: &RhoLines) -> Figure {
         y_range: Some((dsr_floor(lowest), 1.0)),
         series,
     };
-    Figure { kind: "dsr-rho", title: chart.title.clone(), caption: "Each point pools the jobs of one guest's tasks over the results with that rho (Burns 2014: DSR rises with rho).".into(), svg: chart.render() }
+    Figure {
+        kind: "dsr-rho",
+        title: chart.title.clone(),
+        caption:
+            "Each point pools the jobs of one guest's tasks over the results with that rho (Burns 2014: DSR rises with \
+             rho)."
+                .into(),
+        svg: chart.render(),
+    }
 }
 
 /// The same numbers as the chart: one row per line, one column per rho.

@@ -15,7 +15,12 @@ td.num{text-align:right}
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let _ = write!(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n", esc(&report.title));
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta \
+         charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n",
+        esc(&report.title)
+    );
     let _ = writeln!(out, "<h1>{}</h1>", esc(&report.title));
     out.push_str(&contents(report));
     for (i, s) in report.sections.iter().enumerate() {

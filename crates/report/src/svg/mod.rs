@@ -45,12 +45,13 @@ impl Svg {
     /// Start a chart of the given kind with its title drawn at the top.
     pub fn new(kind: &str, title: &str) -> Svg {
         let mut out = String::new();
+        let _ = write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{}" "#, esc(kind));
         let _ = write!(
             out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{}" font-family="sans-serif">"#,
-            esc(kind),
+            r#"viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{}" "#,
             esc(title)
         );
+        let _ = write!(out, r#"font-family="sans-serif">"#);
         let _ = write!(out, r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
         let mut svg = Svg { out };
         svg.text(WIDTH / 2.0, 22.0, "middle", 15.0, "bold", title);
@@ -63,13 +64,9 @@ impl Svg {
 
     /// A data rectangle with a tooltip.
     pub fn bar(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, tip: &str) {
-        let _ = write!(
-            self.out,
-            r#"<rect class="datum" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{}</title></rect>"#,
-            w.max(0.5),
-            h.max(0.5),
-            esc(tip)
-        );
+        let (w, h) = (w.max(0.5), h.max(0.5));
+        let _ = write!(self.out, r#"<rect class="datum" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" "#);
+        let _ = write!(self.out, r#"fill="{fill}"><title>{}</title></rect>"#, esc(tip));
     }
 
     /// A decorative rectangle (frames, legend swatches).
@@ -82,10 +79,8 @@ impl Svg {
 
     pub fn line(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: &str, width: f64, dash: bool) {
         let dash = if dash { r#" stroke-dasharray="5 4""# } else { "" };
-        let _ = write!(
-            self.out,
-            r#"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{stroke}" stroke-width="{width}"{dash}/>"#
-        );
+        let _ = write!(self.out, r#"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" "#);
+        let _ = write!(self.out, r#"stroke="{stroke}" stroke-width="{width}"{dash}/>"#);
     }
 
     /// A data polyline with a tooltip (the series name).
@@ -94,11 +89,8 @@ impl Svg {
         for (i, (x, y)) in points.iter().enumerate() {
             let _ = write!(d, "{}{x:.1},{y:.1}", if i == 0 { "M" } else { " L" });
         }
-        let _ = write!(
-            self.out,
-            r#"<path class="datum" d="{d}" fill="none" stroke="{stroke}" stroke-width="2" stroke-linejoin="round"><title>{}</title></path>"#,
-            esc(tip)
-        );
+        let _ = write!(self.out, r#"<path class="datum" d="{d}" fill="none" stroke="{stroke}" stroke-width="2" "#);
+        let _ = write!(self.out, r#"stroke-linejoin="round"><title>{}</title></path>"#, esc(tip));
     }
 
     /// A data point with a tooltip.
@@ -111,20 +103,14 @@ impl Svg {
     }
 
     pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
-        let _ = write!(
-            self.out,
-            r##"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="{size}" font-weight="{weight}" fill="#222">{}</text>"##,
-            esc(s)
-        );
+        let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="{size}" "#);
+        let _ = write!(self.out, r##"font-weight="{weight}" fill="#222">{}</text>"##, esc(s));
     }
 
     /// Text rotated about its anchor point (y-axis titles, crowded category labels).
     pub fn text_rotated(&mut self, x: f64, y: f64, angle: f64, anchor: &str, s: &str) {
-        let _ = write!(
-            self.out,
-            r##"<text x="{x:.1}" y="{y:.1}" transform="rotate({angle} {x:.1} {y:.1})" text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##,
-            esc(s)
-        );
+        let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" transform="rotate({angle} {x:.1} {y:.1})" "#);
+        let _ = write!(self.out, r##"text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##, esc(s));
     }
 
     pub fn finish(mut self) -> String {

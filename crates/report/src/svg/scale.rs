@@ -158,8 +158,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn mapping_is_monotone_and_inside(a in 1.0f64..1e9, b in 1.0f64..1e9, x in 0.0f64..2e9, y in 0.0f64..2e9, log in any::<bool>()) {
-            let s = if log { Scale::log(a.min(b), a.max(b), 50.0, 550.0) } else { Scale::linear(a.min(b), a.max(b), 50.0, 550.0) };
+        fn mapping_is_monotone_and_inside(
+            a in 1.0f64..1e9, b in 1.0f64..1e9, x in 0.0f64..2e9, y in 0.0f64..2e9, log in any::<bool>()
+        ) {
+            let s = if log {
+                Scale::log(a.min(b), a.max(b), 50.0, 550.0)
+            } else {
+                Scale::linear(a.min(b), a.max(b), 50.0, 550.0)
+            };
             let (px, py) = (s.map(x), s.map(y));
             prop_assert!((50.0..=550.0).contains(&px));
             if x <= y { prop_assert!(px <= py); }

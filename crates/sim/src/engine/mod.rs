@@ -185,7 +185,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn pops_sorted_and_skips_cancelled(times in proptest::collection::vec(0u64..1000, 0..200), cancel_mask in any::<u64>()) {
+        fn pops_sorted_and_skips_cancelled(
+            times in proptest::collection::vec(0u64..1000, 0..200), cancel_mask in any::<u64>()
+        ) {
             let mut q = EventQueue::new();
             let ids: Vec<_> = times.iter().enumerate().map(|(i, &t)| q.schedule(Nanos(t), i)).collect();
             let mut expect: Vec<(u64, usize)> = Vec::new();

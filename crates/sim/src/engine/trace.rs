@@ -151,7 +151,8 @@ impl TraceWriter {
         }
         write!(
             out,
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"window_from_ns\":{},\"window_to_ns\":{},\"dropped_events\":{}}}}}\n",
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"window_from_ns\":{},\
+             \"window_to_ns\":{},\"dropped_events\":{}}}}}\n",
             self.window.from.0, self.window.to.0, self.dropped
         )
     }

@@ -858,7 +858,10 @@ role = "echo"
         let mut src = FLOOD.to_string();
         src += "[[net.xen.domain]]\nname = \"sink\"\ncore = 2\npriority = 1\nrole = \"idle\"\n";
         for i in 0..n {
-            src += &format!("[[net.xen.domain]]\nname = \"f{i}\"\ncore = 3\npriority = 1\nrole = \"flood\"\npeer = \"sink\"\ncap = {cap}\n");
+            src += &format!(
+                "[[net.xen.domain]]\nname = \"f{i}\"\ncore = 3\npriority = 1\nrole = \"flood\"\npeer = \"sink\"\ncap = \
+                 {cap}\n"
+            );
         }
         let (x, warmup) = xen_of(&Scenario::from_toml(&src, None).expect("scenario"));
         let r = run(&x, Some(300), warmup, 1);

@@ -158,7 +158,8 @@ pub struct ClientArgs {
 
 #[derive(Args)]
 #[command(
-    after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned budget, deadline, period), pinned \
+    after_help = "Each guest is a process whose single vCPU thread runs under SCHED_DEADLINE (runtime = planned \
+budget, deadline, period), pinned \
 to its planned core (each core in its own exclusive cpuset), running the guest's tasks under a user-level EDF/FP \
 scheduler with calibrated CPU work drawn from each task's execution-time model. Exit code 1 if a plan made \
 with WCET budgets misses deadlines.

@@ -23,7 +23,12 @@ pub fn run(a: SimulateArgs) -> CmdResult {
     let scenario = load_scenario(a.scenario.as_deref())?;
     if scenario.net.is_some() {
         if a.plan.is_some() {
-            return Err(InputError::field("--plan", "the scenario has a [net] section: the network-path simulator places and prioritises its threads from [net] itself; a plan applies to scenarios without [net]").into());
+            return Err(InputError::field(
+                "--plan",
+                "the scenario has a [net] section: the network-path simulator places and prioritises its threads from \
+                 [net] itself; a plan applies to scenarios without [net]",
+            )
+            .into());
         }
         return net::run(&scenario, &a);
     }

@@ -241,7 +241,8 @@ impl Sim {
         }
         if let Some(tw) = self.trace.as_mut() {
             let now = self.event_queue.now();
-            let args = json!({"holder": self.threads[h].name, "holder_prio": self.threads[h].base, "waiter_prio": self.threads[t].base});
+            let (holder, waiter) = (&self.threads[h], &self.threads[t]);
+            let args = json!({"holder": holder.name, "holder_prio": holder.base, "waiter_prio": waiter.base});
             tw.instant(self.threads[t].trace_track, "blocked on softirq lock", now, Some(args.clone()));
             tw.instant(self.threads[h].trace_track, &format!("boosted by {}", self.threads[t].name), now, Some(args));
         }
