@@ -7,28 +7,21 @@ mod host_support;
 use host_support::*;
 use rtvirt_os::sched::{self, SCHED_DEADLINE};
 
-fn apply_args<'a>(plan: &'a str, state: &'a str) -> Vec<&'a str> {
-    vec!["host", "apply", plan, "--state-dir", state]
-}
-
 #[test]
 fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
     let _g = serial();
     let (a, b) = (Sleeper::start(), Sleeper::start());
     let core = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write(
-        dir.path(),
-        "plan.json",
-        &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 2_000_000, 15_000_000, 20_000_000, core)]),
-    );
-    let state = dir.path().join("state");
-    let _revert_state = RevertGuard(state.clone());
+    let files = PlanFiles::new(&[
+        ("g1", 1_000_000, 10_000_000, 10_000_000, core),
+        ("g2", 2_000_000, 15_000_000, 20_000_000, core),
+    ]);
+    let (plan, state) = (files.plan.clone(), files.state.clone());
     let (plan_s, state_s) = (plan.to_str().unwrap(), state.to_str().unwrap());
     let before = snapshot(&[a.pid(), b.pid()]);
 
     let (ga, gb) = (format!("g1={}", a.pid()), format!("g2={}", b.pid()));
-    let o = run(rtvirt(&apply_args(plan_s, state_s)).args(["--pid", &ga, "--pid", &gb]));
+    let o = run(apply(&plan, &state).args(["--pid", &ga, "--pid", &gb]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = sched::get(a.pid()).unwrap();
     assert_eq!(
@@ -56,7 +49,7 @@ fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
     assert!(cg.contains(&format!("rtvirt-core{core}")), "{cg}");
 
     // applying twice is harmless: nothing changes, revert still restores the original
-    let o = run(rtvirt(&apply_args(plan_s, state_s)).args(["--pid", &ga, "--pid", &gb, "--format", "json"]));
+    let o = run(apply(&plan, &state).args(["--pid", &ga, "--pid", &gb, "--format", "json"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["changes"].as_array().unwrap().len(), 0, "{report}");
@@ -79,7 +72,7 @@ fn a_crash_at_every_step_is_completed_by_revert() {
     // Count the steps of a complete apply.
     let state = dir.path().join("count");
     let _revert_state = RevertGuard(state.clone());
-    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args(["--pid", &ga]));
+    let o = run(apply(&plan, &state).args(["--pid", &ga]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let steps = journal_len(&state);
     assert!(steps >= 4, "partition, load balance, affinity, move, sched: {steps}");
@@ -89,9 +82,7 @@ fn a_crash_at_every_step_is_completed_by_revert() {
     for n in 1..=steps {
         let state = dir.path().join(format!("crash{n}"));
         let _revert_state = RevertGuard(state.clone());
-        let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap()))
-            .args(["--pid", &ga])
-            .env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
+        let o = run(apply(&plan, &state).args(["--pid", &ga]).env("RTVIRT_TEST_CRASH_AFTER", n.to_string()));
         assert_eq!(o.status.code(), None, "killed by the hook at step {n}: {}", text(&o));
         assert_eq!(journal_len(&state), n, "the journal holds every step up to the crash");
         let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
@@ -105,23 +96,13 @@ fn kernel_refusal_halfway_rolls_back_and_explains() {
     let _g = serial();
     let (a, b) = (Sleeper::start(), Sleeper::start());
     let core = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
     // g2's runtime is below the kernel's 1024 ns minimum: sched_setattr fails with EINVAL after
     // g1 was fully applied.
-    let plan = write(
-        dir.path(),
-        "plan.json",
-        &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]),
-    );
-    let state = dir.path().join("state");
-    let _revert_state = RevertGuard(state.clone());
+    let files =
+        PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, core), ("g2", 500, 10_000_000, 10_000_000, core)]);
+    let (plan, state) = (files.plan.clone(), files.state.clone());
     let before = snapshot(&[a.pid(), b.pid()]);
-    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args([
-        "--pid",
-        &format!("g1={}", a.pid()),
-        "--pid",
-        &format!("g2={}", b.pid()),
-    ]));
+    let o = run(apply(&plan, &state).args(["--pid", &format!("g1={}", a.pid()), "--pid", &format!("g2={}", b.pid())]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("EINVAL") && err.contains("runtime <= deadline") && err.contains("rolled back"), "{err}");
@@ -246,12 +227,10 @@ fn bad_inputs_exit_2_and_change_nothing() {
 fn without_permission_the_kernels_answer_is_explained_and_nothing_changes() {
     let _g = serial();
     let a = Sleeper::start();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, last_cpu())]));
-    let state = dir.path().join("state");
-    let _revert_state = RevertGuard(state.clone());
+    let files = PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, last_cpu())]);
+    let (plan, state) = (files.plan.clone(), files.state.clone());
     std::fs::create_dir(&state).unwrap();
-    for p in [dir.path(), state.as_path()] {
+    for p in [files.dir.path(), state.as_path()] {
         std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     }
     let before = snapshot(&[a.pid()]);
@@ -376,14 +355,9 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
         return;
     }
     let a = Sleeper::start();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
-    let state = dir.path().join("state");
-    let _revert_state = RevertGuard(state.clone());
-    let apply = || {
-        run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap()))
-            .args(["--pid", &format!("g1={}", a.pid())]))
-    };
+    let files = PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]);
+    let (plan, state) = (files.plan.clone(), files.state.clone());
+    let apply_plan = || run(apply(&plan, &state).args(["--pid", &format!("g1={}", a.pid())]));
     let revert = || run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap(), "--format", "json"]));
     let lb = || std::fs::read_to_string(base.join("cpuset.sched_load_balance")).unwrap().trim().to_string();
 
@@ -391,7 +365,7 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
     let earlier = ForeignExclusive::create(&base, "hosttest-earlier", 0);
     let before = snapshot(&[a.pid()]);
     let lb_before = lb();
-    let o = apply();
+    let o = apply_plan();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(lb(), "0");
     let o = revert();
@@ -406,7 +380,7 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
     drop(earlier);
 
     // another tool's partition created after the apply: restored exactly, and said so
-    let o = apply();
+    let o = apply_plan();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let later = ForeignExclusive::create(&base, "hosttest-later", 0);
     let o = revert();
@@ -427,10 +401,8 @@ fn a_cpu_held_by_another_exclusive_cpuset_is_explained_and_rolled_back() {
     let core = last_cpu();
     let _foreign = ForeignExclusive::create(&base, "hosttest-foreign", core);
     let a = Sleeper::start();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]));
-    let state = dir.path().join("state");
-    let _revert_state = RevertGuard(state.clone());
+    let files = PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]);
+    let (plan, state) = (files.plan.clone(), files.state.clone());
     let before = snapshot(&[a.pid()]);
     let o = run(rtvirt(&[
         "host",
@@ -461,11 +433,7 @@ fn the_cores_fair_server_counts_in_the_kernel_bandwidth_pre_check() {
     let plan = write(dir.path(), "plan.json", &plan_json(&[("g1", 9_200_000, 10_000_000, 10_000_000, core)]));
     let state = dir.path().join("state");
     let before = snapshot(&[a.pid()]);
-    let o = run(rtvirt(&apply_args(plan.to_str().unwrap(), state.to_str().unwrap())).args([
-        "--dry-run",
-        "--pid",
-        &format!("g1={}", a.pid()),
-    ]));
+    let o = run(apply(&plan, &state).args(["--dry-run", "--pid", &format!("g1={}", a.pid())]));
     let cap = rtvirt_os::sysinfo::dl_bandwidth_cap();
     let fair = rtvirt_os::sysinfo::FairServers::of_this_host().active_on(core);
     match (cap, fair) {

@@ -114,17 +114,7 @@ impl Setup {
     }
     fn command(&self, profile: &Path, state_dir: &Path) -> Command {
         let (rt, hk) = (format!("rt={}", self.rt.pid()), format!("hk={}", self.hk.pid()));
-        rtvirt(&[
-            "host",
-            "apply",
-            profile.to_str().unwrap(),
-            "--state-dir",
-            state_dir.to_str().unwrap(),
-            "--pid",
-            &rt,
-            "--pid",
-            &hk,
-        ])
+        apply(profile, state_dir).args(["--pid", &rt, "--pid", &hk])
     }
     fn apply(&self, profile: &Path, state_dir: &Path, extra: &[&str]) -> std::process::Output {
         run(self.command(profile, state_dir).args(extra))
@@ -323,12 +313,10 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let apply = |extra: &[&str]| {
-        run(rtvirt(&[&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()], extra].concat()))
-    };
+    let apply_profile = |extra: &[&str]| run(apply(&p, &st).args(extra));
 
     // the policy cannot be applied: the lint fails, naming the IRQ, the profile line and threadirqs
-    let o = apply(&[]);
+    let o = apply_profile(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -344,7 +332,7 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 
     // --force applies the rest (the IRQ's affinity) and reports the finding
-    let o = apply(&["--force", "--format", "json"]);
+    let o = apply_profile(&["--force", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["forced"], true, "{r}");
@@ -387,15 +375,7 @@ fn threaded_napi_on_a_device_without_napi_is_explained_and_rolled_back() {
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        p.to_str().unwrap(),
-        "--state-dir",
-        st.to_str().unwrap(),
-        "--pid",
-        &format!("rt={}", rt.pid()),
-    ]));
+    let o = run(apply(&p, &st).args(["--pid", &format!("rt={}", rt.pid())]));
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     let refused = err.contains(&format!("/sys/class/net/{}/threaded", veth.0))
@@ -566,7 +546,7 @@ fn container_is_found_by_cgroup_and_its_cpuset_applied_and_reverted() {
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
+    let o = run(apply(&p, &st));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(ct.cpus(), cpu.to_string());
     assert_eq!(
@@ -609,7 +589,7 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
     );
     let st = dir.path().join("state");
     let _revert_st = RevertGuard(st.clone());
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap()]));
+    let o = run(apply(&p, &st));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for tid in &tids {
         assert_eq!(
@@ -640,14 +620,13 @@ fn a_pinned_deadline_entry_gets_its_own_partition_and_reverts() {
     let bind = format!("g={}", a.pid());
 
     let wide = write(dir.path(), "wide.toml", &entry("0-1"));
-    let o =
-        run(rtvirt(&["host", "apply", wide.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
+    let o = run(apply(&wide, &st).args(["--pid", &bind]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pinned to one CPU"), "{}", text(&o));
     assert_eq!(snapshot(&[a.pid()]), before);
 
     let p = write(dir.path(), "dl.toml", &entry(&cpu.to_string()));
-    let o = run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", st.to_str().unwrap(), "--pid", &bind]));
+    let o = run(apply(&p, &st).args(["--pid", &bind]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = sched::get(a.pid()).unwrap();
     assert_eq!(
@@ -679,17 +658,7 @@ fn pinned_deadline_entries_pass_the_exact_admission_test_first() {
     // bandwidth 0.1 passes the kernel's cap (the kernel would accept both), but both need 5 ms
     // within the same 5 ms window: rtvirt's exact EDF test refuses before the kernel is asked.
     let p = write(dir.path(), "dense.toml", &format!("schema = \"rtvirt.profile/v1\"\n{}{}", entry("a"), entry("b")));
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        p.to_str().unwrap(),
-        "--state-dir",
-        st.to_str().unwrap(),
-        "--pid",
-        &format!("a={}", a.pid()),
-        "--pid",
-        &format!("b={}", b.pid()),
-    ]));
+    let o = run(apply(&p, &st).args(["--pid", &format!("a={}", a.pid()), "--pid", &format!("b={}", b.pid())]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -156,30 +156,12 @@ fn plan_on_qemu_vcpus_applies_and_reverts() {
     let (va, vb) = (format!("a={},vcpu=0", q.sock()), format!("b={},vcpu=1", q.sock()));
 
     // a two-vCPU VM needs the vCPU named
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        plan.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--vm",
-        &format!("a={}", q.sock()),
-    ]));
+    let o = run(apply(&plan, &state).args(["--vm", &format!("a={}", q.sock())]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("has 2 vCPUs"), "{}", text(&o));
     assert_eq!(snapshot(&tids), before);
 
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        plan.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--vm",
-        &va,
-        "--vm",
-        &vb,
-    ]));
+    let o = run(apply(&plan, &state).args(["--vm", &va, "--vm", &vb]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     for tid in &tids {
         let s = sched::get(*tid).unwrap();
@@ -212,33 +194,15 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     let state = dir.path().join("state");
     let _revert_state = RevertGuard(state.clone());
     // the guest named by its QEMU -name (its QMP socket is found on the command line)
-    let o =
-        run(rtvirt(&["host", "apply", p.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "--vm", &q.name]));
+    let o = run(apply(&p, &state).args(["--vm", &q.name]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("guest \"rt\" is not bound"), "{}", text(&o));
     let p_named =
         write(dir.path(), "named.toml", &profile.replace("guest = \"rt\"", &format!("guest = \"{}\"", q.name)));
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        p_named.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--vm",
-        &q.name,
-        "--dry-run",
-    ]));
+    let o = run(apply(&p_named, &state).args(["--vm", &q.name, "--dry-run"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("Would change"));
-    let o = run(rtvirt(&[
-        "host",
-        "apply",
-        p.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-        "--vm",
-        &format!("rt={}", q.sock()),
-    ]));
+    let o = run(apply(&p, &state).args(["--vm", &format!("rt={}", q.sock())]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v1 = vcpus.iter().find(|v| v.0 == 1).unwrap().1;
     assert_eq!((sched::get(v1).unwrap().policy, sched::get(v1).unwrap().priority), (SCHED_FIFO, 47));

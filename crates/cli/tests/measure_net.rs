@@ -19,6 +19,14 @@ fn is_root() -> bool {
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
+/// The results document of a successful run, checked against the schema.
+fn results(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
+    v
+}
+
 /// Start a server, wait for its "listening on" line (a status line: on stderr).
 fn server(port: u16, proto: &str) -> std::process::Child {
     server_with(port, proto, &["--duration", "20s"])
@@ -120,9 +128,7 @@ fn client_json_has_the_documented_shape() {
             .unwrap();
         let _ = srv.kill();
         let _ = srv.wait();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        schema_support::assert_valid("results", &v);
+        let v = results(&out);
         assert_eq!(v["schema"], "rtvirt.results/v1");
         assert_eq!(v["kind"], "net");
         assert_eq!(v["protocol"], &proto[2..]);
@@ -177,9 +183,7 @@ fn round_trips_between_host_and_container_over_the_bridge() {
         ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    schema_support::assert_valid("results", &v);
+    let v = results(&out);
     let c = &v["environment"]["container"];
     assert_eq!(v["server"].as_str().unwrap(), format!("{}:9555", c["container_addr"].as_str().unwrap()));
     assert!(v["responses"].as_u64().unwrap() > 200, "{v}");

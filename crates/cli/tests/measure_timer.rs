@@ -24,6 +24,14 @@ fn is_root() -> bool {
 /// Tests that create cpusets (deadline, container) must not hold the same CPU at once.
 static CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `measure timer` for 300 ms on CPU 1 in a container, with `extra` options; its results (one
+/// such test at a time).
+fn timer_in_a_container_on_cpu_1(extra: &[&str]) -> serde_json::Value {
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let args = ["measure", "timer", "--cpus", "1", "--duration", "300ms", "--in", "container", "--format", "json"];
+    json(&rtvirt(&[&args[..], extra].concat()))
+}
+
 const KEYS: &[&str] = &["count", "min", "mean", "sd", "p50", "p90", "p99", "p999", "p9999", "max"];
 
 #[test]
@@ -214,21 +222,7 @@ fn in_container_records_it_and_leaves_nothing_behind() {
     if !is_root() {
         return;
     }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let v = json(&rtvirt(&[
-        "measure",
-        "timer",
-        "--cpus",
-        "1",
-        "--duration",
-        "300ms",
-        "--in",
-        "container",
-        "--load",
-        "cpu@1",
-        "--format",
-        "json",
-    ]));
+    let v = timer_in_a_container_on_cpu_1(&["--load", "cpu@1"]);
     assert_eq!(v["environment"]["in"], "container");
     let c = &v["environment"]["container"];
     assert_eq!(c["cpuset"], "1");
@@ -311,21 +305,7 @@ fn deadline_policy_inside_a_container() {
     if !is_root() {
         return;
     }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
-    let v = json(&rtvirt(&[
-        "measure",
-        "timer",
-        "--cpus",
-        "1",
-        "--policy",
-        "deadline",
-        "--duration",
-        "300ms",
-        "--in",
-        "container",
-        "--format",
-        "json",
-    ]));
+    let v = timer_in_a_container_on_cpu_1(&["--policy", "deadline"]);
     assert_eq!((v["environment"]["in"].as_str(), v["policy"].as_str()), (Some("container"), Some("deadline")));
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
     // The per-CPU exclusive cpusets lived inside the container's cpuset, which is gone.

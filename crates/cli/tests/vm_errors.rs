@@ -8,7 +8,7 @@
 mod host_support;
 mod vm_support;
 use std::io::{BufRead, BufReader};
-use vm_support::{assert_nothing_left, rtvirt, run, Running, BOUND};
+use vm_support::{assert_nothing_left, rtvirt, run, tcg_guest, Running, BOUND};
 
 #[test]
 fn a_missing_kernel_package_says_how_to_fetch_it() {
@@ -32,20 +32,7 @@ fn a_missing_kernel_package_says_how_to_fetch_it() {
 fn garbage_instead_of_results_is_an_error_with_the_output() {
     let name = "vmt-garbage";
     // `plan` prints a plan, not a results document
-    let (code, _, err) = run(&[
-        "vm",
-        "run",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--",
-        "plan",
-        "--format",
-        "json",
-    ]);
+    let (code, _, err) = run(&tcg_guest("run", name, &["--", "plan", "--format", "json"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("returned garbage instead of results") && err.contains("rtvirt.results/v1"), "{err}");
     assert!(err.contains("Guest output (last lines)") && err.contains("Guest console (last lines)"), "{err}");
@@ -55,21 +42,7 @@ fn garbage_instead_of_results_is_an_error_with_the_output() {
 #[test]
 fn rtvirt_failing_in_the_guest_shows_its_error_from_the_console() {
     let name = "vmt-guesterr";
-    let (code, _, err) = run(&[
-        "vm",
-        "run",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--",
-        "measure",
-        "timer",
-        "--duration",
-        "0s",
-    ]);
+    let (code, _, err) = run(&tcg_guest("run", name, &["--", "measure", "timer", "--duration", "0s"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("exited with status 2"), "{err}");
     assert!(
@@ -82,23 +55,8 @@ fn rtvirt_failing_in_the_guest_shows_its_error_from_the_console() {
 #[test]
 fn a_guest_over_its_bound_is_killed() {
     let name = "vmt-bound";
-    let (code, _, err) = run(&[
-        "vm",
-        "run",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--timeout",
-        "1s",
-        "--",
-        "measure",
-        "timer",
-        "--duration",
-        "60s",
-    ]);
+    let (code, _, err) =
+        run(&tcg_guest("run", name, &["--timeout", "1s", "--", "measure", "timer", "--duration", "60s"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not finish within 1s (running the job)") && err.contains("QEMU killed"), "{err}");
     assert_nothing_left(name);
@@ -123,22 +81,8 @@ fn a_guest_not_booting_within_its_bound_is_killed_with_the_console_tail() {
 fn a_held_guest_is_listed_pinned_configured_by_rtvirt_host_and_torn_down_on_sigterm() {
     let name = "vmt-hold";
     // killed (and the guest torn down) if an assertion fails before the end
-    let mut held = Running::spawn(rtvirt().args([
-        "vm",
-        "run",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--hold",
-        "120s",
-        "--pin",
-        "1",
-        "--format",
-        "json",
-    ]));
+    let mut held =
+        Running::spawn(rtvirt().args(tcg_guest("run", name, &["--hold", "120s", "--pin", "1", "--format", "json"])));
     // The record is printed once the guest is up.
     let mut stdout = BufReader::new(held.child.stdout.take().unwrap());
     let mut text = String::new();

@@ -3,7 +3,7 @@
 //! with the guest environment, host loads run alongside, and nothing is left behind.
 
 mod vm_support;
-use vm_support::{assert_nothing_left, run};
+use vm_support::{assert_nothing_left, run, tcg_guest};
 
 fn results_of(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
@@ -12,25 +12,11 @@ fn results_of(stdout: &str) -> serde_json::Value {
 #[test]
 fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
     let name = "vmt-timer";
-    let (code, out, err) = run(&[
-        "vm",
+    let (code, out, err) = run(&tcg_guest(
         "run",
-        "--accel",
-        "tcg",
-        "--vcpus",
-        "2",
-        "--name",
         name,
-        "--boot-timeout",
-        "150s",
-        "--format",
-        "json",
-        "--",
-        "measure",
-        "timer",
-        "--duration",
-        "1s",
-    ]);
+        &["--vcpus", "2", "--format", "json", "--", "measure", "timer", "--duration", "1s"],
+    ));
     assert_eq!(code, 0, "{err}");
     let r = results_of(&out);
     assert_eq!(r["schema"], "rtvirt.results/v1");
@@ -59,22 +45,7 @@ fn timer_in_a_two_vcpu_non_rt_guest_comes_back_with_the_guest_environment() {
 /// (4 of 4 runs here with the machine busy); the job bound of 90 s keeps a regression short.
 fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
     let name = "vmt-matrix";
-    let args = [
-        "vm",
-        "matrix",
-        "--kernels",
-        "rt",
-        "--load",
-        "host:syscalls:1",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--timeout",
-        "90s",
-    ];
+    let args = tcg_guest("matrix", name, &["--kernels", "rt", "--load", "host:syscalls:1", "--timeout", "90s"]);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap();
     let (code, out, err) =
@@ -117,23 +88,8 @@ fn matrix_runs_the_rt_guest_without_and_with_host_syscall_load() {
 #[test]
 fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() {
     let name = "vmt-net";
-    let (code, out, err) = run(&[
-        "vm",
-        "net",
-        "--accel",
-        "tcg",
-        "--name",
-        name,
-        "--boot-timeout",
-        "150s",
-        "--duration",
-        "2s",
-        "--format",
-        "json",
-        "--",
-        "--arrivals",
-        "uniform:1ms-5ms",
-    ]);
+    let (code, out, err) =
+        run(&tcg_guest("net", name, &["--duration", "2s", "--format", "json", "--", "--arrivals", "uniform:1ms-5ms"]));
     assert_eq!(code, 0, "{err}");
     let r = results_of(&out);
     assert_eq!(r["kind"], "net");
@@ -150,25 +106,11 @@ fn net_round_trips_from_the_host_to_a_server_in_the_guest_over_tap_and_bridge() 
 #[test]
 fn matrix_table_has_one_row_per_cell_with_the_guest_measurement() {
     let name = "vmt-table";
-    let (code, out, err) = run(&[
-        "vm",
+    let (code, out, err) = run(&tcg_guest(
         "matrix",
-        "--kernels",
-        "nrt",
-        "--accel",
-        "tcg",
-        "--name",
         name,
-        "--boot-timeout",
-        "150s",
-        "--",
-        "measure",
-        "timer",
-        "--duration",
-        "1s",
-        "--interval",
-        "2ms",
-    ]);
+        &["--kernels", "nrt", "--", "measure", "timer", "--duration", "1s", "--interval", "2ms"],
+    ));
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(

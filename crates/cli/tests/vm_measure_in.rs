@@ -189,24 +189,17 @@ fn measure_timer_in_vm_keeps_interval_reports_and_the_report_draws_them() {
     assert_nothing_left(&name);
 }
 
+/// `rtvirt measure net server --in vm` in an nrt guest, started; the process and its guest's name.
+fn net_server_in_vm(listen: &str, duration: &str, rest: &[&str]) -> (Running, String) {
+    let args = ["measure", "net", "server", "--in", "vm", "--guest-kernel", "nrt", "--listen", listen];
+    let server = Running::spawn(rtvirt().args(args).args(["--duration", duration]).args(rest));
+    let name = format!("rtvirt-measure-{}", server.id());
+    (server, name)
+}
+
 #[test]
 fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
-    let mut server = Running::spawn(rtvirt().args([
-        "measure",
-        "net",
-        "server",
-        "--in",
-        "vm",
-        "--guest-kernel",
-        "nrt",
-        "--listen",
-        "127.0.0.1:9100",
-        "--duration",
-        "10s",
-        "--format",
-        "json",
-    ]));
-    let name = format!("rtvirt-measure-{}", server.id());
+    let (mut server, name) = net_server_in_vm("127.0.0.1:9100", "10s", &["--format", "json"]);
     // "listening on 10.213.N.2:9100 (udp) in guest ..." (a status line: stderr)
     let first = server.stderr_line("listening on");
     let mut stdout = server.child.stdout.take().unwrap();
@@ -249,20 +242,7 @@ fn measure_net_server_in_vm_serves_from_a_guest_until_its_duration_ends() {
 
 #[test]
 fn measure_net_server_in_vm_is_torn_down_on_ctrl_c() {
-    let mut server = Running::spawn(rtvirt().args([
-        "measure",
-        "net",
-        "server",
-        "--in",
-        "vm",
-        "--guest-kernel",
-        "nrt",
-        "--listen",
-        "127.0.0.1:9101",
-        "--duration",
-        "120s",
-    ]));
-    let name = format!("rtvirt-measure-{}", server.id());
+    let (mut server, name) = net_server_in_vm("127.0.0.1:9101", "120s", &[]);
     let first = server.stderr_line("listening on");
     assert!(first.starts_with("listening on 10.213."), "{first}");
     assert!(std::process::Command::new("kill").args(["-INT", &server.id().to_string()]).status().unwrap().success());

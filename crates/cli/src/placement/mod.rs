@@ -35,8 +35,11 @@ pub trait Measurement {
     fn common(&self) -> &Common;
     /// How long it measures (bounds a guest's job, a peer server's time).
     fn duration(&self) -> Nanos;
-    /// The CPUs of its container (the container's cpuset).
-    fn container_cpus(&self) -> Vec<u32>;
+    /// The CPUs of its container (the container's cpuset): by default every CPU this process
+    /// may use.
+    fn container_cpus(&self) -> Vec<u32> {
+        rtvirt_probe::cpus::allowed()
+    }
     /// Whether it is one end of a client/server pair.
     fn role(&self) -> Role {
         Role::Whole

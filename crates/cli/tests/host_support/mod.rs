@@ -29,6 +29,11 @@ pub fn rtvirt(args: &[&str]) -> Command {
     c
 }
 
+/// `rtvirt host apply FILE --state-dir STATE`; further arguments with `.args(...)`.
+pub fn apply(file: &Path, state: &Path) -> Command {
+    rtvirt(&["host", "apply", file.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])
+}
+
 /// Run and return the output, with stdout/stderr printed on failure of the caller's assertions.
 pub fn run<C: std::borrow::BorrowMut<Command>>(mut c: C) -> Output {
     c.borrow_mut().output().expect("run rtvirt")
@@ -147,6 +152,26 @@ pub fn chrt(tid: u32) -> String {
 /// The journal's number of changes.
 pub fn journal_len(state: &Path) -> usize {
     rtvirt_host::journal::read_entries(&state.join(rtvirt_host::journal::JOURNAL_FILE)).unwrap().len()
+}
+
+/// A temporary directory with `plan.json` and the path of a state directory; the state is
+/// reverted when this is dropped (before the directory goes), so a failing test leaves the host
+/// as it was.
+pub struct PlanFiles {
+    _revert: RevertGuard,
+    pub plan: PathBuf,
+    pub state: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl PlanFiles {
+    /// A plan of `guests` (as [`plan_json`]).
+    pub fn new(guests: &[(&str, u64, u64, u64, u32)]) -> PlanFiles {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = write(dir.path(), "plan.json", &plan_json(guests));
+        let state = dir.path().join("state");
+        PlanFiles { _revert: RevertGuard(state.clone()), plan, state, dir }
+    }
 }
 
 /// Reverts a state directory when dropped, so that a failing test leaves the host as it was.

@@ -19,6 +19,14 @@ pub fn rtvirt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtvirt"))
 }
 
+/// The arguments of `rtvirt vm COMMAND` for a TCG guest called `name` that may take 150 s to
+/// boot, followed by `rest`.
+pub fn tcg_guest<'a>(command: &'a str, name: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["vm", command, "--accel", "tcg", "--name", name, "--boot-timeout", "150s"];
+    args.extend_from_slice(rest);
+    args
+}
+
 /// Run rtvirt with `args` within [`BOUND`]; (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
     Running::spawn(rtvirt().args(args)).wait(BOUND)

@@ -8,7 +8,6 @@ use crate::placement::options::Common;
 use crate::placement::{drive, Measurement, Role};
 use rtvirt_model::results::{NetServerSection, Results};
 use rtvirt_model::Nanos;
-use rtvirt_probe::cpus;
 use rtvirt_probe::net::{client, server};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,10 +29,6 @@ impl Measurement for Server {
 
     fn duration(&self) -> Nanos {
         self.args.duration
-    }
-
-    fn container_cpus(&self) -> Vec<u32> {
-        cpus::allowed()
     }
 
     fn role(&self) -> Role {
@@ -127,10 +122,6 @@ impl Measurement for Client {
 
     fn duration(&self) -> Nanos {
         self.args.duration
-    }
-
-    fn container_cpus(&self) -> Vec<u32> {
-        cpus::allowed()
     }
 
     fn role(&self) -> Role {
