@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SEEDS 1 reproduction: simulate the five methods with and without two Heavy Receivers and
+"""Garcia Alvarado 2019 reproduction: simulate the five methods with and without two Heavy Receivers and
 print the simulated mean / p99 / SD (us) and Heavy Receiver throughput next to the published
 table, plus the segment split and the must-hold checks of issue 4. An extra row (not in the
 published table) shows conventional socket outsourcing (virtual-interrupt wake-up), which must lie

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SEEDS 2 reproduction: round-trip latency Domain 1 -> Domain 2 -> Domain 1 through Dom0
+"""Xi et al. 2012 reproduction: round-trip latency Domain 1 -> Domain 2 -> Domain 1 through Dom0
 (original vs RTCA with batch 1 / 64 / 238) under Base / Light / Medium / Heavy interference;
 prints the simulated median and p95 (us) next to the published table and the must-hold checks.
 
@@ -55,7 +55,7 @@ def main():
 
 
 def checks(med):
-    """The SEEDS 2 must-holds of issue 4 (the same as crates/sim/src/net/xen.rs seeds2_table_shapes)."""
+    """The Xi et al. 2012 must-holds of issue 4 (the same as crates/sim/src/net/xen.rs seeds2_table_shapes)."""
     bases = [med(m, "base") for m in MODES]
     out = [("Base medians within +-30% of each other (max <= 1.3 x min)", max(bases) <= 1.3 * min(bases))]
     base = {m: med(m, "base") for m in MODES}

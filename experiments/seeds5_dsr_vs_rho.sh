@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SEEDS 5 reproduction (shape): DSR versus rho for three guests on one core whose tasks have mean
+# Burns 2014 reproduction (shape): DSR versus rho for three guests on one core whose tasks have mean
 # execution times of 30/50/70% of the WCET (SD = WCET/6). Each rho: Cantelli budgets + exact PRM
 # interfaces from the planner, applied as SCHED_DEADLINE reservations, simulated for 3 seeds.
 # Prints one row per rho: DSR of each guest over all its jobs and seeds.

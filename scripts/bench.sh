@@ -23,7 +23,7 @@ bench_sim() {
     section "simulator: memory stays flat with the horizon (10 s vs 1000 s)"
     timed "$R" simulate scenarios/sim_bench.toml --duration 10s >/dev/null
     timed "$R" simulate scenarios/sim_bench.toml --duration 1000s >/dev/null
-    section "SEEDS 5 sweep (27 runs x 20 s, all cores)"
+    section "Burns 2014 sweep (27 runs x 20 s, all cores)"
     timed experiments/seeds5_dsr_vs_rho.sh "$R"
 }
 
@@ -38,7 +38,7 @@ bench_simso() {
 }
 
 bench_net() {
-    section "network path: SEEDS 1 with Heavy Receivers, 30 s simulated per method"
+    section "network path: Garcia Alvarado 2019 with Heavy Receivers, 30 s simulated per method"
     for m in nonvirt vanilla threaded exclusive outsourcing; do
         echo "  $m:"
         timed "$R" simulate "scenarios/seeds1_${m}_hr.toml" --duration 30s >/dev/null

@@ -1,4 +1,4 @@
-//! Per-task probabilistic execution bounds `c` (SEEDS.md section 5, step 1).
+//! Per-task probabilistic execution bounds `c` (Burns 2014, step 1).
 //!
 //! - Cantelli (one-sided Chebyshev) inequality: `P(X >= E + k) <= Var / (Var + k^2)`; choosing
 //!   `k = sqrt(rho Var / (1 - rho))` makes the right side `1 - rho`, so a job completes within

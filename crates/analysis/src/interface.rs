@@ -1,4 +1,4 @@
-//! The minimal resource interface of a guest (SEEDS.md section 5, step 2).
+//! The minimal resource interface of a guest (Burns 2014, step 2).
 //!
 //! - PRM `(Pi, Theta)`: for each candidate period `Pi`, the least integer-ns `Theta` with the
 //!   guest schedulable on Shin & Lee 2003's periodic resource (EDF: Theorem 1; FP: Theorem 4).

@@ -1,4 +1,4 @@
-//! Partitioning the guests' servers onto cores (SEEDS.md section 5, step 3).
+//! Partitioning the guests' servers onto cores (Burns 2014, step 3).
 //!
 //! Bin-packing heuristics on server bandwidth `Theta / Pi`: best-fit decreasing (default; within
 //! 11/9 OPT + 1 bins for pure bandwidth packing, Johnson 1973 / Dosa 2007), first-fit decreasing,

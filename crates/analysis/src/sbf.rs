@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn shin_lee_piecewise_form_agrees() {
-        // Shin & Lee 2003 Eq. (1) in its original piecewise form (SEEDS.md section 5).
+        // Shin & Lee 2003 Eq. (1) in its original piecewise form (Burns 2014).
         for p in 1u64..12 {
             for b in 1..=p {
                 let r = Edp::prm(p, b);

@@ -54,7 +54,7 @@ pub use duration::Nanos;
 pub use error::InputError;
 
 /// The embedded default scenario (`make demo`, `rtvirt demo`): three guests with Baker-style
-/// light task sets and normal execution times (SEEDS.md section 5).
+/// light task sets and normal execution times (Burns 2014).
 pub const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/default.toml");
 pub const DEFAULT_SCENARIO_NAME: &str = "scenarios/default.toml (embedded)";
 

@@ -5,7 +5,7 @@
 use crate::error::{Result, VmError};
 use std::path::{Path, PathBuf};
 
-/// Which guest kernel: SEEDS.md section 4 compares non-RT and PREEMPT_RT guests.
+/// Which guest kernel: Abeni 2023 compares non-RT and PREEMPT_RT guests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Flavour {

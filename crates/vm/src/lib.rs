@@ -1,5 +1,5 @@
 //! rtvirt-vm: boot minimal QEMU guests and run rtvirt measurements inside them (the guest side
-//! of SEEDS.md section 4: cyclictest-style timer latency in RT and non-RT guests under host load;
+//! of Abeni 2023: cyclictest-style timer latency in RT and non-RT guests under host load;
 //! also the guest end of `measure net`).
 //!
 //! - [`kernel`]: the Debian guest kernels (cloud = non-RT, rt = PREEMPT_RT) unpacked in the cache.

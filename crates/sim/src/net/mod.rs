@@ -1,4 +1,4 @@
-//! The network path of a virtualized host (SEEDS.md sections 1 and 2) as a discrete-event model
+//! The network path of a virtualized host (Garcia Alvarado 2019, Xi et al. 2012) as a discrete-event model
 //! in which every cost is CPU work done by a simulated thread on a simulated core, so that
 //! priorities, placement, locks and copies decide the latency, not per-method factors.
 //!
