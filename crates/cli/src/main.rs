@@ -1,7 +1,8 @@
 //! The `rtvirt` binary: argument parsing and wiring only. Each job's command lives in
 //! `cmd/<job>` (a file, or a folder with one module per concept); where a measurement runs (this
 //! host, a container, QEMU guests) is the placement driver's, `placement/`; the work itself is
-//! done by the library crates.
+//! done by the library crates. Every table for people is printed by `table`, every progress bar
+//! drawn by `progress`.
 
 mod cli_common;
 mod cmd;

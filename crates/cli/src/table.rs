@@ -1,9 +1,10 @@
 //! The one printer of tables for people (`--format table`): latency summaries of `measure timer`
 //! and `measure net`, task response times of `measure tasks` and `simulate`, flows of a network
-//! simulation, sweep grids and the `vm matrix`. comfy-table sizes every column to its widest cell,
-//! so a guest named `industrial-controller-line-3` widens its own column instead of pushing every
-//! column after it out of line. No borders: columns are one space apart, text left-aligned,
-//! numbers right-aligned (headers too), trailing blanks trimmed.
+//! simulation, sweep grids, the `vm matrix`, plans, `vm image` and `vm list`. (`rtvirt host`'s
+//! tables are the host crate's, also sized to their widest cell.) comfy-table sizes every column to
+//! its widest cell, so a guest named `industrial-controller-line-3` widens its own column instead
+//! of pushing every column after it out of line. No borders: columns are one space apart, text
+//! left-aligned, numbers right-aligned (headers too), trailing blanks trimmed.
 
 use comfy_table::{CellAlignment, Table as Grid};
 

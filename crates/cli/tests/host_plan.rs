@@ -17,7 +17,7 @@ fn plan_applies_deadline_in_a_partition_and_reverts_bit_for_bit() {
         ("g2", 2_000_000, 15_000_000, 20_000_000, core),
     ]);
     let (plan, state) = (files.plan.clone(), files.state.clone());
-    let (plan_s, state_s) = (plan.to_str().unwrap(), state.to_str().unwrap());
+    let state_s = state.to_str().unwrap();
     let before = snapshot(&[a.pid(), b.pid()]);
 
     let (ga, gb) = (format!("g1={}", a.pid()), format!("g2={}", b.pid()));

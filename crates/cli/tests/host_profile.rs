@@ -114,7 +114,9 @@ impl Setup {
     }
     fn command(&self, profile: &Path, state_dir: &Path) -> Command {
         let (rt, hk) = (format!("rt={}", self.rt.pid()), format!("hk={}", self.hk.pid()));
-        apply(profile, state_dir).args(["--pid", &rt, "--pid", &hk])
+        let mut command = apply(profile, state_dir);
+        command.args(["--pid", &rt, "--pid", &hk]);
+        command
     }
     fn apply(&self, profile: &Path, state_dir: &Path, extra: &[&str]) -> std::process::Output {
         run(self.command(profile, state_dir).args(extra))

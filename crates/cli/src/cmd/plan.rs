@@ -3,6 +3,7 @@
 //! `rtvirt_analysis::planner`; this module parses flags, validates them and prints.
 
 use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
+use crate::table::Table;
 use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::emit;
@@ -315,42 +316,43 @@ fn table(s: &Scenario, p: &Plan) -> String {
         let _ = writeln!(out, "per-core cap {cap}: {why}");
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9} {:>5}",
-        "guest", "sched", "period", "budget", "deadline", "bandwidth", "core"
-    );
+    let (guests, tasks) = guest_and_task_tables(p);
+    let _ = writeln!(out, "{guests}\n\n{tasks}");
+    let mut cores = Table::aligned(&["core", "bandwidth", "guests"], |column| column == 1);
+    for c in &p.cores {
+        cores.row([c.id.to_string(), format!("{:.4}", c.bandwidth), c.guests.join(", ")]);
+    }
+    let _ = writeln!(out, "\n{cores}");
+    out
+}
+
+/// One row per guest's reservation, and one per task with its execution bound.
+fn guest_and_task_tables(p: &Plan) -> (Table, Table) {
+    let mut guests = Table::new(&["guest", "sched", "period", "budget", "deadline", "bandwidth", "core"], 2);
+    let header = ["guest", "task", "period", "deadline", "wcet", "c", "rho", "bound"];
+    let mut tasks = Table::aligned(&header, |column| (2..7).contains(&column));
     for g in &p.guests {
         let core = g.core.map_or("-".into(), |c| c.to_string());
-        let _ = writeln!(
-            out,
-            "{:<14} {:<5} {:>10} {:>10} {:>10} {:>9.4} {:>5}",
-            g.name,
-            g.scheduler,
-            Nanos(g.period_ns).to_string(),
-            Nanos(g.budget_ns).to_string(),
-            Nanos(g.deadline_ns).to_string(),
-            g.bandwidth,
-            core
-        );
+        let (period, budget, deadline) = (Nanos(g.period_ns), Nanos(g.budget_ns), Nanos(g.deadline_ns));
+        let bandwidth = format!("{:.4}", g.bandwidth);
+        let scheduler = g.scheduler.to_string();
+        guests.row([
+            g.name.clone(),
+            scheduler,
+            period.to_string(),
+            budget.to_string(),
+            deadline.to_string(),
+            bandwidth,
+            core,
+        ]);
         for t in &g.tasks {
             let rho = t.rho.map_or("-".into(), |r| format!("{r}"));
-            let _ = writeln!(
-                out,
-                "  {:<12} period {:>8}  deadline {:>8}  wcet {:>8}  c {:>8}  rho {:<5} {}",
-                t.name,
-                Nanos(t.period_ns).to_string(),
-                Nanos(t.deadline_ns).to_string(),
-                Nanos(t.wcet_ns).to_string(),
-                Nanos(t.budget_ns).to_string(),
-                rho,
-                t.bound
-            );
+            let times = [t.period_ns, t.deadline_ns, t.wcet_ns, t.budget_ns].map(|ns| Nanos(ns).to_string());
+            let mut cells = vec![g.name.clone(), t.name.clone()];
+            cells.extend(times);
+            cells.extend([rho, t.bound.to_string()]);
+            tasks.row(cells);
         }
     }
-    let _ = writeln!(out, "\n{:<6} {:>9}  guests", "core", "bandwidth");
-    for c in &p.cores {
-        let _ = writeln!(out, "{:<6} {:>9.4}  {}", c.id, c.bandwidth, c.guests.join(", "));
-    }
-    out
+    (guests, tasks)
 }

@@ -7,6 +7,7 @@ use crate::placement::guests::{
     self, boot_config, guest_image, load_label, matrix, measure_in_guest, net_in_guest, parse_flavour, print_rows,
     to_duration, GuestOpts, Job, NetParams,
 };
+use crate::table::Table;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use rtvirt_model::Nanos;
@@ -198,18 +199,19 @@ fn image_cmd(a: ImageArgs) -> CmdResult {
     match a.format {
         Format::Json => print_json(&images)?,
         Format::Table => {
-            println!("{:<5} {:<22} {:>9} {:<8} {:<16} initramfs", "kernel", "version", "size MiB", "state", "key");
+            let header = ["kernel", "version", "size MiB", "state", "key", "initramfs"];
+            let mut table = Table::aligned(&header, |column| column == 2);
             for i in &images {
-                println!(
-                    "{:<5} {:<22} {:>9.1} {:<8} {:<16} {}",
-                    i.flavour.name(),
-                    i.kernel_version,
-                    i.size_bytes as f64 / 1048576.0,
-                    if i.rebuilt { "built" } else { "cached" },
-                    i.key,
-                    i.initramfs.display()
-                );
+                table.row([
+                    i.flavour.name().to_string(),
+                    i.kernel_version.to_string(),
+                    format!("{:.1}", i.size_bytes as f64 / 1048576.0),
+                    (if i.rebuilt { "built" } else { "cached" }).to_string(),
+                    i.key.to_string(),
+                    i.initramfs.display().to_string(),
+                ]);
             }
+            table.print();
         }
     }
     Ok(Outcome::Ok)
@@ -307,18 +309,19 @@ fn list_cmd(a: ListArgs) -> CmdResult {
     match a.format {
         Format::Json => print_json(&guests)?,
         Format::Table => {
-            println!("{:<20} {:>8} {:<5} {:<4} {:<24} qmp", "name", "qemu pid", "accel", "kern", "vcpu threads");
+            let header = ["name", "qemu pid", "accel", "kern", "vcpu threads", "qmp"];
+            let mut table = Table::aligned(&header, |column| column == 1);
             for g in &guests {
-                println!(
-                    "{:<20} {:>8} {:<5} {:<4} {:<24} {}",
-                    g.name,
-                    g.pid,
-                    g.accel,
-                    g.kernel,
+                table.row([
+                    g.name.to_string(),
+                    g.pid.to_string(),
+                    g.accel.to_string(),
+                    g.kernel.to_string(),
                     format!("{:?}", g.vcpu_threads),
-                    g.qmp_socket.display()
-                );
+                    g.qmp_socket.display().to_string(),
+                ]);
             }
+            table.print();
         }
     }
     Ok(Outcome::Ok)
