@@ -367,7 +367,10 @@ fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
     let no_fair = write(
         &dir,
         "nofair.json",
-        r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"fair_servers":[]}}"#,
+        concat!(
+            r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"#,
+            r#""fair_servers":[]}}"#,
+        ),
     );
     let (v, o) = plan_json(&[&s, "--host-model", &no_fair]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -245,8 +245,8 @@ fn a_failed_sweep_cell_is_reported_beside_the_cells_that_ran() {
     let scenario = dir.path().join("s.toml");
     std::fs::write(
         &scenario,
-        "name = \"cellfail\"\n[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\n\
-         name = \"a\"\nperiod = \"10ms\"\nwcet = \"10ms\"\nexec = { dist = \"normal\", mean = \"2ms\", sd = \"3ms\" }\n",
+        "name = \"cellfail\"\n[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \
+         \"a\"\nperiod = \"10ms\"\nwcet = \"10ms\"\nexec = { dist = \"normal\", mean = \"2ms\", sd = \"3ms\" }\n",
     )
     .unwrap();
     let sweep = dir.path().join("s.sweep.toml");

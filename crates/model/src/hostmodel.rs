@@ -240,7 +240,8 @@ impl HostModel {
             return Err(InputError::field(
                 "admission.rt_runtime_us",
                 format!(
-                    "{} / {} us: expected -1 (no admission control) or 0 <= sched_rt_runtime_us <= sched_rt_period_us, period > 0",
+                    "{} / {} us: expected -1 (no admission control) or 0 <= sched_rt_runtime_us <= sched_rt_period_us, \
+                     period > 0",
                     a.rt_runtime_us, a.rt_period_us
                 ),
             ));
@@ -328,9 +329,10 @@ mod tests {
         assert!(cap.why.contains("CPU 0's fair server"), "{}", cap.why);
         let again = HostModel::from_json(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(again, m);
-        let none = HostModel::from_json(
-            r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"fair_servers":[]}}"#,
-        )
+        let none = HostModel::from_json(concat!(
+            r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"#,
+            r#""fair_servers":[]}}"#,
+        ))
         .unwrap();
         assert_eq!(none.bandwidth_cap().value, 0.95);
         let off = HostModel::from_json(

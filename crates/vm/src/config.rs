@@ -81,7 +81,12 @@ impl GuestFile {
                     && c.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
             };
             if f.name.len() > Self::MAX_NAME || !f.name.split('/').all(component_ok) {
-                return Err(VmError::Invalid(format!("guest file name {:?}: expected at most {} bytes of letters, digits, '.', '-', '_' in '/'-separated parts", f.name, Self::MAX_NAME)));
+                return Err(VmError::Invalid(format!(
+                    "guest file name {:?}: expected at most {} bytes of letters, digits, '.', '-', '_' in \
+                     '/'-separated parts",
+                    f.name,
+                    Self::MAX_NAME
+                )));
             }
             if files.iter().filter(|other| other.name == f.name).count() > 1 {
                 return Err(VmError::Invalid(format!("guest file name {:?} given twice", f.name)));

@@ -256,7 +256,11 @@ fn check_deadline_admission(
         if matches!(thread.policy, Policy::Deadline { .. }) && bandwidth > cap + 1e-12 {
             return Err(InputError::field(
                 format!("{}.runtime", field(i)),
-                format!("SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bandwidth:.4} > {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)", thread.cores),
+                format!(
+                    "SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bandwidth:.4} > \
+                     {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)",
+                    thread.cores
+                ),
             ));
         }
     }
@@ -272,14 +276,24 @@ fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> Res
             if overlap && a.cores != b.cores {
                 return Err(InputError::field(
                     format!("{}.cores", field(i)),
-                    format!("cores {:?} overlap the cores {:?} of \"{}\" without being the same set: affinities must be equal (global scheduling) or disjoint (partitioned)", a.cores, b.cores, b.name),
+                    format!(
+                        "cores {:?} overlap the cores {:?} of \"{}\" without being the same set: affinities must be \
+                         equal (global scheduling) or disjoint (partitioned)",
+                        a.cores, b.cores, b.name
+                    ),
                 ));
             }
             let (fa, fb) = (a.policy.family(), b.policy.family());
             if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
                 return Err(InputError::field(
                     format!("{}.policy", field(i)),
-                    format!("\"{}\" cannot share cores with \"{}\" ({}): one set of cores runs one host scheduler (Linux, Xen Credit, Xen RTDS or RT-Xen)", a.policy.name(), b.name, b.policy.name()),
+                    format!(
+                        "\"{}\" cannot share cores with \"{}\" ({}): one set of cores runs one host scheduler (Linux, \
+                         Xen Credit, Xen RTDS or RT-Xen)",
+                        a.policy.name(),
+                        b.name,
+                        b.policy.name()
+                    ),
                 ));
             }
         }
