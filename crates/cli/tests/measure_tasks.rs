@@ -127,6 +127,46 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
     assert!(v["tasks"].as_array().unwrap().iter().any(|t| t["jobs"].as_u64().unwrap() > 0));
 }
 
+/// A run stopped by Ctrl-C at any moment - while the workers, already under their reservations,
+/// wait the 50 ms to the common start, just after it, or later - reports each vCPU's utilisation
+/// as a share of one core, and `rtvirt report` takes the document. Before the fix a stop before the
+/// start divided the vCPU's CPU time by the parent's zero-length run (utilisations of thousands);
+/// now each worker divides by the wall time of the same stretch, read on its own thread.
+#[test]
+fn a_run_stopped_early_reports_plausible_utilisations() {
+    if !is_root() {
+        return;
+    }
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    for after_ms in [0, 0, 60, 400] {
+        let child = spawn_tasks_30s(Stdio::null());
+        // The workers take their reservations when told the start, 50 ms before it.
+        let start = std::time::Instant::now();
+        while !host_support::deadline_thread_in_a_child_of(child.id())
+            && start.elapsed() < std::time::Duration::from_secs(30)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(after_ms));
+        // SAFETY: signalling our own child (SIGINT).
+        unsafe { libc_kill(child.id() as i32, 2) };
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "stopped {after_ms} ms in: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["interrupted"], true);
+        let ran = v["duration_ns"].as_u64().unwrap();
+        for g in v["guests"].as_array().unwrap() {
+            let u = g["utilisation"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&u), "stopped {after_ms} ms in, after {ran} ns of the run: {g}");
+        }
+        let file = dir.path().join("stopped.json");
+        std::fs::write(&file, &out.stdout).unwrap();
+        let report = rtvirt(&["report", file.to_str().unwrap(), "-o", dir.path().join("r.html").to_str().unwrap()]);
+        assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    }
+}
+
 /// The cpuset mount (cgroup v1) or unified hierarchy where rtvirt makes its exclusive cpusets.
 fn cpuset_root() -> Option<std::path::PathBuf> {
     use rtvirt_os::cgroup::Hierarchy;

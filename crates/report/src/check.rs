@@ -3,13 +3,18 @@
 //! error naming the file and the field (`tasks[3].dsr`, `[2].tasks[0].dsr` in an array).
 //!
 //! - `tasks[].dsr`: a ratio in [0, 1]; `tasks[].misses` at most `tasks[].jobs`;
-//! - `guests[].utilisation`, `cores[].utilisation`: finite and at least 0 (no upper bound: a
-//!   measurement stopped by Ctrl-C right after it started can divide CPU time that includes its
-//!   set-up by a very short run, and that document must still be reported);
+//! - `guests[].utilisation`, `cores[].utilisation`: a share of one core's time (a guest is one
+//!   vCPU thread), in [0, 1] with [`UTILISATION_SLACK`] for the clocks; `measure tasks` divides a
+//!   vCPU's CPU time by the wall time of the same stretch, read on the same thread, also when the
+//!   run is stopped early;
 //! - `flows[].throughput_bps`: at least 0.
 
 use rtvirt_model::results::Results;
 use rtvirt_model::InputError;
+
+/// How far above 1 a utilisation may read: CPU time and wall time come from different clocks
+/// (the scheduler's and CLOCK_MONOTONIC), which may disagree by parts per million.
+pub const UTILISATION_SLACK: f64 = 0.01;
 
 /// Check the numbers of `r`; `prefix` is prepended to field names (`"[2]."` for an array element).
 pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
@@ -28,8 +33,11 @@ pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
     let utilisations = r.guests.iter().map(|g| ("guests", g.utilisation)).enumerate();
     let cores = r.cores.iter().map(|c| ("cores", c.utilisation)).enumerate();
     for (i, (what, u)) in utilisations.chain(cores) {
-        if !u.is_finite() || u < 0.0 {
-            return bad(format!("{what}[{i}].utilisation"), format!("{u:e}: expected a finite ratio of at least 0"));
+        if !(0.0..=1.0 + UTILISATION_SLACK).contains(&u) {
+            return bad(
+                format!("{what}[{i}].utilisation"),
+                format!("{u:e}: expected a share of one core's time in [0, 1]"),
+            );
         }
     }
     for (i, f) in r.flows.iter().enumerate() {
@@ -59,5 +67,15 @@ mod tests {
         r.tasks[0].misses = 1;
         r.cores.push(CoreResult { id: 0, utilisation: -0.5, ..Default::default() });
         assert!(results(&r, "").unwrap_err().to_string().contains("cores[0].utilisation"));
+        // A share of one core: 1 passes, 3,500 (a run stopped early, divided by its parent's
+        // zero-length run before the fix in probe::tasks) and NaN do not.
+        for (u, ok) in [(1.0, true), (1.0 + UTILISATION_SLACK, true), (1.5, false), (3.5e3, false), (f64::NAN, false)] {
+            r.cores[0].utilisation = u;
+            let checked = results(&r, "");
+            assert_eq!(checked.is_ok(), ok, "{u}: {checked:?}");
+            if let Err(e) = checked {
+                assert!(e.to_string().contains("cores[0].utilisation") && e.to_string().contains("[0, 1]"), "{e}");
+            }
+        }
     }
 }

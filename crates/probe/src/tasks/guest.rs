@@ -41,17 +41,34 @@ struct TaskState {
     response: LatencyHistogram,
 }
 
+/// What one guest's run measured: per task, and the vCPU thread's CPU time over the time it ran.
+pub struct GuestRun {
+    pub tasks: Vec<TaskOutcome>,
+    /// CPU time of the vCPU thread while it ran the tasks.
+    pub cpu_time_ns: u64,
+    /// Wall time over which `cpu_time_ns` was taken (read on the same thread, around it).
+    pub ran_ns: u64,
+}
+
+impl GuestRun {
+    /// The share of one core the vCPU used: CPU time over the wall time of the same stretch
+    /// (0 when it did not run), so at most 1 whenever the run stopped.
+    pub fn utilisation(&self) -> f64 {
+        if self.ran_ns == 0 {
+            0.0
+        } else {
+            self.cpu_time_ns as f64 / self.ran_ns as f64
+        }
+    }
+}
+
 /// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns). The caller has already
 /// put the thread under its reservation. Stops early when `stop` is raised or on Ctrl-C/SIGTERM.
-/// Returns what each task measured and the thread's CPU time (ns).
-pub fn run_tasks(
-    g: &GuestSpec,
-    iters_per_ns: f64,
-    seed: u64,
-    start: u64,
-    end: u64,
-    stop: &AtomicBool,
-) -> (Vec<TaskOutcome>, u64) {
+/// Returns what each task measured and the thread's CPU time with the wall time it was taken
+/// over: the wall clock is read before the CPU clock at the beginning and after it at the end,
+/// so the CPU time never exceeds that stretch (a run stopped before `start` ran for a few
+/// microseconds and used less).
+pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestRun {
     let mut tasks: Vec<TaskState> = g
         .tasks
         .iter()
@@ -71,6 +88,7 @@ pub fn run_tasks(
             response: LatencyHistogram::new(),
         })
         .collect();
+    let wall0 = rt::now_ns();
     let cpu0 = rt::thread_cpu_ns();
     let chunk_iters = ((CHUNK_NS as f64 * iters_per_ns) as u64).max(1);
     while !stop.load(Ordering::Relaxed) && !rtvirt_os::signals::interrupted() {
@@ -107,6 +125,7 @@ pub fn run_tasks(
         }
     }
     let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
+    let ran_ns = rt::now_ns() - wall0;
     let outcomes = tasks
         .into_iter()
         .map(|t| TaskOutcome {
@@ -116,7 +135,7 @@ pub fn run_tasks(
             response_ns: t.response.summary(),
         })
         .collect();
-    (outcomes, cpu_time_ns)
+    GuestRun { tasks: outcomes, cpu_time_ns, ran_ns }
 }
 
 /// Release every job due at `now` (releases after `end` are not made).

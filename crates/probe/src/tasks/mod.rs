@@ -142,7 +142,7 @@ fn assemble(
         let gr = GuestResult {
             name: g.name.clone(),
             cpu_time_ns: o.cpu_time_ns,
-            utilisation: o.cpu_time_ns as f64 / ran_ns.max(1) as f64,
+            utilisation: o.utilisation,
             core: Some(p.core),
             reservation: Some(crate::timer::reservation_of(&p.reservation)),
             work_iterations_per_ns: Some(o.iters_per_ns),

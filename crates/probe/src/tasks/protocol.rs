@@ -99,6 +99,9 @@ impl ExecSpec {
 pub struct WorkerOutcome {
     pub tasks: Vec<TaskOutcome>,
     pub cpu_time_ns: u64,
+    /// The vCPU thread's CPU time over the wall time of the same stretch
+    /// ([`super::guest::GuestRun::utilisation`]).
+    pub utilisation: f64,
     pub iters_per_ns: f64,
     /// Thread ids the worker's runaway guard had to demote.
     pub runaways: Vec<i32>,

@@ -152,7 +152,7 @@ fn an_idle_guest_stops_at_once() {
     let spec = protocol::GuestSpec::of(&s.guests[0]);
     let stop = AtomicBool::new(false);
     let start = rt::now_ns();
-    let (outcomes, _) = std::thread::scope(|scope| {
+    let run = std::thread::scope(|scope| {
         scope.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(200));
             stop.store(true, Ordering::SeqCst);
@@ -161,5 +161,8 @@ fn an_idle_guest_stops_at_once() {
     });
     let took = rt::now_ns() - start;
     assert!(took < 1_000_000_000, "stopped after {took} ns");
-    assert!(outcomes.iter().all(|o| o.jobs == 0), "nothing was due");
+    assert!(run.tasks.iter().all(|o| o.jobs == 0), "nothing was due");
+    assert!(run.ran_ns > 0 && run.ran_ns <= took, "{} of {took} ns", run.ran_ns);
+    let utilisation = run.utilisation();
+    assert!((0.0..=1.0).contains(&utilisation), "an idle guest's vCPU used {utilisation} of a core");
 }

@@ -107,8 +107,15 @@ fn worker_run() -> Result<()> {
         o
     });
     let runaways = watchdog.finish();
-    let (tasks, cpu_time_ns) = outcome?;
-    let report = WorkerOutcome { tasks, cpu_time_ns, iters_per_ns: per_ns, runaways, pid: std::process::id() };
+    let run = outcome?;
+    let report = WorkerOutcome {
+        utilisation: run.utilisation(),
+        tasks: run.tasks,
+        cpu_time_ns: run.cpu_time_ns,
+        iters_per_ns: per_ns,
+        runaways,
+        pid: std::process::id(),
+    };
     let text = serde_json::to_string(&report).map_err(|e| Error::Failed(e.to_string()))?;
     writeln!(out, "{RESULT}{text}").and_then(|_| out.flush()).context(|| "cannot report to the parent".into())
 }
