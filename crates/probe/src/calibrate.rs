@@ -138,7 +138,8 @@ fn release_latency(cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<
     let tc = TimerConfig { cpus: cfg.cpus.clone(), duration: cfg.step, ..TimerConfig::default() };
     let run = timer::run(&tc)?;
     stop_if_interrupted()?;
-    const METHOD: &str = "measure timer: SCHED_FIFO 90 thread pinned to the CPU, absolute clock_nanosleep every 1 ms, latency = wake-up - programmed time";
+    const METHOD: &str = "measure timer: SCHED_FIFO 90 thread pinned to the CPU, absolute clock_nanosleep every 1 ms, \
+                          latency = wake-up - programmed time";
     for (cpu, h) in &run.per_cpu {
         out.push(measurement(&format!("release_latency cpu{cpu}"), METHOD, h, None));
     }
@@ -245,8 +246,9 @@ fn context_switch(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
     let m = measurement(
         "context_switch",
         &format!(
-            "two SCHED_FIFO 50 threads pinned to CPU {cpu} pass a byte through two pipes (lmbench lat_ctx); \
-             a sample = a batch of {ROUND_TRIPS_PER_SAMPLE} round trips, per switch, less the pipe write+read cost ({pipe_ns} ns) measured in one thread"
+            "two SCHED_FIFO 50 threads pinned to CPU {cpu} pass a byte through two pipes (lmbench lat_ctx); a sample = \
+             a batch of {ROUND_TRIPS_PER_SAMPLE} round trips, per switch, less the pipe write+read cost ({pipe_ns} ns) \
+             measured in one thread"
         ),
         &h,
         None,
@@ -312,7 +314,8 @@ fn deadline_period(cpu: u32, step: Nanos, out: &mut Vec<Measurement>) -> Result<
     let kind = enforcement_kind();
     let r = PROBE_RESERVATION;
     let setup = format!(
-        "in an exclusive cpuset of CPU {cpu}, a SCHED_DEADLINE thread (runtime {}, period {}) and a SCHED_FIFO 1 observer spin; per gap in the observer's timeline",
+        "in an exclusive cpuset of CPU {cpu}, a SCHED_DEADLINE thread (runtime {}, period {}) and a SCHED_FIFO 1 \
+         observer spin; per gap in the observer's timeline",
         Nanos(r.runtime_ns),
         Nanos(r.period_ns)
     );
@@ -443,7 +446,8 @@ fn cache_reload(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
     let m = measurement(
         "cache_reload",
         &format!(
-            "a {} KiB working set swept (one write per 64-byte line) warm, and again after a {} MiB sweep evicted it, on CPU {cpu}: cold - warm",
+            "a {} KiB working set swept (one write per 64-byte line) warm, and again after a {} MiB sweep evicted it, \
+             on CPU {cpu}: cold - warm",
             WORKING_SET / 1024,
             EVICTION_SET / (1024 * 1024)
         ),
