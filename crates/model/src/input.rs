@@ -5,18 +5,25 @@
 //!
 //! | kind                                   | limit   |
 //! |----------------------------------------|---------|
-//! | scenario, sweep, host profile (TOML)   | 16 MiB  |
+//! | scenario, sweep, host profile (TOML)   | 2 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML                              | 16 MiB  |
 //! | execution-time samples                 | 64 MiB  |
 //! | plan (JSON)                            | 64 MiB  |
 //! | results (JSON, JSON lines)             | 256 MiB |
 //!
-//! Each limit is far above what rtvirt writes or a person edits (a 10,000-task scenario is about
-//! 1 MiB, a results file of a one-hour soak a few MiB) and keeps parsing within a bounded memory.
+//! Each limit is far above what rtvirt writes or a person edits (the largest scenario in
+//! `scenarios/` is 18 KB; a 10,000-task scenario is about 1.7 MB; a results file of a one-hour
+//! soak a few MiB) and keeps parsing within a bounded memory. The TOML limit is the tightest: the
+//! toml crate holds about 175 bytes of heap per input byte of deeply nested inline tables, so
+//! 2 MiB of TOML stays below ~350 MiB of heap (16 MiB could take ~2.8 GB).
+//!
+//! [`read_text`] reads a file whole; [`open`] gives a buffered reader of the same checked file,
+//! which fails once more than the limit has been read (`rtvirt report` streams JSON arrays
+//! through it).
 
 use crate::error::InputError;
-use std::io::Read;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 const MIB: u64 = 1024 * 1024;
@@ -38,11 +45,8 @@ impl InputKind {
     /// Largest accepted file, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            InputKind::Scenario
-            | InputKind::Sweep
-            | InputKind::HostProfile
-            | InputKind::Carts
-            | InputKind::HostModel => 16 * MIB,
+            InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => 2 * MIB,
+            InputKind::Carts | InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
             InputKind::Results => 256 * MIB,
         }
@@ -65,6 +69,12 @@ impl InputKind {
 
 /// The text of input file `path`: a regular file of at most `kind.limit()` bytes, UTF-8.
 pub fn read_text(path: &Path, kind: InputKind) -> Result<String, InputError> {
+    read_rest(open(path, kind)?, path, kind)
+}
+
+/// A buffered reader of input file `path`, checked as [`read_text`] checks it (a regular file of
+/// at most `kind.limit()` bytes); reading past the limit (a file that grew) fails.
+pub fn open(path: &Path, kind: InputKind) -> Result<BufReader<Limited>, InputError> {
     let what = kind.name();
     let fail = |m: String| InputError::new(m).in_file(path);
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
@@ -73,16 +83,51 @@ pub fn read_text(path: &Path, kind: InputKind) -> Result<String, InputError> {
     // the file opened may not be the one looked at (replaced in between): check it again
     let meta = file.metadata().map_err(|e| fail(format!("cannot read {what}: {e}")))?;
     check_meta(&meta, kind).map_err(fail)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(kind.limit() + 1).read_to_end(&mut bytes).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
-    if bytes.len() as u64 > kind.limit() {
-        return Err(fail(too_large(kind, bytes.len() as u64)));
-    }
+    Ok(BufReader::new(Limited { file, kind, read: 0, len_hint: meta.len() }))
+}
+
+/// The rest of an [`open`]ed file as UTF-8 text (errors located in `path`).
+pub fn read_rest(mut reader: BufReader<Limited>, path: &Path, kind: InputKind) -> Result<String, InputError> {
+    let what = kind.name();
+    let fail = |m: String| InputError::new(m).in_file(path);
+    let mut bytes = Vec::with_capacity(reader.get_ref().len_hint as usize);
+    reader.read_to_end(&mut bytes).map_err(|e| fail(read_error(what, &e)))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let (line, col) = crate::error::line_col(std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or(""), at);
         fail(format!("cannot read {what}: not UTF-8 text (an invalid byte here)")).at_line(line, col)
     })
+}
+
+/// "cannot read ...: why" (the limit's own message as it is).
+fn read_error(what: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::FileTooLarge => e.to_string(),
+        _ => format!("cannot read {what}: {e}"),
+    }
+}
+
+/// An input file that fails (`ErrorKind::FileTooLarge`) once more than its kind's limit is read.
+#[derive(Debug)]
+pub struct Limited {
+    file: std::fs::File,
+    kind: InputKind,
+    read: u64,
+    len_hint: u64,
+}
+
+impl Read for Limited {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // one byte past the limit is read, to tell a file at the limit from a larger one
+        let room = (self.kind.limit() + 1).saturating_sub(self.read);
+        let want = buf.len().min(room.min(usize::MAX as u64) as usize);
+        let n = self.file.read(&mut buf[..want])?;
+        self.read += n as u64;
+        if self.read > self.kind.limit() {
+            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, too_large(self.kind, self.read)));
+        }
+        Ok(n)
+    }
 }
 
 fn check_meta(meta: &std::fs::Metadata, kind: InputKind) -> Result<(), String> {
@@ -145,7 +190,16 @@ mod tests {
         let big = dir.path().join("big.toml");
         std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit() + 1).unwrap();
         let e = read_text(&big, InputKind::Scenario).unwrap_err();
-        assert!(e.message.contains("larger than the 16 MiB a scenario may hold"), "{e}");
+        assert!(e.message.contains("larger than the 2 MiB a scenario may hold"), "{e}");
+        let mut grown = open(&bad_size_file(dir.path(), 10), InputKind::Scenario).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("sized"))
+            .unwrap()
+            .set_len(InputKind::Scenario.limit() + 10)
+            .unwrap();
+        let e = grown.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("larger than the 2 MiB a scenario may hold"), "{e}");
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, b"a = 1\nb = \xff\n").unwrap();
         let e = read_text(&bad, InputKind::Scenario).unwrap_err();
@@ -157,5 +211,11 @@ mod tests {
         );
         std::fs::write(&bad, "a = 1\n").unwrap();
         assert_eq!(read_text(&bad, InputKind::Scenario).unwrap(), "a = 1\n");
+    }
+
+    fn bad_size_file(dir: &Path, len: u64) -> std::path::PathBuf {
+        let p = dir.join("sized");
+        std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+        p
     }
 }

@@ -87,11 +87,12 @@ fn pairs(buckets: &Option<Vec<HistogramBucket>>) -> Option<Vec<(u64, u64)>> {
 pub struct IntervalPoint {
     pub t_ns: f64,
     pub max_ns: f64,
-    pub cpu: Option<u64>,
+    pub cpu: Option<u32>,
     pub stall: bool,
 }
 
-/// The per-interval maxima of a result (`intervals`), in time order. An item is either one
+/// The per-interval maxima of a result (`intervals`), in time order (the loader makes the same
+/// points while reading a file: see [`crate::input::Input::interval_points`]). An item is either one
 /// point, or a `measure timer --interval-report` line whose `cpus` array gives one point per
 /// CPU (a CPU without samples in the interval is a stall).
 pub fn intervals(r: &Results) -> Vec<IntervalPoint> {
@@ -101,7 +102,8 @@ pub fn intervals(r: &Results) -> Vec<IntervalPoint> {
     pts
 }
 
-fn interval_points(index: usize, it: &Interval) -> Vec<IntervalPoint> {
+/// The points of report `index` (one, or one per CPU of an interval report line).
+pub(crate) fn interval_points(index: usize, it: &Interval) -> Vec<IntervalPoint> {
     let Some(cpus) = &it.cpus else {
         return vec![interval_point(index, it)];
     };
@@ -110,7 +112,7 @@ fn interval_points(index: usize, it: &Interval) -> Vec<IntervalPoint> {
         .map(|c| IntervalPoint {
             t_ns,
             max_ns: c.max_ns.unwrap_or(0) as f64,
-            cpu: Some(c.cpu.into()),
+            cpu: Some(c.cpu),
             stall: c.count == 0 || c.max_ns.is_none(),
         })
         .collect()
@@ -122,7 +124,7 @@ fn interval_point(index: usize, it: &Interval) -> IntervalPoint {
     IntervalPoint {
         t_ns: t as f64,
         max_ns: max.unwrap_or(0) as f64,
-        cpu: it.cpu.map(u64::from),
+        cpu: it.cpu,
         stall: it.stall.unwrap_or(false) || max.is_none(),
     }
 }

@@ -1,11 +1,34 @@
 //! Loading the documents a report is made of: `rtvirt.results/v1` and `rtvirt.plan/v1` JSON
 //! files, told apart by their `schema` field, each with the name it is shown under; a file may
 //! also hold a JSON array of results documents (the `--in vm` / `vm matrix` output).
+//!
+//! Memory stays proportional to what the report draws, not to the JSON tree of the input:
+//! - a JSON array is streamed from the file (`serde_json::Deserializer::from_reader` over the
+//!   bounded reader of [`rtvirt_model::input::open`]): one element at a time is held as a JSON
+//!   value, then as its typed document;
+//! - any other file is read once and parsed without a JSON tree: the top-level values are found
+//!   with `IgnoredAny`, then the one document is read by [`results_doc`], which reads the large
+//!   sections straight into their types;
+//! - `intervals` become [`IntervalPoint`]s (32 bytes each) as they are read, and per-CPU
+//!   histograms (never drawn) are dropped.
+//!
+//! A results document read here differs from `Results::from_file` in two ways only: its
+//! `intervals` are in [`Input::intervals`] (not in `Results::intervals`), and an `intervals` or
+//! `histogram_ns` that is not the list it should be is an error (rather than an unknown field).
 
-use rtvirt_model::input::{read_text, InputKind};
+use crate::extract::{interval_points, IntervalPoint};
+use rtvirt_model::input::{InputKind, Limited};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
-use rtvirt_model::results::{Interval, Results, RESULTS_SCHEMA};
+use rtvirt_model::results::{CpuLatency, HistogramBucket, Interval, Results, RESULTS_SCHEMA};
 use rtvirt_model::InputError;
+use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{BufRead, BufReader};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// One loaded document.
@@ -22,6 +45,10 @@ pub struct Input {
     pub name: String,
     pub path: PathBuf,
     pub doc: Document,
+    /// The result's per-interval points in time order, read from its `intervals` (or the
+    /// interval report lines before it) by the loader; `None` for inputs made in code, whose
+    /// points are taken from `Results::intervals` (see [`Input::interval_points`]).
+    pub intervals: Option<Vec<IntervalPoint>>,
 }
 
 impl Input {
@@ -35,6 +62,14 @@ impl Input {
         match &self.doc {
             Document::Plan(p) => Some(p),
             Document::Results(_) => None,
+        }
+    }
+    /// The per-interval points of a result, in time order (empty for a plan).
+    pub fn interval_points(&self) -> std::borrow::Cow<'_, [IntervalPoint]> {
+        match (&self.intervals, self.results()) {
+            (Some(points), _) => points.into(),
+            (None, Some(r)) => crate::extract::intervals(r).into(),
+            (None, None) => Vec::new().into(),
         }
     }
 }
@@ -57,13 +92,11 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
 /// Load one file: one document (see [`load_input`]), or an array of results documents; the
 /// numbers of each results document are checked ([`crate::check`]).
 pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
-    let mut values = read_values(path)?;
-    let (inputs, array) = match values.pop() {
-        Some(serde_json::Value::Array(items)) if values.is_empty() => (load_array(path, items)?, true),
-        last => {
-            values.extend(last);
-            (vec![input_of(path, values)?], false)
-        }
+    let mut reader = rtvirt_model::input::open(path, InputKind::Results)?;
+    let (inputs, array) = if starts_an_array(&mut reader, path)? {
+        (load_array(path, reader)?, true)
+    } else {
+        (vec![input_of(path, &rtvirt_model::input::read_rest(reader, path, InputKind::Results)?)?], false)
     };
     for (i, input) in inputs.iter().enumerate() {
         let prefix = if array { format!("[{i}].") } else { String::new() };
@@ -77,19 +110,39 @@ pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
 /// interval reports as JSON lines, then the results document; the reports become the result's
 /// `intervals` (see [`crate::extract::intervals`]).
 pub fn load_input(path: &Path) -> Result<Input, InputError> {
-    input_of(path, read_values(path)?)
+    input_of(path, &rtvirt_model::input::read_text(path, InputKind::Results)?)
 }
 
-/// The JSON values of a file, in order.
-fn read_values(path: &Path) -> Result<Vec<serde_json::Value>, InputError> {
-    let text = read_text(path, InputKind::Results)?;
-    json_values(&text).map_err(|e| e.in_file(path))
+/// Whether the first byte that is not white space is `[` (nothing is consumed).
+fn starts_an_array(reader: &mut BufReader<Limited>, path: &Path) -> Result<bool, InputError> {
+    loop {
+        let buf = reader.fill_buf().map_err(|e| InputError::new(format!("cannot read results: {e}")).in_file(path))?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => return Ok(buf[i] == b'['),
+            None if buf.is_empty() => return Ok(false),
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    }
 }
 
-/// The document of a file from its JSON values (see [`load_input`]).
-fn input_of(path: &Path, values: Vec<serde_json::Value>) -> Result<Input, InputError> {
-    let (main, intervals) = split_stream(values);
-    let main = main.ok_or_else(|| {
+/// The document of a file's text: its last value carrying a `schema`, with the `"type":
+/// "interval"` reports among the other values as its intervals (see [`load_input`]).
+fn input_of(path: &Path, text: &str) -> Result<Input, InputError> {
+    let spans = value_spans(text).map_err(|e| e.in_file(path))?;
+    let mut main: Option<(Range<usize>, Value)> = None;
+    let mut lines = Vec::new();
+    for span in spans {
+        let probe = probe(&text[span.clone()]).map_err(|e| located(e, text, &span).in_file(path))?;
+        if let Some(schema) = probe.schema {
+            main = Some((span, schema));
+        } else if probe.r#type.as_ref().and_then(Value::as_str) == Some("interval") {
+            lines.push(span);
+        }
+    }
+    let (span, schema) = main.ok_or_else(|| {
         InputError::field(
             "schema",
             format!(
@@ -99,57 +152,328 @@ fn input_of(path: &Path, values: Vec<serde_json::Value>) -> Result<Input, InputE
         )
         .in_file(path)
     })?;
-    let doc = match main.get("schema") {
-        Some(serde_json::Value::String(s)) if s == PLAN_SCHEMA => Document::Plan(Box::new(Plan::from_file(path)?)),
-        Some(serde_json::Value::String(s)) if s == RESULTS_SCHEMA => {
-            Document::Results(Box::new(read_results(path, main, intervals)?))
+    let (doc, intervals) = match &schema {
+        Value::String(s) if s == PLAN_SCHEMA => (Document::Plan(Box::new(plan_of(path, text, &span)?)), None),
+        Value::String(s) if s == RESULTS_SCHEMA => {
+            let loaded = results_of(text, &span).map_err(|e| e.in_file(path))?;
+            let intervals = match loaded.intervals {
+                Some(points) => Some(points),
+                None if lines.is_empty() => None,
+                None => Some(line_points(text, &lines).map_err(|e| e.in_file(path))?),
+            };
+            (Document::Results(Box::new(loaded.results)), intervals.map(in_time_order))
         }
-        Some(other) => {
+        other => {
             return Err(InputError::field(
                 "schema",
                 format!("{other}: expected \"{RESULTS_SCHEMA}\" or \"{PLAN_SCHEMA}\""),
             )
             .in_file(path));
         }
-        None => unreachable!("split_stream only returns documents with a schema"),
     };
     let name = default_name(path, &doc);
-    Ok(Input { name, path: path.to_path_buf(), doc })
+    Ok(Input { name, path: path.to_path_buf(), doc, intervals })
 }
 
-/// The elements of a results array, each named by its label, else by its guest kernel and host
-/// load (`vm/<kernel>/<load>`), else by the file stem and its position.
-fn load_array(path: &Path, items: Vec<serde_json::Value>) -> Result<Vec<Input>, InputError> {
-    if items.is_empty() {
-        return Err(InputError::new("an empty array: expected rtvirt.results/v1 documents").in_file(path));
+/// The byte ranges of the top-level JSON values of `text`, found without building them.
+fn value_spans(text: &str) -> Result<Vec<Range<usize>>, InputError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<IgnoredAny>();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while let Some(value) = stream.next() {
+        value.map_err(|e| InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column()))?;
+        let end = stream.byte_offset();
+        let skipped = text[start..end].len() - text[start..end].trim_start().len();
+        spans.push(start + skipped..end);
+        start = end;
     }
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let at = |e: InputError| e.in_file(path);
-            match v.get("schema").and_then(|s| s.as_str()) {
-                Some(RESULTS_SCHEMA) => {}
-                Some(other) => {
-                    return Err(at(InputError::field(
-                        format!("[{i}].schema"),
-                        format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents"),
-                    )))
+    Ok(spans)
+}
+
+/// The two top-level fields that say what a value is.
+#[derive(Deserialize, Default)]
+struct Probe {
+    schema: Option<Value>,
+    r#type: Option<Value>,
+}
+
+/// The `schema` and `type` of an object (nothing for other values).
+fn probe(json: &str) -> Result<Probe, InputError> {
+    if !json.starts_with('{') {
+        return Ok(Probe::default());
+    }
+    serde_json::from_str(json)
+        .map_err(|e| InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column()))
+}
+
+/// An error located in the value at `span` of `text`, located in `text` instead.
+fn located(mut e: InputError, text: &str, span: &Range<usize>) -> InputError {
+    if let Some((line, col)) = e.at.line_col {
+        let (first_line, first_col) = rtvirt_model::error::line_col(text, span.start);
+        e.at.line_col =
+            Some(if line <= 1 { (first_line, first_col + col.max(1) - 1) } else { (first_line + line - 1, col) });
+    }
+    e
+}
+
+fn plan_of(path: &Path, text: &str, span: &Range<usize>) -> Result<Plan, InputError> {
+    let limit = InputKind::Plan.limit();
+    if span.len() as u64 > limit {
+        return Err(InputError::new(format!(
+            "cannot read plan: {} bytes is larger than the {} MiB a plan may hold",
+            span.len(),
+            limit >> 20
+        ))
+        .in_file(path));
+    }
+    Plan::from_json(&text[span.clone()]).map_err(|e| located(e, text, span).in_file(path))
+}
+
+/// A results document as the loader keeps it (see [`results_doc`]).
+pub struct LoadedResults {
+    pub results: Results,
+    /// Points of its `intervals`, in document order.
+    pub intervals: Option<Vec<IntervalPoint>>,
+}
+
+/// The results document at `span` of `text`, read by [`results_doc`].
+fn results_of(text: &str, span: &Range<usize>) -> Result<LoadedResults, InputError> {
+    let de = &mut serde_json::Deserializer::from_str(&text[span.clone()]);
+    results_doc(de).map_err(|e| {
+        let e = InputError::new(format!("not an {RESULTS_SCHEMA} document: {e}")).at_line(e.line(), e.column());
+        located(e, text, span)
+    })
+}
+
+/// The points of the interval report lines (each a small JSON value), in line order.
+fn line_points(text: &str, lines: &[Range<usize>]) -> Result<Vec<IntervalPoint>, InputError> {
+    let mut points = Vec::new();
+    for (i, span) in lines.iter().enumerate() {
+        let report: Interval = serde_json::from_str(&text[span.clone()]).map_err(|e| {
+            let e = InputError::new(format!("interval report {} before the document: {e}", i + 1))
+                .at_line(e.line(), e.column());
+            located(e, text, span)
+        })?;
+        points.extend(interval_points(i, &report));
+    }
+    Ok(points)
+}
+
+/// Points sorted by time (stable: equal times keep their order).
+fn in_time_order(mut points: Vec<IntervalPoint>) -> Vec<IntervalPoint> {
+    points.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
+    points
+}
+
+// ---- one results document without a JSON tree ----
+
+/// Read one results document from `de`: the sections that grow with the run (`tasks`, `guests`,
+/// `cores`, `flows`, `cpus`, `histogram_ns`, `intervals`) and the head fields straight into their
+/// types (errors at their line), everything else (small) through `Results`' own reading.
+pub fn results_doc<'de, D: serde::Deserializer<'de>>(de: D) -> Result<LoadedResults, D::Error> {
+    de.deserialize_map(ResultsVisitor)
+}
+
+struct ResultsVisitor;
+
+/// The typed sections read so far; `rest` holds the other fields as JSON values.
+#[derive(Default)]
+struct Sections {
+    results: Results,
+    histogram: Option<Option<Vec<HistogramBucket>>>,
+    intervals: Option<Option<Vec<IntervalPoint>>>,
+}
+
+impl<'de> Visitor<'de> for ResultsVisitor {
+    type Value = LoadedResults;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an rtvirt.results/v1 document (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LoadedResults, A::Error> {
+        let mut typed = Sections::default();
+        let r = &mut typed.results;
+        let mut rest = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "tasks" => r.tasks = map.next_value()?,
+                "guests" => r.guests = map.next_value()?,
+                "cores" => r.cores = map.next_value()?,
+                "flows" => r.flows = map.next_value()?,
+                "cpus" => r.cpus = map.next_value::<CpusWithoutHistograms>()?.0,
+                "latency_ns" => r.latency_ns = map.next_value()?,
+                "rtt_ns" => r.rtt_ns = map.next_value()?,
+                "environment" => r.environment = map.next_value()?,
+                "histogram_ns" => typed.histogram = Some(map.next_value()?),
+                "intervals" => typed.intervals = Some(map.next_value::<Option<PointsOf>>()?.map(|p| p.0)),
+                // the head fields are checked here, where their line is known
+                "schema" | "kind" | "label" => {
+                    let v: Option<String> = map.next_value()?;
+                    rest.insert(key, v.map_or(Value::Null, Value::String));
                 }
-                None => {
-                    return Err(at(InputError::field(
-                        format!("[{i}].schema"),
-                        format!("missing: expected \"{RESULTS_SCHEMA}\""),
-                    )))
+                "seed" | "duration_ns" => {
+                    let v: Option<u64> = map.next_value()?;
+                    rest.insert(key, v.map_or(Value::Null, Value::from));
+                }
+                _ => {
+                    let v: Value = map.next_value()?;
+                    rest.insert(key, v);
                 }
             }
-            let r: Results = serde_json::from_value(v).map_err(|e| {
-                at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}")))
-            })?;
-            let name = array_name(&r).unwrap_or_else(|| format!("{}[{i}]", file_stem(path)));
-            Ok(Input { name, path: path.to_path_buf(), doc: Document::Results(Box::new(r)) })
+        }
+        let mut results = Results::deserialize(Value::Object(rest)).map_err(de::Error::custom)?;
+        let r = typed.results;
+        (results.tasks, results.guests, results.cores, results.flows, results.cpus) =
+            (r.tasks, r.guests, r.cores, r.flows, r.cpus);
+        (results.latency_ns, results.rtt_ns, results.environment) = (r.latency_ns, r.rtt_ns, r.environment);
+        if let Some(histogram) = typed.histogram {
+            results.histogram_ns = histogram;
+        }
+        Ok(LoadedResults { results, intervals: typed.intervals.flatten() })
+    }
+}
+
+/// `cpus` without their histograms (the report draws none of them).
+struct CpusWithoutHistograms(Vec<CpuLatency>);
+
+impl<'de> Deserialize<'de> for CpusWithoutHistograms {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_seq(ElementsVisitor::new(
+            "a list of per-CPU results",
+            |_, mut cpu: CpuLatency, out: &mut Vec<CpuLatency>| {
+                cpu.histogram_ns = None;
+                out.push(cpu);
+            },
+        ))
+        .map(CpusWithoutHistograms)
+    }
+}
+
+/// `intervals` as points, each report turned into its points as it is read.
+struct PointsOf(Vec<IntervalPoint>);
+
+impl<'de> Deserialize<'de> for PointsOf {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_seq(ElementsVisitor::new(
+            "a list of interval reports",
+            |i, report: Interval, out: &mut Vec<IntervalPoint>| {
+                out.extend(interval_points(i, &report));
+            },
+        ))
+        .map(PointsOf)
+    }
+}
+
+/// A JSON array read one element at a time into `add(index, element, out)`.
+struct ElementsVisitor<T, O, F> {
+    expecting: &'static str,
+    add: F,
+    marker: std::marker::PhantomData<(T, O)>,
+}
+
+impl<T, O, F: FnMut(usize, T, &mut Vec<O>)> ElementsVisitor<T, O, F> {
+    fn new(expecting: &'static str, add: F) -> Self {
+        ElementsVisitor { expecting, add, marker: std::marker::PhantomData }
+    }
+}
+
+impl<'de, T: Deserialize<'de>, O, F: FnMut(usize, T, &mut Vec<O>)> Visitor<'de> for ElementsVisitor<T, O, F> {
+    type Value = Vec<O>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<Vec<O>, S::Error> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(element) = seq.next_element::<T>()? {
+            (self.add)(i, element, &mut out);
+            i += 1;
+        }
+        Ok(out)
+    }
+}
+
+// ---- a JSON array of results documents, streamed from the file ----
+
+/// The elements of a results array, read from the file one at a time, each named by its label,
+/// else by its guest kernel and host load (`vm/<kernel>/<load>`), else by the file stem and its
+/// position.
+fn load_array(path: &Path, reader: BufReader<Limited>) -> Result<Vec<Input>, InputError> {
+    let failure = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let read =
+        de.deserialize_seq(ArrayVisitor { path, failure: &failure }).and_then(|inputs| de.end().map(|()| inputs));
+    let inputs = read.map_err(|e| {
+        failure.take().unwrap_or_else(|| {
+            InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column()).in_file(path)
         })
-        .collect()
+    })?;
+    if inputs.is_empty() {
+        return Err(InputError::new("an empty array: expected rtvirt.results/v1 documents").in_file(path));
+    }
+    Ok(inputs)
+}
+
+/// Reads the array's elements; an element that is not a results document is put in `failure`.
+struct ArrayVisitor<'a> {
+    path: &'a Path,
+    failure: &'a RefCell<Option<InputError>>,
+}
+
+impl<'de> Visitor<'de> for ArrayVisitor<'_> {
+    type Value = Vec<Input>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array of rtvirt.results/v1 documents")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Vec<Input>, S::Error> {
+        let mut inputs = Vec::new();
+        while let Some(value) = seq.next_element::<Value>()? {
+            match array_element(self.path, inputs.len(), value) {
+                Ok(input) => inputs.push(input),
+                Err(e) => {
+                    let message = e.to_string();
+                    *self.failure.borrow_mut() = Some(e);
+                    return Err(de::Error::custom(message));
+                }
+            }
+        }
+        Ok(inputs)
+    }
+}
+
+/// Element `i` of a results array, its intervals turned into points.
+fn array_element(path: &Path, i: usize, v: Value) -> Result<Input, InputError> {
+    let at = |e: InputError| e.in_file(path);
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(RESULTS_SCHEMA) => {}
+        Some(other) => {
+            return Err(at(InputError::field(
+                format!("[{i}].schema"),
+                format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents"),
+            )))
+        }
+        None => {
+            return Err(at(InputError::field(
+                format!("[{i}].schema"),
+                format!("missing: expected \"{RESULTS_SCHEMA}\""),
+            )))
+        }
+    }
+    let loaded = results_doc(v)
+        .map_err(|e| at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}"))))?;
+    let r = loaded.results;
+    let name = array_name(&r).unwrap_or_else(|| format!("{}[{i}]", file_stem(path)));
+    Ok(Input {
+        name,
+        path: path.to_path_buf(),
+        doc: Document::Results(Box::new(r)),
+        intervals: loaded.intervals.map(in_time_order),
+    })
 }
 
 /// The label of a result, else `vm/<guest kernel>/<host load>` from its environment.
@@ -161,52 +485,6 @@ fn array_name(r: &Results) -> Option<String> {
     let kernel = env.guest_kernel.as_deref()?;
     let load = env.host_load.as_deref().unwrap_or("none");
     Some(format!("vm/{kernel}/{load}"))
-}
-
-/// Every JSON value in the text (one document, or JSON lines followed by a document).
-fn json_values(text: &str) -> Result<Vec<serde_json::Value>, InputError> {
-    serde_json::Deserializer::from_str(text)
-        .into_iter::<serde_json::Value>()
-        .map(|v| v.map_err(|e| InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column())))
-        .collect()
-}
-
-/// The document carrying a `schema` (the last one), and the `"type": "interval"` reports.
-fn split_stream(values: Vec<serde_json::Value>) -> (Option<serde_json::Value>, Vec<serde_json::Value>) {
-    let mut main = None;
-    let mut intervals = Vec::new();
-    for v in values {
-        if v.get("schema").is_some() {
-            main = Some(v);
-        } else if v.get("type").and_then(|t| t.as_str()) == Some("interval") {
-            intervals.push(v);
-        }
-    }
-    (main, intervals)
-}
-
-/// The results document; a single-document file is re-read for line-located errors.
-fn read_results(
-    path: &Path,
-    main: serde_json::Value,
-    intervals: Vec<serde_json::Value>,
-) -> Result<Results, InputError> {
-    if intervals.is_empty() {
-        return Results::from_file(path);
-    }
-    let mut r: Results = serde_json::from_value(main)
-        .map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}")).in_file(path))?;
-    let intervals = intervals
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            serde_json::from_value::<Interval>(v).map_err(|e| {
-                InputError::new(format!("interval report {} before the document: {e}", i + 1)).in_file(path)
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    r.intervals.get_or_insert(intervals);
-    Ok(r)
 }
 
 fn default_name(path: &Path, doc: &Document) -> String {
@@ -225,10 +503,15 @@ fn file_stem(path: &Path) -> String {
 fn make_names_unique(inputs: &mut [Input]) {
     let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
     let stems: Vec<String> = inputs.iter().map(|i| file_stem(&i.path)).collect();
-    let count = |v: &[String], x: &String| v.iter().filter(|o| *o == x).count();
+    let counts = |v: &[String]| {
+        let mut c: HashMap<String, usize> = HashMap::new();
+        v.iter().for_each(|x| *c.entry(x.clone()).or_default() += 1);
+        c
+    };
+    let (name_counts, stem_counts) = (counts(&names), counts(&stems));
     for (i, input) in inputs.iter_mut().enumerate() {
-        if count(&names, &names[i]) > 1 {
-            input.name = if count(&stems, &stems[i]) > 1 || names[i] == stems[i] {
+        if name_counts[&names[i]] > 1 {
+            input.name = if stem_counts[&stems[i]] > 1 || names[i] == stems[i] {
                 format!("{} (#{})", names[i], i + 1)
             } else {
                 format!("{} ({})", names[i], stems[i])

@@ -79,6 +79,7 @@ proptest! {
             name: format!("r{i}"),
             path: format!("r{i}.json").into(),
             doc: Document::Results(Box::new(result(k, v, c, j, m, rho))),
+            intervals: None,
         }).collect();
         let report = build_report("t", &inputs);
         for f in report.figures() {
@@ -126,7 +127,12 @@ fn huge_values_are_shown_invalid_everywhere() {
     let inputs: Vec<Input> = [base, r]
         .into_iter()
         .enumerate()
-        .map(|(i, r)| Input { name: format!("r{i}"), path: "r.json".into(), doc: Document::Results(Box::new(r)) })
+        .map(|(i, r)| Input {
+            name: format!("r{i}"),
+            path: "r.json".into(),
+            doc: Document::Results(Box::new(r)),
+            intervals: None,
+        })
         .collect();
     let report = build_report("t", &inputs);
     let md = render(&report, ReportFormat::Markdown);

@@ -86,7 +86,7 @@ mod tests {
     use rtvirt_model::results::Results;
 
     fn input(r: Results) -> Input {
-        Input { name: "t".into(), path: "t.json".into(), doc: Document::Results(Box::new(r)) }
+        Input { name: "t".into(), path: "t.json".into(), doc: Document::Results(Box::new(r)), intervals: None }
     }
 
     #[test]

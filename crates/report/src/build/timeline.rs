@@ -3,7 +3,7 @@
 
 use super::limits::{worst_indices, MAX_POINTS_PER_LINE, MAX_SERIES, MAX_STALLS_LISTED};
 use crate::doc::{Figure, Section};
-use crate::extract::{intervals, IntervalPoint};
+use crate::extract::IntervalPoint;
 use crate::input::Input;
 use crate::svg::line::{LineChart, Series};
 use crate::units::{fmt_ns, fmt_seconds};
@@ -13,8 +13,7 @@ use std::ops::RangeInclusive;
 pub fn section(inputs: &[Input]) -> Option<Section> {
     let mut sec = Section::new("Per-interval maxima over time");
     for input in inputs {
-        let Some(r) = input.results() else { continue };
-        let pts = intervals(r);
+        let pts = input.interval_points();
         if pts.is_empty() {
             continue;
         }
@@ -42,11 +41,11 @@ fn stalls_note(name: &str, pts: &[IntervalPoint]) -> Option<String> {
 type Point = (f64, f64);
 
 fn figure(name: &str, pts: &[IntervalPoint]) -> Figure {
-    let mut lines: BTreeMap<Option<u64>, Vec<Point>> = BTreeMap::new();
+    let mut lines: BTreeMap<Option<u32>, Vec<Point>> = BTreeMap::new();
     for p in pts.iter().filter(|p| !p.stall) {
         lines.entry(p.cpu).or_default().push((p.t_ns, p.max_ns.max(1.0)));
     }
-    let all: Vec<(Option<u64>, Vec<Point>)> = lines.into_iter().collect();
+    let all: Vec<(Option<u32>, Vec<Point>)> = lines.into_iter().collect();
     let peaks: Vec<f64> = all.iter().map(|(_, p)| p.iter().map(|q| q.1).fold(0.0, f64::max)).collect();
     let shown = worst_indices(&peaks, MAX_SERIES);
     let span = pts.first().map_or(0.0, |p| p.t_ns)..=pts.last().map_or(0.0, |p| p.t_ns);
