@@ -128,8 +128,9 @@ fn starts_an_array(reader: &mut BufReader<Limited>, path: &Path) -> Result<bool,
     }
 }
 
-/// The document of a file's text: its last value carrying a `schema`, with the `"type":
-/// "interval"` reports among the other values as its intervals (see [`load_input`]).
+/// The document of a file's text: its one value carrying a `schema`, with the `"type":
+/// "interval"` reports among the other values as its intervals (see [`load_input`]); other
+/// values are ignored.
 fn input_of(path: &Path, text: &str) -> Result<Input, InputError> {
     let spans = value_spans(text).map_err(|e| e.in_file(path))?;
     let mut main: Option<(Range<usize>, Value)> = None;
@@ -137,6 +138,10 @@ fn input_of(path: &Path, text: &str) -> Result<Input, InputError> {
     for span in spans {
         let probe = probe(&text[span.clone()]).map_err(|e| located(e, text, &span).in_file(path))?;
         if let Some(schema) = probe.schema {
+            if main.is_some() {
+                let (line, col) = rtvirt_model::error::line_col(text, span.start);
+                return Err(InputError::new(format!("a second document (a value with a `schema`): expected one {RESULTS_SCHEMA} or {PLAN_SCHEMA} document per file, or a JSON array of {RESULTS_SCHEMA} documents")).at_line(line, col).in_file(path));
+            }
             main = Some((span, schema));
         } else if probe.r#type.as_ref().and_then(Value::as_str) == Some("interval") {
             lines.push(span);
@@ -406,15 +411,14 @@ fn load_array(path: &Path, reader: BufReader<Limited>) -> Result<Vec<Input>, Inp
     let mut de = serde_json::Deserializer::from_reader(reader);
     let read =
         de.deserialize_seq(ArrayVisitor { path, failure: &failure }).and_then(|inputs| de.end().map(|()| inputs));
-    let inputs = read.map_err(|e| {
-        failure.take().unwrap_or_else(|| {
-            InputError::new(format!("not a JSON document: {e}")).at_line(e.line(), e.column()).in_file(path)
-        })
-    })?;
-    if inputs.is_empty() {
-        return Err(InputError::new("an empty array: expected rtvirt.results/v1 documents").in_file(path));
-    }
-    Ok(inputs)
+    read.map_err(|e| match failure.take() {
+        // an element at fault is named by its index (the reader is past its end by now)
+        Some(error) if error.at.field.is_some() => error.in_file(path),
+        error => error
+            .unwrap_or_else(|| InputError::new(format!("not a JSON document: {e}")))
+            .at_line(e.line(), e.column())
+            .in_file(path),
+    })
 }
 
 /// Reads the array's elements; an element that is not a results document is put in `failure`.
@@ -441,6 +445,11 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
                     return Err(de::Error::custom(message));
                 }
             }
+        }
+        if inputs.is_empty() {
+            let e = InputError::new("an empty array: expected rtvirt.results/v1 documents");
+            *self.failure.borrow_mut() = Some(e);
+            return Err(de::Error::custom("an empty array"));
         }
         Ok(inputs)
     }

@@ -221,3 +221,96 @@ fn dsr_versus_rho_section_alone() {
     assert_eq!(sec.blocks.len(), 2, "chart and table");
     assert!(rtvirt_report::build::dsr_versus_rho_section("x", &inputs[..1]).is_none(), "one rho: no curve");
 }
+
+/// Inputs holding what the model's own readers (`Results::from_file`, `Plan::from_file`) read,
+/// under the names the loader gave.
+fn as_the_model_reads(
+    loaded: &[rtvirt_report::Input],
+    docs: Vec<rtvirt_report::input::Document>,
+) -> Vec<rtvirt_report::Input> {
+    loaded
+        .iter()
+        .zip(docs)
+        .map(|(i, doc)| rtvirt_report::Input { name: i.name.clone(), path: i.path.clone(), doc, intervals: None })
+        .collect()
+}
+
+fn html_of(inputs: &[rtvirt_report::Input]) -> String {
+    render(&build_report("same", inputs), ReportFormat::Html)
+}
+
+/// The loader streams arrays, reads documents without a JSON tree and keeps intervals as points:
+/// the report is the one built from what the model's readers give, for every fixture, an array
+/// (with intervals, stalls and per-CPU histograms) and interval report lines before a document.
+#[test]
+fn the_loader_reports_what_the_model_reads() {
+    use rtvirt_model::results::{Interval, Results};
+    use rtvirt_report::input::Document;
+    let paths: Vec<PathBuf> = ALL.iter().map(|n| fixture(n)).collect();
+    let loaded = load_inputs(&paths).unwrap();
+    let docs = paths
+        .iter()
+        .map(|p| match rtvirt_model::plan::Plan::from_file(p) {
+            Ok(plan) => Document::Plan(Box::new(plan)),
+            Err(_) => Document::Results(Box::new(Results::from_file(p).unwrap())),
+        })
+        .collect();
+    assert!(html_of(&loaded).contains("Per-interval maxima"), "the fixtures draw intervals");
+    assert_eq!(html_of(&loaded), html_of(&as_the_model_reads(&loaded, docs)));
+
+    let fuzz = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz");
+    let array = fuzz.join("array.json");
+    let loaded = load_inputs(std::slice::from_ref(&array)).unwrap();
+    let elements: Vec<Results> = serde_json::from_str(&std::fs::read_to_string(&array).unwrap()).unwrap();
+    assert_eq!(loaded.len(), 3);
+    assert!(loaded[0].results().unwrap().cpus[0].histogram_ns.is_none(), "per-CPU histograms are dropped");
+    let docs = elements.into_iter().map(|r| Document::Results(Box::new(r))).collect();
+    assert_eq!(html_of(&loaded), html_of(&as_the_model_reads(&loaded, docs)));
+
+    let lines = fuzz.join("interval-lines.json");
+    let loaded = load_inputs(std::slice::from_ref(&lines)).unwrap();
+    let text = std::fs::read_to_string(&lines).unwrap();
+    let values: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_str(&text).into_iter().collect::<Result<_, _>>().unwrap();
+    let (doc, reports) = values.split_last().unwrap();
+    let mut r: Results = serde_json::from_value(doc.clone()).unwrap();
+    r.intervals = Some(reports.iter().map(|v| serde_json::from_value::<Interval>(v.clone()).unwrap()).collect());
+    assert_eq!(loaded[0].interval_points().len(), 4, "two lines of two CPUs");
+    assert_eq!(html_of(&loaded), html_of(&as_the_model_reads(&loaded, vec![Document::Results(Box::new(r))])));
+}
+
+/// Errors of the streaming paths are located: an element of an array, an interval report, a
+/// bad `intervals` list, and a second document in one file.
+#[test]
+fn streamed_inputs_give_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let doc = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1}"#;
+    let e = load_inputs(&[write(
+        "a.json",
+        &format!("[\n{doc},\n{doc},\n{{\"schema\":\"rtvirt.results/v1\",\"kind\":\"timer\",\"duration_ns\":-1}}\n]"),
+    )])
+    .unwrap_err();
+    assert_eq!(e.at.field.as_deref(), Some("[2]"), "{e}");
+    assert!(e.to_string().contains("a.json") && e.message.contains("not an rtvirt.results/v1 document"), "{e}");
+    let e = load_inputs(&[write("s.json", &format!("[\n{doc},\n{{\"schema\": oops}}\n]"))]).unwrap_err();
+    assert!(e.to_string().contains("s.json:line 3"), "{e}");
+    let e = load_inputs(&[write(
+        "b.json",
+        &format!("{{\"type\":\"interval\",\"t_ns\":1}}\n{{\"type\":\"interval\",\"t_ns\":\"x\"}}\n{doc}\n"),
+    )])
+    .unwrap_err();
+    assert!(e.to_string().contains("b.json:line 2") && e.message.contains("interval report 2"), "{e}");
+    let bad_intervals =
+        doc.replace("\"duration_ns\":1", "\"duration_ns\":1,\n\"intervals\":[{\"t_ns\":1},\n{\"t_ns\":true}]");
+    let e = load_inputs(&[write("c.json", &bad_intervals)]).unwrap_err();
+    assert!(e.to_string().contains("c.json:line 3"), "{e}");
+    let e = load_inputs(&[write("d.json", "[]")]).unwrap_err();
+    assert!(e.to_string().contains("d.json:line 1") && e.message.contains("empty array"), "{e}");
+    let e = load_inputs(&[write("e.json", &format!("{doc}\n{doc}\n"))]).unwrap_err();
+    assert!(e.to_string().contains("e.json:line 2") && e.message.contains("second document"), "{e}");
+}

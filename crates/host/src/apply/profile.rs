@@ -126,7 +126,7 @@ impl Profile {
             )));
         }
         if raw.sets.is_empty() {
-            return Err(InputError::new("the profile has no [[set]] entry"));
+            return Err(locate(InputError::field("set", "the profile has no [[set]] entry: expected at least one")));
         }
         let rules = raw
             .sets
