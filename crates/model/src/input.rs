@@ -5,7 +5,7 @@
 //!
 //! | kind                                   | limit   |
 //! |----------------------------------------|---------|
-//! | scenario, sweep, host profile (TOML)   | 2 MiB   |
+//! | scenario, sweep, host profile (TOML)   | 1 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML                              | 16 MiB  |
 //! | execution-time samples                 | 64 MiB  |
@@ -13,10 +13,11 @@
 //! | results (JSON, JSON lines)             | 256 MiB |
 //!
 //! Each limit is far above what rtvirt writes or a person edits (the largest scenario in
-//! `scenarios/` is 18 KB; a 10,000-task scenario is about 1.7 MB; a results file of a one-hour
-//! soak a few MiB) and keeps parsing within a bounded memory. The TOML limit is the tightest: the
-//! toml crate holds about 175 bytes of heap per input byte of deeply nested inline tables, so
-//! 2 MiB of TOML stays below ~350 MiB of heap (16 MiB could take ~2.8 GB).
+//! `scenarios/` is 18 KB, about 170 bytes per task: 1 MiB holds some 6,000 tasks; a results file
+//! of a one-hour soak is a few MiB) and keeps parsing within a bounded memory. The TOML limit is
+//! the tightest: the toml crate holds about 175 bytes of heap per input byte of deeply nested
+//! inline tables (rtvirt reached 325 MB of RSS and 7.5 s on 1 MiB of them, 645 MB on 2 MiB: see
+//! docs/PERFORMANCE.md), where 16 MiB could take ~2.8 GB.
 //!
 //! [`read_text`] reads a file whole; [`open`] gives a buffered reader of the same checked file,
 //! which fails once more than the limit has been read (`rtvirt report` streams JSON arrays
@@ -45,7 +46,7 @@ impl InputKind {
     /// Largest accepted file, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => 2 * MIB,
+            InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => MIB,
             InputKind::Carts | InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
             InputKind::Results => 256 * MIB,
@@ -190,7 +191,14 @@ mod tests {
         let big = dir.path().join("big.toml");
         std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit() + 1).unwrap();
         let e = read_text(&big, InputKind::Scenario).unwrap_err();
-        assert!(e.message.contains("larger than the 2 MiB a scenario may hold"), "{e}");
+        assert!(e.message.contains("larger than the 1 MiB a scenario may hold"), "{e}");
+        for (kind, what) in [(InputKind::Sweep, "sweep file"), (InputKind::HostProfile, "profile")] {
+            let e = read_text(&big, kind).unwrap_err();
+            assert_eq!(e.at.file.as_deref(), Some(big.as_path()));
+            assert!(e.message.ends_with(&format!("larger than the 1 MiB a {what} may hold")), "{e}");
+        }
+        std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit()).unwrap();
+        assert!(read_text(&big, InputKind::Scenario).unwrap().len() as u64 == MIB, "a file at the limit is read");
         let mut grown = open(&bad_size_file(dir.path(), 10), InputKind::Scenario).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
@@ -199,7 +207,7 @@ mod tests {
             .set_len(InputKind::Scenario.limit() + 10)
             .unwrap();
         let e = grown.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("larger than the 2 MiB a scenario may hold"), "{e}");
+        assert!(e.to_string().contains("larger than the 1 MiB a scenario may hold"), "{e}");
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, b"a = 1\nb = \xff\n").unwrap();
         let e = read_text(&bad, InputKind::Scenario).unwrap_err();
