@@ -1,13 +1,15 @@
 //! Fuzzing every parser of the model crate in-process (see `fuzz/mod.rs` for the harness and the
 //! budget): the scenario (TOML, every section: `[host]`, `[[guest]]`, `[guest.vcpu]`, `[sim]`,
 //! `[[sim.thread]]`, `[net]`), CARTS XML, the plan (`rtvirt.plan/v1`), results
-//! (`rtvirt.results/v1`), execution-time samples and sweep files. Each parser gets
+//! (`rtvirt.results/v1`), execution-time samples, sweep files and the host model
+//! (`rtvirt.hostmodel/v1`). Each parser gets
 //! `RTVIRT_FUZZ_CASES` cases (default 20,000), half structure-aware, half raw.
 
 mod fuzz;
 
 use fuzz::{cases, copy_scenarios, corpus, files_in, workspace, Structure, Target};
 use rtvirt_model::exec::Samples;
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
@@ -63,6 +65,18 @@ fn parse_samples(p: &Path) -> Result<(), InputError> {
 }
 fn parse_sweep(p: &Path) -> Result<(), InputError> {
     Sweep::from_file(p).map(drop)
+}
+
+fn parse_host_model(p: &Path) -> Result<(), InputError> {
+    HostModel::from_file(p).map(drop)
+}
+
+/// A fully calibrated model, and the uncalibrated one (the schema alone: every default).
+fn host_model_corpus() -> Vec<PathBuf> {
+    vec![
+        workspace().join("crates/model/tests/fuzz/calibrated.hostmodel.json"),
+        workspace().join("crates/model/tests/fuzz/uncalibrated.hostmodel.json"),
+    ]
 }
 
 fn carts_corpus() -> Vec<PathBuf> {
@@ -127,4 +141,12 @@ fn sweep_structure_aware() {
 #[test]
 fn sweep_raw() {
     run("sweep", "experiments/case.sweep.toml", sweep_corpus(), Structure::Toml, false, &parse_sweep);
+}
+#[test]
+fn host_model_structure_aware() {
+    run("host model", "case.hostmodel.json", host_model_corpus(), Structure::Json, true, &parse_host_model);
+}
+#[test]
+fn host_model_raw() {
+    run("host model", "case.hostmodel.json", host_model_corpus(), Structure::Json, false, &parse_host_model);
 }
