@@ -140,7 +140,11 @@ fn input_of(path: &Path, text: &str) -> Result<Input, InputError> {
         if let Some(schema) = probe.schema {
             if main.is_some() {
                 let (line, col) = rtvirt_model::error::line_col(text, span.start);
-                return Err(InputError::new(format!("a second document (a value with a `schema`): expected one {RESULTS_SCHEMA} or {PLAN_SCHEMA} document per file, or a JSON array of {RESULTS_SCHEMA} documents")).at_line(line, col).in_file(path));
+                let message = format!(
+                    "a second document (a value with a `schema`): expected one {RESULTS_SCHEMA} or {PLAN_SCHEMA} \
+                     document per file, or a JSON array of {RESULTS_SCHEMA} documents"
+                );
+                return Err(InputError::new(message).at_line(line, col).in_file(path));
             }
             main = Some((span, schema));
         } else if probe.r#type.as_ref().and_then(Value::as_str) == Some("interval") {
