@@ -149,6 +149,16 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
                 ));
             }
             check_attrs(doc, t, &tat, &["name", "p", "d", "e"])?;
+            for (a, what) in [("p", "period"), ("e", "execution time (WCET)")] {
+                if t.attribute(a).is_none() {
+                    return Err(err_at(
+                        doc,
+                        t,
+                        format!("{tat}@{a}"),
+                        format!("missing attribute `{a}`: expected the task's {what} in milliseconds"),
+                    ));
+                }
+            }
             for a in ["p", "d", "e"] {
                 check_ms(doc, t, &tat, a)?;
             }
@@ -392,6 +402,19 @@ mod tests {
         let e = from_xml(&XML.replace("<component name=\"c1\"", &format!("<component name=\"c1\"{attrs}")), None)
             .unwrap_err();
         assert!(e.to_string().contains("unknown attribute `a0`"), "{e}");
+    }
+
+    /// Issue 14: a task without `p` or `e` was reported as having a zero period or WCET.
+    #[test]
+    fn a_task_missing_p_or_e_names_the_missing_attribute() {
+        for (attr, field) in
+            [("p=\"20\" ", "system.component[0].task[1]@p"), ("e=\"0.25\"", "system.component[0].task[1]@e")]
+        {
+            let e = from_xml(&XML.replace(attr, ""), None).unwrap_err();
+            assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+            assert_eq!(e.at.line_col.map(|x| x.0), Some(5), "{e}");
+            assert!(e.message.contains("missing attribute") && !e.message.contains("zero"), "{e}");
+        }
     }
 
     #[test]

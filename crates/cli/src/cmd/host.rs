@@ -202,11 +202,21 @@ impl Admission for ExactEdf {
     }
 }
 
+/// Whether `path` is a plan (JSON) rather than a profile (TOML): by its extension, else by its
+/// first non-blank byte. Only a regular file is looked into, and only up to that byte (bounded by
+/// the plan size limit): a FIFO or a device is left to the profile reader, which refuses it with
+/// its name, instead of blocking or growing without bound here.
 fn is_plan(path: &Path) -> bool {
+    use std::io::Read;
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => true,
         Some("toml") => false,
-        _ => std::fs::read_to_string(path).map(|s| s.trim_start().starts_with('{')).unwrap_or(false),
+        _ if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) => false,
+        _ => std::fs::File::open(path).is_ok_and(|f| {
+            let limit = rtvirt_model::input::InputKind::Plan.limit();
+            let mut bytes = std::io::BufReader::new(f).take(limit).bytes();
+            bytes.find(|b| !b.as_ref().is_ok_and(u8::is_ascii_whitespace)).is_some_and(|b| b.is_ok_and(|b| b == b'{'))
+        }),
     }
 }
 
@@ -289,4 +299,27 @@ fn run_calibrate(a: CalibrateArgs) -> CmdResult {
         }
     }
     Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 14: telling a plan from a profile read a FIFO (blocking forever) or /dev/zero (growing
+    /// without bound) whole; now only a regular file's first non-blank byte is read.
+    #[test]
+    fn telling_plans_from_profiles_reads_only_regular_files_and_only_their_first_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan");
+        std::fs::write(&plan, " \n {\"schema\": \"rtvirt.plan/v1\"}").unwrap();
+        let profile = dir.path().join("profile");
+        std::fs::write(&profile, "schema = \"rtvirt.profile/v1\"\n").unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(is_plan(&plan));
+        assert!(!is_plan(&profile));
+        assert!(!is_plan(&fifo), "a FIFO is not opened");
+        assert!(!is_plan(Path::new("/dev/zero")), "a device is not read");
+        assert!(!is_plan(dir.path()), "a directory is not read");
+    }
 }
