@@ -51,6 +51,46 @@ impl Distribution {
         }
     }
 
+    /// (value, share of samples at or above it) points, descending from 1: per bucket with exact
+    /// buckets (the last is the maximum's share), else at the known percentiles whose share is
+    /// at least one of `count` samples, ending at the maximum with one sample.
+    pub fn exceedance(&self, count: u64) -> Vec<(f64, f64)> {
+        match self {
+            Distribution::Buckets(b) => {
+                let total: u64 = b.iter().map(|&(_, c)| c).sum();
+                let mut above = total;
+                b.iter()
+                    .map(|&(v, c)| {
+                        let share = above as f64 / total as f64;
+                        above -= c;
+                        (v as f64, share)
+                    })
+                    .collect()
+            }
+            Distribution::Quantiles(q) => {
+                let one = 1.0 / count.max(1) as f64;
+                let (max, _) = *q.last().expect("quantile points end at the maximum");
+                let mut pts: Vec<(f64, f64)> =
+                    q.iter().map(|&(v, f)| (v, 1.0 - f)).filter(|&(v, p)| p >= one && v < max).collect();
+                pts.push((max, one));
+                pts
+            }
+        }
+    }
+
+    /// Share of the samples at or above `v` (exact with buckets, else at the first known
+    /// percentile at or above `v`).
+    pub fn exceedance_at(&self, v: f64) -> f64 {
+        match self {
+            Distribution::Buckets(b) => {
+                let total: u64 = b.iter().map(|&(_, c)| c).sum();
+                let above: u64 = b.iter().filter(|&&(x, _)| x as f64 >= v).map(|&(_, c)| c).sum();
+                above as f64 / total.max(1) as f64
+            }
+            Distribution::Quantiles(q) => q.iter().find(|&&(x, _)| x >= v).map_or(0.0, |&(_, f)| 1.0 - f),
+        }
+    }
+
     /// Value at quantile `q` (the first value whose cumulative share reaches q).
     pub fn quantile(&self, q: f64) -> f64 {
         let cdf = self.cdf();
@@ -155,6 +195,22 @@ mod tests {
         assert_eq!(cdf.last().unwrap().1, 1.0);
         let p25 = d.quantile(0.25);
         assert!((p25 - 250_000.0).abs() / 250_000.0 < 0.002, "{p25}");
+    }
+
+    #[test]
+    fn exceedance_falls_from_one_to_the_maximum_sample() {
+        let h = hist(&(1..=10_000).map(|v| v * 100).collect::<Vec<_>>());
+        let s = h.summary();
+        for d in [Distribution::of(&s, Some(h.buckets())), Distribution::of(&s, None)] {
+            let e = d.exceedance(s.count);
+            assert_eq!(e[0].1, 1.0, "every sample is at or above the minimum");
+            let last = *e.last().unwrap();
+            assert!((last.0 / s.max as f64 - 1.0).abs() < 0.01, "ends at the maximum's bucket: {last:?}");
+            assert!(last.1 > 0.0 && last.1 <= 2.0 / s.count as f64, "{last:?}");
+            assert!(e.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 >= w[1].1), "{e:?}");
+            let at = d.exceedance_at(s.p9999 as f64);
+            assert!((5e-5..=1e-3).contains(&at), "{at}");
+        }
     }
 
     proptest! {

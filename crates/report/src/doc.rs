@@ -79,6 +79,8 @@ pub struct Figure {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
+    /// A sentence that leads the report (the verdict), shown prominently.
+    Lead(String),
     Figure(Figure),
     Table(Table),
     Note(String),

@@ -78,12 +78,35 @@ impl Input {
 /// a JSON array of results documents (`vm matrix --format json`, `measure timer --in vm
 /// --format json`) gives one input per element, in order.
 pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, InputError> {
+    load_labelled(paths, &[])
+}
+
+/// [`load_inputs`] with the names given by the user (`rtvirt report --label`): none, or one per
+/// file in file order; a file holding several results names them "label: element name".
+pub fn load_labelled(paths: &[PathBuf], labels: &[String]) -> Result<Vec<Input>, InputError> {
     if paths.is_empty() {
         return Err(InputError::new("no input files (expected rtvirt.results/v1 or rtvirt.plan/v1 JSON files)"));
     }
+    if !labels.is_empty() && labels.len() != paths.len() {
+        return Err(InputError::field(
+            "--label",
+            format!(
+                "{} label(s) for {} file(s): give one --label per input file, in the order of the files",
+                labels.len(),
+                paths.len()
+            ),
+        ));
+    }
     let mut inputs = Vec::new();
-    for p in paths {
-        inputs.extend(load_file(p)?);
+    for (i, p) in paths.iter().enumerate() {
+        let mut loaded = load_file(p)?;
+        if let Some(label) = labels.get(i) {
+            let several = loaded.len() > 1;
+            for input in &mut loaded {
+                input.name = if several { format!("{label}: {}", input.name) } else { label.clone() };
+            }
+        }
+        inputs.extend(loaded);
     }
     make_names_unique(&mut inputs);
     Ok(inputs)
@@ -512,25 +535,61 @@ fn file_stem(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
 }
 
-/// Inputs sharing a label get their file stem appended, or their position if stems clash too.
+/// Inputs sharing a label are told apart by the parameters that differ between them (scenario,
+/// rho, seed, kind, guest kernel, host load: a sweep's cells read "default rho=0.5 seed=2"),
+/// else by their file stem, else by their position. Linear in the number of inputs (a large
+/// array has one name per element).
 fn make_names_unique(inputs: &mut [Input]) {
     let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
+    let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
+    names.iter().enumerate().for_each(|(i, n)| groups.entry(n.as_str()).or_default().push(i));
+    let mut with_params = names.clone();
+    for group in groups.values().filter(|g| g.len() > 1) {
+        let params: Vec<Vec<(&'static str, String)>> = group.iter().map(|&i| parameters(&inputs[i])).collect();
+        let differs = |k: usize| params.iter().any(|p| p.get(k) != params[0].get(k));
+        let keys: Vec<usize> = (0..params[0].len()).filter(|&k| differs(k)).collect();
+        if keys.is_empty() {
+            continue;
+        }
+        for (&i, p) in group.iter().zip(&params) {
+            let suffix: Vec<String> = keys.iter().map(|&k| format!("{}={}", p[k].0, p[k].1)).collect();
+            with_params[i] = format!("{} {}", names[i], suffix.join(" "));
+        }
+    }
     let stems: Vec<String> = inputs.iter().map(|i| file_stem(&i.path)).collect();
     let counts = |v: &[String]| {
         let mut c: HashMap<String, usize> = HashMap::new();
         v.iter().for_each(|x| *c.entry(x.clone()).or_default() += 1);
         c
     };
-    let (name_counts, stem_counts) = (counts(&names), counts(&stems));
+    let (name_counts, stem_counts) = (counts(&with_params), counts(&stems));
     for (i, input) in inputs.iter_mut().enumerate() {
-        if name_counts[&names[i]] > 1 {
-            input.name = if stem_counts[&stems[i]] > 1 || names[i] == stems[i] {
-                format!("{} (#{})", names[i], i + 1)
-            } else {
-                format!("{} ({})", names[i], stems[i])
-            };
-        }
+        input.name = if name_counts[&with_params[i]] == 1 {
+            with_params[i].clone()
+        } else if stem_counts[&stems[i]] > 1 || with_params[i] == stems[i] {
+            format!("{} (#{})", with_params[i], i + 1)
+        } else {
+            format!("{} ({})", with_params[i], stems[i])
+        };
     }
+}
+
+/// The parameters a result was produced with, by name (for telling apart same-named inputs).
+fn parameters(input: &Input) -> Vec<(&'static str, String)> {
+    let Some(r) = input.results() else { return Vec::new() };
+    let scenario = r.scenario.as_deref().map(|s| file_stem(Path::new(s)));
+    let env = r.environment.as_ref();
+    [
+        ("scenario", scenario),
+        ("rho", r.rho.map(|v| crate::units::fmt_plain(v))),
+        ("seed", r.seed.map(|v| v.to_string())),
+        ("kind", Some(r.kind.clone())),
+        ("guest", env.and_then(|e| e.guest_kernel.clone())),
+        ("load", env.and_then(|e| e.host_load.clone())),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.unwrap_or_else(|| "-".into())))
+    .collect()
 }
 
 #[cfg(test)]
@@ -559,6 +618,36 @@ mod tests {
         assert_eq!(names, ["vm/rt/none (#1)", "vm/nrt/cpu:1", "matrix[2]", "vm/rt/none (one)"]);
         assert_eq!(inputs[1].results().unwrap().duration_ns, 2);
         assert_eq!(inputs[2].results().unwrap().kind, "tasks");
+    }
+
+    #[test]
+    fn labels_name_the_inputs_one_per_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1,"label":"x"}"#;
+        let a = write(dir.path(), "a.json", doc);
+        let b = write(dir.path(), "b.json", &format!("[{doc},{doc}]"));
+        let inputs = load_labelled(&[a.clone(), b.clone()], &["before".into(), "after".into()]).unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["before", "after: x (#2)", "after: x (#3)"]);
+        let e = load_labelled(&[a, b], &["only one".into()]).unwrap_err().to_string();
+        assert!(e.contains("--label") && e.contains("1 label(s) for 2 file(s)"), "{e}");
+    }
+
+    #[test]
+    fn sweep_cells_are_named_by_their_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = |rho: f64, seed: u64| {
+            format!(
+                r#"{{"schema":"rtvirt.results/v1","kind":"simulation","duration_ns":1,"label":"default","scenario":"scenarios/default.toml","rho":{rho},"seed":{seed}}}"#
+            )
+        };
+        let text = format!("[{},{},{},{}]", cell(0.5, 1), cell(0.5, 2), cell(0.9, 1), cell(0.9, 2));
+        let p = write(dir.path(), "sweep.json", &text);
+        let names: Vec<String> = load_inputs(&[p]).unwrap().into_iter().map(|i| i.name).collect();
+        assert_eq!(
+            names,
+            ["default rho=0.5 seed=1", "default rho=0.5 seed=2", "default rho=0.9 seed=1", "default rho=0.9 seed=2"]
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub mod units;
 
 pub use build::build_report;
 pub use doc::Report;
-pub use input::{load_inputs, Input};
+pub use input::{load_inputs, load_labelled, Input};
 
 use rtvirt_model::InputError;
 use std::path::PathBuf;
@@ -48,7 +48,17 @@ pub enum ReportFormat {
 
 /// Load the files and render the report in one go.
 pub fn report_from_files(title: &str, paths: &[PathBuf], format: ReportFormat) -> Result<String, InputError> {
-    let inputs = load_inputs(paths)?;
+    report_from_labelled_files(title, paths, &[], format)
+}
+
+/// [`report_from_files`] with one label per file (`rtvirt report --label`), or none.
+pub fn report_from_labelled_files(
+    title: &str,
+    paths: &[PathBuf],
+    labels: &[String],
+    format: ReportFormat,
+) -> Result<String, InputError> {
+    let inputs = load_labelled(paths, labels)?;
     Ok(render(&build_report(title, &inputs), format))
 }
 

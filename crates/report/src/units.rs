@@ -72,6 +72,33 @@ pub fn fmt_plain(v: f64) -> String {
     }
 }
 
+/// A probability on a log axis: "1", "0.1", "0.001", then powers of ten as "1e-4".
+pub fn fmt_probability(p: f64) -> String {
+    if !p.is_finite() {
+        return invalid(p);
+    }
+    if p >= 1e-3 || p == 0.0 {
+        return fmt_plain(p);
+    }
+    let exponent = p.log10().round();
+    if (p / 10f64.powf(exponent) - 1.0).abs() < 1e-6 {
+        format!("1e{exponent}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// A sample count for a log axis: "0" below one (empty bins sit there), "5", "2k", "1M".
+pub fn fmt_count(c: f64) -> String {
+    match c {
+        c if !c.is_finite() => invalid(c),
+        c if c < 1.0 => "0".into(),
+        c if c >= 1e6 => format!("{}M", fmt_plain(c / 1e6)),
+        c if c >= 1e3 => format!("{}k", fmt_plain(c / 1e3)),
+        c => fmt_plain(c.round()),
+    }
+}
+
 /// A bit rate in the largest fitting decimal unit, two decimals: "18.83 Gb/s", "2.05 kb/s".
 pub fn fmt_bps(b: f64) -> String {
     if !b.is_finite() {
@@ -82,6 +109,38 @@ pub fn fmt_bps(b: f64) -> String {
         .find(|(s, _)| b >= *s)
         .map_or((b, "b/s"), |(s, u)| (b / s, u));
     format!("{v:.2} {unit}")
+}
+
+/// A rate per second with three significant digits and k/M suffixes: "242k/s", "181.8/s".
+pub fn fmt_rate(per_s: f64) -> String {
+    match per_s {
+        r if !r.is_finite() => invalid(r),
+        r if r >= 1e6 => format!("{}M/s", three_digits(r / 1e6)),
+        r if r >= 1e4 => format!("{}k/s", three_digits(r / 1e3)),
+        r => format!("{r:.1}/s"),
+    }
+}
+
+/// A load that ran beside a measurement, in one line: "syscalls: 2 workers on CPUs 0-1,
+/// 242k syscall rounds/s for 5.03s".
+pub fn fmt_load(l: &rtvirt_model::results::LoadReport) -> String {
+    let mut text =
+        format!("{}: {} worker{} on CPUs {}", l.kind, l.workers, if l.workers == 1 { "" } else { "s" }, l.cpus_ran_on);
+    if let Some(asked) = l.cpus_requested.as_deref().filter(|a| *a != l.cpus_ran_on) {
+        text.push_str(&format!(" (asked {asked})"));
+    }
+    let rate = fmt_rate(l.ops_per_s);
+    text.push_str(&format!(", {} {}/s for {}", rate.trim_end_matches("/s"), l.unit, fmt_ns(l.duration_ns as f64)));
+    if let Some(b) = l.bytes_per_s {
+        text.push_str(&format!(" ({})", fmt_bps(b * 8.0)));
+    }
+    if let Some(r) = l.requested_rate {
+        text.push_str(&format!(", asked {}", fmt_rate(r)));
+    }
+    if let Some(w) = &l.r#where {
+        text.push_str(&format!(", on the {w}"));
+    }
+    text
 }
 
 /// Seconds from nanoseconds for time axes: "0.5s", "12s".
@@ -116,6 +175,22 @@ mod tests {
         assert_eq!(tidy("10.0us"), "10us");
         assert_eq!(tidy("12.50%"), "12.5%");
         assert_eq!(tidy("100ns"), "100ns");
+        assert_eq!(fmt_probability(1.0), "1");
+        assert_eq!(fmt_probability(0.001), "0.001");
+        assert_eq!(fmt_probability(1e-6 * 1.000_000_000_1), "1e-6");
+        assert_eq!(fmt_count(0.1), "0");
+        assert_eq!(fmt_count(20_000.0), "20k");
+        assert_eq!(fmt_count(5.0), "5");
+    }
+
+    #[test]
+    fn loads_read_as_one_line() {
+        let l: rtvirt_model::results::LoadReport = serde_json::from_value(serde_json::json!({
+            "kind": "syscalls", "workers": 2, "cpus_requested": "0-1", "cpus_ran_on": "0-1",
+            "duration_ns": 5_025_823_922u64, "ops": 1_214_272, "ops_per_s": 241_606.6, "unit": "syscall rounds"}))
+        .unwrap();
+        assert_eq!(fmt_load(&l), "syscalls: 2 workers on CPUs 0-1, 242k syscall rounds/s for 5.03s");
+        assert_eq!(fmt_rate(181.818_181_8), "181.8/s");
     }
 
     #[test]

@@ -100,7 +100,13 @@ fn hostile_names_from_results_files_are_literal_text_in_markdown() {
     assert_eq!(parsed.headings, 1 + report.sections.len(), "headings: only the title and the sections");
     assert_eq!(parsed.emphasis, report.figures().count(), "emphasis: only the chart lines");
     let marked = report.tables().flat_map(|t| &t.rows).flatten().filter(|c| c.mark != Default::default()).count();
-    assert_eq!(parsed.strong, marked + report.tables().filter(|t| !t.caption.is_empty()).count());
+    let leads = report
+        .sections
+        .iter()
+        .flat_map(|s| &s.blocks)
+        .filter(|b| matches!(b, rtvirt_report::doc::Block::Lead(_)))
+        .count();
+    assert_eq!(parsed.strong, marked + report.tables().filter(|t| !t.caption.is_empty()).count() + leads);
     assert!(parsed.texts.iter().any(|t| t == "<b>title</b> | *x*"));
     for hostile in HOSTILE {
         let literal = hostile.replace('\n', " ");

@@ -50,7 +50,17 @@ fn datum_count(svg: &str) -> usize {
 fn every_chart_kind_appears_with_data() {
     let r = report_of(ALL);
     let kinds: Vec<&str> = r.figures().map(|f| f.kind).collect();
-    for k in ["cdf", "histogram", "boxplot", "dsr-rho", "dsr-tasks", "bandwidth", "segments", "timeseries"] {
+    for k in [
+        "exceedance",
+        "histogram",
+        "boxplot",
+        "dsr-rho",
+        "dsr-tasks",
+        "response-times",
+        "bandwidth",
+        "segments",
+        "timeseries",
+    ] {
         assert!(kinds.contains(&k), "no {k} chart in {kinds:?}");
     }
     for f in r.figures() {
@@ -61,11 +71,11 @@ fn every_chart_kind_appears_with_data() {
 #[test]
 fn each_kind_alone_gives_its_sections() {
     let cases: &[(&str, &[&str])] = &[
-        ("timer_idle.json", &["cdf", "histogram", "boxplot", "timeseries"]),
-        ("net_rtt.json", &["cdf", "histogram", "boxplot"]),
-        ("sim_rho5.json", &["dsr-tasks"]),
-        ("tasks_measured.json", &["dsr-tasks"]),
-        ("netsim_vanilla.json", &["cdf", "histogram", "boxplot", "segments"]),
+        ("timer_idle.json", &["exceedance", "histogram", "boxplot", "timeseries"]),
+        ("net_rtt.json", &["exceedance", "histogram", "boxplot"]),
+        ("sim_rho5.json", &["dsr-tasks", "response-times"]),
+        ("tasks_measured.json", &["dsr-tasks", "response-times"]),
+        ("netsim_vanilla.json", &["exceedance", "histogram", "boxplot", "segments"]),
         ("plan.json", &["bandwidth"]),
     ];
     for (file, expected) in cases {
@@ -119,8 +129,12 @@ fn dsr_versus_rho_has_one_point_per_rho() {
     let r = report_of(&["sim_rho1.json", "sim_rho5.json", "sim_rho9.json"]);
     let f = r.figures().find(|f| f.kind == "dsr-rho").unwrap();
     let doc = roxmltree::Document::parse(&f.svg).unwrap();
-    let points = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
-    assert_eq!(points, 3 * 3, "3 guests x 3 rho values");
+    let points =
+        doc.descendants().filter(|n| n.has_tag_name("circle") && n.attribute("class") == Some("datum")).count();
+    assert_eq!(points, (3 + 1) * 3, "3 guests and their mean x 3 rho values");
+    for guest in ["vm1", "vm2", "vm3", "mean"] {
+        assert!(f.svg.contains(&format!(">{guest}</text>")), "the {guest} curve is labelled");
+    }
     assert!(report_of(&["sim_rho5.json"]).figures().all(|f| f.kind != "dsr-rho"), "one rho: no curve");
 }
 
@@ -150,7 +164,7 @@ fn markdown_has_tables_and_marks_but_no_markup() {
     assert!(md.starts_with("# test"));
     assert!(md.contains("| result | kind | samples |"));
     assert!(md.contains("** ▲"), "worse cells are marked");
-    assert!(md.contains("*Chart (in the HTML report): Timer wake-up latency: CDF.*"));
+    assert!(md.contains("*Chart (in the HTML report): Timer wake-up latency: exceedance.*"));
     assert!(!md.contains("<svg") && !md.contains("<td"));
 }
 
@@ -192,8 +206,8 @@ fn percentile_only_results_still_chart() {
     let r = build_report("t", &load_inputs(&[p]).unwrap());
     let b = r.figures().find(|f| f.kind == "boxplot").unwrap();
     assert!(b.svg.contains("box from p50"));
-    let cdf = r.figures().find(|f| f.kind == "cdf").unwrap();
-    assert!(datum_count(&cdf.svg) >= 10, "percentile points are marked");
+    let exceedance = r.figures().find(|f| f.kind == "exceedance").unwrap();
+    assert!(datum_count(&exceedance.svg) >= 8, "percentile points are marked");
 }
 
 #[test]
@@ -218,7 +232,7 @@ fn dsr_versus_rho_section_alone() {
         ["sim_rho1.json", "sim_rho5.json", "sim_rho9.json", "tasks_measured.json"].iter().map(|n| fixture(n)).collect();
     let inputs = load_inputs(&paths).unwrap();
     let sec = rtvirt_report::build::dsr_versus_rho_section("Prediction", &inputs).expect("three rhos");
-    assert_eq!(sec.blocks.len(), 2, "chart and table");
+    assert_eq!(sec.blocks.len(), 3, "chart, table and the misses per task");
     assert!(rtvirt_report::build::dsr_versus_rho_section("x", &inputs[..1]).is_none(), "one rho: no curve");
 }
 
@@ -313,4 +327,45 @@ fn streamed_inputs_give_located_errors() {
     assert!(e.to_string().contains("d.json:line 1") && e.message.contains("empty array"), "{e}");
     let e = load_inputs(&[write("e.json", &format!("{doc}\n{doc}\n"))]).unwrap_err();
     assert!(e.to_string().contains("e.json:line 2") && e.message.contains("second document"), "{e}");
+}
+
+/// The tail is on the charts: each timer result's maximum is labelled on the exceedance chart and
+/// the histogram, and the exceedance axis reaches one sample in a million.
+#[test]
+fn charts_show_the_tail() {
+    let r = report_of(&["timer_idle.json", "timer_load.json"]);
+    let inputs = load_inputs(&[fixture("timer_idle.json"), fixture("timer_load.json")]).unwrap();
+    for kind in ["exceedance", "histogram"] {
+        let f = r.figures().find(|f| f.kind == kind).unwrap();
+        for i in &inputs {
+            let max = i.results().unwrap().latency_ns.as_ref().unwrap().max as f64;
+            let label = format!(">max {}</text>", rtvirt_report::units::fmt_ns(max));
+            assert!(f.svg.contains(&label), "{kind}: {label} missing");
+        }
+    }
+    let e = r.figures().find(|f| f.kind == "exceedance").unwrap();
+    assert!(e.svg.contains(">1e-6</text>"), "the exceedance axis reaches 1e-6");
+}
+
+#[test]
+fn verdict_leads_and_tasks_carry_their_period_and_deadline() {
+    let r = report_of(&["plan.json", "sim_rho9.json", "tasks_measured.json"]);
+    assert_eq!(r.sections[0].title, "Verdict");
+    let rtvirt_report::doc::Block::Lead(text) = &r.sections[0].blocks[0] else { panic!("verdict first") };
+    assert!(text.starts_with("Plan feasible on 2 core(s)") && text.contains("simulated deadline misses"), "{text}");
+    let t = r.tables().find(|t| t.caption.starts_with("Tasks")).unwrap();
+    let col = t.header.iter().position(|h| h == "period / deadline").expect("period / deadline column");
+    let t1 = t.rows.iter().find(|row| row[0].text == "vm1/t1").unwrap();
+    assert_eq!(t1[col].text, "25.0ms / 25.0ms");
+    let inputs = r.tables().next().unwrap();
+    let settings = inputs.header.iter().position(|h| h == "settings").unwrap();
+    assert!(inputs.rows.iter().any(|row| row[settings].text.contains("rho 0.9")), "{:?}", inputs.rows);
+}
+
+#[test]
+fn simulated_flows_and_measured_round_trips_share_a_chart() {
+    let r = report_of(&["netsim_vanilla.json", "net_rtt.json"]);
+    let f = r.figures().find(|f| f.title == "Simulated flow latency and measured round trip").expect("combined chart");
+    assert!(f.svg.contains("(simulated)") && f.svg.contains("(measured round trip)"));
+    assert!(report_of(&["netsim_vanilla.json"]).figures().all(|f| !f.title.starts_with("Simulated flow")));
 }

@@ -17,7 +17,7 @@ pub enum ReportFormatArg {
 #[command(after_help = "Inputs are files written by `rtvirt ... --format json`: results (rtvirt.results/v1: \
 simulate, measure timer/net/tasks, network simulations) and plans (rtvirt.plan/v1). The first result \
 of each comparison is the baseline; differences beyond 10% (latency) or 1 percentage point (DSR) are \
-highlighted.\n\nExample: rtvirt report sim.json measured.json plan.json -o report.html")]
+highlighted.\n\nExamples:\n  rtvirt plan --format json > plan.json\n  rtvirt simulate --plan plan.json --format json > sim.json\n  rtvirt measure tasks --plan plan.json --format json > measured.json   # as root\n  rtvirt report plan.json sim.json measured.json -o report.html\n  rtvirt report old.json new.json --label before --label after")]
 pub struct ReportArgs {
     /// Results and plan JSON files, baseline first.
     #[arg(required = true, value_name = "FILE")]
@@ -32,6 +32,10 @@ pub struct ReportArgs {
     /// Title at the top of the report.
     #[arg(long, default_value = "rtvirt report")]
     pub title: String,
+    /// Name of an input in the report, one per file in the order of the files (default: the
+    /// result's label, else the file name).
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
 }
 
 pub fn run(a: ReportArgs) -> CmdResult {
@@ -43,7 +47,7 @@ pub fn run(a: ReportArgs) -> CmdResult {
     let out = a.output.unwrap_or_else(|| PathBuf::from(default));
     let inputs: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
     crate::output_file::check("--output", &out, &inputs)?;
-    let text = rtvirt_report::report_from_files(&a.title, &a.files, format)?;
+    let text = rtvirt_report::report_from_labelled_files(&a.title, &a.files, &a.label, format)?;
     write_output(&out, &text)?;
     Ok(Outcome::Ok)
 }

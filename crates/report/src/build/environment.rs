@@ -24,15 +24,22 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     let as_maps: Vec<serde_json::Map<String, Value>> = envs.iter().map(|(_, e)| to_map(e)).collect();
     for field in field_names(&as_maps) {
         let mut cells: Vec<Cell> =
-            as_maps.iter().map(|m| Cell::plain(m.get(&field).map_or("-".into(), show))).collect();
+            as_maps.iter().map(|m| Cell::plain(m.get(&field).map_or("-".into(), |v| show_field(&field, v)))).collect();
         mark_if_differs(&mut cells);
-        let mut row = vec![Cell::plain(field.replace('_', " "))];
+        let mut row = vec![Cell::plain(field_title(&field))];
         row.extend(cells);
         t.row(row);
     }
     let mut sec = Section::new("Environment");
     sec.table(t);
     Some(sec)
+}
+
+/// The row title of a field: words, units dropped where the value carries them.
+fn field_title(field: &str) -> String {
+    let field = field.strip_suffix("_ns").unwrap_or(field);
+    let field = if field == "cpu_dma_latency_us" { "cpu_dma_latency" } else { field };
+    field.replace('_', " ")
 }
 
 fn to_map(e: &Environment) -> serde_json::Map<String, Value> {
@@ -53,6 +60,30 @@ fn field_names(maps: &[serde_json::Map<String, Value>]) -> Vec<String> {
     names
 }
 
+/// `/dev/cpu_dma_latency` reads this (2000 s) when no process holds a request.
+const NO_DMA_LATENCY_REQUEST: i64 = 2_000_000_000;
+
+/// A field's value for people: sentinels said in words, durations with units, loads in a line.
+fn show_field(field: &str, v: &Value) -> String {
+    match (field, v) {
+        ("cpu_dma_latency_us", Value::Number(n)) => match n.as_i64() {
+            Some(us) if us >= NO_DMA_LATENCY_REQUEST => "not held (kernel default: C-states allowed)".into(),
+            Some(us) => format!("held at {us} us during the run"),
+            None => show(v),
+        },
+        ("load", Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                serde_json::from_value::<rtvirt_model::results::LoadReport>(item.clone())
+                    .map_or_else(|_| show(item), |l| crate::units::fmt_load(&l))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (f, Value::Number(n)) if f.ends_with("_ns") => n.as_f64().map_or_else(|| show(v), crate::units::fmt_ns),
+        _ => show(v),
+    }
+}
+
 /// A JSON value as one line of text (strings unquoted, load entries joined).
 fn show(v: &Value) -> String {
     match v {
@@ -61,5 +92,22 @@ fn show(v: &Value) -> String {
         Value::Object(o) => o.iter().map(|(k, v)| format!("{k}={}", show(v))).collect::<Vec<_>>().join(", "),
         Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:.1}")),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinels_and_loads_read_in_words() {
+        let not_held = show_field("cpu_dma_latency_us", &serde_json::json!(2_000_000_000));
+        assert!(not_held.starts_with("not held"), "{not_held}");
+        assert_eq!(show_field("cpu_dma_latency_us", &serde_json::json!(0)), "held at 0 us during the run");
+        assert_eq!(field_title("cpu_dma_latency_us"), "cpu dma latency");
+        assert_eq!(show_field("guest_boot_ns", &serde_json::json!(2_500_000_000u64)), "2.50s");
+        let load = serde_json::json!([{"kind": "cpu", "workers": 1, "cpus_ran_on": "1", "duration_ns": 1_000_000_000u64,
+            "ops": 5, "ops_per_s": 5.0, "unit": "iterations"}]);
+        assert_eq!(show_field("load", &load), "cpu: 1 worker on CPUs 1, 5.0 iterations/s for 1.00s");
     }
 }

@@ -1,5 +1,8 @@
-//! Latency sections: per family of comparable latencies (timer, round trip, each flow) a CDF
-//! (log x), a histogram, box plots per result and a statistics table against the baseline.
+//! Latency sections: per family of comparable latencies (timer, round trip, each flow) an
+//! exceedance chart (share of samples at or above a latency, log x and log y, so that the tail
+//! shows down to one sample in a million), a histogram with a log count axis, box plots per
+//! result and a statistics table against the baseline. The maximum and p99.99 of each result are
+//! marked and labelled on the exceedance chart and the histogram.
 
 use super::compare::{compared, Better, LATENCY_DIFF};
 use super::limits::{worst_indices, MAX_CPU_ROWS, MAX_SERIES};
@@ -10,7 +13,7 @@ use crate::input::Input;
 use crate::svg::boxplot::{BoxChart, BoxStats};
 use crate::svg::histogram::{self, HistSeries};
 use crate::svg::line::{LineChart, Series};
-use crate::units::{fmt_ns, fmt_plain};
+use crate::units::{fmt_ns, fmt_probability};
 use rtvirt_model::stats::Summary;
 
 /// One section per latency family found in the inputs.
@@ -23,7 +26,8 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
     let charted = charted(members);
     let dists: Vec<Distribution> = charted.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
     let mut sec = Section::new(family);
-    sec.figure(cdf_figure(family, &charted, &dists));
+    let named: Vec<(String, &Summary)> = charted.iter().map(|m| (m.name.clone(), m.summary)).collect();
+    sec.figure(exceedance_figure(&format!("{family}: exceedance"), &named, &dists));
     sec.figure(histogram_figure(family, &charted, &dists));
     sec.figure(box_figure(family, &charted, &dists));
     if charted.len() < members.len() {
@@ -39,10 +43,7 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
         sec.table(t);
     }
     if dists.iter().any(|d| !d.is_exact()) {
-        sec.note(
-            "Where a result carries no histogram, its CDF is drawn through its percentiles (marked points) and its \
-             histogram spreads each percentile band's exact share of samples evenly over the band (log scale).",
-        );
+        sec.note("Where a result carries no histogram, its exceedance curve is drawn through its percentiles (marked points) and its histogram spreads each percentile band's exact share of samples evenly over the band (log scale).");
     }
     sec
 }
@@ -54,43 +55,66 @@ fn charted<'a, 'b>(members: &[&'b LatencySeries<'a>]) -> Vec<&'b LatencySeries<'
     std::iter::once(*first).chain(worst_indices(&p99, MAX_SERIES - 1).into_iter().map(|i| rest[i])).collect()
 }
 
-fn cdf_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
-    let series = members
+/// The exceedance chart of named distributions: per series the share of samples at or above
+/// each latency (log y down to 1e-6, or one sample when there are more), max and p99.99 marked.
+pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[Distribution]) -> Figure {
+    let series: Vec<Series> = members
         .iter()
         .zip(dists)
-        .map(|(m, d)| Series {
-            name: m.name.clone(),
-            points: d.cdf().into_iter().map(|(v, f)| (v.max(1.0), f)).collect(),
+        .map(|((name, summary), d)| Series {
+            name: name.clone(),
+            points: d.exceedance(summary.count).into_iter().map(|(v, p)| (v.max(1.0), p)).collect(),
             step: d.is_exact(),
             markers: !d.is_exact(),
+            labelled: tail_marks(summary, d.exceedance_at(summary.p9999 as f64)),
+            ..Series::default()
         })
         .collect();
+    let fewest = members.iter().map(|(_, s)| s.count.max(1)).max().unwrap_or(1);
     let chart = LineChart {
-        kind: "cdf",
-        title: format!("{family}: CDF"),
+        kind: "exceedance",
+        title: title.to_string(),
         x_label: "latency (log scale)".into(),
-        y_label: "share of samples at or below".into(),
+        y_label: "share of samples at or above (log)".into(),
         x_log: true,
-        y_log: false,
+        y_log: true,
         x_fmt: fmt_ns,
-        y_fmt: fmt_plain,
-        y_range: Some((0.0, 1.0)),
+        y_fmt: fmt_probability,
+        y_range: Some(((1.0 / fewest as f64).min(1e-6), 1.0)),
         series,
     };
     Figure {
-        kind: "cdf",
+        kind: "exceedance",
         title: chart.title.clone(),
-        caption: "Cumulative distribution; further right is slower, a long tail shows as a late climb to 1.".into(),
+        caption: "Share of samples at or above each latency (1 - CDF), both axes logarithmic: the tail reads down to one sample in a million. 0.01 = one sample in a hundred is this slow or slower; each curve ends at its maximum (one sample). Squares: p99.99 and max.".into(),
         svg: chart.render(),
     }
 }
 
+/// The labelled points of a result's tail: p99.99 (when it is below the maximum; "*" when too
+/// few samples lie beyond it, as in the tables) at height `p9999_height`, and the maximum at one
+/// sample.
+pub fn tail_marks(s: &Summary, p9999_height: f64) -> Vec<(f64, f64, String)> {
+    let mut marks = Vec::new();
+    let count = s.count.max(1) as f64;
+    if s.p9999 < s.max {
+        let few = if s.low_confidence.iter().any(|k| k == "p9999") { "*" } else { "" };
+        marks.push((s.p9999 as f64, p9999_height, format!("p99.99 {}{few}", fmt_ns(s.p9999 as f64))));
+    }
+    marks.push((s.max as f64, 1.0 / count, format!("max {}", fmt_ns(s.max as f64))));
+    marks
+}
+
 fn histogram_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {
-    let hs: Vec<HistSeries> =
-        members.iter().zip(dists).map(|(m, d)| HistSeries { name: m.name.clone(), dist: d }).collect();
+    let hs: Vec<HistSeries> = members
+        .iter()
+        .zip(dists)
+        .map(|(m, d)| HistSeries { name: m.name.clone(), dist: d, summary: m.summary })
+        .collect();
     let title = format!("{family}: histogram");
     let svg = histogram::render(&title, "latency (log scale, 10 bins per decade)", &hs);
-    Figure { kind: "histogram", title, caption: "Share of samples per logarithmic bin.".into(), svg }
+    let caption = "Samples per logarithmic bin on a log count axis, so that single samples in the tail show; squares: p99.99 and max.";
+    Figure { kind: "histogram", title, caption: caption.into(), svg }
 }
 
 fn box_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {

@@ -1,8 +1,12 @@
-//! Network path section: mean latency per segment (host receive / guest / host send) stacked
-//! per flow and result, with a table of segment means and p99s, throughput and drops.
+//! Network path section: simulated flow latencies and measured round trips on one exceedance
+//! chart (when both are given), mean latency per segment (host receive / guest / host send)
+//! stacked per flow and result, with a table of segment means and p99s, throughput and drops.
 
+use super::latency::exceedance_figure;
+use super::limits::MAX_SERIES;
+use crate::distribution::Distribution;
 use crate::doc::{Cell, Figure, Section, Table};
-use crate::extract::segment_order;
+use crate::extract::{latency_series, segment_order, LatencySeries, NET_FAMILY};
 use crate::input::Input;
 use crate::svg::bars::{BarChart, BarMode};
 use crate::units::{fmt_bps, fmt_ns};
@@ -26,11 +30,39 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     let with_segments: Vec<_> = all.iter().copied().filter(|(_, f)| !f.segments_ns.is_empty()).collect();
     let segments = segment_order(with_segments.iter().flat_map(|(_, f)| f.segments_ns.keys()));
     let mut sec = Section::new("Network path: latency per segment");
+    if let Some(f) = simulated_and_measured_figure(inputs) {
+        sec.figure(f);
+    }
     if !with_segments.is_empty() {
         sec.figure(segment_figure(&with_segments, &segments));
     }
     sec.table(flow_table(&all, &segments));
     Some(sec)
+}
+
+/// Simulated flow latencies and measured round trips of the path on one exceedance chart, when
+/// the inputs hold both (a network simulation and `measure net`).
+fn simulated_and_measured_figure(inputs: &[Input]) -> Option<Figure> {
+    let series = latency_series(inputs);
+    let simulated: Vec<&LatencySeries> = series.iter().filter(|s| s.family.starts_with("Flow ")).collect();
+    let measured: Vec<&LatencySeries> = series.iter().filter(|s| s.family == NET_FAMILY).collect();
+    if simulated.is_empty() || measured.is_empty() {
+        return None;
+    }
+    let both: Vec<&LatencySeries> = simulated.into_iter().chain(measured).take(MAX_SERIES).collect();
+    let named: Vec<(String, &rtvirt_model::stats::Summary)> = both
+        .iter()
+        .map(|s| {
+            let what = s.family.strip_prefix("Flow ").and_then(|f| f.strip_suffix(": end-to-end latency"));
+            let name = what
+                .map_or(format!("{} (measured round trip)", s.name), |flow| format!("{} / {flow} (simulated)", s.name));
+            (name, s.summary)
+        })
+        .collect();
+    let dists: Vec<Distribution> = both.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
+    let mut f = exceedance_figure("Simulated flow latency and measured round trip", &named, &dists);
+    f.caption = format!("The path as simulated (each flow's end-to-end latency) and as measured (request/response round trip), on one chart. {}", f.caption);
+    Some(f)
 }
 
 fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure {

@@ -61,6 +61,7 @@ fn figure(name: &str, pts: &[IntervalPoint]) -> Figure {
                 markers: points.len() <= MAX_POINTS_PER_LINE / 5,
                 points,
                 step: false,
+                ..Series::default()
             }
         })
         .collect();

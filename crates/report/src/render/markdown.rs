@@ -22,6 +22,7 @@ pub fn render(report: &Report) -> String {
                     inline(&f.caption)
                 )),
                 Block::Table(t) => out.push_str(&table(t)),
+                Block::Lead(text) => out.push_str(&format!("\n**{}**\n", inline(text))),
                 Block::Note(n) => out.push_str(&format!("\n{}\n", paragraph(n))),
             }
         }

@@ -1,10 +1,12 @@
-//! Line charts: CDFs (log x), DSR versus rho, time series. Series may be drawn as straight
-//! segments between points or as a step function, with optional markers.
+//! Line charts: exceedance curves (log x, log y), DSR versus rho, time series. Series may be
+//! drawn as straight segments between points or as a step function, with optional markers, a
+//! style of their own (colour, dash, marker shape), labelled points (max, p99.99) and a label
+//! beside their first point.
 
 use super::scale::Scale;
-use super::{color, legend, x_axis, y_axis, Fmt, Svg, BOTTOM, LEFT, RIGHT, TOP};
+use super::{styled_legend, x_axis, y_axis, Fmt, Style, Svg, BOTTOM, LEFT, RIGHT, TOP};
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
@@ -12,6 +14,13 @@ pub struct Series {
     pub step: bool,
     /// Mark each point with a dot (with a tooltip).
     pub markers: bool,
+    /// Colour, dash and marker shape; None: the palette colour of its position, solid, circles.
+    pub style: Option<Style>,
+    /// Points drawn with a marker and a text label beside them: (x, y, label).
+    pub labelled: Vec<(f64, f64, String)>,
+    /// Text written beside the series' first point (direct labelling of curves; at the low end
+    /// of an x axis curves usually differ most).
+    pub curve_label: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -24,7 +33,7 @@ pub struct LineChart {
     pub y_log: bool,
     pub x_fmt: Fmt,
     pub y_fmt: Fmt,
-    /// Fixed y range (e.g. 0..1 for ratios); otherwise from the data.
+    /// Fixed y range (e.g. 0..1 for ratios, 1e-6..1 for exceedance); otherwise from the data.
     pub y_range: Option<(f64, f64)>,
     pub series: Vec<Series>,
 }
@@ -35,52 +44,91 @@ impl LineChart {
         let (x, y) = self.scales();
         y_axis(&mut svg, &y, &self.y_label, self.y_fmt);
         x_axis(&mut svg, &x, &self.x_label, self.x_fmt);
-        for (i, s) in self.series.iter().enumerate() {
-            self.draw_series(&mut svg, s, color(i), &x, &y);
+        let styles: Vec<Style> =
+            self.series.iter().enumerate().map(|(i, s)| s.style.unwrap_or_else(|| Style::nth(i))).collect();
+        for (s, style) in self.series.iter().zip(&styles) {
+            self.draw_series(&mut svg, s, style, &x, &y);
         }
-        let entries: Vec<(String, &str)> =
-            self.series.iter().enumerate().map(|(i, s)| (s.name.clone(), color(i))).collect();
-        legend(&mut svg, &entries);
+        let mut labels = LabelPlacer::default();
+        for (s, style) in self.series.iter().zip(&styles) {
+            self.draw_labels(&mut svg, s, style, &x, &y, &mut labels);
+        }
+        let entries: Vec<(String, Style)> =
+            self.series.iter().zip(&styles).map(|(s, st)| (s.name.clone(), *st)).collect();
+        styled_legend(&mut svg, &entries);
         svg.finish()
     }
 
     fn scales(&self) -> (Scale, Scale) {
-        let pts = || self.series.iter().flat_map(|s| s.points.iter());
+        let pts =
+            || self.series.iter().flat_map(|s| s.points.iter().copied().chain(s.labelled.iter().map(|l| (l.0, l.1))));
         let (xmin, xmax) = min_max(pts().map(|p| p.0));
         let (ymin, ymax) = self.y_range.unwrap_or_else(|| min_max(pts().map(|p| p.1)));
         let x = if self.x_log { Scale::log(xmin, xmax, LEFT, RIGHT) } else { Scale::linear(xmin, xmax, LEFT, RIGHT) };
         let y = match (self.y_log, self.y_range) {
-            (true, _) => Scale::log(ymin, ymax, BOTTOM, TOP),
+            (true, Some((lo, hi))) => Scale::log_decades(lo, hi, BOTTOM, TOP),
+            (true, None) => Scale::log(ymin, ymax, BOTTOM, TOP),
             (false, Some((lo, hi))) => Scale::linear_exact(lo, hi, BOTTOM, TOP),
             (false, None) => Scale::linear(ymin.min(0.0), ymax, BOTTOM, TOP),
         };
         (x, y)
     }
 
-    fn draw_series(&self, svg: &mut Svg, s: &Series, col: &str, x: &Scale, y: &Scale) {
+    fn draw_series(&self, svg: &mut Svg, s: &Series, style: &Style, x: &Scale, y: &Scale) {
         let px: Vec<(f64, f64)> = s.points.iter().map(|&(a, b)| (x.map(a), y.map(b))).collect();
         let path = if s.step { step_path(&px) } else { px.clone() };
         if path.len() >= 2 {
-            svg.polyline(&path, col, &s.name);
+            svg.styled_polyline(&path, style, &s.name);
         }
         if s.markers || path.len() < 2 {
             for (&(a, b), &(cx, cy)) in s.points.iter().zip(&px) {
-                svg.point(
-                    cx,
-                    cy,
-                    3.0,
-                    col,
-                    &format!(
-                        "{}: {} = {}, {} = {}",
-                        s.name,
-                        self.x_label,
-                        (self.x_fmt)(a),
-                        self.y_label,
-                        (self.y_fmt)(b)
-                    ),
-                );
+                svg.marker(cx, cy, style, &self.tip(&s.name, a, b));
             }
         }
+    }
+
+    /// The labelled points (max, p99.99) and the end label of a series, placed so that labels
+    /// of different series do not overlap.
+    fn draw_labels(&self, svg: &mut Svg, s: &Series, style: &Style, x: &Scale, y: &Scale, placer: &mut LabelPlacer) {
+        for (a, b, label) in &s.labelled {
+            let (cx, cy) = (x.map(*a), y.map(*b));
+            let ring = Style { marker: super::Marker::Square, ..*style };
+            svg.marker(cx, cy, &ring, &format!("{}: {label}", s.name));
+            let ly = placer.place(cy);
+            let anchor = if cx > RIGHT - 110.0 { "end" } else { "start" };
+            let lx = if anchor == "end" { cx - 8.0 } else { cx + 8.0 };
+            svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
+        }
+        if let (Some(label), Some(&(a, b))) = (&s.curve_label, s.points.first()) {
+            let (px, ly) = (x.map(a), placer.place(y.map(b)));
+            let (lx, anchor) = if px - LEFT > 45.0 { (px - 8.0, "end") } else { (px + 8.0, "start") };
+            svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
+        }
+    }
+
+    fn tip(&self, name: &str, a: f64, b: f64) -> String {
+        format!("{name}: {} = {}, {} = {}", self.x_label, (self.x_fmt)(a), self.y_label, (self.y_fmt)(b))
+    }
+}
+
+/// Vertical positions of text labels already drawn: a new label moves down (or up near the
+/// bottom) until it is 12 px away from every other.
+#[derive(Default)]
+struct LabelPlacer {
+    taken: Vec<f64>,
+}
+
+impl LabelPlacer {
+    fn place(&mut self, wanted: f64) -> f64 {
+        const GAP: f64 = 13.0;
+        let free = |y: f64, taken: &[f64]| taken.iter().all(|t| (t - y).abs() >= GAP);
+        let candidates = (0..40).flat_map(|k| [wanted + GAP * k as f64, wanted - GAP * k as f64]);
+        let y = candidates
+            .filter(|y| (TOP + 6.0..=BOTTOM + 2.0).contains(y))
+            .find(|&y| free(y, &self.taken))
+            .unwrap_or(wanted);
+        self.taken.push(y);
+        y
     }
 }
 
@@ -130,16 +178,27 @@ mod tests {
                     points: vec![(1e3, 0.0), (2e3, 0.5), (1e4, 1.0)],
                     step: true,
                     markers: true,
+                    ..Series::default()
                 },
-                Series { name: "b".into(), points: vec![(5e3, 0.0), (6e4, 1.0)], step: false, markers: false },
+                Series {
+                    name: "b".into(),
+                    points: vec![(5e3, 0.0), (6e4, 1.0)],
+                    labelled: vec![(6e4, 1.0, "max 60us".into())],
+                    ..Series::default()
+                },
             ],
         };
         let svg = chart.render();
         let doc = roxmltree::Document::parse(&svg).unwrap();
         let paths =
             doc.descendants().filter(|n| n.has_tag_name("path") && n.attribute("class") == Some("datum")).count();
-        let dots = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
+        let dots =
+            doc.descendants().filter(|n| n.has_tag_name("circle") && n.attribute("class") == Some("datum")).count();
         assert_eq!((paths, dots), (2, 3));
+        let marked =
+            doc.descendants().filter(|n| n.has_tag_name("rect") && n.attribute("class") == Some("datum")).count();
+        assert_eq!(marked, 1, "the labelled point has its marker");
+        assert!(svg.contains(">max 60us</text>"));
         assert_eq!(step_path(&[(0.0, 0.0), (1.0, 1.0)]), vec![(0.0, 0.0), (1.0, 0.0), (1.0, 1.0)]);
     }
 }

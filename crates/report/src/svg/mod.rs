@@ -102,9 +102,51 @@ impl Svg {
         );
     }
 
+    /// A data marker of the style's shape; a tooltip when `tip` is not empty.
+    pub fn marker(&mut self, x: f64, y: f64, style: &Style, tip: &str) {
+        let class = if tip.is_empty() { "" } else { r#" class="datum""# };
+        let title = if tip.is_empty() { String::new() } else { format!("<title>{}</title>", esc(tip)) };
+        let c = style.color;
+        let _ = match style.marker {
+            Marker::Circle => {
+                write!(self.out, r#"<circle{class} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{c}">{title}</circle>"#)
+            }
+            Marker::Square => write!(
+                self.out,
+                r#"<rect{class} x="{:.1}" y="{:.1}" width="10" height="10" fill="none" stroke="{c}" stroke-width="2">{title}</rect>"#,
+                x - 5.0,
+                y - 5.0
+            ),
+        };
+    }
+
+    /// A data polyline in a style (dashed or solid) with a tooltip (the series name).
+    pub fn styled_polyline(&mut self, points: &[(f64, f64)], style: &Style, tip: &str) {
+        let mut d = String::new();
+        for (i, (x, y)) in points.iter().enumerate() {
+            let _ = write!(d, "{}{x:.1},{y:.1}", if i == 0 { "M" } else { " L" });
+        }
+        let dash = if style.dashed { r#" stroke-dasharray="6 4""# } else { "" };
+        let _ = write!(
+            self.out,
+            r#"<path class="datum" d="{d}" fill="none" stroke="{}" stroke-width="2" stroke-linejoin="round"{dash}><title>{}</title></path>"#,
+            style.color,
+            esc(tip)
+        );
+    }
+
     pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
         let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="{size}" "#);
         let _ = write!(self.out, r##"font-weight="{weight}" fill="#222">{}</text>"##, esc(s));
+    }
+
+    /// Text in a series' colour (labels of points and curves).
+    pub fn colored_text(&mut self, x: f64, y: f64, anchor: &str, fill: &str, s: &str) {
+        let _ = write!(
+            self.out,
+            r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="11" font-weight="bold" fill="{fill}">{}</text>"#,
+            esc(s)
+        );
     }
 
     /// Text rotated about its anchor point (y-axis titles, crowded category labels).
@@ -159,15 +201,54 @@ pub fn x_categories(svg: &mut Svg, names: &[String], centers: &[f64]) {
 }
 
 /// Legend in the right-hand column: colour swatch and name per series.
-pub fn legend(svg: &mut Svg, entries: &[(String, &str)]) {
-    for (i, (name, col)) in entries.iter().enumerate() {
+pub fn legend(svg: &mut Svg, entries: &[(String, &'static str)]) {
+    let styled: Vec<(String, Style)> = entries.iter().map(|(n, c)| (n.clone(), Style::swatch(c))).collect();
+    styled_legend(svg, &styled);
+}
+
+/// How a series is drawn: its colour, a dashed or solid line, and the shape of its markers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Style {
+    pub color: &'static str,
+    pub dashed: bool,
+    pub marker: Marker,
+    /// Legend shows a filled square (bars, boxes) instead of a line sample.
+    pub swatch: bool,
+}
+
+impl Style {
+    /// A solid line with round markers in palette colour `i`.
+    pub fn nth(i: usize) -> Style {
+        Style { color: color(i), dashed: false, marker: Marker::Circle, swatch: false }
+    }
+    fn swatch(color: &'static str) -> Style {
+        Style { color, dashed: false, marker: Marker::Circle, swatch: true }
+    }
+}
+
+/// Marker shapes: filled circles, and hollow squares drawn larger so that a point under another
+/// stays visible (measured over simulated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Square,
+}
+
+/// Legend in the right-hand column: per series its line sample (dash, marker) or swatch, and name.
+pub fn styled_legend(svg: &mut Svg, entries: &[(String, Style)]) {
+    for (i, (name, style)) in entries.iter().enumerate() {
         let y = TOP + 8.0 + i as f64 * 20.0;
         if y > HEIGHT - 10.0 {
             svg.text(LEGEND_X, y, "start", 11.0, "normal", &format!("... and {} more", entries.len() - i));
             break;
         }
-        svg.rect(LEGEND_X, y - 9.0, 12.0, 12.0, col, "none");
-        svg.text(LEGEND_X + 18.0, y + 1.0, "start", 12.0, "normal", &shorten(name, 31));
+        if style.swatch {
+            svg.rect(LEGEND_X, y - 9.0, 12.0, 12.0, style.color, "none");
+        } else {
+            svg.line((LEGEND_X - 4.0, y - 3.0), (LEGEND_X + 16.0, y - 3.0), style.color, 2.0, style.dashed);
+            svg.marker(LEGEND_X + 6.0, y - 3.0, style, "");
+        }
+        svg.text(LEGEND_X + 22.0, y + 1.0, "start", 12.0, "normal", &shorten(name, 30));
     }
 }
 

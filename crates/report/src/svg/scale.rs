@@ -50,6 +50,16 @@ impl Scale {
         Scale { kind: ScaleKind::Log, lo, hi, px0, px1 }
     }
 
+    /// Log scale over whole decades covering [min, max] for positive values of any size
+    /// (probabilities down to 1e-6 and below); values <= 0 map to the low end.
+    pub fn log_decades(min: f64, max: f64, px0: f64, px1: f64) -> Scale {
+        let min = if min.is_finite() && min > 0.0 { min } else { 1e-6 };
+        let max = if max.is_finite() && max > min { max } else { min * 10.0 };
+        let lo = 10f64.powf(min.log10().floor().max(-300.0));
+        let hi = 10f64.powf(max.log10().ceil().min(300.0)).max(lo * 10.0);
+        Scale { kind: ScaleKind::Log, lo, hi, px0, px1 }
+    }
+
     /// Pixel position of a value (values outside the range are clamped to the ends, a NaN
     /// value or range maps to the low end: no NaN or inf ever reaches the SVG).
     pub fn map(&self, v: f64) -> f64 {
@@ -79,7 +89,7 @@ fn finite_or(v: f64, fallback: f64) -> f64 {
 }
 
 /// The 1/2/5 x 10^k step nearest above `raw`.
-fn nice_step(raw: f64) -> f64 {
+pub fn nice_step(raw: f64) -> f64 {
     if raw <= 0.0 || !raw.is_finite() {
         return 1.0;
     }
@@ -133,6 +143,18 @@ mod tests {
         assert!((s.map(100_000.0) - 150.0).abs() < 1e-9);
         let majors: Vec<f64> = s.ticks().iter().filter(|t| t.major).map(|t| t.value).collect();
         assert_eq!(majors, vec![1e3, 1e4, 1e5, 1e6, 1e7]);
+    }
+
+    #[test]
+    fn log_decades_reach_below_one() {
+        let s = Scale::log_decades(1e-4, 1.0, 300.0, 0.0);
+        assert_eq!((s.lo, s.hi), (1e-4, 1.0));
+        assert_eq!(s.map(1e-4), 300.0);
+        assert_eq!(s.map(0.0), 300.0, "zero maps to the low end");
+        let majors = s.ticks().iter().filter(|t| t.major).count();
+        assert_eq!(majors, 5);
+        let s = Scale::log_decades(f64::NAN, -1.0, 0.0, 1.0);
+        assert!(s.lo > 0.0 && s.hi > s.lo && s.hi.is_finite());
     }
 
     #[test]
