@@ -78,7 +78,7 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
     assert!(load["intervals"].as_array().is_some_and(|a| !a.is_empty()));
     assert!(load["histogram_ns"].as_array().is_some_and(|a| !a.is_empty()));
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
-    for kind in ["cdf", "boxplot", "timeseries", "bandwidth"] {
+    for kind in ["exceedance", "boxplot", "timeseries", "bandwidth"] {
         assert!(html.contains(&format!("data-chart=\"{kind}\"")), "no {kind} chart");
     }
     assert!(html.contains("measured: timer idle") && html.contains("measured: timer + syscall load"));

@@ -26,7 +26,7 @@ fn writes_html_report_and_says_where() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("r.html"));
     let html = std::fs::read_to_string(&out).unwrap();
-    assert!(html.contains("data-chart=\"cdf\"") && html.contains("data-chart=\"bandwidth\""));
+    assert!(html.contains("data-chart=\"exceedance\"") && html.contains("data-chart=\"bandwidth\""));
 }
 
 #[test]
@@ -73,4 +73,47 @@ fn an_output_that_is_an_input_is_refused() {
         assert!(err.contains("--output") && err.contains("is an input"), "{err}");
         assert_eq!(std::fs::read(&input).unwrap(), before);
     }
+}
+
+#[test]
+fn labels_name_the_inputs_one_per_file() {
+    let o = rtvirt()
+        .args(["report", "--format", "md", "-o", "-", "--label", "before", "--label", "after"])
+        .arg(fixture("timer_idle.json"))
+        .arg(fixture("timer_load.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(md.contains("| before |") && md.contains("| after |"), "{md}");
+    let o = rtvirt()
+        .args(["report", "-o", "-", "--label", "one"])
+        .arg(fixture("timer_idle.json"))
+        .arg(fixture("timer_load.json"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--label") && err.contains("1 label(s) for 2 file(s)"), "{err}");
+}
+
+/// The README's example, file for file: each file `report` reads is made by a command before it.
+#[test]
+fn the_readme_example_names_files_its_commands_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], out: &str| {
+        let o = rtvirt().args(args).current_dir(dir.path()).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        std::fs::write(dir.path().join(out), o.stdout).unwrap();
+    };
+    run(&["plan", "--format", "json"], "plan.json");
+    run(&["simulate", "--plan", "plan.json", "--duration", "2s", "--format", "json"], "sim.json");
+    let o = rtvirt()
+        .args(["report", "plan.json", "sim.json", "-o", "report.html"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("Verdict") && html.contains("simulated deadline misses"));
 }

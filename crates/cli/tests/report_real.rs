@@ -112,7 +112,7 @@ fn report_of_real_plan_simulation_and_measurements() {
     let out = rtvirt().arg("report").args([&sim, &timer, &net, &server, &plan]).arg("-o").arg(&html).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&html).unwrap();
-    for kind in ["bandwidth", "dsr-tasks", "cdf", "histogram", "boxplot", "timeseries"] {
+    for kind in ["bandwidth", "dsr-tasks", "exceedance", "histogram", "boxplot", "timeseries"] {
         assert!(text.contains(&format!("data-chart=\"{kind}\"")), "no {kind} chart");
     }
     for section in

@@ -269,7 +269,13 @@ impl Demo {
         let inputs = rtvirt_report::load_inputs(&self.inputs)?;
         let mut report = rtvirt_report::build_report(&title, &inputs);
         if let Some(sec) = self.prediction_section(&inputs)? {
-            report.sections.insert(2.min(report.sections.len()), sec);
+            // after the plan (the verdict and the inputs come first)
+            let after = report
+                .sections
+                .iter()
+                .position(|s| s.title.starts_with("Plan"))
+                .map_or(report.sections.len(), |i| i + 1);
+            report.sections.insert(after, sec);
         }
         let html = rtvirt_report::render(&report, rtvirt_report::ReportFormat::Html);
         let md = rtvirt_report::render(&report, rtvirt_report::ReportFormat::Markdown);

@@ -139,14 +139,14 @@ impl Measurement for Client {
     fn report(&self, results: &Results) -> CmdResult {
         let rows = vec![("rtt".to_string(), results.rtt_ns.as_ref().expect("client results have rtt"))];
         let x = results.net.clone().unwrap_or_default();
-        let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
+        let count = |c: Option<u64>| c.map_or("-".into(), |c| c.to_string());
+        let requested = x.requested_rate.flatten().map_or("back-to-back".into(), |r| format!("{r:.1}/s"));
         let footer = format!(
-            "requests {} responses {} lost {} timeouts {}; rate requested {} achieved {:.1}/s",
+            "requests {} responses {} lost {} timeouts {}; rate requested {requested} achieved {:.1}/s",
             count(x.requests),
             count(x.responses),
             count(x.lost),
             count(x.timeouts),
-            serde_json::to_string(&x.requested_rate.flatten())?,
             x.achieved_rate.unwrap_or(0.0)
         );
         output(results, self.args.common.format, false, "round-trip time", &rows, &footer)?;

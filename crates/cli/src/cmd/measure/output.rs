@@ -61,8 +61,7 @@ pub fn output(
                     env.clocksource.as_deref().unwrap_or("?")
                 );
                 for l in &env.load {
-                    // the report as JSON, keys in order
-                    println!("load: {}", serde_json::to_value(l)?);
+                    println!("load: {}", rtvirt_report::units::fmt_load(l));
                 }
             }
         }

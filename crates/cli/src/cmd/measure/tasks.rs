@@ -14,6 +14,7 @@ use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use rtvirt_probe::tasks::TasksConfig;
+use rtvirt_report::units::fmt_ns;
 use rtvirt_vm::GuestFile;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -109,11 +110,18 @@ impl Measurement for Tasks {
                 }
                 table.print();
                 for g in &results.guests {
+                    let reservation = g.reservation.as_ref().map_or("none".into(), |r| {
+                        format!(
+                            "{} every {} (deadline {})",
+                            fmt_ns(r.runtime_ns as f64),
+                            fmt_ns(r.period_ns as f64),
+                            fmt_ns(r.deadline_ns as f64)
+                        )
+                    });
                     println!(
-                        "{}: core {} reservation {} used {:.1}% CPU",
+                        "{}: core {} reservation {reservation} used {:.1}% CPU",
                         g.name,
-                        g.core.map_or("null".into(), |c| c.to_string()),
-                        serde_json::to_string(&g.reservation)?,
+                        g.core.map_or("-".into(), |c| c.to_string()),
                         g.utilisation * 100.0
                     );
                 }
