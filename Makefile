@@ -1,17 +1,31 @@
-# rtvirt - the two commands a fresh machine needs:
-#   make demo   set up, build, and run the main job on the embedded default scenario
-#   make test   set up (Debian packages, Python venv, Rust deps), build, run every test
+# rtvirt - the commands a fresh machine needs:
+#   make demo     set up, build, and run the main job on the embedded default scenario
+#   make test     set up (Debian packages, Python venv, Rust deps), build, run every test
+#   make install  install the rtvirt binary into ~/.cargo/bin (cargo install --path crates/cli)
 CARGO ?= cargo
 TEST_THREADS ?= 2
 
-.PHONY: demo test build setup setup-test bench clean
+.PHONY: demo test build install setup setup-test bench clean
 
 build:
 	./scripts/setup.sh build
 	$(CARGO) build --release --bin rtvirt
 
-demo: build
-	./target/release/rtvirt demo
+# After `make test` the demo reuses its build (target/debug, optimised dependencies) instead of
+# compiling everything again in release mode; RELEASE=1 forces the release build.
+demo:
+	./scripts/setup.sh build
+	@if [ -x target/debug/rtvirt ] && [ -z "$(RELEASE)" ]; then \
+		echo "make demo: reusing the build of make test (target/debug/rtvirt; RELEASE=1 for a release build)"; \
+		$(CARGO) build --bin rtvirt && ./target/debug/rtvirt demo; \
+	else \
+		$(CARGO) build --release --bin rtvirt && ./target/release/rtvirt demo; \
+	fi
+
+# Reuses target/ (the release build of `make build`), so nothing is compiled twice.
+install:
+	./scripts/setup.sh build
+	$(CARGO) install --locked --path crates/cli --target-dir target
 
 setup-test:
 	./scripts/setup.sh test

@@ -1,14 +1,15 @@
 //! rtvirt-report: readable reports from rtvirt's JSON documents.
 //!
 //! `rtvirt.results/v1` (simulated and measured) and `rtvirt.plan/v1` files go in; one
-//! self-contained HTML page with hand-written SVG charts (latency CDFs, histograms, box plots,
-//! DSR versus rho, per-core bandwidth, per-segment latency, per-interval maxima) and tables, or
+//! self-contained HTML page with hand-written SVG charts (latency exceedance curves and log-count
+//! histograms with the tail marked, box plots, DSR versus rho, response times per task, per-core
+//! bandwidth, per-segment latency, per-interval maxima) and tables, or
 //! Markdown with the same tables, comes out. Several results are shown side by side, with
 //! differences against the first (baseline) highlighted.
 //!
 //! - [`input`]: loading and naming the documents; [`check`]: numbers out of their range refused;
 //! - [`extract`]: what is read from each kind of result;
-//! - [`distribution`]: CDFs and histogram shares from buckets or percentiles;
+//! - [`distribution`]: CDFs, exceedance and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
 //! - [`svg`]: the charts; [`render`](mod@render): HTML and Markdown.
 //!

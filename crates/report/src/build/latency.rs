@@ -91,13 +91,13 @@ pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[D
     }
 }
 
-/// The labelled points of a result's tail: p99.99 (when it is below the maximum; "*" when too
-/// few samples lie beyond it, as in the tables) at height `p9999_height`, and the maximum at one
-/// sample.
+/// The labelled points of a result's tail: p99.99 (when it reads differently from the maximum;
+/// "*" when too few samples lie beyond it, as in the tables) at height `p9999_height`, and the
+/// maximum at one sample.
 pub fn tail_marks(s: &Summary, p9999_height: f64) -> Vec<(f64, f64, String)> {
     let mut marks = Vec::new();
     let count = s.count.max(1) as f64;
-    if s.p9999 < s.max {
+    if fmt_ns(s.p9999 as f64) != fmt_ns(s.max as f64) {
         let few = if s.low_confidence.iter().any(|k| k == "p9999") { "*" } else { "" };
         marks.push((s.p9999 as f64, p9999_height, format!("p99.99 {}{few}", fmt_ns(s.p9999 as f64))));
     }

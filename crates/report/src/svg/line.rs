@@ -87,21 +87,22 @@ impl LineChart {
         }
     }
 
-    /// The labelled points (max, p99.99) and the end label of a series, placed so that labels
-    /// of different series do not overlap.
+    /// The labelled points (max, p99.99) and the curve label of a series, placed so that no
+    /// label overlaps another label or a labelled point's marker.
     fn draw_labels(&self, svg: &mut Svg, s: &Series, style: &Style, x: &Scale, y: &Scale, placer: &mut LabelPlacer) {
         for (a, b, label) in &s.labelled {
             let (cx, cy) = (x.map(*a), y.map(*b));
             let ring = Style { marker: super::Marker::Square, ..*style };
             svg.marker(cx, cy, &ring, &format!("{}: {label}", s.name));
-            let ly = placer.place(cy);
             let anchor = if cx > RIGHT - 110.0 { "end" } else { "start" };
             let lx = if anchor == "end" { cx - 8.0 } else { cx + 8.0 };
+            let ly = placer.place(lx, cy, anchor, label);
             svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
         }
         if let (Some(label), Some(&(a, b))) = (&s.curve_label, s.points.first()) {
-            let (px, ly) = (x.map(a), placer.place(y.map(b)));
+            let px = x.map(a);
             let (lx, anchor) = if px - LEFT > 45.0 { (px - 8.0, "end") } else { (px + 8.0, "start") };
+            let ly = placer.place(lx, y.map(b), anchor, label);
             svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
         }
     }
@@ -111,23 +112,23 @@ impl LineChart {
     }
 }
 
-/// Vertical positions of text labels already drawn: a new label moves down (or up near the
-/// bottom) until it is 12 px away from every other.
+/// Boxes of the text labels already drawn (x from, x to, y centre): a new label keeps its x and
+/// moves down or up in steps until it overlaps none of them.
 #[derive(Default)]
 struct LabelPlacer {
-    taken: Vec<f64>,
+    taken: Vec<(f64, f64, f64)>,
 }
 
 impl LabelPlacer {
-    fn place(&mut self, wanted: f64) -> f64 {
+    /// The y centre for a label of `text` anchored at (x, wanted) ("start" or "end").
+    fn place(&mut self, x: f64, wanted: f64, anchor: &str, text: &str) -> f64 {
         const GAP: f64 = 13.0;
-        let free = |y: f64, taken: &[f64]| taken.iter().all(|t| (t - y).abs() >= GAP);
+        let width = text.chars().count() as f64 * 6.5;
+        let (x0, x1) = if anchor == "end" { (x - width, x) } else { (x, x + width) };
+        let free = |y: f64| self.taken.iter().all(|&(a, b, t)| b < x0 || a > x1 || (t - y).abs() >= GAP);
         let candidates = (0..40).flat_map(|k| [wanted + GAP * k as f64, wanted - GAP * k as f64]);
-        let y = candidates
-            .filter(|y| (TOP + 6.0..=BOTTOM + 2.0).contains(y))
-            .find(|&y| free(y, &self.taken))
-            .unwrap_or(wanted);
-        self.taken.push(y);
+        let y = candidates.filter(|y| (TOP + 6.0..=BOTTOM + 2.0).contains(y)).find(|&y| free(y)).unwrap_or(wanted);
+        self.taken.push((x0, x1, y));
         y
     }
 }
