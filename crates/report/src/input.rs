@@ -581,7 +581,7 @@ fn parameters(input: &Input) -> Vec<(&'static str, String)> {
     let env = r.environment.as_ref();
     [
         ("scenario", scenario),
-        ("rho", r.rho.map(|v| crate::units::fmt_plain(v))),
+        ("rho", r.rho.map(crate::units::fmt_plain)),
         ("seed", r.seed.map(|v| v.to_string())),
         ("kind", Some(r.kind.clone())),
         ("guest", env.and_then(|e| e.guest_kernel.clone())),

@@ -366,6 +366,32 @@ fn verdict_leads_and_tasks_carry_their_period_and_deadline() {
 fn simulated_flows_and_measured_round_trips_share_a_chart() {
     let r = report_of(&["netsim_vanilla.json", "net_rtt.json"]);
     let f = r.figures().find(|f| f.title == "Simulated flow latency and measured round trip").expect("combined chart");
-    assert!(f.svg.contains("(simulated)") && f.svg.contains("(measured round trip)"));
+    assert!(f.svg.contains("(simulated)") && f.svg.contains("(measured)"));
     assert!(report_of(&["netsim_vanilla.json"]).figures().all(|f| !f.title.starts_with("Simulated flow")));
+}
+
+/// A sweep's cells are named by their parameters, and the per-task charts keep to a few results.
+#[test]
+fn many_results_keep_the_per_task_charts_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let cell = std::fs::read_to_string(fixture("sim_rho5.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&cell).unwrap();
+    doc["label"] = "default".into();
+    let cells: Vec<serde_json::Value> = (1..=9)
+        .map(|seed| {
+            let mut d = doc.clone();
+            d["seed"] = seed.into();
+            d
+        })
+        .collect();
+    let p = dir.path().join("sweep.json");
+    std::fs::write(&p, serde_json::to_string(&cells).unwrap()).unwrap();
+    let r = build_report("t", &load_inputs(&[p]).unwrap());
+    let names = &r.tables().next().unwrap().rows;
+    assert_eq!(names[0][0].text, "default seed=1", "named by the parameter that differs");
+    for kind in ["dsr-tasks", "response-times"] {
+        let f = r.figures().find(|f| f.kind == kind).unwrap();
+        let drawn = (1..=9).filter(|seed| f.svg.contains(&format!("default seed={seed}<"))).count();
+        assert!(f.svg.contains("default seed=1<") && drawn == 6, "{kind}: the baseline and five more, {drawn} drawn");
+    }
 }

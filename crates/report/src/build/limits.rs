@@ -8,6 +8,9 @@
 pub const MAX_CATEGORIES: usize = 40;
 /// Series of a line chart, histogram or box plot: the baseline and the worst tails are shown.
 pub const MAX_SERIES: usize = 12;
+/// Results side by side in a group of a per-task chart (bars or boxes per task): the baseline
+/// and those with the most deadline misses are shown.
+pub const MAX_GROUPED_SERIES: usize = 6;
 /// Points of one line: the plot area is ~500 px wide, so each of these buckets keeps its maximum.
 pub const MAX_POINTS_PER_LINE: usize = 500;
 /// Per-CPU rows of one result in the per-CPU table: the CPUs with the highest maximum.

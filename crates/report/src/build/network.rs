@@ -54,8 +54,7 @@ fn simulated_and_measured_figure(inputs: &[Input]) -> Option<Figure> {
         .iter()
         .map(|s| {
             let what = s.family.strip_prefix("Flow ").and_then(|f| f.strip_suffix(": end-to-end latency"));
-            let name = what
-                .map_or(format!("{} (measured round trip)", s.name), |flow| format!("{} / {flow} (simulated)", s.name));
+            let name = what.map_or(format!("{} (measured)", s.name), |flow| format!("{} / {flow} (simulated)", s.name));
             (name, s.summary)
         })
         .collect();

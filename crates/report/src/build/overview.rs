@@ -10,15 +10,15 @@ use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 
 /// "Plan feasible -> N simulated misses -> M measured misses" from the first plan, the first
-/// simulation with tasks and the first measured task run; None when there is neither a plan nor
-/// task results.
+/// simulation with tasks and the first measured task run; None without a plan or a measured task
+/// run (simulations alone, e.g. a sweep, have no one verdict).
 pub fn verdict(inputs: &[Input]) -> Option<Section> {
     let plan = inputs.iter().find_map(|i| i.plan());
     let first_of = |kind: &str| {
         inputs.iter().find_map(|i| i.results().filter(|r| r.kind == kind && !r.tasks.is_empty()).map(|r| (i, r)))
     };
     let (simulated, measured) = (first_of("simulation"), first_of("tasks"));
-    if plan.is_none() && simulated.is_none() && measured.is_none() {
+    if plan.is_none() && measured.is_none() {
         return None;
     }
     let mut steps: Vec<String> = plan.map(plan_step).into_iter().collect();
@@ -263,5 +263,6 @@ mod tests {
         );
         assert!(matches!(&sec.blocks[1], Block::Note(n) if n.contains("more deadlines than the simulation")));
         assert!(verdict(&[input(Results::new("timer", 1))]).is_none(), "a timer run alone has no verdict");
+        assert!(verdict(&[tasks("simulation", 100, 3)]).is_none(), "nor simulations alone");
     }
 }

@@ -3,7 +3,7 @@
 //! baseline, and per-guest / per-core utilisation.
 
 use super::compare::{compared, Better, DSR_DIFF, LATENCY_DIFF};
-use super::limits::{worst_indices, MAX_CATEGORIES};
+use super::limits::{worst_indices, MAX_CATEGORIES, MAX_GROUPED_SERIES};
 use crate::doc::{Cell, Figure, Section, Table};
 use crate::extract::rho;
 use crate::input::Input;
@@ -30,8 +30,16 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
         add_dsr_rho(&mut sec, &curves);
     }
     let timing = task_timing(inputs);
-    sec.figure(dsr_per_task_figure(&results));
-    sec.figure(response_figure(&results, &timing));
+    let charted = charted_results(&results);
+    sec.figure(dsr_per_task_figure(&charted));
+    sec.figure(response_figure(&charted, &timing));
+    if charted.len() < results.len() {
+        sec.note(format!(
+            "The per-task charts show {} of {} results: the first (baseline) and those with the most deadline misses; every result is in the tables.",
+            charted.len(),
+            results.len()
+        ));
+    }
     sec.table(task_table(&results, &timing));
     sec.table(utilisation_table(&results));
     sec.note(
@@ -259,6 +267,15 @@ fn add_dsr_rho(sec: &mut Section, curves: &RhoCurves) {
         Some(t) => sec.table(t),
         None => sec.note("No task missed a deadline at any rho."),
     }
+}
+
+/// The results drawn in the per-task charts (a group of bars or boxes per task stays readable
+/// with a few results): all, or the first (baseline) and the most misses up to
+/// [`MAX_GROUPED_SERIES`].
+fn charted_results<'a>(results: &[(&'a str, &'a Results)]) -> Vec<(&'a str, &'a Results)> {
+    let Some((first, rest)) = results.split_first() else { return Vec::new() };
+    let misses: Vec<f64> = rest.iter().map(|(_, r)| r.tasks.iter().map(|t| t.misses).sum::<u64>() as f64).collect();
+    std::iter::once(*first).chain(worst_indices(&misses, MAX_GROUPED_SERIES - 1).into_iter().map(|i| rest[i])).collect()
 }
 
 /// DSR per task and result; with more than [`MAX_CATEGORIES`] tasks, the tasks with the lowest
