@@ -637,9 +637,8 @@ mod tests {
     fn sweep_cells_are_named_by_their_parameters() {
         let dir = tempfile::tempdir().unwrap();
         let cell = |rho: f64, seed: u64| {
-            format!(
-                r#"{{"schema":"rtvirt.results/v1","kind":"simulation","duration_ns":1,"label":"default","scenario":"scenarios/default.toml","rho":{rho},"seed":{seed}}}"#
-            )
+            let head = r#"{"schema":"rtvirt.results/v1","kind":"simulation","duration_ns":1,"label":"default","#;
+            format!(r#"{head}"scenario":"scenarios/default.toml","rho":{rho},"seed":{seed}}}"#)
         };
         let text = format!("[{},{},{},{}]", cell(0.5, 1), cell(0.5, 2), cell(0.9, 1), cell(0.9, 2));
         let p = write(dir.path(), "sweep.json", &text);

@@ -17,7 +17,10 @@ pub enum ReportFormatArg {
 #[command(after_help = "Inputs are files written by `rtvirt ... --format json`: results (rtvirt.results/v1: \
 simulate, measure timer/net/tasks, network simulations) and plans (rtvirt.plan/v1). The first result \
 of each comparison is the baseline; differences beyond 10% (latency) or 1 percentage point (DSR) are \
-highlighted.\n\nExamples:\n  rtvirt plan --format json > plan.json\n  rtvirt simulate --plan plan.json --format json > sim.json\n  rtvirt measure tasks --plan plan.json --format json > measured.json   # as root\n  rtvirt report plan.json sim.json measured.json -o report.html\n  rtvirt report old.json new.json --label before --label after")]
+highlighted.\n\nExamples:\n  rtvirt plan --format json > plan.json\n  rtvirt simulate --plan plan.json \
+--format json > sim.json\n  rtvirt measure tasks --plan plan.json --format json > measured.json   # as root\n  rtvirt \
+report plan.json sim.json measured.json -o report.html\n  rtvirt report old.json new.json --label before --label \
+after")]
 pub struct ReportArgs {
     /// Results and plan JSON files, baseline first.
     #[arg(required = true, value_name = "FILE")]

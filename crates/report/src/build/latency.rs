@@ -43,7 +43,11 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
         sec.table(t);
     }
     if dists.iter().any(|d| !d.is_exact()) {
-        sec.note("Where a result carries no histogram, its exceedance curve is drawn through its percentiles (marked points) and its histogram spreads each percentile band's exact share of samples evenly over the band (log scale).");
+        sec.note(
+            "Where a result carries no histogram, its exceedance curve is drawn through its percentiles \
+            (marked points) and its histogram spreads each percentile band's exact share of samples evenly \
+            over the band (log scale).",
+        );
     }
     sec
 }
@@ -86,7 +90,10 @@ pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[D
     Figure {
         kind: "exceedance",
         title: chart.title.clone(),
-        caption: "Share of samples at or above each latency (1 - CDF), both axes logarithmic: the tail reads down to one sample in a million. 0.01 = one sample in a hundred is this slow or slower; each curve ends at its maximum (one sample). Squares: p99.99 and max.".into(),
+        caption: "Share of samples at or above each latency (1 - CDF), both axes logarithmic: the tail reads \
+            down to one sample in a million. 0.01 = one sample in a hundred is this slow or slower; each \
+            curve ends at its maximum (one sample). Squares: p99.99 and max."
+            .into(),
         svg: chart.render(),
     }
 }
@@ -113,7 +120,8 @@ fn histogram_figure(family: &str, members: &[&LatencySeries], dists: &[Distribut
         .collect();
     let title = format!("{family}: histogram");
     let svg = histogram::render(&title, "latency (log scale, 10 bins per decade)", &hs);
-    let caption = "Samples per logarithmic bin on a log count axis, so that single samples in the tail show; squares: p99.99 and max.";
+    let caption = "Samples per logarithmic bin on a log count axis, so that single samples in the tail show; \
+        squares: p99.99 and max.";
     Figure { kind: "histogram", title, caption: caption.into(), svg }
 }
 

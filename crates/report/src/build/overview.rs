@@ -64,7 +64,11 @@ fn more_misses_note(inputs: &[Input]) -> String {
     let host = worst.map_or(String::new(), |max| {
         format!(" Timer wake-ups on this host took up to {} (see Timer wake-up latency).", fmt_ns(max as f64))
     });
-    format!("The measurement missed more deadlines than the simulation predicted: the simulation models the reservations, not this host's kernel latency, interrupts and other load.{host} A host without PREEMPT_RT shows millisecond wake-up latencies even when idle.")
+    format!(
+        "The measurement missed more deadlines than the simulation predicted: the simulation models the \
+        reservations, not this host's kernel latency, interrupts and other load.{host} A host without \
+        PREEMPT_RT shows millisecond wake-up latencies even when idle."
+    )
 }
 
 /// The inputs: name, file, kind, duration, seed, where, and the settings each was made with.
@@ -98,7 +102,11 @@ pub fn inputs(inputs: &[Input]) -> Section {
         t.row(cells);
     }
     sec.table(t);
-    sec.note("Comparisons take the first input of each table as the baseline: differences beyond 10% (latency, response time) or 1 percentage point (DSR) are highlighted, red when worse, green when better.");
+    sec.note(
+        "Comparisons take the first input of each table as the baseline: differences beyond 10% \
+        (latency, response time) or 1 percentage point (DSR) are highlighted, red when worse, green when \
+        better.",
+    );
     sec
 }
 
@@ -259,7 +267,8 @@ mod tests {
         let Block::Lead(text) = &sec.blocks[0] else { panic!("the verdict leads") };
         assert_eq!(
             text,
-            "Plan feasible on 1 core(s), largest uniform rho 0.970 → 0 simulated deadline misses in 100 jobs (DSR 100%, simulation) → 14 measured deadline misses in 100 jobs (DSR 86.00%, tasks)"
+            "Plan feasible on 1 core(s), largest uniform rho 0.970 → 0 simulated deadline misses in 100 jobs \
+                (DSR 100%, simulation) → 14 measured deadline misses in 100 jobs (DSR 86.00%, tasks)"
         );
         assert!(matches!(&sec.blocks[1], Block::Note(n) if n.contains("more deadlines than the simulation")));
         assert!(verdict(&[input(Results::new("timer", 1))]).is_none(), "a timer run alone has no verdict");

@@ -35,7 +35,8 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     sec.figure(response_figure(&charted, &timing));
     if charted.len() < results.len() {
         sec.note(format!(
-            "The per-task charts show {} of {} results: the first (baseline) and those with the most deadline misses; every result is in the tables.",
+            "The per-task charts show {} of {} results: the first (baseline) and those with the most deadline \
+                misses; every result is in the tables.",
             charted.len(),
             results.len()
         ));
@@ -196,7 +197,10 @@ fn dsr_rho_figure(curves: &RhoCurves) -> Figure {
     Figure {
         kind: "dsr-rho",
         title: chart.title.clone(),
-        caption: "Per guest, the DSR of its tasks' jobs pooled over the results with that rho; black: every guest pooled (mean). Solid lines and dots: simulated; dashed lines and squares: measured. The axis spans the values shown (Burns 2014: DSR rises with rho).".into(),
+        caption: "Per guest, the DSR of its tasks' jobs pooled over the results with that rho; black: every \
+            guest pooled (mean). Solid lines and dots: simulated; dashed lines and squares: measured. The \
+            axis spans the values shown (Burns 2014: DSR rises with rho)."
+            .into(),
         svg: chart.render(),
     }
 }
@@ -390,7 +394,9 @@ fn response_figure(results: &[(&str, &Results)], timing: &Timing) -> Figure {
             .collect(),
         references: shown.iter().map(|&i| timing_of(timing, keys[i]).map(|(_, d)| d as f64)).collect(),
     };
-    let mut caption = "Per task, one box per result (p25..p75, white line: median; whiskers as in the latency box plots; dots: known percentiles beyond them, up to the maximum)".to_string();
+    let mut caption = "Per task, one box per result (p25..p75, white line: median; whiskers as in the latency \
+        box plots; dots: known percentiles beyond them, up to the maximum)"
+        .to_string();
     if !timing.is_empty() {
         caption.push_str("; red dash: the task's deadline from the plan");
     }

@@ -11,7 +11,8 @@ table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:l
 th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}th{background:#f3f3f3}
 td.num{text-align:right}
 .worse{background:#fbd5d0}.better{background:#d4f0d4}.differs{background:#fff3c4}
-.note{font-size:.9em;color:#444}.lead{font-size:1.15em;font-weight:bold;padding:.5em .8em;background:#f3f6fa;border-left:4px solid #0072B2}nav a{margin-right:1em}";
+.note{font-size:.9em;color:#444}nav a{margin-right:1em}
+.lead{font-size:1.15em;font-weight:bold;padding:.5em .8em;background:#f3f6fa;border-left:4px solid #0072B2}";
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();

@@ -111,12 +111,11 @@ impl Svg {
             Marker::Circle => {
                 write!(self.out, r#"<circle{class} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{c}">{title}</circle>"#)
             }
-            Marker::Square => write!(
-                self.out,
-                r#"<rect{class} x="{:.1}" y="{:.1}" width="10" height="10" fill="none" stroke="{c}" stroke-width="2">{title}</rect>"#,
-                x - 5.0,
-                y - 5.0
-            ),
+            Marker::Square => {
+                let (left, top) = (x - 5.0, y - 5.0);
+                let _ = write!(self.out, r#"<rect{class} x="{left:.1}" y="{top:.1}" width="10" height="10" "#);
+                write!(self.out, r#"fill="none" stroke="{c}" stroke-width="2">{title}</rect>"#)
+            }
         };
     }
 
@@ -127,12 +126,9 @@ impl Svg {
             let _ = write!(d, "{}{x:.1},{y:.1}", if i == 0 { "M" } else { " L" });
         }
         let dash = if style.dashed { r#" stroke-dasharray="6 4""# } else { "" };
-        let _ = write!(
-            self.out,
-            r#"<path class="datum" d="{d}" fill="none" stroke="{}" stroke-width="2" stroke-linejoin="round"{dash}><title>{}</title></path>"#,
-            style.color,
-            esc(tip)
-        );
+        let color = style.color;
+        let _ = write!(self.out, r#"<path class="datum" d="{d}" fill="none" stroke="{color}" stroke-width="2" "#);
+        let _ = write!(self.out, r#"stroke-linejoin="round"{dash}><title>{}</title></path>"#, esc(tip));
     }
 
     pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
@@ -142,11 +138,8 @@ impl Svg {
 
     /// Text in a series' colour (labels of points and curves).
     pub fn colored_text(&mut self, x: f64, y: f64, anchor: &str, fill: &str, s: &str) {
-        let _ = write!(
-            self.out,
-            r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="11" font-weight="bold" fill="{fill}">{}</text>"#,
-            esc(s)
-        );
+        let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="11" "#);
+        let _ = write!(self.out, r#"font-weight="bold" fill="{fill}">{}</text>"#, esc(s));
     }
 
     /// Text rotated about its anchor point (y-axis titles, crowded category labels).
