@@ -237,7 +237,12 @@ fn hostile_inputs_get_located_plain_errors() {
 /// Issue 14: a Xen Credit `cap` beyond i64 had no line.
 #[test]
 fn a_huge_xen_cap_is_located() {
-    let xen = "[host]\ncores = 2\n[net]\nkind = \"xen\"\n[[net.xen.domain]]\nname = \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\ncap = 18446744073709551615\n[[net.xen.domain]]\nname = \"b\"\ncore = 1\npriority = 2\nrole = \"echo\"\n";
+    let xen = concat!(
+        "[host]\ncores = 2\n[net]\nkind = \"xen\"\n",
+        "[[net.xen.domain]]\nname = \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\n",
+        "cap = 18446744073709551615\n",
+        "[[net.xen.domain]]\nname = \"b\"\ncore = 1\npriority = 2\nrole = \"echo\"\n",
+    );
     let e = err(xen);
     assert_eq!(e.at.field.as_deref(), Some("net.xen.domain[0].cap"), "{e}");
     assert_eq!(e.at.line_col.map(|l| l.0), Some(11), "{e}");
