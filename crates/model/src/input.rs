@@ -7,7 +7,7 @@
 //! |----------------------------------------|---------|
 //! | scenario, sweep, host profile (TOML)   | 1 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
-//! | CARTS XML                              | 16 MiB  |
+//! | CARTS XML (imports become scenarios)   | 2 MiB   |
 //! | execution-time samples                 | 64 MiB  |
 //! | plan (JSON)                            | 64 MiB  |
 //! | results (JSON, JSON lines)             | 256 MiB |
@@ -47,7 +47,8 @@ impl InputKind {
     pub const fn limit(self) -> u64 {
         match self {
             InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => MIB,
-            InputKind::Carts | InputKind::HostModel => 16 * MIB,
+            InputKind::Carts => 2 * MIB,
+            InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
             InputKind::Results => 256 * MIB,
         }
