@@ -58,6 +58,20 @@ fn main() {
         used.1,
         rayon::current_num_threads()
     );
+    // the same plan with the default host model's overheads charged (rtvirt plan --host-model)
+    let model = rtvirt_model::hostmodel::HostModel::uncalibrated();
+    let with = PlanOptions { overheads: Some(rtvirt_analysis::overhead::Overheads::of(&model)), ..o.clone() };
+    let mut used_with = (false, 0);
+    let t_with = best_of(repeats, || {
+        let p = plan_at(&s, &with, None).plan;
+        used_with = (p.feasible, p.cores_used);
+    });
+    println!(
+        "  plan with the default host model's overheads: {t_with:.3} s (best of {repeats}; {:.2}x the plan without), feasible = {}, cores used {}",
+        t_with / t,
+        used_with.0,
+        used_with.1
+    );
     // max_rho on 90% of the cores the rho = 0.9 plan used, so that the search has to bisect
     let tight = PlanOptions { cores: Some(used.1 * 9 / 10), ..o.clone() };
     let mut r = None;

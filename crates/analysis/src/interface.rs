@@ -57,6 +57,10 @@ pub enum Family {
     EdpTight,
     /// `(Pi, Theta, Delta)` with a fixed deadline `Delta` (`Theta <= Delta`).
     EdpDeadline(u64),
+    /// A PRM `(Pi, Theta)` as the tasks see it on a host with overheads
+    /// ([`crate::overhead`]): its supply delayed by `delay` ns, and at most `Pi - per_period` of
+    /// it usable (the server pays `per_period` out of its budget).
+    Delayed { delay: u64, per_period: u64 },
 }
 
 impl Family {
@@ -65,12 +69,15 @@ impl Family {
             Family::Prm => Edp::prm(period, theta),
             Family::EdpTight => Edp { period, budget: theta, deadline: theta },
             Family::EdpDeadline(d) => Edp { period, budget: theta, deadline: d },
+            // sbf_PRM(t - delay) is Easwaran et al.'s formula with Delta = Pi + delay
+            Family::Delayed { delay, .. } => Edp { period, budget: theta, deadline: period + delay },
         }
     }
     /// Largest budget of the family for this period.
     fn max_budget(self, period: u64) -> u64 {
         match self {
             Family::EdpDeadline(d) => d.min(period),
+            Family::Delayed { per_period, .. } => period.saturating_sub(per_period),
             _ => period,
         }
     }
@@ -256,12 +263,13 @@ fn better(a: (u64, u64), b: (u64, u64)) -> bool {
 }
 
 /// Whether `period` can beat or tie the best so far: only if the largest budget with no more
-/// bandwidth, `floor(Theta_b Pi / Pi_b)`, passes the (exact) test. Cheaper than the least-budget
-/// search, as a failing test stops at its first violated check point.
-fn may_compete(demand: &mut Demand, model: Model, period: u64, best: (u64, u64)) -> bool {
-    let theta = (best.1 as u128 * period as u128 / best.0 as u128).min(period as u128) as u64;
+/// bandwidth, `floor(Theta_b Pi / Pi_b)` (less the per-period overhead), passes the (exact) test.
+/// Cheaper than the least-budget search, as a failing test stops at its first violated check point.
+fn may_compete(demand: &mut Demand, family: Family, period: u64, best: (u64, u64), per_period: u64) -> bool {
+    let deployed = (best.1 as u128 * period as u128 / best.0 as u128).min(period as u128) as u64;
+    let Some(theta) = deployed.checked_sub(per_period) else { return false };
     theta as f64 >= utilisation(demand.tasks) * period as f64 * (1.0 - 1e-9)
-        && demand.schedulable(&model.family().supply(period, theta))
+        && demand.schedulable(&family.supply(period, theta))
 }
 
 /// The interface of least bandwidth over the candidate periods (ties: larger period); None if no
@@ -277,23 +285,50 @@ pub fn best_interface(
 
 /// [`best_interface`] on a guest's shared [`Demand`].
 pub fn best_interface_for(demand: &mut Demand, model: Model, candidates: &[u64]) -> Option<Interface> {
-    let mut best: Option<(u64, u64)> = None;
-    for &period in candidates.iter().filter(|&&p| p > 0) {
-        if best.is_some_and(|b| !may_compete(demand, model, period, b)) {
-            continue;
-        }
-        if let Some(theta) = demand.min_budget(model.family(), period) {
-            if best.is_none_or(|b| better((period, theta), b)) {
-                best = Some((period, theta));
-            }
-        }
-    }
-    let (period, budget) = best?;
+    let (period, budget) = least_bandwidth(demand, candidates, 0, |_| model.family())?;
     let deadline = match model {
         Model::Prm => period,
         Model::Edp => max_deadline(demand, period, budget),
     };
     Some(Interface { period, budget, deadline })
+}
+
+/// The PRM interface of least *deployed* bandwidth `(Theta + o) / Pi` on a host with overheads
+/// ([`crate::overhead`]): per candidate period the least usable budget `Theta` on the delayed
+/// supply, deployed as `(Pi, Theta + o, Pi)`. The demand's tasks must already carry the per-job
+/// overhead in their `c`.
+pub fn best_interface_with_overheads(
+    demand: &mut Demand,
+    candidates: &[u64],
+    overheads: &crate::overhead::Overheads,
+) -> Option<Interface> {
+    let o = overheads.per_period;
+    let family = |period: u64| Family::Delayed { delay: overheads.supply_delay(period), per_period: o };
+    let (period, budget) = least_bandwidth(demand, candidates, o, family)?;
+    Some(Interface { period, budget, deadline: period })
+}
+
+/// `(period, deployed budget)` of least deployed bandwidth: usable budget from `family(period)`,
+/// plus `per_period`.
+fn least_bandwidth(
+    demand: &mut Demand,
+    candidates: &[u64],
+    per_period: u64,
+    family: impl Fn(u64) -> Family,
+) -> Option<(u64, u64)> {
+    let mut best: Option<(u64, u64)> = None;
+    for &period in candidates.iter().filter(|&&p| p > per_period) {
+        if best.is_some_and(|b| !may_compete(demand, family(period), period, b, per_period)) {
+            continue;
+        }
+        if let Some(theta) = demand.min_budget(family(period), period) {
+            let deployed = theta + per_period;
+            if best.is_none_or(|b| better((period, deployed), b)) {
+                best = Some((period, deployed));
+            }
+        }
+    }
+    best
 }
 
 /// Deadlines tried for the EDP menu: `Pi k / EDP_MENU_STEPS`, k = 1..=EDP_MENU_STEPS.

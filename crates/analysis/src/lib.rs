@@ -7,6 +7,7 @@
 //! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
 //! - [`schedtest`]: exact EDF/FP schedulability on a supply.
 //! - [`interface`]: least-bandwidth interface per guest - Burns 2014 step 2.
+//! - [`overhead`]: a host model's costs charged to the interfaces (Phan et al. 2013).
 //! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
@@ -28,6 +29,7 @@ pub mod dbf;
 pub mod emit;
 pub mod gen;
 pub mod interface;
+pub mod overhead;
 pub mod partition;
 pub mod planner;
 pub mod sbf;

@@ -3,11 +3,12 @@
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
 use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
-use crate::interface::{best_interface_for, edp_menu, Demand, Interface, Model};
+use crate::interface::{best_interface_for, best_interface_with_overheads, edp_menu, Demand, Interface, Model};
+use crate::overhead::Overheads;
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
 use rtvirt_model::hostmodel::BandwidthCap;
-use rtvirt_model::plan::{CorePlan, GuestPlan, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
+use rtvirt_model::plan::{CorePlan, GuestPlan, OverheadFree, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
 use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
 
 /// The planner's settings (`rtvirt plan` flags).
@@ -23,6 +24,8 @@ pub struct PlanOptions {
     /// Per-core bandwidth cap and why it is the one used; None: the scenario's
     /// `host.bandwidth_cap` (as written, else its default).
     pub bandwidth_cap: Option<BandwidthCap>,
+    /// A host model's costs, charged to every interface (`--host-model`; PRM only).
+    pub overheads: Option<Overheads>,
 }
 
 impl PlanOptions {
@@ -59,6 +62,10 @@ struct GuestAnalysis {
     utilisation: f64,
     /// The exact analysis needs more than [`MAX_CHECK_POINTS`] check points: not analysed.
     too_large: bool,
+    /// With overheads: the least interface without them (None: none, or no overheads charged).
+    overhead_free: Option<Interface>,
+    /// With overheads, schedulable without them but not with them: the term that did it.
+    overhead_reason: Option<String>,
 }
 
 /// The guest's tasks as sporadic tasks with their budgets, sorted by decreasing priority for FP
@@ -77,6 +84,9 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
         g.tasks.iter().map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget)).collect();
     let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
+    if let Some(overheads) = &o.overheads {
+        return analyse_with_overheads(tasks, g.scheduler, &candidates, overheads, budgets);
+    }
     let mut demand = Demand::new(&tasks, g.scheduler);
     let interface = best_interface_for(&mut demand, o.model, &candidates);
     let menu = match (interface, o.model) {
@@ -86,9 +96,82 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
     };
     let utilisation = crate::dbf::utilisation(&tasks);
     if demand.too_large() {
-        return GuestAnalysis { budgets, interface: None, menu: vec![], utilisation, too_large: true };
+        return GuestAnalysis {
+            budgets,
+            interface: None,
+            menu: vec![],
+            utilisation,
+            too_large: true,
+            overhead_free: None,
+            overhead_reason: None,
+        };
     }
-    GuestAnalysis { budgets, interface, menu, utilisation, too_large: false }
+    GuestAnalysis {
+        budgets,
+        interface,
+        menu,
+        utilisation,
+        too_large: false,
+        overhead_free: None,
+        overhead_reason: None,
+    }
+}
+
+/// A guest on a host with overheads ([`crate::overhead`]): jobs inflated by the per-job cost,
+/// the PRM interface of least deployed bandwidth on the delayed supply; and, for comparison, the
+/// least interface without overheads.
+fn analyse_with_overheads(
+    tasks: Vec<Sporadic>,
+    sched: GuestScheduler,
+    candidates: &[u64],
+    overheads: &Overheads,
+    budgets: Vec<TaskBudget>,
+) -> GuestAnalysis {
+    let inflated: Vec<Sporadic> =
+        tasks.iter().map(|t| Sporadic { c: t.c.saturating_add(overheads.per_job), ..*t }).collect();
+    let mut demand = Demand::new(&inflated, sched);
+    let interface = best_interface_with_overheads(&mut demand, candidates, overheads);
+    let too_large = demand.too_large();
+    let mut free_demand = Demand::new(&tasks, sched);
+    let overhead_free = best_interface_for(&mut free_demand, Model::Prm, candidates);
+    let utilisation = crate::dbf::utilisation(&inflated);
+    let interface = interface.filter(|_| !too_large);
+    let overhead_reason = (interface.is_none() && overhead_free.is_some() && !too_large)
+        .then(|| overhead_term(&tasks, candidates, overheads));
+    GuestAnalysis {
+        budgets,
+        interface,
+        menu: interface.into_iter().collect(),
+        utilisation,
+        too_large,
+        overhead_free,
+        overhead_reason,
+    }
+}
+
+/// Which overhead makes a guest that is schedulable without overheads infeasible with them.
+fn overhead_term(tasks: &[Sporadic], candidates: &[u64], o: &Overheads) -> String {
+    let min_deadline = tasks.iter().map(|t| t.d).min().unwrap_or(0);
+    let largest = candidates.iter().copied().max().unwrap_or(0);
+    if o.release_jitter >= min_deadline {
+        return format!(
+            "the release latency ({} ns) is not below the shortest task deadline ({min_deadline} ns)",
+            o.release_jitter
+        );
+    }
+    if o.per_period >= largest {
+        return format!(
+            "the per-period server overhead ({} ns) is not below the largest candidate server period ({largest} ns)",
+            o.per_period
+        );
+    }
+    if let Some(t) = tasks.iter().find(|t| t.c.saturating_add(o.per_job) > t.d - o.release_jitter.min(t.d)) {
+        return format!(
+            "the per-job overhead ({} ns) makes a task's c ({} ns) exceed its deadline ({} ns) less the release latency ({} ns)",
+            o.per_job, t.c, t.d, o.release_jitter
+        );
+    }
+    format!("the overheads together ({})", overheads_text(o))
 }
 
 fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
@@ -127,6 +210,11 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
         bandwidth: if a.interface.is_some() { i.bandwidth() } else { 1.0 },
         core,
         tasks: task_plans(g, &a.budgets),
+        overhead_free: a.overhead_free.map(|f| OverheadFree {
+            period_ns: f.period,
+            budget_ns: f.budget,
+            bandwidth: f.bandwidth(),
+        }),
     }
 }
 
@@ -136,6 +224,9 @@ fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic)
             "too large to analyse exactly: its task periods and deadlines need more than {MAX_CHECK_POINTS} check \
              points (e.g. a 60 min period next to a 10 us one); use periods closer together"
         );
+    }
+    if let Some(term) = &analysis.overhead_reason {
+        return format!("schedulable without the host's overheads, not with them: {term}");
     }
     match analysis.interface {
         None => format!(
@@ -170,6 +261,18 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
     cores
 }
 
+/// What a plan with a host model charged, in words (the plan's `settings.overheads`).
+pub fn overheads_text(o: &Overheads) -> String {
+    format!(
+        "per server period {} ns (server overhead + cache reload) out of the budget; per job {} ns (cache reload + 2 context switches); release jitter {} ns; enforcement overrun {} ns at the {} (Phan, Xu, Lee, Lee & Sokolsky 2013)",
+        o.per_period,
+        o.per_job,
+        o.release_jitter,
+        o.overrun,
+        if o.tick { "tick: paid back by whole server periods" } else { "hrtick" }
+    )
+}
+
 fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSettings {
     PlanSettings {
         bandwidth_cap: Some(options.cap(scenario)),
@@ -178,6 +281,7 @@ fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSetti
         cores: Some(cores),
         heuristic: Some(options.heuristic.as_str().into()),
         model: Some(options.model.as_str().into()),
+        overheads: options.overheads.map(|o| overheads_text(&o)),
         rho: Some(options.rho),
         rho_default: Some("none: tasks without rho (task, guest or --rho) use their WCET".into()),
         scenario: Some(scenario.name.clone()),

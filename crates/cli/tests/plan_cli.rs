@@ -350,6 +350,10 @@ fn carts_round_trip_and_import_errors() {
     assert_eq!(v["guests"][0]["scheduler"], "fp");
 }
 
+/// A host model's costs all zero (the cap tests look at the admission limits only).
+const NO_COSTS: &str = r#""server_overhead_ns":0,"context_switch_ns":0,"cache_reload_ns":0,
+    "release_latency_ns":{"p50":0,"p99":0,"max":0},"enforcement":{"kind":"hrtick","overrun_max_ns":0}"#;
+
 /// Issue 16: the per-core cap. Without a host model it is the safe default for current kernels
 /// (0.95 less a 0.05 fair server) and the plan says so; with one it is the model's kernel limit
 /// less its largest fair server; a scenario cap below it wins; a bad host model is exit 2, located.
@@ -367,10 +371,10 @@ fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
     let no_fair = write(
         &dir,
         "nofair.json",
-        concat!(
-            r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":950000,"rt_period_us":1000000,"#,
-            r#""fair_servers":[]}}"#,
-        ),
+        &format!(concat!(
+            r#"{{"schema":"rtvirt.hostmodel/v1",{NO_COSTS},"admission":{{"rt_runtime_us":950000,"#,
+            r#""rt_period_us":1000000,"fair_servers":[]}}}}"#
+        )),
     );
     let (v, o) = plan_json(&[&s, "--host-model", &no_fair]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -378,8 +382,10 @@ fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
     let fair = write(
         &dir,
         "fair.json",
-        r#"{"schema":"rtvirt.hostmodel/v1","admission":{"rt_runtime_us":800000,"rt_period_us":1000000,
-            "fair_servers":[{"cpu":3,"runtime_ns":100000000,"period_ns":1000000000}]}}"#,
+        &format!(
+            r#"{{"schema":"rtvirt.hostmodel/v1",{NO_COSTS},"admission":{{"rt_runtime_us":800000,"rt_period_us":1000000,
+            "fair_servers":[{{"cpu":3,"runtime_ns":100000000,"period_ns":1000000000}}]}}}}"#
+        ),
     );
     let (v, _) = plan_json(&[&s, "--host-model", &fair]);
     assert_eq!(v["settings"]["bandwidth_cap"], 0.7, "{v}");
@@ -411,4 +417,54 @@ fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
         assert!(err.contains("bad.json") && err.contains(field), "{text}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+/// Issue 16: `--host-model` charges the host's overheads: each guest shows its overhead-free and
+/// overhead-aware interface, the per-period cost makes a larger server period worth it, EDP is
+/// refused (exit 2), and overheads that break a guest name the term (exit 1).
+#[test]
+fn host_model_overheads_are_charged_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let fine = GOOD.replace(
+        r#"server_periods = ["5ms", "10ms"]"#,
+        r#"server_periods = { min = "100us", max = "2ms", step = "100us" }"#,
+    );
+    let s = write(&dir, "s.toml", &fine);
+    let (plain, _) = plan_json(&[&s]);
+    assert_eq!(plain["guests"][0]["period_ns"], 100_000, "{plain}");
+    let hm = write(
+        &dir,
+        "hm.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":40000,"cache_reload_ns":10000,"context_switch_ns":1000,
+            "release_latency_ns":{"p50":5000,"p99":20000,"max":50000},"enforcement":{"kind":"hrtick","overrun_max_ns":5000}}"#,
+    );
+    let (v, o) = plan_json(&[&s, "--host-model", &hm]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let g = &v["guests"][0];
+    assert!(g["period_ns"].as_u64().unwrap() > 100_000, "the per-period cost moves the period up: {g}");
+    assert_eq!(g["overhead_free"]["period_ns"], 100_000, "{g}");
+    assert!(g["bandwidth"].as_f64().unwrap() > g["overhead_free"]["bandwidth"].as_f64().unwrap(), "{g}");
+    assert!(v["settings"]["overheads"].as_str().unwrap().contains("per server period 50000 ns"), "{v}");
+    let table = stdout(&rtvirt(&["plan", &s, "--host-model", &hm]));
+    let free_row =
+        table.lines().skip_while(|l| !l.starts_with("without the host's overheads")).find(|l| l.starts_with("vm1"));
+    assert!(free_row.is_some_and(|r| r.contains("100us")) && table.contains("host overheads charged"), "{table}");
+
+    let o = rtvirt(&["plan", &s, "--host-model", &hm, "--model", "edp"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--host-model"), "{}", stderr(&o));
+
+    let late = write(
+        &dir,
+        "late.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","release_latency_ns":{"p50":1000,"p99":2000,"max":10000000}}"#,
+    );
+    let o = rtvirt(&["plan", &s, "--host-model", &late]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("vm1")
+            && err.contains("the release latency (10000000 ns) is not below the shortest task deadline"),
+        "{err}"
+    );
 }

@@ -48,6 +48,10 @@ pub struct PlanSettings {
     /// "prm" | "edp"
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The overheads charged (per server period, per job, release jitter, enforcement), when
+    /// planned with a host model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overheads: Option<String>,
     /// The uniform rho asked for (`null`: each task's own, else its WCET).
     #[serde(default, deserialize_with = "crate::serde_field::present", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
@@ -82,6 +86,17 @@ pub struct GuestPlan {
     /// Core the vCPU is placed on (None: did not fit).
     pub core: Option<u32>,
     pub tasks: Vec<TaskPlan>,
+    /// Planned with a host model: the least interface the guest would need without its overheads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_free: Option<OverheadFree>,
+}
+
+/// A guest's least interface when no overhead is charged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OverheadFree {
+    pub period_ns: u64,
+    pub budget_ns: u64,
+    pub bandwidth: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::emit;
 use rtvirt_analysis::interface::Model;
+use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{max_rho, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION};
 use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
@@ -165,6 +166,7 @@ fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
             BudgetArg::Quantile => BudgetMethod::Quantile,
         },
         bandwidth_cap: None,
+        overheads: None,
     })
 }
 
@@ -218,7 +220,18 @@ fn check_plannable(s: &Scenario) -> Result<(), InputError> {
 pub fn run(a: PlanArgs) -> CmdResult {
     let s = load(&a)?;
     let host = a.host_model.as_deref().map(HostModel::from_file).transpose()?;
-    let o = PlanOptions { bandwidth_cap: Some(bandwidth_cap(&s, host.as_ref())), ..options(&a)? };
+    if host.is_some() && a.model == ModelArg::Edp {
+        return Err(InputError::field(
+            "--host-model",
+            "overhead-aware planning computes PRM interfaces only: use --model prm (the default) with --host-model",
+        )
+        .into());
+    }
+    let o = PlanOptions {
+        bandwidth_cap: Some(bandwidth_cap(&s, host.as_ref())),
+        overheads: host.as_ref().map(Overheads::of),
+        ..options(&a)?
+    };
     let pid_map = pids(&a, &s)?;
     if a.max_rho {
         return print_max_rho(&s, &o, a.format);
@@ -315,15 +328,39 @@ fn table(s: &Scenario, p: &Plan) -> String {
     if let (Some(cap), Some(why)) = (settings.bandwidth_cap, &settings.bandwidth_cap_source) {
         let _ = writeln!(out, "per-core cap {cap}: {why}");
     }
+    if let Some(o) = &settings.overheads {
+        let _ = writeln!(out, "host overheads charged: {o}");
+    }
     out.push('\n');
     let (guests, tasks) = guest_and_task_tables(p);
     let _ = writeln!(out, "{guests}\n\n{tasks}");
+    if let Some(free) = overhead_free_table(p) {
+        let _ = writeln!(out, "\nwithout the host's overheads (the same guests, nothing charged):\n{free}");
+    }
     let mut cores = Table::aligned(&["core", "bandwidth", "guests"], |column| column == 1);
     for c in &p.cores {
         cores.row([c.id.to_string(), format!("{:.4}", c.bandwidth), c.guests.join(", ")]);
     }
     let _ = writeln!(out, "\n{cores}");
     out
+}
+
+/// Planned with a host model: per guest the least interface without overheads beside the
+/// overhead-aware bandwidth (None without a host model).
+fn overhead_free_table(p: &Plan) -> Option<Table> {
+    let header = ["guest", "period", "budget", "bandwidth", "overhead-aware bandwidth"];
+    let mut table = Table::new(&header, 1);
+    for g in &p.guests {
+        let f = g.overhead_free.as_ref()?;
+        table.row([
+            g.name.clone(),
+            Nanos(f.period_ns).to_string(),
+            Nanos(f.budget_ns).to_string(),
+            format!("{:.4}", f.bandwidth),
+            format!("{:.4}", g.bandwidth),
+        ]);
+    }
+    Some(table)
 }
 
 /// One row per guest's reservation, and one per task with its execution bound.

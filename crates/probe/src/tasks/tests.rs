@@ -40,6 +40,7 @@ fn plan(budget_ns: u64) -> Plan {
             bandwidth: budget_ns as f64 / 5e6,
             core: Some(core),
             tasks: vec![],
+            overhead_free: None,
         }],
         cores: vec![CorePlan { id: core, guests: vec!["g".into()], bandwidth: budget_ns as f64 / 5e6 }],
         unplaced: vec![],

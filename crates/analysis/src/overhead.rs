@@ -1,0 +1,174 @@
+//! Overhead-aware interfaces: a host model's measured costs charged to the analysis, after the
+//! overhead-aware compositional analysis of Phan, Xu, Lee, Lee & Sokolsky 2013 (as in CARTS,
+//! Phan et al. 2011): costs the host spends per server period are paid
+//! out of the server's budget, costs per job inflate the job's execution, and latency delays the
+//! supply the tasks see.
+//!
+//! - **Per server period** `o = server_overhead_ns + cache_reload_ns` (replenishment timer, two
+//!   switches, and the vCPU's working set reloaded after its blackout): the reservation deployed is
+//!   `(Pi, Theta + o)`, the tasks see the periodic resource `(Pi, Theta)`.
+//! - **Per job** `cache_reload_ns + 2 context_switch_ns`: a job's release preempts at most one
+//!   job (EDF and FP), which reloads its cache; the job's `c` is inflated by it (Phan et al. 2013,
+//!   Sec. IV, the cache-related overhead charged to the preempting task).
+//! - **Release latency** `J = release_latency_ns.max`, a release jitter: EDF's demand with jitter
+//!   is `dbf_J(t) = dbf(t + J)` (Spuri 1996), FP's request bound with jitter has its points shifted
+//!   by `J` the same way, so `dbf_J(t) <= sbf(t)` for all t is `dbf(t) <= sbf(t - J)`: the supply
+//!   is delayed by `J` (and a task with `D <= J` can never be schedulable).
+//! - **Enforcement overrun** `delta = enforcement.overrun_max_ns`: with `hrtick` the server may run
+//!   `delta` past its budget and pays it back from the next period, which delays the least supply
+//!   by `delta`; at the `tick` the pay-back blacks the server out for whole periods
+//!   (docs/sim-deadline-consistency.md): a delay of `ceil(delta / Pi) Pi`.
+//!
+//! A PRM `(Pi, Theta)` delayed by `d` is, as a function of t, the EDP formula with `Delta = Pi + d`
+//! (first supply at `Pi + d - Theta`, blackout `2 (Pi - Theta) + d`), so the exact least-budget
+//! search of [`crate::interface`] runs unchanged on [`crate::interface::Family::Delayed`].
+
+use rtvirt_model::hostmodel::{EnforcementKind, HostModel};
+
+/// The host's costs as the analysis charges them (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Overheads {
+    /// Paid by each server once per period out of its budget.
+    pub per_period: u64,
+    /// Added to every job's execution bound.
+    pub per_job: u64,
+    /// Release jitter of every task.
+    pub release_jitter: u64,
+    /// Largest overrun before the throttle.
+    pub overrun: u64,
+    /// The overrun is enforced at the tick (paid back by whole blacked-out periods).
+    pub tick: bool,
+}
+
+impl Overheads {
+    /// The costs of a host model.
+    pub fn of(model: &HostModel) -> Overheads {
+        Overheads {
+            per_period: model.server_overhead_ns.saturating_add(model.cache_reload_ns),
+            per_job: model.cache_reload_ns.saturating_add(model.context_switch_ns.saturating_mul(2)),
+            release_jitter: model.release_latency_ns.max,
+            overrun: model.enforcement.overrun_max_ns,
+            tick: model.enforcement.kind == EnforcementKind::Tick,
+        }
+    }
+
+    /// How long the tasks' supply is delayed with server period `period`.
+    pub fn supply_delay(&self, period: u64) -> u64 {
+        let overrun = if self.tick && self.overrun > 0 { self.overrun.div_ceil(period) * period } else { self.overrun };
+        self.release_jitter.saturating_add(overrun)
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Overheads::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dbf::{hyperperiod, Sporadic};
+    use crate::interface::{best_interface_with_overheads, Demand};
+    use crate::sbf::{Edp, Supply};
+    use crate::schedtest::strategies::taskset;
+    use proptest::prelude::*;
+    use rtvirt_model::scenario::GuestScheduler;
+
+    /// The least supply with overheads, straight from the definitions: the PRM `(Pi, usable)`
+    /// blacked out for the enforcement pay-back (not the release jitter: the oracle's demand has it).
+    fn supply(period: u64, usable: u64, o: &Overheads, t: u64) -> u64 {
+        let payback = o.supply_delay(period) - o.release_jitter;
+        Edp::prm(period, usable).sbf(t.saturating_sub(payback)) * (t >= payback) as u64
+    }
+
+    /// EDF demand with release jitter J (Spuri 1996) and per-job overhead, job by job.
+    fn dbf_jitter(tasks: &[Sporadic], o: &Overheads, t: u64) -> u64 {
+        tasks
+            .iter()
+            .map(|k| {
+                let jobs = if t + o.release_jitter >= k.d { (t + o.release_jitter - k.d) / k.t + 1 } else { 0 };
+                jobs * (k.c + o.per_job)
+            })
+            .sum()
+    }
+
+    /// FP with jitter: task i (index = priority order) meets its deadline iff some t in
+    /// (0, D_i - J] has c_i + sum_{j<i} ceil((t + J) / T_j) c_j <= sbf(t).
+    fn fp_ok(tasks: &[Sporadic], o: &Overheads, period: u64, usable: u64) -> bool {
+        (0..tasks.len()).all(|i| {
+            let d = tasks[i].d.saturating_sub(o.release_jitter);
+            (1..=d).any(|t| {
+                let hp: u64 = tasks[..i].iter().map(|k| (t + o.release_jitter).div_ceil(k.t) * (k.c + o.per_job)).sum();
+                tasks[i].c + o.per_job + hp <= supply(period, usable, o, t)
+            })
+        })
+    }
+
+    /// Least deployed budget by scanning every budget and every integer t far past 2 LCM.
+    fn oracle(tasks: &[Sporadic], sched: GuestScheduler, o: &Overheads, period: u64) -> Option<u64> {
+        let horizon = 4 * hyperperiod(tasks) + 4 * (o.supply_delay(period) + period);
+        (0..=period.checked_sub(o.per_period)?)
+            .find(|&usable| match sched {
+                GuestScheduler::Edf => (0..=horizon).all(|t| dbf_jitter(tasks, o, t) <= supply(period, usable, o, t)),
+                GuestScheduler::Fp => fp_ok(tasks, o, period, usable),
+            })
+            .map(|usable| usable + o.per_period)
+    }
+
+    fn overheads() -> impl Strategy<Value = Overheads> {
+        (0u64..3, 0u64..2, 0u64..3, 0u64..4, any::<bool>()).prop_map(
+            |(per_period, per_job, release_jitter, overrun, tick)| Overheads {
+                per_period,
+                per_job,
+                release_jitter,
+                overrun,
+                tick,
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn least_budget_with_overheads_is_the_brute_force_one(
+            tasks in taskset(), o in overheads(), period in 1u64..7, fp in any::<bool>()
+        ) {
+            let sched = if fp { GuestScheduler::Fp } else { GuestScheduler::Edf };
+            let inflated: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.c + o.per_job, ..*t }).collect();
+            let got = best_interface_with_overheads(&mut Demand::new(&inflated, sched), &[period], &o).map(|i| i.budget);
+            prop_assert_eq!(got, oracle(&tasks, sched, &o, period), "tasks {:?} overheads {:?} period {}", tasks, o, period);
+        }
+    }
+
+    #[test]
+    fn no_overheads_is_the_plain_prm_analysis() {
+        let tasks = [Sporadic { c: 1, d: 4, t: 4 }, Sporadic { c: 2, d: 6, t: 6 }];
+        for period in 1..6 {
+            let plain =
+                crate::interface::best_interface(&tasks, GuestScheduler::Edf, crate::interface::Model::Prm, &[period]);
+            let with = best_interface_with_overheads(
+                &mut Demand::new(&tasks, GuestScheduler::Edf),
+                &[period],
+                &Overheads::default(),
+            );
+            assert_eq!(plain, with, "period {period}");
+        }
+    }
+
+    #[test]
+    fn a_per_period_overhead_moves_the_choice_off_the_smallest_period() {
+        // u = 0.2 of 10 ms tasks; candidates 1..10 ms. Without overhead the smallest period has
+        // the least bandwidth; 50 us per period makes a larger period cheaper.
+        let ms = 1_000_000;
+        let tasks = [Sporadic { c: 2 * ms, d: 10 * ms, t: 10 * ms }];
+        let candidates: Vec<u64> = (1..=10).map(|k| k * ms).collect();
+        let plain =
+            crate::interface::best_interface(&tasks, GuestScheduler::Edf, crate::interface::Model::Prm, &candidates)
+                .unwrap();
+        assert_eq!(plain.period, ms);
+        let o = Overheads { per_period: 50_000, ..Default::default() };
+        let with =
+            best_interface_with_overheads(&mut Demand::new(&tasks, GuestScheduler::Edf), &candidates, &o).unwrap();
+        assert!(with.period > ms / 10, "{with:?}");
+        assert!(with.bandwidth() > plain.bandwidth());
+    }
+}
