@@ -67,7 +67,8 @@ fn main() {
         used_with = (p.feasible, p.cores_used);
     });
     println!(
-        "  plan with the default host model's overheads: {t_with:.3} s (best of {repeats}; {:.2}x the plan without), feasible = {}, cores used {}",
+        "  plan with the default host model's overheads: {t_with:.3} s (best of {repeats}; {:.2}x the plan \
+         without), feasible = {}, cores used {}",
         t_with / t,
         used_with.0,
         used_with.1

@@ -134,8 +134,10 @@ mod tests {
         ) {
             let sched = if fp { GuestScheduler::Fp } else { GuestScheduler::Edf };
             let inflated: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.c + o.per_job, ..*t }).collect();
-            let got = best_interface_with_overheads(&mut Demand::new(&inflated, sched), &[period], &o).map(|i| i.budget);
-            prop_assert_eq!(got, oracle(&tasks, sched, &o, period), "tasks {:?} overheads {:?} period {}", tasks, o, period);
+            let mut demand = Demand::new(&inflated, sched);
+            let got = best_interface_with_overheads(&mut demand, &[period], &o).map(|i| i.budget);
+            let want = oracle(&tasks, sched, &o, period);
+            prop_assert_eq!(got, want, "tasks {:?} overheads {:?} period {}", tasks, o, period);
         }
     }
 

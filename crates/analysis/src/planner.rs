@@ -167,7 +167,8 @@ fn overhead_term(tasks: &[Sporadic], candidates: &[u64], o: &Overheads) -> Strin
     }
     if let Some(t) = tasks.iter().find(|t| t.c.saturating_add(o.per_job) > t.d - o.release_jitter.min(t.d)) {
         return format!(
-            "the per-job overhead ({} ns) makes a task's c ({} ns) exceed its deadline ({} ns) less the release latency ({} ns)",
+            "the per-job overhead ({} ns) makes a task's c ({} ns) exceed its deadline ({} ns) \
+             less the release latency ({} ns)",
             o.per_job, t.c, t.d, o.release_jitter
         );
     }
@@ -264,7 +265,9 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
 /// What a plan with a host model charged, in words (the plan's `settings.overheads`).
 pub fn overheads_text(o: &Overheads) -> String {
     format!(
-        "per server period {} ns (server overhead + cache reload) out of the budget; per job {} ns (cache reload + 2 context switches); release jitter {} ns; enforcement overrun {} ns at the {} (Phan, Xu, Lee, Lee & Sokolsky 2013)",
+        "per server period {} ns (server overhead + cache reload) out of the budget; per job {} ns \
+         (cache reload + 2 context switches); release jitter {} ns; enforcement overrun {} ns at the {} \
+         (Phan, Xu, Lee, Lee & Sokolsky 2013)",
         o.per_period,
         o.per_job,
         o.release_jitter,

@@ -371,10 +371,13 @@ fn the_per_core_cap_comes_from_the_host_model_and_the_plan_says_why() {
     let no_fair = write(
         &dir,
         "nofair.json",
-        &format!(concat!(
-            r#"{{"schema":"rtvirt.hostmodel/v1",{NO_COSTS},"admission":{{"rt_runtime_us":950000,"#,
-            r#""rt_period_us":1000000,"fair_servers":[]}}}}"#
-        )),
+        &format!(
+            concat!(
+                r#"{{"schema":"rtvirt.hostmodel/v1",{NO_COSTS},"admission":{{"rt_runtime_us":950000,"#,
+                r#""rt_period_us":1000000,"fair_servers":[]}}}}"#
+            ),
+            NO_COSTS = NO_COSTS
+        ),
     );
     let (v, o) = plan_json(&[&s, "--host-model", &no_fair]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -435,8 +438,9 @@ fn host_model_overheads_are_charged_and_shown() {
     let hm = write(
         &dir,
         "hm.json",
-        r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":40000,"cache_reload_ns":10000,"context_switch_ns":1000,
-            "release_latency_ns":{"p50":5000,"p99":20000,"max":50000},"enforcement":{"kind":"hrtick","overrun_max_ns":5000}}"#,
+        r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":40000,"cache_reload_ns":10000,
+            "context_switch_ns":1000,"release_latency_ns":{"p50":5000,"p99":20000,"max":50000},
+            "enforcement":{"kind":"hrtick","overrun_max_ns":5000}}"#,
     );
     let (v, o) = plan_json(&[&s, "--host-model", &hm]);
     assert!(o.status.success(), "{}", stderr(&o));
