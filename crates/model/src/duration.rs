@@ -12,8 +12,16 @@ pub const NS_PER_US: u64 = 1_000;
 pub const NS_PER_MS: u64 = 1_000_000;
 pub const NS_PER_S: u64 = 1_000_000_000;
 
-const UNITS: &[(&str, u64)] =
-    &[("ns", 1), ("us", NS_PER_US), ("µs", NS_PER_US), ("ms", NS_PER_MS), ("s", NS_PER_S), ("min", 60 * NS_PER_S)];
+const UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", NS_PER_US),
+    ("µs", NS_PER_US),
+    ("ms", NS_PER_MS),
+    ("s", NS_PER_S),
+    ("min", 60 * NS_PER_S),
+    ("h", 3600 * NS_PER_S),
+    ("d", 86_400 * NS_PER_S),
+];
 
 impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
@@ -44,7 +52,7 @@ impl Nanos {
         self.0.checked_add(o.0).map(Nanos)
     }
 
-    /// Parse "10ms", "250us", "1.5s", "800ns", "2min". A bare number is rejected (the unit is
+    /// Parse "10ms", "250us", "1.5s", "800ns", "2min", "1h", "1d". A bare number is rejected (the unit is
     /// required so that files are unambiguous). Fractions are allowed if the result is a whole
     /// number of nanoseconds after rounding to the nearest nanosecond.
     pub fn parse(text: &str) -> Result<Nanos, String> {
@@ -60,7 +68,7 @@ impl Nanos {
             .iter()
             .find(|(u, _)| *u == unit)
             .map(|(_, k)| *k)
-            .ok_or_else(|| format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s or min)"))?;
+            .ok_or_else(|| format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s, min, h or d)"))?;
         parse_scaled(num, scale)
             .ok_or_else(|| format!("\"{text}\" is not a valid duration (number too large or malformed)"))
     }
@@ -161,7 +169,7 @@ impl schemars::JsonSchema for Nanos {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A duration with a unit: ns, us, ms, s, min (e.g. \"10ms\", \"250us\", \"1.5s\")."
+            "description": "A duration with a unit: ns, us, ms, s, min, h, d (e.g. \"10ms\", \"250us\", \"1.5s\")."
         })
     }
 }
@@ -179,6 +187,8 @@ mod tests {
         assert_eq!(Nanos::parse("800ns").unwrap(), Nanos(800));
         assert_eq!(Nanos::parse(" 2 min ").unwrap(), Nanos(120 * NS_PER_S));
         assert_eq!(Nanos::parse("0.0001ms").unwrap(), Nanos(100));
+        assert_eq!(Nanos::parse("1h").unwrap(), Nanos::from_secs(3600));
+        assert_eq!(Nanos::parse("1.5d").unwrap(), Nanos::from_secs(36 * 3600));
     }
 
     #[test]

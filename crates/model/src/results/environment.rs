@@ -69,6 +69,15 @@ pub struct Environment {
     /// /proc/sys/kernel/sched_rt_runtime_us as read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched_rt_runtime_us: Option<String>,
+    /// The tool that measured, when not rtvirt ("cyclictest", "sockperf", ...: `rtvirt import`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The tool's command line, as its output records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_command_line: Option<String>,
+    /// The tool's version, as its output records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_version: Option<String>,
     /// Host CPUs the vCPUs were pinned to, or "none".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vcpu_pinning: Option<VcpuPinning>,

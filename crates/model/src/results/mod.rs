@@ -222,6 +222,9 @@ pub struct FlowResult {
     pub packets_received: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_per_s: Option<f64>,
+    /// TCP segments sent again (iperf3, netperf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
     /// Requests sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent: Option<u64>,
