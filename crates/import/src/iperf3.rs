@@ -66,7 +66,7 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
     if let Some(e) = doc.error {
         return Err(src.error(1, format!("iperf3 recorded an error, no result: \"{e}\"")));
     }
-    let start = start.ok_or_else(|| src.error(1, "no \"start\" section: expected iperf3's test settings"))?;
+    let start = doc.start.ok_or_else(|| src.error(1, "no \"start\" section: expected iperf3's test settings"))?;
     let test = start.test_start.as_ref().ok_or_else(|| src.error(1, "no \"start.test_start\": expected iperf3's protocol and streams"))?;
     let end = doc.end.ok_or_else(|| src.error(1, "no \"end\" section: expected iperf3's totals (did the test finish?)"))?;
     let udp = test.protocol.eq_ignore_ascii_case("udp");
