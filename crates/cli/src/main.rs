@@ -34,6 +34,9 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Write a readable report (HTML with SVG charts, or Markdown) from results and plan files.
     Report(cmd::report::ReportArgs),
+    /// Read other tools' outputs (cyclictest, rtla, oslat, sockperf, netperf, iperf3) as
+    /// rtvirt results, to compare them with rtvirt's in a report.
+    Import(cmd::import::ImportArgs),
     /// The main job end to end: plan the default scenario, simulate it, measure this host, report.
     Demo(cmd::demo::DemoArgs),
     /// Simulate the host and its guests (deterministic): deadline misses, DSR, response times.
@@ -75,6 +78,7 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
     match cli.command {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Import(a) => cmd::import::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Measure(a) => cmd::measure::run(a, line),

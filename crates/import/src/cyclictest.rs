@@ -208,7 +208,9 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
             return Err(src.error(*n, format!("{} counts: expected {threads} (one per thread, as \"# Min Latencies:\" has) or {} (with -H's total column); is the line cut short?", row.len() - 1, threads + 1)));
         }
         if row[0] != next_row {
-            return Err(src.error(*n, format!("row {}: expected row {next_row} (rows count up by one microsecond)", row[0])));
+            return Err(
+                src.error(*n, format!("row {}: expected row {next_row} (rows count up by one microsecond)", row[0]))
+            );
         }
         next_row += 1;
         for (t, b) in buckets.iter_mut().enumerate() {
@@ -219,7 +221,13 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
         .map(|t| {
             let sum: u64 = buckets[t].iter().map(|b| b.1).sum();
             if sum != totals[t] {
-                return Err(src.error(total_line, format!("thread {t}: total {} but its rows add up to {sum}: expected equal (rows missing?)", totals[t])));
+                return Err(src.error(
+                    total_line,
+                    format!(
+                        "thread {t}: total {} but its rows add up to {sum}: expected equal (rows missing?)",
+                        totals[t]
+                    ),
+                ));
             }
             let overflow = overflows.as_ref().and_then(|o| o.get(t).copied()).unwrap_or(0);
             let exact = Exact { min: Some(mins[t] * US), mean: Some((avgs[t] * US) as f64), max: Some(maxes[t] * US) };
@@ -265,13 +273,15 @@ struct JsonThread {
 }
 
 fn json(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
-    let doc: RtTestsJson = serde_json::from_str(src.text).map_err(|e| src.json_error(&e, &format!("{tool} --json output")))?;
+    let doc: RtTestsJson =
+        serde_json::from_str(src.text).map_err(|e| src.json_error(&e, &format!("{tool} --json output")))?;
     if doc.thread.is_empty() {
         return Err(src.error(1, "\"thread\" is empty: expected one entry per measuring thread"));
     }
     let mut series = Vec::new();
     for (key, t) in &doc.thread {
-        let index: u32 = key.parse().map_err(|_| src.error(1, format!("thread \"{key}\": expected a thread number")))?;
+        let index: u32 =
+            key.parse().map_err(|_| src.error(1, format!("thread \"{key}\": expected a thread number")))?;
         let exact = Exact { min: Some(t.min * US), mean: Some(t.avg * US as f64), max: Some(t.max * US) };
         let histogram = if t.histogram.is_empty() {
             None
@@ -302,7 +312,16 @@ fn json(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
     r.timer = Some(TimerSection {
         interval_ns: interval_us.map(|i| i * US),
         priority: priority.filter(|&p| p > 0),
-        policy: Some(if tool == "cyclicdeadline" { "deadline" } else if priority.unwrap_or(0) > 0 { "fifo" } else { "other" }.into()),
+        policy: Some(
+            if tool == "cyclicdeadline" {
+                "deadline"
+            } else if priority.unwrap_or(0) > 0 {
+                "fifo"
+            } else {
+                "other"
+            }
+            .into(),
+        ),
         ..Default::default()
     });
     let sys = doc.sysinfo.as_ref();

@@ -67,11 +67,17 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         return Err(src.error(1, format!("iperf3 recorded an error, no result: \"{e}\"")));
     }
     let start = doc.start.ok_or_else(|| src.error(1, "no \"start\" section: expected iperf3's test settings"))?;
-    let test = start.test_start.as_ref().ok_or_else(|| src.error(1, "no \"start.test_start\": expected iperf3's protocol and streams"))?;
-    let end = doc.end.ok_or_else(|| src.error(1, "no \"end\" section: expected iperf3's totals (did the test finish?)"))?;
+    let test = start
+        .test_start
+        .as_ref()
+        .ok_or_else(|| src.error(1, "no \"start.test_start\": expected iperf3's protocol and streams"))?;
+    let end =
+        doc.end.ok_or_else(|| src.error(1, "no \"end\" section: expected iperf3's totals (did the test finish?)"))?;
     let udp = test.protocol.eq_ignore_ascii_case("udp");
     let total = if udp { end.sum.as_ref() } else { end.sum_received.as_ref().or(end.sum.as_ref()) };
-    let total = total.ok_or_else(|| src.error(1, "\"end\" has no \"sum_received\" (TCP) or \"sum\" (UDP): expected iperf3's totals"))?;
+    let total = total.ok_or_else(|| {
+        src.error(1, "\"end\" has no \"sum_received\" (TCP) or \"sum\" (UDP): expected iperf3's totals")
+    })?;
     let protocol = test.protocol.to_lowercase();
     let mut r = Results::new("net", (total.seconds * 1e9).round() as u64);
     let direction = if test.reverse != 0 { "reverse" } else { "forward" };

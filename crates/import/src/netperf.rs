@@ -53,7 +53,9 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
                 }
             }
         }
-    } else if let Some(header_at) = body.iter().position(|(_, l)| SELECTORS.iter().any(|(_, h)| l.split(',').any(|c| c.trim() == *h))) {
+    } else if let Some(header_at) =
+        body.iter().position(|(_, l)| SELECTORS.iter().any(|(_, h)| l.split(',').any(|c| c.trim() == *h)))
+    {
         let (header_line, header) = body[header_at];
         let (value_line, row) = body.get(header_at + 1).map(|(n, l)| (*n, l.as_str())).ok_or_else(|| {
             src.truncated(&format!("the line of values under netperf's CSV header of line {header_line}"))
@@ -61,7 +63,14 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         let names: Vec<&str> = header.split(',').map(str::trim).collect();
         let cells: Vec<&str> = row.split(',').map(str::trim).collect();
         if cells.len() != names.len() {
-            return Err(src.error(value_line, format!("{} values: expected {} (one per column of line {header_line}); is the line cut short?", cells.len(), names.len())));
+            return Err(src.error(
+                value_line,
+                format!(
+                    "{} values: expected {} (one per column of line {header_line}); is the line cut short?",
+                    cells.len(),
+                    names.len()
+                ),
+            ));
         }
         for (name, cell) in names.iter().zip(&cells) {
             if let Some(&(key, _)) = SELECTORS.iter().find(|(_, h)| h == name) {
@@ -89,21 +98,32 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
     let mut r = Results::new("net", elapsed.map_or(0, |s| (s * 1e9).round() as u64));
     let mut net = NetSection { protocol: Some(protocol.clone()), ..Default::default() };
     if rr {
-        let rate = num("TRANSACTION_RATE", "transactions per second")?.or(num("THROUGHPUT", "transactions per second")?);
+        let rate =
+            num("TRANSACTION_RATE", "transactions per second")?.or(num("THROUGHPUT", "transactions per second")?);
         net.achieved_rate = rate;
         net.arrivals = Some("back-to-back".into());
         r.rtt_ns = latency(src, &values, elapsed.zip(rate).map(|(e, r)| (e * r).round() as u64))?;
         if r.rtt_ns.is_none() && rate.is_none() {
-            return Err(src.truncated("a transaction rate or latency selectors (MIN_LATENCY, P50_LATENCY, ...) of a netperf RR test"));
+            return Err(src.truncated(
+                "a transaction rate or latency selectors (MIN_LATENCY, P50_LATENCY, ...) of a netperf RR test",
+            ));
         }
     } else {
         let throughput = num("THROUGHPUT", "a throughput")?
             .ok_or_else(|| src.truncated("the throughput of a netperf STREAM test"))?;
         let units = values.get("THROUGHPUT_UNITS").map_or("10^6bits/s", |(_, u)| u.as_str());
         let (line, _) = values.get("THROUGHPUT").expect("read above");
-        let bps = throughput * bits_per_unit(units).ok_or_else(|| src.error(*line, format!("throughput unit \"{units}\": expected 10^Nbits/s or K/M/GBytes/s")))?;
+        let bps = throughput
+            * bits_per_unit(units).ok_or_else(|| {
+                src.error(*line, format!("throughput unit \"{units}\": expected 10^Nbits/s or K/M/GBytes/s"))
+            })?;
         let retransmits = num("LOCAL_TRANSPORT_RETRANS", "a count")?.map(|x| x as u64);
-        r.flows.push(FlowResult { name: format!("netperf {protocol} stream"), throughput_bps: Some(bps), retransmits, ..Default::default() });
+        r.flows.push(FlowResult {
+            name: format!("netperf {protocol} stream"),
+            throughput_bps: Some(bps),
+            retransmits,
+            ..Default::default()
+        });
     }
     r.net = Some(net);
     let mut part = Part::new(r);
@@ -112,7 +132,11 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
 }
 
 /// The classic output: a table whose first row of numbers ends with the rate or throughput.
-fn classic(src: &Source, body: &[&(usize, String)], values: &mut BTreeMap<&'static str, (usize, String)>) -> Result<(), InputError> {
+fn classic(
+    src: &Source,
+    body: &[&(usize, String)],
+    values: &mut BTreeMap<&'static str, (usize, String)>,
+) -> Result<(), InputError> {
     let header = body.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join(" ");
     let row = body.iter().find(|(_, l)| {
         let words: Vec<&str> = l.split_whitespace().collect();
@@ -129,7 +153,15 @@ fn classic(src: &Source, body: &[&(usize, String)], values: &mut BTreeMap<&'stat
         values.insert("THROUGHPUT", (*n, last));
         values.insert("THROUGHPUT_UNITS", (*n, "Trans/s".into()));
     } else {
-        let units = if header.contains("MBytes/sec") { "MBytes/s" } else if header.contains("KBytes/sec") { "KBytes/s" } else if header.contains("10^9bits") { "10^9bits/s" } else { "10^6bits/s" };
+        let units = if header.contains("MBytes/sec") {
+            "MBytes/s"
+        } else if header.contains("KBytes/sec") {
+            "KBytes/s"
+        } else if header.contains("10^9bits") {
+            "10^9bits/s"
+        } else {
+            "10^6bits/s"
+        };
         values.insert("THROUGHPUT", (*n, last));
         values.insert("THROUGHPUT_UNITS", (*n, units.into()));
     }

@@ -20,7 +20,8 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         if let Some(v) = t.strip_prefix("oslat V ") {
             version = Some(v.trim().to_string());
         } else if let Some(rest) = t.strip_prefix("Core:") {
-            let list = rest.split_whitespace().map(|w| number(src, *n, w, "a core number")).collect::<Result<_, _>>()?;
+            let list =
+                rest.split_whitespace().map(|w| number(src, *n, w, "a core number")).collect::<Result<_, _>>()?;
             cores = Some((*n, list));
         } else if let Some((label, rest)) = t.split_once("(us):") {
             let bucket: u64 = number(src, *n, label, "a bucket in microseconds before \"(us):\"")?;
@@ -58,7 +59,14 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
     }
     for (n, _, counts, _) in &rows {
         if counts.len() != cores.len() {
-            return Err(src.error(*n, format!("{} counts: expected {} (one per core of line {core_line}); is the line cut short?", counts.len(), cores.len())));
+            return Err(src.error(
+                *n,
+                format!(
+                    "{} counts: expected {} (one per core of line {core_line}); is the line cut short?",
+                    counts.len(),
+                    cores.len()
+                ),
+            ));
         }
     }
     let [min, avg, max] = stats;

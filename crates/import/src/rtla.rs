@@ -72,7 +72,9 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
     let columns: Vec<(String, u32)> = header
         .iter()
         .map(|c| {
-            let (prefix, cpu) = c.split_once('-').ok_or_else(|| src.error(header_line, format!("column \"{c}\": expected PREFIX-CPU (IRQ-000, Thr-000, CPU-000)")))?;
+            let (prefix, cpu) = c.split_once('-').ok_or_else(|| {
+                src.error(header_line, format!("column \"{c}\": expected PREFIX-CPU (IRQ-000, Thr-000, CPU-000)"))
+            })?;
             Ok((prefix.to_string(), number(src, header_line, cpu, "a CPU number after the column's '-'")?))
         })
         .collect::<Result<_, InputError>>()?;
@@ -86,14 +88,24 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
         }
         let cells = &words[1..];
         if cells.len() != columns.len() {
-            return Err(src.error(*n, format!("{} values: expected {} (one per column of line {header_line}); is the line cut short?", cells.len(), columns.len())));
+            return Err(src.error(
+                *n,
+                format!(
+                    "{} values: expected {} (one per column of line {header_line}); is the line cut short?",
+                    cells.len(),
+                    columns.len()
+                ),
+            ));
         }
-        let parsed = cells.iter().map(|c| number::<u64>(src, *n, c, "a count or a latency")).collect::<Result<Vec<_>, _>>()?;
+        let parsed =
+            cells.iter().map(|c| number::<u64>(src, *n, c, "a count or a latency")).collect::<Result<Vec<_>, _>>()?;
         match first.strip_suffix(':') {
             Some(name @ ("over" | "count" | "min" | "avg" | "max")) => {
                 totals.insert(name, (*n, parsed));
             }
-            Some(other) => return Err(src.error(*n, format!("\"{other}:\": expected a bucket, over:, count:, min:, avg: or max:"))),
+            Some(other) => {
+                return Err(src.error(*n, format!("\"{other}:\": expected a bucket, over:, count:, min:, avg: or max:")))
+            }
             None => {
                 let low: u64 = number(src, *n, first, "the bucket's value in the first column")?;
                 for (b, count) in buckets.iter_mut().zip(parsed) {
@@ -108,18 +120,29 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
         }
     }
     let row = |name: &str, i: usize| totals[name].1[i];
-    let bucket_width = buckets.first().map_or(unit_ns, |b| {
-        b.windows(2).map(|w| w[1].0 - w[0].0).filter(|&d| d > 0).min().unwrap_or(unit_ns)
-    });
+    let bucket_width = buckets
+        .first()
+        .map_or(unit_ns, |b| b.windows(2).map(|w| w[1].0 - w[0].0).filter(|&d| d > 0).min().unwrap_or(unit_ns));
     let mut groups: BTreeMap<Option<&'static str>, Vec<Series>> = BTreeMap::new();
     for (i, (prefix, cpu)) in columns.iter().enumerate() {
         let (count, over) = (row("count", i), row("over", i));
         let sum: u64 = buckets[i].iter().map(|b| b.1).sum();
         if sum + over != count {
             let (line, _) = totals["count"];
-            return Err(src.error(line, format!("column {}: count {count} but its rows and over: add up to {}: expected equal (rows missing?)", header[i], sum + over)));
+            return Err(src.error(
+                line,
+                format!(
+                    "column {}: count {count} but its rows and over: add up to {}: expected equal (rows missing?)",
+                    header[i],
+                    sum + over
+                ),
+            ));
         }
-        let exact = Exact { min: Some(row("min", i) * unit_ns), mean: Some((row("avg", i) * unit_ns) as f64), max: Some(row("max", i) * unit_ns) };
+        let exact = Exact {
+            min: Some(row("min", i) * unit_ns),
+            mean: Some((row("avg", i) * unit_ns) as f64),
+            max: Some(row("max", i) * unit_ns),
+        };
         let bound = buckets[i].last().map_or(0, |b| b.0 + bucket_width);
         let (kept, h) = summary::histogram(&buckets[i], over, bound, exact);
         let series = Series { cpu: *cpu, summary: summary::of_histogram(&h, exact), histogram: Some((kept, h)) };
@@ -142,7 +165,9 @@ fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
         .iter()
         .find(|(_, l)| l.contains("Timer Latency") && l.contains('|'))
         .map(|(n, l)| (*n, l.split('|').skip(1).map(|g| g.trim().to_string()).collect::<Vec<_>>()))
-        .ok_or_else(|| src.truncated("rtla timerlat top's header \"| IRQ Timer Latency (us) | Thread Timer Latency (us)\""))?;
+        .ok_or_else(|| {
+            src.truncated("rtla timerlat top's header \"| IRQ Timer Latency (us) | Thread Timer Latency (us)\"")
+        })?;
     let unit_ns = if groups.iter().any(|g| g.contains("(ns)")) { 1 } else { 1000 };
     let mut per_group: Vec<Vec<Series>> = (0..groups.len()).map(|_| Vec::new()).collect();
     for (n, line) in src.lines.iter().filter(|(n, _)| *n > group_line) {
@@ -150,13 +175,26 @@ fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
         let first: Vec<&str> = fields[0].split_whitespace().collect();
         let Some(cpu) = first.first().and_then(|c| c.parse::<u32>().ok()) else { continue };
         if fields.len() != groups.len() + 1 {
-            return Err(src.error(*n, format!("{} groups of values: expected {} (as the header of line {group_line}); is the line cut short?", fields.len() - 1, groups.len())));
+            return Err(src.error(
+                *n,
+                format!(
+                    "{} groups of values: expected {} (as the header of line {group_line}); is the line cut short?",
+                    fields.len() - 1,
+                    groups.len()
+                ),
+            ));
         }
-        let count: u64 = number(src, *n, first.get(1).map_or("", |c| c.trim_start_matches('#')), "the sample count after '#'")?;
+        let count: u64 =
+            number(src, *n, first.get(1).map_or("", |c| c.trim_start_matches('#')), "the sample count after '#'")?;
         for (g, values) in fields[1..].iter().enumerate() {
-            let v = values.split_whitespace().map(|w| number::<u64>(src, *n, w, "cur min avg max")).collect::<Result<Vec<_>, _>>()?;
+            let v = values
+                .split_whitespace()
+                .map(|w| number::<u64>(src, *n, w, "cur min avg max"))
+                .collect::<Result<Vec<_>, _>>()?;
             let [_, min, avg, max] = v[..] else {
-                return Err(src.error(*n, format!("{} values in group {}: expected 4 (cur min avg max)", v.len(), g + 1)));
+                return Err(
+                    src.error(*n, format!("{} values in group {}: expected 4 (cur min avg max)", v.len(), g + 1))
+                );
             };
             let summary = crate::cyclictest::min_avg_max(count, min * unit_ns, (avg * unit_ns) as f64, max * unit_ns);
             per_group[g].push(Series { cpu, summary, histogram: None });
@@ -184,11 +222,10 @@ fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
 }
 
 fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
-    let (header_line, _) = src
-        .lines
-        .iter()
-        .find(|(_, l)| l.trim_start().starts_with("CPU Period"))
-        .ok_or_else(|| src.truncated("rtla osnoise top's header \"CPU Period Runtime Noise % CPU Aval Max Noise Max Single ...\""))?;
+    let (header_line, _) =
+        src.lines.iter().find(|(_, l)| l.trim_start().starts_with("CPU Period")).ok_or_else(|| {
+            src.truncated("rtla osnoise top's header \"CPU Period Runtime Noise % CPU Aval Max Noise Max Single ...\"")
+        })?;
     let mut series = Vec::new();
     let mut noise_total = 0u64;
     let mut runtime_total = 0u64;
@@ -199,8 +236,10 @@ fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
             return Err(src.error(*n, format!("{} columns: expected CPU, Period, Runtime, Noise, % CPU Aval, Max Noise, Max Single ...; is the line cut short?", words.len())));
         }
         let us = |i: usize, what: &str| number::<f64>(src, *n, words[i], what);
-        let (runtime, noise, max_single) = (us(2, "the runtime in us")?, us(3, "the noise in us")?, us(6, "the max single noise in us")?);
-        let interferences: u64 = words[7..].iter().map(|w| number::<u64>(src, *n, w, "an interference count")).sum::<Result<u64, _>>()?;
+        let (runtime, noise, max_single) =
+            (us(2, "the runtime in us")?, us(3, "the noise in us")?, us(6, "the max single noise in us")?);
+        let interferences: u64 =
+            words[7..].iter().map(|w| number::<u64>(src, *n, w, "an interference count")).sum::<Result<u64, _>>()?;
         runtime_total += (runtime * 1000.0) as u64;
         noise_total += (noise * 1000.0) as u64;
         let mean = if interferences > 0 { noise * 1000.0 / interferences as f64 } else { 0.0 };

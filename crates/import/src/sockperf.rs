@@ -44,7 +44,9 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         } else if t.contains("PORT =") && t.contains('#') {
             protocol = t.rsplit('#').next().map(|p| p.trim().to_lowercase());
         } else if t.starts_with("[Valid Duration]") {
-            s.run_s = field(t, "RunTime=").map(|v| number(src, *n, v.trim_end_matches("sec").trim(), "seconds")).transpose()?;
+            s.run_s = field(t, "RunTime=")
+                .map(|v| number(src, *n, v.trim_end_matches("sec").trim(), "seconds"))
+                .transpose()?;
             s.sent = field(t, "SentMessages=").map(|v| number(src, *n, v, "a count")).transpose()?;
         } else if let Some(rest) = t.strip_prefix("====> avg-") {
             s.half = Some(!rest.starts_with("rtt"));
@@ -59,7 +61,8 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             let w = t.split_whitespace().nth(1).unwrap_or("");
             s.observations = Some(number(src, *n, w, "the number of observations")?);
         } else if let Some(rest) = t.strip_prefix("---> ") {
-            let (key, value) = rest.split_once('=').ok_or_else(|| src.error(*n, "expected \"---> percentile P = VALUE\""))?;
+            let (key, value) =
+                rest.split_once('=').ok_or_else(|| src.error(*n, "expected \"---> percentile P = VALUE\""))?;
             let v: f64 = number(src, *n, value, "microseconds")?;
             let key = key.trim();
             if key.contains("MAX") {
@@ -74,16 +77,19 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         } else if log_header.is_some() && t.chars().next().is_some_and(|c| c.is_ascii_digit()) {
             let cells: Vec<&str> = t.split(',').map(str::trim).collect();
             if cells.len() < 3 {
-                return Err(src.error(*n, "expected \"packet, txTime(sec), rxTime(sec), latency(usec)\"; is the line cut short?"));
+                return Err(src.error(
+                    *n,
+                    "expected \"packet, txTime(sec), rxTime(sec), latency(usec)\"; is the line cut short?",
+                ));
             }
-            log.push((*n, number(src, *n, cells[1], "txTime in seconds")?, number(src, *n, cells[2], "rxTime in seconds")?));
+            log.push((
+                *n,
+                number(src, *n, cells[1], "txTime in seconds")?,
+                number(src, *n, cells[2], "rxTime in seconds")?,
+            ));
         }
     }
-    let rtt = if !log.is_empty() {
-        full_log(src, &log)?
-    } else {
-        percentiles(src, &s)?
-    };
+    let rtt = if !log.is_empty() { full_log(src, &log)? } else { percentiles(src, &s)? };
     let mut r = Results::new("net", s.run_s.map_or(0, |x| (x * 1e9).round() as u64));
     r.rtt_ns = Some(rtt);
     r.net = Some(NetSection {
@@ -131,8 +137,17 @@ fn percentiles(src: &Source, s: &Summary) -> Result<rtvirt_model::stats::Summary
     let (_, mean) = s.mean_us.ok_or_else(|| src.truncated("sockperf's \"====> avg-latency=\" line"))?;
     let count = s.observations.ok_or_else(|| src.truncated("sockperf's \"Total N observations\" line"))?;
     let max = s.max_us.ok_or_else(|| src.truncated("sockperf's \"---> <MAX> observation\" line"))?;
-    let min = s.min_us.ok_or_else(|| src.truncated("sockperf's \"---> <MIN> observation\" line (the last of its percentiles)"))?;
+    let min = s
+        .min_us
+        .ok_or_else(|| src.truncated("sockperf's \"---> <MIN> observation\" line (the last of its percentiles)"))?;
     let k = if s.half == Some(false) { 1.0 } else { 2.0 };
     let known: Vec<(f64, u64)> = s.percentiles.iter().map(|&(q, v)| (q, us_to_ns(v * k))).collect();
-    Ok(summary::of_percentiles(count, us_to_ns(min * k), mean * k * 1000.0, s.sd_us * k * 1000.0, us_to_ns(max * k), &known))
+    Ok(summary::of_percentiles(
+        count,
+        us_to_ns(min * k),
+        mean * k * 1000.0,
+        s.sd_us * k * 1000.0,
+        us_to_ns(max * k),
+        &known,
+    ))
 }

@@ -95,11 +95,8 @@ pub(crate) fn merged(parts: &[(Summary, Option<LatencyHistogram>)]) -> Option<Su
         return None;
     }
     let count: u64 = parts.iter().map(|(s, _)| s.count).sum();
-    let mean = if count == 0 {
-        0.0
-    } else {
-        parts.iter().map(|(s, _)| s.mean * s.count as f64).sum::<f64>() / count as f64
-    };
+    let mean =
+        if count == 0 { 0.0 } else { parts.iter().map(|(s, _)| s.mean * s.count as f64).sum::<f64>() / count as f64 };
     let exact = Exact {
         min: parts.iter().filter(|(s, _)| s.count > 0).map(|(s, _)| s.min).min(),
         mean: Some(mean),

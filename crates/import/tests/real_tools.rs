@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn have(tool: &str) -> bool {
-    let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
+    let found =
+        Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
     if !found {
         eprintln!("{tool} not installed (scripts/setup.sh installs it): skipped");
     }
@@ -56,10 +57,16 @@ fn cyclictest_histograms_keep_every_sample_and_the_tools_own_statistics() {
     }
     let dir = tempfile::tempdir().unwrap();
     for (flag, name) in [("-h", "h.txt"), ("-H", "hh.txt")] {
-        let path = run(dir.path(), name, "cyclictest", &["-m", "-q", "-p", "95", "-i", "200", "-D", "1", "-t", "2", flag, "30"]);
+        let path = run(
+            dir.path(),
+            name,
+            "cyclictest",
+            &["-m", "-q", "-p", "95", "-i", "200", "-D", "1", "-t", "2", flag, "30"],
+        );
         let text = std::fs::read_to_string(&path).unwrap();
         let r = only(&path, None);
-        let (totals, overflows, maxes) = (hash_line(&text, "Total"), hash_line(&text, "Histogram Overflows"), hash_line(&text, "Max Latencies"));
+        let (totals, overflows, maxes) =
+            (hash_line(&text, "Total"), hash_line(&text, "Histogram Overflows"), hash_line(&text, "Max Latencies"));
         assert_eq!(r.kind, "timer");
         assert_eq!(r.cpus.len(), 2, "{name}: one entry per thread");
         for (t, cpu) in r.cpus.iter().enumerate() {
@@ -79,13 +86,22 @@ fn cyclictest_histograms_keep_every_sample_and_the_tools_own_statistics() {
         // cut inside the summary: the error names the file, the line after the last and what is missing
         let cut = truncated(&path, text.lines().position(|l| l.starts_with("# Avg")).unwrap(), &format!("cut-{name}"));
         let e = import_file(&cut, None).unwrap_err().to_string();
-        assert!(e.contains(&format!("cut-{name}")) && e.contains("line ") && e.contains("expected the \"# Avg Latencies:\""), "{e}");
+        assert!(
+            e.contains(&format!("cut-{name}"))
+                && e.contains("line ")
+                && e.contains("expected the \"# Avg Latencies:\""),
+            "{e}"
+        );
         // a row cut in the middle
         let broken = text.replacen("000010 ", "000010 12x", 1);
         let bad = dir.path().join(format!("bad-{name}"));
         std::fs::write(&bad, broken).unwrap();
         let e = import_file(&bad, None).unwrap_err();
-        assert_eq!(e.at.line_col.map(|l| l.0), Some(text.lines().position(|l| l.starts_with("000010")).unwrap() + 1), "{e}");
+        assert_eq!(
+            e.at.line_col.map(|l| l.0),
+            Some(text.lines().position(|l| l.starts_with("000010")).unwrap() + 1),
+            "{e}"
+        );
     }
 }
 
@@ -95,7 +111,12 @@ fn cyclictest_json_keeps_version_command_line_kernel_and_cpus() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    run(dir.path(), "out.txt", "cyclictest", &["-m", "-q", "-p", "95", "-i", "200", "-D", "1", "-t", "2", "-a", "0-1", "-h", "25", "--json=ct.json"]);
+    run(
+        dir.path(),
+        "out.txt",
+        "cyclictest",
+        &["-m", "-q", "-p", "95", "-i", "200", "-D", "1", "-t", "2", "-a", "0-1", "-h", "25", "--json=ct.json"],
+    );
     let path = dir.path().join("ct.json");
     let raw: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let r = only(&path, None);
@@ -157,9 +178,13 @@ fn oslat_buckets_and_statistics() {
         .sum();
     let s = r.latency_ns.as_ref().unwrap();
     assert_eq!(s.count, counts);
-    let max: u64 = text.lines().find(|l| l.contains("Maximum:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let max: u64 =
+        text.lines().find(|l| l.contains("Maximum:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     assert_eq!(s.max, max * 1000);
-    assert_eq!(r.environment.as_ref().unwrap().tool_version.as_deref(), text.lines().next().unwrap().strip_prefix("oslat V "));
+    assert_eq!(
+        r.environment.as_ref().unwrap().tool_version.as_deref(),
+        text.lines().next().unwrap().strip_prefix("oslat V ")
+    );
     let cut = truncated(&path, text.lines().position(|l| l.contains("Average:")).unwrap(), "cut.txt");
     let e = import_file(&cut, Some(Tool::Oslat)).unwrap_err().to_string();
     assert!(e.contains("cut.txt:line ") && e.contains("expected oslat's \"Average:\""), "{e}");
@@ -201,15 +226,45 @@ fn sockperf_ping_pong_percentiles_and_under_load_full_log() {
     let text = std::fs::read_to_string(&path).unwrap();
     let r = only(&path, None);
     let s = r.rtt_ns.as_ref().unwrap();
-    let p50: f64 = text.lines().find(|l| l.contains("percentile 50.000")).unwrap().rsplit('=').next().unwrap().trim().parse().unwrap();
+    let p50: f64 = text
+        .lines()
+        .find(|l| l.contains("percentile 50.000"))
+        .unwrap()
+        .rsplit('=')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(s.p50, (p50 * 2000.0).round() as u64, "half round trips doubled");
     assert_eq!(r.net.as_ref().unwrap().arrivals.as_deref(), Some("back-to-back"));
     assert!(r.environment.as_ref().unwrap().tool_version.is_some());
     let log = dir.path().join("full.csv");
-    run(dir.path(), "ul.txt", "sockperf", &["under-load", "-i", "127.0.0.1", "-p", &port, "-t", "1", "--mps", "1000", "--full-log", log.to_str().unwrap()]);
+    run(
+        dir.path(),
+        "ul.txt",
+        "sockperf",
+        &[
+            "under-load",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--mps",
+            "1000",
+            "--full-log",
+            log.to_str().unwrap(),
+        ],
+    );
     let r = only(&log, None);
     let s = r.rtt_ns.as_ref().unwrap();
-    let packets = std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()) && l.contains(',')).count();
+    let packets = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()) && l.contains(','))
+        .count();
     assert_eq!(s.count, packets as u64, "one round trip per logged packet");
     assert!(r.environment.as_ref().unwrap().tool_command_line.as_deref().unwrap().contains("--mps=1000"));
     assert_eq!(r.net.as_ref().unwrap().arrivals.as_deref(), Some("under-load 1000/s"));
@@ -224,7 +279,12 @@ fn iperf3_json_throughput_and_errors() {
         return;
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let mut server = Command::new("iperf3").args(["-s", "-1", "-p", &port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut server = Command::new("iperf3")
+        .args(["-s", "-1", "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let dir = tempfile::tempdir().unwrap();
     let path = run(dir.path(), "ip.json", "iperf3", &["-c", "127.0.0.1", "-p", &port, "-t", "1", "--json"]);

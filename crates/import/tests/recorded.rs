@@ -99,15 +99,21 @@ fn bad_and_truncated_files_are_located() {
     assert_eq!(e, "t.txt:line 31, column 1: the file ends here: expected the \"over:\" line after rtla's histogram (is the file cut short?)");
     // a row cut in the middle
     let row = text.lines().position(|l| l.starts_with("12 ")).unwrap();
-    let broken: String =
-        text.lines().enumerate().map(|(i, l)| if i == row { format!("{}\n", &l[..30]) } else { format!("{l}\n") }).collect();
+    let broken: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == row { format!("{}\n", &l[..30]) } else { format!("{l}\n") })
+        .collect();
     let e = import_text(p, &broken, None).unwrap_err().to_string();
     assert!(e.starts_with(&format!("t.txt:line {}, column 1: 2 values: expected 10", row + 1)), "{e}");
     // netperf: header without its values
     let csv = std::fs::read_to_string(sample("netperf-udp-rr-csv.txt")).unwrap();
     let cut: String = csv.lines().take(2).map(|l| format!("{l}\n")).collect();
     let e = import_text(p, &cut, None).unwrap_err().to_string();
-    assert!(e.contains("line 3") && e.contains("expected the line of values under netperf's CSV header of line 2"), "{e}");
+    assert!(
+        e.contains("line 3") && e.contains("expected the line of values under netperf's CSV header of line 2"),
+        "{e}"
+    );
     // an unknown text
     let e = import_text(p, "hello\n", None).unwrap_err().to_string();
     assert!(e.starts_with("t.txt:line 1, column 1: not an output rtvirt recognises") && e.contains("--tool"), "{e}");

@@ -64,11 +64,9 @@ impl Nanos {
         if num.is_empty() {
             return Err(format!("\"{text}\" is not a duration (expected a number followed by a unit, e.g. \"10ms\")"));
         }
-        let scale = UNITS
-            .iter()
-            .find(|(u, _)| *u == unit)
-            .map(|(_, k)| *k)
-            .ok_or_else(|| format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s, min, h or d)"))?;
+        let scale = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, k)| *k).ok_or_else(|| {
+            format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s, min, h or d)")
+        })?;
         parse_scaled(num, scale)
             .ok_or_else(|| format!("\"{text}\" is not a valid duration (number too large or malformed)"))
     }

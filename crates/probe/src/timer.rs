@@ -445,18 +445,16 @@ pub fn reservation_of(r: &Reservation) -> rtvirt_model::results::Reservation {
 pub const CYCLICTEST_HISTOGRAM_ROWS: u64 = 100_000;
 
 /// Write per-CPU histograms in cyclictest's `--histogram` output format (1 us bins, one column per
-/// thread, then Total/Min/Avg/Max/Overflows lines).
+/// thread, then Total/Min/Avg/Max/Overflows lines): `rows` rows as cyclictest's `-h rows`, or
+/// (None) as many as the largest sample needs, at most [`CYCLICTEST_HISTOGRAM_ROWS`].
 pub fn write_cyclictest_histogram(
     out: &mut dyn std::io::Write,
     per_cpu: &[(u32, LatencyHistogram)],
+    rows: Option<u64>,
 ) -> std::io::Result<()> {
-    let rows = per_cpu
-        .iter()
-        .filter_map(|(_, h)| h.max())
-        .map(|m| m / 1000 + 1)
-        .max()
-        .unwrap_or(1)
-        .min(CYCLICTEST_HISTOGRAM_ROWS);
+    let rows =
+        rows.unwrap_or_else(|| per_cpu.iter().filter_map(|(_, h)| h.max()).map(|m| m / 1000 + 1).max().unwrap_or(1));
+    let rows = rows.clamp(1, CYCLICTEST_HISTOGRAM_ROWS);
     let bins: Vec<(Vec<u64>, u64)> = per_cpu
         .iter()
         .map(|(_, h)| {
@@ -482,7 +480,13 @@ pub fn write_cyclictest_histogram(
     writeln!(
         out,
         "# Total: {}",
-        per_cpu.iter().map(|(_, h)| format!("{:09}", h.count())).collect::<Vec<_>>().join(" ")
+        // as cyclictest: the samples in the rows (overflows are counted apart)
+        per_cpu
+            .iter()
+            .zip(&bins)
+            .map(|((_, h), (_, overflow))| format!("{:09}", h.count() - overflow))
+            .collect::<Vec<_>>()
+            .join(" ")
     )?;
     writeln!(out, "# Min Latencies: {}", line(&|h| h.min().unwrap_or(0) / 1000))?;
     writeln!(out, "# Avg Latencies: {}", line(&|h| (h.mean() / 1000.0).round() as u64))?;
@@ -579,7 +583,7 @@ mod tests {
             h.record(v);
         }
         let mut out = Vec::new();
-        write_cyclictest_histogram(&mut out, &[(1, h)]).unwrap();
+        write_cyclictest_histogram(&mut out, &[(1, h.clone())], None).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.starts_with("# Histogram\n000000 000000\n000001 000002\n000002 000000\n000003 000001\n"),
@@ -587,5 +591,11 @@ mod tests {
         );
         assert!(text.contains("# Total: 000000003"));
         assert!(text.contains("# Max Latencies: 00003"));
+        // cyclictest's -h 2: two rows, the 3.2 us sample an overflow, left out of the total
+        let mut out = Vec::new();
+        write_cyclictest_histogram(&mut out, &[(1, h)], Some(2)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("# Histogram\n000000 000000\n000001 000002\n# Total: 000000002\n"), "{text}");
+        assert!(text.contains("# Histogram Overflows: 00001"), "{text}");
     }
 }

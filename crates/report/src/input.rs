@@ -1,6 +1,8 @@
 //! Loading the documents a report is made of: `rtvirt.results/v1` and `rtvirt.plan/v1` JSON
 //! files, told apart by their `schema` field, each with the name it is shown under; a file may
-//! also hold a JSON array of results documents (the `--in vm` / `vm matrix` output).
+//! also hold a JSON array of results documents (the `--in vm` / `vm matrix` output), or be the
+//! output of another tool (cyclictest, rtla, oslat, sockperf, netperf, iperf3), recognised and
+//! read by `rtvirt_import`.
 //!
 //! Memory stays proportional to what the report draws, not to the JSON tree of the input:
 //! - a JSON array is streamed from the file (`serde_json::Deserializer::from_reader` over the
@@ -116,6 +118,9 @@ pub fn load_labelled(paths: &[PathBuf], labels: &[String]) -> Result<Vec<Input>,
 /// numbers of each results document are checked ([`crate::check`]).
 pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
     let mut reader = rtvirt_model::input::open(path, InputKind::Results)?;
+    if is_other_tools_output(&mut reader, path)? {
+        return imported(path, &rtvirt_model::input::read_rest(reader, path, InputKind::Results)?);
+    }
     let (inputs, array) = if starts_an_array(&mut reader, path)? {
         (load_array(path, reader)?, true)
     } else {
@@ -134,6 +139,30 @@ pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
 /// `intervals` (see [`crate::extract::intervals`]).
 pub fn load_input(path: &Path) -> Result<Input, InputError> {
     input_of(path, &rtvirt_model::input::read_text(path, InputKind::Results)?)
+}
+
+/// Whether the file is another tool's output rather than rtvirt JSON, judged by its first
+/// buffer (nothing is consumed): text that is not JSON, or JSON that `rtvirt_import` recognises
+/// (cyclictest or iperf3 `--json`).
+fn is_other_tools_output(reader: &mut BufReader<Limited>, path: &Path) -> Result<bool, InputError> {
+    let head = reader.fill_buf().map_err(|e| InputError::new(format!("cannot read results: {e}")).in_file(path))?;
+    let head = String::from_utf8_lossy(head);
+    let json = head.trim_start().is_empty() || head.trim_start().starts_with(['{', '[']);
+    Ok(!json || rtvirt_import::detect(&head).is_some())
+}
+
+/// Another tool's output as results documents: named by the file stem, or by their labels
+/// ("rtla-timerlat IRQ", ...) when the file gives several.
+fn imported(path: &Path, text: &str) -> Result<Vec<Input>, InputError> {
+    let docs = rtvirt_import::import_text(path, text, None)?;
+    let several = docs.len() > 1;
+    docs.into_iter()
+        .map(|r| {
+            crate::check::results(&r, "").map_err(|e| e.in_file(path))?;
+            let name = if several { r.label.clone().unwrap_or_else(|| file_stem(path)) } else { file_stem(path) };
+            Ok(Input { name, path: path.to_path_buf(), doc: Document::Results(Box::new(r)), intervals: None })
+        })
+        .collect()
 }
 
 /// Whether the first byte that is not white space is `[` (nothing is consumed).

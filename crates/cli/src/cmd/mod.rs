@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod host;
+pub mod import;
 pub mod load;
 pub mod measure;
 pub mod plan;

@@ -33,40 +33,106 @@ pub enum What {
 
 #[derive(Args)]
 #[command(
+    disable_help_flag = true,
     after_help = "Latency = actual wake-up - programmed time (CLOCK_MONOTONIC, absolute clock_nanosleep). A wake-up \
 that comes after further activations were due counts each of them as a sample with its own lateness (missed_periods). \
 Memory is locked and /dev/cpu_dma_latency held at 0 during the run; every setting is restored.
 
+cyclictest's options mean what they mean there: -p 95, -i 200 (a bare number is microseconds), -D 60 (a bare number \
+is seconds; 1m, 1h, 1d too), -a 0-7:2 (the CPUs, one measuring thread each), -t N (the first N of them), -h 400 (a \
+cyclictest histogram of 400 1-us rows on stdout), -m (memory is always locked) and -q are accepted. -h is the \
+histogram, as in cyclictest: help is --help.
+
 Examples:
-  rtvirt measure timer --cpus 1 --duration 60s --histogram hist.txt
+  rtvirt measure timer -p 95 -i 200 -D 10 -h 400 > hist.txt
+  rtvirt measure timer --cpus 1 --duration 60s --histogram-file hist.txt
   rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
   rtvirt measure timer --in container --interval-report 1s --format json"
 )]
 pub struct TimerArgs {
-    /// CPUs to measure on, one thread each (default: every CPU this process may use).
-    #[arg(long)]
+    /// CPUs to measure on, one thread each, e.g. 1-3 or 0-7:2 (default: every CPU this process
+    /// may use). -a without a list: every CPU.
+    #[arg(short = 'a', long, visible_alias = "affinity", num_args = 0..=1, default_missing_value = "")]
     pub cpus: Option<String>,
-    /// Wake-up period.
-    #[arg(long, value_parser = parse_nanos, default_value = "1ms")]
+    /// Measure with the first N of --cpus only (cyclictest's -t; one thread per CPU).
+    #[arg(short = 't', long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    pub threads: Option<usize>,
+    /// Wake-up period; a bare number is microseconds (cyclictest's -i).
+    #[arg(short = 'i', long, value_parser = parse_microseconds, default_value = "1ms")]
     pub interval: Nanos,
     /// Real-time priority for fifo/rr (1..98; 99 needs --force).
-    #[arg(long, default_value_t = 90)]
+    #[arg(short = 'p', long, default_value_t = 90)]
     pub priority: u32,
     /// Scheduling policy of the measuring threads (deadline: SCHED_DEADLINE as cyclicdeadline,
     /// runtime = interval/10, deadline = period = interval, each CPU in its own exclusive cpuset).
     #[arg(long, value_parser = parse_policy, default_value = "fifo")]
     pub policy: Policy,
-    /// How long to measure.
-    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    /// How long to measure; a bare number is seconds, m/h/d minutes, hours, days (cyclictest's -D).
+    #[arg(short = 'D', long, value_parser = parse_seconds, default_value = "10s")]
     pub duration: Nanos,
-    /// Also write a cyclictest-compatible histogram (1 us bins, one column per CPU) to FILE.
+    /// cyclictest's -h N: print a cyclictest histogram of N rows of 1 us (later samples are its
+    /// overflows) instead of the table. A value that is not a number is a file to write the
+    /// histogram to (as --histogram-file).
+    #[arg(short = 'h', long, value_name = "N", value_parser = parse_histogram)]
+    pub histogram: Option<HistogramOption>,
+    /// Also write a cyclictest-compatible histogram (1 us rows, one column per CPU) to FILE.
     #[arg(long, value_name = "FILE")]
-    pub histogram: Option<PathBuf>,
+    pub histogram_file: Option<PathBuf>,
     /// Stream per-interval statistics as JSON lines on stdout (stalled threads are flagged).
     #[arg(long, value_parser = parse_nanos, value_name = "D")]
     pub interval_report: Option<Nanos>,
+    /// Accepted for cyclictest's sake: memory is always locked.
+    #[arg(short = 'm', long = "mlockall")]
+    pub lock_memory: bool,
+    /// No progress note on stderr (cyclictest's -q; results are printed once, at the end).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `-h N` (rows of a cyclictest histogram on stdout) or `--histogram FILE` (written there).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistogramOption {
+    Rows(u64),
+    File(PathBuf),
+}
+
+fn parse_histogram(s: &str) -> Result<HistogramOption, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("0 rows: expected a number of 1-us rows of at least 1 (cyclictest's -h N)".into()),
+        Ok(n) => Ok(HistogramOption::Rows(n)),
+        Err(_) => Ok(HistogramOption::File(PathBuf::from(s))),
+    }
+}
+
+/// A duration; a bare number is microseconds (cyclictest's `-i`).
+pub fn parse_microseconds(s: &str) -> Result<Nanos, String> {
+    bare_number(s, "us")
+}
+
+/// A duration; a bare number is seconds, and `m` is minutes (cyclictest's `-D`).
+pub fn parse_seconds(s: &str) -> Result<Nanos, String> {
+    let t = s.trim();
+    match t.strip_suffix('m') {
+        Some(minutes) if !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
+            Nanos::parse(&format!("{minutes}min"))
+        }
+        _ => bare_number(t, "s"),
+    }
+}
+
+/// `s` as a duration, a bare number taken in `unit`.
+fn bare_number(s: &str, unit: &str) -> Result<Nanos, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        Nanos::parse(&format!("{t}{unit}"))
+    } else {
+        Nanos::parse(t)
+    }
 }
 
 #[derive(Subcommand)]

@@ -13,7 +13,13 @@ pub fn progress(duration: Nanos, what: &str) {
     }
 }
 
-/// Print results: JSON (compact when it follows JSON lines), or a table of summaries.
+/// Nanoseconds as microseconds with one decimal, as people read latencies ("17.3").
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+/// Print results: JSON (compact when it follows JSON lines, nanoseconds), or a table of
+/// summaries in microseconds.
 pub fn output(
     r: &Results,
     format: Format,
@@ -26,25 +32,25 @@ pub fn output(
         Format::Json if lines => println!("{}", serde_json::to_string(r)?),
         Format::Json => print_json(r)?,
         Format::Table => {
-            println!("{title} (ns)");
+            println!("{title} (us)");
             let header = ["", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
             let mut table = Table::new(&header, 1);
             for (name, s) in rows {
                 let pct = |key: &str, v: u64| {
-                    format!("{v}{}", if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" })
+                    format!("{}{}", us(v as f64), if s.low_confidence.iter().any(|k| k == key) { "*" } else { "" })
                 };
                 table.row([
                     name.clone(),
                     s.count.to_string(),
-                    s.min.to_string(),
-                    format!("{:.0}", s.mean),
-                    format!("{:.0}", s.sd),
+                    us(s.min as f64),
+                    us(s.mean),
+                    us(s.sd),
                     pct("p50", s.p50),
                     pct("p90", s.p90),
                     pct("p99", s.p99),
                     pct("p999", s.p999),
                     pct("p9999", s.p9999),
-                    s.max.to_string(),
+                    us(s.max as f64),
                 ]);
             }
             table.print();

@@ -1,6 +1,6 @@
 //! `rtvirt measure timer`: timer wake-up latency per CPU.
 
-use super::args::TimerArgs;
+use super::args::{HistogramOption, TimerArgs};
 use super::output::{output, progress};
 use crate::cli_common::{CmdResult, Outcome};
 use crate::placement::command_line::CommandLine;
@@ -22,7 +22,7 @@ struct Timer {
 
 pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     let config = timer::TimerConfig {
-        cpus: cpus::resolve("--cpus", args.cpus.as_deref())?,
+        cpus: measured_cpus(&args)?,
         interval: args.interval,
         priority: args.priority,
         policy: args.policy,
@@ -31,10 +31,46 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         force: args.common.force,
     };
     config.validate()?;
-    if let Some(path) = &args.histogram {
-        crate::output_file::check("--histogram", path, &[])?;
+    if let Some(path) = histogram_file(&args) {
+        crate::output_file::check("--histogram-file", path, &[])?;
     }
     drive(Timer { args, config, histograms: Vec::new() }, line)
+}
+
+/// `--cpus` (empty, as `-a` alone gives: every CPU), cut to the first `--threads` N.
+fn measured_cpus(args: &TimerArgs) -> anyhow::Result<Vec<u32>> {
+    let list = args.cpus.as_deref().filter(|c| !c.trim().is_empty());
+    let mut cpus = cpus::resolve("--cpus", list)?;
+    match args.threads {
+        None | Some(0) => {}
+        Some(n) if n <= cpus.len() => cpus.truncate(n),
+        Some(n) => {
+            let message = format!(
+                "{n}: expected at most {} (one measuring thread per CPU of --cpus {}; cyclictest's several \
+                 threads on one CPU are not measured)",
+                cpus.len(),
+                cpus::format_list(&cpus)
+            );
+            return Err(rtvirt_model::InputError::field("--threads", message).into());
+        }
+    }
+    Ok(cpus)
+}
+
+/// The file the cyclictest histogram goes to: `--histogram-file`, or `--histogram FILE`.
+fn histogram_file(args: &TimerArgs) -> Option<&std::path::PathBuf> {
+    match &args.histogram {
+        Some(HistogramOption::File(path)) => Some(path),
+        _ => args.histogram_file.as_ref(),
+    }
+}
+
+/// The rows of `-h N` (cyclictest's histogram size), if given.
+fn histogram_rows(args: &TimerArgs) -> Option<u64> {
+    match &args.histogram {
+        Some(HistogramOption::Rows(n)) => Some(*n),
+        _ => None,
+    }
 }
 
 impl Measurement for Timer {
@@ -52,15 +88,17 @@ impl Measurement for Timer {
 
     fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {
         let a = &self.args;
-        progress(
-            a.duration,
-            &format!(
-                "measuring timer latency on CPU(s) {} ({} every {})",
-                cpus::format_list(&self.config.cpus),
-                a.policy.as_str(),
-                a.interval
-            ),
-        );
+        if !a.quiet {
+            progress(
+                a.duration,
+                &format!(
+                    "measuring timer latency on CPU(s) {} ({} every {})",
+                    cpus::format_list(&self.config.cpus),
+                    a.policy.as_str(),
+                    a.interval
+                ),
+            );
+        }
         let run = timer::run_with_reports(&self.config, &mut |rep| {
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(rep).unwrap_or_default());
@@ -70,6 +108,15 @@ impl Measurement for Timer {
     }
 
     fn report(&self, results: &Results) -> CmdResult {
+        let rows = histogram_rows(&self.args);
+        if rows.is_some() && self.args.common.format == crate::cli_common::Format::Table {
+            // cyclictest -h N prints its histogram on stdout: so does this, for the same scripts
+            timer::write_cyclictest_histogram(&mut std::io::stdout().lock(), &self.histograms, rows)?;
+            if let Some(path) = histogram_file(&self.args) {
+                self.write_histogram(path)?;
+            }
+            return Ok(Outcome::Ok);
+        }
         let mut rows: Vec<(String, &Summary)> =
             results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
         if let Some(all) = &results.latency_ns {
@@ -79,7 +126,7 @@ impl Measurement for Timer {
         let footer = format!("missed periods: {}", missed.map_or("null".into(), |m| m.to_string()));
         let lines = self.args.interval_report.is_some();
         output(results, self.args.common.format, lines, "timer latency", &rows, &footer)?;
-        if let Some(path) = &self.args.histogram {
+        if let Some(path) = histogram_file(&self.args) {
             self.write_histogram(path)?;
         }
         Ok(Outcome::Ok)
@@ -94,14 +141,14 @@ impl Timer {
         use std::io::Write;
         let written = std::fs::File::create(path).and_then(|f| {
             let mut out = std::io::BufWriter::new(f);
-            timer::write_cyclictest_histogram(&mut out, &self.histograms)?;
+            timer::write_cyclictest_histogram(&mut out, &self.histograms, histogram_rows(&self.args))?;
             out.into_inner().map_err(|e| e.into_error())?.sync_all()
         });
         if let Err(e) = written {
             if self.args.common.format != crate::cli_common::Format::Json {
                 println!("histogram (cyclictest format; {} could not be written):", path.display());
                 let mut stdout = std::io::stdout().lock();
-                timer::write_cyclictest_histogram(&mut stdout, &self.histograms)?;
+                timer::write_cyclictest_histogram(&mut stdout, &self.histograms, histogram_rows(&self.args))?;
                 stdout.flush()?;
             }
             return Err(e)
