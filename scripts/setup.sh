@@ -26,9 +26,10 @@ done
 
 # Debian packages the tests use (real tools, real QEMU, real browser). One per line: package.
 APT_PACKAGES=(
-    rt-tests        # cyclictest, side-by-side timer check
+    rt-tests        # cyclictest, cyclicdeadline, oslat: side-by-side timer check, importer tests
     sockperf        # side-by-side net RR check
-    iperf3
+    iperf3          # importer tests (netperf: no package in Debian's main repositories; its importer
+                    # is tested on recorded outputs, crates/import/tests/samples)
     stress-ng
     iproute2        # ip netns / veth / bridge for containers
     procps

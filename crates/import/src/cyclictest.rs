@@ -113,6 +113,12 @@ fn last_status(src: &Source) -> Result<BTreeMap<u32, Status>, InputError> {
     Ok(threads)
 }
 
+/// The run's length as the status lines tell it: cycles x interval of the longest thread (0
+/// when they do not say).
+fn status_duration(status: &BTreeMap<u32, Status>) -> u64 {
+    status.values().filter_map(|s| Some(s.cycles * s.interval_us? * US)).max().unwrap_or(0)
+}
+
 fn timer_section(status: &BTreeMap<u32, Status>) -> Option<TimerSection> {
     let first = status.values().next()?;
     Some(TimerSection {
@@ -139,7 +145,7 @@ fn status_lines(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
             histogram: None,
         })
         .collect();
-    let mut r = summary::per_cpu("timer", 0, series);
+    let mut r = summary::per_cpu("timer", status_duration(&status), series);
     r.timer = timer_section(&status);
     if tool == "cyclicdeadline" {
         r.timer.get_or_insert_with(Default::default).policy = Some("deadline".into());
@@ -176,8 +182,13 @@ fn summary_line(src: &Source, name: &str) -> Result<Option<(usize, Vec<u64>)>, I
 
 fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
     let mut rows: Vec<(usize, Vec<u64>)> = Vec::new();
-    for (n, line) in &src.lines {
-        if line.is_empty() || line.starts_with('#') || line.contains("T:") {
+    // the rows follow "# Histogram" up to the first "#" line (status lines may come before)
+    let start = src.lines.iter().position(|(_, l)| l.starts_with("# Histogram")).map_or(0, |i| i + 1);
+    for (n, line) in &src.lines[start..] {
+        if line.starts_with('#') {
+            break;
+        }
+        if line.is_empty() || (start == 0 && !line.starts_with(|c: char| c.is_ascii_digit())) {
             continue;
         }
         let words: Vec<u64> = line
@@ -235,10 +246,13 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
             Ok(Series { cpu: t as u32, summary: summary::of_histogram(&h, exact), histogram: Some((kept, h)) })
         })
         .collect::<Result<Vec<_>, InputError>>()?;
-    let mut r = summary::per_cpu("timer", 0, series);
-    r.timer = timer_section(&last_status(src)?);
+    let status = last_status(src)?;
+    let mut r = summary::per_cpu("timer", status_duration(&status), series);
+    r.timer = timer_section(&status);
     r.environment = Some(Environment { warning: Some(thread_warning("cyclictest")), ..Default::default() });
-    Ok(vec![Part::new(r)])
+    let mut part = Part::new(r);
+    part.version = version_line(src);
+    Ok(vec![part])
 }
 
 /// rt-tests' `--json` file (cyclictest, cyclicdeadline). Some versions write `"cmdline:"` and

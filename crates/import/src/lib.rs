@@ -109,10 +109,13 @@ pub fn detect(text: &str) -> Option<Tool> {
         Some(Tool::Sockperf)
     } else if has("TEST from ") || has("THROUGHPUT=") || has("Latency Microseconds") {
         Some(Tool::Netperf)
-    } else if has("# Histogram") || cyclictest::looks_like_histogram(&head) {
-        Some(Tool::Cyclictest)
     } else if has("deadline thread") || has("interval: ") && has("T: 0") {
         Some(Tool::Cyclicdeadline)
+    } else if cyclictest::looks_like_histogram(&head)
+        || ["# Histogram", "# Max Latencies:", "policy: fifo", "policy: other"].iter().any(|m| text.contains(m))
+        || (has("T: 0 (") && has("Max:"))
+    {
+        Some(Tool::Cyclictest)
     } else {
         None
     }

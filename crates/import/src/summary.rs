@@ -122,27 +122,6 @@ pub(crate) fn merged(parts: &[(Summary, Option<LatencyHistogram>)]) -> Option<Su
     Some(s)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overflows_sit_at_their_bound_and_the_maximum_is_exact() {
-        let exact = Exact { min: Some(1000), mean: Some(5000.0), max: Some(90_000) };
-        let (kept, h) = histogram(&[(1000, 8), (2000, 1), (3000, 0)], 3, 40_000, exact);
-        assert_eq!(kept, [(1000, 8), (2000, 1), (40_000, 2), (90_000, 1)]);
-        let s = of_histogram(&h, exact);
-        assert_eq!((s.count, s.min, s.max, s.mean), (12, 1000, 90_000, 5000.0));
-    }
-
-    #[test]
-    fn missing_percentiles_take_the_next_one_as_a_bound() {
-        let s = of_percentiles(1000, 10, 20.0, 1.0, 500, &[(0.5, 20), (0.9, 30), (0.99, 40)]);
-        assert_eq!((s.p50, s.p75, s.p90, s.p95, s.p99, s.p999, s.p9999), (20, 30, 30, 40, 40, 500, 500));
-        assert_eq!(s.low_confidence, ["p75", "p95", "p999", "p9999"]);
-    }
-}
-
 /// One CPU's (or thread's) latency as imported.
 pub(crate) struct Series {
     pub cpu: u32,
@@ -178,4 +157,25 @@ pub(crate) fn per_cpu(kind: &str, duration_ns: u64, series: Vec<Series>) -> rtvi
         })
         .collect();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflows_sit_at_their_bound_and_the_maximum_is_exact() {
+        let exact = Exact { min: Some(1000), mean: Some(5000.0), max: Some(90_000) };
+        let (kept, h) = histogram(&[(1000, 8), (2000, 1), (3000, 0)], 3, 40_000, exact);
+        assert_eq!(kept, [(1000, 8), (2000, 1), (40_000, 2), (90_000, 1)]);
+        let s = of_histogram(&h, exact);
+        assert_eq!((s.count, s.min, s.max, s.mean), (12, 1000, 90_000, 5000.0));
+    }
+
+    #[test]
+    fn missing_percentiles_take_the_next_one_as_a_bound() {
+        let s = of_percentiles(1000, 10, 20.0, 1.0, 500, &[(0.5, 20), (0.9, 30), (0.99, 40)]);
+        assert_eq!((s.p50, s.p75, s.p90, s.p95, s.p99, s.p999, s.p9999), (20, 30, 30, 40, 40, 500, 500));
+        assert_eq!(s.low_confidence, ["p75", "p95", "p999", "p9999"]);
+    }
 }

@@ -28,9 +28,10 @@ pub struct GuestOpts {
     /// Guest memory in MiB (locked with -overcommit mem-lock=on).
     #[arg(long, default_value_t = 512)]
     pub memory: u32,
-    /// Pin vCPU i to the i-th host CPU of this list (e.g. "1" or "1,2").
-    #[arg(long, value_delimiter = ',')]
-    pub pin: Vec<usize>,
+    /// Pin vCPU i to the i-th host CPU of this list (e.g. "1", "1,2", "2-5" or "0-7:2"; parts
+    /// in the order given).
+    #[arg(long, value_parser = parse_pin, default_value = "")]
+    pub pin: PinCpus,
     /// Guest name (QEMU -name, /run/rtvirt/vm/<name>/).
     #[arg(long, default_value = "rtvirt-guest")]
     pub name: String,
@@ -96,7 +97,7 @@ fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConf
     let mut c = GuestConfig::new(name, accel, to_duration(o.timeout));
     c.vcpus = o.vcpus;
     c.memory_mib = o.memory;
-    c.pin = o.pin.clone();
+    c.pin = o.pin.0.clone();
     c.boot_timeout = to_duration(o.boot_timeout);
     c.progress = Some(|line| eprintln!("vm: {line}"));
     c
@@ -407,5 +408,29 @@ fn summary_cells(r: &Results) -> Vec<String> {
             note(format!("jobs {} misses {} DSR {:.4}", count(x.jobs), count(x.misses), x.dsr.unwrap_or(f64::NAN)))
         }
         None => note("(no latency summary; use --format json)".into()),
+    }
+}
+
+/// `--pin`'s host CPUs, in the order given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PinCpus(pub Vec<usize>);
+
+/// A CPU list for `--pin`: each comma-separated part in the kernel's list format (`3`, `2-5`,
+/// `0-7:2`, read by rtvirt-os's `CpuList`), the parts kept in the order given.
+fn parse_pin(text: &str) -> Result<PinCpus, String> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        cpus.extend(rtvirt_os::CpuList::parse(part)?.iter().map(|c| c as usize));
+    }
+    Ok(PinCpus(cpus))
+}
+
+#[cfg(test)]
+mod pin_tests {
+    #[test]
+    fn pin_takes_ranges_and_strides_in_the_order_given() {
+        assert_eq!(super::parse_pin("3,1").unwrap().0, [3, 1]);
+        assert_eq!(super::parse_pin("0-7:2,1").unwrap().0, [0, 2, 4, 6, 1]);
+        assert!(super::parse_pin("x").is_err());
     }
 }

@@ -201,15 +201,24 @@ pub struct ClientArgs {
     pub connect: std::net::SocketAddr,
     #[command(flatten)]
     pub proto: Proto,
-    /// Request (= response) size in bytes, at least 32.
-    #[arg(long, default_value_t = 64)]
+    /// The server's address only, its port kept from --connect (sockperf's -i, netperf's -H).
+    #[arg(short = 'i', long = "ip", short_alias = 'H', value_name = "ADDRESS")]
+    pub ip: Option<std::net::IpAddr>,
+    /// The server's port only (sockperf's -p).
+    #[arg(short = 'p', long)]
+    pub port: Option<u16>,
+    /// Request (= response) size in bytes, at least 32 (sockperf's -m/--msg-size).
+    #[arg(short = 'm', long, visible_alias = "msg-size", default_value_t = 64)]
     pub size: usize,
     /// Arrival process: uniform:MIN-MAX, poisson:RATE, fixed:RATE (requests/s) or back-to-back
     /// (closed loop). Paced latencies count from the intended send time.
     #[arg(long, value_parser = Arrivals::parse, default_value = "uniform:1ms-10ms")]
     pub arrivals: Arrivals,
-    /// How long to send requests.
-    #[arg(long, value_parser = parse_nanos, default_value = "10s")]
+    /// Requests per second, evenly paced (sockperf under-load's --mps: --arrivals fixed:N).
+    #[arg(long, value_name = "N", conflicts_with = "arrivals")]
+    pub mps: Option<f64>,
+    /// How long to send requests; a bare number is seconds (sockperf's -t/--time, netperf's -l).
+    #[arg(short = 't', long, visible_alias = "time", short_alias = 'l', value_parser = parse_seconds, default_value = "10s")]
     pub duration: Nanos,
     /// A request whose response does not come within this is a timeout (late or lost; missing
     /// ones are also lost); a TCP send blocked this long (server not reading) ends the sending.

@@ -96,7 +96,17 @@ struct Client {
     config: client::ClientConfig,
 }
 
-pub fn run_client(args: ClientArgs, line: CommandLine) -> CmdResult {
+pub fn run_client(mut args: ClientArgs, line: CommandLine) -> CmdResult {
+    // sockperf's and netperf's spellings: -i/-H address, -p port, --mps rate
+    if let Some(ip) = args.ip {
+        args.connect.set_ip(ip);
+    }
+    if let Some(port) = args.port {
+        args.connect.set_port(port);
+    }
+    if let Some(rate) = args.mps {
+        args.arrivals = rtvirt_probe::net::arrivals::Arrivals::Fixed { rate };
+    }
     let config = client::ClientConfig {
         connect: args.connect,
         protocol: args.proto.protocol(),
