@@ -205,7 +205,8 @@ fn bad_input_is_exit_2_with_the_option_named() {
         (vec!["--priority", "99"], "--force"),
         (vec!["--interval", "5us"], "--interval"),
         (vec!["--policy", "edf"], "policy"),
-        (vec!["--duration", "10"], "unit"),
+        // a bare number is seconds, as cyclictest -D; an unknown unit is refused
+        (vec!["--duration", "10parsecs"], "unit"),
         (vec!["--load", "disk"], "load kind"),
     ] {
         let mut a = vec!["measure", "timer"];
