@@ -94,7 +94,11 @@ fn parse_status(src: &Source, line_no: usize, line: &str) -> Result<Status, Inpu
         i += 1;
     }
     if found.iter().any(|f| !f) {
-        return Err(src.error(line_no, "a status line without all of C:, Min:, Avg:, Max: (expected e.g. \"T: 0 (123) P:95 I:200 C: 4961 Min: 9 Act: 25 Avg: 22 Max: 1640\"; is the line cut short?)"));
+        return Err(src.error(
+            line_no,
+            "a status line without all of C:, Min:, Avg:, Max: (expected e.g. \"T: 0 (123) P:95 I:200 \
+             C: 4961 Min: 9 Act: 25 Avg: 22 Max: 1640\"; is the line cut short?)",
+        ));
     }
     Ok(status)
 }
@@ -207,16 +211,37 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
     let overflows = summary_line(src, "Histogram Overflows")?.map(|(_, v)| v);
     let threads = mins.len();
     if threads == 0 || avgs.len() != threads || maxes.len() < threads || totals.len() < threads {
-        return Err(src.error(max_line, format!("{threads} threads in \"# Min Latencies:\" but {} averages, {} maxima and {} totals: expected one per thread", avgs.len(), maxes.len(), totals.len())));
+        return Err(src.error(
+            max_line,
+            format!(
+                "{threads} threads in \"# Min Latencies:\" but {} averages, {} maxima and {} totals: expected one per \
+             thread",
+                avgs.len(),
+                maxes.len(),
+                totals.len()
+            ),
+        ));
     }
     if rows.is_empty() {
-        return Err(src.error(total_line, "no histogram rows before \"# Total:\": expected rows \"000000 000012 ...\" (latency in us, a count per thread)"));
+        return Err(src.error(
+            total_line,
+            "no histogram rows before \"# Total:\": expected rows \"000000 000012 ...\" (latency in us, a count \
+             per thread)",
+        ));
     }
     let mut buckets: Vec<Vec<(u64, u64)>> = vec![Vec::new(); threads];
     let mut next_row = 0u64;
     for (n, row) in &rows {
         if row.len() != threads + 1 && row.len() != threads + 2 {
-            return Err(src.error(*n, format!("{} counts: expected {threads} (one per thread, as \"# Min Latencies:\" has) or {} (with -H's total column); is the line cut short?", row.len() - 1, threads + 1)));
+            return Err(src.error(
+                *n,
+                format!(
+                    "{} counts: expected {threads} (one per thread, as \"# Min Latencies:\" has) or {} (with -H's \
+                 total column); is the line cut short?",
+                    row.len() - 1,
+                    threads + 1
+                ),
+            ));
         }
         if row[0] != next_row {
             return Err(

@@ -143,7 +143,10 @@ fn classic(
         words.len() >= 4 && words.iter().all(|w| w.parse::<f64>().is_ok())
     });
     let Some((n, row)) = row else {
-        return Err(src.truncated("netperf's result: a CSV header and values (-o), KEY=VALUE lines (-k), or the classic table's row of numbers"));
+        return Err(src.truncated(
+            "netperf's result: a CSV header and values (-o), KEY=VALUE lines (-k), or the classic table's row \
+             of numbers",
+        ));
     };
     let words: Vec<&str> = row.split_whitespace().collect();
     let last = words.last().expect("at least four words").to_string();

@@ -233,7 +233,14 @@ fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let Some(cpu) = words.first().and_then(|c| c.parse::<u32>().ok()) else { continue };
         if words.len() < 7 {
-            return Err(src.error(*n, format!("{} columns: expected CPU, Period, Runtime, Noise, % CPU Aval, Max Noise, Max Single ...; is the line cut short?", words.len())));
+            return Err(src.error(
+                *n,
+                format!(
+                    "{} columns: expected CPU, Period, Runtime, Noise, % CPU Aval, Max Noise, Max Single ...; is the \
+                 line cut short?",
+                    words.len()
+                ),
+            ));
         }
         let us = |i: usize, what: &str| number::<f64>(src, *n, words[i], what);
         let (runtime, noise, max_single) =
@@ -252,7 +259,8 @@ fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
     let mut r = summary::per_cpu("noise", duration(src), series);
     r.environment = Some(rtvirt_model::results::Environment {
         warning: Some(format!(
-            "rtla osnoise top prints no distribution: per CPU, count = interferences, mean = noise / interferences, max = max single noise; {:.3}% of the runtime was noise",
+            "rtla osnoise top prints no distribution: per CPU, count = interferences, mean = noise / \
+             interferences, max = max single noise; {:.3}% of the runtime was noise",
             100.0 * noise_total as f64 / runtime_total.max(1) as f64
         )),
         ..Default::default()

@@ -96,7 +96,9 @@ fn bad_and_truncated_files_are_located() {
     // cut before the summary rows
     let cut: String = text.lines().take(30).map(|l| format!("{l}\n")).collect();
     let e = import_text(p, &cut, None).unwrap_err().to_string();
-    assert_eq!(e, "t.txt:line 31, column 1: the file ends here: expected the \"over:\" line after rtla's histogram (is the file cut short?)");
+    let expected = "t.txt:line 31, column 1: the file ends here: expected the \"over:\" line after rtla's histogram \
+                    (is the file cut short?)";
+    assert_eq!(e, expected);
     // a row cut in the middle
     let row = text.lines().position(|l| l.starts_with("12 ")).unwrap();
     let broken: String = text

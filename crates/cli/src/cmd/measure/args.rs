@@ -218,7 +218,8 @@ pub struct ClientArgs {
     #[arg(long, value_name = "N", conflicts_with = "arrivals")]
     pub mps: Option<f64>,
     /// How long to send requests; a bare number is seconds (sockperf's -t/--time, netperf's -l).
-    #[arg(short = 't', long, visible_alias = "time", short_alias = 'l', value_parser = parse_seconds, default_value = "10s")]
+    #[arg(short = 't', long, visible_alias = "time", short_alias = 'l')]
+    #[arg(value_parser = parse_seconds, default_value = "10s")]
     pub duration: Nanos,
     /// A request whose response does not come within this is a timeout (late or lost; missing
     /// ones are also lost); a TCP send blocked this long (server not reading) ends the sending.
