@@ -84,13 +84,13 @@ struct Component<'a, 'input> {
     tasks: Vec<roxmltree::Node<'a, 'input>>,
 }
 
-fn pos(doc: &roxmltree::Document, n: roxmltree::Node) -> (usize, usize) {
-    let p = doc.text_pos_at(n.range().start);
+fn pos(doc: &roxmltree::Document, node: roxmltree::Node) -> (usize, usize) {
+    let p = doc.text_pos_at(node.range().start);
     (p.row as usize, p.col as usize)
 }
 
-fn err_at(doc: &roxmltree::Document, n: roxmltree::Node, field: String, msg: impl Into<String>) -> InputError {
-    let (l, c) = pos(doc, n);
+fn err_at(doc: &roxmltree::Document, node: roxmltree::Node, field: String, msg: impl Into<String>) -> InputError {
+    let (l, c) = pos(doc, node);
     InputError::field(field, msg).at_line(l, c)
 }
 
@@ -180,11 +180,11 @@ fn components<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> R<Vec<Compone
     Ok(out)
 }
 
-fn check_attrs(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, allowed: &[&str]) -> R<()> {
-    match n.attributes().find(|a| !allowed.contains(&a.name())) {
+fn check_attrs(doc: &roxmltree::Document, node: roxmltree::Node, at: &str, allowed: &[&str]) -> R<()> {
+    match node.attributes().find(|a| !allowed.contains(&a.name())) {
         Some(a) => Err(err_at(
             doc,
-            n,
+            node,
             format!("{at}@{}", a.name()),
             format!("unknown attribute `{}` (expected: {})", a.name(), allowed.join(", ")),
         )),
@@ -192,30 +192,30 @@ fn check_attrs(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, allowed:
     }
 }
 
-fn ms(v: &str) -> Result<Nanos, String> {
-    Nanos::parse(&format!("{}ms", v.trim()))
-        .map_err(|_| format!("\"{v}\": expected a non-negative number of milliseconds"))
+fn ms(value: &str) -> Result<Nanos, String> {
+    Nanos::parse(&format!("{}ms", value.trim()))
+        .map_err(|_| format!("\"{value}\": expected a non-negative number of milliseconds"))
 }
 
-fn check_ms(doc: &roxmltree::Document, n: roxmltree::Node, at: &str, attr: &str) -> R<()> {
-    match n.attribute(attr).map(ms) {
-        Some(Err(m)) => Err(err_at(doc, n, format!("{at}@{attr}"), m)),
+fn check_ms(doc: &roxmltree::Document, node: roxmltree::Node, at: &str, attr: &str) -> R<()> {
+    match node.attribute(attr).map(ms) {
+        Some(Err(m)) => Err(err_at(doc, node, format!("{at}@{attr}"), m)),
         _ => Ok(()),
     }
 }
 
-fn quoted(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
 }
 
-fn duration(v: &str) -> String {
-    quoted(&format!("{}ns", ms(v).map_or(0, |n| n.0)))
+fn duration(value: &str) -> String {
+    quoted(&format!("{}ns", ms(value).map_or(0, |n| n.0)))
 }
 
 /// A `min_period` / `max_period` pair that asks for a scan (CARTS writes "0" for "not set").
-fn period_range<'a>(n: roxmltree::Node<'a, '_>) -> Option<(&'a str, &'a str)> {
-    let set = |a: &str| n.attribute(a).filter(|v| ms(v).is_ok_and(|d| d.0 > 0));
-    match (n.attribute("min_period"), set("max_period")) {
+fn period_range<'a>(node: roxmltree::Node<'a, '_>) -> Option<(&'a str, &'a str)> {
+    let set = |a: &str| node.attribute(a).filter(|v| ms(v).is_ok_and(|d| d.0 > 0));
+    match (node.attribute("min_period"), set("max_period")) {
         (Some(lo), Some(hi)) => Some((if set("min_period").is_some() { lo } else { "1" }, hi)),
         _ => None,
     }
@@ -277,8 +277,8 @@ fn to_toml(name: &str, root: roxmltree::Node, comps: &[Component]) -> String {
 
 /// Map an error about the generated TOML (`guest[i].task[j].wcet`) back to the XML element and
 /// attribute (`system.component[i].task[j]@e`, its line and column).
-fn relocate(doc: &roxmltree::Document, comps: &[Component], e: InputError) -> InputError {
-    let field = e.at.field.clone().unwrap_or_default();
+fn relocate(doc: &roxmltree::Document, comps: &[Component], error: InputError) -> InputError {
+    let field = error.at.field.clone().unwrap_or_default();
     let index = |key: &str| -> Option<usize> {
         let rest = &field[field.find(&format!("{key}["))? + key.len() + 1..];
         rest[..rest.find(']')?].parse().ok()
@@ -301,7 +301,7 @@ fn relocate(doc: &roxmltree::Document, comps: &[Component], e: InputError) -> In
         _ => (doc.root_element(), "system".to_string()),
     };
     let (l, c) = pos(doc, node);
-    InputError { at: Location { file: None, line_col: Some((l, c)), field: Some(path) }, message: e.message }
+    InputError { at: Location { file: None, line_col: Some((l, c)), field: Some(path) }, message: error.message }
 }
 
 #[cfg(test)]

@@ -33,8 +33,8 @@ impl Nanos {
     pub const fn from_ms(ms: u64) -> Nanos {
         Nanos(ms * NS_PER_MS)
     }
-    pub const fn from_secs(s: u64) -> Nanos {
-        Nanos(s * NS_PER_S)
+    pub const fn from_secs(seconds: u64) -> Nanos {
+        Nanos(seconds * NS_PER_S)
     }
     pub const fn as_ns(self) -> u64 {
         self.0
@@ -45,11 +45,11 @@ impl Nanos {
     pub fn as_us_f64(self) -> f64 {
         self.0 as f64 / NS_PER_US as f64
     }
-    pub fn saturating_sub(self, o: Nanos) -> Nanos {
-        Nanos(self.0.saturating_sub(o.0))
+    pub fn saturating_sub(self, other: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(other.0))
     }
-    pub fn checked_add(self, o: Nanos) -> Option<Nanos> {
-        self.0.checked_add(o.0).map(Nanos)
+    pub fn checked_add(self, other: Nanos) -> Option<Nanos> {
+        self.0.checked_add(other.0).map(Nanos)
     }
 
     /// Parse "10ms", "250us", "1.5s", "800ns", "2min", "1h", "1d". A bare number is rejected (the unit is
@@ -115,47 +115,47 @@ impl fmt::Display for Nanos {
 
 impl Add for Nanos {
     type Output = Nanos;
-    fn add(self, o: Nanos) -> Nanos {
-        Nanos(self.0 + o.0)
+    fn add(self, other: Nanos) -> Nanos {
+        Nanos(self.0 + other.0)
     }
 }
 impl AddAssign for Nanos {
-    fn add_assign(&mut self, o: Nanos) {
-        self.0 += o.0;
+    fn add_assign(&mut self, other: Nanos) {
+        self.0 += other.0;
     }
 }
 impl Sub for Nanos {
     type Output = Nanos;
-    fn sub(self, o: Nanos) -> Nanos {
-        Nanos(self.0 - o.0)
+    fn sub(self, other: Nanos) -> Nanos {
+        Nanos(self.0 - other.0)
     }
 }
 impl SubAssign for Nanos {
-    fn sub_assign(&mut self, o: Nanos) {
-        self.0 -= o.0;
+    fn sub_assign(&mut self, other: Nanos) {
+        self.0 -= other.0;
     }
 }
 
 impl Serialize for Nanos {
     /// In files a duration is a human string ("250us"); JSON fields ending in `_ns` use plain u64.
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
     }
 }
 
 impl<'de> Deserialize<'de> for Nanos {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Nanos, D::Error> {
         struct V;
         impl serde::de::Visitor<'_> for V {
             type Value = Nanos;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 write!(f, "a duration string with a unit, e.g. \"10ms\", \"250us\", \"1.5s\"")
             }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Nanos, E> {
-                Nanos::parse(v).map_err(E::custom)
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Nanos, E> {
+                Nanos::parse(value).map_err(E::custom)
             }
         }
-        d.deserialize_str(V)
+        deserializer.deserialize_str(V)
     }
 }
 

@@ -102,10 +102,10 @@ pub fn read_rest(mut reader: BufReader<Limited>, path: &Path, kind: InputKind) -
 }
 
 /// "cannot read ...: why" (the limit's own message as it is).
-fn read_error(what: &str, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::FileTooLarge => e.to_string(),
-        _ => format!("cannot read {what}: {e}"),
+fn read_error(what: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::FileTooLarge => error.to_string(),
+        _ => format!("cannot read {what}: {error}"),
     }
 }
 

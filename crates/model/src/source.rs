@@ -27,26 +27,26 @@ impl Source {
         Source { path: path.map(Path::to_path_buf), text: None }
     }
 
-    /// Give `e` the line/column of its field and this file's name. An error that already names
+    /// Give `error` the line/column of its field and this file's name. An error that already names
     /// another file (a samples CSV the document refers to) keeps that file's own location and
     /// says where this document refers to it. Locating twice changes nothing.
-    pub fn locate(&self, e: InputError) -> InputError {
+    pub fn locate(&self, error: InputError) -> InputError {
         let mine = |f: &Path| self.path.as_deref() == Some(f);
-        let e = match (&e.at.field, e.at.line_col, e.at.file.as_deref()) {
+        let error = match (&error.at.field, error.at.line_col, error.at.file.as_deref()) {
             (Some(f), None, None) => match self.line_of(f) {
-                Some((l, c)) => e.at_line(l, c),
-                None => e,
+                Some((l, c)) => error.at_line(l, c),
+                None => error,
             },
             (Some(f), _, Some(other)) if !mine(other) => {
                 let at = self.line_of(f).map(|(l, c)| format!(":line {l}, column {c}")).unwrap_or_default();
                 let name = self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the scenario".into());
-                InputError { message: format!("{} (the samples file of {name}{at})", e.message), ..e }
+                InputError { message: format!("{} (the samples file of {name}{at})", error.message), ..error }
             }
-            _ => e,
+            _ => error,
         };
         match &self.path {
-            Some(p) => e.in_file(p),
-            None => e,
+            Some(p) => error.in_file(p),
+            None => error,
         }
     }
 

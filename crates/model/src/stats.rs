@@ -32,14 +32,14 @@ impl Default for Moments {
 }
 
 impl Moments {
-    /// `n` samples of `ns` (n > 0).
-    fn add(&mut self, ns: u64, n: u64) {
-        self.count += n;
+    /// `count` samples of `ns` (n > 0).
+    fn add(&mut self, ns: u64, count: u64) {
+        self.count += count;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
         let v = ns as f64;
-        self.sum += v * n as f64;
-        self.sum_sq += v * v * n as f64;
+        self.sum += v * count as f64;
+        self.sum_sq += v * v * count as f64;
     }
 
     fn merge(&mut self, other: &Moments) {
@@ -74,13 +74,13 @@ impl LatencyHistogram {
         self.record_n(ns, 1);
     }
 
-    /// Record `n` samples of the same value.
-    pub fn record_n(&mut self, ns: u64, n: u64) {
-        if n == 0 {
+    /// Record `count` samples of the same value.
+    pub fn record_n(&mut self, ns: u64, count: u64) {
+        if count == 0 {
             return;
         }
-        self.hist.record_n(ns, n).expect("auto-resizing histogram accepts every u64 value");
-        self.moments.add(ns, n);
+        self.hist.record_n(ns, count).expect("auto-resizing histogram accepts every u64 value");
+        self.moments.add(ns, count);
     }
 
     /// Add every sample of `other`.
@@ -233,27 +233,27 @@ pub const PERCENTILES: &[(&str, f64)] =
     &[("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999)];
 
 impl Summary {
-    pub fn from_histogram(h: &LatencyHistogram) -> Summary {
-        let q = |p| h.quantile(p);
+    pub fn from_histogram(histogram: &LatencyHistogram) -> Summary {
+        let q = |p| histogram.quantile(p);
         let low_confidence = PERCENTILES
             .iter()
-            .filter(|(_, p)| (h.count() as f64) * (1.0 - p) < 10.0)
+            .filter(|(_, p)| (histogram.count() as f64) * (1.0 - p) < 10.0)
             .map(|(k, _)| k.to_string())
             .collect();
         Summary {
-            count: h.count(),
-            min: h.min().unwrap_or(0),
-            mean: h.mean(),
-            sd: h.sd(),
+            count: histogram.count(),
+            min: histogram.min().unwrap_or(0),
+            mean: histogram.mean(),
+            sd: histogram.sd(),
             p50: q(0.5),
             p75: q(0.75),
-            p25: (h.count() > 0).then(|| q(0.25)),
+            p25: (histogram.count() > 0).then(|| q(0.25)),
             p90: q(0.9),
             p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
             p9999: q(0.9999),
-            max: h.max().unwrap_or(0),
+            max: histogram.max().unwrap_or(0),
             low_confidence,
         }
     }

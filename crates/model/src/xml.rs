@@ -5,13 +5,13 @@
 //! Written by hand (a character map): the XML crate the model already uses, roxmltree, only
 //! reads, and a writer crate for two functions would be a new dependency in every crate.
 
-/// `s` as XML 1.0 element content or a (single- or double-quoted) attribute value: `& < > " '`
+/// `text` as XML 1.0 element content or a (single- or double-quoted) attribute value: `& < > " '`
 /// as entities; tab, line feed and carriage return as character references, so that an attribute
 /// keeps them (a parser normalises raw ones to spaces); characters that XML 1.0 cannot carry at
 /// all (other C0 controls, U+FFFE, U+FFFF) as U+FFFD, the replacement character.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -33,11 +33,11 @@ fn is_xml_char(c: char) -> bool {
     !matches!(c, '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
 }
 
-/// `s` as the text of an XML comment (`<!-- ... -->`): escaped as [`escape`] does, and with a
+/// `text` as the text of an XML comment (`<!-- ... -->`): escaped as [`escape`] does, and with a
 /// space after every `-` that follows another `-` or ends the text, so that it never holds `--`
 /// nor closes the comment early.
-pub fn comment(s: &str) -> String {
-    let escaped = escape(s);
+pub fn comment(text: &str) -> String {
+    let escaped = escape(text);
     let mut out = String::with_capacity(escaped.len());
     for c in escaped.chars() {
         if c == '-' && out.ends_with('-') {

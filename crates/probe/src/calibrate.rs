@@ -117,14 +117,14 @@ fn stop_if_interrupted() -> Result<()> {
     Ok(())
 }
 
-fn measurement(name: &str, method: &str, h: &LatencyHistogram, note: Option<String>) -> Measurement {
+fn measurement(name: &str, method: &str, histogram: &LatencyHistogram, note: Option<String>) -> Measurement {
     Measurement {
         name: name.into(),
         method: method.into(),
-        count: h.count(),
-        p50_ns: h.quantile(0.5),
-        p99_ns: h.quantile(0.99),
-        max_ns: h.max().unwrap_or(0),
+        count: histogram.count(),
+        p50_ns: histogram.quantile(0.5),
+        p99_ns: histogram.quantile(0.99),
+        max_ns: histogram.max().unwrap_or(0),
         note,
     }
 }

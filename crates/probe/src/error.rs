@@ -38,8 +38,8 @@ impl Error {
 
     /// A failed system call as a probe error: what was being done, the kernel's reason in words,
     /// and the errno (EPERM/EACCES become `Permission`).
-    pub fn kernel(context: &str, e: &KernelError) -> Error {
-        Error::os(format!("{context}: {}", e.explain()), std::io::Error::from_raw_os_error(e.errno))
+    pub fn kernel(context: &str, error: &KernelError) -> Error {
+        Error::os(format!("{context}: {}", error.explain()), std::io::Error::from_raw_os_error(error.errno))
     }
 
     /// A bad user value for a named option.
@@ -49,8 +49,8 @@ impl Error {
 }
 
 impl From<OsError> for Error {
-    fn from(e: OsError) -> Error {
-        match e {
+    fn from(error: OsError) -> Error {
+        match error {
             OsError::Kernel(k) => Error::kernel(&k.what, &k),
             OsError::Io { path, source } => Error::os(format!("cannot read {}", path.display()), source),
             other => Error::Failed(other.to_string()),

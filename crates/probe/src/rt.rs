@@ -20,29 +20,29 @@ pub const MAX_PRIORITY_WITHOUT_FORCE: u32 = 98;
 /// A Linux scheduling policy for a measuring thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Policy {
+pub enum LinuxPolicy {
     Fifo,
     Rr,
     Deadline,
     Other,
 }
 
-impl Policy {
-    pub fn parse(text: &str) -> std::result::Result<Policy, String> {
+impl LinuxPolicy {
+    pub fn parse(text: &str) -> std::result::Result<LinuxPolicy, String> {
         Ok(match text {
-            "fifo" => Policy::Fifo,
-            "rr" => Policy::Rr,
-            "deadline" => Policy::Deadline,
-            "other" => Policy::Other,
+            "fifo" => LinuxPolicy::Fifo,
+            "rr" => LinuxPolicy::Rr,
+            "deadline" => LinuxPolicy::Deadline,
+            "other" => LinuxPolicy::Other,
             _ => return Err(format!("\"{text}\" is not a policy (expected fifo, rr, deadline or other)")),
         })
     }
     pub fn as_str(self) -> &'static str {
         match self {
-            Policy::Fifo => "fifo",
-            Policy::Rr => "rr",
-            Policy::Deadline => "deadline",
-            Policy::Other => "other",
+            LinuxPolicy::Fifo => "fifo",
+            LinuxPolicy::Rr => "rr",
+            LinuxPolicy::Deadline => "deadline",
+            LinuxPolicy::Other => "other",
         }
     }
 }

@@ -9,7 +9,7 @@
 //! the run; the scheduling of every thread is restored before it ends.
 
 use crate::error::{Error, Result};
-use crate::rt::{self, Policy, Reservation, Sched};
+use crate::rt::{self, LinuxPolicy, Reservation, Sched};
 use rtvirt_model::results::{CpuLatency, HistogramBucket, Results, TimerSection};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
@@ -31,7 +31,7 @@ pub struct TimerConfig {
     pub interval: Nanos,
     /// Real-time priority (fifo/rr).
     pub priority: u32,
-    pub policy: Policy,
+    pub policy: LinuxPolicy,
     pub duration: Nanos,
     /// Emit per-interval statistics this often (None: no interval reports).
     pub interval_report: Option<Nanos>,
@@ -45,7 +45,7 @@ impl Default for TimerConfig {
             cpus: crate::cpus::allowed(),
             interval: Nanos::from_ms(1),
             priority: 90,
-            policy: Policy::Fifo,
+            policy: LinuxPolicy::Fifo,
             duration: Nanos::from_secs(10),
             interval_report: None,
             force: false,
@@ -73,7 +73,7 @@ impl TimerConfig {
             ));
         }
         crate::limits::check_duration("--duration", self.duration, self.force)?;
-        if matches!(self.policy, Policy::Fifo | Policy::Rr) {
+        if matches!(self.policy, LinuxPolicy::Fifo | LinuxPolicy::Rr) {
             rt::check_priority(self.priority, self.force)?;
         }
         if let Some(r) = self.interval_report {
@@ -89,10 +89,10 @@ impl TimerConfig {
 
     fn sched(&self) -> Sched {
         match self.policy {
-            Policy::Fifo => Sched::Fifo(self.priority),
-            Policy::Rr => Sched::Rr(self.priority),
-            Policy::Other => Sched::Other,
-            Policy::Deadline => Sched::Deadline(deadline_reservation(self.interval)),
+            LinuxPolicy::Fifo => Sched::Fifo(self.priority),
+            LinuxPolicy::Rr => Sched::Rr(self.priority),
+            LinuxPolicy::Other => Sched::Other,
+            LinuxPolicy::Deadline => Sched::Deadline(deadline_reservation(self.interval)),
         }
     }
 }
@@ -131,8 +131,8 @@ pub struct IntervalReport {
 
 impl From<&IntervalReport> for rtvirt_model::results::Interval {
     /// The report as a result's `intervals` entry.
-    fn from(r: &IntervalReport) -> rtvirt_model::results::Interval {
-        let cpus = r
+    fn from(report: &IntervalReport) -> rtvirt_model::results::Interval {
+        let cpus = report
             .cpus
             .iter()
             .map(|c| rtvirt_model::results::CpuInterval {
@@ -144,14 +144,14 @@ impl From<&IntervalReport> for rtvirt_model::results::Interval {
             })
             .collect();
         rtvirt_model::results::Interval {
-            count: Some(r.count),
+            count: Some(report.count),
             cpus: Some(cpus),
-            interval: Some(r.interval),
-            max_ns: Some(r.max_ns),
-            missed_periods: Some(r.missed_periods),
-            stalled_cpus: Some(r.stalled_cpus.clone()),
-            t_ns: Some(r.t_ns),
-            r#type: Some(r.r#type.into()),
+            interval: Some(report.interval),
+            max_ns: Some(report.max_ns),
+            missed_periods: Some(report.missed_periods),
+            stalled_cpus: Some(report.stalled_cpus.clone()),
+            t_ns: Some(report.t_ns),
+            r#type: Some(report.r#type.into()),
             ..Default::default()
         }
     }
@@ -215,7 +215,7 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
     let _mem = rt::MemoryLock::acquire()?;
     let _dma = rt::DmaLatency::hold_zero()?;
     let exclusive = match cfg.policy {
-        Policy::Deadline => Some(rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
+        LinuxPolicy::Deadline => Some(rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
         _ => None,
     };
     let start = rt::now_ns() + 20_000_000; // time for every thread to set itself up
@@ -417,8 +417,8 @@ fn assemble(
         interval_ns: Some(cfg.interval.0),
         missed_periods: Some(missed),
         policy: Some(cfg.policy.as_str().into()),
-        priority: matches!(cfg.policy, Policy::Fifo | Policy::Rr).then_some(cfg.priority),
-        reservation: (cfg.policy == Policy::Deadline).then(|| reservation_of(&deadline_reservation(cfg.interval))),
+        priority: matches!(cfg.policy, LinuxPolicy::Fifo | LinuxPolicy::Rr).then_some(cfg.priority),
+        reservation: (cfg.policy == LinuxPolicy::Deadline).then(|| reservation_of(&deadline_reservation(cfg.interval))),
         stalls: Some(stalls.clone()),
     });
     if !runaways.is_empty() {
@@ -431,13 +431,17 @@ fn assemble(
 
 /// Lossless buckets `[[value_ns, count], ...]` (what `rtvirt report` reads as `histogram_ns`):
 /// separate runs can be merged by adding counts.
-fn buckets(h: &LatencyHistogram) -> Vec<HistogramBucket> {
-    HistogramBucket::from_pairs(h.buckets())
+fn buckets(histogram: &LatencyHistogram) -> Vec<HistogramBucket> {
+    HistogramBucket::from_pairs(histogram.buckets())
 }
 
 /// The results' form of a SCHED_DEADLINE reservation.
-pub fn reservation_of(r: &Reservation) -> rtvirt_model::results::Reservation {
-    rtvirt_model::results::Reservation { deadline_ns: r.deadline_ns, period_ns: r.period_ns, runtime_ns: r.runtime_ns }
+pub fn reservation_of(reservation: &Reservation) -> rtvirt_model::results::Reservation {
+    rtvirt_model::results::Reservation {
+        deadline_ns: reservation.deadline_ns,
+        period_ns: reservation.period_ns,
+        runtime_ns: reservation.runtime_ns,
+    }
 }
 
 /// Rows of a cyclictest histogram written at most (1 us each); later samples are overflows, as in

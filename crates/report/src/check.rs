@@ -16,10 +16,11 @@ use rtvirt_model::InputError;
 /// (the scheduler's and CLOCK_MONOTONIC), which may disagree by parts per million.
 pub const UTILISATION_SLACK: f64 = 0.01;
 
-/// Check the numbers of `r`; `prefix` is prepended to field names (`"[2]."` for an array element).
-pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
+/// Check the numbers of `results`; `prefix` is prepended to field names (`"[2]."` for an array
+/// element).
+pub fn results(results: &Results, prefix: &str) -> Result<(), InputError> {
     let bad = |field: String, message: String| Err(InputError::field(format!("{prefix}{field}"), message));
-    for (i, t) in r.tasks.iter().enumerate() {
+    for (i, t) in results.tasks.iter().enumerate() {
         if !(0.0..=1.0).contains(&t.dsr) {
             return bad(format!("tasks[{i}].dsr"), format!("{:e}: expected a ratio in [0, 1]", t.dsr));
         }
@@ -30,8 +31,8 @@ pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
             );
         }
     }
-    let utilisations = r.guests.iter().map(|g| ("guests", g.utilisation)).enumerate();
-    let cores = r.cores.iter().map(|c| ("cores", c.utilisation)).enumerate();
+    let utilisations = results.guests.iter().map(|g| ("guests", g.utilisation)).enumerate();
+    let cores = results.cores.iter().map(|c| ("cores", c.utilisation)).enumerate();
     for (i, (what, u)) in utilisations.chain(cores) {
         if !(0.0..=1.0 + UTILISATION_SLACK).contains(&u) {
             return bad(
@@ -40,7 +41,7 @@ pub fn results(r: &Results, prefix: &str) -> Result<(), InputError> {
             );
         }
     }
-    for (i, f) in r.flows.iter().enumerate() {
+    for (i, f) in results.flows.iter().enumerate() {
         if f.throughput_bps.is_some_and(|b| b.is_nan() || b < 0.0) {
             return bad(format!("flows[{i}].throughput_bps"), "expected at least 0".into());
         }

@@ -78,16 +78,16 @@ impl Distribution {
         }
     }
 
-    /// Share of the samples at or above `v` (exact with buckets, else at the first known
-    /// percentile at or above `v`).
-    pub fn exceedance_at(&self, v: f64) -> f64 {
+    /// Share of the samples at or above `value` (exact with buckets, else at the first known
+    /// percentile at or above `value`).
+    pub fn exceedance_at(&self, value: f64) -> f64 {
         match self {
             Distribution::Buckets(b) => {
                 let total: u64 = b.iter().map(|&(_, c)| c).sum();
-                let above: u64 = b.iter().filter(|&&(x, _)| x as f64 >= v).map(|&(_, c)| c).sum();
+                let above: u64 = b.iter().filter(|&&(x, _)| x as f64 >= value).map(|&(_, c)| c).sum();
                 above as f64 / total.max(1) as f64
             }
-            Distribution::Quantiles(q) => q.iter().find(|&&(x, _)| x >= v).map_or(0.0, |&(_, f)| 1.0 - f),
+            Distribution::Quantiles(q) => q.iter().find(|&&(x, _)| x >= value).map_or(0.0, |&(_, f)| 1.0 - f),
         }
     }
 
@@ -122,20 +122,20 @@ impl Distribution {
 }
 
 /// The summary's known (value, quantile) points, ascending in both.
-fn quantile_points(s: &Summary) -> Vec<(f64, f64)> {
-    let mut pts = vec![(s.min as f64, 0.0)];
-    if let Some(p25) = s.p25 {
+fn quantile_points(summary: &Summary) -> Vec<(f64, f64)> {
+    let mut pts = vec![(summary.min as f64, 0.0)];
+    if let Some(p25) = summary.p25 {
         pts.push((p25 as f64, 0.25));
     }
     for (v, q) in [
-        (s.p50, 0.5),
-        (s.p75, 0.75),
-        (s.p90, 0.9),
-        (s.p95, 0.95),
-        (s.p99, 0.99),
-        (s.p999, 0.999),
-        (s.p9999, 0.9999),
-        (s.max, 1.0),
+        (summary.p50, 0.5),
+        (summary.p75, 0.75),
+        (summary.p90, 0.9),
+        (summary.p95, 0.95),
+        (summary.p99, 0.99),
+        (summary.p999, 0.999),
+        (summary.p9999, 0.9999),
+        (summary.max, 1.0),
     ] {
         let prev = pts.last().map_or(0.0, |p| p.0);
         pts.push(((v as f64).max(prev), q));
@@ -143,10 +143,10 @@ fn quantile_points(s: &Summary) -> Vec<(f64, f64)> {
     pts
 }
 
-/// Index of the bin holding `v` (clamped to the first/last bin).
-fn bin_of(edges: &[f64], v: f64) -> usize {
+/// Index of the bin holding `value` (clamped to the first/last bin).
+fn bin_of(edges: &[f64], value: f64) -> usize {
     let n = edges.len() - 1;
-    edges[1..n].iter().take_while(|&&e| e <= v).count()
+    edges[1..n].iter().take_while(|&&e| e <= value).count()
 }
 
 /// Add `mass`, spread uniformly over log10 of [a, b], to the bins.

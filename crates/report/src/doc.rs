@@ -35,13 +35,13 @@ impl Cell {
 }
 
 impl From<String> for Cell {
-    fn from(s: String) -> Cell {
-        Cell::plain(s)
+    fn from(text: String) -> Cell {
+        Cell::plain(text)
     }
 }
 impl From<&str> for Cell {
-    fn from(s: &str) -> Cell {
-        Cell::plain(s)
+    fn from(text: &str) -> Cell {
+        Cell::plain(text)
     }
 }
 
@@ -96,12 +96,12 @@ impl Section {
     pub fn new(title: impl Into<String>) -> Section {
         Section { title: title.into(), blocks: Vec::new() }
     }
-    pub fn figure(&mut self, f: Figure) {
-        self.blocks.push(Block::Figure(f));
+    pub fn figure(&mut self, figure: Figure) {
+        self.blocks.push(Block::Figure(figure));
     }
-    pub fn table(&mut self, t: Table) {
-        if !t.rows.is_empty() {
-            self.blocks.push(Block::Table(t));
+    pub fn table(&mut self, table: Table) {
+        if !table.rows.is_empty() {
+            self.blocks.push(Block::Table(table));
         }
     }
     pub fn note(&mut self, text: impl Into<String>) {

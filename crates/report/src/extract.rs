@@ -95,8 +95,8 @@ pub struct IntervalPoint {
 /// points while reading a file: see [`crate::input::Input::interval_points`]). An item is either one
 /// point, or a `measure timer --interval-report` line whose `cpus` array gives one point per
 /// CPU (a CPU without samples in the interval is a stall).
-pub fn intervals(r: &Results) -> Vec<IntervalPoint> {
-    let Some(items) = &r.intervals else { return Vec::new() };
+pub fn intervals(results: &Results) -> Vec<IntervalPoint> {
+    let Some(items) = &results.intervals else { return Vec::new() };
     let mut pts: Vec<IntervalPoint> = items.iter().enumerate().flat_map(|(i, it)| interval_points(i, it)).collect();
     pts.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
     pts
@@ -130,11 +130,11 @@ fn interval_point(index: usize, it: &Interval) -> IntervalPoint {
 }
 
 /// The rho a result was produced with: its `rho`, else "rho=0.5" / "rho 0.5" / "rho0.5" in the label.
-pub fn rho(r: &Results) -> Option<f64> {
-    if let Some(v) = r.rho {
+pub fn rho(results: &Results) -> Option<f64> {
+    if let Some(v) = results.rho {
         return Some(v);
     }
-    let label = r.label.as_deref()?.to_ascii_lowercase();
+    let label = results.label.as_deref()?.to_ascii_lowercase();
     let rest = &label[label.find("rho")? + 3..];
     let rest = rest.trim_start_matches(['=', ':', ' ', '_']);
     let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());

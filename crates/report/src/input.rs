@@ -268,13 +268,13 @@ fn probe(json: &str) -> Result<Probe, InputError> {
 }
 
 /// An error located in the value at `span` of `text`, located in `text` instead.
-fn located(mut e: InputError, text: &str, span: &Range<usize>) -> InputError {
-    if let Some((line, col)) = e.at.line_col {
+fn located(mut error: InputError, text: &str, span: &Range<usize>) -> InputError {
+    if let Some((line, col)) = error.at.line_col {
         let (first_line, first_col) = rtvirt_model::error::line_col(text, span.start);
-        e.at.line_col =
+        error.at.line_col =
             Some(if line <= 1 { (first_line, first_col + col.max(1) - 1) } else { (first_line + line - 1, col) });
     }
-    e
+    error
 }
 
 fn plan_of(path: &Path, text: &str, span: &Range<usize>) -> Result<Plan, InputError> {
@@ -542,11 +542,11 @@ fn array_element(path: &Path, i: usize, v: Value) -> Result<Input, InputError> {
 }
 
 /// The label of a result, else `vm/<guest kernel>/<host load>` from its environment.
-fn array_name(r: &Results) -> Option<String> {
-    if let Some(l) = r.label.clone().filter(|l| !l.trim().is_empty()) {
+fn array_name(results: &Results) -> Option<String> {
+    if let Some(l) = results.label.clone().filter(|l| !l.trim().is_empty()) {
         return Some(l);
     }
-    let env = r.environment.as_ref()?;
+    let env = results.environment.as_ref()?;
     let kernel = env.guest_kernel.as_deref()?;
     let load = env.host_load.as_deref().unwrap_or("none");
     Some(format!("vm/{kernel}/{load}"))

@@ -10,8 +10,8 @@ const MAX_DURATION_NS: f64 = u64::MAX as f64;
 const MAX_RATIO: f64 = 1e3;
 
 /// How a value that cannot be shown as its quantity is shown: "invalid (1e308)", "invalid (NaN)".
-pub fn invalid(v: f64) -> String {
-    format!("invalid ({v:e})")
+pub fn invalid(value: f64) -> String {
+    format!("invalid ({value:e})")
 }
 
 /// A duration in nanoseconds with three significant digits: "850ns", "12.3us", "1.05ms", "2.50s".
@@ -37,8 +37,8 @@ pub fn tidy(label: &str) -> String {
 }
 
 /// A number with three significant digits (no exponent): 1.23, 12.3, 123.
-pub fn three_digits(v: f64) -> String {
-    let a = v.abs();
+pub fn three_digits(value: f64) -> String {
+    let a = value.abs();
     let decimals = if a >= 100.0 {
         0
     } else if a >= 10.0 {
@@ -46,28 +46,28 @@ pub fn three_digits(v: f64) -> String {
     } else {
         2
     };
-    format!("{v:.decimals$}")
+    format!("{value:.decimals$}")
 }
 
 /// A ratio in [0, 1] as a percentage with enough digits to tell 0.999 from 1: "99.90%".
-pub fn fmt_ratio(r: f64) -> String {
-    if !r.is_finite() || r.abs() > MAX_RATIO {
-        invalid(r)
-    } else if (r - 1.0).abs() < f64::EPSILON {
+pub fn fmt_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio.abs() > MAX_RATIO {
+        invalid(ratio)
+    } else if (ratio - 1.0).abs() < f64::EPSILON {
         "100%".into()
     } else {
-        format!("{:.2}%", r * 100.0)
+        format!("{:.2}%", ratio * 100.0)
     }
 }
 
 /// A plain number for axis ticks: integers without decimals, others with up to 3 digits.
-pub fn fmt_plain(v: f64) -> String {
-    if !v.is_finite() {
-        invalid(v)
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
+pub fn fmt_plain(value: f64) -> String {
+    if !value.is_finite() {
+        invalid(value)
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
     } else {
-        let s = format!("{v:.3}");
+        let s = format!("{value:.3}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
@@ -100,14 +100,14 @@ pub fn fmt_count(c: f64) -> String {
 }
 
 /// A bit rate in the largest fitting decimal unit, two decimals: "18.83 Gb/s", "2.05 kb/s".
-pub fn fmt_bps(b: f64) -> String {
-    if !b.is_finite() {
-        return invalid(b);
+pub fn fmt_bps(bits_per_second: f64) -> String {
+    if !bits_per_second.is_finite() {
+        return invalid(bits_per_second);
     }
     let (v, unit) = [(1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")]
         .into_iter()
-        .find(|(s, _)| b >= *s)
-        .map_or((b, "b/s"), |(s, u)| (b / s, u));
+        .find(|(s, _)| bits_per_second >= *s)
+        .map_or((bits_per_second, "b/s"), |(s, u)| (bits_per_second / s, u));
     format!("{v:.2} {unit}")
 }
 

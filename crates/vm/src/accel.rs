@@ -149,17 +149,17 @@ pub fn probe(image: &Image, bound: Duration, host_key: String) -> Result<ProbeRe
     })
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").chars().take(300).collect()
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").chars().take(300).collect()
 }
 
 fn read_cache(cache: &Path) -> Option<ProbeResult> {
     serde_json::from_str(&std::fs::read_to_string(cache.join("accel.json")).ok()?).ok()
 }
 
-fn write_cache(cache: &Path, r: &ProbeResult) -> Result<()> {
+fn write_cache(cache: &Path, probe: &ProbeResult) -> Result<()> {
     std::fs::create_dir_all(cache).map_err(|e| VmError::io(format!("creating {}", cache.display()), e))?;
     let path = cache.join("accel.json");
-    std::fs::write(&path, serde_json::to_string_pretty(r).expect("serializable"))
+    std::fs::write(&path, serde_json::to_string_pretty(probe).expect("serializable"))
         .map_err(|e| VmError::io(format!("writing {}", path.display()), e))
 }

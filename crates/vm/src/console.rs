@@ -6,12 +6,12 @@ use std::path::Path;
 /// How many console lines errors show.
 pub const TAIL_LINES: usize = 25;
 
-/// The last `n` lines of a log, without terminal escape sequences and control characters.
-pub fn tail(path: &Path, n: usize) -> String {
+/// The last `count` lines of a log, without terminal escape sequences and control characters.
+pub fn tail(path: &Path, count: usize) -> String {
     let bytes = std::fs::read(path).unwrap_or_default();
     let text = printable(&String::from_utf8_lossy(&bytes));
     let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
-    let start = lines.len().saturating_sub(n);
+    let start = lines.len().saturating_sub(count);
     if lines.is_empty() {
         return "    (empty)".into();
     }

@@ -366,11 +366,11 @@ pub fn garbage_error(name: &str, why: &str, output: &str, console_tail: String) 
     }
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
+fn truncate(text: &str, count: usize) -> String {
+    if text.chars().count() <= count {
+        text.to_string()
     } else {
-        format!("{}...", s.chars().take(n).collect::<String>())
+        format!("{}...", text.chars().take(count).collect::<String>())
     }
 }
 

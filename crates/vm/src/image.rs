@@ -216,8 +216,8 @@ fn input_key(spec: &ImageSpec, entries: &[Entry]) -> Result<u64> {
     Ok(h.finish())
 }
 
-fn read(p: &Path) -> Result<Vec<u8>> {
-    std::fs::read(p).map_err(|e| VmError::io(format!("reading {}", p.display()), e))
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| VmError::io(format!("reading {}", path.display()), e))
 }
 
 /// Stage the entries in a scratch directory next to `out` and archive them with `cpio -H newc`.

@@ -87,9 +87,9 @@ fn collect(image: &Image, cfg: &GuestConfig, guest: &mut Guest) -> Result<Measur
     Ok(Measured { results, rc: out.rc })
 }
 
-/// Complete `r` (measured on the host against a guest) with the guest's environment.
-pub fn annotate_from(r: &mut Results, guest: &Results) {
-    let env = r.environment.get_or_insert_with(Environment::default);
+/// Complete `results` (measured on the host against a guest) with the guest's environment.
+pub fn annotate_from(results: &mut Results, guest: &Results) {
+    let env = results.environment.get_or_insert_with(Environment::default);
     env.r#in = Some("vm".into());
     if let Some(g) = &guest.environment {
         env.accel = g.accel.clone();
@@ -162,8 +162,8 @@ fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<Inte
 }
 
 /// Complete the environment with what the host knows about the guest.
-fn annotate(r: &mut Results, image: &Image, cfg: &GuestConfig, guest: &Guest, out: &JobOutput) {
-    let env = r.environment.get_or_insert_with(Environment::default);
+fn annotate(results: &mut Results, image: &Image, cfg: &GuestConfig, guest: &Guest, out: &JobOutput) {
+    let env = results.environment.get_or_insert_with(Environment::default);
     env.r#in = Some("vm".into());
     let rec = guest.record();
     env.accel = Some(cfg.accel.name().into());

@@ -51,8 +51,8 @@ pub struct DemoArgs {
     pub no_measure: bool,
 }
 
-fn parse_nanos(s: &str) -> Result<Nanos, String> {
-    let n = Nanos::parse(s)?;
+fn parse_nanos(text: &str) -> Result<Nanos, String> {
+    let n = Nanos::parse(text)?;
     if n.0 == 0 {
         Err("must be longer than 0".into())
     } else {
@@ -119,11 +119,11 @@ pub fn run(args: DemoArgs) -> CmdResult {
 
 impl Demo {
     /// Run one step with progress: its name first, then how it ended and how long it took.
-    fn step(&mut self, n: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
-        eprint!("[{n}/{STEPS}] {what} ...");
+    fn step(&mut self, count: usize, what: &str, f: impl FnOnce(&mut Demo) -> anyhow::Result<Step>) {
+        eprint!("[{count}/{STEPS}] {what} ...");
         let _ = std::io::stderr().flush();
         let interrupted_before = interrupted();
-        if interrupted_before && n < STEPS {
+        if interrupted_before && count < STEPS {
             eprintln!(" skipped: interrupted (Ctrl-C)");
             return;
         }
@@ -160,11 +160,11 @@ impl Demo {
     }
 
     /// Write a results document and remember it for the report.
-    fn keep(&mut self, name: &str, r: &Results) -> anyhow::Result<PathBuf> {
+    fn keep(&mut self, name: &str, results: &Results) -> anyhow::Result<PathBuf> {
         let p = self.path(name);
-        write_json(&p, r)?;
+        write_json(&p, results)?;
         self.inputs.push(p.clone());
-        self.summary.push(summary_line(r));
+        self.summary.push(summary_line(results));
         Ok(p)
     }
 
@@ -326,14 +326,17 @@ fn interrupted() -> bool {
 }
 
 /// One line about a result: pooled DSR for task results, p50/p99/max for latencies.
-fn summary_line(r: &Results) -> String {
-    let mut label = r.label.clone().unwrap_or_else(|| r.kind.clone());
-    if r.interrupted {
+fn summary_line(results: &Results) -> String {
+    let mut label = results.label.clone().unwrap_or_else(|| results.kind.clone());
+    if results.interrupted {
         label.push_str(" (interrupted by Ctrl-C)");
     }
-    if let Some(l) = &r.latency_ns {
-        let missed =
-            r.timer.as_ref().and_then(|t| t.missed_periods).map_or(String::new(), |m| format!(", {m} missed periods"));
+    if let Some(l) = &results.latency_ns {
+        let missed = results
+            .timer
+            .as_ref()
+            .and_then(|t| t.missed_periods)
+            .map_or(String::new(), |m| format!(", {m} missed periods"));
         return format!(
             "{label}: latency p50 {} p99 {} max {} over {} samples{missed}",
             fmt_ns(l.p50 as f64),
@@ -342,7 +345,7 @@ fn summary_line(r: &Results) -> String {
             l.count
         );
     }
-    let (jobs, misses) = r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
+    let (jobs, misses) = results.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses));
     format!(
         "{label}: {jobs} jobs, {misses} deadline misses, DSR {:.4}",
         rtvirt_model::results::TaskResult::dsr_of(jobs, misses)
@@ -362,17 +365,18 @@ fn tick_while_running(done: &AtomicBool) {
     }
 }
 
-fn write_json<T: serde::Serialize>(p: &Path, v: &T) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(v)?;
-    std::fs::write(p, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
 /// Record `rho` on the result when every task of the scenario was planned with the same one.
-fn add_uniform_rho(r: &mut Results, s: &Scenario) {
-    let rhos: Vec<Option<f64>> = s.guests.iter().flat_map(|g| g.tasks.iter().map(move |t| t.rho.or(g.rho))).collect();
+fn add_uniform_rho(results: &mut Results, scenario: &Scenario) {
+    let rhos: Vec<Option<f64>> =
+        scenario.guests.iter().flat_map(|g| g.tasks.iter().map(move |t| t.rho.or(g.rho))).collect();
     if let Some(Some(first)) = rhos.first() {
         if rhos.iter().all(|x| *x == Some(*first)) {
-            r.rho = Some(*first);
+            results.rho = Some(*first);
         }
     }
 }

@@ -144,14 +144,14 @@ pub struct RevertArgs {
     pub format: Format,
 }
 
-pub fn run(a: HostArgs) -> CmdResult {
-    match a.action {
-        HostAction::Audit(a) => run_audit(a),
-        HostAction::Threads(a) => run_threads(a),
-        HostAction::Apply(a) => run_apply(a),
-        HostAction::Lint(a) => run_lint(a),
-        HostAction::Revert(a) => run_revert(a),
-        HostAction::Calibrate(a) => run_calibrate(a),
+pub fn run(args: HostArgs) -> CmdResult {
+    match args.action {
+        HostAction::Audit(args) => run_audit(args),
+        HostAction::Threads(args) => run_threads(args),
+        HostAction::Apply(args) => run_apply(args),
+        HostAction::Lint(args) => run_lint(args),
+        HostAction::Revert(args) => run_revert(args),
+        HostAction::Calibrate(args) => run_calibrate(args),
     }
 }
 
@@ -165,21 +165,21 @@ fn emit<T: serde::Serialize>(format: Format, value: &T, table: impl FnOnce(&T) -
     }
 }
 
-fn run_audit(a: AuditArgs) -> CmdResult {
+fn run_audit(args: AuditArgs) -> CmdResult {
     let report = audit::run();
-    emit(a.format, &report, render::audit)?;
+    emit(args.format, &report, render::audit)?;
     Ok(if report.summary.fail > 0 { Outcome::Failed } else { Outcome::Ok })
 }
 
-fn run_threads(a: ThreadsArgs) -> CmdResult {
-    let target = match (a.vm, a.qmp, a.pid) {
+fn run_threads(args: ThreadsArgs) -> CmdResult {
+    let target = match (args.vm, args.qmp, args.pid) {
         (Some(name), _, _) => Target::Vm(name),
         (_, Some(sock), _) => Target::Qmp(sock),
         (_, _, Some(pid)) => Target::Pid(pid),
         _ => Target::System,
     };
     let list = threads::ThreadList { schema: threads::THREADS_SCHEMA, threads: threads::discover(&target)? };
-    emit(a.format, &list, |l| render::threads(&l.threads))?;
+    emit(args.format, &list, |l| render::threads(&l.threads))?;
     Ok(Outcome::Ok)
 }
 
@@ -242,25 +242,25 @@ fn apply_input(
     }
 }
 
-fn run_apply(a: ApplyArgs) -> CmdResult {
+fn run_apply(args: ApplyArgs) -> CmdResult {
     let opts = ApplyOptions {
-        state_dir: a.state_dir.unwrap_or_else(journal::default_state_dir),
-        force: a.force,
-        dry_run: a.dry_run,
+        state_dir: args.state_dir.unwrap_or_else(journal::default_state_dir),
+        force: args.force,
+        dry_run: args.dry_run,
     };
-    let table = a.format == Format::Table;
+    let table = args.format == Format::Table;
     let mut progress = |c: &Change| {
         if table {
             eprintln!("  applied: {}", c.describe());
         }
     };
-    match apply_input(&a.what, &opts, &mut progress) {
+    match apply_input(&args.what, &opts, &mut progress) {
         Ok(report) => {
-            emit(a.format, &report, render::apply)?;
+            emit(args.format, &report, render::apply)?;
             Ok(Outcome::Ok)
         }
         Err(ApplyError::LintFailed(lint)) => {
-            emit(a.format, &*lint, render::lint)?;
+            emit(args.format, &*lint, render::lint)?;
             eprintln!("rtvirt: the lint failed; nothing was changed (use --force to apply anyway)");
             Ok(Outcome::Failed)
         }
@@ -268,30 +268,30 @@ fn run_apply(a: ApplyArgs) -> CmdResult {
     }
 }
 
-fn run_lint(a: LintArgs) -> CmdResult {
+fn run_lint(args: LintArgs) -> CmdResult {
     // A forced dry run: the lint report comes back whatever its findings, nothing is changed.
     let opts = ApplyOptions { state_dir: journal::default_state_dir(), force: true, dry_run: true };
-    let report = apply_input(&a.what, &opts, &mut |_| {})?;
-    emit(a.format, &report.lint, render::lint)?;
+    let report = apply_input(&args.what, &opts, &mut |_| {})?;
+    emit(args.format, &report.lint, render::lint)?;
     Ok(if report.lint.failures() > 0 { Outcome::Failed } else { Outcome::Ok })
 }
 
-fn run_revert(a: RevertArgs) -> CmdResult {
-    let dir = a.state_dir.unwrap_or_else(journal::default_state_dir);
+fn run_revert(args: RevertArgs) -> CmdResult {
+    let dir = args.state_dir.unwrap_or_else(journal::default_state_dir);
     let report = journal::revert(&dir)?;
-    emit(a.format, &report, render::revert)?;
+    emit(args.format, &report, render::revert)?;
     Ok(Outcome::Ok)
 }
 
-fn run_calibrate(a: CalibrateArgs) -> CmdResult {
+fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     rtvirt_os::signals::install();
-    let step = rtvirt_model::Nanos::parse(&a.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
-    let cpus = rtvirt_probe::cpus::resolve("--cpus", a.cpus.as_deref())?;
+    let step = rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
+    let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
     let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step };
     eprintln!("rtvirt: calibrating this host (about {} s)...", 2 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
     let text = serde_json::to_string_pretty(&model)? + "\n";
-    match a.output {
+    match args.output {
         None => print!("{text}"),
         Some(path) => {
             std::fs::write(&path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;

@@ -32,10 +32,10 @@ pub struct ImportArgs {
     pub output: PathBuf,
 }
 
-pub fn run(a: ImportArgs) -> CmdResult {
+pub fn run(args: ImportArgs) -> CmdResult {
     let mut docs = Vec::new();
-    for path in &a.files {
-        docs.push((path, import_file(path, a.tool)?));
+    for path in &args.files {
+        docs.push((path, import_file(path, args.tool)?));
     }
     let several = docs.iter().map(|(_, d)| d.len()).sum::<usize>() > 1;
     let mut all = Vec::new();
@@ -52,12 +52,12 @@ pub fn run(a: ImportArgs) -> CmdResult {
         }
     }
     let text = if several { serde_json::to_string_pretty(&all)? } else { serde_json::to_string_pretty(&all[0])? };
-    if a.output == Path::new("-") {
+    if args.output == Path::new("-") {
         println!("{text}");
     } else {
-        std::fs::write(&a.output, text + "\n")
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", a.output.display()))?;
-        eprintln!("{} results document(s) written to {}", all.len(), a.output.display());
+        std::fs::write(&args.output, text + "\n")
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.output.display()))?;
+        eprintln!("{} results document(s) written to {}", all.len(), args.output.display());
     }
     Ok(Outcome::Ok)
 }

@@ -54,36 +54,36 @@ pub struct LoadArgs {
     pub force: bool,
 }
 
-pub fn run(a: LoadArgs, line: CommandLine) -> CmdResult {
+pub fn run(args: LoadArgs, line: CommandLine) -> CmdResult {
     rtvirt_os::signals::install();
-    let kind = match a.kind {
+    let kind = match args.kind {
         Kind::Net => LoadKind::Net,
         Kind::NetUdp => LoadKind::NetUdp,
         Kind::Syscalls => LoadKind::Syscalls,
         Kind::Cache => LoadKind::Cache,
         Kind::Cpu => LoadKind::Cpu,
     };
-    let cpu_list = a.cpus.as_deref().map(|c| cpus::resolve("--cpus", Some(c))).transpose()?;
-    let workers = a.workers.unwrap_or_else(|| cpu_list.as_ref().map(|c| c.len() as u32).unwrap_or(1));
+    let cpu_list = args.cpus.as_deref().map(|c| cpus::resolve("--cpus", Some(c))).transpose()?;
+    let workers = args.workers.unwrap_or_else(|| cpu_list.as_ref().map(|c| c.len() as u32).unwrap_or(1));
     if workers == 0 {
         anyhow::bail!("--workers must be at least 1");
     }
-    let spec = LoadSpec { kind, workers, cpus: cpu_list.clone(), rate: a.rate };
-    spec.validate("--workers", a.force)?;
-    rtvirt_probe::limits::check_duration("--duration", a.duration, a.force)?;
-    if a.r#in == Where::Vm {
+    let spec = LoadSpec { kind, workers, cpus: cpu_list.clone(), rate: args.rate };
+    spec.validate("--workers", args.force)?;
+    rtvirt_probe::limits::check_duration("--duration", args.duration, args.force)?;
+    if args.r#in == Where::Vm {
         anyhow::bail!("--in vm is not available for rtvirt load; use `rtvirt vm run -- load ...`");
     }
-    if a.r#in == Where::Container {
+    if args.r#in == Where::Container {
         return container::rerun(&line, &cpu_list.unwrap_or_else(cpus::allowed));
     }
-    progress(a.duration, &format!("running {} load ({workers} worker(s))", kind.as_str()));
-    let report = load::run_for(&spec, a.duration)?;
+    progress(args.duration, &format!("running {} load ({workers} worker(s))", kind.as_str()));
+    let report = load::run_for(&spec, args.duration)?;
     let mut r = Results::new("load", report.duration_ns);
     let mut env = rtvirt_probe::environment::collect();
     env.load.push(report.clone().into());
     r.environment = Some(env);
-    match a.format {
+    match args.format {
         Format::Json => print_json(&r)?,
         Format::Table => {
             println!(

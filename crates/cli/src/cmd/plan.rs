@@ -124,44 +124,44 @@ pub struct PlanArgs {
 
 /// The per-core cap: the kernel's limit from the host model (else the safe default for current
 /// kernels), or the scenario's `host.bandwidth_cap` when that is lower.
-fn bandwidth_cap(s: &Scenario, host: Option<&HostModel>) -> BandwidthCap {
+fn bandwidth_cap(scenario: &Scenario, host: Option<&HostModel>) -> BandwidthCap {
     let kernel = host.map_or_else(BandwidthCap::safe_default, HostModel::bandwidth_cap);
-    if s.host.bandwidth_cap < kernel.value {
+    if scenario.host.bandwidth_cap < kernel.value {
         return BandwidthCap {
-            value: s.host.bandwidth_cap,
+            value: scenario.host.bandwidth_cap,
             why: format!("the scenario's host.bandwidth_cap (below the kernel's {}: {})", kernel.value, kernel.why),
         };
     }
     kernel
 }
 
-fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
-    if let Some(r) = a.rho {
+fn options(args: &PlanArgs) -> Result<PlanOptions, InputError> {
+    if let Some(r) = args.rho {
         if !(r > 0.0 && r < 1.0) {
             return Err(InputError::field("--rho", format!("{r}: expected a probability strictly between 0 and 1")));
         }
     }
-    if matches!(a.cores, Some(n) if n == 0 || n > MAX_CORES) {
+    if matches!(args.cores, Some(n) if n == 0 || n > MAX_CORES) {
         return Err(InputError::field(
             "--cores",
-            format!("{}: expected a whole number from 1 to {MAX_CORES}", a.cores.unwrap_or(0)),
+            format!("{}: expected a whole number from 1 to {MAX_CORES}", args.cores.unwrap_or(0)),
         ));
     }
     Ok(PlanOptions {
-        rho: a.rho,
-        model: match a.model {
+        rho: args.rho,
+        model: match args.model {
             ModelArg::Prm => Model::Prm,
             ModelArg::Edp => Model::Edp,
         },
-        heuristic: match a.heuristic {
+        heuristic: match args.heuristic {
             HeuristicArg::Bfd => Heuristic::Bfd,
             HeuristicArg::Ffd => Heuristic::Ffd,
             HeuristicArg::Wfd => Heuristic::Wfd,
             HeuristicArg::Bf => Heuristic::Bf,
             HeuristicArg::Ff => Heuristic::Ff,
         },
-        cores: a.cores,
-        budget: match a.budget {
+        cores: args.cores,
+        budget: match args.budget {
             BudgetArg::Cantelli => BudgetMethod::Cantelli,
             BudgetArg::Quantile => BudgetMethod::Quantile,
         },
@@ -171,12 +171,12 @@ fn options(a: &PlanArgs) -> Result<PlanOptions, InputError> {
 }
 
 /// `--pid NAME=PID` values, checked against the scenario's guests.
-fn pids(a: &PlanArgs, s: &Scenario) -> Result<BTreeMap<String, u32>, InputError> {
+fn pids(args: &PlanArgs, scenario: &Scenario) -> Result<BTreeMap<String, u32>, InputError> {
     let mut out = BTreeMap::new();
-    for p in &a.pids {
+    for p in &args.pids {
         let bad = |m: String| InputError::field("--pid", format!("\"{p}\": {m}"));
         let (name, pid) = p.split_once('=').ok_or_else(|| bad("expected GUEST=PID".into()))?;
-        if s.guest(name).is_none() {
+        if scenario.guest(name).is_none() {
             return Err(bad(format!("no guest \"{name}\" in the scenario")));
         }
         let pid: u32 =
@@ -186,10 +186,10 @@ fn pids(a: &PlanArgs, s: &Scenario) -> Result<BTreeMap<String, u32>, InputError>
     Ok(out)
 }
 
-fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
-    let s = match &a.import_carts {
+fn load(args: &PlanArgs) -> Result<Scenario, InputError> {
+    let s = match &args.import_carts {
         Some(x) => rtvirt_model::carts::from_file(x)?,
-        None => load_scenario(a.scenario.as_deref())?,
+        None => load_scenario(args.scenario.as_deref())?,
     };
     check_plannable(&s).map_err(|e| s.locate(e))?;
     Ok(s)
@@ -197,30 +197,30 @@ fn load(a: &PlanArgs) -> Result<Scenario, InputError> {
 
 /// Something to plan: at least one guest, and every guest with at least one task (a guest
 /// without tasks would get an empty reservation, almost always a forgotten `[[guest.task]]`).
-fn check_plannable(s: &Scenario) -> Result<(), InputError> {
-    if s.guests.is_empty() {
+fn check_plannable(scenario: &Scenario) -> Result<(), InputError> {
+    if scenario.guests.is_empty() {
         return Err(InputError::field(
             "guest",
             "no [[guest]]: expected at least one guest with periodic tasks to plan",
         ));
     }
-    match s.guests.iter().position(|g| g.tasks.is_empty()) {
+    match scenario.guests.iter().position(|g| g.tasks.is_empty()) {
         Some(i) => Err(InputError::field(
             format!("guest[{i}]"),
             format!(
                 "guest \"{}\" has no tasks: expected at least one [[guest.task]] (a reservation is planned for a \
                  guest's tasks)",
-                s.guests[i].name
+                scenario.guests[i].name
             ),
         )),
         None => Ok(()),
     }
 }
 
-pub fn run(a: PlanArgs) -> CmdResult {
-    let s = load(&a)?;
-    let host = a.host_model.as_deref().map(HostModel::from_file).transpose()?;
-    if host.is_some() && a.model == ModelArg::Edp {
+pub fn run(args: PlanArgs) -> CmdResult {
+    let s = load(&args)?;
+    let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
+    if host.is_some() && args.model == ModelArg::Edp {
         return Err(InputError::field(
             "--host-model",
             "overhead-aware planning computes PRM interfaces only: use --model prm (the default) with --host-model",
@@ -230,11 +230,11 @@ pub fn run(a: PlanArgs) -> CmdResult {
     let o = PlanOptions {
         bandwidth_cap: Some(bandwidth_cap(&s, host.as_ref())),
         overheads: host.as_ref().map(Overheads::of),
-        ..options(&a)?
+        ..options(&args)?
     };
-    let pid_map = pids(&a, &s)?;
-    if a.max_rho {
-        return print_max_rho(&s, &o, a.format);
+    let pid_map = pids(&args, &s)?;
+    if args.max_rho {
+        return print_max_rho(&s, &o, args.format);
     }
     let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
     if tasks >= 2000 {
@@ -245,85 +245,91 @@ pub fn run(a: PlanArgs) -> CmdResult {
     }
     let p = plan(&s, &o);
     too_large(&s, &p)?;
-    match a.emit {
+    match args.emit {
         Some(e) if p.plan.feasible => {
             print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| s.locate(e))?)
         }
         Some(_) => {}
-        None if a.format == Format::Json => print_json(&p.plan)?,
+        None if args.format == Format::Json => print_json(&p.plan)?,
         None => print!("{}", table(&s, &p.plan)),
     }
     report_infeasible(&p);
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
 }
 
-fn emitted(e: EmitArg, s: &Scenario, p: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
-    Ok(match e {
-        EmitArg::Chrt => emit::chrt(p, pids)?,
-        EmitArg::Rtds => emit::rtds(p)?,
-        EmitArg::Libvirt => emit::libvirt(p),
-        EmitArg::Carts => emit::carts(s, p),
+fn emitted(
+    emit: EmitArg,
+    scenario: &Scenario,
+    plan: &Plan,
+    pids: &BTreeMap<String, u32>,
+) -> Result<String, InputError> {
+    Ok(match emit {
+        EmitArg::Chrt => emit::chrt(plan, pids)?,
+        EmitArg::Rtds => emit::rtds(plan)?,
+        EmitArg::Libvirt => emit::libvirt(plan),
+        EmitArg::Carts => emit::carts(scenario, plan),
     })
 }
 
-fn rho_text(r: Option<f64>) -> String {
-    match r {
-        Some(r) if r >= 1.0 => "1 (fits even at WCET)".into(),
-        Some(r) => format!("{r:.4}"),
+fn rho_text(rho: Option<f64>) -> String {
+    match rho {
+        Some(rho) if rho >= 1.0 => "1 (fits even at WCET)".into(),
+        Some(rho) => format!("{rho:.4}"),
         None => "none (does not fit even at the mean execution times)".into(),
     }
 }
 
 /// A guest whose exact analysis exceeds the planner's bound is an input error (exit 2), not an
 /// infeasible plan (exit 1): nothing was proven about it.
-fn too_large(s: &Scenario, p: &Planned) -> Result<(), InputError> {
-    match p.unplaced.iter().find(|u| u.too_large) {
+fn too_large(scenario: &Scenario, planned: &Planned) -> Result<(), InputError> {
+    match planned.unplaced.iter().find(|u| u.too_large) {
         None => Ok(()),
         Some(u) => {
-            let i = s.guests.iter().position(|g| g.name == u.name).unwrap_or(0);
-            Err(s.locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason))))
+            let i = scenario.guests.iter().position(|g| g.name == u.name).unwrap_or(0);
+            Err(scenario
+                .locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason))))
         }
     }
 }
 
-fn print_max_rho(s: &Scenario, o: &PlanOptions, f: Format) -> CmdResult {
-    too_large(s, &plan_at(s, o, Some(1.0)))?;
+fn print_max_rho(scenario: &Scenario, options: &PlanOptions, format: Format) -> CmdResult {
+    too_large(scenario, &plan_at(scenario, options, Some(1.0)))?;
     eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", RHO_RESOLUTION);
-    let r = max_rho(s, o);
-    match f {
+    let r = max_rho(scenario, options);
+    match format {
         Format::Json => print_json(&serde_json::json!({ "max_rho": r, "resolution": RHO_RESOLUTION }))?,
         Format::Table => println!("max_rho = {}", rho_text(r)),
     }
     Ok(if r.is_some() { Outcome::Ok } else { Outcome::Failed })
 }
 
-fn report_infeasible(p: &Planned) {
-    if p.plan.feasible {
+fn report_infeasible(planned: &Planned) {
+    if planned.plan.feasible {
         return;
     }
-    eprintln!("rtvirt: infeasible: {} guest(s) did not fit:", p.unplaced.len());
-    for u in &p.unplaced {
+    eprintln!("rtvirt: infeasible: {} guest(s) did not fit:", planned.unplaced.len());
+    for u in &planned.unplaced {
         eprintln!("  {}: {}", u.name, u.reason);
     }
-    eprintln!("  largest uniform rho with which everything fits: {}", rho_text(p.plan.max_rho));
+    eprintln!("  largest uniform rho with which everything fits: {}", rho_text(planned.plan.max_rho));
 }
 
-fn table(s: &Scenario, p: &Plan) -> String {
+fn table(scenario: &Scenario, plan: &Plan) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let settings = &p.settings;
+    let settings = &plan.settings;
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let _ = writeln!(
         out,
         "plan of \"{}\": {}, {} core(s) used of {}, model {}, heuristic {}, budgets {}, max rho {}",
-        s.name,
-        if p.feasible { "feasible" } else { "INFEASIBLE" },
-        p.cores_used,
+        scenario.name,
+        if plan.feasible { "feasible" } else { "INFEASIBLE" },
+        plan.cores_used,
         settings.cores.map(|c| c.to_string()).unwrap_or_default(),
         text(&settings.model),
         text(&settings.heuristic),
         text(&settings.budget),
-        rho_text(p.max_rho)
+        rho_text(plan.max_rho)
     );
     if let (Some(cap), Some(why)) = (settings.bandwidth_cap, &settings.bandwidth_cap_source) {
         let _ = writeln!(out, "per-core cap {cap}: {why}");
@@ -332,13 +338,13 @@ fn table(s: &Scenario, p: &Plan) -> String {
         let _ = writeln!(out, "host overheads charged: {o}");
     }
     out.push('\n');
-    let (guests, tasks) = guest_and_task_tables(p);
+    let (guests, tasks) = guest_and_task_tables(plan);
     let _ = writeln!(out, "{guests}\n\n{tasks}");
-    if let Some(free) = overhead_free_table(p) {
+    if let Some(free) = overhead_free_table(plan) {
         let _ = writeln!(out, "\nwithout the host's overheads (the same guests, nothing charged):\n{free}");
     }
     let mut cores = Table::aligned(&["core", "bandwidth", "guests"], |column| column == 1);
-    for c in &p.cores {
+    for c in &plan.cores {
         cores.row([c.id.to_string(), format!("{:.4}", c.bandwidth), c.guests.join(", ")]);
     }
     let _ = writeln!(out, "\n{cores}");
@@ -347,10 +353,10 @@ fn table(s: &Scenario, p: &Plan) -> String {
 
 /// Planned with a host model: per guest the least interface without overheads beside the
 /// overhead-aware bandwidth (None without a host model).
-fn overhead_free_table(p: &Plan) -> Option<Table> {
+fn overhead_free_table(plan: &Plan) -> Option<Table> {
     let header = ["guest", "period", "budget", "bandwidth", "overhead-aware bandwidth"];
     let mut table = Table::new(&header, 1);
-    for g in &p.guests {
+    for g in &plan.guests {
         let f = g.overhead_free.as_ref()?;
         table.row([
             g.name.clone(),
@@ -364,11 +370,11 @@ fn overhead_free_table(p: &Plan) -> Option<Table> {
 }
 
 /// One row per guest's reservation, and one per task with its execution bound.
-fn guest_and_task_tables(p: &Plan) -> (Table, Table) {
+fn guest_and_task_tables(plan: &Plan) -> (Table, Table) {
     let mut guests = Table::new(&["guest", "sched", "period", "budget", "deadline", "bandwidth", "core"], 2);
     let header = ["guest", "task", "period", "deadline", "wcet", "c", "rho", "bound"];
     let mut tasks = Table::aligned(&header, |column| (2..7).contains(&column));
-    for g in &p.guests {
+    for g in &plan.guests {
         let core = g.core.map_or("-".into(), |c| c.to_string());
         let (period, budget, deadline) = (Nanos(g.period_ns), Nanos(g.budget_ns), Nanos(g.deadline_ns));
         let bandwidth = format!("{:.4}", g.bandwidth);

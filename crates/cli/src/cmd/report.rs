@@ -42,16 +42,16 @@ pub struct ReportArgs {
     pub label: Vec<String>,
 }
 
-pub fn run(a: ReportArgs) -> CmdResult {
-    let format = match a.format {
+pub fn run(args: ReportArgs) -> CmdResult {
+    let format = match args.format {
         ReportFormatArg::Html => ReportFormat::Html,
         ReportFormatArg::Md => ReportFormat::Markdown,
     };
     let default = if format == ReportFormat::Html { "report.html" } else { "report.md" };
-    let out = a.output.unwrap_or_else(|| PathBuf::from(default));
-    let inputs: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
+    let out = args.output.unwrap_or_else(|| PathBuf::from(default));
+    let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     crate::output_file::check("--output", &out, &inputs)?;
-    let text = rtvirt_report::report_from_labelled_files(&a.title, &a.files, &a.label, format)?;
+    let text = rtvirt_report::report_from_labelled_files(&args.title, &args.files, &args.label, format)?;
     write_output(&out, &text)?;
     Ok(Outcome::Ok)
 }

@@ -166,37 +166,37 @@ fn parse_host_load(text: &str) -> Result<LoadSpec, String> {
     LoadSpec::parse(text.strip_prefix("host:").unwrap_or(text))
 }
 
-pub fn run(a: VmArgs) -> CmdResult {
-    match a.action {
-        VmAction::Image(a) => image_cmd(a),
-        VmAction::Run(a) => run_cmd(a),
-        VmAction::Matrix(a) => matrix_cmd(a),
-        VmAction::Net(a) => net_cmd(a),
-        VmAction::ProbeAccel(a) => probe_accel_cmd(a),
-        VmAction::List(a) => list_cmd(a),
+pub fn run(args: VmArgs) -> CmdResult {
+    match args.action {
+        VmAction::Image(args) => image_cmd(args),
+        VmAction::Run(args) => run_cmd(args),
+        VmAction::Matrix(args) => matrix_cmd(args),
+        VmAction::Net(args) => net_cmd(args),
+        VmAction::ProbeAccel(args) => probe_accel_cmd(args),
+        VmAction::List(args) => list_cmd(args),
     }
 }
 
-fn flavours(k: KernelArg) -> Vec<Flavour> {
-    match k {
+fn flavours(argument: KernelArg) -> Vec<Flavour> {
+    match argument {
         KernelArg::Nrt => vec![Flavour::Nrt],
         KernelArg::Rt => vec![Flavour::Rt],
         KernelArg::All => Flavour::ALL.to_vec(),
     }
 }
 
-fn single_flavour(k: KernelArg) -> anyhow::Result<Flavour> {
-    match k {
+fn single_flavour(argument: KernelArg) -> anyhow::Result<Flavour> {
+    match argument {
         KernelArg::All => {
             anyhow::bail!("--kernel all is for `vm image`; `vm run` boots one kernel (use `vm matrix` for both)")
         }
-        k => Ok(flavours(k)[0]),
+        argument => Ok(flavours(argument)[0]),
     }
 }
 
-fn image_cmd(a: ImageArgs) -> CmdResult {
-    let images = flavours(a.kernel).into_iter().map(guest_image).collect::<anyhow::Result<Vec<_>>>()?;
-    match a.format {
+fn image_cmd(args: ImageArgs) -> CmdResult {
+    let images = flavours(args.kernel).into_iter().map(guest_image).collect::<anyhow::Result<Vec<_>>>()?;
+    match args.format {
         Format::Json => print_json(&images)?,
         Format::Table => {
             let header = ["kernel", "version", "size MiB", "state", "key", "initramfs"];
@@ -217,23 +217,23 @@ fn image_cmd(a: ImageArgs) -> CmdResult {
     Ok(Outcome::Ok)
 }
 
-fn run_cmd(a: RunArgs) -> CmdResult {
-    let flavour = single_flavour(a.kernel)?;
-    let (image, mut cfg) = boot_config(flavour, &a.guest)?;
-    cfg.network = a.net;
-    if let Some(hold) = a.hold {
-        return hold_guest(&image, cfg, hold, a.format);
+fn run_cmd(args: RunArgs) -> CmdResult {
+    let flavour = single_flavour(args.kernel)?;
+    let (image, mut cfg) = boot_config(flavour, &args.guest)?;
+    cfg.network = args.net;
+    if let Some(hold) = args.hold {
+        return hold_guest(&image, cfg, hold, args.format);
     }
-    if a.guest_args.is_empty() {
+    if args.guest_args.is_empty() {
         anyhow::bail!(
             "nothing to run: give the guest command after `--` (e.g. `-- measure timer --duration 5s`) or --hold \
              DURATION"
         );
     }
-    let m = measure_in_guest(&image, &cfg, &a.loads, &a.guest_args)?;
-    match a.format {
+    let m = measure_in_guest(&image, &cfg, &args.loads, &args.guest_args)?;
+    match args.format {
         Format::Json => print_json(&m.results)?,
-        Format::Table => print_rows(&[(flavour, load_label(&a.loads), m.results.clone())]),
+        Format::Table => print_rows(&[(flavour, load_label(&args.loads), m.results.clone())]),
     }
     Ok(if m.rc == 1 { Outcome::Failed } else { Outcome::Ok })
 }
@@ -265,30 +265,35 @@ fn hold_guest(image: &Image, cfg: GuestConfig, hold: Nanos, format: Format) -> C
     Ok(Outcome::Ok)
 }
 
-fn matrix_cmd(a: MatrixArgs) -> CmdResult {
-    if let Some(dir) = &a.out_dir {
+fn matrix_cmd(args: MatrixArgs) -> CmdResult {
+    if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create --out-dir {}", dir.display()))?;
         crate::output_file::check("--out-dir", &dir.join("vm-write-check.json"), &[])?;
     }
-    let job = Job { args: a.guest_args.clone(), files: Vec::new() };
-    matrix(&a.kernels, &a.loads, &a.guest, &job, a.format, a.out_dir.as_deref())
+    let job = Job { args: args.guest_args.clone(), files: Vec::new() };
+    matrix(&args.kernels, &args.loads, &args.guest, &job, args.format, args.out_dir.as_deref())
 }
 
-fn net_cmd(a: NetArgs) -> CmdResult {
-    let flavour = single_flavour(a.kernel)?;
-    let params =
-        NetParams { tcp: a.tcp, port: a.port, duration: a.duration, loads: &a.loads, client_args: &a.client_args };
-    net_in_guest(flavour, &a.guest, &params, a.format)
+fn net_cmd(args: NetArgs) -> CmdResult {
+    let flavour = single_flavour(args.kernel)?;
+    let params = NetParams {
+        tcp: args.tcp,
+        port: args.port,
+        duration: args.duration,
+        loads: &args.loads,
+        client_args: &args.client_args,
+    };
+    net_in_guest(flavour, &args.guest, &params, args.format)
 }
 
-fn probe_accel_cmd(a: ProbeAccelArgs) -> CmdResult {
+fn probe_accel_cmd(args: ProbeAccelArgs) -> CmdResult {
     let cache = paths::cache_dir();
     let image = guest_image(Flavour::Nrt)?;
-    if a.refresh {
+    if args.refresh {
         let _ = std::fs::remove_file(cache.join("accel.json"));
     }
-    let r = accel::resolve(AccelChoice::Auto, &cache, &image, to_duration(a.timeout))?;
-    match a.format {
+    let r = accel::resolve(AccelChoice::Auto, &cache, &image, to_duration(args.timeout))?;
+    match args.format {
         Format::Json => print_json(
             &serde_json::json!({ "accel": r.accel, "reason": r.reason, "host": r.host_key, "cached": r.cached }),
         )?,
@@ -304,9 +309,9 @@ fn probe_accel_cmd(a: ProbeAccelArgs) -> CmdResult {
     Ok(Outcome::Ok)
 }
 
-fn list_cmd(a: ListArgs) -> CmdResult {
+fn list_cmd(args: ListArgs) -> CmdResult {
     let guests = runtime::list();
-    match a.format {
+    match args.format {
         Format::Json => print_json(&guests)?,
         Format::Table => {
             let header = ["name", "qemu pid", "accel", "kern", "vcpu threads", "qmp"];

@@ -70,13 +70,13 @@ pub fn guest_image(flavour: Flavour) -> anyhow::Result<Image> {
     Ok(img)
 }
 
-pub fn to_duration(n: Nanos) -> Duration {
-    Duration::from_nanos(n.0)
+pub fn to_duration(duration: Nanos) -> Duration {
+    Duration::from_nanos(duration.0)
 }
 
 /// Resolve the accelerator for `image`, saying what was chosen and why.
-fn choose_accel(o: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
-    let r = accel::resolve(o.accel, &paths::cache_dir(), image, to_duration(o.probe_timeout))?;
+fn choose_accel(guest_options: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
+    let r = accel::resolve(guest_options.accel, &paths::cache_dir(), image, to_duration(guest_options.probe_timeout))?;
     eprintln!("vm: accelerator {} ({}{})", r.accel.name(), r.reason, if r.cached { ", cached probe" } else { "" });
     if r.accel == rtvirt_vm::Accel::Tcg {
         eprintln!("vm: warning: {}", accel::TCG_WARNING);
@@ -84,21 +84,21 @@ fn choose_accel(o: &GuestOpts, image: &Image) -> anyhow::Result<ProbeResult> {
     Ok(r)
 }
 
-/// What a guest of `flavour` boots with: its image, and the configuration of `o` with the
-/// accelerator chosen for that image.
-pub fn boot_config(flavour: Flavour, o: &GuestOpts) -> anyhow::Result<(Image, GuestConfig)> {
+/// What a guest of `flavour` boots with: its image, and the configuration of `guest_options`
+/// with the accelerator chosen for that image.
+pub fn boot_config(flavour: Flavour, guest_options: &GuestOpts) -> anyhow::Result<(Image, GuestConfig)> {
     let image = guest_image(flavour)?;
-    let accel = choose_accel(o, &image)?.accel;
-    let cfg = guest_config(o, &o.name, accel);
+    let accel = choose_accel(guest_options, &image)?.accel;
+    let cfg = guest_config(guest_options, &guest_options.name, accel);
     Ok((image, cfg))
 }
 
-fn guest_config(o: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConfig {
-    let mut c = GuestConfig::new(name, accel, to_duration(o.timeout));
-    c.vcpus = o.vcpus;
-    c.memory_mib = o.memory;
-    c.pin = o.pin.0.clone();
-    c.boot_timeout = to_duration(o.boot_timeout);
+fn guest_config(guest_options: &GuestOpts, name: &str, accel: rtvirt_vm::Accel) -> GuestConfig {
+    let mut c = GuestConfig::new(name, accel, to_duration(guest_options.timeout));
+    c.vcpus = guest_options.vcpus;
+    c.memory_mib = guest_options.memory;
+    c.pin = guest_options.pin.0.clone();
+    c.boot_timeout = to_duration(guest_options.boot_timeout);
     c.progress = Some(|line| eprintln!("vm: {line}"));
     c
 }
@@ -180,10 +180,14 @@ pub fn measure_in_guest(
     Ok(m)
 }
 
-/// Record in `r`'s environment the host loads that ran meanwhile: their reports and their label
-/// (`host_load`); returns the environment, for further entries.
-pub fn note_host_loads<'a>(r: &'a mut Results, loads: &[LoadSpec], reports: Vec<LoadReport>) -> &'a mut Environment {
-    let env = r.environment.get_or_insert_with(Default::default);
+/// Record in the environment of `results` the host loads that ran meanwhile: their reports and
+/// their label (`host_load`); returns the environment, for further entries.
+pub fn note_host_loads<'a>(
+    results: &'a mut Results,
+    loads: &[LoadSpec],
+    reports: Vec<LoadReport>,
+) -> &'a mut Environment {
+    let env = results.environment.get_or_insert_with(Default::default);
     env.load.extend(reports);
     env.host_load = Some(load_label(loads));
     env
@@ -316,40 +320,42 @@ pub struct NetParams<'a> {
 pub const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 
 /// Server in a guest of `flavour`, client on the host for `a.duration` under `a.loads`.
-pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, a: &NetParams, format: Format) -> CmdResult {
+pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, format: Format) -> CmdResult {
     let (image, cfg) = boot_config(flavour, guest)?;
     let accel = cfg.accel;
-    let server = command_line::net_server(&format!("0.0.0.0:{}", a.port), a.duration + SERVER_MARGIN, a.tcp, &[]);
+    let server =
+        command_line::net_server(&format!("0.0.0.0:{}", params.port), params.duration + SERVER_MARGIN, params.tcp, &[]);
     eprintln!(
         "vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}",
         cfg.name,
         flavour,
         accel.name(),
         if rtvirt_vm::net::vhost_available() { " + vhost-net" } else { ", no vhost-net" },
-        &protocol_flag(a.tcp)[2..],
-        a.port
+        &protocol_flag(params.tcp)[2..],
+        params.port
     );
     let (served, (mut client, client_rc, loads)) =
         measure::run_serving(&image, &cfg, &server, "listening on", |guest| {
             let ip = guest.guest_ip.clone().ok_or("the guest has no address")?;
             eprintln!(
                 "vm: guest serving at {ip}:{}; host client for {} (host load {})",
-                a.port,
-                a.duration,
-                load_label(a.loads)
+                params.port,
+                params.duration,
+                load_label(params.loads)
             );
-            let running = HostLoads::start(a.loads).map_err(|e| e.to_string())?;
-            let client = run_host_client(&format!("{ip}:{}", a.port), a.duration, a.tcp, a.client_args);
+            let running = HostLoads::start(params.loads).map_err(|e| e.to_string())?;
+            let client =
+                run_host_client(&format!("{ip}:{}", params.port), params.duration, params.tcp, params.client_args);
             let reports = running.stop();
             let (results, rc) = client?;
             Ok::<_, String>((results, rc, reports))
         })?;
     measure::annotate_from(&mut client, &served.results);
-    let env = note_host_loads(&mut client, a.loads, loads);
+    let env = note_host_loads(&mut client, params.loads, loads);
     env.vhost_net = Some(rtvirt_vm::net::vhost_available());
     match format {
         Format::Json => print_json(&client)?,
-        Format::Table => print_rows(&[(flavour, load_label(a.loads), client)]),
+        Format::Table => print_rows(&[(flavour, load_label(params.loads), client)]),
     }
     Ok(if client_rc == 1 { Outcome::Failed } else { Outcome::Ok })
 }
@@ -392,18 +398,18 @@ pub fn print_rows(rows: &[(Flavour, String, Results)]) {
 
 /// The cells after a row's kind: the latency (timer) or RTT (net) summary in us, else a note in
 /// the last column (a task set's totals, a failed cell's first error line).
-fn summary_cells(r: &Results) -> Vec<String> {
+fn summary_cells(results: &Results) -> Vec<String> {
     let note = |text: String| vec![String::new(); 5].into_iter().chain([text]).collect();
-    if let Some(error) = &r.error {
+    if let Some(error) = &results.error {
         let first: String = error.lines().next().unwrap_or("").chars().take(100).collect();
         return note(format!("FAILED: {first}"));
     }
-    match r.latency_ns.as_ref().or(r.rtt_ns.as_ref()) {
+    match results.latency_ns.as_ref().or(results.rtt_ns.as_ref()) {
         Some(s) => {
             vec![s.count.to_string(), micros(s.min as f64), micros(s.mean), micros(s.p99 as f64), micros(s.max as f64)]
         }
-        None if r.kind == "tasks" => {
-            let x = r.task_totals.clone().unwrap_or_default();
+        None if results.kind == "tasks" => {
+            let x = results.task_totals.clone().unwrap_or_default();
             let count = |c: Option<u64>| c.map_or("null".into(), |c| c.to_string());
             note(format!("jobs {} misses {} DSR {:.4}", count(x.jobs), count(x.misses), x.dsr.unwrap_or(f64::NAN)))
         }

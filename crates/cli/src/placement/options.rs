@@ -48,8 +48,8 @@ pub struct Common {
 }
 
 /// `--load`; an optional `host:` prefix says where it runs (the host), e.g. with `--in vm`.
-pub fn parse_load(s: &str) -> Result<LoadSpec, String> {
-    LoadSpec::parse(s.strip_prefix("host:").unwrap_or(s))
+pub fn parse_load(text: &str) -> Result<LoadSpec, String> {
+    LoadSpec::parse(text.strip_prefix("host:").unwrap_or(text))
 }
 
 /// The `--in vm` options of `rtvirt measure` (flattened into its common options).

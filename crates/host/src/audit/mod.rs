@@ -66,7 +66,7 @@ impl Check {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Summary {
+pub struct CheckCounts {
     pub pass: usize,
     pub warn: usize,
     pub fail: usize,
@@ -80,7 +80,7 @@ pub struct Audit {
     pub kernel: String,
     pub cpus_online: String,
     pub checks: Vec<Check>,
-    pub summary: Summary,
+    pub summary: CheckCounts,
 }
 
 impl Audit {
@@ -93,7 +93,7 @@ impl Audit {
 pub fn run() -> Audit {
     let checks = checks::all();
     let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
-    let summary = Summary {
+    let summary = CheckCounts {
         pass: count(Status::Pass),
         warn: count(Status::Warn),
         fail: count(Status::Fail),

@@ -278,8 +278,8 @@ impl From<BucketForm> for HistogramBucket {
 }
 
 impl From<HistogramBucket> for (u64, u64) {
-    fn from(b: HistogramBucket) -> (u64, u64) {
-        (b.value_ns, b.count)
+    fn from(bucket: HistogramBucket) -> (u64, u64) {
+        (bucket.value_ns, bucket.count)
     }
 }
 
@@ -363,14 +363,14 @@ pub struct SegmentStats {
 
 impl Segment {
     /// The statistics of a summary that a flow reports per segment.
-    pub fn of(s: &Summary) -> Segment {
+    pub fn of(summary: &Summary) -> Segment {
         let float = |v: f64| serde_json::Number::from_f64(v);
         Segment::Stats(SegmentStats {
-            max: Some(s.max.into()),
-            mean: float(s.mean),
-            p50: Some(s.p50.into()),
-            p99: Some(s.p99.into()),
-            sd: float(s.sd),
+            max: Some(summary.max.into()),
+            mean: float(summary.mean),
+            p50: Some(summary.p50.into()),
+            p99: Some(summary.p99.into()),
+            sd: float(summary.sd),
         })
     }
 

@@ -51,23 +51,24 @@ pub const MAX_TIMING: Nanos = Nanos::from_secs(3600);
 /// starting a run that would take days.
 pub const MAX_HORIZON: Nanos = Nanos::from_secs(30 * 24 * 3600);
 
-/// `d` when it is a positive horizon of at most [`MAX_HORIZON`], else an error naming `field`.
-pub fn check_horizon(d: Nanos, field: &str) -> Result<Nanos, InputError> {
-    if d.0 == 0 || d > MAX_HORIZON {
+/// `duration` when it is a positive horizon of at most [`MAX_HORIZON`], else an error naming
+/// `field`.
+pub fn check_horizon(duration: Nanos, field: &str) -> Result<Nanos, InputError> {
+    if duration.0 == 0 || duration > MAX_HORIZON {
         return Err(InputError::field(
             field,
-            format!("{d}: expected a positive horizon of at most {MAX_HORIZON} (30 days)"),
+            format!("{duration}: expected a positive horizon of at most {MAX_HORIZON} (30 days)"),
         ));
     }
-    Ok(d)
+    Ok(duration)
 }
 
-/// `d` when it is at most [`MAX_TIMING`], else an error naming `field`.
-pub fn check_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
-    if d > MAX_TIMING {
-        return Err(InputError::field(field, format!("{d}: expected at most {MAX_TIMING} (1 hour)")));
+/// `duration` when it is at most [`MAX_TIMING`], else an error naming `field`.
+pub fn check_timing(duration: Nanos, field: &str) -> Result<Nanos, InputError> {
+    if duration > MAX_TIMING {
+        return Err(InputError::field(field, format!("{duration}: expected at most {MAX_TIMING} (1 hour)")));
     }
-    Ok(d)
+    Ok(duration)
 }
 
 /// A scenario with every section checked: the only form in which a scenario leaves this crate.
@@ -221,8 +222,8 @@ impl Scenario {
 
     /// Give an error about one of this scenario's fields (found after parsing: a command's own
     /// rule, a plan combined with it) its file, line and column.
-    pub fn locate(&self, e: InputError) -> InputError {
-        self.source.locate(e)
+    pub fn locate(&self, error: InputError) -> InputError {
+        self.source.locate(error)
     }
 
     pub fn guest(&self, name: &str) -> Option<&Guest> {
@@ -286,10 +287,10 @@ fn plain_words(msg: &str) -> String {
 }
 
 /// serde_path_to_error's path ("guest[1].task[0].wcet" style), mapped to file field names.
-fn toml_path(p: &serde_path_to_error::Path) -> String {
+fn toml_path(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
     let mut out = String::new();
-    for seg in p.iter() {
+    for seg in path.iter() {
         match seg {
             Segment::Seq { index } => out.push_str(&format!("[{index}]")),
             Segment::Map { key } | Segment::Enum { variant: key } => {

@@ -251,7 +251,7 @@ pub(crate) struct RawNic {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawThread {
+pub(crate) struct RawNetThread {
     /// FIFO priority 1..99; omitted = normal (CFS).
     pub prio: Option<i64>,
     /// Allowed cores (default: all).
@@ -269,9 +269,9 @@ pub(crate) struct RawVm {
     /// "vhost" (default), "outsourced", "outsourced_rt", or "host" (non-virtualized process).
     pub socket: Option<String>,
     #[serde(default)]
-    pub vhost: RawThread,
+    pub vhost: RawNetThread,
     #[serde(default)]
-    pub vcpu: RawThread,
+    pub vcpu: RawNetThread,
     /// Guest RX ring (virtio) in packets (default 256).
     pub ring: Option<i64>,
 }
@@ -390,7 +390,7 @@ pub enum SocketMode {
 
 /// A thread's scheduling: FIFO priority or normal, and allowed cores (bit mask).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ThreadSpec {
+pub struct NetThreadSpec {
     pub prio: Option<u8>,
     pub cores: u64,
     pub batch: u32,
@@ -411,8 +411,8 @@ pub struct Vm {
     pub name: String,
     pub nic: Option<usize>,
     pub socket: SocketMode,
-    pub vhost: ThreadSpec,
-    pub vcpu: ThreadSpec,
+    pub vhost: NetThreadSpec,
+    pub vcpu: NetThreadSpec,
     pub ring: u32,
 }
 
@@ -707,17 +707,17 @@ impl RawCache {
     }
 }
 
-fn prio(p: Option<i64>, field: &str) -> R<Option<u8>> {
-    match p {
-        Some(p) if !(1..=99).contains(&p) => {
-            Err(InputError::field(field, format!("{p}: expected a SCHED_FIFO priority from 1 to 99")))
+fn prio(priority: Option<i64>, field: &str) -> R<Option<u8>> {
+    match priority {
+        Some(priority) if !(1..=99).contains(&priority) => {
+            Err(InputError::field(field, format!("{priority}: expected a SCHED_FIFO priority from 1 to 99")))
         }
-        p => Ok(p.map(|p| p as u8)),
+        priority => Ok(priority.map(|priority| priority as u8)),
     }
 }
 
-fn positive(v: Option<i64>, default: u32, field: &str) -> R<u32> {
-    match v {
+fn positive(value: Option<i64>, default: u32, field: &str) -> R<u32> {
+    match value {
         None => Ok(default),
         Some(x) if !(1..=1_000_000).contains(&x) => {
             Err(InputError::field(field, format!("{x}: expected a whole number from 1 to 1000000")))
@@ -745,32 +745,32 @@ fn core_mask(cores: &Option<Vec<i64>>, host: u32, field: &str) -> R<u64> {
     Ok(m)
 }
 
-fn nic(n: &RawNic, cores: u32) -> R<Nic> {
-    let mask = core_mask(&Some(n.irq_cores.clone()), cores, "irq_cores")?;
-    let gbps = n.gbps.unwrap_or(10.0);
+fn nic(nic: &RawNic, cores: u32) -> R<Nic> {
+    let mask = core_mask(&Some(nic.irq_cores.clone()), cores, "irq_cores")?;
+    let gbps = nic.gbps.unwrap_or(10.0);
     if !(gbps > 0.0 && gbps <= 1000.0) {
         return Err(InputError::field("gbps", format!("{gbps}: expected a line rate in (0, 1000] Gb/s")));
     }
     Ok(Nic {
-        name: n.name.clone(),
+        name: nic.name.clone(),
         irq_cores: (0..64).filter(|c| mask >> c & 1 == 1).collect(),
-        irq_prio: prio(n.irq_prio, "irq_prio")?,
-        ring: positive(n.ring, 512, "ring")?,
+        irq_prio: prio(nic.irq_prio, "irq_prio")?,
+        ring: positive(nic.ring, 512, "ring")?,
         gbps,
-        coalesce: n.coalesce.unwrap_or_default(),
+        coalesce: nic.coalesce.unwrap_or_default(),
     })
 }
 
-fn thread(t: &RawThread, cores: u32) -> R<ThreadSpec> {
-    Ok(ThreadSpec {
-        prio: prio(t.prio, "prio")?,
-        cores: core_mask(&t.cores, cores, "cores")?,
-        batch: positive(t.batch, 64, "batch")?,
+fn thread(thread: &RawNetThread, cores: u32) -> R<NetThreadSpec> {
+    Ok(NetThreadSpec {
+        prio: prio(thread.prio, "prio")?,
+        cores: core_mask(&thread.cores, cores, "cores")?,
+        batch: positive(thread.batch, 64, "batch")?,
     })
 }
 
-fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
-    let socket = match v.socket.as_deref().unwrap_or("vhost") {
+fn vm(vm: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
+    let socket = match vm.socket.as_deref().unwrap_or("vhost") {
         "vhost" => SocketMode::Vhost,
         "outsourced" => SocketMode::Outsourced,
         "outsourced_rt" => SocketMode::OutsourcedRt,
@@ -782,7 +782,7 @@ fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
             ))
         }
     };
-    let nic = match &v.nic {
+    let nic = match &vm.nic {
         None => None,
         Some(name) => Some(nics.iter().position(|n| &n.name == name).ok_or_else(|| {
             InputError::field(
@@ -795,28 +795,31 @@ fn vm(v: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
         })?),
     };
     Ok(Vm {
-        name: v.name.clone(),
+        name: vm.name.clone(),
         nic,
         socket,
-        vhost: thread(&v.vhost, cores).map_err(|e| e.under("vhost"))?,
-        vcpu: thread(&v.vcpu, cores).map_err(|e| e.under("vcpu"))?,
-        ring: positive(v.ring, 256, "ring")?,
+        vhost: thread(&vm.vhost, cores).map_err(|e| e.under("vhost"))?,
+        vcpu: thread(&vm.vcpu, cores).map_err(|e| e.under("vcpu"))?,
+        ring: positive(vm.ring, 256, "ring")?,
     })
 }
 
-fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
+fn flow(flow: &RawFlow, vms: &[Vm]) -> R<Flow> {
     let vm = vms
         .iter()
-        .position(|v| v.name == f.to)
-        .ok_or_else(|| InputError::field("to", format!("no VM named \"{}\"", f.to)))?;
-    if f.kind == "tcp_stream" && vms[vm].socket != SocketMode::Vhost {
+        .position(|v| v.name == flow.to)
+        .ok_or_else(|| InputError::field("to", format!("no VM named \"{}\"", flow.to)))?;
+    if flow.kind == "tcp_stream" && vms[vm].socket != SocketMode::Vhost {
         return Err(InputError::field(
             "to",
-            format!("VM \"{}\": bulk tcp_stream receivers are modelled with socket = \"vhost\" only", f.to),
+            format!("VM \"{}\": bulk tcp_stream receivers are modelled with socket = \"vhost\" only", flow.to),
         ));
     }
     if vms[vm].nic.is_none() {
-        return Err(InputError::field("to", format!("VM \"{}\" has no NIC path (set `nic` in its [[net.vm]])", f.to)));
+        return Err(InputError::field(
+            "to",
+            format!("VM \"{}\" has no NIC path (set `nic` in its [[net.vm]])", flow.to),
+        ));
     }
     let bytes = |v: Option<i64>, field: &str| -> R<u32> {
         match v {
@@ -827,10 +830,10 @@ fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
             Some(b) => Ok(b as u32),
         }
     };
-    let kind = match f.kind.as_str() {
+    let kind = match flow.kind.as_str() {
         "udp_rr" => {
-            let min = f.interarrival_min.unwrap_or(Nanos::from_ms(1));
-            let max = f.interarrival_max.unwrap_or(Nanos::from_ms(10));
+            let min = flow.interarrival_min.unwrap_or(Nanos::from_ms(1));
+            let max = flow.interarrival_max.unwrap_or(Nanos::from_ms(10));
             if min.0 == 0 || min > max {
                 return Err(InputError::field(
                     "interarrival_max",
@@ -838,22 +841,22 @@ fn flow(f: &RawFlow, vms: &[Vm]) -> R<Flow> {
                 ));
             }
             FlowKind::UdpRr {
-                request_bytes: bytes(f.request_bytes, "request_bytes")?,
-                response_bytes: bytes(f.response_bytes, "response_bytes")?,
+                request_bytes: bytes(flow.request_bytes, "request_bytes")?,
+                response_bytes: bytes(flow.response_bytes, "response_bytes")?,
                 min,
                 max,
             }
         }
         "tcp_stream" => {
-            let mtu = positive(f.mtu, 1500, "mtu")?;
+            let mtu = positive(flow.mtu, 1500, "mtu")?;
             if !(576..=9000).contains(&mtu) {
                 return Err(InputError::field("mtu", format!("{mtu}: expected 576..9000")));
             }
-            FlowKind::TcpStream { mtu, window_bytes: positive(f.window_kib, 512, "window_kib")? as u64 * 1024 }
+            FlowKind::TcpStream { mtu, window_bytes: positive(flow.window_kib, 512, "window_kib")? as u64 * 1024 }
         }
         o => return Err(InputError::field("kind", format!("\"{o}\": expected \"udp_rr\" or \"tcp_stream\""))),
     };
-    Ok(Flow { name: f.name.clone(), vm, kind })
+    Ok(Flow { name: flow.name.clone(), vm, kind })
 }
 
 impl RawXen {
@@ -933,17 +936,17 @@ impl RawXen {
     }
 }
 
-fn domain(d: &RawDomain, cores: u32) -> R<Domain> {
-    if d.core < 0 || d.core >= cores as i64 {
+fn domain(domain: &RawDomain, cores: u32) -> R<Domain> {
+    if domain.core < 0 || domain.core >= cores as i64 {
         return Err(InputError::field(
             "core",
-            format!("core {} does not exist: the host has cores 0..{}", d.core, cores - 1),
+            format!("core {} does not exist: the host has cores 0..{}", domain.core, cores - 1),
         ));
     }
-    if d.core == 0 {
+    if domain.core == 0 {
         return Err(InputError::field("core", "core 0 is Dom0's own core: put guest domains on cores 1.."));
     }
-    let role = match d.role.as_str() {
+    let role = match domain.role.as_str() {
         "ping" => DomainRole::Ping,
         "echo" => DomainRole::Echo,
         "flood" => DomainRole::Flood,
@@ -955,14 +958,14 @@ fn domain(d: &RawDomain, cores: u32) -> R<Domain> {
             ))
         }
     };
-    let cap = d.cap.unwrap_or(0.3);
+    let cap = domain.cap.unwrap_or(0.3);
     if !(cap > 0.0 && cap <= 1.0) {
         return Err(InputError::field("cap", format!("{cap}: expected a CPU share in (0, 1]")));
     }
     Ok(Domain {
-        name: d.name.clone(),
-        core: d.core as u32,
-        priority: positive(Some(d.priority), 0, "priority")?,
+        name: domain.name.clone(),
+        core: domain.core as u32,
+        priority: positive(Some(domain.priority), 0, "priority")?,
         role,
         peer: None,
         cap,

@@ -52,15 +52,15 @@ pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
 /// simulated second); SCHED_DEADLINE's own runtime floor stays 1024 ns.
 pub const MIN_SIM_TIMING: Nanos = Nanos::from_us(1);
 
-/// `d` when it is at least [`MIN_SIM_TIMING`], else an error naming `field`.
-pub fn check_sim_timing(d: Nanos, field: &str) -> Result<Nanos, InputError> {
-    if d < MIN_SIM_TIMING {
+/// `duration` when it is at least [`MIN_SIM_TIMING`], else an error naming `field`.
+pub fn check_sim_timing(duration: Nanos, field: &str) -> Result<Nanos, InputError> {
+    if duration < MIN_SIM_TIMING {
         return Err(InputError::field(
             field,
-            format!("{d}: the simulator takes periods, budgets and quanta of at least {MIN_SIM_TIMING}"),
+            format!("{duration}: the simulator takes periods, budgets and quanta of at least {MIN_SIM_TIMING}"),
         ));
     }
-    Ok(d)
+    Ok(duration)
 }
 
 /// Largest accepted `guest_slowdown` / `slowdown` (a guest ten times slower than bare metal).

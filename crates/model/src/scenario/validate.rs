@@ -38,18 +38,18 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scena
     Ok(Scenario { name, description: raw.description, host, guests, sim, net, source })
 }
 
-fn host(h: &RawHost) -> R<Host> {
-    if h.cores < 1 || h.cores > MAX_CORES as i64 {
+fn host(host: &RawHost) -> R<Host> {
+    if host.cores < 1 || host.cores > MAX_CORES as i64 {
         return Err(InputError::field(
             "cores",
-            format!("{} cores: expected a whole number from 1 to {MAX_CORES}", h.cores),
+            format!("{} cores: expected a whole number from 1 to {MAX_CORES}", host.cores),
         ));
     }
-    let cap = h.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
+    let cap = host.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
     if !(cap > 0.0 && cap <= 1.0) {
         return Err(InputError::field("bandwidth_cap", format!("{cap}: expected a fraction in (0, 1]")));
     }
-    Ok(Host { cores: h.cores as u32, bandwidth_cap: cap })
+    Ok(Host { cores: host.cores as u32, bandwidth_cap: cap })
 }
 
 /// A probability strictly between 0 and 1.
@@ -62,20 +62,20 @@ pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
     }
 }
 
-fn guest(g: RawGuest, index: usize, host: &Host, sim: &sim::SimSection, base: &Path) -> R<Guest> {
-    if g.name.trim().is_empty() {
+fn guest(guest: RawGuest, index: usize, host: &Host, sim: &sim::SimSection, base: &Path) -> R<Guest> {
+    if guest.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty guest name"));
     }
-    let scheduler = match g.scheduler.as_str() {
+    let scheduler = match guest.scheduler.as_str() {
         "edf" => GuestScheduler::Edf,
         "fp" => GuestScheduler::Fp,
         other => return Err(InputError::field("scheduler", format!("\"{other}\": expected \"edf\" or \"fp\""))),
     };
-    let rho = check_rho(g.rho, "rho")?;
-    let server_periods = periods(g.server_periods).map_err(|e| e.under("server_periods"))?;
+    let rho = check_rho(guest.rho, "rho")?;
+    let server_periods = periods(guest.server_periods).map_err(|e| e.under("server_periods"))?;
     let mut names = HashSet::new();
-    let mut tasks = Vec::with_capacity(g.tasks.len());
-    for (i, t) in g.tasks.into_iter().enumerate() {
+    let mut tasks = Vec::with_capacity(guest.tasks.len());
+    for (i, t) in guest.tasks.into_iter().enumerate() {
         let at = format!("task[{i}]");
         if !names.insert(t.name.clone()) {
             return Err(InputError::field(
@@ -86,22 +86,22 @@ fn guest(g: RawGuest, index: usize, host: &Host, sim: &sim::SimSection, base: &P
         tasks.push(task(t, scheduler, base).map_err(|e| e.under(&at))?);
     }
     assign_priorities(&mut tasks, scheduler)?;
-    let vcpu = validate_sim::guest_vcpu(g.vcpu.as_ref(), &g.name, index, host.cores, sim)?;
-    Ok(Guest { name: g.name, scheduler, server_periods, rho, tasks, vcpu })
+    let vcpu = validate_sim::guest_vcpu(guest.vcpu.as_ref(), &guest.name, index, host.cores, sim)?;
+    Ok(Guest { name: guest.name, scheduler, server_periods, rho, tasks, vcpu })
 }
 
-fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
-    match p {
+fn periods(periods: Option<RawPeriods>) -> R<PeriodChoice> {
+    match periods {
         None => Ok(PeriodChoice::Default),
         Some(RawPeriods::List(l)) => {
             if l.is_empty() {
                 return Err(InputError::new("empty list: expected at least one candidate period"));
             }
-            for (i, p) in l.iter().enumerate() {
-                if p.0 == 0 {
+            for (i, periods) in l.iter().enumerate() {
+                if periods.0 == 0 {
                     return Err(InputError::field(format!("[{i}]"), "zero period: expected a positive duration"));
                 }
-                check_timing(*p, &format!("[{i}]"))?;
+                check_timing(*periods, &format!("[{i}]"))?;
             }
             Ok(PeriodChoice::List(l))
         }
@@ -121,27 +121,27 @@ fn periods(p: Option<RawPeriods>) -> R<PeriodChoice> {
     }
 }
 
-fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
-    if t.name.trim().is_empty() {
+fn task(task: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
+    if task.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty task name"));
     }
-    if t.period.0 == 0 {
+    if task.period.0 == 0 {
         return Err(InputError::field("period", "zero period: expected a positive duration"));
     }
-    check_timing(t.period, "period")?;
-    let offset = check_timing(t.offset.unwrap_or_default(), "offset")?;
-    let deadline = t.deadline.unwrap_or(t.period);
+    check_timing(task.period, "period")?;
+    let offset = check_timing(task.offset.unwrap_or_default(), "offset")?;
+    let deadline = task.deadline.unwrap_or(task.period);
     if deadline.0 == 0 {
         return Err(InputError::field("deadline", "zero deadline: expected a positive duration"));
     }
-    if deadline > t.period {
+    if deadline > task.period {
         return Err(InputError::field(
             "deadline",
-            format!("deadline {deadline} is larger than the period {}: expected deadline <= period", t.period),
+            format!("deadline {deadline} is larger than the period {}: expected deadline <= period", task.period),
         ));
     }
-    let exec = exec(t.exec, base).map_err(|e| e.under("exec"))?;
-    let wcet = wcet(&t.wcet, &exec).map_err(|e| e.under("wcet"))?;
+    let exec = exec(task.exec, base).map_err(|e| e.under("exec"))?;
+    let wcet = wcet(&task.wcet, &exec).map_err(|e| e.under("wcet"))?;
     if wcet > deadline {
         return Err(InputError::field(
             "wcet",
@@ -149,7 +149,7 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         ));
     }
     check_exec_within_wcet(&exec, wcet).map_err(|e| e.under("exec"))?;
-    let priority = match (t.priority, scheduler) {
+    let priority = match (task.priority, scheduler) {
         (Some(_), GuestScheduler::Edf) => {
             return Err(InputError::field(
                 "priority",
@@ -166,27 +166,27 @@ fn task(t: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         (None, _) => None,
     };
     Ok(Task {
-        name: t.name,
-        period: t.period,
+        name: task.name,
+        period: task.period,
         deadline,
         wcet,
         priority: priority.unwrap_or(0),
         priority_given: priority.is_some(),
-        rho: check_rho(t.rho, "rho")?,
+        rho: check_rho(task.rho, "rho")?,
         offset,
         exec,
     })
 }
 
-fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
-    let Some(e) = e else { return Ok(ExecModel::Constant) };
+fn exec(exec: Option<RawExec>, base: &Path) -> R<ExecModel> {
+    let Some(exec) = exec else { return Ok(ExecModel::Constant) };
     let only = |allowed: &[&str]| -> R<()> {
         let given = [
-            ("mean", e.mean.is_some()),
-            ("sd", e.sd.is_some()),
-            ("min", e.min.is_some()),
-            ("max", e.max.is_some()),
-            ("samples", e.samples.is_some()),
+            ("mean", exec.mean.is_some()),
+            ("sd", exec.sd.is_some()),
+            ("min", exec.min.is_some()),
+            ("max", exec.max.is_some()),
+            ("samples", exec.samples.is_some()),
         ];
         match given.iter().find(|(n, g)| *g && !allowed.contains(n)) {
             Some((n, _)) => Err(InputError::field(
@@ -200,7 +200,7 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
         }
     };
     let need = |v: Option<Nanos>, n: &str| v.ok_or_else(|| InputError::field(n, format!("missing `{n}` (a duration)")));
-    match (e.dist.as_deref(), &e.samples) {
+    match (exec.dist.as_deref(), &exec.samples) {
         (Some(_), Some(_)) => Err(InputError::field("samples", "give either `dist` or `samples`, not both")),
         (None, Some(path)) if path.trim().is_empty() => Err(InputError::field(
             "samples",
@@ -221,11 +221,11 @@ fn exec(e: Option<RawExec>, base: &Path) -> R<ExecModel> {
         }
         (Some("normal"), None) => {
             only(&["mean", "sd"])?;
-            Ok(ExecModel::Normal { mean: need(e.mean, "mean")?, sd: need(e.sd, "sd")? })
+            Ok(ExecModel::Normal { mean: need(exec.mean, "mean")?, sd: need(exec.sd, "sd")? })
         }
         (Some("uniform"), None) => {
             only(&["min", "max"])?;
-            let (min, max) = (need(e.min, "min")?, need(e.max, "max")?);
+            let (min, max) = (need(exec.min, "min")?, need(exec.max, "max")?);
             if min > max {
                 return Err(InputError::field("max", format!("max {max} is below min {min}")));
             }

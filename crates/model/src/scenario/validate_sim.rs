@@ -118,33 +118,33 @@ fn vcpu(raw: &RawVcpu, guest: &str, default_core: u32, cores: u32, default_slowd
     Ok(VcpuSpec { thread, idle_poll, context_switch: raw.context_switch.unwrap_or_default().0, slowdown })
 }
 
-fn extra_thread(t: &RawThread, cores: u32) -> R<ExtraThread> {
-    if t.name.trim().is_empty() {
+fn extra_thread(raw: &RawThread, cores: u32) -> R<ExtraThread> {
+    if raw.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty thread name"));
     }
     for (f, given) in [
-        ("idle", t.sched.idle.is_some()),
-        ("context_switch", t.sched.context_switch.is_some()),
-        ("slowdown", t.sched.slowdown.is_some()),
+        ("idle", raw.sched.idle.is_some()),
+        ("context_switch", raw.sched.context_switch.is_some()),
+        ("slowdown", raw.sched.slowdown.is_some()),
     ] {
         if given {
             return Err(InputError::field(format!("sched.{f}"), format!("`{f}` applies to guest vCPUs only")));
         }
     }
-    let load = match (t.busy.unwrap_or(false), t.period, t.run) {
+    let load = match (raw.busy.unwrap_or(false), raw.period, raw.run) {
         (true, None, None) => Load::Busy,
         (true, _, _) => return Err(InputError::field("busy", "a busy thread has no `period`/`run`")),
         (false, Some(p), Some(r)) if p.0 > 0 && r.0 > 0 && r <= p => Load::Periodic {
             period: check_sim_timing(check_timing(p, "period")?, "period")?.0,
             run: r.0,
-            offset: check_timing(t.offset.unwrap_or_default(), "offset")?.0,
+            offset: check_timing(raw.offset.unwrap_or_default(), "offset")?.0,
         },
         (false, Some(p), Some(r)) => {
             return Err(InputError::field("run", format!("run {r} every {p}: expected 0 < run <= period")))
         }
         _ => return Err(InputError::field("period", "expected `period` and `run` (a periodic load) or `busy = true`")),
     };
-    let thread = thread_spec(&t.sched, t.name.clone(), 0, cores).map_err(|e| e.under("sched"))?;
+    let thread = thread_spec(&raw.sched, raw.name.clone(), 0, cores).map_err(|e| e.under("sched"))?;
     Ok(ExtraThread { thread, load })
 }
 

@@ -138,9 +138,9 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    /// Count `n` units done on the current CPU.
-    pub fn add(&self, n: u64) {
-        self.ops.fetch_add(n, Ordering::Relaxed);
+    /// Count `count` units done on the current CPU.
+    pub fn add(&self, count: u64) {
+        self.ops.fetch_add(count, Ordering::Relaxed);
         self.ran_on(rt::current_cpu());
     }
 
@@ -173,9 +173,9 @@ impl<'a> Pacer<'a> {
     pub fn new(rate: Option<f64>, stop: &'a AtomicBool) -> Pacer<'a> {
         Pacer { start: rt::now_ns(), per_unit_ns: rate.map(|r| 1e9 / r), done: 0, stop }
     }
-    /// Account `n` units and sleep until they are due, or until the load stops.
-    pub fn pace(&mut self, n: u64) {
-        self.done += n;
+    /// Account `count` units and sleep until they are due, or until the load stops.
+    pub fn pace(&mut self, count: u64) {
+        self.done += count;
         if let Some(p) = self.per_unit_ns {
             let due = (self.start as f64 + self.done as f64 * p).min(u64::MAX as f64) as u64;
             rt::sleep_until_or_stopped(due, self.stop);
@@ -281,18 +281,18 @@ pub fn stop_all(running: Vec<RunningLoad>) -> Vec<rtvirt_model::results::LoadRep
 }
 
 impl From<LoadReport> for rtvirt_model::results::LoadReport {
-    fn from(r: LoadReport) -> rtvirt_model::results::LoadReport {
+    fn from(report: LoadReport) -> rtvirt_model::results::LoadReport {
         rtvirt_model::results::LoadReport {
-            kind: r.kind.as_str().into(),
-            workers: r.workers,
-            cpus_requested: r.cpus_requested,
-            cpus_ran_on: r.cpus_ran_on,
-            duration_ns: r.duration_ns,
-            ops: r.ops,
-            ops_per_s: r.ops_per_s,
-            bytes_per_s: r.bytes_per_s,
-            requested_rate: r.requested_rate,
-            unit: r.unit.into(),
+            kind: report.kind.as_str().into(),
+            workers: report.workers,
+            cpus_requested: report.cpus_requested,
+            cpus_ran_on: report.cpus_ran_on,
+            duration_ns: report.duration_ns,
+            ops: report.ops,
+            ops_per_s: report.ops_per_s,
+            bytes_per_s: report.bytes_per_s,
+            requested_rate: report.requested_rate,
+            unit: report.unit.into(),
             r#where: None,
         }
     }

@@ -89,8 +89,8 @@ struct Tally {
 
 impl Tally {
     /// Account one response (read at `r.now`; kernel stamps if known).
-    fn response(&mut self, r: Response, sent: u64, timeout: u64) {
-        let (h, now) = (r.header, r.now);
+    fn response(&mut self, response: Response, sent: u64, timeout: u64) {
+        let (h, now) = (response.header, response.now);
         let (word, bit) = ((h.seq / 64) as usize, 1u64 << (h.seq % 64));
         if h.seq >= sent {
             self.unexpected += 1;
@@ -110,10 +110,10 @@ impl Tally {
         if rtt > timeout {
             self.late += 1;
         }
-        if let Some(k) = r.kernel_rx {
+        if let Some(k) = response.kernel_rx {
             self.kernel_rtt.record(k.saturating_sub(h.sent_ns));
             self.rx_wakeup.record(now.saturating_sub(k));
-            if let Some(tx) = r.kernel_tx.filter(|&tx| tx <= k) {
+            if let Some(tx) = response.kernel_tx.filter(|&tx| tx <= k) {
                 self.kernel_to_kernel.record(k.saturating_sub(tx));
             }
         }
@@ -293,8 +293,8 @@ impl Receiver {
 }
 
 /// A send that waited the whole write timeout (TCP peer not reading).
-fn is_blocked(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+fn is_blocked(error: &std::io::Error) -> bool {
+    matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
 fn stopped() -> bool {
@@ -413,36 +413,36 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
     })
 }
 
-fn assemble(cfg: &ClientConfig, t: Tally, requests: u64, elapsed: u64, kernel_ts: timestamps::Enabled) -> Results {
+fn assemble(cfg: &ClientConfig, tally: Tally, requests: u64, elapsed: u64, kernel_ts: timestamps::Enabled) -> Results {
     let mut r = Results::new("net", elapsed);
-    r.rtt_ns = Some(t.rtt.summary());
-    let lost = requests.saturating_sub(t.responses);
+    r.rtt_ns = Some(tally.rtt.summary());
+    let lost = requests.saturating_sub(tally.responses);
     let sending = elapsed.min(cfg.duration.0) as f64 / 1e9;
-    let kernel_rx = kernel_ts.rx && t.kernel_rtt.count() > 0;
+    let kernel_rx = kernel_ts.rx && tally.kernel_rtt.count() > 0;
     r.net = Some(NetSection {
         achieved_rate: Some(requests as f64 / sending.max(1e-9)),
         arrivals: Some(cfg.arrivals.to_string()),
-        duplicates: Some(t.duplicates),
+        duplicates: Some(tally.duplicates),
         kernel_timestamps: Some((if kernel_ts.rx { "software (SO_TIMESTAMPING)" } else { "unavailable" }).into()),
         kernel_tx_timestamps: Some(kernel_ts.tx),
-        late: Some(t.late),
+        late: Some(tally.late),
         lost: Some(lost),
         open_loop: Some(cfg.arrivals != Arrivals::BackToBack),
         protocol: Some(cfg.protocol.as_str().into()),
         requested_rate: Some(cfg.arrivals.rate()),
         requests: Some(requests),
-        responses: Some(t.responses),
-        rtt_kernel_ns: (t.kernel_to_kernel.count() > 0).then(|| t.kernel_to_kernel.summary()),
-        rtt_kernel_rx_ns: kernel_rx.then(|| t.kernel_rtt.summary()),
-        rx_wakeup_ns: kernel_rx.then(|| t.rx_wakeup.summary()),
-        send_blocked: Some(t.send_blocked),
-        send_lag_ns: Some(t.send_lag.summary()),
+        responses: Some(tally.responses),
+        rtt_kernel_ns: (tally.kernel_to_kernel.count() > 0).then(|| tally.kernel_to_kernel.summary()),
+        rtt_kernel_rx_ns: kernel_rx.then(|| tally.kernel_rtt.summary()),
+        rx_wakeup_ns: kernel_rx.then(|| tally.rx_wakeup.summary()),
+        send_blocked: Some(tally.send_blocked),
+        send_lag_ns: Some(tally.send_lag.summary()),
         server: Some(cfg.connect.to_string()),
         size: Some(cfg.size as u64),
         timeout_ns: Some(cfg.timeout.0),
         // Every request whose response did not come within the timeout: late ones and lost ones.
-        timeouts: Some(t.late + lost),
-        unexpected: Some(t.unexpected),
+        timeouts: Some(tally.late + lost),
+        unexpected: Some(tally.unexpected),
     });
     r.interrupted = rtvirt_os::signals::interrupted();
     r.environment = Some(crate::environment::collect());

@@ -103,11 +103,11 @@ impl Server {
         stop.load(Ordering::Relaxed) || rtvirt_os::signals::interrupted()
     }
 
-    fn serve_udp(&self, s: &UdpSocket, stop: &AtomicBool) -> Result<()> {
+    fn serve_udp(&self, socket: &UdpSocket, stop: &AtomicBool) -> Result<()> {
         let mut buf = vec![0u8; wire::MAX_UDP + 1];
         let st = &self.stats;
         while !Self::stopped(stop) {
-            let (n, peer) = match s.recv_from(&mut buf) {
+            let (n, peer) = match socket.recv_from(&mut buf) {
                 Ok(x) => x,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
                     continue
@@ -124,7 +124,7 @@ impl Server {
                 continue;
             }
             self.service(stop);
-            if s.send_to(&buf[..n], peer).is_ok() {
+            if socket.send_to(&buf[..n], peer).is_ok() {
                 st.responses.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -141,18 +141,18 @@ impl Server {
     /// Accept while a slot is free; while every slot is taken, new connections wait in the
     /// kernel's listen backlog, and if one waits, the connection idle longest (past
     /// [`REQUEST_TIMEOUT`]) is closed to make room.
-    fn serve_tcp(&self, l: &TcpListener, stop: &AtomicBool) -> Result<()> {
+    fn serve_tcp(&self, listener: &TcpListener, stop: &AtomicBool) -> Result<()> {
         let slots = Slots::default();
         std::thread::scope(|scope| {
             while !Self::stopped(stop) {
                 let Some(slot) = slots.free() else {
-                    if has_pending_connection(l) {
+                    if has_pending_connection(listener) {
                         slots.close_longest_idle(&self.stats);
                     }
                     std::thread::sleep(ACCEPT_POLL);
                     continue;
                 };
-                match l.accept() {
+                match listener.accept() {
                     Ok((conn, _)) => {
                         self.stats.connections.fetch_add(1, Ordering::Relaxed);
                         slot.claim();
@@ -172,24 +172,24 @@ impl Server {
 
     /// Serve one connection until it closes, misbehaves, is too slow, idles out, is closed to
     /// make room, or the server stops.
-    fn serve_connection(&self, mut c: TcpStream, slot: &Slot, stop: &AtomicBool) {
+    fn serve_connection(&self, mut stream: TcpStream, slot: &Slot, stop: &AtomicBool) {
         let st = &self.stats;
-        let _ = c.set_nonblocking(false);
-        let _ = c.set_nodelay(true);
-        let _ = c.set_read_timeout(Some(POLL));
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(POLL));
         // A client that does not read its responses cannot hold the connection either.
-        let _ = c.set_write_timeout(Some(REQUEST_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
         let mut buf = vec![0u8; 4 + wire::MAX_TCP_FRAME];
         let quit = || Self::stopped(stop) || slot.closing.load(Ordering::Relaxed);
         loop {
             let idle_until = slot.idle_since_ns.load(Ordering::Relaxed) + IDLE_TIMEOUT.as_nanos() as u64;
-            if read_by(&mut c, &mut buf[..1], idle_until, &quit) != Received::All {
+            if read_by(&mut stream, &mut buf[..1], idle_until, &quit) != Received::All {
                 return;
             }
             slot.busy();
             let request_by = rt::now_ns() + REQUEST_TIMEOUT.as_nanos() as u64;
             st.requests.fetch_add(1, Ordering::Relaxed);
-            match read_by(&mut c, &mut buf[1..4], request_by, &quit) {
+            match read_by(&mut stream, &mut buf[1..4], request_by, &quit) {
                 Received::All => {}
                 Received::Late => return count(&st.slow_requests),
                 Received::Ended => return count(&st.truncated),
@@ -198,7 +198,7 @@ impl Server {
             if len > wire::MAX_TCP_FRAME {
                 return count(&st.oversized);
             }
-            match read_by(&mut c, &mut buf[4..4 + len], request_by, &quit) {
+            match read_by(&mut stream, &mut buf[4..4 + len], request_by, &quit) {
                 Received::All => {}
                 Received::Late => return count(&st.slow_requests),
                 Received::Ended => return count(&st.truncated),
@@ -207,7 +207,7 @@ impl Server {
                 return count(&st.malformed);
             }
             self.service(stop);
-            if c.write_all(&buf[..4 + len]).is_err() {
+            if stream.write_all(&buf[..4 + len]).is_err() {
                 return;
             }
             st.responses.fetch_add(1, Ordering::Relaxed);
@@ -233,7 +233,7 @@ enum Received {
 
 /// Read exactly `buf.len()` bytes by `deadline_ns` (CLOCK_MONOTONIC); `quit` is looked at every
 /// [`POLL`].
-fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline_ns: u64, quit: &dyn Fn() -> bool) -> Received {
+fn read_by(stream: &mut TcpStream, buf: &mut [u8], deadline_ns: u64, quit: &dyn Fn() -> bool) -> Received {
     let mut got = 0;
     while got < buf.len() {
         if quit() {
@@ -242,7 +242,7 @@ fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline_ns: u64, quit: &dyn Fn() 
         if rt::now_ns() >= deadline_ns {
             return Received::Late;
         }
-        match c.read(&mut buf[got..]) {
+        match stream.read(&mut buf[got..]) {
             Ok(0) => return Received::Ended,
             Ok(n) => got += n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
@@ -253,8 +253,8 @@ fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline_ns: u64, quit: &dyn Fn() 
 }
 
 /// Whether a connection waits in the listen backlog (the listener is readable).
-fn has_pending_connection(l: &TcpListener) -> bool {
-    let mut fd = libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+fn has_pending_connection(listener: &TcpListener) -> bool {
+    let mut fd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, no wait.
     unsafe { libc::poll(&mut fd, 1, 0) == 1 && fd.revents & libc::POLLIN != 0 }
 }

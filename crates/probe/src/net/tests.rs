@@ -46,8 +46,8 @@ fn client(addr: std::net::SocketAddr, protocol: Protocol, arrivals: &str) -> rtv
     client::run(&cfg).unwrap()
 }
 
-fn net(r: &rtvirt_model::results::Results) -> &rtvirt_model::results::NetSection {
-    r.net.as_ref().expect("client results have a net section")
+fn net(results: &rtvirt_model::results::Results) -> &rtvirt_model::results::NetSection {
+    results.net.as_ref().expect("client results have a net section")
 }
 
 #[test]

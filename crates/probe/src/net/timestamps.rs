@@ -150,8 +150,9 @@ fn software_stamp(level: i32, kind: i32, data: *const u8) -> Option<Option<u64>>
 }
 
 /// A kernel timespec as ns; None for the zero stamp (no stamp of that kind).
-fn timespec_ns(t: libc::timespec) -> Option<u64> {
-    (t.tv_sec != 0 || t.tv_nsec != 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
+fn timespec_ns(timespec: libc::timespec) -> Option<u64> {
+    (timespec.tv_sec != 0 || timespec.tv_nsec != 0)
+        .then(|| timespec.tv_sec as u64 * 1_000_000_000 + timespec.tv_nsec as u64)
 }
 
 /// One datagram read with recvmsg.

@@ -19,12 +19,12 @@ pub struct Header {
 }
 
 /// Write a message of `size` bytes (>= HEADER) into `buf`.
-pub fn encode(h: &Header, buf: &mut [u8]) {
+pub fn encode(header: &Header, buf: &mut [u8]) {
     buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
     buf[4..8].copy_from_slice(&0u32.to_be_bytes());
-    buf[8..16].copy_from_slice(&h.seq.to_be_bytes());
-    buf[16..24].copy_from_slice(&h.intended_ns.to_be_bytes());
-    buf[24..32].copy_from_slice(&h.sent_ns.to_be_bytes());
+    buf[8..16].copy_from_slice(&header.seq.to_be_bytes());
+    buf[16..24].copy_from_slice(&header.intended_ns.to_be_bytes());
+    buf[24..32].copy_from_slice(&header.sent_ns.to_be_bytes());
 }
 
 /// Decode a message; None if it is too short or not ours.

@@ -68,8 +68,8 @@ impl GuestRun {
 /// over: the wall clock is read before the CPU clock at the beginning and after it at the end,
 /// so the CPU time never exceeds that stretch (a run stopped before `start` ran for a few
 /// microseconds and used less).
-pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestRun {
-    let mut tasks: Vec<TaskState> = g
+pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestRun {
+    let mut tasks: Vec<TaskState> = guest
         .tasks
         .iter()
         .enumerate()
@@ -97,7 +97,7 @@ pub fn run_tasks(g: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u
             break;
         }
         release_due(&mut tasks, now, end, iters_per_ns);
-        match pick(&tasks, g.scheduler()) {
+        match pick(&tasks, guest.scheduler()) {
             Some(i) => {
                 let job = tasks[i].queue.front_mut().expect("picked task has a job");
                 let n = job.remaining.min(chunk_iters);
@@ -164,13 +164,13 @@ fn pick(tasks: &[TaskState], sched: GuestScheduler) -> Option<usize> {
     }
 }
 
-fn complete(t: &mut TaskState, now: u64) {
-    let job = t.queue.pop_front().expect("completing a job");
-    t.jobs += 1;
+fn complete(task: &mut TaskState, now: u64) {
+    let job = task.queue.pop_front().expect("completing a job");
+    task.jobs += 1;
     if now > job.deadline {
-        t.misses += 1;
+        task.misses += 1;
     }
-    t.response.record(now - job.release);
+    task.response.record(now - job.release);
 }
 
 #[cfg(test)]

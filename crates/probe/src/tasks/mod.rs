@@ -41,9 +41,10 @@ struct Placement {
 }
 
 /// Check the plan against the scenario and this machine; the placement of every guest.
-fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
+fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
     let allowed = crate::cpus::allowed();
-    s.guests
+    scenario
+        .guests
         .iter()
         .map(|g| {
             let p = plan
@@ -80,17 +81,17 @@ fn placements(s: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
         .collect()
 }
 
-/// Run every guest of `s` under its planned reservation for `cfg.duration`: one worker process
-/// per guest ([`worker`]), each core in its own exclusive cpuset held by this process.
-pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
-    plan.check_matches(s).map_err(|e| Error::Input(e.under("plan")))?;
+/// Run every guest of `scenario` under its planned reservation for `cfg.duration`: one worker
+/// process per guest ([`worker`]), each core in its own exclusive cpuset held by this process.
+pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
+    plan.check_matches(scenario).map_err(|e| Error::Input(e.under("plan")))?;
     crate::limits::check_duration("--duration", cfg.duration, cfg.force)?;
-    let places = placements(s, plan)?;
+    let places = placements(scenario, plan)?;
     let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
     cores.sort_unstable();
     cores.dedup();
     let exclusive = rtvirt_os::cgroup::ExclusiveCpus::create(&cores)?;
-    let specs = s
+    let specs = scenario
         .guests
         .iter()
         .zip(&places)
@@ -108,13 +109,13 @@ pub fn run(s: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     let run = worker::run_workers(&specs, cfg.duration.0);
     drop(exclusive);
     let run = run?;
-    Ok(assemble(s, plan, &places, run.outcomes, cfg, run.ran_ns))
+    Ok(assemble(scenario, plan, &places, run.outcomes, cfg, run.ran_ns))
 }
 
 /// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when
 /// interrupted).
 fn assemble(
-    s: &Scenario,
+    scenario: &Scenario,
     plan: &Plan,
     places: &[Placement],
     outcomes: Vec<protocol::WorkerOutcome>,
@@ -124,8 +125,8 @@ fn assemble(
     let mut r = Results::new("tasks", ran_ns);
     let mut runaways = Vec::new();
     r.seed = Some(cfg.seed);
-    r.label = Some(s.name.clone());
-    for ((g, p), o) in s.guests.iter().zip(places).zip(outcomes) {
+    r.label = Some(scenario.name.clone());
+    for ((g, p), o) in scenario.guests.iter().zip(places).zip(outcomes) {
         for (t, w) in g.tasks.iter().zip(o.tasks) {
             let tr = TaskResult {
                 guest: g.name.clone(),

@@ -51,8 +51,8 @@ pub enum ExecSpec {
 }
 
 impl GuestSpec {
-    pub fn of(g: &Guest) -> GuestSpec {
-        let tasks = g
+    pub fn of(guest: &Guest) -> GuestSpec {
+        let tasks = guest
             .tasks
             .iter()
             .map(|t| TaskSpec {
@@ -64,7 +64,7 @@ impl GuestSpec {
                 exec: ExecSpec::of(&t.exec),
             })
             .collect();
-        GuestSpec { name: g.name.clone(), scheduler: g.scheduler, tasks }
+        GuestSpec { name: guest.name.clone(), scheduler: guest.scheduler, tasks }
     }
 
     pub fn scheduler(&self) -> GuestScheduler {
@@ -73,8 +73,8 @@ impl GuestSpec {
 }
 
 impl ExecSpec {
-    pub fn of(m: &ExecModel) -> ExecSpec {
-        match m {
+    pub fn of(model: &ExecModel) -> ExecSpec {
+        match model {
             ExecModel::Constant => ExecSpec::Constant,
             ExecModel::Normal { mean, sd } => ExecSpec::Normal { mean_ns: mean.0, sd_ns: sd.0 },
             ExecModel::Uniform { min, max } => ExecSpec::Uniform { min_ns: min.0, max_ns: max.0 },

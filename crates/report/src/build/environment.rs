@@ -42,8 +42,8 @@ fn field_title(field: &str) -> String {
     field.replace('_', " ")
 }
 
-fn to_map(e: &Environment) -> serde_json::Map<String, Value> {
-    match serde_json::to_value(e) {
+fn to_map(environment: &Environment) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(environment) {
         Ok(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
     }
@@ -64,12 +64,12 @@ fn field_names(maps: &[serde_json::Map<String, Value>]) -> Vec<String> {
 const NO_DMA_LATENCY_REQUEST: i64 = 2_000_000_000;
 
 /// A field's value for people: sentinels said in words, durations with units, loads in a line.
-fn show_field(field: &str, v: &Value) -> String {
-    match (field, v) {
+fn show_field(field: &str, value: &Value) -> String {
+    match (field, value) {
         ("cpu_dma_latency_us", Value::Number(n)) => match n.as_i64() {
             Some(us) if us >= NO_DMA_LATENCY_REQUEST => "not held (kernel default: C-states allowed)".into(),
             Some(us) => format!("held at {us} us during the run"),
-            None => show(v),
+            None => show(value),
         },
         ("load", Value::Array(items)) => items
             .iter()
@@ -79,17 +79,17 @@ fn show_field(field: &str, v: &Value) -> String {
             })
             .collect::<Vec<_>>()
             .join("; "),
-        (f, Value::Number(n)) if f.ends_with("_ns") => n.as_f64().map_or_else(|| show(v), crate::units::fmt_ns),
-        _ => show(v),
+        (f, Value::Number(n)) if f.ends_with("_ns") => n.as_f64().map_or_else(|| show(value), crate::units::fmt_ns),
+        _ => show(value),
     }
 }
 
 /// A JSON value as one line of text (strings unquoted, load entries joined).
-fn show(v: &Value) -> String {
-    match v {
+fn show(value: &Value) -> String {
+    match value {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(show).collect::<Vec<_>>().join("; "),
-        Value::Object(o) => o.iter().map(|(k, v)| format!("{k}={}", show(v))).collect::<Vec<_>>().join(", "),
+        Value::Object(o) => o.iter().map(|(k, value)| format!("{k}={}", show(value))).collect::<Vec<_>>().join(", "),
         Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:.1}")),
         other => other.to_string(),
     }

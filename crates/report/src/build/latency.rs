@@ -101,14 +101,14 @@ pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[D
 /// The labelled points of a result's tail: p99.99 (when it reads differently from the maximum;
 /// "*" when too few samples lie beyond it, as in the tables) at height `p9999_height`, and the
 /// maximum at one sample.
-pub fn tail_marks(s: &Summary, p9999_height: f64) -> Vec<(f64, f64, String)> {
+pub fn tail_marks(summary: &Summary, p9999_height: f64) -> Vec<(f64, f64, String)> {
     let mut marks = Vec::new();
-    let count = s.count.max(1) as f64;
-    if fmt_ns(s.p9999 as f64) != fmt_ns(s.max as f64) {
-        let few = if s.low_confidence.iter().any(|k| k == "p9999") { "*" } else { "" };
-        marks.push((s.p9999 as f64, p9999_height, format!("p99.99 {}{few}", fmt_ns(s.p9999 as f64))));
+    let count = summary.count.max(1) as f64;
+    if fmt_ns(summary.p9999 as f64) != fmt_ns(summary.max as f64) {
+        let few = if summary.low_confidence.iter().any(|k| k == "p9999") { "*" } else { "" };
+        marks.push((summary.p9999 as f64, p9999_height, format!("p99.99 {}{few}", fmt_ns(summary.p9999 as f64))));
     }
-    marks.push((s.max as f64, 1.0 / count, format!("max {}", fmt_ns(s.max as f64))));
+    marks.push((summary.max as f64, 1.0 / count, format!("max {}", fmt_ns(summary.max as f64))));
     marks
 }
 
@@ -140,12 +140,12 @@ fn box_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) 
 }
 
 /// The summary with p25 filled from exact buckets when the producer did not record it.
-fn with_quartile(s: &Summary, d: &Distribution) -> Summary {
-    let mut s = s.clone();
-    if s.p25.is_none() && d.is_exact() {
-        s.p25 = Some(d.quantile(0.25) as u64);
+fn with_quartile(summary: &Summary, distribution: &Distribution) -> Summary {
+    let mut summary = summary.clone();
+    if summary.p25.is_none() && distribution.is_exact() {
+        summary.p25 = Some(distribution.quantile(0.25) as u64);
     }
-    s
+    summary
 }
 
 const STAT_COLUMNS: [&str; 10] = ["samples", "min", "mean", "SD", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
@@ -166,27 +166,27 @@ fn stats_table(family: &str, members: &[&LatencySeries]) -> Table {
 }
 
 /// (value, percentile key for the low-confidence flag) of each column after "samples".
-fn stat_values(s: &Summary) -> [(f64, Option<&'static str>); 9] {
+fn stat_values(summary: &Summary) -> [(f64, Option<&'static str>); 9] {
     [
-        (s.min as f64, None),
-        (s.mean, None),
-        (s.sd, None),
-        (s.p50 as f64, Some("p50")),
-        (s.p90 as f64, Some("p90")),
-        (s.p99 as f64, Some("p99")),
-        (s.p999 as f64, Some("p999")),
-        (s.p9999 as f64, Some("p9999")),
-        (s.max as f64, None),
+        (summary.min as f64, None),
+        (summary.mean, None),
+        (summary.sd, None),
+        (summary.p50 as f64, Some("p50")),
+        (summary.p90 as f64, Some("p90")),
+        (summary.p99 as f64, Some("p99")),
+        (summary.p999 as f64, Some("p999")),
+        (summary.p9999 as f64, Some("p9999")),
+        (summary.max as f64, None),
     ]
 }
 
 /// count, min, mean, SD, p50 ... max, each compared with the baseline summary; percentiles
 /// with too few samples behind them get a "*".
-pub fn stat_cells(s: &Summary, base: Option<&Summary>) -> Vec<Cell> {
-    let mut cells = vec![Cell::plain(s.count.to_string())];
+pub fn stat_cells(summary: &Summary, base: Option<&Summary>) -> Vec<Cell> {
+    let mut cells = vec![Cell::plain(summary.count.to_string())];
     let vb = base.map(stat_values);
-    for (k, (v, key)) in stat_values(s).into_iter().enumerate() {
-        let low = key.is_some_and(|key| s.low_confidence.iter().any(|l| l == key));
+    for (k, (v, key)) in stat_values(summary).into_iter().enumerate() {
+        let low = key.is_some_and(|key| summary.low_confidence.iter().any(|l| l == key));
         let text = if low { format!("{}*", fmt_ns(v)) } else { fmt_ns(v) };
         cells.push(compared(text, v, vb.map(|b| b[k].0), LATENCY_DIFF, Better::Lower));
     }
@@ -194,9 +194,9 @@ pub fn stat_cells(s: &Summary, base: Option<&Summary>) -> Vec<Cell> {
 }
 
 /// Kind-specific counts worth seeing next to the statistics (missed periods, losses, drops).
-fn notes(m: &LatencySeries) -> String {
+fn notes(series: &LatencySeries) -> String {
     let mut parts = Vec::new();
-    let r = m.result;
+    let r = series.result;
     let net = r.net.as_ref();
     let counts = [
         ("missed periods", r.timer.as_ref().and_then(|t| t.missed_periods)),
@@ -209,7 +209,7 @@ fn notes(m: &LatencySeries) -> String {
             parts.push(format!("{name}: {count}"));
         }
     }
-    if !m.summary.low_confidence.is_empty() {
+    if !series.summary.low_confidence.is_empty() {
         parts.push("* too few samples for this percentile".into());
     }
     parts.join("; ")
@@ -237,12 +237,12 @@ fn per_cpu_table(members: &[&LatencySeries]) -> Option<Table> {
 }
 
 /// One row for the CPUs left out of the per-CPU table: how many, and their highest maximum.
-fn rest_row(m: &LatencySeries, cpus: &[rtvirt_model::results::CpuLatency], shown: &[usize]) -> Vec<Cell> {
+fn rest_row(series: &LatencySeries, cpus: &[rtvirt_model::results::CpuLatency], shown: &[usize]) -> Vec<Cell> {
     let mut in_table = vec![false; cpus.len()];
     shown.iter().for_each(|&i| in_table[i] = true);
     let rest = cpus.iter().zip(&in_table).filter(|(_, &shown)| !shown).map(|(c, _)| c);
     let (count, max) = rest.fold((0usize, 0u64), |(n, max), c| (n + 1, max.max(c.latency_ns.max)));
-    let mut row = vec![Cell::plain(m.name.clone()), Cell::plain(format!("{count} other CPUs"))];
+    let mut row = vec![Cell::plain(series.name.clone()), Cell::plain(format!("{count} other CPUs"))];
     row.extend((0..STAT_COLUMNS.len() - 1).map(|_| Cell::plain("-")));
     row.push(Cell::plain(format!("at most {}", fmt_ns(max as f64))));
     row

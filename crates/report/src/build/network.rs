@@ -96,9 +96,9 @@ fn segment_figure(flows: &[(&str, &FlowResult)], segments: &[String]) -> Figure 
 
 /// A flow's throughput in the unit that fits (a request/response flow carries kb/s, a bulk one
 /// Gb/s), with its request rate when it has one.
-fn throughput(f: &FlowResult) -> String {
-    let Some(b) = f.throughput_bps else { return "-".into() };
-    let rate = f.requests_per_s.map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
+fn throughput(flow: &FlowResult) -> String {
+    let Some(b) = flow.throughput_bps else { return "-".into() };
+    let rate = flow.requests_per_s.map_or(String::new(), |r| format!(" ({r:.1} req/s)"));
     format!("{}{rate}", fmt_bps(b))
 }
 

@@ -34,22 +34,22 @@ pub fn verdict(inputs: &[Input]) -> Option<Section> {
     Some(sec)
 }
 
-fn plan_step(p: &Plan) -> String {
-    if p.feasible {
-        let rho = p.max_rho.map_or(String::new(), |r| format!(", largest uniform rho {r:.3}"));
-        format!("Plan feasible on {} core(s){rho}", p.cores_used)
+fn plan_step(plan: &Plan) -> String {
+    if plan.feasible {
+        let rho = plan.max_rho.map_or(String::new(), |r| format!(", largest uniform rho {r:.3}"));
+        format!("Plan feasible on {} core(s){rho}", plan.cores_used)
     } else {
-        format!("Plan NOT feasible ({} guest(s) fit on no core)", p.unplaced.len())
+        format!("Plan NOT feasible ({} guest(s) fit on no core)", plan.unplaced.len())
     }
 }
 
 /// (jobs, misses) over every task of a result.
-fn misses(r: &Results) -> (u64, u64) {
-    r.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses))
+fn misses(results: &Results) -> (u64, u64) {
+    results.tasks.iter().fold((0, 0), |(j, m), t| (j + t.jobs, m + t.misses))
 }
 
-fn misses_step(source: &str, name: &str, r: &Results) -> String {
-    let (jobs, missed) = misses(r);
+fn misses_step(source: &str, name: &str, results: &Results) -> String {
+    let (jobs, missed) = misses(results);
     let dsr = rtvirt_model::results::TaskResult::dsr_of(jobs, missed);
     format!("{missed} {source} deadline misses in {jobs} jobs (DSR {}, {name})", fmt_ratio(dsr))
 }
@@ -112,13 +112,13 @@ pub fn inputs(inputs: &[Input]) -> Section {
 
 /// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked, and so is
 /// a cell of a multi-cell command that could not run (`"error"`), with its error.
-fn kind_cell(r: &Results) -> Cell {
-    if let Some(error) = &r.error {
-        Cell::marked(format!("{} (failed: {error})", r.kind), Mark::Worse)
-    } else if r.interrupted {
-        Cell::marked(format!("{} (interrupted: shorter than planned)", r.kind), Mark::Worse)
+fn kind_cell(results: &Results) -> Cell {
+    if let Some(error) = &results.error {
+        Cell::marked(format!("{} (failed: {error})", results.kind), Mark::Worse)
+    } else if results.interrupted {
+        Cell::marked(format!("{} (interrupted: shorter than planned)", results.kind), Mark::Worse)
     } else {
-        Cell::plain(r.kind.clone())
+        Cell::plain(results.kind.clone())
     }
 }
 
@@ -133,18 +133,18 @@ fn default_where(kind: &str) -> &'static str {
 /// What a result was produced with, in a line: timer interval, policy and CPUs; the
 /// simulation's scenario, rho and miss policy; a task run's plan; a network run's protocol and
 /// rate.
-fn result_settings(r: &Results) -> String {
+fn result_settings(results: &Results) -> String {
     let mut parts: Vec<String> = Vec::new();
-    if let Some(s) = r.scenario.as_deref() {
+    if let Some(s) = results.scenario.as_deref() {
         parts.push(format!(
             "scenario {}",
             std::path::Path::new(s).file_stem().map_or(s.into(), |f| f.to_string_lossy())
         ));
     }
-    if let Some(rho) = r.rho {
+    if let Some(rho) = results.rho {
         parts.push(format!("rho {}", fmt_plain(rho)));
     }
-    if let Some(t) = &r.timer {
+    if let Some(t) = &results.timer {
         parts.extend(t.interval_ns.map(|i| format!("interval {}", fmt_ns(i as f64))));
         match (&t.policy, t.priority, &t.reservation) {
             (Some(p), _, Some(res)) => parts.push(format!(
@@ -158,17 +158,17 @@ fn result_settings(r: &Results) -> String {
             _ => {}
         }
     }
-    if !r.cpus.is_empty() {
-        let cpus: Vec<String> = r.cpus.iter().map(|c| c.cpu.to_string()).collect();
+    if !results.cpus.is_empty() {
+        let cpus: Vec<String> = results.cpus.iter().map(|c| c.cpu.to_string()).collect();
         parts.push(format!("CPUs {}", cpus.join(",")));
     }
-    if let Some(sim) = &r.simulation {
-        if let Some(policy) = r.guests.iter().find_map(|g| g.policy.clone()) {
+    if let Some(sim) = &results.simulation {
+        if let Some(policy) = results.guests.iter().find_map(|g| g.policy.clone()) {
             parts.push(format!("host policy {policy}"));
         }
         parts.extend(sim.miss_policy.as_ref().map(|m| format!("late jobs: {m}")));
     }
-    if let Some(plan) = r.task_totals.as_ref().and_then(|t| t.plan.as_ref()) {
+    if let Some(plan) = results.task_totals.as_ref().and_then(|t| t.plan.as_ref()) {
         let s = &plan.settings;
         let planner: Vec<String> =
             [s.model.clone(), s.heuristic.clone(), s.budget.clone()].into_iter().flatten().collect();
@@ -176,7 +176,7 @@ fn result_settings(r: &Results) -> String {
             parts.push(format!("plan {}", planner.join(" / ")));
         }
     }
-    if let Some(n) = &r.net {
+    if let Some(n) = &results.net {
         parts.extend(n.protocol.clone());
         parts.extend(n.size.map(|s| format!("{s} B requests")));
         match n.requested_rate {
@@ -193,8 +193,8 @@ fn result_settings(r: &Results) -> String {
 }
 
 /// The planner's settings in a line.
-fn plan_settings(p: &Plan) -> String {
-    let s = &p.settings;
+fn plan_settings(plan: &Plan) -> String {
+    let s = &plan.settings;
     let mut parts: Vec<String> = Vec::new();
     parts.extend(s.model.as_ref().map(|m| format!("model {m}")));
     parts.extend(s.heuristic.as_ref().map(|h| format!("heuristic {h}")));
@@ -215,8 +215,8 @@ mod tests {
     use crate::doc::Mark;
     use rtvirt_model::results::Results;
 
-    fn input(r: Results) -> Input {
-        Input { name: "t".into(), path: "t.json".into(), doc: Document::Results(Box::new(r)), intervals: None }
+    fn input(results: Results) -> Input {
+        Input { name: "t".into(), path: "t.json".into(), doc: Document::Results(Box::new(results)), intervals: None }
     }
 
     #[test]

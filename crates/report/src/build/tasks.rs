@@ -63,8 +63,8 @@ pub fn dsr_versus_rho_section(title: &str, inputs: &[Input]) -> Option<Section> 
 /// A task's identity across results: (guest, task name).
 type TaskKey<'a> = (&'a str, &'a str);
 
-fn key_of(t: &TaskResult) -> TaskKey<'_> {
-    (t.guest.as_str(), t.name.as_str())
+fn key_of(task: &TaskResult) -> TaskKey<'_> {
+    (task.guest.as_str(), task.name.as_str())
 }
 
 /// Every (guest, task) in first-seen order.
@@ -411,15 +411,15 @@ fn response_figure(results: &[(&str, &Results)], timing: &Timing) -> Figure {
     Figure { kind: "response-times", title: chart.title.clone(), caption, svg: chart.render() }
 }
 
-fn task_row(name: &str, t: &TaskResult, base: Option<&TaskResult>) -> Vec<Cell> {
-    let resp = |t: &TaskResult| [t.response_ns.mean, t.response_ns.p99 as f64, t.response_ns.max as f64];
+fn task_row(name: &str, task: &TaskResult, base: Option<&TaskResult>) -> Vec<Cell> {
+    let resp = |task: &TaskResult| [task.response_ns.mean, task.response_ns.p99 as f64, task.response_ns.max as f64];
     let mut row = vec![
         Cell::plain(name),
-        Cell::plain(t.jobs.to_string()),
-        Cell::plain(t.misses.to_string()),
-        compared(fmt_ratio(t.dsr), t.dsr, base.map(|b| b.dsr), DSR_DIFF, Better::Higher),
+        Cell::plain(task.jobs.to_string()),
+        Cell::plain(task.misses.to_string()),
+        compared(fmt_ratio(task.dsr), task.dsr, base.map(|b| b.dsr), DSR_DIFF, Better::Higher),
     ];
-    for (k, v) in resp(t).into_iter().enumerate() {
+    for (k, v) in resp(task).into_iter().enumerate() {
         row.push(compared(fmt_ns(v), v, base.map(|b| resp(b)[k]), LATENCY_DIFF, Better::Lower));
     }
     row

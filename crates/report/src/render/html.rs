@@ -50,21 +50,21 @@ fn contents(report: &Report) -> String {
     format!("<nav>{}</nav>\n", links.join(""))
 }
 
-fn figure(out: &mut String, f: &Figure) {
-    let _ = writeln!(out, "<figure>{}<figcaption>{}</figcaption></figure>", f.svg, esc(&f.caption));
+fn figure(out: &mut String, figure: &Figure) {
+    let _ = writeln!(out, "<figure>{}<figcaption>{}</figcaption></figure>", figure.svg, esc(&figure.caption));
 }
 
-fn table(out: &mut String, t: &Table) {
+fn table(out: &mut String, table: &Table) {
     out.push_str("<table>");
-    if !t.caption.is_empty() {
-        let _ = write!(out, "<caption>{}</caption>", esc(&t.caption));
+    if !table.caption.is_empty() {
+        let _ = write!(out, "<caption>{}</caption>", esc(&table.caption));
     }
     out.push_str("<thead><tr>");
-    for h in &t.header {
+    for h in &table.header {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>\n");
-    for row in &t.rows {
+    for row in &table.rows {
         out.push_str("<tr>");
         row.iter().for_each(|c| cell(out, c));
         out.push_str("</tr>\n");
@@ -72,15 +72,15 @@ fn table(out: &mut String, t: &Table) {
     out.push_str("</tbody></table>\n");
 }
 
-fn cell(out: &mut String, c: &Cell) {
-    let mark = match c.mark {
+fn cell(out: &mut String, cell: &Cell) {
+    let mark = match cell.mark {
         Mark::None => "",
         Mark::Worse => "worse",
         Mark::Better => "better",
         Mark::Differs => "differs",
     };
-    let num = if c.is_numeric() { "num" } else { "" };
-    let class = [num, mark].iter().filter(|c| !c.is_empty()).copied().collect::<Vec<_>>().join(" ");
+    let num = if cell.is_numeric() { "num" } else { "" };
+    let class = [num, mark].iter().filter(|cell| !cell.is_empty()).copied().collect::<Vec<_>>().join(" ");
     let attr = if class.is_empty() { String::new() } else { format!(" class=\"{class}\"") };
-    let _ = write!(out, "<td{attr}>{}</td>", esc(&c.text));
+    let _ = write!(out, "<td{attr}>{}</td>", esc(&cell.text));
 }

@@ -30,25 +30,28 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn table(t: &Table) -> String {
+fn table(table: &Table) -> String {
     let mut out = String::from("\n");
-    if !t.caption.is_empty() {
-        out.push_str(&format!("**{}**\n\n", inline(&t.caption)));
+    if !table.caption.is_empty() {
+        out.push_str(&format!("**{}**\n\n", inline(&table.caption)));
     }
-    out.push_str(&format!("| {} |\n", t.header.iter().map(|h| inline(h)).collect::<Vec<_>>().join(" | ")));
+    out.push_str(&format!("| {} |\n", table.header.iter().map(|h| inline(h)).collect::<Vec<_>>().join(" | ")));
     out.push_str(&format!(
         "|{}|\n",
-        (0..t.header.len()).map(|i| if t.numeric_column(i) { "---:" } else { "---" }).collect::<Vec<_>>().join("|")
+        (0..table.header.len())
+            .map(|i| if table.numeric_column(i) { "---:" } else { "---" })
+            .collect::<Vec<_>>()
+            .join("|")
     ));
-    for row in &t.rows {
+    for row in &table.rows {
         out.push_str(&format!("| {} |\n", row.iter().map(cell).collect::<Vec<_>>().join(" | ")));
     }
     out
 }
 
-fn cell(c: &Cell) -> String {
-    let text = inline(&c.text);
-    match c.mark {
+fn cell(cell: &Cell) -> String {
+    let text = inline(&cell.text);
+    match cell.mark {
         Mark::None => text,
         Mark::Worse => format!("**{text}** ▲"),
         Mark::Better => format!("**{text}** ▼"),
@@ -63,9 +66,9 @@ const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', 
 
 /// Text inside one line: special characters escaped, line breaks and other control characters
 /// as spaces (a newline would end a table row or heading).
-pub fn inline(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+pub fn inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
         if INLINE_SPECIAL.contains(&c) {
             out.push('\\');
             out.push(c);
@@ -80,8 +83,8 @@ pub fn inline(s: &str) -> String {
 
 /// A paragraph of its own: [`inline`], and what would open a block at its start (indentation
 /// as code, "-", "+", "=" as lists or headings underlines, "1." or "1)" as ordered lists) escaped.
-pub fn paragraph(s: &str) -> String {
-    let text = inline(s.trim_start());
+pub fn paragraph(text: &str) -> String {
+    let text = inline(text.trim_start());
     let digits = text.chars().take_while(char::is_ascii_digit).count();
     let after_digits = text[digits..].chars().next();
     if text.starts_with(['-', '+', '=']) {

@@ -66,24 +66,24 @@ impl BarChart {
         }
     }
 
-    fn draw_category(&self, svg: &mut Svg, c: usize, cx: f64, slot: f64, y: &Scale) {
-        let row = &self.values[c];
+    fn draw_category(&self, svg: &mut Svg, category: usize, cx: f64, slot: f64, y_scale: &Scale) {
+        let row = &self.values[category];
         let n = self.series.len().max(1);
         let width = (slot * 0.7).min(120.0);
         let mut base = 0.0;
         for (s, v) in row.iter().enumerate() {
             let Some(v) = *v else { continue };
-            let tip = format!("{} / {}: {}", self.categories[c], self.series[s], (self.y_fmt)(v));
+            let tip = format!("{} / {}: {}", self.categories[category], self.series[s], (self.y_fmt)(v));
             match self.mode {
                 BarMode::Stacked => {
-                    let (top, bottom) = (y.map(base + v), y.map(base));
+                    let (top, bottom) = (y_scale.map(base + v), y_scale.map(base));
                     svg.bar(cx - width / 2.0, top, width, bottom - top, color(s), &tip);
                     base += v;
                 }
                 BarMode::Grouped => {
                     let w = width / n as f64;
                     let x0 = cx - width / 2.0 + w * s as f64;
-                    let (top, bottom) = (y.map(v), y.map(0.0f64.max(y.lo)));
+                    let (top, bottom) = (y_scale.map(v), y_scale.map(0.0f64.max(y_scale.lo)));
                     svg.bar(x0, top, w * 0.92, bottom - top, color(s), &tip);
                 }
             }

@@ -27,13 +27,19 @@ pub struct BoxStats {
 }
 
 impl BoxStats {
-    pub fn from_summary(name: &str, s: &Summary) -> BoxStats {
-        let (median, q3) = (s.p50 as f64, s.p75 as f64);
-        let q1 = s.p25.map(|v| v as f64);
+    pub fn from_summary(name: &str, summary: &Summary) -> BoxStats {
+        let (median, q3) = (summary.p50 as f64, summary.p75 as f64);
+        let q1 = summary.p25.map(|v| v as f64);
         let iqr = q1.map_or(2.0 * (q3 - median), |q1| q3 - q1);
         let (fence_lo, fence_hi) = (q1.unwrap_or(median) - 1.5 * iqr, q3 + 1.5 * iqr);
-        let upper =
-            [("p90", s.p90), ("p95", s.p95), ("p99", s.p99), ("p99.9", s.p999), ("p99.99", s.p9999), ("max", s.max)];
+        let upper = [
+            ("p90", summary.p90),
+            ("p95", summary.p95),
+            ("p99", summary.p99),
+            ("p99.9", summary.p999),
+            ("p99.99", summary.p9999),
+            ("max", summary.max),
+        ];
         let whisker_hi = upper.iter().map(|&(_, v)| v as f64).filter(|&v| v <= fence_hi).fold(q3, f64::max);
         let mut outliers: Vec<(String, f64)> = Vec::new();
         for (label, v) in upper.iter().map(|&(l, v)| (l, v as f64)).filter(|&(_, v)| v > whisker_hi) {
@@ -42,7 +48,7 @@ impl BoxStats {
                 _ => outliers.push((label.to_string(), v)),
             }
         }
-        let min = s.min as f64;
+        let min = summary.min as f64;
         let whisker_lo = if min >= fence_lo { min } else { q1.unwrap_or(median) };
         if min < whisker_lo {
             outliers.insert(0, ("min".into(), min));
@@ -97,36 +103,42 @@ impl BoxChart {
         }
     }
 
-    fn draw_box(&self, svg: &mut Svg, b: &BoxStats, cx: f64, w: f64, col: &str, y: &Scale) {
+    fn draw_box(&self, svg: &mut Svg, stats: &BoxStats, cx: f64, w: f64, col: &str, y_scale: &Scale) {
         let f = self.y_fmt;
-        let bottom = b.q1.unwrap_or(b.median);
-        svg.line((cx, y.map(b.whisker_lo)), (cx, y.map(bottom)), "#333", 1.2, false);
-        svg.line((cx, y.map(b.q3)), (cx, y.map(b.whisker_hi)), "#333", 1.2, false);
-        for v in [b.whisker_lo, b.whisker_hi] {
-            svg.line((cx - w / 4.0, y.map(v)), (cx + w / 4.0, y.map(v)), "#333", 1.2, false);
+        let bottom = stats.q1.unwrap_or(stats.median);
+        svg.line((cx, y_scale.map(stats.whisker_lo)), (cx, y_scale.map(bottom)), "#333", 1.2, false);
+        svg.line((cx, y_scale.map(stats.q3)), (cx, y_scale.map(stats.whisker_hi)), "#333", 1.2, false);
+        for v in [stats.whisker_lo, stats.whisker_hi] {
+            svg.line((cx - w / 4.0, y_scale.map(v)), (cx + w / 4.0, y_scale.map(v)), "#333", 1.2, false);
         }
-        let q1 = b.q1.map_or("not in result".to_string(), f);
+        let q1 = stats.q1.map_or("not in result".to_string(), f);
         let tip = format!(
             "{}: median {}, quartiles {} .. {}, whiskers {} .. {}",
-            b.name,
-            f(b.median),
+            stats.name,
+            f(stats.median),
             q1,
-            f(b.q3),
-            f(b.whisker_lo),
-            f(b.whisker_hi)
+            f(stats.q3),
+            f(stats.whisker_lo),
+            f(stats.whisker_hi)
         );
-        let (top, bot) = (y.map(b.q3), y.map(bottom));
+        let (top, bot) = (y_scale.map(stats.q3), y_scale.map(bottom));
         svg.bar(cx - w / 2.0, top, w, bot - top, col, &tip);
         svg.raw(&format!(
             r##"<rect x="{:.1}" y="{top:.1}" width="{w:.1}" height="{:.1}" fill="none" stroke="#333"/>"##,
             cx - w / 2.0,
             (bot - top).max(0.5)
         ));
-        svg.line((cx - w / 2.0, y.map(b.median)), (cx + w / 2.0, y.map(b.median)), "white", 2.5, false);
+        svg.line(
+            (cx - w / 2.0, y_scale.map(stats.median)),
+            (cx + w / 2.0, y_scale.map(stats.median)),
+            "white",
+            2.5,
+            false,
+        );
         let mut last_label_y = f64::INFINITY;
-        for (label, v) in b.outliers.iter().rev() {
-            let py = y.map(*v);
-            svg.point(cx, py, 3.5, col, &format!("{}: {label} = {}", b.name, f(*v)));
+        for (label, v) in stats.outliers.iter().rev() {
+            let py = y_scale.map(*v);
+            svg.point(cx, py, 3.5, col, &format!("{}: {label} = {}", stats.name, f(*v)));
             if py - last_label_y >= 11.0 || last_label_y == f64::INFINITY {
                 svg.text(cx + 7.0, py + 4.0, "start", 10.0, "normal", &format!("{label} {}", f(*v)));
                 last_label_y = py;
@@ -187,23 +199,23 @@ impl GroupedBoxChart {
 
 /// A box with whiskers and unlabelled outlier dots (tooltips say what each is).
 #[allow(clippy::too_many_arguments)]
-fn draw_plain_box(svg: &mut Svg, b: &BoxStats, cx: f64, w: f64, col: &str, y: &Scale, f: Fmt, series: &str) {
-    let bottom = b.q1.unwrap_or(b.median);
-    svg.line((cx, y.map(b.whisker_lo)), (cx, y.map(bottom)), "#333", 1.0, false);
-    svg.line((cx, y.map(b.q3)), (cx, y.map(b.whisker_hi)), "#333", 1.0, false);
-    let (top, bot) = (y.map(b.q3), y.map(bottom));
+fn draw_plain_box(svg: &mut Svg, stats: &BoxStats, cx: f64, w: f64, col: &str, y_scale: &Scale, f: Fmt, series: &str) {
+    let bottom = stats.q1.unwrap_or(stats.median);
+    svg.line((cx, y_scale.map(stats.whisker_lo)), (cx, y_scale.map(bottom)), "#333", 1.0, false);
+    svg.line((cx, y_scale.map(stats.q3)), (cx, y_scale.map(stats.whisker_hi)), "#333", 1.0, false);
+    let (top, bot) = (y_scale.map(stats.q3), y_scale.map(bottom));
     let tip = format!(
         "{} / {series}: median {}, p75 {}, whiskers {} .. {}",
-        b.name,
-        f(b.median),
-        f(b.q3),
-        f(b.whisker_lo),
-        f(b.whisker_hi)
+        stats.name,
+        f(stats.median),
+        f(stats.q3),
+        f(stats.whisker_lo),
+        f(stats.whisker_hi)
     );
     svg.bar(cx - w / 2.0, top, w, bot - top, col, &tip);
-    svg.line((cx - w / 2.0, y.map(b.median)), (cx + w / 2.0, y.map(b.median)), "white", 1.5, false);
-    for (label, v) in &b.outliers {
-        svg.point(cx, y.map(*v), 2.5, col, &format!("{} / {series}: {label} = {}", b.name, f(*v)));
+    svg.line((cx - w / 2.0, y_scale.map(stats.median)), (cx + w / 2.0, y_scale.map(stats.median)), "white", 1.5, false);
+    for (label, v) in &stats.outliers {
+        svg.point(cx, y_scale.map(*v), 2.5, col, &format!("{} / {series}: {label} = {}", stats.name, f(*v)));
     }
 }
 

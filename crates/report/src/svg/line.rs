@@ -74,35 +74,43 @@ impl LineChart {
         (x, y)
     }
 
-    fn draw_series(&self, svg: &mut Svg, s: &Series, style: &Style, x: &Scale, y: &Scale) {
-        let px: Vec<(f64, f64)> = s.points.iter().map(|&(a, b)| (x.map(a), y.map(b))).collect();
-        let path = if s.step { step_path(&px) } else { px.clone() };
+    fn draw_series(&self, svg: &mut Svg, series: &Series, style: &Style, x_scale: &Scale, y_scale: &Scale) {
+        let px: Vec<(f64, f64)> = series.points.iter().map(|&(a, b)| (x_scale.map(a), y_scale.map(b))).collect();
+        let path = if series.step { step_path(&px) } else { px.clone() };
         if path.len() >= 2 {
-            svg.styled_polyline(&path, style, &s.name);
+            svg.styled_polyline(&path, style, &series.name);
         }
-        if s.markers || path.len() < 2 {
-            for (&(a, b), &(cx, cy)) in s.points.iter().zip(&px) {
-                svg.marker(cx, cy, style, &self.tip(&s.name, a, b));
+        if series.markers || path.len() < 2 {
+            for (&(a, b), &(cx, cy)) in series.points.iter().zip(&px) {
+                svg.marker(cx, cy, style, &self.tip(&series.name, a, b));
             }
         }
     }
 
     /// The labelled points (max, p99.99) and the curve label of a series, placed so that no
     /// label overlaps another label or a labelled point's marker.
-    fn draw_labels(&self, svg: &mut Svg, s: &Series, style: &Style, x: &Scale, y: &Scale, placer: &mut LabelPlacer) {
-        for (a, b, label) in &s.labelled {
-            let (cx, cy) = (x.map(*a), y.map(*b));
+    fn draw_labels(
+        &self,
+        svg: &mut Svg,
+        series: &Series,
+        style: &Style,
+        x_scale: &Scale,
+        y_scale: &Scale,
+        placer: &mut LabelPlacer,
+    ) {
+        for (a, b, label) in &series.labelled {
+            let (cx, cy) = (x_scale.map(*a), y_scale.map(*b));
             let ring = Style { marker: super::Marker::Square, ..*style };
-            svg.marker(cx, cy, &ring, &format!("{}: {label}", s.name));
+            svg.marker(cx, cy, &ring, &format!("{}: {label}", series.name));
             let anchor = if cx > RIGHT - 110.0 { "end" } else { "start" };
             let lx = if anchor == "end" { cx - 8.0 } else { cx + 8.0 };
             let ly = placer.place(lx, cy, anchor, label);
             svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
         }
-        if let (Some(label), Some(&(a, b))) = (&s.curve_label, s.points.first()) {
-            let px = x.map(a);
+        if let (Some(label), Some(&(a, b))) = (&series.curve_label, series.points.first()) {
+            let px = x_scale.map(a);
             let (lx, anchor) = if px - LEFT > 45.0 { (px - 8.0, "end") } else { (px + 8.0, "start") };
-            let ly = placer.place(lx, y.map(b), anchor, label);
+            let ly = placer.place(lx, y_scale.map(b), anchor, label);
             svg.colored_text(lx, ly + 4.0, anchor, style.color, label);
         }
     }
@@ -133,12 +141,12 @@ impl LabelPlacer {
     }
 }
 
-/// Points of a step function through `p`: each value holds until the next x.
-fn step_path(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut out = Vec::with_capacity(p.len() * 2);
-    for (i, &pt) in p.iter().enumerate() {
+/// Points of a step function through `points`: each value holds until the next x.
+fn step_path(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, &pt) in points.iter().enumerate() {
         if i > 0 {
-            out.push((pt.0, p[i - 1].1));
+            out.push((pt.0, points[i - 1].1));
         }
         out.push(pt);
     }

@@ -131,21 +131,21 @@ impl Svg {
         let _ = write!(self.out, r#"stroke-linejoin="round"{dash}><title>{}</title></path>"#, esc(tip));
     }
 
-    pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, s: &str) {
+    pub fn text(&mut self, x: f64, y: f64, anchor: &str, size: f64, weight: &str, text: &str) {
         let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="{size}" "#);
-        let _ = write!(self.out, r##"font-weight="{weight}" fill="#222">{}</text>"##, esc(s));
+        let _ = write!(self.out, r##"font-weight="{weight}" fill="#222">{}</text>"##, esc(text));
     }
 
     /// Text in a series' colour (labels of points and curves).
-    pub fn colored_text(&mut self, x: f64, y: f64, anchor: &str, fill: &str, s: &str) {
+    pub fn colored_text(&mut self, x: f64, y: f64, anchor: &str, fill: &str, text: &str) {
         let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" font-size="11" "#);
-        let _ = write!(self.out, r#"font-weight="bold" fill="{fill}">{}</text>"#, esc(s));
+        let _ = write!(self.out, r#"font-weight="bold" fill="{fill}">{}</text>"#, esc(text));
     }
 
     /// Text rotated about its anchor point (y-axis titles, crowded category labels).
-    pub fn text_rotated(&mut self, x: f64, y: f64, angle: f64, anchor: &str, s: &str) {
+    pub fn text_rotated(&mut self, x: f64, y: f64, angle: f64, anchor: &str, text: &str) {
         let _ = write!(self.out, r#"<text x="{x:.1}" y="{y:.1}" transform="rotate({angle} {x:.1} {y:.1})" "#);
-        let _ = write!(self.out, r##"text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##, esc(s));
+        let _ = write!(self.out, r##"text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##, esc(text));
     }
 
     pub fn finish(mut self) -> String {
@@ -155,10 +155,10 @@ impl Svg {
 }
 
 /// Frame, horizontal grid lines and labelled ticks of a y axis, plus its title.
-pub fn y_axis(svg: &mut Svg, y: &Scale, label: &str, fmt: Fmt) {
+pub fn y_axis(svg: &mut Svg, y_scale: &Scale, label: &str, fmt: Fmt) {
     svg.rect(LEFT, TOP, RIGHT - LEFT, BOTTOM - TOP, "none", "#888");
-    for t in y.ticks() {
-        let py = y.map(t.value);
+    for t in y_scale.ticks() {
+        let py = y_scale.map(t.value);
         svg.line((LEFT, py), (RIGHT, py), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
         if t.major {
             svg.text(LEFT - 6.0, py + 4.0, "end", 11.0, "normal", &crate::units::tidy(&fmt(t.value)));
@@ -168,9 +168,9 @@ pub fn y_axis(svg: &mut Svg, y: &Scale, label: &str, fmt: Fmt) {
 }
 
 /// Vertical grid lines and labelled ticks of a numeric x axis, plus its title.
-pub fn x_axis(svg: &mut Svg, x: &Scale, label: &str, fmt: Fmt) {
-    for t in x.ticks() {
-        let px = x.map(t.value);
+pub fn x_axis(svg: &mut Svg, x_scale: &Scale, label: &str, fmt: Fmt) {
+    for t in x_scale.ticks() {
+        let px = x_scale.map(t.value);
         svg.line((px, TOP), (px, BOTTOM), if t.major { "#ddd" } else { "#f0f0f0" }, 1.0, false);
         if t.major {
             svg.text(px, BOTTOM + 16.0, "middle", 11.0, "normal", &crate::units::tidy(&fmt(t.value)));
@@ -245,20 +245,20 @@ pub fn styled_legend(svg: &mut Svg, entries: &[(String, Style)]) {
     }
 }
 
-/// `s` cut to at most `max` characters with an ellipsis.
-pub fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
+/// `text` cut to at most `max` characters with an ellipsis.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
     } else {
-        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        let cut: String = text.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     }
 }
 
-/// Centers of `n` equal slots across the plot area, and the slot width.
-pub fn slots(n: usize) -> (Vec<f64>, f64) {
-    let w = (RIGHT - LEFT) / n.max(1) as f64;
-    ((0..n).map(|i| LEFT + w * (i as f64 + 0.5)).collect(), w)
+/// Centers of `count` equal slots across the plot area, and the slot width.
+pub fn slots(count: usize) -> (Vec<f64>, f64) {
+    let w = (RIGHT - LEFT) / count.max(1) as f64;
+    ((0..count).map(|i| LEFT + w * (i as f64 + 0.5)).collect(), w)
 }
 
 #[cfg(test)]

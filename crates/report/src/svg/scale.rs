@@ -62,10 +62,10 @@ impl Scale {
 
     /// Pixel position of a value (values outside the range are clamped to the ends, a NaN
     /// value or range maps to the low end: no NaN or inf ever reaches the SVG).
-    pub fn map(&self, v: f64) -> f64 {
+    pub fn map(&self, value: f64) -> f64 {
         let t = match self.kind {
-            ScaleKind::Linear => (v - self.lo) / (self.hi - self.lo),
-            ScaleKind::Log => (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+            ScaleKind::Linear => (value - self.lo) / (self.hi - self.lo),
+            ScaleKind::Log => (value.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
         };
         let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
         self.px0 + t * (self.px1 - self.px0)
@@ -79,10 +79,11 @@ impl Scale {
     }
 }
 
-/// `v` when finite (within half the f64 range, so that tick arithmetic stays finite), else `fallback`.
-fn finite_or(v: f64, fallback: f64) -> f64 {
-    if v.is_finite() && v.abs() < f64::MAX / 16.0 {
-        v
+/// `value` when finite (within half the f64 range, so that tick arithmetic stays finite), else
+/// `fallback`.
+fn finite_or(value: f64, fallback: f64) -> f64 {
+    if value.is_finite() && value.abs() < f64::MAX / 16.0 {
+        value
     } else {
         fallback
     }

@@ -5,7 +5,7 @@ use crate::placement::options::Common;
 use clap::{Args, Subcommand};
 use rtvirt_model::Nanos;
 use rtvirt_probe::net::{arrivals::Arrivals, Protocol};
-use rtvirt_probe::rt::Policy;
+use rtvirt_probe::rt::LinuxPolicy;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -66,7 +66,7 @@ pub struct TimerArgs {
     /// Scheduling policy of the measuring threads (deadline: SCHED_DEADLINE as cyclicdeadline,
     /// runtime = interval/10, deadline = period = interval, each CPU in its own exclusive cpuset).
     #[arg(long, value_parser = parse_policy, default_value = "fifo")]
-    pub policy: Policy,
+    pub policy: LinuxPolicy,
     /// How long to measure; a bare number is seconds, m/h/d minutes, hours, days (cyclictest's -D).
     #[arg(short = 'D', long, value_parser = parse_seconds, default_value = "10s")]
     pub duration: Nanos,
@@ -101,22 +101,22 @@ pub enum HistogramOption {
     File(PathBuf),
 }
 
-fn parse_histogram(s: &str) -> Result<HistogramOption, String> {
-    match s.parse::<u64>() {
+fn parse_histogram(text: &str) -> Result<HistogramOption, String> {
+    match text.parse::<u64>() {
         Ok(0) => Err("0 rows: expected a number of 1-us rows of at least 1 (cyclictest's -h N)".into()),
         Ok(n) => Ok(HistogramOption::Rows(n)),
-        Err(_) => Ok(HistogramOption::File(PathBuf::from(s))),
+        Err(_) => Ok(HistogramOption::File(PathBuf::from(text))),
     }
 }
 
 /// A duration; a bare number is microseconds (cyclictest's `-i`).
-pub fn parse_microseconds(s: &str) -> Result<Nanos, String> {
-    bare_number(s, "us")
+pub fn parse_microseconds(text: &str) -> Result<Nanos, String> {
+    bare_number(text, "us")
 }
 
 /// A duration; a bare number is seconds, and `m` is minutes (cyclictest's `-D`).
-pub fn parse_seconds(s: &str) -> Result<Nanos, String> {
-    let t = s.trim();
+pub fn parse_seconds(text: &str) -> Result<Nanos, String> {
+    let t = text.trim();
     match t.strip_suffix('m') {
         Some(minutes) if !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
             Nanos::parse(&format!("{minutes}min"))
@@ -125,9 +125,9 @@ pub fn parse_seconds(s: &str) -> Result<Nanos, String> {
     }
 }
 
-/// `s` as a duration, a bare number taken in `unit`.
-fn bare_number(s: &str, unit: &str) -> Result<Nanos, String> {
-    let t = s.trim();
+/// `text` as a duration, a bare number taken in `unit`.
+fn bare_number(text: &str, unit: &str) -> Result<Nanos, String> {
+    let t = text.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         Nanos::parse(&format!("{t}{unit}"))
     } else {
@@ -264,9 +264,9 @@ pub struct TasksArgs {
     pub common: Common,
 }
 
-pub fn parse_nanos(s: &str) -> Result<Nanos, String> {
-    Nanos::parse(s)
+pub fn parse_nanos(text: &str) -> Result<Nanos, String> {
+    Nanos::parse(text)
 }
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    Policy::parse(s)
+fn parse_policy(text: &str) -> Result<LinuxPolicy, String> {
+    LinuxPolicy::parse(text)
 }

@@ -16,10 +16,10 @@ use crate::cli_common::CmdResult;
 use crate::placement::command_line::CommandLine;
 use args::{NetWhat, What};
 
-/// Run the measurement `a`, given on the command line as `line`.
-pub fn run(a: MeasureArgs, line: CommandLine) -> CmdResult {
+/// Run the measurement `args`, given on the command line as `line`.
+pub fn run(args: MeasureArgs, line: CommandLine) -> CmdResult {
     rtvirt_os::signals::install();
-    match a.what {
+    match args.what {
         What::Timer(t) => timer::run(t, line),
         What::Net(NetWhat::Server(s)) => net::run_server(s, line),
         What::Net(NetWhat::Client(c)) => net::run_client(c, line),

@@ -73,8 +73,8 @@ impl Measurement for Server {
 }
 
 /// What a server saw, as its table line shows it (the counts as JSON).
-fn served(r: &Results) -> anyhow::Result<String> {
-    Ok(serde_json::to_string(&r.net_server.as_ref().and_then(|s| s.server.as_ref()))?)
+fn served(results: &Results) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(&results.net_server.as_ref().and_then(|s| s.server.as_ref()))?)
 }
 
 /// Inside a container started by rtvirt, a loopback listen address becomes the container's own

@@ -21,7 +21,7 @@ fn us(ns: f64) -> String {
 /// Print results: JSON (compact when it follows JSON lines, nanoseconds), or a table of
 /// summaries in microseconds.
 pub fn output(
-    r: &Results,
+    results: &Results,
     format: Format,
     lines: bool,
     title: &str,
@@ -29,8 +29,8 @@ pub fn output(
     footer: &str,
 ) -> anyhow::Result<()> {
     match format {
-        Format::Json if lines => println!("{}", serde_json::to_string(r)?),
-        Format::Json => print_json(r)?,
+        Format::Json if lines => println!("{}", serde_json::to_string(results)?),
+        Format::Json => print_json(results)?,
         Format::Table => {
             println!("{title} (us)");
             let header = ["", "count", "min", "mean", "sd", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
@@ -58,7 +58,7 @@ pub fn output(
             if rows.iter().any(|(_, s)| !s.low_confidence.is_empty()) {
                 println!("* too few samples for this percentile (fewer than 10 beyond it)");
             }
-            if let Some(env) = &r.environment {
+            if let Some(env) = &results.environment {
                 println!(
                     "in {} | {} | {} | clocksource {}",
                     env.r#in.as_deref().unwrap_or("?"),

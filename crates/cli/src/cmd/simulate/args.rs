@@ -53,8 +53,8 @@ pub struct SimulateArgs {
     pub threads: Option<usize>,
 }
 
-fn parse_nanos(s: &str) -> Result<Nanos, String> {
-    Nanos::parse(s)
+fn parse_nanos(text: &str) -> Result<Nanos, String> {
+    Nanos::parse(text)
 }
 
 impl SimulateArgs {

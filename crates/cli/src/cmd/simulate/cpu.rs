@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Simulate `scenario` (without `[net]`) with the command line's plan and overrides.
-pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
-    let plan = match &a.plan {
+pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
+    let plan = match &args.plan {
         Some(p) => {
             let plan = Plan::from_file(p)?;
             plan.check_matches(scenario).map_err(|e| e.in_file(p))?;
@@ -26,8 +26,8 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
         None => None,
     };
     // scenario errors come back located in the scenario; the plan's name its fields
-    let cfg = SimConfig::new(scenario, plan.as_ref(), Overrides { duration: a.duration, seed: a.seed }).map_err(
-        |e| match (&a.plan, e.at.field.as_deref()) {
+    let cfg = SimConfig::new(scenario, plan.as_ref(), Overrides { duration: args.duration, seed: args.seed }).map_err(
+        |e| match (&args.plan, e.at.field.as_deref()) {
             (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
             _ => e,
         },
@@ -38,10 +38,13 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
             .into());
     }
     let (bar, progress) = progress_bar();
-    let opts =
-        RunOptions { trace: a.trace_window()?, progress: (!bar.is_hidden()).then_some(progress), ..Default::default() };
+    let opts = RunOptions {
+        trace: args.trace_window()?,
+        progress: (!bar.is_hidden()).then_some(progress),
+        ..Default::default()
+    };
     // the trace file is created before the run, so that a bad path fails before the work
-    let trace_file = match &a.trace {
+    let trace_file = match &args.trace {
         Some(path) => {
             Some(std::fs::File::create(path).with_context(|| format!("cannot write trace {}", path.display()))?)
         }
@@ -51,7 +54,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
     let out = simulate(scenario, &cfg, &opts);
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    if let (Some(path), Some(file), Some(trace)) = (&a.trace, trace_file, &out.trace) {
+    if let (Some(path), Some(file), Some(trace)) = (&args.trace, trace_file, &out.trace) {
         trace
             .write_json(std::io::BufWriter::new(file))
             .with_context(|| format!("cannot write trace {}", path.display()))?;
@@ -62,7 +65,7 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
             trace.dropped()
         );
     }
-    match a.format {
+    match args.format {
         Format::Json => print_json(&out.results)?,
         Format::Table => print_table(scenario, &out.results),
     }
@@ -90,13 +93,13 @@ fn progress_bar() -> (ProgressBar, Arc<dyn Fn(u64, u64) + Send + Sync>) {
     (bar, Arc::new(report))
 }
 
-fn print_table(s: &Scenario, r: &Results) {
-    println!("scenario {}  seed {}  horizon {}", s.name, r.seed.unwrap_or(0), Nanos(r.duration_ns));
+fn print_table(scenario: &Scenario, results: &Results) {
+    println!("scenario {}  seed {}  horizon {}", scenario.name, results.seed.unwrap_or(0), Nanos(results.duration_ns));
     println!();
     let header =
         ["guest", "task", "jobs", "misses", "DSR", "mean_us", "sd_us", "p50_us", "p99_us", "p999_us", "max_us"];
     let mut tasks = Table::new(&header, 2);
-    for t in &r.tasks {
+    for t in &results.tasks {
         let x = &t.response_ns;
         let mut cells = vec![t.guest.clone(), t.name.clone(), t.jobs.to_string(), t.misses.to_string()];
         cells.push(format!("{:.5}", t.dsr));
@@ -107,13 +110,13 @@ fn print_table(s: &Scenario, r: &Results) {
     tasks.print();
     println!();
     let mut threads = Table::new(&["guest", "policy", "cores", "cpu_time", "util"], 3);
-    for g in &r.guests {
+    for g in &results.guests {
         let policy = g.policy.clone().unwrap_or_default();
         let cores = g.cores.as_deref().map(core_list).unwrap_or_default();
         let cpu_time = Nanos(g.cpu_time_ns).to_string();
         threads.row([g.name.clone(), policy, cores, cpu_time, format!("{:.4}", g.utilisation)]);
     }
-    for t in r.simulation.iter().flat_map(|s| s.threads.iter().flatten()) {
+    for t in results.simulation.iter().flat_map(|scenario| scenario.threads.iter().flatten()) {
         let policy = t.policy.clone().unwrap_or_default();
         let cores = t.cores.as_deref().map_or("null".into(), core_list);
         let cpu_time = Nanos(t.cpu_time_ns).to_string();
@@ -121,7 +124,7 @@ fn print_table(s: &Scenario, r: &Results) {
     }
     threads.print();
     println!();
-    for c in &r.cores {
+    for c in &results.cores {
         let busy = c.cpu_time_ns.map(|t| format!("  cpu_time {}", Nanos(t))).unwrap_or_default();
         println!("core {:<3} util {:.4}{busy}", c.id, c.utilisation);
     }

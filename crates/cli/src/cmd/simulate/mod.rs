@@ -12,17 +12,17 @@ pub use args::SimulateArgs;
 use crate::cli_common::{load_scenario, CmdResult};
 use rtvirt_model::InputError;
 
-pub fn run(a: SimulateArgs) -> CmdResult {
-    if let Some(sweep) = &a.sweep {
-        return sweep::run_grid(sweep, &a);
+pub fn run(args: SimulateArgs) -> CmdResult {
+    if let Some(sweep) = &args.sweep {
+        return sweep::run_grid(sweep, &args);
     }
-    if let Some(trace) = &a.trace {
-        let inputs: Vec<&std::path::Path> = a.scenario.iter().chain(&a.plan).map(|p| p.as_path()).collect();
+    if let Some(trace) = &args.trace {
+        let inputs: Vec<&std::path::Path> = args.scenario.iter().chain(&args.plan).map(|p| p.as_path()).collect();
         crate::output_file::check("--trace", trace, &inputs)?;
     }
-    let scenario = load_scenario(a.scenario.as_deref())?;
+    let scenario = load_scenario(args.scenario.as_deref())?;
     if scenario.net.is_some() {
-        if a.plan.is_some() {
+        if args.plan.is_some() {
             return Err(InputError::field(
                 "--plan",
                 "the scenario has a [net] section: the network-path simulator places and prioritises its threads from \
@@ -30,7 +30,7 @@ pub fn run(a: SimulateArgs) -> CmdResult {
             )
             .into());
         }
-        return net::run(&scenario, &a);
+        return net::run(&scenario, &args);
     }
-    cpu::run(&scenario, &a)
+    cpu::run(&scenario, &args)
 }

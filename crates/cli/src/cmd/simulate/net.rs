@@ -13,26 +13,26 @@ use rtvirt_sim::net::simulate;
 use std::time::Instant;
 
 /// Run the `[net]` section of `scenario` with the command line's overrides.
-pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
+pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
     let mut net = scenario.net.clone().expect("called for scenarios with [net]");
-    if let Some(d) = a.duration {
+    if let Some(d) = args.duration {
         net.set_duration(d, "--duration")?;
     }
-    if let Some(s) = a.seed {
+    if let Some(s) = args.seed {
         net.seed = s;
     }
-    let window = a.trace_window()?;
+    let window = args.trace_window()?;
     let started = Instant::now();
     let run = simulate(&net, window);
     let wall = started.elapsed().as_secs_f64();
     let mut results = run.results;
     results.label = Some(scenario.name.clone());
-    if let (Some(path), Some(trace)) = (&a.trace, &run.trace) {
+    if let (Some(path), Some(trace)) = (&args.trace, &run.trace) {
         let text = serde_json::to_string(trace)?;
         std::fs::write(path, text).with_context(|| format!("cannot write trace {}", path.display()))?;
         eprintln!("trace written to {} (open in https://ui.perfetto.dev)", path.display());
     }
-    match a.format {
+    match args.format {
         Format::Json => print_json(&results)?,
         Format::Table => print_table(&scenario.name, &results),
     }
@@ -47,8 +47,8 @@ pub fn run(scenario: &Scenario, a: &SimulateArgs) -> CmdResult {
 }
 
 /// Per-flow latency (us), segments, throughput and drops; utilisation per core.
-pub fn print_table(name: &str, r: &Results) {
-    println!("scenario {name}  seed {}  measured {}", r.seed.unwrap_or(0), Nanos(r.duration_ns));
+pub fn print_table(name: &str, results: &Results) {
+    println!("scenario {name}  seed {}  measured {}", results.seed.unwrap_or(0), Nanos(results.duration_ns));
     println!();
     let header = [
         "flow",
@@ -67,7 +67,7 @@ pub fn print_table(name: &str, r: &Results) {
         "req/s",
     ];
     let mut table = Table::new(&header, 1);
-    for f in &r.flows {
+    for f in &results.flows {
         let gbps = f.throughput_bps.map(|b| format!("{:.2}", b / 1e9)).unwrap_or_else(|| "-".into());
         let rate = f.requests_per_s.or(f.packets_per_s).map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         let mut cells = vec![f.name.clone()];
@@ -91,20 +91,20 @@ pub fn print_table(name: &str, r: &Results) {
     }
     table.print();
     println!();
-    for c in &r.cores {
+    for c in &results.cores {
         let squeeze = c.time_squeeze.map(|s| format!("  time_squeeze {s}")).unwrap_or_default();
         println!("core {:<3} util {:.4}{squeeze}", c.id, c.utilisation);
     }
-    if let Some(n) = r.simulation.as_ref().and_then(|s| s.softirq_lock_inversions) {
+    if let Some(n) = results.simulation.as_ref().and_then(|s| s.softirq_lock_inversions) {
         println!("softirq-lock priority inversions (RT thread blocked on a lower-priority holder): {n}");
     }
-    if let Some(d) = r.xen.as_ref().and_then(|x| x.dom0.as_ref()) {
+    if let Some(d) = results.xen.as_ref().and_then(|x| x.dom0.as_ref()) {
         println!(
             "dom0 {}: packets rx {} tx {} softirq {}, drops softnet {} rx ring {}, time_squeeze {}",
             d.mode, d.rx_packets, d.tx_packets, d.softirq_packets, d.softnet_drops, d.rx_ring_drops, d.time_squeeze
         );
     }
-    if let Some(doms) = r.xen.as_ref().and_then(|x| x.domains.as_ref()) {
+    if let Some(doms) = results.xen.as_ref().and_then(|x| x.domains.as_ref()) {
         let show: Vec<String> = doms.iter().map(|d| format!("{} {:.3}", d.name, d.utilisation)).collect();
         println!("domain utilisation (Xen Credit): {}", show.join(", "));
     }

@@ -10,18 +10,18 @@ use rtvirt_model::scenario::Scenario;
 use rtvirt_model::InputError;
 use rtvirt_sim::sweep::{run_sweep, SweepSpec};
 
-pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
-    if a.plan.is_some() || a.trace.is_some() || a.seed.is_some() {
+pub fn run_grid(path: &std::path::Path, args: &SimulateArgs) -> CmdResult {
+    if args.plan.is_some() || args.trace.is_some() || args.seed.is_some() {
         return Err(InputError::new(
             "--sweep takes its seeds and rho from the sweep file; --plan, --seed and --trace apply to single runs",
         )
         .into());
     }
     let mut spec = SweepSpec::from_file(path)?;
-    if a.duration.is_some() {
-        spec.duration = a.duration;
+    if args.duration.is_some() {
+        spec.duration = args.duration;
     }
-    if a.threads == Some(0) {
+    if args.threads == Some(0) {
         return Err(InputError::field("--threads", "0: expected at least one worker thread").into());
     }
     let planner = |s: &Scenario, rho: f64| -> Result<Plan, InputError> {
@@ -41,10 +41,10 @@ pub fn run_grid(path: &std::path::Path, a: &SimulateArgs) -> CmdResult {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let results = run_sweep(&spec, &planner, a.threads, &progress);
+    let results = run_sweep(&spec, &planner, args.threads, &progress);
     bar.finish_and_clear();
     let results = results?;
-    match a.format {
+    match args.format {
         Format::Json => print_json(&results)?,
         Format::Table => print_grid(&results),
     }
