@@ -7,7 +7,9 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::sim::VcpuSpec;
-use rtvirt_model::scenario::{assign_deadline_monotonic, Guest, GuestScheduler, Host, PeriodChoice, Scenario, Task};
+use rtvirt_model::scenario::{
+    assign_deadline_monotonic, Guest, GuestScheduler, HostSection, PeriodChoice, Scenario, Task,
+};
 use rtvirt_model::Nanos;
 
 /// The divisors of 1000 ms (in ms): any set of them has a hyperperiod dividing 1 s.
@@ -89,7 +91,7 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
     Scenario {
         name: format!("baker-light-seed{}", spec.seed),
         description: None,
-        host: Host { cores: spec.cores.max(1), bandwidth_cap: rtvirt_model::scenario::DEFAULT_BANDWIDTH_CAP },
+        host: HostSection { cores: spec.cores.max(1), bandwidth_cap: rtvirt_model::scenario::DEFAULT_BANDWIDTH_CAP },
         guests,
         sim: Default::default(),
         net: None,

@@ -1,6 +1,7 @@
 //! rtvirt-model: the one data model every rtvirt job shares.
 //!
 //! - [`carts`]: CARTS XML input -> scenario (`rtvirt plan --import-carts`).
+//! - [`document`]: which document a JSON value is (its `schema` field), read in one place.
 //! - [`duration`]: `Nanos`, integer nanoseconds with human units in files.
 //! - [`error`]: `InputError`, user-input errors naming file, line/column and field (exit code 2).
 //! - [`scenario`]: the scenario file (TOML) -> a [`scenario::Scenario`] with every section checked.
@@ -34,6 +35,7 @@
 //!   readers read the types.
 
 pub mod carts;
+pub mod document;
 pub mod duration;
 pub mod error;
 pub mod exec;

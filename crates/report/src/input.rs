@@ -19,6 +19,7 @@
 //! `histogram_ns` that is not the list it should be is an error (rather than an unknown field).
 
 use crate::extract::{interval_points, IntervalPoint};
+use rtvirt_model::document::{schema_of, Schema};
 use rtvirt_model::input::{InputKind, Limited};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
 use rtvirt_model::results::{CpuLatency, HistogramBucket, Interval, Results, RESULTS_SCHEMA};
@@ -511,23 +512,23 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
     }
 }
 
+/// Why element `i` of a results array is not a results document, if it is not.
+fn array_element_error(i: usize, value: &Value) -> Option<InputError> {
+    let wrong = |name: &str| format!("\"{name}\": an array may only hold \"{RESULTS_SCHEMA}\" documents");
+    let message = match schema_of(value) {
+        Schema::Results => return None,
+        Schema::Plan => wrong(PLAN_SCHEMA),
+        Schema::Other(Value::String(name)) => wrong(name),
+        Schema::Other(_) | Schema::Missing => format!("missing: expected \"{RESULTS_SCHEMA}\""),
+    };
+    Some(InputError::field(format!("[{i}].schema"), message))
+}
+
 /// Element `i` of a results array, its intervals turned into points.
 fn array_element(path: &Path, i: usize, v: Value) -> Result<Input, InputError> {
     let at = |e: InputError| e.in_file(path);
-    match v.get("schema").and_then(|s| s.as_str()) {
-        Some(RESULTS_SCHEMA) => {}
-        Some(other) => {
-            return Err(at(InputError::field(
-                format!("[{i}].schema"),
-                format!("\"{other}\": an array may only hold \"{RESULTS_SCHEMA}\" documents"),
-            )))
-        }
-        None => {
-            return Err(at(InputError::field(
-                format!("[{i}].schema"),
-                format!("missing: expected \"{RESULTS_SCHEMA}\""),
-            )))
-        }
+    if let Some(e) = array_element_error(i, &v) {
+        return Err(at(e));
     }
     let loaded = results_doc(v)
         .map_err(|e| at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}"))))?;

@@ -345,7 +345,7 @@ fn query_qmp(sock: &Path) -> rtvirt_os::Result<(Vec<i32>, bool)> {
     let mut qmp = Qmp::connect(sock)?;
     let mut vcpus = qmp.vcpus()?;
     vcpus.sort_by_key(|v| v.index);
-    let kvm = qmp.execute("query-kvm", None)?.get("enabled").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    let kvm = qmp.kvm_enabled()?;
     Ok((vcpus.into_iter().map(|v| v.thread_id as i32).collect(), kvm))
 }
 

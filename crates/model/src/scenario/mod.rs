@@ -76,7 +76,7 @@ pub fn check_timing(duration: Nanos, field: &str) -> Result<Nanos, InputError> {
 pub struct Scenario {
     pub name: String,
     pub description: Option<String>,
-    pub host: Host,
+    pub host: HostSection,
     pub guests: Vec<Guest>,
     /// `[sim]` and `[[sim.thread]]` (defaults when absent).
     #[serde(skip)]
@@ -89,8 +89,10 @@ pub struct Scenario {
     pub source: Source,
 }
 
+/// The checked `[host]` section: the machine the scenario plans for (see the glossary in
+/// docs/ARCHITECTURE.md for the other meanings of "host").
 #[derive(Debug, Clone, Serialize)]
-pub struct Host {
+pub struct HostSection {
     pub cores: u32,
     pub bandwidth_cap: f64,
 }

@@ -38,7 +38,7 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scena
     Ok(Scenario { name, description: raw.description, host, guests, sim, net, source })
 }
 
-fn host(host: &RawHost) -> R<Host> {
+fn host(host: &RawHost) -> R<HostSection> {
     if host.cores < 1 || host.cores > MAX_CORES as i64 {
         return Err(InputError::field(
             "cores",
@@ -49,7 +49,7 @@ fn host(host: &RawHost) -> R<Host> {
     if !(cap > 0.0 && cap <= 1.0) {
         return Err(InputError::field("bandwidth_cap", format!("{cap}: expected a fraction in (0, 1]")));
     }
-    Ok(Host { cores: host.cores as u32, bandwidth_cap: cap })
+    Ok(HostSection { cores: host.cores as u32, bandwidth_cap: cap })
 }
 
 /// A probability strictly between 0 and 1.
@@ -62,7 +62,7 @@ pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
     }
 }
 
-fn guest(guest: RawGuest, index: usize, host: &Host, sim: &sim::SimSection, base: &Path) -> R<Guest> {
+fn guest(guest: RawGuest, index: usize, host: &HostSection, sim: &sim::SimSection, base: &Path) -> R<Guest> {
     if guest.name.trim().is_empty() {
         return Err(InputError::field("name", "empty name: expected a non-empty guest name"));
     }
