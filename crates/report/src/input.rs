@@ -18,7 +18,7 @@
 //! `intervals` are in [`Input::intervals`] (not in `Results::intervals`), and an `intervals` or
 //! `histogram_ns` that is not the list it should be is an error (rather than an unknown field).
 
-use crate::extract::{interval_points, IntervalPoint};
+use crate::interval::{interval_points, IntervalPoint};
 use rtvirt_model::document::{schema_of, Schema};
 use rtvirt_model::input::{InputKind, Limited};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
@@ -71,7 +71,7 @@ impl Input {
     pub fn interval_points(&self) -> std::borrow::Cow<'_, [IntervalPoint]> {
         match (&self.intervals, self.results()) {
             (Some(points), _) => points.into(),
-            (None, Some(r)) => crate::extract::intervals(r).into(),
+            (None, Some(r)) => crate::interval::intervals(r).into(),
             (None, None) => Vec::new().into(),
         }
     }
@@ -137,7 +137,7 @@ pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
 /// Load one file, deciding by its `schema` field whether it is a plan or results. A results
 /// file may also be the output of `measure timer --interval-report ... --format json`: the
 /// interval reports as JSON lines, then the results document; the reports become the result's
-/// `intervals` (see [`crate::extract::intervals`]).
+/// `intervals` (see [`crate::interval::intervals`]).
 pub fn load_input(path: &Path) -> Result<Input, InputError> {
     input_of(path, &rtvirt_model::input::read_text(path, InputKind::Results)?)
 }

@@ -8,7 +8,7 @@
 //! differences against the first (baseline) highlighted.
 //!
 //! - [`input`]: loading and naming the documents; [`check`]: numbers out of their range refused;
-//! - [`extract`]: what is read from each kind of result;
+//! - [`extract`]: what is read from each kind of result; [`interval`]: per-interval points;
 //! - [`distribution`]: CDFs, exceedance and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
 //! - [`svg`]: the charts; [`render`](mod@render): HTML and Markdown.
@@ -28,6 +28,7 @@ pub mod distribution;
 pub mod doc;
 pub mod extract;
 pub mod input;
+pub mod interval;
 pub mod render;
 pub mod svg;
 pub mod units;

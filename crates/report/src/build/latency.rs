@@ -13,6 +13,7 @@ use crate::input::Input;
 use crate::svg::boxplot::{BoxChart, BoxStats};
 use crate::svg::histogram::{self, HistSeries};
 use crate::svg::line::{LineChart, Series};
+use crate::svg::tail::tail_marks;
 use crate::units::{fmt_ns, fmt_probability};
 use rtvirt_model::stats::Summary;
 
@@ -96,20 +97,6 @@ pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[D
             .into(),
         svg: chart.render(),
     }
-}
-
-/// The labelled points of a result's tail: p99.99 (when it reads differently from the maximum;
-/// "*" when too few samples lie beyond it, as in the tables) at height `p9999_height`, and the
-/// maximum at one sample.
-pub fn tail_marks(summary: &Summary, p9999_height: f64) -> Vec<(f64, f64, String)> {
-    let mut marks = Vec::new();
-    let count = summary.count.max(1) as f64;
-    if fmt_ns(summary.p9999 as f64) != fmt_ns(summary.max as f64) {
-        let few = if summary.low_confidence.iter().any(|k| k == "p9999") { "*" } else { "" };
-        marks.push((summary.p9999 as f64, p9999_height, format!("p99.99 {}{few}", fmt_ns(summary.p9999 as f64))));
-    }
-    marks.push((summary.max as f64, 1.0 / count, format!("max {}", fmt_ns(summary.max as f64))));
-    marks
 }
 
 fn histogram_figure(family: &str, members: &[&LatencySeries], dists: &[Distribution]) -> Figure {

@@ -3,8 +3,8 @@
 
 use super::limits::{worst_indices, MAX_POINTS_PER_LINE, MAX_SERIES, MAX_STALLS_LISTED};
 use crate::doc::{Figure, Section};
-use crate::extract::IntervalPoint;
 use crate::input::Input;
+use crate::interval::IntervalPoint;
 use crate::svg::line::{LineChart, Series};
 use crate::units::{fmt_ns, fmt_seconds};
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! the body; empty bins sit on the axis ("0"). p99.99 and the maximum are marked on the outline.
 
 use super::line::{LineChart, Series};
-use crate::build::latency::tail_marks;
+use super::tail::tail_marks;
 use crate::distribution::{log_edges, Distribution};
 use crate::units::{fmt_count, fmt_ns};
 use rtvirt_model::stats::Summary;
