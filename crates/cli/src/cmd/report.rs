@@ -21,7 +21,8 @@ sockperf, netperf, iperf3). The first result of each comparison is the baseline;
 10% (latency) or 1 percentage point (DSR) are highlighted.\n\nExamples:\n  rtvirt plan --format json > \
 plan.json\n  rtvirt simulate --plan plan.json --format json > sim.json\n  rtvirt measure tasks --plan \
 plan.json --format json > measured.json   # as root\n  rtvirt report plan.json sim.json measured.json \
--o report.html\n  rtvirt report old.json new.json --label before --label after\n  rtvirt report old-cyclictest-histogram.txt new.json -o cmp.html")]
+-o report.html\n  rtvirt report old.json new.json --label before --label after\n  rtvirt report \
+old-cyclictest-histogram.txt new.json -o cmp.html")]
 pub struct ReportArgs {
     /// Results and plan JSON files, or other tools' outputs (see below), baseline first.
     #[arg(required = true, value_name = "FILE")]
