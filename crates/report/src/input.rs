@@ -12,7 +12,9 @@
 //!   with `IgnoredAny`, then the one document is read by [`results_doc`], which reads the large
 //!   sections straight into their types;
 //! - `intervals` become [`IntervalPoint`]s (32 bytes each) as they are read, and per-CPU
-//!   histograms (never drawn) are dropped.
+//!   histograms (never drawn) are dropped;
+//! - an array holds at most [`MAX_ARRAY_DOCUMENTS`]: each element is a typed document of ~5 KB
+//!   and two table rows, so this bounds an array's report at about half a gigabyte.
 //!
 //! A results document read here differs from `Results::from_file` in two ways only: its
 //! `intervals` are in [`Input::intervals`] (not in `Results::intervals`), and an `intervals` or
@@ -33,6 +35,9 @@ use std::fmt;
 use std::io::{BufRead, BufReader};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+/// The most documents one JSON array may hold (a report of more is unreadable anyway).
+pub const MAX_ARRAY_DOCUMENTS: usize = 100_000;
 
 /// One loaded document.
 #[derive(Debug, Clone)]
@@ -494,6 +499,12 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Vec<Input>, S::Error> {
         let mut inputs = Vec::new();
         while let Some(value) = seq.next_element::<Value>()? {
+            if inputs.len() == MAX_ARRAY_DOCUMENTS {
+                let message = format!("more than {MAX_ARRAY_DOCUMENTS} documents in one array: split the file");
+                let e = InputError::field(format!("[{}]", inputs.len()), message.clone());
+                *self.failure.borrow_mut() = Some(e);
+                return Err(de::Error::custom(message));
+            }
             match array_element(self.path, inputs.len(), value) {
                 Ok(input) => inputs.push(input),
                 Err(e) => {
@@ -677,6 +688,17 @@ mod tests {
             names,
             ["default rho=0.5 seed=1", "default rho=0.5 seed=2", "default rho=0.9 seed=1", "default rho=0.9 seed=2"]
         );
+    }
+
+    #[test]
+    fn an_array_beyond_the_document_limit_is_refused_at_the_first_extra_element() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":1}"#;
+        let text = format!("[{}]", vec![one; MAX_ARRAY_DOCUMENTS + 1].join(","));
+        let e = load_file(&write(dir.path(), "big.json", &text)).unwrap_err().to_string();
+        assert!(e.contains("[100000]") && e.contains("more than 100000 documents"), "{e}");
+        let text = format!("[{}]", vec![one; MAX_ARRAY_DOCUMENTS].join(","));
+        assert_eq!(load_file(&write(dir.path(), "fits.json", &text)).unwrap().len(), MAX_ARRAY_DOCUMENTS);
     }
 
     #[test]
