@@ -9,6 +9,8 @@
 //!   journaled changes for `rtvirt host apply` and as guards for the length of a measurement.
 //! - [`restore`]: [`Change`], the one restore primitive: each change carries the original value it
 //!   replaces and puts it back on undo; [`Restorer`] undoes performed changes on drop.
+//! - [`tracefs`]: kernel tracing in an instance of rtvirt's own (journaled, removed after a kill
+//!   -9 by the next run or `rtvirt host revert`), read from the per-CPU binary ring buffers.
 //! - [`qmp`]: a small synchronous QMP client; [`signals`]: the process-wide Ctrl-C stop flag.
 //! - [`error`]: [`KernelError`] (errno in words) and [`OsError`].
 //!
@@ -32,6 +34,7 @@ pub mod restore;
 pub mod sched;
 pub mod signals;
 pub mod sysinfo;
+pub mod tracefs;
 
 pub use cpulist::CpuList;
 pub use error::{KernelError, Op, OsError, Result};

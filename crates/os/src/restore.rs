@@ -42,6 +42,10 @@ pub enum Change {
     /// Move a thread to another cgroup by writing its TID into `after_tasks` (v1 `tasks`, v2
     /// `cgroup.threads`); undo writes it into `before_tasks`.
     MoveThread { tid: u32, starttime: u64, before_tasks: PathBuf, after_tasks: PathBuf },
+    /// A tracing instance rtvirt creates (`<tracefs>/instances/rtvirt-<pid>`); `mounted` is the
+    /// tracefs mount point rtvirt mounted for it (None: tracefs was mounted already). Undo removes
+    /// the instance with everything enabled in it, then unmounts what rtvirt mounted.
+    TraceInstance { path: PathBuf, mounted: Option<PathBuf> },
 }
 
 /// What undoing one change did.
@@ -87,6 +91,7 @@ impl Change {
             }
             Change::LoadBalanceOff { path, before, .. } => format!("{}: {before:?} -> \"0\"", path.display()),
             Change::EnableController { path, controller, .. } => format!("{}: +{controller}", path.display()),
+            Change::TraceInstance { path, .. } => format!("create tracing instance {}", path.display()),
         }
     }
 
@@ -121,6 +126,7 @@ impl Change {
             Change::EnableController { path, controller, .. } => {
                 write_file(path, &format!("+{controller}"), Op::WriteFile)
             }
+            Change::TraceInstance { path, mounted } => crate::tracefs::create_instance(path, mounted.as_deref()),
         }
     }
 
@@ -175,6 +181,9 @@ impl Change {
                 }
                 Ok(Undone::Restored)
             }
+            Change::TraceInstance { path, mounted } => {
+                crate::tracefs::remove_instance(path, mounted.as_deref()).map(|_| Undone::Restored)
+            }
         }
     }
 
@@ -187,6 +196,7 @@ impl Change {
             Change::EnableController { path, controller, .. } => format!("controller:{controller}:{}", path.display()),
             Change::Cgroup { path, .. } => format!("cgroup:{}", path.display()),
             Change::MoveThread { tid, .. } => format!("cgroup-of:{tid}"),
+            Change::TraceInstance { path, .. } => format!("trace-instance:{}", path.display()),
         }
     }
 
@@ -200,6 +210,7 @@ impl Change {
             Change::MoveThread { before_tasks, after_tasks, .. } => before_tasks == after_tasks,
             Change::LoadBalanceOff { before, .. } => before == "0",
             Change::EnableController { controller, before, .. } => lists(before, controller),
+            Change::TraceInstance { .. } => false,
         }
     }
 }
