@@ -108,6 +108,18 @@ impl Instance {
         self.write(&format!("events/{event}/filter"), expression)
     }
 
+    /// Record only on `cpus` (the instance's `tracing_cpumask`, hex in 32-bit groups).
+    pub fn limit_to_cpus(&self, cpus: &[u32]) -> Result<()> {
+        self.write("tracing_cpumask", &cpumask(cpus))
+    }
+
+    /// The tracers this kernel offers (`available_tracers`).
+    pub fn available_tracers(&self) -> Vec<String> {
+        let root = self.path.parent().and_then(Path::parent).unwrap_or(&self.path);
+        let text = read_file(&root.join("available_tracers")).unwrap_or_default();
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
     /// Start or stop recording.
     pub fn set_on(&self, on: bool) -> Result<()> {
         self.write("tracing_on", if on { "1" } else { "0" })
@@ -159,6 +171,16 @@ impl Drop for Instance {
             Err(e) => eprintln!("rtvirt: warning: could not remove tracing instance {}: {e}", self.path.display()),
         }
     }
+}
+
+/// A CPU set as the kernel's hex mask: 32-bit groups, most significant first, comma-separated.
+fn cpumask(cpus: &[u32]) -> String {
+    let groups = cpus.iter().map(|&c| c / 32 + 1).max().unwrap_or(1) as usize;
+    let mut words = vec![0u32; groups];
+    for &c in cpus {
+        words[(c / 32) as usize] |= 1 << (c % 32);
+    }
+    words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
 }
 
 /// Write the instance's record (fsynced, with its directory) before the instance exists.
@@ -582,6 +604,12 @@ mod tests {
         assert_eq!(events[1].ts, 1010 + (1 << 27) + 5 + 3);
         assert_eq!(events[1].data, &[9u8; 12]);
         assert_eq!(p.missed(), Some(0), "flagged without a stored count");
+    }
+
+    #[test]
+    fn cpu_masks_are_hex_in_32_bit_groups() {
+        assert_eq!(cpumask(&[1]), "00000002");
+        assert_eq!(cpumask(&[0, 33]), "00000002,00000001");
     }
 
     #[test]

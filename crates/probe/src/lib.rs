@@ -8,6 +8,7 @@
 //! - [`load`]: interference loads (network flood, system calls, cache thrashing, CPU hogs).
 //! - [`container`]: a network namespace + veth/bridge + cgroup to run a measurement inside.
 //! - [`environment`]: what a result records about the machine.
+//! - [`explain`]: the causes of late wake-ups from a kernel trace of rtvirt's own (`--explain`).
 //! - plumbing: [`rt`] (scheduling policies and pinning through rtvirt-os, mlockall,
 //!   cpu_dma_latency, runaway guard), [`cpus`], [`error`], [`limits`] (the one rule for run
 //!   lengths). The OS calls that change scheduling or cgroups (exclusive cpusets, container
@@ -19,7 +20,8 @@
 //! [`load::start`] -> [`load::RunningLoad`] (`stop()` gives what the load achieved);
 //! [`container::Container::create`] then `command(exe)`; [`environment::collect`].
 //!
-//! Invariants: probe measures, it does no analysis and does not depend on rtvirt-host; whatever
+//! Invariants: probe measures, it does no analysis (explain's split of a wake-up into causes is
+//! reading the trace, done while it streams so that memory stays bounded) and does not depend on rtvirt-host; whatever
 //! it changes on the host (scheduling, exclusive cpusets, `cpu_dma_latency`, namespaces) is held
 //! by a guard that restores it on drop, also on Ctrl-C (the stop flag is polled, never a signal
 //! handler doing work) and after a failure halfway; a runaway real-time thread is demoted by
@@ -30,6 +32,7 @@ pub mod container;
 pub mod cpus;
 pub mod environment;
 pub mod error;
+pub mod explain;
 pub mod limits;
 pub mod load;
 pub mod net;

@@ -37,6 +37,8 @@ pub struct TimerConfig {
     pub interval_report: Option<Nanos>,
     /// Allow priority 99, intervals below 50us and durations above one hour.
     pub force: bool,
+    /// Explain the late wake-ups from a kernel trace (`--explain`, `--break`).
+    pub explain: Option<crate::explain::ExplainConfig>,
 }
 
 impl Default for TimerConfig {
@@ -49,6 +51,7 @@ impl Default for TimerConfig {
             duration: Nanos::from_secs(10),
             interval_report: None,
             force: false,
+            explain: None,
         }
     }
 }
@@ -171,6 +174,8 @@ pub struct TimerRun {
     pub overall: LatencyHistogram,
     pub missed_periods: u64,
     pub stalls: Vec<Stall>,
+    /// When the run started (CLOCK_MONOTONIC ns): the `_ns` times of the results count from it.
+    pub start_ns: u64,
 }
 
 /// Counters a measuring thread shares with the reporter (lock-free).
@@ -218,21 +223,36 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
         LinuxPolicy::Deadline => Some(rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
         _ => None,
     };
+    // Tracing is set up before the run's clock starts (creating the instance takes tens of ms).
+    let mut explainer = cfg.explain.clone().map(|e| crate::explain::Explainer::start(e, &cfg.cpus));
     let start = rt::now_ns() + 20_000_000; // time for every thread to set itself up
+    if let Some(e) = explainer.as_mut() {
+        e.set_run_start(start);
+    }
     let end = start + cfg.duration.0;
     let stop = Arc::new(AtomicBool::new(false));
     let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
     let lives: Vec<Live> = cfg.cpus.iter().map(|_| Live::default()).collect();
-    let (outcomes, stalls) = std::thread::scope(|s| {
+    let sink = explainer.as_ref().map(|e| e.sink());
+    let measured_all = AtomicBool::new(false);
+    let (outcomes, stalls, explained) = std::thread::scope(|s| {
+        let explaining = explainer.map(|e| {
+            let done = &measured_all;
+            std::thread::Builder::new()
+                .name("rtvirt-explain".into())
+                .spawn_scoped(s, move || e.run(done))
+                .expect("spawn explaining thread")
+        });
         let handles: Vec<_> = cfg
             .cpus
             .iter()
             .zip(&lives)
             .map(|(&cpu, live)| {
                 let (wd, stop, excl) = (&watchdog, &stop, exclusive.as_ref());
+                let sink = sink.clone();
                 std::thread::Builder::new()
                     .name(format!("rtvirt-timer{cpu}"))
-                    .spawn_scoped(s, move || measure_cpu(cpu, cfg, excl, wd, stop, live, start, end))
+                    .spawn_scoped(s, move || measure_cpu(cpu, cfg, excl, wd, stop, live, sink, start, end))
                     .expect("spawn measuring thread")
             })
             .collect();
@@ -241,12 +261,16 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("measuring thread panicked".into()))))
             .collect();
-        (outcomes, stalls)
+        measured_all.store(true, Ordering::Release);
+        let explained = explaining.map(|h| h.join().map_err(|_| Error::Failed("explaining thread panicked".into())));
+        (outcomes, stalls, explained)
     });
     let runaways = watchdog.finish();
     drop(exclusive);
     let outcomes = outcomes.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok(assemble(cfg, outcomes, stalls, runaways, start))
+    let mut run = assemble(cfg, outcomes, stalls, runaways, start);
+    run.results.explain = explained.transpose()?;
+    Ok(run)
 }
 
 /// Sleep until the end (or a stop), emitting interval reports and detecting stalls.
@@ -317,6 +341,7 @@ fn measure_cpu(
     wd: &rt::Watchdog,
     stop: &AtomicBool,
     live: &Live,
+    sink: Option<crate::explain::Sink>,
     start: u64,
     end: u64,
 ) -> Result<CpuOutcome> {
@@ -331,21 +356,55 @@ fn measure_cpu(
     wd.register_current();
     rt::set_sched(0, cfg.sched()).map_err(fail)?;
     let cpu0 = rt::thread_cpu_ns();
-    let out = sample_loop(cfg.interval.0, stop, live, start, end);
+    let watch = sink.map(|sink| Watch {
+        sink,
+        cpu,
+        tid: rt::gettid() as u32,
+        break_at: cfg.explain.as_ref().and_then(|e| e.break_at).map(|b| b.0),
+    });
+    let out = sample_loop(cfg.interval.0, stop, live, watch.as_ref(), start, end);
     let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
     let _ = rt::set_sched(0, Sched::Other);
     Ok(CpuOutcome { cpu_time_ns, ..out })
 }
 
+/// A measuring thread's link to the explainer.
+struct Watch {
+    sink: crate::explain::Sink,
+    cpu: u32,
+    tid: u32,
+    /// `--break`: stop the run at the first wake-up later than this.
+    break_at: Option<u64>,
+}
+
+impl Watch {
+    /// Hand the wake-up over; true when it breaks the run.
+    fn wakeup(&self, expected: u64, woke: u64) -> bool {
+        self.sink.send(crate::explain::Wakeup { cpu: self.cpu, tid: self.tid, expected, woke });
+        self.break_at.is_some_and(|b| woke.saturating_sub(expected) > b)
+    }
+}
+
 /// The wake-up loop: sleep to the programmed time, record the lateness of every activation due.
-fn sample_loop(interval: u64, stop: &AtomicBool, live: &Live, start: u64, end: u64) -> CpuOutcome {
+fn sample_loop(
+    interval: u64,
+    stop: &AtomicBool,
+    live: &Live,
+    watch: Option<&Watch>,
+    start: u64,
+    end: u64,
+) -> CpuOutcome {
     let mut hist = LatencyHistogram::new();
     let (mut missed, mut wakeups) = (0u64, 0u64);
     let mut next = start + interval;
     while next <= end && rt::sleep_until_or_stopped(next, stop) {
         let now = rt::now_ns();
         wakeups += 1;
+        let expected = next;
         account_wakeup(now, &mut next, interval, end, &mut hist, &mut missed, live);
+        if watch.is_some_and(|w| w.wakeup(expected, now)) {
+            stop.store(true, Ordering::SeqCst);
+        }
     }
     CpuOutcome { hist, missed, cpu_time_ns: 0, wakeups }
 }
@@ -426,7 +485,7 @@ fn assemble(
     }
     results.interrupted = rtvirt_os::signals::interrupted();
     results.environment = Some(crate::environment::collect());
-    TimerRun { results, per_cpu, overall, missed_periods: missed, stalls }
+    TimerRun { results, per_cpu, overall, missed_periods: missed, stalls, start_ns: start }
 }
 
 /// Lossless buckets `[[value_ns, count], ...]` (what `rtvirt report` reads as `histogram_ns`):
@@ -521,7 +580,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(200));
                 stop.store(true, Ordering::SeqCst);
             });
-            sample_loop(60_000_000_000, &stop, &live, start, start + 600_000_000_000)
+            sample_loop(60_000_000_000, &stop, &live, None, start, start + 600_000_000_000)
         });
         let took = rt::now_ns() - start;
         assert!(took < 200_000_000 + 2 * rt::STOP_POLL_NS, "stopped after {took} ns");

@@ -7,10 +7,12 @@
 //! is generated from these types (see [`crate::schema`]).
 
 pub mod environment;
+pub mod explain;
 pub mod sections;
 mod wire;
 
 pub use environment::{ContainerDetail, Environment, LoadReport, VcpuPinning};
+pub use explain::{Cause, CauseKind, CauseSummary, ExplainSection, ExplainedSample};
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
     Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, TaskTotals, TimerSection, XenDomain,
@@ -83,6 +85,9 @@ pub struct Results {
     /// run; the cells that worked are beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The causes of the late samples, from kernel traces (`--explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainSection>,
     #[serde(flatten)]
     pub timer: Option<TimerSection>,
     #[serde(flatten)]

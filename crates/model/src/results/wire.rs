@@ -51,6 +51,7 @@ struct Shared {
     scenario: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    explain: Option<ExplainSection>,
 }
 
 impl Results {
@@ -64,6 +65,7 @@ impl Results {
             runaway_threads_demoted: self.runaway_threads_demoted.clone(),
             scenario: self.scenario.clone(),
             error: self.error.clone(),
+            explain: self.explain.clone(),
         };
         let mut tail = self.extra.clone();
         merge(&mut tail, &shared)?;
@@ -191,6 +193,7 @@ impl<'de> Deserialize<'de> for Results {
             runaway_threads_demoted: shared.runaway_threads_demoted,
             scenario: shared.scenario,
             error: shared.error,
+            explain: shared.explain,
             timer,
             net,
             net_server,

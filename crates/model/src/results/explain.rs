@@ -1,0 +1,190 @@
+//! `--explain`: the causes of a measurement's late samples, from kernel traces (rtvirt-probe's
+//! `explain`). Each kept sample's latency is split into causes that add up to it (the slides'
+//! L = L1 + L2 + I made concrete: timer interrupt delay, what ran before the thread, the wake-up);
+//! what no event explains stays as an `unexplained` cause, never dropped.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The section `explain` of a results document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainSection {
+    /// Samples above this latency were explained (`--explain-above`, else the run's p99).
+    pub threshold_ns: u64,
+    /// Samples above the threshold in the whole run (`samples` keeps the worst of them).
+    pub samples_above: u64,
+    /// The explained samples, worst first.
+    pub samples: Vec<ExplainedSample>,
+    /// Causes over all explained samples, ranked by total time.
+    pub summary: Vec<CauseSummary>,
+    /// Trace events the kernel's ring buffers lost (overwritten or dropped): samples in their
+    /// time are partly `unexplained`.
+    pub events_lost: u64,
+    /// The kernel events that were recorded (`system/name`).
+    pub events_present: Vec<String>,
+    /// Events asked for that this kernel does not have.
+    #[serde(default)]
+    pub events_absent: Vec<String>,
+    /// What could not be explained, and why (no tracefs, an absent event, lost events...).
+    #[serde(default)]
+    pub limitations: Vec<String>,
+    /// `--break`: the latency that stopped the run, when a sample exceeded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by_break_ns: Option<u64>,
+}
+
+/// One late sample and its causes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainedSample {
+    pub cpu: u32,
+    pub latency_ns: u64,
+    /// When the timer was programmed to expire, since the start of the run.
+    pub expected_ns: u64,
+    /// The measuring thread.
+    pub tid: u32,
+    /// Causes in time order; their durations add up to `latency_ns`.
+    pub causes: Vec<Cause>,
+}
+
+/// Why a share of a sample's latency was spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// The timer interrupt came late: programmed expiry to the hrtimer's expiry (L1).
+    TimerIrq,
+    /// A hard interrupt handler ran on the CPU.
+    Irq,
+    /// A softirq ran on the CPU.
+    Softirq,
+    /// Another thread ran on the CPU before the measuring thread.
+    Thread,
+    /// Wake-up to switch-in not spent in anything above (the scheduler, the switch itself).
+    Wakeup,
+    /// Switch-in to the return from `clock_nanosleep`.
+    Return,
+    /// A KVM exit of the measuring vCPU.
+    KvmExit,
+    /// No trace event explains it (events lost or absent, or outside what is traced).
+    Unexplained,
+}
+
+impl CauseKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CauseKind::TimerIrq => "timer_irq",
+            CauseKind::Irq => "irq",
+            CauseKind::Softirq => "softirq",
+            CauseKind::Thread => "thread",
+            CauseKind::Wakeup => "wakeup",
+            CauseKind::Return => "return",
+            CauseKind::KvmExit => "kvm_exit",
+            CauseKind::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// One cause of one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Cause {
+    pub kind: CauseKind,
+    /// The thread's command name, the IRQ handler's name, the softirq (`NET_RX`, `TIMER`...).
+    pub name: String,
+    /// The thread (kind `thread`).
+    pub pid: Option<u32>,
+    pub cpu: u32,
+    /// Since the start of the run.
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// The thread's policy ("fifo", "rr", "deadline", "other") and priority as the kernel
+    /// reports it (`prio`: 0-99 real-time, inverted as in the kernel; 100-139 normal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_prio: Option<i32>,
+}
+
+/// One cause over all explained samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CauseSummary {
+    pub kind: CauseKind,
+    pub name: String,
+    /// Explained samples it delayed.
+    pub samples: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+impl ExplainSection {
+    /// Rank the causes of `samples` by total time (then kind and name, for a stable order).
+    pub fn summarize(samples: &[ExplainedSample]) -> Vec<CauseSummary> {
+        let mut by: std::collections::BTreeMap<(CauseKind, String), CauseSummary> = Default::default();
+        for s in samples {
+            let mut per_sample: std::collections::BTreeMap<(CauseKind, String), u64> = Default::default();
+            for c in &s.causes {
+                *per_sample.entry((c.kind, c.name.clone())).or_default() += c.duration_ns;
+            }
+            for ((kind, name), ns) in per_sample {
+                let e = by.entry((kind, name.clone())).or_insert(CauseSummary {
+                    kind,
+                    name,
+                    samples: 0,
+                    total_ns: 0,
+                    max_ns: 0,
+                });
+                e.samples += 1;
+                e.total_ns += ns;
+                e.max_ns = e.max_ns.max(ns);
+            }
+        }
+        let mut out: Vec<CauseSummary> = by.into_values().collect();
+        out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.kind.cmp(&b.kind)).then(a.name.cmp(&b.name)));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(kind: CauseKind, name: &str, ns: u64) -> Cause {
+        Cause {
+            kind,
+            name: name.into(),
+            pid: None,
+            cpu: 0,
+            start_ns: 0,
+            duration_ns: ns,
+            policy: None,
+            kernel_prio: None,
+        }
+    }
+
+    #[test]
+    fn the_summary_ranks_causes_by_total_time_and_counts_a_sample_once_per_cause() {
+        let s = |causes| ExplainedSample { causes, ..Default::default() };
+        let samples = vec![
+            s(vec![
+                cause(CauseKind::Thread, "hog", 300),
+                cause(CauseKind::Thread, "hog", 200),
+                cause(CauseKind::Wakeup, "", 5),
+            ]),
+            s(vec![cause(CauseKind::Irq, "eth0", 100), cause(CauseKind::Wakeup, "", 7)]),
+        ];
+        let sum = ExplainSection::summarize(&samples);
+        assert_eq!(
+            sum[0],
+            CauseSummary { kind: CauseKind::Thread, name: "hog".into(), samples: 1, total_ns: 500, max_ns: 500 }
+        );
+        assert_eq!(sum[1].kind, CauseKind::Irq);
+        assert_eq!(
+            sum[2],
+            CauseSummary { kind: CauseKind::Wakeup, name: "".into(), samples: 2, total_ns: 12, max_ns: 7 }
+        );
+    }
+
+    #[test]
+    fn kinds_are_written_as_the_issue_names_them() {
+        assert_eq!(serde_json::to_string(&CauseKind::TimerIrq).unwrap(), "\"timer_irq\"");
+        assert_eq!(serde_json::to_string(&CauseKind::KvmExit).unwrap(), "\"kvm_exit\"");
+    }
+}

@@ -1,0 +1,270 @@
+//! One late wake-up's window, from the programmed expiry to the return from `clock_nanosleep`,
+//! split into causes from one CPU's events in time order. Every nanosecond of the window goes to
+//! exactly one cause (the causes add up to the latency):
+//!
+//! - before the thread's hrtimer expired: an IRQ or vector handler running, else `timer_irq`
+//!   (the interrupt came late: interrupts disabled, the hardware or the hypervisor - this kernel
+//!   has no preemptirq events to say which code disabled them);
+//! - from the expiry to the switch to the thread: hard IRQ and vector handlers, softirqs, other
+//!   threads, else `wakeup` (the scheduler and the switch itself);
+//! - from the switch to the return: handlers, else `return`.
+//!
+//! A window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
+//! was seen and calls the rest `unexplained`.
+
+use super::decode::{comm_text, Comm, Event, SOFTIRQS, VECTORS};
+use rtvirt_model::results::CauseKind;
+use std::collections::HashMap;
+
+/// An event and its time (trace clock `mono`, = CLOCK_MONOTONIC, ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timed {
+    pub ts: u64,
+    pub event: Event,
+}
+
+/// The thread running on a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Running {
+    pub pid: u32,
+    pub comm: Comm,
+    pub prio: i32,
+}
+
+/// What a CPU is doing, as far as the events seen so far tell.
+#[derive(Debug, Clone, Default)]
+pub struct CpuState {
+    pub running: Option<Running>,
+    pub irq: Option<u32>,
+    pub vector: Option<usize>,
+    pub softirq: Option<u32>,
+    /// The hrtimer each thread armed last on this CPU, and its programmed expiry.
+    pub timers: HashMap<u32, (u64, u64)>,
+}
+
+impl CpuState {
+    pub fn apply(&mut self, e: &Event) {
+        match *e {
+            Event::Switch { next_pid, next_comm, next_prio, .. } => {
+                self.running = Some(Running { pid: next_pid, comm: next_comm, prio: next_prio })
+            }
+            Event::TimerStart { by_pid, timer, expires } => {
+                self.timers.insert(by_pid, (timer, expires));
+            }
+            Event::IrqEntry { irq } => self.irq = Some(irq),
+            Event::IrqExit => self.irq = None,
+            Event::SoftirqEntry { vector } => self.softirq = Some(vector),
+            Event::SoftirqExit => self.softirq = None,
+            Event::VectorEntry { vector } => self.vector = Some(vector),
+            Event::VectorExit => self.vector = None,
+            Event::Wakeup { .. } | Event::TimerExpire { .. } => {}
+        }
+    }
+}
+
+/// One wake-up to explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub cpu: u32,
+    pub tid: u32,
+    /// Programmed expiry (CLOCK_MONOTONIC ns).
+    pub expected: u64,
+    /// Return from `clock_nanosleep`.
+    pub woke: u64,
+}
+
+/// A cause in absolute time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub kind: CauseKind,
+    pub name: String,
+    pub pid: Option<u32>,
+    pub kernel_prio: Option<i32>,
+    pub start: u64,
+    pub duration: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    BeforeExpiry,
+    Woken,
+    Running,
+}
+
+/// Split `w` into causes. `state` is the CPU's state before `events[0]`; events before the
+/// window bring it up to date (the thread's armed timer, who runs).
+pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, String>, w: &Window) -> Vec<Share> {
+    let mut st = state.clone();
+    let first = events.partition_point(|e| e.ts < w.expected);
+    events[..first].iter().for_each(|e| st.apply(&e.event));
+    let armed = st.timers.get(&w.tid).map(|&(timer, _)| timer);
+    let (mut phase, mut cursor, mut out) = (Phase::BeforeExpiry, w.expected, Vec::new());
+    for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
+        push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, e.ts);
+        cursor = e.ts.max(cursor);
+        phase = match e.event {
+            Event::TimerExpire { timer } if phase == Phase::BeforeExpiry && Some(timer) == armed => Phase::Woken,
+            Event::Wakeup { pid } if pid == w.tid && phase == Phase::BeforeExpiry => Phase::Woken,
+            Event::Switch { next_pid, .. } if next_pid == w.tid && phase == Phase::Woken => Phase::Running,
+            _ => phase,
+        };
+        st.apply(&e.event);
+    }
+    push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
+    if phase != Phase::Running {
+        let missing = if phase == Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
+        for s in out.iter_mut().filter(|s| matches!(s.kind, CauseKind::TimerIrq | CauseKind::Wakeup)) {
+            s.kind = CauseKind::Unexplained;
+            s.name = format!("{missing} in the trace");
+        }
+        merge_neighbours(&mut out);
+    }
+    out
+}
+
+/// Who the time between two events belongs to.
+fn classify(
+    st: &CpuState,
+    phase: Phase,
+    tid: u32,
+    irq_names: &HashMap<u32, String>,
+) -> (CauseKind, String, Option<Running>) {
+    let handler = match (st.vector, st.irq) {
+        (Some(v), _) if phase == Phase::BeforeExpiry && VECTORS[v] == "local_timer" => {
+            return (CauseKind::TimerIrq, "hrtimer".into(), None)
+        }
+        (Some(v), _) => Some(VECTORS[v].to_string()),
+        (None, Some(irq)) => Some(irq_names.get(&irq).cloned().unwrap_or_else(|| format!("irq {irq}"))),
+        (None, None) => None,
+    };
+    if let Some(name) = handler {
+        return (CauseKind::Irq, name, None);
+    }
+    match phase {
+        Phase::BeforeExpiry => (CauseKind::TimerIrq, "hrtimer".into(), None),
+        _ if st.softirq.is_some() => {
+            let v = st.softirq.unwrap_or(0) as usize;
+            (CauseKind::Softirq, SOFTIRQS.get(v).map_or_else(|| format!("softirq {v}"), |s| s.to_string()), None)
+        }
+        Phase::Woken => match st.running {
+            Some(r) if r.pid != 0 && r.pid != tid => (CauseKind::Thread, comm_text(&r.comm), Some(r)),
+            _ => (CauseKind::Wakeup, "wake-up to switch-in".into(), None),
+        },
+        Phase::Running => (CauseKind::Return, "clock_nanosleep return".into(), None),
+    }
+}
+
+/// Add `[from, to)` to the causes, extending the last one when it is the same.
+fn push(out: &mut Vec<Share>, (kind, name, running): (CauseKind, String, Option<Running>), from: u64, to: u64) {
+    if to <= from {
+        return;
+    }
+    let pid = running.map(|r| r.pid);
+    if let Some(last) = out.last_mut() {
+        if last.kind == kind && last.name == name && last.pid == pid && last.start + last.duration == from {
+            last.duration += to - from;
+            return;
+        }
+    }
+    out.push(Share { kind, name, pid, kernel_prio: running.map(|r| r.prio), start: from, duration: to - from });
+}
+
+fn merge_neighbours(out: &mut Vec<Share>) {
+    let mut merged: Vec<Share> = Vec::with_capacity(out.len());
+    for s in out.drain(..) {
+        match merged.last_mut() {
+            Some(l) if l.kind == s.kind && l.name == s.name && l.pid == s.pid && l.start + l.duration == s.start => {
+                l.duration += s.duration
+            }
+            _ => merged.push(s),
+        }
+    }
+    *out = merged;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comm(name: &str) -> Comm {
+        let mut c = [0u8; 16];
+        c[..name.len()].copy_from_slice(name.as_bytes());
+        c
+    }
+
+    fn switch(ts: u64, prev: u32, next: u32, name: &str, prio: i32) -> Timed {
+        Timed { ts, event: Event::Switch { prev_pid: prev, next_pid: next, next_comm: comm(name), next_prio: prio } }
+    }
+
+    fn at(ts: u64, event: Event) -> Timed {
+        Timed { ts, event }
+    }
+
+    const ME: u32 = 100;
+    const HOG: u32 = 200;
+
+    /// The thread arms its timer for 1000, a FIFO hog runs from 900 to 1500, a NIC interrupt at
+    /// 1200-1250, the timer fires at 1010, the switch at 1500, the return at 1502.
+    fn hog_trace() -> Vec<Timed> {
+        vec![
+            at(10, Event::TimerStart { by_pid: ME, timer: 0xabc, expires: 1000 }),
+            switch(11, ME, 0, "swapper/1", 120),
+            switch(900, 0, HOG, "hog", 0),
+            at(1005, Event::VectorEntry { vector: 0 }),
+            at(1010, Event::TimerExpire { timer: 0xabc }),
+            at(1011, Event::Wakeup { pid: ME }),
+            at(1020, Event::VectorExit),
+            at(1200, Event::IrqEntry { irq: 42 }),
+            at(1250, Event::IrqExit),
+            switch(1500, HOG, ME, "rtvirt-timer1", 9),
+        ]
+    }
+
+    #[test]
+    fn a_hogs_time_after_expiry_is_the_threads_and_the_causes_add_up_to_the_latency() {
+        let names = HashMap::from([(42, "eth0".to_string())]);
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1502 };
+        let causes = attribute(&CpuState::default(), &hog_trace(), &names, &w);
+        let short: Vec<(CauseKind, &str, u64)> = causes.iter().map(|c| (c.kind, c.name.as_str(), c.duration)).collect();
+        assert_eq!(
+            short,
+            vec![
+                (CauseKind::TimerIrq, "hrtimer", 10),
+                (CauseKind::Irq, "local_timer", 10),
+                (CauseKind::Thread, "hog", 180),
+                (CauseKind::Irq, "eth0", 50),
+                (CauseKind::Thread, "hog", 250),
+                (CauseKind::Return, "clock_nanosleep return", 2),
+            ]
+        );
+        assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 502);
+        assert_eq!(causes[2].pid, Some(HOG));
+        assert_eq!(causes[2].kernel_prio, Some(0));
+    }
+
+    #[test]
+    fn without_the_switch_in_the_trace_the_rest_is_unexplained_not_dropped() {
+        let mut trace = hog_trace();
+        trace.pop();
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1502 };
+        let causes = attribute(&CpuState::default(), &trace, &HashMap::new(), &w);
+        assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 502);
+        assert_eq!(causes[0].kind, CauseKind::Unexplained);
+        assert!(causes.iter().any(|c| c.kind == CauseKind::Thread), "what was seen stays");
+    }
+
+    #[test]
+    fn an_idle_cpu_wakes_through_timer_irq_and_wakeup() {
+        let trace = vec![
+            at(10, Event::TimerStart { by_pid: ME, timer: 7, expires: 1000 }),
+            switch(11, ME, 0, "swapper/1", 120),
+            at(1030, Event::TimerExpire { timer: 7 }),
+            at(1031, Event::Wakeup { pid: ME }),
+            switch(1040, 0, ME, "rtvirt-timer1", 9),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1041 };
+        let kinds: Vec<(CauseKind, u64)> =
+            attribute(&CpuState::default(), &trace, &HashMap::new(), &w).iter().map(|c| (c.kind, c.duration)).collect();
+        assert_eq!(kinds, vec![(CauseKind::TimerIrq, 30), (CauseKind::Wakeup, 10), (CauseKind::Return, 1)]);
+    }
+}

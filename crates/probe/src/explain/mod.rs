@@ -1,0 +1,372 @@
+//! `--explain`: why the late samples of a measurement were late, from the kernel's own trace.
+//!
+//! A tracing instance of rtvirt's own (rtvirt-os's `tracefs`) records scheduler, IRQ, softirq,
+//! hrtimer and interrupt-vector events on the measured CPUs into per-CPU buffers of a fixed size
+//! ([`ExplainConfig::buffer_kb`]). An explainer thread streams them out of `trace_pipe_raw`
+//! ([`decode`]) while the measurement runs and keeps only the events since the last wake-up of
+//! each CPU, so memory stays bounded however long the run. The measuring threads hand it every
+//! wake-up (programmed expiry, return time) through a bounded queue that never blocks them; a
+//! wake-up later than the threshold (`--explain-above`, else the p99 of the wake-ups so far) is
+//! split into causes ([`attribute`]), the worst [`ExplainConfig::max_samples`] are kept. At the
+//! end the threshold becomes the run's p99 and the kept samples below it are dropped
+//! (rtla timerlat's auto-analysis, over the whole run; cyclictest's `-b` is `break_at`).
+//!
+//! Everything that could not be explained is said: no tracefs (the measurement runs anyway), an
+//! absent event, events the ring buffers lost, wake-ups the explainer could not examine.
+
+pub mod attribute;
+pub mod decode;
+
+use attribute::{CpuState, Timed, Window};
+use decode::Decoder;
+use rtvirt_model::results::{Cause, ExplainSection, ExplainedSample};
+use rtvirt_model::stats::LatencyHistogram;
+use rtvirt_model::Nanos;
+use rtvirt_os::tracefs::{CpuReader, Instance};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::Duration;
+
+/// How to explain.
+#[derive(Debug, Clone)]
+pub struct ExplainConfig {
+    /// Explain wake-ups later than this (None: the run's p99).
+    pub above: Option<Nanos>,
+    /// Stop the run at the first wake-up later than this, and explain it.
+    pub break_at: Option<Nanos>,
+    /// Where the tracing instance is journaled (rtvirt host's state directory).
+    pub state_dir: PathBuf,
+    /// Ring buffer per CPU.
+    pub buffer_kb: u32,
+    /// Explained samples kept (the worst).
+    pub max_samples: usize,
+}
+
+impl ExplainConfig {
+    pub fn new(state_dir: PathBuf) -> ExplainConfig {
+        ExplainConfig { above: None, break_at: None, state_dir, buffer_kb: 4096, max_samples: 1000 }
+    }
+}
+
+/// Wake-ups seen before the rolling p99 is trusted (every one of them is explained).
+const WARMUP_SAMPLES: u64 = 100;
+/// Wake-ups waiting for the explainer, at most (a full queue drops, and says so).
+const QUEUE: usize = 65_536;
+/// Events kept per CPU at most when the explainer falls behind.
+const MAX_EVENTS_PER_CPU: usize = 1_000_000;
+/// How often the explainer drains the buffers.
+const POLL: Duration = Duration::from_millis(5);
+
+/// One wake-up of a measuring thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wakeup {
+    pub cpu: u32,
+    pub tid: u32,
+    pub expected: u64,
+    pub woke: u64,
+}
+
+/// The measuring threads' end of the queue: never blocks.
+#[derive(Clone)]
+pub struct Sink {
+    tx: SyncSender<Wakeup>,
+    dropped: std::sync::Arc<AtomicU64>,
+}
+
+impl Sink {
+    pub fn send(&self, w: Wakeup) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(w) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A running capture: the instance, its readers and what the explainer has gathered.
+pub struct Explainer {
+    cfg: ExplainConfig,
+    capture: Option<Capture>,
+    rx: Receiver<Wakeup>,
+    sink: Sink,
+    section: ExplainSection,
+    run_start: u64,
+    latencies: LatencyHistogram,
+    threshold: u64,
+}
+
+/// Fields drop in order: the readers close before the instance is removed.
+struct Capture {
+    cpus: Vec<CpuTrace>,
+    instance: Instance,
+    decoder: Decoder,
+    lost_in_pages: u64,
+}
+
+struct CpuTrace {
+    reader: CpuReader,
+    front: CpuState,
+    events: VecDeque<Timed>,
+    /// Time of the newest event read.
+    watermark: u64,
+    pending: VecDeque<Wakeup>,
+}
+
+impl Explainer {
+    /// Start tracing `cpus`. Without tracefs (or its events) the measurement still runs: the
+    /// section then says what could not be explained and why.
+    pub fn start(cfg: ExplainConfig, cpus: &[u32]) -> Explainer {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let mut section = ExplainSection::default();
+        let capture = match Capture::start(&cfg, cpus) {
+            Ok(c) => {
+                section.events_present = c.instance.present.clone();
+                section.events_absent = c.instance.absent.clone();
+                section.limitations = limitations_of(&c.instance);
+                Some(c)
+            }
+            Err(why) => {
+                section.limitations.push(format!("kernel tracing unavailable, no sample explained: {why}"));
+                None
+            }
+        };
+        Explainer {
+            cfg,
+            capture,
+            rx,
+            sink: Sink { tx, dropped: Default::default() },
+            section,
+            run_start: 0,
+            latencies: LatencyHistogram::new(),
+            threshold: 0,
+        }
+    }
+
+    /// The run's start (CLOCK_MONOTONIC ns): times in the section count from it.
+    pub fn set_run_start(&mut self, start: u64) {
+        self.run_start = start;
+    }
+
+    /// The queue the measuring threads hand their wake-ups to.
+    pub fn sink(&self) -> Sink {
+        self.sink.clone()
+    }
+
+    /// Stream and explain until `done` is set (the measuring threads have ended), then finish.
+    pub fn run(mut self, done: &AtomicBool) -> ExplainSection {
+        while !done.load(Ordering::Acquire) {
+            std::thread::sleep(POLL);
+            self.step(false);
+        }
+        self.step(true);
+        self.finish()
+    }
+
+    /// Take the wake-ups queued, read the buffers, explain what can be explained now.
+    fn step(&mut self, last: bool) {
+        while let Ok(w) = self.rx.try_recv() {
+            self.latencies.record(w.woke.saturating_sub(w.expected));
+            if let Some(t) = self.capture.as_mut().and_then(|c| c.cpus.iter_mut().find(|t| t.reader.cpu == w.cpu)) {
+                t.pending.push_back(w);
+            }
+        }
+        self.threshold = self.rolling_threshold();
+        let Some(capture) = self.capture.as_mut() else { return };
+        if let Err(e) = capture.read() {
+            self.section.limitations.push(format!("reading the trace failed, explaining stopped: {e}"));
+            self.capture = None;
+            return;
+        }
+        let (threshold, break_at) = (self.threshold, self.cfg.break_at.map(|b| b.0));
+        for t in &mut capture.cpus {
+            while let Some(&w) = t.pending.front().filter(|w| last || w.woke <= t.watermark) {
+                t.pending.pop_front();
+                let latency = w.woke.saturating_sub(w.expected);
+                let broke = break_at.is_some_and(|b| latency > b);
+                if latency > threshold || broke {
+                    let sample = explain(t, &capture.decoder, &w, self.run_start);
+                    self.section.samples.push(sample);
+                }
+                if broke && self.section.stopped_by_break_ns.is_none() {
+                    self.section.stopped_by_break_ns = Some(latency);
+                }
+                t.trim_before(w.woke);
+            }
+            t.bound();
+        }
+        if self.section.samples.len() > 2 * self.cfg.max_samples {
+            keep_worst(&mut self.section.samples, self.cfg.max_samples);
+        }
+    }
+
+    fn rolling_threshold(&self) -> u64 {
+        match self.cfg.above {
+            Some(a) => a.0,
+            None if self.latencies.count() < WARMUP_SAMPLES => 0,
+            None => self.latencies.quantile(0.99),
+        }
+    }
+
+    fn finish(mut self) -> ExplainSection {
+        let threshold = self.cfg.above.map(|a| a.0).unwrap_or_else(|| self.latencies.quantile(0.99));
+        let mut s = std::mem::take(&mut self.section);
+        s.threshold_ns = threshold;
+        s.samples_above = self.latencies.buckets().iter().filter(|(v, _)| *v > threshold).map(|(_, n)| n).sum();
+        let breaking = s.stopped_by_break_ns;
+        s.samples.retain(|x| x.latency_ns > threshold || Some(x.latency_ns) == breaking);
+        keep_worst(&mut s.samples, self.cfg.max_samples);
+        name_policies(&mut s.samples);
+        s.summary = ExplainSection::summarize(&s.samples);
+        if let Some(c) = &self.capture {
+            s.events_lost =
+                c.cpus.iter().map(|t| c.instance.lost_events(t.reader.cpu)).sum::<u64>().max(c.lost_in_pages);
+            if s.events_lost > 0 {
+                s.limitations.push(format!(
+                    "{} trace events were lost (ring buffer overrun): samples in their time are partly unexplained",
+                    s.events_lost
+                ));
+            }
+        }
+        let dropped = self.sink.dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            s.limitations.push(format!("{dropped} wake-ups were not examined: the explainer fell behind"));
+        }
+        s
+    }
+}
+
+impl Capture {
+    fn start(cfg: &ExplainConfig, cpus: &[u32]) -> Result<Capture, String> {
+        let instance = Instance::create(&cfg.state_dir, decode::EVENTS, cfg.buffer_kb).map_err(|e| e.to_string())?;
+        instance.limit_to_cpus(cpus).map_err(|e| e.to_string())?;
+        let needed = ["sched/sched_switch", "sched/sched_wakeup"];
+        if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
+            return Err(format!("the kernel has no {missing} event"));
+        }
+        let decoder = Decoder::new(&instance);
+        let traces = cpus
+            .iter()
+            .map(|&cpu| {
+                Ok(CpuTrace {
+                    reader: instance.reader(cpu).map_err(|e| e.to_string())?,
+                    front: CpuState::default(),
+                    events: VecDeque::new(),
+                    watermark: 0,
+                    pending: VecDeque::new(),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        instance.set_on(true).map_err(|e| e.to_string())?;
+        Ok(Capture { instance, decoder, cpus: traces, lost_in_pages: 0 })
+    }
+
+    /// Drain every CPU's buffer.
+    fn read(&mut self) -> rtvirt_os::Result<()> {
+        for t in &mut self.cpus {
+            while let Some(page) = t.reader.next_page()? {
+                self.lost_in_pages += page.missed().unwrap_or(0);
+                for raw in page.events() {
+                    t.watermark = t.watermark.max(raw.ts);
+                    if let Some(event) = self.decoder.decode(&raw) {
+                        t.events.push_back(Timed { ts: raw.ts, event });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CpuTrace {
+    /// Forget the events before `ts`, keeping what they tell about the CPU's state.
+    fn trim_before(&mut self, ts: u64) {
+        while self.events.front().is_some_and(|e| e.ts < ts) {
+            let e = self.events.pop_front().expect("front exists");
+            self.front.apply(&e.event);
+        }
+    }
+
+    /// Keep memory bounded when no wake-up lets the events go.
+    fn bound(&mut self) {
+        while self.events.len() > MAX_EVENTS_PER_CPU {
+            let e = self.events.pop_front().expect("non-empty");
+            self.front.apply(&e.event);
+        }
+    }
+}
+
+/// Explain one wake-up from its CPU's events.
+fn explain(t: &mut CpuTrace, decoder: &Decoder, w: &Wakeup, run_start: u64) -> ExplainedSample {
+    let window = Window { cpu: w.cpu, tid: w.tid, expected: w.expected, woke: w.woke };
+    let events = t.events.make_contiguous();
+    let shares = attribute::attribute(&t.front, events, &decoder.irq_names, &window);
+    ExplainedSample {
+        cpu: w.cpu,
+        latency_ns: w.woke.saturating_sub(w.expected),
+        expected_ns: w.expected.saturating_sub(run_start),
+        tid: w.tid,
+        causes: shares
+            .into_iter()
+            .map(|s| Cause {
+                kind: s.kind,
+                name: s.name,
+                pid: s.pid,
+                cpu: w.cpu,
+                start_ns: s.start.saturating_sub(run_start),
+                duration_ns: s.duration,
+                policy: None,
+                kernel_prio: s.kernel_prio,
+            })
+            .collect(),
+    }
+}
+
+/// The worst `n` samples, worst first.
+fn keep_worst(samples: &mut Vec<ExplainedSample>, n: usize) {
+    samples.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.expected_ns.cmp(&b.expected_ns)));
+    samples.truncate(n);
+}
+
+/// The policy of each thread cause: asked of the kernel while the thread lives, else read from
+/// its priority in the trace (which cannot tell FIFO from RR).
+fn name_policies(samples: &mut [ExplainedSample]) {
+    let mut known = std::collections::HashMap::new();
+    for c in samples.iter_mut().flat_map(|s| s.causes.iter_mut()) {
+        let Some(pid) = c.pid else { continue };
+        let policy = known.entry(pid).or_insert_with(|| match rtvirt_os::sched::get(pid) {
+            Ok(a) => rtvirt_os::sched::policy_name(a.policy).to_ascii_lowercase(),
+            Err(_) => match c.kernel_prio {
+                Some(p) if p < 0 => "deadline".into(),
+                Some(p) if p < 100 => "fifo or rr".into(),
+                _ => "other".into(),
+            },
+        });
+        c.policy = Some(policy.clone());
+    }
+}
+
+/// What this kernel's events cannot show.
+fn limitations_of(instance: &Instance) -> Vec<String> {
+    let mut said = Vec::new();
+    let absent = |prefix: &str| instance.absent.iter().any(|e| e.starts_with(prefix));
+    if absent("preemptirq/") {
+        said.push(
+            "no preemptirq events in this kernel: time with interrupts disabled shows as timer_irq delay, \
+             not as the code that disabled them"
+                .to_string(),
+        );
+    }
+    let tracers = instance.available_tracers();
+    let missing: Vec<&str> = ["timerlat", "osnoise"].into_iter().filter(|t| !tracers.iter().any(|x| x == t)).collect();
+    if !missing.is_empty() {
+        said.push(format!(
+            "no {} tracer in this kernel (available: {}): explained from scheduler, IRQ and hrtimer events only",
+            missing.join("/"),
+            tracers.join(" ")
+        ));
+    }
+    for e in instance.absent.iter().filter(|e| !e.starts_with("preemptirq/") && !e.starts_with("osnoise/")) {
+        said.push(format!("event {e} absent: what it would show is part of other causes or unexplained"));
+    }
+    said
+}

@@ -1,0 +1,129 @@
+//! `--explain` against the real kernel (root, under the host lock): a SCHED_FIFO thread with a
+//! distinctive name, above the measurement's priority, busy for 2 ms every 50 ms on the measured
+//! CPU, must be the top cause of the late wake-ups, each time with the share of its burst that
+//! came after the expiry (within 10%); without tracing the measurement still runs and says why
+//! nothing was explained; nothing stays enabled or mounted.
+
+use rtvirt_model::results::{CauseKind, ExplainSection};
+use rtvirt_model::Nanos;
+use rtvirt_probe::explain::ExplainConfig;
+use rtvirt_probe::rt::{self, Policy, Sched};
+use rtvirt_probe::timer::{self, TimerConfig};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+const HOG: &str = "explain-hog";
+const BUSY_NS: u64 = 2_000_000;
+const EVERY_NS: u64 = 50_000_000;
+
+/// The tests mount and unmount tracefs: one at a time.
+static TRACEFS: Mutex<()> = Mutex::new(());
+
+fn measured_cpu() -> u32 {
+    *rtvirt_probe::cpus::allowed().last().expect("a CPU")
+}
+
+fn config(cpu: u32, state: &std::path::Path, above: Option<Nanos>) -> TimerConfig {
+    let mut explain = ExplainConfig::new(state.to_path_buf());
+    explain.above = above;
+    TimerConfig {
+        cpus: vec![cpu],
+        interval: Nanos::from_ms(1),
+        priority: 50,
+        policy: Policy::Fifo,
+        duration: Nanos::from_ms(1500),
+        explain: Some(explain),
+        ..Default::default()
+    }
+}
+
+/// Busy bursts at FIFO 60 on `cpu` until `stop`; returns each burst's [start, end] (CLOCK_MONOTONIC).
+fn hog(cpu: u32, stop: &AtomicBool) -> Vec<(u64, u64)> {
+    rt::pin_current_thread(cpu).unwrap();
+    rt::set_sched(0, Sched::Fifo(60)).unwrap();
+    let mut bursts = Vec::new();
+    let mut next = rt::now_ns() + 30_000_000;
+    while !stop.load(Ordering::Relaxed) {
+        rt::sleep_until(next);
+        let start = rt::now_ns();
+        while rt::now_ns() < start + BUSY_NS {}
+        bursts.push((start, rt::now_ns()));
+        next += EVERY_NS;
+    }
+    rt::set_sched(0, Sched::Other).unwrap();
+    bursts
+}
+
+fn instances_left() -> Vec<String> {
+    let Some(root) = rtvirt_os::tracefs::mounted_at() else { return Vec::new() };
+    std::fs::read_dir(root.join("instances"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_injected_fifo_thread_is_the_top_cause_with_its_duration() {
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let mounted_before = rtvirt_os::tracefs::mounted_at();
+    let state = tempfile::tempdir().unwrap();
+    let cpu = measured_cpu();
+    let stop = AtomicBool::new(false);
+    let (run, bursts) = std::thread::scope(|s| {
+        let h = std::thread::Builder::new().name(HOG.into()).spawn_scoped(s, || hog(cpu, &stop)).unwrap();
+        let run = timer::run(&config(cpu, state.path(), Some(Nanos::from_us(300))));
+        stop.store(true, Ordering::Relaxed);
+        (run, h.join().unwrap())
+    });
+    let run = run.unwrap();
+    let explain: &ExplainSection = run.results.explain.as_ref().expect("an explain section");
+    assert!(explain.events_present.iter().any(|e| e == "sched/sched_switch"), "{explain:?}");
+    assert_eq!(explain.threshold_ns, 300_000);
+    assert!(!explain.samples.is_empty(), "late samples were explained: {:?}", explain.limitations);
+    let top = &explain.summary[0];
+    assert_eq!((top.kind, top.name.as_str()), (CauseKind::Thread, HOG), "summary: {:?}", explain.summary);
+    let mut matched = 0;
+    for sample in &explain.samples {
+        let total: u64 = sample.causes.iter().map(|c| c.duration_ns).sum();
+        assert_eq!(total, sample.latency_ns, "the causes add up to the latency: {sample:?}");
+        let expected = sample.expected_ns + run.start_ns;
+        let Some(&(_, end)) = bursts.iter().find(|(s, e)| *s <= expected && expected < *e) else { continue };
+        let hog_ns: u64 =
+            sample.causes.iter().filter(|c| c.kind == CauseKind::Thread && c.name == HOG).map(|c| c.duration_ns).sum();
+        let known = end - expected;
+        let error = hog_ns.abs_diff(known) as f64 / known as f64;
+        assert!(error <= 0.10, "the hog's share {hog_ns} ns vs its burst after expiry {known} ns: {sample:?}");
+        let biggest = sample.causes.iter().max_by_key(|c| c.duration_ns).unwrap();
+        assert_eq!(biggest.pid, sample.causes.iter().find(|c| c.name == HOG).and_then(|c| c.pid));
+        assert_eq!(biggest.policy.as_deref(), Some("fifo"), "{biggest:?}");
+        matched += 1;
+    }
+    assert!(
+        matched * 2 >= bursts.len().saturating_sub(2),
+        "{matched} of {} bursts found in explained samples",
+        bursts.len()
+    );
+    assert!(instances_left().is_empty(), "instances left: {:?}", instances_left());
+    assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before, "tracefs mounted as before");
+}
+
+#[test]
+fn without_tracing_the_measurement_runs_and_says_why_nothing_was_explained() {
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let mounted_before = rtvirt_os::tracefs::mounted_at();
+    let unwritable = std::path::Path::new("/proc/rtvirt-no-state-here");
+    let mut cfg = config(measured_cpu(), unwritable, None);
+    cfg.duration = Nanos::from_ms(300);
+    let run = timer::run(&cfg).unwrap();
+    assert!(run.overall.count() > 100, "measured anyway");
+    let explain = run.results.explain.unwrap();
+    assert!(explain.samples.is_empty());
+    assert!(
+        explain
+            .limitations
+            .iter()
+            .any(|l| l.contains("kernel tracing unavailable") && l.contains("rtvirt-no-state-here")),
+        "{:?}",
+        explain.limitations
+    );
+    assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before);
+}
