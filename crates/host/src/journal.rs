@@ -1,8 +1,9 @@
 //! The journal of host changes, in a state directory (default `/var/lib/rtvirt`, or
 //! `$RTVIRT_STATE_DIR`): one JSON line per change, holding the original value, appended and
 //! fsynced *before* the change is made. `revert` undoes every recorded change in reverse order and
-//! removes the journal; a failure halfway through an apply rolls back that apply's changes; a
-//! process killed halfway leaves a journal that `revert` completes (undo is idempotent).
+//! removes the journal (and the tracing instances that killed `--explain` runs left); a failure
+//! halfway through an apply rolls back that apply's changes; a process killed halfway leaves a
+//! journal that `revert` completes (undo is idempotent).
 //!
 //! Applying again on top of an applied state appends a new session: reverse-order undo restores
 //! the values recorded by the first session last, so `revert` still yields the original host.
@@ -161,6 +162,13 @@ pub struct RevertReport {
 pub fn revert(dir: &Path) -> Result<RevertReport> {
     let path = dir.join(JOURNAL_FILE);
     let mut report = RevertReport { schema: "rtvirt.revert/v1", journal: path.clone(), ..Default::default() };
+    // Tracing instances of measurements killed before they could remove them (`--explain`).
+    for said in rtvirt_os::tracefs::remove_stale(dir) {
+        match said.strip_prefix("warning: ") {
+            Some(w) => report.warnings.push(w.to_string()),
+            None => report.restored.push(said),
+        }
+    }
     if !path.exists() {
         return Ok(report);
     }

@@ -47,7 +47,8 @@ Examples:
   rtvirt measure timer -p 95 -i 200 -D 10 -h 400 > hist.txt
   rtvirt measure timer --cpus 1 --duration 60s --histogram-file hist.txt
   rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
-  rtvirt measure timer --in container --interval-report 1s --format json"
+  rtvirt measure timer --in container --interval-report 1s --format json
+  rtvirt measure timer --cpus 1 --duration 30s --explain --trace late.json"
 )]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each, e.g. 1-3 or 0-7:2 (default: every CPU this process
@@ -90,6 +91,22 @@ pub struct TimerArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+    /// Explain the late wake-ups from a kernel trace (tracefs instance of rtvirt's own): each
+    /// one split into timer IRQ delay, IRQs, softirqs, threads that ran first, wake-up,
+    /// unexplained; a summary ranked by total time (section `explain` of the results).
+    #[arg(long)]
+    pub explain: bool,
+    /// Explain wake-ups later than LAT (default: the run's p99). Implies --explain.
+    #[arg(long, value_parser = parse_nanos, value_name = "LAT")]
+    pub explain_above: Option<Nanos>,
+    /// Stop the run at the first wake-up later than LAT and explain it (cyclictest -b).
+    /// Implies --explain.
+    #[arg(long = "break", value_parser = parse_nanos, value_name = "LAT")]
+    pub break_at: Option<Nanos>,
+    /// Write the explained wake-ups as a Perfetto / Chrome trace (the track layout of
+    /// `rtvirt simulate --trace`: a track per CPU, a track per measuring thread). Implies --explain.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -132,6 +149,10 @@ fn bare_number(text: &str, unit: &str) -> Result<Nanos, String> {
         Nanos::parse(&format!("{t}{unit}"))
     } else {
         Nanos::parse(t)
+impl TimerArgs {
+    /// Whether a kernel trace is taken.
+    pub fn explains(&self) -> bool {
+        self.explain || self.explain_above.is_some() || self.break_at.is_some() || self.trace.is_some()
     }
 }
 

@@ -4,6 +4,7 @@
 //! to the placement driver (`crate::placement`), which runs it where `--in` says.
 
 mod args;
+mod explain;
 mod net;
 mod output;
 mod tasks;

@@ -1,8 +1,9 @@
 //! `rtvirt measure timer`: timer wake-up latency per CPU.
 
 use super::args::{HistogramOption, TimerArgs};
+use super::explain;
 use super::output::{output, progress};
-use crate::cli_common::{CmdResult, Outcome};
+use crate::cli_common::{CmdResult, Format, Outcome};
 use crate::placement::command_line::CommandLine;
 use crate::placement::options::Common;
 use crate::placement::{drive, Measurement};
@@ -29,6 +30,11 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         duration: args.duration,
         interval_report: args.interval_report,
         force: args.common.force,
+        explain: args.explains().then(|| rtvirt_probe::explain::ExplainConfig {
+            above: args.explain_above,
+            break_at: args.break_at,
+            ..rtvirt_probe::explain::ExplainConfig::new(rtvirt_host::journal::default_state_dir())
+        }),
     };
     config.validate()?;
     if let Some(path) = histogram_file(&args) {
@@ -126,6 +132,14 @@ impl Measurement for Timer {
         let footer = format!("missed periods: {}", missed.map_or("null".into(), |m| m.to_string()));
         let lines = self.args.interval_report.is_some();
         output(results, self.args.common.format, lines, "timer latency", &rows, &footer)?;
+        if let Some(e) = &results.explain {
+            if let Some(path) = &self.args.trace {
+                explain::write_trace(e, &self.config.cpus, self.args.duration, path)?;
+            }
+            if self.args.common.format == Format::Table {
+                explain::print_table(e);
+            }
+        }
         if let Some(path) = histogram_file(&self.args) {
             self.write_histogram(path)?;
         }

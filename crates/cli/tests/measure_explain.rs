@@ -1,0 +1,132 @@
+//! `rtvirt measure timer --explain` end to end, as root under the host lock: the results carry a
+//! valid `explain` section, the table and the Perfetto trace show it, nothing stays enabled or
+//! mounted, and the tracing instance of a run killed with SIGKILL is removed by `rtvirt host
+//! revert` and by the next run.
+
+mod schema_support;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn rtvirt(state: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_STATE_DIR", state).args(args).output().expect("run rtvirt")
+}
+
+fn is_root() -> bool {
+    rtvirt_os::procfs::stat(std::process::id()).is_ok() && unsafe { libc::geteuid() } == 0
+}
+
+/// The tests mount and unmount tracefs: one at a time.
+static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn instance_dir(pid: u32) -> Option<PathBuf> {
+    rtvirt_os::tracefs::mounted_at().map(|root| root.join("instances").join(format!("rtvirt-{pid}")))
+}
+
+fn rtvirt_instances() -> Vec<String> {
+    let Some(root) = rtvirt_os::tracefs::mounted_at() else { return Vec::new() };
+    std::fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rtvirt-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn explain_json_table_and_trace_and_nothing_left_enabled() {
+    if !is_root() {
+        return;
+    }
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let mounted_before = rtvirt_os::tracefs::mounted_at();
+    let state = tempfile::tempdir().unwrap();
+    let trace = state.path().join("late.json");
+    let args = ["measure", "timer", "--cpus", "1", "--duration", "500ms", "--explain-above", "30us", "--trace"];
+    let mut json_args = args.to_vec();
+    json_args.extend([trace.to_str().unwrap(), "--format", "json"]);
+    let out = rtvirt(state.path(), &json_args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
+    let e = &v["explain"];
+    assert_eq!(e["threshold_ns"], 30_000);
+    let present: Vec<&str> = e["events_present"].as_array().unwrap().iter().filter_map(|x| x.as_str()).collect();
+    assert!(present.contains(&"sched/sched_switch") && present.contains(&"timer/hrtimer_expire_entry"), "{present:?}");
+    let absent: Vec<&str> = e["events_absent"].as_array().unwrap().iter().filter_map(|x| x.as_str()).collect();
+    let limits = e["limitations"].to_string();
+    if absent.contains(&"preemptirq/irq_disable") {
+        assert!(limits.contains("no preemptirq events"), "{limits}");
+    }
+    for s in e["samples"].as_array().unwrap() {
+        let sum: u64 = s["causes"].as_array().unwrap().iter().map(|c| c["duration_ns"].as_u64().unwrap()).sum();
+        assert_eq!(sum, s["latency_ns"].as_u64().unwrap(), "{s}");
+        assert!(s["latency_ns"].as_u64().unwrap() > 30_000);
+    }
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    assert!(
+        events.iter().any(|x| x["name"] == "process_name" && x["args"]["name"] == "cores"),
+        "simulate's track layout"
+    );
+    assert!(events.iter().any(|x| x["args"]["name"] == "thread rtvirt-timer1"));
+    let late = events.iter().filter(|x| x["name"] == "late sample").count();
+    assert_eq!(late, e["samples"].as_array().unwrap().len(), "one marker per explained sample");
+    let table = rtvirt(state.path(), &["measure", "timer", "--cpus", "1", "--duration", "300ms", "--explain"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success() && text.contains("late wake-ups explained:"), "{text}");
+    assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
+    assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before, "tracefs mounted as before");
+}
+
+/// Start an explaining run, wait for its instance, kill it with SIGKILL; the instance stays.
+fn killed_run(state: &Path) -> PathBuf {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_STATE_DIR", state)
+        .args(["measure", "timer", "--cpus", "1", "--duration", "20s", "--explain"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let dir = loop {
+        if let Some(d) = instance_dir(child.id()).filter(|d| d.is_dir()) {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "no instance appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    assert!(dir.is_dir(), "a killed run cannot remove its instance itself");
+    dir
+}
+
+#[test]
+fn a_killed_runs_instance_is_removed_by_host_revert_and_by_the_next_run() {
+    if !is_root() {
+        return;
+    }
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let mounted_before = rtvirt_os::tracefs::mounted_at();
+    let state = tempfile::tempdir().unwrap();
+    let dir = killed_run(state.path());
+    let out = rtvirt(state.path(), &["host", "revert", "--state-dir", state.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.exists(), "host revert removed {}", dir.display());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("tracing instance"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let dir = killed_run(state.path());
+    let next = rtvirt(state.path(), &["measure", "timer", "--cpus", "1", "--duration", "200ms", "--explain"]);
+    assert!(next.status.success(), "{}", String::from_utf8_lossy(&next.stderr));
+    assert!(!dir.exists(), "the next run removed {}", dir.display());
+    assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
+    assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before, "tracefs mounted as before");
+    assert_eq!(std::fs::read_dir(state.path().join("tracing")).unwrap().count(), 0, "no record left");
+}
