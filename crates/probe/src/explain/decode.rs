@@ -136,9 +136,7 @@ impl Decoder {
             Kind::TimerExpire { timer } => Event::TimerExpire { timer: uint(timer)? },
             Kind::IrqEntry { irq, name } => {
                 let irq = uint(irq)? as u32;
-                if !self.irq_names.contains_key(&irq) {
-                    self.irq_names.insert(irq, data_loc_text(name, d).unwrap_or("?").to_string());
-                }
+                self.irq_names.entry(irq).or_insert_with(|| data_loc_text(name, d).unwrap_or("?").to_string());
                 Event::IrqEntry { irq }
             }
             Kind::IrqExit => Event::IrqExit,
