@@ -127,3 +127,28 @@ fn without_tracing_the_measurement_runs_and_says_why_nothing_was_explained() {
     );
     assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before);
 }
+
+#[test]
+fn break_stops_the_run_at_the_first_late_wake_up_and_explains_it() {
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let state = tempfile::tempdir().unwrap();
+    let cpu = measured_cpu();
+    let stop = AtomicBool::new(false);
+    let mut cfg = config(cpu, state.path(), None);
+    cfg.duration = Nanos::from_secs(10);
+    cfg.explain.as_mut().unwrap().break_at = Some(Nanos::from_us(500));
+    let run = std::thread::scope(|s| {
+        std::thread::Builder::new().name(HOG.into()).spawn_scoped(s, || hog(cpu, &stop)).unwrap();
+        let run = timer::run(&cfg);
+        stop.store(true, Ordering::Relaxed);
+        run
+    })
+    .unwrap();
+    let explain = run.results.explain.unwrap();
+    let broke = explain.stopped_by_break_ns.expect("a 2 ms burst breaks a 500 us limit");
+    assert!(broke > 500_000);
+    assert!(run.results.duration_ns < 5_000_000_000, "stopped early: {} ns", run.results.duration_ns);
+    let sample = explain.samples.iter().find(|s| s.latency_ns == broke).expect("the breaking wake-up is explained");
+    assert!(sample.causes.iter().any(|c| c.name == HOG), "{sample:?}");
+    assert!(instances_left().is_empty());
+}

@@ -79,3 +79,32 @@ fn buckets_read_in_both_shapes() {
     let pairs: Vec<(u64, u64)> = r.histogram_ns.unwrap().into_iter().map(Into::into).collect();
     assert_eq!(pairs, vec![(1000, 3), (2000, 1), (3000, 2)]);
 }
+
+#[test]
+fn an_explain_section_is_typed_and_round_trips() {
+    let mut r = Results::new("timer", 10);
+    let cause = Cause {
+        kind: CauseKind::Thread,
+        name: "hog".into(),
+        pid: Some(7),
+        cpu: 1,
+        start_ns: 3,
+        duration_ns: 900,
+        policy: Some("fifo".into()),
+        kernel_prio: Some(39),
+    };
+    let sample = ExplainedSample { cpu: 1, latency_ns: 900, expected_ns: 3, tid: 5, causes: vec![cause] };
+    r.explain = Some(ExplainSection {
+        threshold_ns: 100,
+        samples_above: 1,
+        summary: ExplainSection::summarize(std::slice::from_ref(&sample)),
+        samples: vec![sample],
+        events_present: vec!["sched/sched_switch".into()],
+        ..Default::default()
+    });
+    let text = serde_json::to_string(&r).unwrap();
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert!(back.extra.is_empty(), "{:?}", back.extra);
+    assert_eq!(back, r);
+    assert!(text.contains(r#""kind":"thread""#), "{text}");
+}

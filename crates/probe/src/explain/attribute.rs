@@ -2,6 +2,8 @@
 //! split into causes from one CPU's events in time order. Every nanosecond of the window goes to
 //! exactly one cause (the causes add up to the latency):
 //!
+//! - before the thread armed its timer (its previous activation or its set-up ran late): the
+//!   threads that ran, the measuring thread itself included, and handlers;
 //! - before the thread's hrtimer expired: an IRQ or vector handler running, else `timer_irq`
 //!   (the interrupt came late: interrupts disabled, the hardware or the hypervisor - this kernel
 //!   has no preemptirq events to say which code disabled them);
@@ -86,6 +88,9 @@ pub struct Share {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
+    /// The thread had not yet armed its timer for this expiry (its previous activation or its
+    /// set-up overran, or it waited for the CPU).
+    NotAsleep,
     BeforeExpiry,
     Woken,
     Running,
@@ -97,14 +102,21 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     let mut st = state.clone();
     let first = events.partition_point(|e| e.ts < w.expected);
     events[..first].iter().for_each(|e| st.apply(&e.event));
-    let armed = st.timers.get(&w.tid).map(|&(timer, _)| timer);
-    let (mut phase, mut cursor, mut out) = (Phase::BeforeExpiry, w.expected, Vec::new());
+    let mut armed = st.timers.get(&w.tid).filter(|&&(_, expires)| expires >= w.expected).map(|&(timer, _)| timer);
+    let mut phase = if armed.is_some() { Phase::BeforeExpiry } else { Phase::NotAsleep };
+    let (mut cursor, mut out) = (w.expected, Vec::new());
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
         push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, e.ts);
         cursor = e.ts.max(cursor);
+        let on_cpu = st.running.is_some_and(|r| r.pid == w.tid);
+        let woken = if on_cpu { Phase::Running } else { Phase::Woken };
         phase = match e.event {
-            Event::TimerExpire { timer } if phase == Phase::BeforeExpiry && Some(timer) == armed => Phase::Woken,
-            Event::Wakeup { pid } if pid == w.tid && phase == Phase::BeforeExpiry => Phase::Woken,
+            Event::TimerStart { by_pid, timer, .. } if by_pid == w.tid && phase == Phase::NotAsleep => {
+                armed = Some(timer);
+                Phase::BeforeExpiry
+            }
+            Event::TimerExpire { timer } if phase == Phase::BeforeExpiry && Some(timer) == armed => woken,
+            Event::Wakeup { pid } if pid == w.tid && phase <= Phase::BeforeExpiry => woken,
             Event::Switch { next_pid, .. } if next_pid == w.tid && phase == Phase::Woken => Phase::Running,
             _ => phase,
         };
@@ -112,7 +124,7 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     }
     push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
     if phase != Phase::Running {
-        let missing = if phase == Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
+        let missing = if phase <= Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
         for s in out.iter_mut().filter(|s| matches!(s.kind, CauseKind::TimerIrq | CauseKind::Wakeup)) {
             s.kind = CauseKind::Unexplained;
             s.name = format!("{missing} in the trace");
@@ -148,6 +160,11 @@ fn classify(
         }
         Phase::Woken => match st.running {
             Some(r) if r.pid != 0 && r.pid != tid => (CauseKind::Thread, comm_text(&r.comm), Some(r)),
+            _ => (CauseKind::Wakeup, "wake-up to switch-in".into(), None),
+        },
+        // Late to sleep: whoever ran, the measuring thread itself included, delayed it.
+        Phase::NotAsleep => match st.running {
+            Some(r) if r.pid != 0 => (CauseKind::Thread, comm_text(&r.comm), Some(r)),
             _ => (CauseKind::Wakeup, "wake-up to switch-in".into(), None),
         },
         Phase::Running => (CauseKind::Return, "clock_nanosleep return".into(), None),
@@ -251,6 +268,35 @@ mod tests {
         assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 502);
         assert_eq!(causes[0].kind, CauseKind::Unexplained);
         assert!(causes.iter().any(|c| c.kind == CauseKind::Thread), "what was seen stays");
+    }
+
+    /// The thread arms its timer only at 1300 (its set-up waited for a hog until 1250), the
+    /// expiry is already past: the hog and the thread itself are the causes; it never leaves
+    /// the CPU, so its wake-up is its return.
+    #[test]
+    fn a_thread_late_to_sleep_is_delayed_by_what_ran_before_it_armed_its_timer() {
+        let trace = vec![
+            switch(900, 0, HOG, "hog", 0),
+            switch(1250, HOG, ME, "rtvirt-timer1", 9),
+            at(1300, Event::TimerStart { by_pid: ME, timer: 5, expires: 1000 }),
+            at(1310, Event::VectorEntry { vector: 0 }),
+            at(1311, Event::TimerExpire { timer: 5 }),
+            at(1312, Event::Wakeup { pid: ME }),
+            at(1315, Event::VectorExit),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1320 };
+        let causes = attribute(&CpuState::default(), &trace, &HashMap::new(), &w);
+        let short: Vec<(CauseKind, &str, u64)> = causes.iter().map(|c| (c.kind, c.name.as_str(), c.duration)).collect();
+        assert_eq!(
+            short,
+            vec![
+                (CauseKind::Thread, "hog", 250),
+                (CauseKind::Thread, "rtvirt-timer1", 50),
+                (CauseKind::TimerIrq, "hrtimer", 11),
+                (CauseKind::Irq, "local_timer", 4),
+                (CauseKind::Return, "clock_nanosleep return", 5),
+            ]
+        );
     }
 
     #[test]
