@@ -75,6 +75,14 @@ fn measure(raw: bool) -> (u64, u64) {
             }
         }
         let cost = thread_cpu_ns() - cpu0;
+        let read_events: u64 = cpus
+            .iter()
+            .map(|c| {
+                let stats = std::fs::read_to_string(instance.path().join(format!("per_cpu/cpu{c}/stats"))).unwrap();
+                stats.lines().find_map(|l| l.strip_prefix("read events:")).map_or(0, |v| v.trim().parse().unwrap_or(0))
+            })
+            .sum();
+        println!("kernel read events {read_events} (raw decoded or text lines: {events})");
         stop.store(true, Ordering::Relaxed);
         let lost: u64 = cpus.iter().map(|&c| instance.lost_events(c)).sum();
         println!(

@@ -51,6 +51,7 @@ struct Shared {
     scenario: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     explain: Option<ExplainSection>,
 }
 

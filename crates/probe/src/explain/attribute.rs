@@ -104,7 +104,7 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     events[..first].iter().for_each(|e| st.apply(&e.event));
     let mut armed = st.timers.get(&w.tid).filter(|&&(_, expires)| expires >= w.expected).map(|&(timer, _)| timer);
     let mut phase = if armed.is_some() { Phase::BeforeExpiry } else { Phase::NotAsleep };
-    let (mut cursor, mut out) = (w.expected, Vec::new());
+    let (mut cursor, mut out, mut woken_at) = (w.expected, Vec::new(), None);
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
         push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, e.ts);
         cursor = e.ts.max(cursor);
@@ -120,18 +120,36 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
             Event::Switch { next_pid, .. } if next_pid == w.tid && phase == Phase::Woken => Phase::Running,
             _ => phase,
         };
+        if phase >= Phase::Woken && woken_at.is_none() {
+            woken_at = Some(e.ts);
+        }
         st.apply(&e.event);
     }
     push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
     if phase != Phase::Running {
-        let missing = if phase <= Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
-        for s in out.iter_mut().filter(|s| matches!(s.kind, CauseKind::TimerIrq | CauseKind::Wakeup)) {
-            s.kind = CauseKind::Unexplained;
-            s.name = format!("{missing} in the trace");
-        }
-        merge_neighbours(&mut out);
+        unexplain(&mut out, phase, woken_at);
     }
     out
+}
+
+/// The thread returned without the trace showing how it got there: what only the missing
+/// milestone would tell (the timer's delay, the wake-up, and after the wake-up who held the CPU,
+/// since the switch to the thread may have happened unseen) becomes `unexplained`.
+fn unexplain(out: &mut Vec<Share>, phase: Phase, woken_at: Option<u64>) {
+    let missing = if phase <= Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
+    let after_wakeup = |s: &Share| woken_at.is_some_and(|t| s.start >= t);
+    for s in out.iter_mut() {
+        let doubtful = matches!(s.kind, CauseKind::TimerIrq | CauseKind::Wakeup)
+            || (s.kind == CauseKind::Thread && after_wakeup(s));
+        if doubtful {
+            let last = if s.kind == CauseKind::Thread { format!(", {} running last", s.name) } else { String::new() };
+            s.kind = CauseKind::Unexplained;
+            s.name = format!("{missing} in the trace{last}");
+            s.pid = None;
+            s.kernel_prio = None;
+        }
+    }
+    merge_neighbours(out);
 }
 
 /// Who the time between two events belongs to.
@@ -267,7 +285,11 @@ mod tests {
         let causes = attribute(&CpuState::default(), &trace, &HashMap::new(), &w);
         assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 502);
         assert_eq!(causes[0].kind, CauseKind::Unexplained);
-        assert!(causes.iter().any(|c| c.kind == CauseKind::Thread), "what was seen stays");
+        assert!(causes.iter().any(|c| c.kind == CauseKind::Irq), "what was seen stays");
+        assert!(
+            !causes.iter().any(|c| c.kind == CauseKind::Thread),
+            "after the wake-up the hog may not have held the CPU: the switch may be missing"
+        );
     }
 
     /// The thread arms its timer only at 1300 (its set-up waited for a hog until 1250), the

@@ -154,12 +154,27 @@ impl Explainer {
 
     /// Stream and explain until `done` is set (the measuring threads have ended), then finish.
     pub fn run(mut self, done: &AtomicBool) -> ExplainSection {
+        self.keep_off_measured_cpus();
         while !done.load(Ordering::Acquire) {
             std::thread::sleep(POLL);
             self.step(false);
         }
         self.step(true);
         self.finish()
+    }
+
+    /// Run on the CPUs not measured when there are any: reading a CPU's ring buffer from that
+    /// CPU would delay its wake-ups (and the reader is not what the user wants explained).
+    fn keep_off_measured_cpus(&mut self) {
+        let Some(c) = &self.capture else { return };
+        let measured: Vec<u32> = c.cpus.iter().map(|t| t.reader.cpu).collect();
+        let others: Vec<u32> = crate::cpus::allowed().into_iter().filter(|x| !measured.contains(x)).collect();
+        if !others.is_empty() && crate::rt::pin_thread(0, &others).is_ok() {
+            return;
+        }
+        self.section.limitations.push(
+            "the trace reader shares the measured CPUs (no other CPU allowed): its reads are among the causes".into(),
+        );
     }
 
     /// Take the wake-ups queued, read the buffers, explain what can be explained now.
@@ -226,6 +241,13 @@ impl Explainer {
                     s.events_lost
                 ));
             }
+        }
+        let unseen = s.samples.iter().filter(|x| x.causes.iter().any(|c| c.name.starts_with("no switch"))).count();
+        if unseen > 0 {
+            s.limitations.push(format!(
+                "{unseen} explained wake-up(s) have no switch to the measuring thread in the trace although it ran \
+                 (an event the kernel did not record or the reader did not get): after their wake-up they are unexplained"
+            ));
         }
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {

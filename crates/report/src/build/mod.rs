@@ -5,6 +5,7 @@
 
 pub mod compare;
 mod environment;
+mod explain;
 pub(crate) mod latency;
 pub mod limits;
 mod network;
@@ -25,6 +26,7 @@ pub fn build_report(title: &str, inputs: &[Input]) -> Report {
     sections.extend(plan::sections(inputs));
     sections.extend(tasks::section(inputs));
     sections.extend(latency::sections(inputs));
+    sections.extend(explain::section(inputs));
     sections.extend(network::section(inputs));
     sections.extend(timeline::section(inputs));
     sections.extend(environment::section(inputs));
