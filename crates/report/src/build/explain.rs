@@ -130,8 +130,12 @@ mod tests {
             limitations: vec!["no preemptirq events".into()],
             ..Default::default()
         });
-        let input =
-            Input { name: "m".into(), path: "m.json".into(), doc: crate::input::Document::Results(Box::new(r)) };
+        let input = Input {
+            name: "m".into(),
+            path: "m.json".into(),
+            doc: crate::input::Document::Results(Box::new(r)),
+            intervals: None,
+        };
         let sec = section(&[input]).expect("a section");
         let text = format!("{sec:?}");
         assert!(text.contains("causes") && text.contains("hog") && text.contains("no preemptirq"), "{text}");
