@@ -7,7 +7,7 @@
 use rtvirt_model::results::{CauseKind, ExplainSection};
 use rtvirt_model::Nanos;
 use rtvirt_probe::explain::ExplainConfig;
-use rtvirt_probe::rt::{self, Policy, Sched};
+use rtvirt_probe::rt::{self, LinuxPolicy, Sched};
 use rtvirt_probe::timer::{self, TimerConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -30,7 +30,7 @@ fn config(cpu: u32, state: &std::path::Path, above: Option<Nanos>) -> TimerConfi
         cpus: vec![cpu],
         interval: Nanos::from_ms(1),
         priority: 50,
-        policy: Policy::Fifo,
+        policy: LinuxPolicy::Fifo,
         duration: Nanos::from_ms(1500),
         explain: Some(explain),
         ..Default::default()

@@ -149,6 +149,9 @@ fn bare_number(text: &str, unit: &str) -> Result<Nanos, String> {
         Nanos::parse(&format!("{t}{unit}"))
     } else {
         Nanos::parse(t)
+    }
+}
+
 impl TimerArgs {
     /// Whether a kernel trace is taken.
     pub fn explains(&self) -> bool {
