@@ -34,6 +34,7 @@ pub mod restore;
 pub mod sched;
 pub mod signals;
 pub mod sysinfo;
+pub mod trace_mount;
 pub mod tracefs;
 
 pub use cpulist::CpuList;

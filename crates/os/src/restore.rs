@@ -126,7 +126,7 @@ impl Change {
             Change::EnableController { path, controller, .. } => {
                 write_file(path, &format!("+{controller}"), Op::WriteFile)
             }
-            Change::TraceInstance { path, mounted } => crate::tracefs::create_instance(path, mounted.as_deref()),
+            Change::TraceInstance { path, mounted } => crate::trace_mount::create_instance(path, mounted.as_deref()),
         }
     }
 
@@ -182,7 +182,7 @@ impl Change {
                 Ok(Undone::Restored)
             }
             Change::TraceInstance { path, mounted } => {
-                crate::tracefs::remove_instance(path, mounted.as_deref()).map(|_| Undone::Restored)
+                crate::trace_mount::remove_instance(path, mounted.as_deref()).map(|_| Undone::Restored)
             }
         }
     }

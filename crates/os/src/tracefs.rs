@@ -21,22 +21,17 @@
 use crate::error::{OsError, Result};
 use crate::procfs;
 use crate::restore::Change;
+use crate::trace_mount::unsupported;
+pub use crate::trace_mount::{mounted_at, MOUNT_POINT};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// Where rtvirt mounts tracefs when it is not mounted.
-pub const MOUNT_POINT: &str = "/sys/kernel/tracing";
 /// The directory under the state directory that holds one record per live instance.
 pub const JOURNAL_DIR: &str = "tracing";
 /// The prefix of rtvirt's instance names (`rtvirt-<pid>`).
 pub const INSTANCE_PREFIX: &str = "rtvirt-";
-
-/// Where tracefs is mounted in this mount namespace, if it is.
-pub fn mounted_at() -> Option<PathBuf> {
-    procfs::mounts().into_iter().find(|m| m.fstype == "tracefs").map(|m| m.path)
-}
 
 /// A tracing instance of this process, removed on drop.
 pub struct Instance {
@@ -230,74 +225,6 @@ fn record_owner(path: &Path) -> Option<(u32, u64)> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".json")?;
     let (pid, start) = stem.split_once('-')?;
     Some((pid.parse().ok()?, start.parse().ok()?))
-}
-
-/// Mount tracefs if asked, then create the instance directory (the kernel fills it).
-pub(crate) fn create_instance(path: &Path, mount_point: Option<&Path>) -> Result<()> {
-    if let Some(m) = mount_point {
-        if mounted_at().is_none() {
-            mount_tracefs(m)?;
-        }
-    }
-    if path.is_dir() {
-        return Ok(());
-    }
-    std::fs::create_dir(path).map_err(|e| OsError::io(path, e))
-}
-
-/// Remove the instance (retrying while a reader closes), then unmount what rtvirt mounted.
-pub(crate) fn remove_instance(path: &Path, mount_point: Option<&Path>) -> Result<()> {
-    let mut removed = !path.exists();
-    for _ in 0..100 {
-        if removed {
-            break;
-        }
-        let _ = std::fs::write(path.join("tracing_on"), "0");
-        removed = std::fs::remove_dir(path).is_ok() || !path.exists();
-        if !removed {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    }
-    if !removed {
-        std::fs::remove_dir(path).map_err(|e| OsError::io(path, e))?;
-    }
-    match mount_point {
-        Some(m) if mounted_at().as_deref() == Some(m) && !has_other_instances(m) => unmount(m),
-        _ => Ok(()),
-    }
-}
-
-/// Whether instances other than ours live under the mount (then it is not ours to unmount).
-fn has_other_instances(mount_point: &Path) -> bool {
-    std::fs::read_dir(mount_point.join("instances")).map(|d| d.flatten().next().is_some()).unwrap_or(false)
-}
-
-fn mount_tracefs(at: &Path) -> Result<()> {
-    let target = c_path(at)?;
-    // SAFETY: all pointers are valid NUL-terminated strings for the duration of the call.
-    let rc = unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
-    if rc != 0 {
-        return Err(unsupported(at, &format!("cannot mount tracefs: {}", std::io::Error::last_os_error())));
-    }
-    Ok(())
-}
-
-fn unmount(at: &Path) -> Result<()> {
-    let target = c_path(at)?;
-    // SAFETY: a valid NUL-terminated path.
-    if unsafe { libc::umount(target.as_ptr()) } != 0 {
-        return Err(unsupported(at, &format!("cannot unmount tracefs: {}", std::io::Error::last_os_error())));
-    }
-    Ok(())
-}
-
-fn c_path(p: &Path) -> Result<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| unsupported(p, "path holds a NUL byte"))
-}
-
-fn unsupported(path: &Path, what: &str) -> OsError {
-    OsError::Unsupported(format!("{}: {what}", path.display()))
 }
 
 /// Read a tracefs text file with large reads: some (`header_page`) end after a short first read,
