@@ -484,7 +484,11 @@ fn parse_fields(text: &str) -> Vec<Field> {
 mod tests {
     use super::*;
 
-    const SCHED_SWITCH: &str = "name: sched_switch\nID: 372\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
+    const SCHED_SWITCH: &str = "name: sched_switch\nID: 372\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+        \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
 
     #[test]
     fn format_files_give_ids_and_field_layouts() {
@@ -501,7 +505,10 @@ mod tests {
 
     #[test]
     fn the_page_header_layout_is_read_from_header_page() {
-        let text = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
+        let text = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+            \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+            \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+            \tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
         assert_eq!(parse_header_page(text), Some(PageHeader { commit_offset: 8, commit_size: 8, data_offset: 16 }));
     }
 

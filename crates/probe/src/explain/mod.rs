@@ -246,7 +246,8 @@ impl Explainer {
         if unseen > 0 {
             s.limitations.push(format!(
                 "{unseen} explained wake-up(s) have no switch to the measuring thread in the trace although it ran \
-                 (an event the kernel did not record or the reader did not get): after their wake-up they are unexplained"
+                 (an event the kernel did not record or the reader did not get): \
+                 after their wake-up they are unexplained"
             ));
         }
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
