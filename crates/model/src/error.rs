@@ -72,6 +72,16 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+/// A number as an error shows it: plain when it reads well (0.95, 12.5), else in scientific
+/// notation (1e308 rather than 309 digits; 1e-12 rather than twelve zeros).
+pub fn shown(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e9).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// 1-based (line, column) of a byte offset in `src`.
 pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
@@ -99,6 +109,16 @@ mod tests {
             .in_file(Path::new("s.toml"))
             .at_line(7, 3);
         assert_eq!(e.to_string(), "s.toml:line 7, column 3: field `guest[1].task[0].wcet`: must be positive");
+    }
+
+    #[test]
+    fn numbers_in_errors_stay_short() {
+        assert_eq!(shown(1e308), "1e308");
+        assert_eq!(shown(1e-12), "1e-12");
+        assert_eq!(shown(0.95), "0.95");
+        assert_eq!(shown(-3.5), "-3.5");
+        assert_eq!(shown(0.0), "0");
+        assert_eq!(shown(f64::NAN), "NaN");
     }
 
     #[test]

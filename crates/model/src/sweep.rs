@@ -10,6 +10,7 @@
 //! ```
 
 use crate::duration::Nanos;
+use crate::error::shown;
 use crate::error::InputError;
 use crate::scenario::{check_horizon, parse_toml_located, Scenario};
 use crate::source::Source;
@@ -71,7 +72,10 @@ impl Sweep {
         }
         let rho = raw.rho.unwrap_or_default();
         if let Some(r) = rho.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-            return Err(InputError::field("rho", format!("{r}: expected probabilities strictly between 0 and 1")));
+            return Err(InputError::field(
+                "rho",
+                format!("{}: expected probabilities strictly between 0 and 1", shown(*r)),
+            ));
         }
         let seed_count = match &raw.seeds {
             None => 1,

@@ -35,6 +35,7 @@
 //! docs/netsim.md for where each number comes from.
 
 use crate::duration::Nanos;
+use crate::error::shown;
 use crate::error::InputError;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -676,7 +677,7 @@ impl RawCache {
         let kib = |v: Option<f64>, def: f64, f: &str| -> R<f64> {
             match v {
                 Some(x) if !(x >= 0.0 && x.is_finite()) => {
-                    Err(InputError::field(f, format!("{x}: expected a non-negative size in KiB")))
+                    Err(InputError::field(f, format!("{}: expected a non-negative size in KiB", shown(x))))
                 }
                 Some(x) => Ok(x),
                 None => Ok(def),
@@ -749,7 +750,7 @@ fn nic(nic: &RawNic, cores: u32) -> R<Nic> {
     let mask = core_mask(&Some(nic.irq_cores.clone()), cores, "irq_cores")?;
     let gbps = nic.gbps.unwrap_or(10.0);
     if !(gbps > 0.0 && gbps <= 1000.0) {
-        return Err(InputError::field("gbps", format!("{gbps}: expected a line rate in (0, 1000] Gb/s")));
+        return Err(InputError::field("gbps", format!("{}: expected a line rate in (0, 1000] Gb/s", shown(gbps))));
     }
     Ok(Nic {
         name: nic.name.clone(),
@@ -960,7 +961,7 @@ fn domain(domain: &RawDomain, cores: u32) -> R<Domain> {
     };
     let cap = domain.cap.unwrap_or(0.3);
     if !(cap > 0.0 && cap <= 1.0) {
-        return Err(InputError::field("cap", format!("{cap}: expected a CPU share in (0, 1]")));
+        return Err(InputError::field("cap", format!("{}: expected a CPU share in (0, 1]", shown(cap))));
     }
     Ok(Domain {
         name: domain.name.clone(),

@@ -2,6 +2,7 @@
 
 use super::raw::*;
 use super::*;
+use crate::error::shown;
 use crate::exec::Samples;
 use crate::source::Source;
 use std::collections::HashSet;
@@ -47,7 +48,7 @@ fn host(host: &RawHost) -> R<HostSection> {
     }
     let cap = host.bandwidth_cap.unwrap_or(DEFAULT_BANDWIDTH_CAP);
     if !(cap > 0.0 && cap <= 1.0) {
-        return Err(InputError::field("bandwidth_cap", format!("{cap}: expected a fraction in (0, 1]")));
+        return Err(InputError::field("bandwidth_cap", format!("{}: expected a fraction in (0, 1]", shown(cap))));
     }
     Ok(HostSection { cores: host.cores as u32, bandwidth_cap: cap })
 }
@@ -56,7 +57,7 @@ fn host(host: &RawHost) -> R<HostSection> {
 pub fn check_rho(rho: Option<f64>, field: &str) -> R<Option<f64>> {
     match rho {
         Some(r) if !(r > 0.0 && r < 1.0) => {
-            Err(InputError::field(field, format!("{r}: expected a probability strictly between 0 and 1")))
+            Err(InputError::field(field, format!("{}: expected a probability strictly between 0 and 1", shown(r))))
         }
         r => Ok(r),
     }

@@ -7,6 +7,7 @@ use super::raw::{RawSim, RawThread, RawVcpu};
 use super::sim::*;
 use super::{check_horizon, check_timing};
 use crate::duration::Nanos;
+use crate::error::shown;
 use crate::error::InputError;
 
 type R<T> = Result<T, InputError>;
@@ -99,7 +100,10 @@ fn slowdown(given: Option<f64>, field: &str) -> R<f64> {
         Some(x) if x.is_finite() && (0.0..=MAX_SLOWDOWN).contains(&x) => Ok(x),
         Some(x) => Err(InputError::field(
             field,
-            format!("{x}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)"),
+            format!(
+                "{}: expected a fraction from 0 to {MAX_SLOWDOWN} (0.05 = jobs run 5% longer in the guest)",
+                shown(x)
+            ),
         )),
     }
 }
