@@ -186,7 +186,13 @@ fn bad_input_exits_2_with_located_errors() {
     fails_with(&GOOD.replace("priority = 50", "priority = 50\nruntime = \"1ms\""), &[], "guest[0].vcpu.runtime");
     fails_with(&GOOD.replace("[guest.vcpu]", "[guest.vcpu]\ncore = 3"), &[], "core 3 does not exist");
     fails_with(GOOD, &["--trace", "/tmp/x.json", "--trace-max-events", "999999999"], "would not fit in memory");
-    fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"), &[], "unknown unit");
+    fails_with(&GOOD.replace("[host]", "[sim]\nduration = \"1000x\"\n[host]"), &[], "unknown unit");
+    // days are a unit (cyclictest's habits), but 1000 of them exceed the 30-day horizon
+    fails_with(
+        &GOOD.replace("[host]", "[sim]\nduration = \"1000d\"\n[host]"),
+        &[],
+        "86400000s: expected a positive horizon",
+    );
     fails_with(GOOD, &["--duration", "45000min"], "field `--duration`: 2700000s");
     // the file is checked when it is read, whatever the command line overrides
     fails_with(
