@@ -131,9 +131,6 @@ fn injected_hog_run() -> Result<(), String> {
 /// kernel's trace lacks some switches (docs/measure.md, "known gaps"); three failures in a row
 /// (~1% by chance) is a defect.
 #[test]
-#[ignore = "open defect (issue 15): on a quiet host the switches into the hog are missing from the \
-            trace and its time is called 'wake-up to switch-in' (3 of 3 runs at the end of the session \
-            that built it, after 5 of 5 passes under load); run with --ignored while fixing it"]
 fn an_injected_fifo_thread_is_the_top_cause_with_its_duration() {
     let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
     let mut failures = Vec::new();

@@ -106,6 +106,9 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     let mut phase = if armed.is_some() { Phase::BeforeExpiry } else { Phase::NotAsleep };
     let (mut cursor, mut out, mut woken_at) = (w.expected, Vec::new(), None);
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
+        if phase == Phase::Woken {
+            credit_unseen_runner(&mut st, &mut out, &e.event, w.tid, woken_at.unwrap_or(w.expected));
+        }
         push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, e.ts);
         cursor = e.ts.max(cursor);
         let on_cpu = st.running.is_some_and(|r| r.pid == w.tid);
@@ -130,6 +133,26 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
         unexplain(&mut out, phase, woken_at);
     }
     out
+}
+
+/// The switch to the woken thread names the thread it preempted (`prev_*`). When the switch that
+/// put that thread on the CPU is missing from the trace (the kernel dropped it without counting it
+/// lost; docs/measure.md), the switch-out still proves who held the CPU: the time since the wake-up
+/// that was called `wakeup` for want of a known runner is that thread's (handlers keep theirs).
+fn credit_unseen_runner(st: &mut CpuState, out: &mut [Share], event: &Event, tid: u32, woken_at: u64) {
+    let Event::Switch { prev_pid, prev_comm, prev_prio, next_pid, .. } = *event else { return };
+    let unseen = st.running.is_none_or(|r| r.pid != prev_pid);
+    if next_pid != tid || prev_pid == 0 || prev_pid == tid || !unseen {
+        return;
+    }
+    let runner = Running { pid: prev_pid, comm: prev_comm, prio: prev_prio };
+    st.running = Some(runner);
+    for share in out.iter_mut().filter(|s| s.kind == CauseKind::Wakeup && s.start >= woken_at) {
+        share.kind = CauseKind::Thread;
+        share.name = comm_text(&prev_comm);
+        share.pid = Some(prev_pid);
+        share.kernel_prio = Some(prev_prio);
+    }
 }
 
 /// The thread returned without the trace showing how it got there: what only the missing
@@ -228,7 +251,15 @@ mod tests {
     }
 
     fn switch(ts: u64, prev: u32, next: u32, name: &str, prio: i32) -> Timed {
-        Timed { ts, event: Event::Switch { prev_pid: prev, next_pid: next, next_comm: comm(name), next_prio: prio } }
+        let event = Event::Switch {
+            prev_pid: prev,
+            prev_comm: comm(""),
+            prev_prio: 120,
+            next_pid: next,
+            next_comm: comm(name),
+            next_prio: prio,
+        };
+        Timed { ts, event }
     }
 
     fn at(ts: u64, event: Event) -> Timed {
@@ -290,6 +321,33 @@ mod tests {
             !causes.iter().any(|c| c.kind == CauseKind::Thread),
             "after the wake-up the hog may not have held the CPU: the switch may be missing"
         );
+    }
+
+    /// The switch into the hog at 900 is missing from the trace (as the kernel sometimes drops it
+    /// uncounted): the switch out of it at 1500 names it, so its time is still the hog's.
+    #[test]
+    fn a_missing_switch_in_is_recovered_from_the_switch_out() {
+        let mut trace = hog_trace();
+        trace.remove(2);
+        let last = trace.len() - 1;
+        trace[last] = at(
+            1500,
+            Event::Switch {
+                prev_pid: HOG,
+                prev_comm: comm("hog"),
+                prev_prio: 0,
+                next_pid: ME,
+                next_comm: comm("rtvirt-timer1"),
+                next_prio: 9,
+            },
+        );
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1502 };
+        let causes = attribute(&CpuState::default(), &trace, &HashMap::from([(42, "eth0".to_string())]), &w);
+        let hog: u64 =
+            causes.iter().filter(|c| c.kind == CauseKind::Thread && c.name == "hog").map(|c| c.duration).sum();
+        assert_eq!(hog, 180 + 250, "{causes:?}");
+        assert!(causes.iter().all(|c| c.kind != CauseKind::Wakeup && c.kind != CauseKind::Unexplained), "{causes:?}");
+        assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 502);
     }
 
     /// The thread arms its timer only at 1300 (its set-up waited for a hog until 1250), the

@@ -40,6 +40,8 @@ pub type Comm = [u8; 16];
 pub enum Event {
     Switch {
         prev_pid: u32,
+        prev_comm: Comm,
+        prev_prio: i32,
         next_pid: u32,
         next_comm: Comm,
         next_prio: i32,
@@ -78,7 +80,7 @@ pub const SOFTIRQS: &[&str] =
     &["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 enum Kind {
-    Switch { prev_pid: Field, next_pid: Field, next_comm: Field, next_prio: Field },
+    Switch { prev_pid: Field, prev_comm: Field, prev_prio: Field, next_pid: Field, next_comm: Field, next_prio: Field },
     Wakeup { pid: Field },
     TimerStart { timer: Field, expires: Field },
     TimerExpire { timer: Field },
@@ -121,8 +123,10 @@ impl Decoder {
         let d = raw.data;
         let uint = |f: &Field| f.int(d).map(|v| v as u64);
         Some(match self.kinds.get(&id)? {
-            Kind::Switch { prev_pid, next_pid, next_comm, next_prio } => Event::Switch {
+            Kind::Switch { prev_pid, prev_comm, prev_prio, next_pid, next_comm, next_prio } => Event::Switch {
                 prev_pid: uint(prev_pid)? as u32,
+                prev_comm: comm(prev_comm, d),
+                prev_prio: prev_prio.int(d)? as i32,
                 next_pid: uint(next_pid)? as u32,
                 next_comm: comm(next_comm, d),
                 next_prio: next_prio.int(d)? as i32,
@@ -153,6 +157,8 @@ fn kind_of(event: &str, f: &EventFormat) -> Option<Kind> {
     Some(match event {
         "sched/sched_switch" => Kind::Switch {
             prev_pid: field("prev_pid")?,
+            prev_comm: field("prev_comm")?,
+            prev_prio: field("prev_prio")?,
             next_pid: field("next_pid")?,
             next_comm: field("next_comm")?,
             next_prio: field("next_prio")?,
