@@ -58,9 +58,10 @@ pub enum Family {
     /// `(Pi, Theta, Delta)` with a fixed deadline `Delta` (`Theta <= Delta`).
     EdpDeadline(u64),
     /// A PRM `(Pi, Theta)` as the tasks see it on a host with overheads
-    /// ([`crate::overhead`]): its supply delayed by `delay` ns, and at most `Pi - per_period` of
-    /// it usable (the server pays `per_period` out of its budget).
-    Delayed { delay: u64, per_period: u64 },
+    /// ([`crate::overhead`]): its supply delayed by the release jitter and the overrun's pay-back
+    /// ([`crate::overhead::Overheads::supply_delay`], shorter for a larger `Theta`), and at most
+    /// `Pi - per_period` of it usable (the server pays `per_period` out of its budget).
+    Delayed(crate::overhead::Overheads),
 }
 
 impl Family {
@@ -69,15 +70,19 @@ impl Family {
             Family::Prm => Edp::prm(period, theta),
             Family::EdpTight => Edp { period, budget: theta, deadline: theta },
             Family::EdpDeadline(d) => Edp { period, budget: theta, deadline: d },
-            // sbf_PRM(t - delay) is Easwaran et al.'s formula with Delta = Pi + delay
-            Family::Delayed { delay, .. } => Edp { period, budget: theta, deadline: period + delay },
+            // sbf_PRM(t - delay) is Easwaran et al.'s formula with Delta = Pi + delay; a delay
+            // beyond any horizon (a budget of 0 never pays an overrun back) supplies nothing
+            Family::Delayed(o) => {
+                let delay = o.supply_delay(period, theta).min(crate::dbf::TIME_CAP);
+                Edp { period, budget: theta, deadline: period.saturating_add(delay) }
+            }
         }
     }
     /// Largest budget of the family for this period.
     fn max_budget(self, period: u64) -> u64 {
         match self {
             Family::EdpDeadline(d) => d.min(period),
-            Family::Delayed { per_period, .. } => period.saturating_sub(per_period),
+            Family::Delayed(o) => period.saturating_sub(o.per_period),
             _ => period,
         }
     }
@@ -303,8 +308,7 @@ pub fn best_interface_with_overheads(
     overheads: &crate::overhead::Overheads,
 ) -> Option<Interface> {
     let o = overheads.per_period;
-    let family = |period: u64| Family::Delayed { delay: overheads.supply_delay(period), per_period: o };
-    let (period, budget) = least_bandwidth(demand, candidates, o, family)?;
+    let (period, budget) = least_bandwidth(demand, candidates, o, |_| Family::Delayed(*overheads))?;
     Some(Interface { period, budget, deadline: period })
 }
 

@@ -14,13 +14,21 @@
 //!   is `dbf_J(t) = dbf(t + J)` (Spuri 1996), FP's request bound with jitter has its points shifted
 //!   by `J` the same way, so `dbf_J(t) <= sbf(t)` for all t is `dbf(t) <= sbf(t - J)`: the supply
 //!   is delayed by `J` (and a task with `D <= J` can never be schedulable).
-//! - **Enforcement overrun** `delta = enforcement.overrun_max_ns`: with `hrtick` the server may run
-//!   `delta` past its budget and pays it back from the next period, which delays the least supply
-//!   by `delta`; at the `tick` the pay-back blacks the server out for whole periods
-//!   (docs/sim-deadline-consistency.md): a delay of `ceil(delta / Pi) Pi`.
+//! - **Enforcement overrun** `delta = enforcement.overrun_max_ns` (hrtick: how late the
+//!   throttle comes; tick: the tick's length, up to which depletion goes unnoticed): the server
+//!   may run `delta` past its runtime and the kernel pays it back from the following periods
+//!   (`replenish_dl_entity` adds one runtime per period until it is positive;
+//!   docs/sim-deadline-consistency.md). A window that starts right after an overrun therefore
+//!   gets up to `delta` less than the PRM bound, `sbf(t) - delta`; since a PRM gives `Theta` per
+//!   period, `sbf(t - k Pi) = sbf(t) - k Theta` beyond its first blackout, so the safe bound used is
+//!   the supply delayed by `ceil(delta / Theta) Pi` (Theta the usable budget; the pay-back is in
+//!   fact at `Theta + o` per period). A delay of `delta` alone would be optimistic: the period after
+//!   an overrun supplies `Theta - delta`, and with it the supply stays `delta` below the PRM bound
+//!   for good (the simulator shows the misses, `crates/sim/tests/plan_consistency.rs`).
 //!
 //! A PRM `(Pi, Theta)` delayed by `d` is, as a function of t, the EDP formula with `Delta = Pi + d`
-//! (first supply at `Pi + d - Theta`, blackout `2 (Pi - Theta) + d`), so the exact least-budget
+//! (first supply at `Pi + d - Theta`, blackout `2 (Pi - Theta) + d`). The delay shrinks as `Theta`
+//! grows, so the supply at every t is still non-decreasing in `Theta` and the exact least-budget
 //! search of [`crate::interface`] runs unchanged on [`crate::interface::Family::Delayed`].
 
 use rtvirt_model::hostmodel::{EnforcementKind, HostModel};
@@ -36,7 +44,7 @@ pub struct Overheads {
     pub release_jitter: u64,
     /// Largest overrun before the throttle.
     pub overrun: u64,
-    /// The overrun is enforced at the tick (paid back by whole blacked-out periods).
+    /// The overrun comes from enforcement at the tick (for the text; paid back alike).
     pub tick: bool,
 }
 
@@ -52,10 +60,20 @@ impl Overheads {
         }
     }
 
-    /// How long the tasks' supply is delayed with server period `period`.
-    pub fn supply_delay(&self, period: u64) -> u64 {
-        let overrun = if self.tick && self.overrun > 0 { self.overrun.div_ceil(period) * period } else { self.overrun };
-        self.release_jitter.saturating_add(overrun)
+    /// How long the tasks' supply is delayed with server period `period` and usable budget
+    /// `budget`: the release jitter and the overrun's pay-back, `ceil(delta / Theta) Pi` (a budget
+    /// of 0 never pays it back: `u64::MAX`).
+    pub fn supply_delay(&self, period: u64, budget: u64) -> u64 {
+        self.release_jitter.saturating_add(self.payback(period, budget))
+    }
+
+    /// The pay-back blackout of one overrun: `ceil(overrun / budget)` whole periods.
+    pub fn payback(&self, period: u64, budget: u64) -> u64 {
+        match (self.overrun, budget) {
+            (0, _) => 0,
+            (_, 0) => u64::MAX,
+            (overrun, budget) => overrun.div_ceil(budget).saturating_mul(period),
+        }
     }
 
     pub fn is_zero(&self) -> bool {
@@ -74,10 +92,17 @@ mod tests {
     use rtvirt_model::scenario::GuestScheduler;
 
     /// The least supply with overheads, straight from the definitions: the PRM `(Pi, usable)`
-    /// blacked out for the enforcement pay-back (not the release jitter: the oracle's demand has it).
+    /// blacked out for the enforcement pay-back, `ceil(overrun / usable)` whole periods (not the
+    /// release jitter: the oracle's demand has it).
     fn supply(period: u64, usable: u64, o: &Overheads, t: u64) -> u64 {
-        let payback = o.supply_delay(period) - o.release_jitter;
-        Edp::prm(period, usable).sbf(t.saturating_sub(payback)) * (t >= payback) as u64
+        if usable == 0 {
+            return 0;
+        }
+        let payback = o.overrun.div_ceil(usable) * period;
+        if t < payback {
+            return 0;
+        }
+        Edp::prm(period, usable).sbf(t - payback)
     }
 
     /// EDF demand with release jitter J (Spuri 1996) and per-job overhead, job by job.
@@ -105,10 +130,13 @@ mod tests {
 
     /// Least deployed budget by scanning every budget and every integer t far past 2 LCM.
     fn oracle(tasks: &[Sporadic], sched: GuestScheduler, o: &Overheads, period: u64) -> Option<u64> {
-        let horizon = 4 * hyperperiod(tasks) + 4 * (o.supply_delay(period) + period);
         (0..=period.checked_sub(o.per_period)?)
             .find(|&usable| match sched {
-                GuestScheduler::Edf => (0..=horizon).all(|t| dbf_jitter(tasks, o, t) <= supply(period, usable, o, t)),
+                GuestScheduler::Edf => {
+                    let delay = o.release_jitter + o.overrun.div_ceil(usable.max(1)) * period;
+                    let horizon = 4 * hyperperiod(tasks) + 4 * (delay + period);
+                    (0..=horizon).all(|t| dbf_jitter(tasks, o, t) <= supply(period, usable, o, t))
+                }
                 GuestScheduler::Fp => fp_ok(tasks, o, period, usable),
             })
             .map(|usable| usable + o.per_period)

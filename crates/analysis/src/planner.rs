@@ -266,13 +266,14 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
 pub fn overheads_text(o: &Overheads) -> String {
     format!(
         "per server period {} ns (server overhead + cache reload) out of the budget; per job {} ns \
-         (cache reload + 2 context switches); release jitter {} ns; enforcement overrun {} ns at the {} \
-         (Phan, Xu, Lee, Lee & Sokolsky 2013)",
+         (cache reload + 2 context switches); release jitter {} ns; enforcement overrun {} ns ({}), paid back \
+         from the next periods: supply delayed by ceil(overrun / budget) periods (Phan, Xu, Lee, Lee & \
+         Sokolsky 2013)",
         o.per_period,
         o.per_job,
         o.release_jitter,
         o.overrun,
-        if o.tick { "tick: paid back by whole server periods" } else { "hrtick" }
+        if o.tick { "the tick" } else { "hrtick" }
     )
 }
 

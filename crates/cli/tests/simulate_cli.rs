@@ -297,3 +297,41 @@ fn a_trace_that_is_an_input_is_refused() {
         assert_eq!([std::fs::read(&scenario).unwrap(), std::fs::read(&plan).unwrap()], before, "{args:?}");
     }
 }
+
+/// Issue 16: `--host-model` charges a host model's costs (results say which), deterministically;
+/// a bad host model, or one given with a [net] scenario or a sweep, is exit 2, located.
+#[test]
+fn a_host_model_is_charged_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let hm = dir.path().join("hm.json");
+    std::fs::write(
+        &hm,
+        r#"{"schema":"rtvirt.hostmodel/v1","release_latency_ns":{"p50":20000,"p99":300000,"max":900000}}"#,
+    )
+    .unwrap();
+    let hm = hm.to_str().unwrap();
+    let base = ["simulate", "scenarios/default.toml", "--duration", "2s", "--format", "json"];
+    let plain = rtvirt(&base);
+    let with: Vec<&str> = base.iter().copied().chain(["--host-model", hm]).collect();
+    let a = rtvirt(&with);
+    let v = stdout_json(&a);
+    assert!(v["host_costs"].as_str().unwrap().contains("p50 20000 / p99 300000 / max 900000"), "{v}");
+    assert!(stdout_json(&plain)["host_costs"].is_null());
+    assert_eq!(rtvirt(&with).stdout, a.stdout, "same seed, same bytes");
+    // every job reaches its guest later: the response times grow
+    let p50 = |v: &serde_json::Value| v["tasks"][0]["response_ns"]["p50"].as_u64().unwrap();
+    assert!(p50(&v) > p50(&stdout_json(&plain)), "{} vs {}", p50(&v), p50(&stdout_json(&plain)));
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema\":\"rtvirt.hostmodel/v1\",\n\"cache_reload_ns\":\"lots\"}").unwrap();
+    let o = rtvirt(&["simulate", "scenarios/default.toml", "--host-model", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.json") && err.contains("line 2") && err.contains("cache_reload_ns"), "{err}");
+    let o = rtvirt(&["simulate", "scenarios/seeds1_vanilla_hr.toml", "--host-model", hm]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[net]"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = rtvirt(&["simulate", "--sweep", "experiments/seeds5_dsr_vs_rho.sweep.toml", "--host-model", hm]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--host-model"));
+}

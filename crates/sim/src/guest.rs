@@ -35,6 +35,8 @@ pub struct TaskState {
     head: u64,
     remaining: u64,
     ready_since: u64,
+    /// The head job has executed since it started or since its last cache reload was charged.
+    head_ran: bool,
     pub jobs: u64,
     pub misses: u64,
     pub response: ResponseTimes,
@@ -98,6 +100,7 @@ impl TaskState {
         let drawn = self.exec.draw(self.wcet, self.rng.inner()).0;
         self.remaining = if self.stretch == 1.0 { drawn } else { (drawn as f64 * self.stretch).round() as u64 };
         self.ready_since = now;
+        self.head_ran = false;
     }
 }
 
@@ -124,6 +127,8 @@ pub struct Workload {
     last_ran: Option<u32>,
     overhead: u64,
     context_switch: u64,
+    /// A host model's extra execution for a preempted job (0 without one).
+    cache_reload: u64,
     idle_poll: bool,
     pub log: Option<Vec<JobRecord>>,
     index: u32,
@@ -161,6 +166,7 @@ impl Workload {
             last_ran: None,
             overhead: 0,
             context_switch: v.context_switch,
+            cache_reload: 0,
             idle_poll: v.idle_poll,
             log: None,
             index,
@@ -182,10 +188,18 @@ impl Workload {
             last_ran: None,
             overhead: 0,
             context_switch: 0,
+            cache_reload: 0,
             idle_poll: periodic.is_none(),
             log: None,
             index,
         }
+    }
+
+    /// A host model's guest costs ([`crate::host_costs`]): every task switch costs
+    /// `context_switch`, a preempted job needs `cache_reload` more when it resumes.
+    pub fn set_costs(&mut self, context_switch: u64, cache_reload: u64) {
+        self.context_switch = context_switch;
+        self.cache_reload = cache_reload;
     }
 
     /// First release time of each task.
@@ -257,14 +271,29 @@ impl Workload {
         if work == 0 {
             return true;
         }
+        if self.cache_reload > 0 {
+            self.reload_preempted(c);
+        }
         self.last_ran = Some(c);
         let t = &mut self.tasks[c as usize];
+        t.head_ran = true;
         debug_assert!(work <= t.remaining, "a job ran past its completion");
         t.remaining = t.remaining.saturating_sub(work);
         if t.remaining == 0 {
             self.complete(c, now);
         }
         self.runnable()
+    }
+
+    /// Task `c` runs after the job of another task that had started and is not finished: that
+    /// job was preempted and needs a cache reload when it resumes.
+    fn reload_preempted(&mut self, c: u32) {
+        let Some(p) = self.last_ran.filter(|&p| p != c) else { return };
+        let preempted = &mut self.tasks[p as usize];
+        if preempted.pending() && preempted.head_ran {
+            preempted.remaining += self.cache_reload;
+            preempted.head_ran = false;
+        }
     }
 
     fn complete(&mut self, c: u32, now: u64) {
@@ -346,6 +375,7 @@ fn task(
         head: 0,
         remaining: 0,
         ready_since: 0,
+        head_ran: false,
         jobs: 0,
         misses: 0,
         response: ResponseTimes::new(),

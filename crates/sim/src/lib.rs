@@ -10,8 +10,12 @@
 //! - [`sweep`]: grids of runs in parallel with identical results whatever the thread count.
 //! - [`net`]: the network path (`[net]`: KVM and Xen Dom0 packet processing), docs/netsim.md.
 //!
+//! - [`host_costs`]: a host model's measured costs (`rtvirt.hostmodel/v1`) as the simulator
+//!   charges them (per server period, release latency, enforcement, cache reload).
+//!
 //! Entry points: [`config::SimConfig::new`] (checked scenario + plan + overrides),
-//! [`run::simulate`] -> [`run::Outcome`], [`sweep::run_sweep`], [`net::simulate`].
+//! [`run::simulate`] -> [`run::Outcome`], [`run::simulate_with_host_model`] (the same on a host
+//! model), [`sweep::run_sweep`], [`net::simulate`].
 //!
 //! Invariants: the simulator never touches the OS (its "host" is a model); it is deterministic:
 //! the same scenario and seed give byte-identical JSON whatever the thread count (one random
@@ -24,9 +28,11 @@ pub mod config;
 pub mod engine;
 pub mod guest;
 pub mod host;
+pub mod host_costs;
 pub mod net;
 pub mod run;
 pub mod sweep;
 
 pub use config::{Overrides, SimConfig};
-pub use run::{simulate, Outcome, RunOptions};
+pub use host_costs::{HostCosts, LatencyDraw};
+pub use run::{simulate, simulate_with_costs, simulate_with_host_model, Outcome, RunOptions};

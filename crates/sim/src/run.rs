@@ -7,10 +7,13 @@
 //! release or abort at t is handled), then the event, then the touched clusters are re-decided.
 
 use crate::config::{Load, SimConfig};
+use crate::engine::rng::SimRng;
 use crate::engine::trace::{TraceWindow, TraceWriter, Track};
 use crate::engine::EventQueue;
 use crate::guest::{JobRecord, Workload};
 use crate::host::{Host, HostEv, ThreadId};
+use crate::host_costs::HostCosts;
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::results::{CoreResult, GuestResult, HostThread, Results, SimulationSection, TaskResult};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
@@ -60,9 +63,47 @@ pub struct Outcome {
 
 /// Run the scenario with the checked configuration.
 pub fn simulate(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Outcome {
+    simulate_with_costs(scenario, cfg, opts, None)
+}
+
+/// Run the scenario on a host with a host model's measured costs (`rtvirt simulate --host-model`;
+/// release latencies drawn from its distribution, [`crate::host_costs`]). None: exactly
+/// [`simulate`].
+pub fn simulate_with_host_model(
+    scenario: &Scenario,
+    cfg: &SimConfig,
+    opts: &RunOptions,
+    host: Option<&HostModel>,
+) -> Outcome {
+    simulate_with_costs(scenario, cfg, opts, host.map(HostCosts::of).as_ref())
+}
+
+/// Run the scenario with these host costs (e.g. [`HostCosts::worst_case`]); None: no costs.
+pub fn simulate_with_costs(
+    scenario: &Scenario,
+    cfg: &SimConfig,
+    opts: &RunOptions,
+    costs: Option<&HostCosts>,
+) -> Outcome {
     let mut sim = Sim::new(scenario, cfg, opts);
+    if let Some(c) = costs {
+        sim.set_costs(c, cfg.settings.seed);
+    }
     sim.run();
     sim.outcome(scenario, cfg)
+}
+
+/// Release latencies of a host model: its costs and one random stream per (workload, task).
+struct ReleaseLatency {
+    costs: HostCosts,
+    streams: Vec<Vec<SimRng>>,
+}
+
+impl ReleaseLatency {
+    fn draw(&mut self, w: u32, task: u32) -> u64 {
+        let u = self.streams[w as usize][task as usize].unit();
+        self.costs.latency(u)
+    }
 }
 
 struct Sim {
@@ -73,9 +114,34 @@ struct Sim {
     abort_late: bool,
     tracer: Option<Tracer>,
     progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    latency: Option<ReleaseLatency>,
 }
 
 impl Sim {
+    /// Charge a host model's costs: per server period and enforcement on the host, task switches
+    /// and cache reloads in the guests, release latency per guest job.
+    fn set_costs(&mut self, costs: &HostCosts, seed: u64) {
+        self.host.set_costs(costs);
+        let mut streams = Vec::with_capacity(self.loads.len());
+        for (wi, w) in self.loads.iter_mut().enumerate() {
+            if w.is_guest {
+                w.set_costs(costs.context_switch, costs.cache_reload);
+            }
+            let stream = |ti: usize| SimRng::new(seed, (1 << 63) | ((wi as u64) << 32) | ti as u64);
+            streams.push((0..w.tasks.len()).map(stream).collect());
+        }
+        self.latency = Some(ReleaseLatency { costs: *costs, streams });
+    }
+
+    /// How late job releases of task `task` of workload `w` reach the guest (0 without a host
+    /// model, and for extra host threads).
+    fn release_latency(&mut self, w: u32, task: u32) -> u64 {
+        match &mut self.latency {
+            Some(l) if self.loads[w as usize].is_guest => l.draw(w, task),
+            _ => 0,
+        }
+    }
+
     fn new(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
         let seed = cfg.settings.seed;
         let host = Host::new(scenario.host.cores, cfg.threads(), &cfg.settings);
@@ -107,14 +173,17 @@ impl Sim {
             abort_late: cfg.settings.abort_late,
             tracer,
             progress: opts.progress.clone(),
+            latency: None,
         }
     }
 
     fn run(&mut self) {
-        for (wi, w) in self.loads.iter().enumerate() {
-            for (ti, at) in w.first_releases() {
-                self.q.schedule(Nanos(at), Ev::Release { w: wi as u32, task: ti });
-            }
+        let firsts: Vec<(u32, u32, u64)> = (self.loads.iter().enumerate())
+            .flat_map(|(wi, w)| w.first_releases().map(move |(ti, at)| (wi as u32, ti, at)))
+            .collect();
+        for (w, task, at) in firsts {
+            let late = self.release_latency(w, task);
+            self.q.schedule(Nanos(at.saturating_add(late)), Ev::Release { w, task });
         }
         self.host.start(&mut self.q);
         for wi in 0..self.loads.len() {
@@ -158,9 +227,11 @@ impl Sim {
 
     fn release(&mut self, w: u32, task: u32, now: u64) {
         let (next, k, deadline) = self.loads[w as usize].release(task, now);
-        self.q.schedule(Nanos(next), Ev::Release { w, task });
+        // a job reaches its guest `release_latency` late, never before the previous one
+        let late = self.release_latency(w, task);
+        self.q.schedule(Nanos(next.saturating_add(late).max(now)), Ev::Release { w, task });
         if self.abort_late {
-            self.q.schedule(Nanos(deadline), Ev::Abort { w, task, k });
+            self.q.schedule(Nanos(deadline.max(now)), Ev::Abort { w, task, k });
         }
         self.sync_thread(w as usize, now);
     }
@@ -232,6 +303,7 @@ impl Sim {
             miss_policy: Some((if cfg.settings.abort_late { "abort" } else { "continue" }).into()),
             softirq_lock_inversions: None,
             threads: (!threads.is_empty()).then_some(threads),
+            host_costs: self.latency.as_ref().map(|l| l.costs.describe()),
         });
         let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
         let events = self.events();

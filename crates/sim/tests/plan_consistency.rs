@@ -4,12 +4,16 @@
 //! for random EDF and FP task sets. The same plans under the SCHED_DEADLINE model are run too and
 //! with exact enforcement (hrtick) they also give zero misses; with enforcement at the tick the
 //! overruns paid back later cause misses, which are reported (docs/sim-deadline-consistency.md).
+//! Plans made with a host model meet every deadline under that model's worst case (issue 16).
 
+use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::planner::{plan_at, PlanOptions};
+use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
 use rtvirt_sim::engine::rng::SimRng;
-use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use rtvirt_sim::{simulate, simulate_with_costs, HostCosts, Overrides, RunOptions, SimConfig};
 
 struct TaskSpec {
     period_us: u64,
@@ -113,4 +117,81 @@ fn exact_prm_budgets_meet_every_deadline_under_any_periodic_supply() {
     }
     assert!(checked >= 12, "too few schedulable random sets ({checked})");
     eprintln!("{}", dl_report.join("\n"));
+}
+
+/// A random host model: small per-period, per-job and latency costs, enforcement exact, late
+/// (hrtick) or at a 1 ms / 4 ms tick.
+fn random_host_model(rng: &mut SimRng) -> HostModel {
+    let (kind, overrun) = match rng.uniform(0, 3) {
+        0 => ("hrtick", 0),
+        1 => ("hrtick", rng.uniform(1, 200) * 1000),
+        2 => ("tick", 1_000_000),
+        _ => ("tick", 4_000_000),
+    };
+    let max = rng.uniform(0, 400) * 1000;
+    HostModel::from_json(&format!(
+        r#"{{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":{},"context_switch_ns":{},"cache_reload_ns":{},
+            "release_latency_ns":{{"p50":{},"p99":{},"max":{max}}},
+            "enforcement":{{"kind":"{kind}","overrun_max_ns":{overrun}}}}}"#,
+        rng.uniform(0, 50_000),
+        rng.uniform(0, 5_000),
+        rng.uniform(0, 30_000),
+        max / 4,
+        max / 2,
+    ))
+    .unwrap()
+}
+
+/// Issue 16: a plan made with a host model (`rtvirt plan --host-model`) meets every deadline in
+/// the simulator under that model's worst case: WCET execution, every release latency at the
+/// model's max, the per-period cost, the overrun at its largest (hrtick) or wherever the tick
+/// falls, cache reloads and task switches - for random EDF and FP task sets and random models.
+#[test]
+fn overhead_aware_plans_meet_every_deadline_under_the_models_worst_case() {
+    let mut rng = SimRng::new(2027, 0);
+    let (mut checked, mut report) = (0, Vec::new());
+    for case in 0..40 {
+        let sched = if case % 2 == 0 { "edf" } else { "fp" };
+        let tasks = random_tasks(&mut rng);
+        let model = random_host_model(&mut rng);
+        let src = scenario_text(sched, &tasks, "");
+        let s = Scenario::from_toml(&src, None).unwrap();
+        // the simulator's admission limit (the kernel's 0.95, no fair server)
+        let cap = BandwidthCap { value: 0.95, why: "the simulator's rt_runtime / rt_period".into() };
+        let options =
+            PlanOptions { overheads: Some(Overheads::of(&model)), bandwidth_cap: Some(cap), ..Default::default() };
+        let plan = plan_at(&s, &options, None).plan;
+        let g = &plan.guests[0];
+        if g.core.is_none() {
+            report.push(format!("case {case} {sched}: infeasible with {:?}", Overheads::of(&model)));
+            continue;
+        }
+        for seed in [1, 2] {
+            let cfg =
+                SimConfig::new(&s, Some(&plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed) })
+                    .unwrap();
+            let worst = HostCosts::of(&model).worst_case();
+            let r = simulate_with_costs(&s, &cfg, &RunOptions::default(), Some(&worst)).results;
+            let (jobs, missed): (u64, u64) =
+                (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum());
+            assert!(jobs > 0);
+            assert_eq!(
+                missed,
+                0,
+                "case {case} seed {seed} ({sched}, Theta {} / Pi {}, {:?}): {missed} of {jobs} jobs missed\n{src}",
+                g.budget_ns,
+                g.period_ns,
+                Overheads::of(&model)
+            );
+        }
+        report.push(format!(
+            "case {case} {sched}: Theta {} / Pi {} (overhead-free {:?}): 0 misses",
+            g.budget_ns,
+            g.period_ns,
+            g.overhead_free.as_ref().map(|f| (f.budget_ns, f.period_ns))
+        ));
+        checked += 1;
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(checked >= 15, "too few schedulable random sets ({checked})");
 }

@@ -191,6 +191,9 @@ pub struct SimulationSection {
     /// Host threads other than the guests' (interference, vhost, softirq...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<Vec<HostThread>>,
+    /// The host model's costs charged (`simulate --host-model`), in words; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_costs: Option<String>,
 }
 
 /// A simulated host thread and the CPU time it used.

@@ -54,6 +54,8 @@ pub struct HThread {
     seq: u64,
     /// Host overhead (vCPU switch) still to pay before the owner's work progresses.
     overhead: u64,
+    /// A host model's per-server-period cost still to pay (paid before `overhead`).
+    period_overhead: u64,
     /// CPU time it used (not counting time holding a core idle).
     pub cpu_time: u64,
     timer_ver: u32,
@@ -87,6 +89,8 @@ pub struct Host {
     ctx: Ctx,
     rt_throttle: Option<(u64, u64)>,
     vcpu_switch: u64,
+    /// A host model's cost per SCHED_DEADLINE server period (0 without one).
+    per_server_period: u64,
     seq: u64,
     buf: Vec<(Key, ThreadId)>,
     /// (time, core) of the earliest core timer.
@@ -130,6 +134,7 @@ impl Host {
                 core: None,
                 seq: 0,
                 overhead: 0,
+                period_overhead: 0,
                 cpu_time: 0,
                 timer_ver: 0,
                 dispatched: 0,
@@ -145,13 +150,42 @@ impl Host {
             cores,
             clusters,
             dirty: Vec::new(),
-            ctx: Ctx { tick: s.tick, hrtick: s.hrtick, tslice: s.credit_tslice, ratelimit: s.credit_ratelimit },
+            ctx: Ctx {
+                tick: s.tick,
+                hrtick: s.hrtick,
+                hrtick_overrun: 0,
+                tslice: s.credit_tslice,
+                ratelimit: s.credit_ratelimit,
+            },
             rt_throttle: s.rt_throttle,
             vcpu_switch: s.vcpu_switch,
+            per_server_period: 0,
             seq: 1,
             buf: Vec::new(),
             timer_min: (u64::MAX, 0),
             timers_fired: 0,
+        }
+    }
+
+    /// A host model's costs ([`crate::host_costs`]): a cost per SCHED_DEADLINE server period and
+    /// the enforcement (exact, `overrun` late; or at a tick of length `overrun`).
+    pub fn set_costs(&mut self, costs: &crate::host_costs::HostCosts) {
+        self.per_server_period = costs.per_server_period;
+        self.ctx.hrtick = costs.hrtick;
+        if costs.hrtick {
+            self.ctx.hrtick_overrun = costs.overrun;
+        } else {
+            self.ctx.tick = costs.overrun;
+        }
+    }
+
+    /// A SCHED_DEADLINE thread whose deadline moved on started a new server period: it owes the
+    /// host model's per-period cost.
+    fn on_new_period(&mut self, t: ThreadId, deadline_before: Option<u64>) {
+        let dl = matches!(self.threads[t].st, PState::Dl { .. });
+        if dl && self.per_server_period > 0 && self.threads[t].st.deadline() != deadline_before {
+            let th = &mut self.threads[t];
+            th.period_overhead = th.period_overhead.max(self.per_server_period);
         }
     }
 
@@ -215,8 +249,10 @@ impl Host {
             }
             core.busy += dt;
             th.cpu_time += dt;
-            let paid = th.overhead.min(dt);
-            th.overhead -= paid;
+            let paid = (th.period_overhead + th.overhead).min(dt);
+            let period_paid = th.period_overhead.min(paid);
+            th.period_overhead -= period_paid;
+            th.overhead -= paid - period_paid;
             if dt > paid && !progress(t, dt - paid) {
                 th.runnable = false;
                 mark(&mut self.dirty, cl, th.cluster);
@@ -238,9 +274,11 @@ impl Host {
         th.runnable = true;
         th.seq = self.seq;
         self.seq += 1;
+        let deadline_before = th.st.deadline();
         if let Some(at) = th.st.wake(now, minv) {
             self.arm_thread_timer(t, at, q);
         }
+        self.on_new_period(t, deadline_before);
         self.touch(t);
     }
 
@@ -272,9 +310,11 @@ impl Host {
             HostEv::ThreadTimer { thread, ver } => {
                 let t = thread as usize;
                 if self.threads[t].timer_ver == ver {
+                    let deadline_before = self.threads[t].st.deadline();
                     if let Some(next) = self.threads[t].st.on_timer(now) {
                         self.arm_thread_timer(t, next, q);
                     }
+                    self.on_new_period(t, deadline_before);
                     self.touch(t);
                 }
             }
@@ -529,7 +569,8 @@ impl Host {
             None => u64::MAX,
             Some(t) => {
                 let th = &self.threads[t];
-                let work = if th.runnable { th.overhead.saturating_add(work_left(t)) } else { u64::MAX };
+                let owed = th.period_overhead + th.overhead;
+                let work = if th.runnable { owed.saturating_add(work_left(t)) } else { u64::MAX };
                 let mut d = work.min(th.st.limit(now, th.dispatched, &self.ctx));
                 if let (Some((runtime, _)), true) = (self.rt_throttle, th.st.is_rt()) {
                     let cl = &self.clusters[th.cluster as usize];

@@ -52,6 +52,8 @@ pub const CREDIT_ACCT: u64 = 30_000_000;
 pub struct Ctx {
     pub tick: u64,
     pub hrtick: bool,
+    /// With hrtick: how late depletion is noticed (a host model's enforcement overrun; else 0).
+    pub hrtick_overrun: u64,
     pub tslice: u64,
     pub ratelimit: u64,
 }
@@ -310,7 +312,7 @@ impl PState {
             PState::Dl { runtime, .. } => {
                 let r = (*runtime).max(0) as u64;
                 if ctx.hrtick {
-                    r
+                    r.saturating_add(ctx.hrtick_overrun)
                 } else {
                     next_multiple(now + r, ctx.tick) - now
                 }

@@ -23,6 +23,11 @@ pub struct SimulateArgs {
     /// Apply a plan (rtvirt.plan/v1 JSON) as SCHED_DEADLINE reservations of the vCPU threads.
     #[arg(long, value_name = "PLAN.json")]
     pub plan: Option<PathBuf>,
+    /// A host model (`rtvirt.hostmodel/v1`, from `rtvirt host calibrate`): its measured costs are
+    /// charged (per server period, release latency drawn from its p50/p99/max, enforcement
+    /// overrun, cache reload per preemption, task switches); see docs/simulate.md.
+    #[arg(long, value_name = "FILE.json")]
+    pub host_model: Option<PathBuf>,
     /// Simulated horizon, e.g. 10s (default: the scenario's [sim] duration, else 10s).
     #[arg(long, value_parser = parse_nanos)]
     pub duration: Option<Nanos>,

@@ -7,11 +7,12 @@ use crate::progress;
 use crate::table::{micros, Table};
 use anyhow::Context;
 use indicatif::ProgressBar;
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{InputError, Nanos};
-use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use rtvirt_sim::{simulate_with_host_model, Overrides, RunOptions, SimConfig};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,6 +26,7 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
         }
         None => None,
     };
+    let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
     // scenario errors come back located in the scenario; the plan's name its fields
     let cfg = SimConfig::new(scenario, plan.as_ref(), Overrides { duration: args.duration, seed: args.seed }).map_err(
         |e| match (&args.plan, e.at.field.as_deref()) {
@@ -51,7 +53,7 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
         None => None,
     };
     let started = Instant::now();
-    let out = simulate(scenario, &cfg, &opts);
+    let out = simulate_with_host_model(scenario, &cfg, &opts, host.as_ref());
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     if let (Some(path), Some(file), Some(trace)) = (&args.trace, trace_file, &out.trace) {

@@ -17,11 +17,20 @@ pub fn run(args: SimulateArgs) -> CmdResult {
         return sweep::run_grid(sweep, &args);
     }
     if let Some(trace) = &args.trace {
-        let inputs: Vec<&std::path::Path> = args.scenario.iter().chain(&args.plan).map(|p| p.as_path()).collect();
+        let inputs: Vec<&std::path::Path> =
+            args.scenario.iter().chain(&args.plan).chain(&args.host_model).map(|p| p.as_path()).collect();
         crate::output_file::check("--trace", trace, &inputs)?;
     }
     let scenario = load_scenario(args.scenario.as_deref())?;
     if scenario.net.is_some() {
+        if args.host_model.is_some() {
+            return Err(InputError::field(
+                "--host-model",
+                "the scenario has a [net] section: the network-path simulator has its own cost model ([net]); a host \
+                 model applies to scenarios without [net]",
+            )
+            .into());
+        }
         if args.plan.is_some() {
             return Err(InputError::field(
                 "--plan",

@@ -11,9 +11,10 @@ use rtvirt_model::InputError;
 use rtvirt_sim::sweep::{run_sweep, SweepSpec};
 
 pub fn run_grid(path: &std::path::Path, args: &SimulateArgs) -> CmdResult {
-    if args.plan.is_some() || args.trace.is_some() || args.seed.is_some() {
+    if args.plan.is_some() || args.trace.is_some() || args.seed.is_some() || args.host_model.is_some() {
         return Err(InputError::new(
-            "--sweep takes its seeds and rho from the sweep file; --plan, --seed and --trace apply to single runs",
+            "--sweep takes its seeds and rho from the sweep file; --plan, --seed, --trace and --host-model apply to \
+             single runs",
         )
         .into());
     }

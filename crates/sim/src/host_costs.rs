@@ -1,0 +1,150 @@
+//! A host model (`rtvirt.hostmodel/v1`, `rtvirt simulate --host-model`) as the simulator charges
+//! it. Every figure replaces the scenario's corresponding setting; without a host model nothing
+//! changes (the same scenario and seed give the same bytes as before host models existed).
+//!
+//! - **Per server period** `server_overhead_ns + cache_reload_ns` (replenishment timer, two
+//!   switches, the vCPU's working set reloaded after its blackout): every time a SCHED_DEADLINE
+//!   reservation starts a new period (replenishment, or a wake-up that sets a new deadline) its
+//!   thread owes that much CPU time before the guest progresses, charged to the reservation's
+//!   runtime - the same cost `rtvirt plan --host-model` pays out of the budget.
+//! - **Release latency**: each job of a guest task reaches its guest's scheduler late by a draw
+//!   from the model's measured `{p50, p99, max}` (this is the simulator's timer latency model; the
+//!   job's deadline still counts from its nominal release). The draw is a documented piecewise
+//!   uniform distribution (the piecewise-linear CDF through `(0, 0)`, `(p50, 0.5)`,
+//!   `(p99, 0.99)`, `(max, 1)`): with probability 0.5 uniform in `[0, p50]`, 0.49 in
+//!   `[p50, p99]`, 0.01 in `[p99, max]`. One random stream per task (deterministic by seed);
+//!   [`LatencyDraw::Worst`] makes every draw `max` (plan-consistency checks).
+//! - **Enforcement** as docs/sim-deadline-consistency.md found it: `tick` - runtime depletion is
+//!   noticed at the next scheduler tick, the tick being `overrun_max_ns` long (4 ms: HZ = 250);
+//!   `hrtick` - noticed `overrun_max_ns` late, every time (its worst case). Overruns are paid back
+//!   from the following periods (`replenish_dl_entity`), as without a host model.
+//! - **Cache reload per preemption**: a guest job preempted by another task's job (after it ran)
+//!   needs `cache_reload_ns` more execution when it resumes.
+//! - **Context switch**: a guest task switch costs `context_switch_ns` (replaces `[guest.vcpu]
+//!   context_switch`).
+
+use rtvirt_model::hostmodel::{EnforcementKind, HostModel, LatencySummary};
+
+/// How release latencies are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LatencyDraw {
+    /// From the model's piecewise distribution (the default).
+    #[default]
+    Distribution,
+    /// Always the model's maximum (the worst case the planner assumes).
+    Worst,
+}
+
+/// The costs a host model charges in the simulator (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCosts {
+    /// Owed by a SCHED_DEADLINE thread at each new server period.
+    pub per_server_period: u64,
+    /// Extra execution of a preempted guest job when it resumes.
+    pub cache_reload: u64,
+    /// One guest task switch.
+    pub context_switch: u64,
+    pub release_latency: LatencySummary,
+    pub latency_draw: LatencyDraw,
+    /// Enforcement: exact timer (true) or at the tick.
+    pub hrtick: bool,
+    /// hrtick: how late depletion is noticed; tick: the tick's length (0: exact enforcement).
+    pub overrun: u64,
+}
+
+impl HostCosts {
+    /// The costs of a host model, release latencies drawn from its distribution.
+    pub fn of(model: &HostModel) -> HostCosts {
+        let overrun = model.enforcement.overrun_max_ns;
+        HostCosts {
+            per_server_period: model.server_overhead_ns.saturating_add(model.cache_reload_ns),
+            cache_reload: model.cache_reload_ns,
+            context_switch: model.context_switch_ns,
+            release_latency: model.release_latency_ns,
+            latency_draw: LatencyDraw::Distribution,
+            hrtick: model.enforcement.kind == EnforcementKind::Hrtick || overrun == 0,
+            overrun,
+        }
+    }
+
+    /// The same costs with every release latency at the model's maximum.
+    pub fn worst_case(self) -> HostCosts {
+        HostCosts { latency_draw: LatencyDraw::Worst, ..self }
+    }
+
+    /// What a run charged, in words (the results' `simulation.host_costs`).
+    pub fn describe(&self) -> String {
+        let r = self.release_latency;
+        let latency = match self.latency_draw {
+            LatencyDraw::Distribution => {
+                format!("release latency drawn piecewise uniform from p50 {} / p99 {} / max {} ns", r.p50, r.p99, r.max)
+            }
+            LatencyDraw::Worst => format!("release latency always the max {} ns", r.max),
+        };
+        let enforcement = match (self.hrtick, self.overrun) {
+            (true, 0) => "exact enforcement".to_string(),
+            (true, late) => format!("enforcement {late} ns late (hrtick)"),
+            (false, tick) => format!("enforcement at a {tick} ns tick"),
+        };
+        format!(
+            "per server period {} ns; {latency}; {enforcement}, overruns paid back; cache reload {} ns per preempted \
+             job; task switch {} ns",
+            self.per_server_period, self.cache_reload, self.context_switch
+        )
+    }
+
+    /// Release latency for a uniform draw `u` in [0, 1) (see the module doc).
+    pub fn latency(&self, u: f64) -> u64 {
+        let r = self.release_latency;
+        if self.latency_draw == LatencyDraw::Worst {
+            return r.max;
+        }
+        let segment = |from: u64, to: u64, fraction: f64| from + ((to - from) as f64 * fraction).round() as u64;
+        if u < 0.5 {
+            segment(0, r.p50, u / 0.5)
+        } else if u < 0.99 {
+            segment(r.p50, r.p99, (u - 0.5) / 0.49)
+        } else {
+            segment(r.p99, r.max, ((u - 0.99) / 0.01).min(1.0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_piecewise_distribution_has_the_model_quantiles() {
+        let model = HostModel::uncalibrated();
+        let costs = HostCosts::of(&model);
+        assert_eq!(costs.per_server_period, 30_000);
+        assert!(!costs.hrtick);
+        assert_eq!(costs.overrun, 4_000_000);
+        assert_eq!(costs.latency(0.0), 0);
+        assert_eq!(costs.latency(0.25), 5_000);
+        assert_eq!(costs.latency(0.5), 10_000);
+        assert_eq!(costs.latency(0.99), 60_000);
+        assert_eq!(costs.latency(0.995), 130_000);
+        assert!(costs.latency(0.999_999_9) <= 200_000);
+        // sampled: the empirical quantiles are the model's
+        let mut rng = crate::engine::rng::SimRng::new(1, 2);
+        let mut draws: Vec<u64> = (0..200_000).map(|_| costs.latency(rng.unit())).collect();
+        draws.sort_unstable();
+        let at = |q: f64| draws[(q * draws.len() as f64) as usize];
+        assert!((9_800..=10_200).contains(&at(0.5)), "{}", at(0.5));
+        assert!((59_000..=61_000).contains(&at(0.99)), "{}", at(0.99));
+        assert!(*draws.last().unwrap() <= 200_000);
+        assert_eq!(costs.worst_case().latency(0.1), 200_000);
+    }
+
+    #[test]
+    fn zero_overrun_is_exact_enforcement() {
+        let model = HostModel::from_json(
+            r#"{"schema":"rtvirt.hostmodel/v1","enforcement":{"kind":"tick","overrun_max_ns":0}}"#,
+        )
+        .unwrap();
+        let costs = HostCosts::of(&model);
+        assert!(costs.hrtick && costs.overrun == 0);
+    }
+}

@@ -1,0 +1,171 @@
+//! The simulator on a host model (`rtvirt simulate --host-model`, [`rtvirt_sim::host_costs`]):
+//! each cost on a small scenario whose outcome is known exactly, determinism by seed, and nothing
+//! changed without a host model.
+
+use rtvirt_model::hostmodel::HostModel;
+use rtvirt_model::results::Results;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::Nanos;
+use rtvirt_sim::{
+    simulate, simulate_with_costs, simulate_with_host_model, HostCosts, Overrides, RunOptions, SimConfig,
+};
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+
+fn config(s: &Scenario, seed: u64) -> SimConfig {
+    SimConfig::new(s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(seed) }).unwrap()
+}
+
+fn run(src: &str, model: Option<&HostModel>) -> Results {
+    let s = Scenario::from_toml(src, None).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    simulate_with_host_model(&s, &config(&s, 1), &RunOptions::default(), model).results
+}
+
+/// Every cost zero except those in `json`.
+fn only(json: &str) -> HostModel {
+    let zero = r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":0,"context_switch_ns":0,"cache_reload_ns":0,
+        "release_latency_ns":{"p50":0,"p99":0,"max":0},"enforcement":{"kind":"hrtick","overrun_max_ns":0}}"#;
+    let mut v: serde_json::Value = serde_json::from_str(zero).unwrap();
+    let extra: serde_json::Value = serde_json::from_str(&format!("{{{json}}}")).unwrap();
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    HostModel::from_json(&v.to_string()).unwrap()
+}
+
+/// One guest with the given vCPU and tasks `(name, period, wcet, offset, priority)` (FP).
+fn guest(vcpu: &str, tasks: &[(&str, &str, &str, &str, u32)]) -> String {
+    let mut s = format!(
+        "[host]\ncores = 1\n[sim]\nrt_throttling = false\n[[guest]]\nname = \"g\"\nscheduler = \"fp\"\n{vcpu}\n"
+    );
+    for (name, period, wcet, offset, prio) in tasks {
+        s += &format!(
+            "[[guest.task]]\nname = \"{name}\"\nperiod = \"{period}\"\nwcet = \"{wcet}\"\noffset = \"{offset}\"\n\
+             priority = {prio}\n"
+        );
+    }
+    s
+}
+
+const FIFO: &str = "[guest.vcpu]\ncore = 0\npolicy = \"fifo\"\npriority = 50\n";
+
+fn task<'a>(r: &'a Results, name: &str) -> &'a rtvirt_model::results::TaskResult {
+    r.tasks.iter().find(|t| t.name == name).unwrap()
+}
+
+#[test]
+fn without_a_host_model_nothing_changes() {
+    let default = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml"));
+    for s in [
+        Scenario::from_toml(&guest(FIFO, &[("a", "10ms", "3ms", "0ms", 1), ("b", "5ms", "1ms", "1ms", 2)]), None)
+            .unwrap(),
+        Scenario::from_file(default).unwrap(),
+    ] {
+        let cfg = config(&s, 7);
+        let plain = serde_json::to_string(&simulate(&s, &cfg, &RunOptions::default()).results).unwrap();
+        let none = simulate_with_host_model(&s, &cfg, &RunOptions::default(), None).results;
+        assert_eq!(plain, serde_json::to_string(&none).unwrap());
+        assert!(none.simulation.unwrap().host_costs.is_none());
+    }
+}
+
+#[test]
+fn release_latency_delays_every_job_by_a_draw_from_the_model() {
+    let src = guest(FIFO, &[("t", "1ms", "100us", "0ms", 1)]);
+    let latency = only(r#""release_latency_ns":{"p50":20000,"p99":60000,"max":90000}"#);
+    let r = run(&src, Some(&latency));
+    let t = task(&r, "t");
+    assert_eq!(t.jobs, 1000);
+    // response = latency + 100 us: the response quantiles are the model's, shifted (HDR buckets
+    // are within 0.1%)
+    let (p50, p99, max) = (t.response_ns.p50 as f64, t.response_ns.p99 as f64, t.response_ns.max as f64);
+    assert!(p50 > 110e3 && p50 < 130e3, "p50 {p50}");
+    assert!(p99 > 150e3 && p99 < 165e3, "p99 {p99}");
+    assert!(max <= 190.2e3, "max {max}");
+    assert!(t.response_ns.min as f64 >= 100e3);
+    // a deadline shorter than the latency plus the work is missed; the deadline counts from the
+    // nominal release
+    let tight = src.replace("priority = 1\n", "priority = 1\ndeadline = \"150us\"\n");
+    let r = run(&tight, Some(&latency));
+    let t = task(&r, "t");
+    // P(latency > 50 us) = 0.49 * (60 - 50) / (60 - 20) + 0.01 = 0.1325
+    assert!(t.misses > 100 && t.misses < 170, "{} of 1000 jobs late by more than 50 us", t.misses);
+    // worst case: every job at the max
+    let s = Scenario::from_toml(&src, None).unwrap();
+    let worst = HostCosts::of(&latency).worst_case();
+    let r = simulate_with_costs(&s, &config(&s, 1), &RunOptions::default(), Some(&worst)).results;
+    let t = task(&r, "t");
+    assert_eq!((t.response_ns.p50 as f64 / 190e3).round(), 1.0);
+    assert!(r.simulation.unwrap().host_costs.unwrap().contains("release latency always the max 90000 ns"));
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes_and_another_seed_other_draws() {
+    let src = guest(FIFO, &[("a", "10ms", "3ms", "0ms", 1), ("b", "5ms", "1ms", "1ms", 2)]);
+    let s = Scenario::from_toml(&src, None).unwrap();
+    let m = HostModel::uncalibrated();
+    let json = |seed: u64| {
+        serde_json::to_string(
+            &simulate_with_host_model(&s, &config(&s, seed), &RunOptions::default(), Some(&m)).results,
+        )
+        .unwrap()
+    };
+    assert_eq!(json(5), json(5));
+    assert_ne!(json(5), json(6));
+}
+
+#[test]
+fn a_reservation_pays_the_per_period_cost_out_of_its_runtime() {
+    // a 2 ms job every 10 ms on a (500 us / 1 ms) reservation, exact enforcement: 4 periods
+    // without costs (done at 3.5 ms); with 100 us per period, paid first, only 400 us of each
+    // period is the guest's: 5 periods (done at 4.5 ms)
+    let vcpu = "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"500us\"\nperiod = \"1ms\"\n";
+    let src = guest(vcpu, &[("t", "10ms", "2ms", "0ms", 1)]).replace("[sim]\n", "[sim]\nhrtick = true\n");
+    let plain = run(&src, None);
+    let max = |r: &Results| task(r, "t").response_ns.max;
+    assert!((3_500 * US..=3_501 * US).contains(&max(&plain)), "{}", max(&plain));
+    let costly = run(&src, Some(&only(r#""server_overhead_ns":60000,"cache_reload_ns":40000"#)));
+    assert!((4_500 * US..=4_502 * US).contains(&max(&costly)), "{}", max(&costly));
+    // the reservation's CPU time is the same (its runtime), the guest's share of it smaller
+    let cpu = |r: &Results| r.guests[0].cpu_time_ns;
+    assert!(cpu(&costly) >= cpu(&plain), "{} {}", cpu(&costly), cpu(&plain));
+}
+
+#[test]
+fn a_preempted_job_reloads_its_cache_and_every_switch_costs() {
+    // low (3 ms) preempted at 1 ms by high (1 ms): low ends at 4 ms, plus one reload, plus the
+    // host model's switches (to high, back to low)
+    let src = guest(FIFO, &[("low", "10ms", "3ms", "0ms", 1), ("high", "10ms", "1ms", "1ms", 2)]);
+    let plain = run(&src, None);
+    assert_eq!(task(&plain, "low").response_ns.max, 4 * MS);
+    let reload = run(&src, Some(&only(r#""cache_reload_ns":50000"#)));
+    assert_eq!(task(&reload, "low").response_ns.max, 4 * MS + 50 * US);
+    assert_eq!(task(&reload, "high").response_ns.max, MS);
+    let switches = run(&src, Some(&only(r#""cache_reload_ns":50000,"context_switch_ns":7000"#)));
+    assert_eq!(task(&switches, "high").response_ns.max, MS + 7 * US);
+    assert_eq!(task(&switches, "low").response_ns.max, 4 * MS + 50 * US + 14 * US);
+    // a job preempted before it ran has nothing to reload
+    let late = guest(FIFO, &[("low", "10ms", "3ms", "1ms", 1), ("high", "10ms", "1ms", "1ms", 2)]);
+    let r = run(&late, Some(&only(r#""cache_reload_ns":50000"#)));
+    assert_eq!(task(&r, "low").response_ns.max, 4 * MS);
+}
+
+#[test]
+fn enforcement_from_the_model_lets_a_reservation_overrun_and_pay_back() {
+    // a 2.5 ms job every 20 ms on a (1 ms / 2 ms) reservation. Exact enforcement: 1 ms per
+    // period, done at 4.5 ms.
+    let vcpu = "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"2ms\"\n";
+    let src = guest(vcpu, &[("t", "20ms", "2.5ms", "0ms", 1)]);
+    let max = |r: &Results| task(r, "t").response_ns.max;
+    assert_eq!(max(&run(&src, Some(&only("")))), 4_500 * US);
+    // at a 4 ms tick the depletion at 1 ms is noticed at 4 ms: the job runs through, done at 2.5 ms
+    // (the debt is dropped when the next job wakes the reservation after its deadline)
+    let tick = run(&src, Some(&only(r#""enforcement":{"kind":"tick","overrun_max_ns":4000000}"#)));
+    assert_eq!(max(&tick), 2_500 * US);
+    assert!(tick.simulation.unwrap().host_costs.unwrap().contains("enforcement at a 4000000 ns tick"));
+    // hrtick 300 us late: 1.3 ms in the first period, then 0.7 + 0.3 ms per period (the overrun
+    // paid back from the next runtime): 1.3 + 1.0 by 3 ms, the last 0.2 ms by 4.2 ms
+    let late = run(&src, Some(&only(r#""enforcement":{"kind":"hrtick","overrun_max_ns":300000}"#)));
+    assert_eq!(max(&late), 4_200 * US);
+}
