@@ -3,28 +3,15 @@
 //! (`carts`, the format of the CARTS compositional analysis tool: `<system>`, `<component>`,
 //! `<task p d e>`, times in milliseconds). Pure text generation, no I/O.
 
+pub mod chrt;
+mod words;
+
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Scenario};
 use rtvirt_model::{xml, InputError, Nanos};
-use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// Shell variable holding a guest's vCPU thread id when no `--pid` was given: `VCPU_PID_<NAME>`
-/// with every character outside `[A-Za-z0-9]` replaced by `_`.
-pub fn pid_variable(guest: &str) -> String {
-    let name: String =
-        guest.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
-    format!("VCPU_PID_{name}")
-}
-
-/// `value` as one shell word (POSIX sh, bash, dash): quoted by the `shlex` crate so that no
-/// character of it is interpreted (`$`, backticks, `;`, newlines stay literal). A NUL byte cannot
-/// be passed to a command at all: an error naming the field.
-fn shell_word(value: &str, field: impl FnOnce() -> String) -> Result<String, InputError> {
-    shlex::try_quote(value).map(|q| q.into_owned()).map_err(|_| {
-        InputError::field(field(), format!("{value:?} holds a NUL character, which no shell command can receive"))
-    })
-}
+pub use words::pid_variable;
+use words::{comment_word, guest_field, housekeeping, placed, shell_word};
 
 /// A guest name as an `xl` domain argument: one shell word, and not starting with `-` (which xl
 /// would read as an option however it is quoted).
@@ -36,107 +23,6 @@ fn domain_word(plan: &Plan, guest: &GuestPlan) -> Result<String, InputError> {
         ));
     }
     shell_word(&guest.name, || guest_field(plan, guest))
-}
-
-/// `value` for a shell or XML comment: double-quoted with Rust's string escapes (`\n`, `\"`,
-/// `\u{1b}`), so that it stays on its comment line whatever it holds.
-fn comment_word(value: &str) -> String {
-    format!("{value:?}")
-}
-
-/// Field path of a planned guest's name, for errors.
-fn guest_field(plan: &Plan, guest: &GuestPlan) -> String {
-    let index = plan.guests.iter().position(|g| std::ptr::eq(g, guest)).unwrap_or(0);
-    format!("guest[{index}].name")
-}
-
-fn placed(plan: &Plan) -> impl Iterator<Item = (&GuestPlan, u32)> {
-    plan.guests.iter().filter_map(|g| g.core.map(|c| (g, c)))
-}
-
-/// Guests without `--pid` whose names map to the same [`pid_variable`] (e.g. `vm-1` and `vm_1`):
-/// one environment variable cannot hold two thread ids.
-fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), InputError> {
-    let mut owner: BTreeMap<String, &GuestPlan> = BTreeMap::new();
-    for (g, _) in placed(plan).filter(|(g, _)| !pids.contains_key(&g.name)) {
-        let variable = pid_variable(&g.name);
-        if let Some(first) = owner.insert(variable.clone(), g) {
-            return Err(InputError::field(
-                guest_field(plan, g),
-                format!(
-                    "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid \
-                     NAME=PID",
-                    comment_word(&first.name),
-                    comment_word(&g.name)
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `--emit chrt`: a POSIX shell script that pins each guest's vCPU thread to its core (`taskset`)
-/// and gives it SCHED_DEADLINE runtime/deadline/period in ns (`chrt -d`). Thread ids come from
-/// `pids` (`--pid name=PID`) or from the environment variable [`pid_variable`]. Guest names appear
-/// only in comments (`comment_word`); every argument is a number or a checked variable.
-pub fn chrt(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
-    shared_pid_variable(plan, pids)?;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "#!/bin/sh\n# rtvirt plan --emit chrt: SCHED_DEADLINE reservation and core of each guest's vCPU thread."
-    );
-    let _ = writeln!(s, "# Run as root once the guests run. A vCPU thread id without --pid NAME=PID is read from");
-    let _ = writeln!(
-        s,
-        "# the variable VCPU_PID_<GUEST> (e.g. from QMP query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>)."
-    );
-    let _ = writeln!(s, "# Kernel rules: runtime >= 1024 ns, runtime <= deadline <= period, period within");
-    let _ = writeln!(s, "# /proc/sys/kernel/sched_deadline_period_{{min,max}}_us; the sum per core must stay within");
-    let _ =
-        writeln!(s, "# sched_rt_runtime_us/sched_rt_period_us. Kernels that refuse SCHED_DEADLINE for a thread whose");
-    let _ = writeln!(s, "# affinity is narrower than its root domain (EPERM/EBUSY) need an exclusive cpuset partition");
-    let _ = writeln!(s, "# per core first (cgroup v2: cpuset.cpus.partition=root), or use `rtvirt host apply`.");
-    let _ = writeln!(s, "set -eu");
-    for (g, core) in placed(plan) {
-        let name = comment_word(&g.name);
-        // the variable name is [A-Z0-9_] only, and the message is constant text
-        let pid = pids.get(&g.name).map_or_else(
-            || {
-                let v = pid_variable(&g.name);
-                format!("\"${{{v}:?set it to the thread id of the vCPU of the guest named above}}\"")
-            },
-            |p| p.to_string(),
-        );
-        let _ = writeln!(
-            s,
-            "\n# guest {name}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
-            Nanos(g.budget_ns),
-            Nanos(g.period_ns),
-            Nanos(g.deadline_ns),
-            g.bandwidth
-        );
-        let _ = writeln!(s, "taskset -p -c {core} {pid}");
-        if g.budget_ns == 0 {
-            let _ = writeln!(s, "# guest {name} has no real-time tasks: no reservation (budget 0)");
-            continue;
-        }
-        if g.budget_ns < 1024 {
-            let _ = writeln!(
-                s,
-                "# note: the planned runtime {} ns is below the kernel minimum; raised to 1024 ns",
-                g.budget_ns
-            );
-        }
-        let _ = writeln!(
-            s,
-            "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0 {pid}",
-            g.budget_ns.max(1024),
-            g.deadline_ns,
-            g.period_ns
-        );
-    }
-    Ok(s)
 }
 
 /// Budget rounded up and period rounded down to whole microseconds (RTDS's unit), so the supply
@@ -181,13 +67,6 @@ pub fn rtds(plan: &Plan) -> Result<String, InputError> {
         let _ = writeln!(s, "xl sched-rtds -d {domain} -v all -p {p} -b {b}");
     }
     Ok(s)
-}
-
-/// Host cores that no guest uses (for the emulator threads), as a cpuset list.
-fn housekeeping(plan: &Plan) -> Option<String> {
-    let n = plan.settings.cores.unwrap_or(0);
-    let free: Vec<String> = (0..n).filter(|c| !plan.cores.iter().any(|x| x.id == *c)).map(|c| c.to_string()).collect();
-    (!free.is_empty()).then(|| free.join(","))
 }
 
 /// `--emit libvirt`: one `<cputune>` fragment per guest: vCPU 0 pinned to its core, emulator
@@ -304,6 +183,5 @@ mod tests {
         assert_eq!(ns_as_ms(10_000_000), "10");
         assert_eq!(ns_as_ms(2_382_000), "2.382");
         assert_eq!(ns_as_ms(1), "0.000001");
-        assert_eq!(pid_variable("vm-1.a"), "VCPU_PID_VM_1_A");
     }
 }

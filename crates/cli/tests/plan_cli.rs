@@ -289,15 +289,19 @@ fn emitted_settings_carry_the_planned_numbers() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let script = stdout(&o);
     assert!(script.starts_with("#!/bin/sh"));
-    for g in v["guests"].as_array().unwrap() {
+    for (i, g) in v["guests"].as_array().unwrap().iter().enumerate() {
         let line = format!(
-            "chrt -d --sched-runtime {} --sched-deadline {} --sched-period {} -p 0",
-            g["budget_ns"], g["deadline_ns"], g["period_ns"]
+            "deploy \"$TID_{i}\" {} {} {} {} {}",
+            g["core"],
+            g["budget_ns"],
+            g["deadline_ns"],
+            g["period_ns"],
+            g["name"].as_str().unwrap()
         );
         assert!(script.contains(&line), "missing {line}\n{script}");
-        assert!(script.contains(&format!("taskset -p -c {} ", g["core"])));
+        assert!(script.contains(&format!("partition {}\n", g["core"])));
     }
-    assert!(script.contains("-p 0 4242"));
+    assert!(script.contains("TID_0=4242\n"));
     assert!(script.contains("VCPU_PID_VM2"));
 
     let (v, _) = plan_json(&[]);

@@ -264,7 +264,7 @@ fn emitted(
     pids: &BTreeMap<String, u32>,
 ) -> Result<String, InputError> {
     Ok(match emit {
-        EmitArg::Chrt => emit::chrt(plan, pids)?,
+        EmitArg::Chrt => emit::chrt::script(plan, pids)?,
         EmitArg::Rtds => emit::rtds(plan)?,
         EmitArg::Libvirt => emit::libvirt(plan),
         EmitArg::Carts => emit::carts(scenario, plan),

@@ -1,0 +1,298 @@
+//! `--emit chrt`: a POSIX shell script that deploys a plan on a stock kernel with `taskset` and
+//! `chrt` alone, and writes its own undo script before its first change.
+//!
+//! A stock kernel refuses SCHED_DEADLINE (EPERM) for a thread whose affinity is narrower than its
+//! root domain (Documentation/scheduler/sched-deadline.rst, 5.1), so the script, in this order:
+//!
+//! 1. checks every thread id and reads each thread's policy, priority, affinity and cpuset;
+//! 2. makes each planned core its own root domain, as `rtvirt host apply` does
+//!    (`rtvirt_os::cgroup`, same directory names `rtvirt-core<N>`, reused when present):
+//!    cgroup v1 an exclusive cpuset child (`cpuset.cpu_exclusive=1`) and the root's
+//!    `cpuset.sched_load_balance=0`; cgroup v2 a threaded child with
+//!    `cpuset.cpus.partition=root` (read back: the kernel says "root invalid" when it refuses);
+//!    which one is found in /proc/mounts when the script runs;
+//! 3. moves each vCPU thread into its core's partition, sets its affinity (`taskset`) and its
+//!    reservation (`chrt -d`), retrying `chrt` for up to 5 s: a sleeping thread reaches its new
+//!    core only when it next wakes, and until then the kernel answers EPERM (`rtvirt host apply`
+//!    wakes it with a ptrace interrupt instead; a shell has no such means).
+//!
+//! Before each change the script rewrites `<script>-undo.sh` (next to itself, or
+//! `$RTVIRT_UNDO`), which restores the recorded originals in reverse: policies, cpusets and
+//! affinities of the threads still alive (thread id + start time), then the partitions it made,
+//! then the root's load balancing or `cgroup.subtree_control`; it deletes itself when everything
+//! was restored. A script whose undo file exists refuses to run (deployed already).
+//!
+//! Quoting: the values rtvirt did not write are guest names (in comments as `comment_word`, in
+//! messages as one quoted word) and thread ids (`--pid` numbers, or `VCPU_PID_<GUEST>` checked to
+//! be digits when the script runs); values read on the host (cgroup paths, affinity lists) are
+//! quoted by the script's own `q` function before they enter the undo script.
+//!
+//! Shell written by hand: no crate generates shell scripts; `shlex` quotes the words.
+
+use super::words::{comment_word, guest_field, pid_variable, placed, shell_word, used_cores};
+use rtvirt_model::plan::{GuestPlan, Plan};
+use rtvirt_model::{InputError, Nanos};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// SCHED_DEADLINE's smallest runtime (ns).
+const MIN_RUNTIME_NS: u64 = 1024;
+
+/// Header, helpers and the checks every run starts with (constant text).
+const PRELUDE: &str = r#"set -eu
+say() { printf 'rtvirt: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+# q VALUE: VALUE as one single-quoted shell word, for the undo script
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+# stat_field TID N: field N (>= 3) of /proc/TID/stat, after the command name
+stat_field() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f"$(($2 - 2))"; }
+
+if [ -n "${RTVIRT_UNDO:-}" ]; then
+    UNDO=$RTVIRT_UNDO
+else
+    case $0 in
+        *.sh) UNDO=${0%.sh}-undo.sh ;;
+        *) die "run this script from a file named *.sh (its undo script is written next to it), or set RTVIRT_UNDO=FILE" ;;
+    esac
+fi
+[ ! -e "$UNDO" ] || die "$UNDO exists: this plan is deployed already; run $UNDO first"
+[ "$(id -u)" -eq 0 ] || die "run as root: cpusets and SCHED_DEADLINE need it"
+for tool in chrt taskset sed cut awk; do
+    command -v "$tool" >/dev/null || die "$tool is missing (chrt, taskset: util-linux)"
+done
+
+# the cpuset hierarchy: cgroup v1 (a cpuset mount) or v2 (cpuset in cgroup.controllers)
+CPUSET=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpuset(,|$)/ { print $2; exit }' /proc/mounts)
+if [ -n "$CPUSET" ]; then
+    CGROUP=v1 TASKS=tasks
+else
+    CPUSET=$(awk '$3 == "cgroup2" { print $2 }' /proc/mounts | while read -r m; do
+        if grep -qw cpuset "$m/cgroup.controllers" 2>/dev/null; then echo "$m"; break; fi
+    done)
+    [ -n "$CPUSET" ] || die "no cpuset cgroup controller is mounted: pinned SCHED_DEADLINE threads need one"
+    CGROUP=v2 TASKS=cgroup.threads
+fi
+
+# check_thread TID GUEST: a live thread without a deadline reservation
+check_thread() {
+    case $1 in '' | *[!0-9]*) die "guest $2: thread id '$1' is not a number" ;; esac
+    [ -r "/proc/$1/stat" ] || die "guest $2: no thread $1 (is the guest running?)"
+    [ "$(stat_field "$1" 41)" != 6 ] || die "guest $2: thread $1 runs SCHED_DEADLINE already (undo that first)"
+}
+
+# the undo script: rewritten in full before each change, restoring in reverse order
+UNDO_THREADS='' UNDO_PARTITIONS='' UNDO_HIERARCHY=''
+write_undo() {
+    {
+        cat <<'UNDO_HEAD'
+#!/bin/sh
+# Undo of an rtvirt plan --emit chrt deployment, written by it: run as root.
+set -u
+fail=0
+say() { printf 'rtvirt undo: %s\n' "$*" >&2; }
+alive() { [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20)" = "$2" ]; }
+# restore_thread TID STARTTIME CHRT_POLICY PRIORITY AFFINITY CPUSET_TASKS_FILE
+restore_thread() {
+    if ! alive "$1" "$2"; then say "thread $1 has exited: nothing to restore"; return 0; fi
+    chrt "$3" -p "$4" "$1" || fail=1
+    printf '%s\n' "$1" > "$6" || fail=1
+    taskset -p -c "$5" "$1" >/dev/null || fail=1
+}
+# remove_partition DIR PARENT_TASKS_FILE TASKS_FILE_NAME
+remove_partition() {
+    [ -d "$1" ] || return 0
+    while read -r t; do printf '%s\n' "$t" > "$2" 2>/dev/null || true; done < "$1/$3"
+    rmdir "$1" || fail=1
+}
+# put FILE VALUE
+put() { printf '%s\n' "$2" > "$1" || fail=1; }
+UNDO_HEAD
+        printf '%s' "$UNDO_THREADS" "$UNDO_PARTITIONS" "$UNDO_HIERARCHY"
+        cat <<'UNDO_TAIL'
+if [ "$fail" -ne 0 ]; then say "some settings could not be restored (see above); this script is kept"; exit 1; fi
+rm -f -- "$0"
+say "restored"
+UNDO_TAIL
+    } > "$UNDO.tmp"
+    mv -f -- "$UNDO.tmp" "$UNDO"
+}
+trap 'rc=$?; if [ "$rc" -ne 0 ] && [ -e "$UNDO" ]; then say "stopped (exit $rc): $UNDO puts back what this run changed"; fi' EXIT
+
+# partition CORE: the exclusive cpuset of CORE (its own root domain), made unless it exists
+partition() {
+    dir=$CPUSET/rtvirt-core$1
+    if [ -d "$dir" ]; then
+        [ "$(cat "$dir/cpuset.cpus")" = "$1" ] || die "$dir exists but does not hold exactly CPU $1"
+        say "core $1: partition $dir exists already, used as it is"
+        return 0
+    fi
+    UNDO_PARTITIONS="remove_partition $(q "$dir") $(q "$CPUSET/$TASKS") $TASKS
+$UNDO_PARTITIONS"
+    write_undo
+    mkdir "$dir"
+    if [ "$CGROUP" = v1 ]; then
+        cat "$CPUSET/cpuset.mems" > "$dir/cpuset.mems"
+        echo "$1" > "$dir/cpuset.cpus"
+        echo 1 > "$dir/cpuset.cpu_exclusive"
+    else
+        echo threaded > "$dir/cgroup.type"
+        echo "$1" > "$dir/cpuset.cpus"
+        echo root > "$dir/cpuset.cpus.partition"
+        state=$(cat "$dir/cpuset.cpus.partition")
+        [ "$state" = root ] || die "core $1: the kernel refused the partition: $state"
+    fi
+    say "core $1: exclusive cpuset $dir"
+}
+
+# balance_off: v1, the root cpuset stops balancing so that each exclusive child is a root domain;
+# v2, the cpuset controller is enabled for the root's children
+balance_off() {
+    if [ "$CGROUP" = v1 ]; then
+        file=$CPUSET/cpuset.sched_load_balance
+        before=$(cat "$file")
+        [ "$before" != 0 ] || return 0
+        UNDO_HIERARCHY="put $(q "$file") $(q "$before")
+$UNDO_HIERARCHY"
+        write_undo
+        echo 0 > "$file"
+    else
+        file=$CPUSET/cgroup.subtree_control
+        ! grep -qw cpuset "$file" || return 0
+        UNDO_HIERARCHY="put $(q "$file") -cpuset
+$UNDO_HIERARCHY"
+        write_undo
+        echo +cpuset > "$file"
+    fi
+}
+
+# deploy TID CORE RUNTIME DEADLINE PERIOD GUEST: thread into the partition, pinned, reserved
+deploy() {
+    case $(stat_field "$1" 41) in
+        0) policy=-o ;; 1) policy=-f ;; 2) policy=-r ;; 3) policy=-b ;; 5) policy=-i ;;
+        *) die "guest $6: thread $1 has a policy this script cannot restore" ;;
+    esac
+    priority=$(stat_field "$1" 40)
+    start=$(stat_field "$1" 22)
+    affinity=$(taskset -c -p "$1" | sed 's/.*: //')
+    if [ "$CGROUP" = v1 ]; then
+        cgroup=$(awk -F: '$2 ~ /(^|,)cpuset(,|$)/ { sub(/^[^:]*:[^:]*:/, ""); print; exit }' "/proc/$1/cgroup")
+    else
+        cgroup=$(sed -n 's/^0:://p' "/proc/$1/cgroup")
+    fi
+    UNDO_THREADS="restore_thread $1 $start $policy $priority $(q "$affinity") $(q "$CPUSET${cgroup%/}/$TASKS")
+$UNDO_THREADS"
+    write_undo
+    echo "$1" > "$CPUSET/rtvirt-core$2/$TASKS"
+    taskset -p -c "$2" "$1" >/dev/null
+    if [ "$3" -eq 0 ]; then
+        say "guest $6: thread $1 on core $2 (no real-time tasks: no reservation)"
+        return 0
+    fi
+    tries=0
+    while ! err=$(chrt -d --sched-runtime "$3" --sched-deadline "$4" --sched-period "$5" -p 0 "$1" 2>&1); do
+        tries=$((tries + 1))
+        [ "$tries" -lt 50 ] || die "guest $6: thread $1: chrt -d refused for 5 s: $err (EPERM: the thread has not woken on core $2 since it was moved; EBUSY: the core's deadline bandwidth is taken)"
+        sleep 0.1
+    done
+    say "guest $6: thread $1 on core $2, SCHED_DEADLINE runtime $3 ns, deadline $4 ns, period $5 ns"
+}
+"#;
+
+/// The script's header: what it does and how to run it.
+fn header(s: &mut String) {
+    let lines = [
+        "#!/bin/sh",
+        "# rtvirt plan --emit chrt: each guest's vCPU thread gets its planned core and SCHED_DEADLINE",
+        "# reservation, on a stock kernel: first an exclusive cpuset partition per core (cgroup v1:",
+        "# cpu_exclusive + the root's sched_load_balance=0; v2: cpuset.cpus.partition=root), then the",
+        "# threads move into them, then taskset and chrt -d.",
+        "# Run as root from a file named *.sh while the guests run: sudo sh deploy.sh",
+        "# Before its first change it writes deploy-undo.sh next to itself (or $RTVIRT_UNDO), which",
+        "# puts back every setting it changed: sudo sh deploy-undo.sh",
+        "# A vCPU thread id without --pid NAME=PID is read from VCPU_PID_<GUEST> (e.g. from QMP",
+        "# query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>). rtvirt host apply does the same,",
+        "# journaled, and finds the QEMU vCPU threads itself.",
+    ];
+    for line in lines {
+        let _ = writeln!(s, "{line}");
+    }
+}
+
+/// The line that sets a guest's thread id variable `TID_<i>`: a `--pid` number, or the guest's
+/// environment variable (the message is constant text; the name [A-Z0-9_]).
+fn thread_id(index: usize, guest: &GuestPlan, pids: &BTreeMap<String, u32>) -> String {
+    match pids.get(&guest.name) {
+        Some(pid) => format!("TID_{index}={pid}"),
+        None => {
+            let v = pid_variable(&guest.name);
+            format!("TID_{index}=${{{v}:?set it to the thread id of the vCPU of the guest named above}}")
+        }
+    }
+}
+
+/// `--emit chrt`: the deployment script (see the module documentation). Thread ids come from
+/// `pids` (`--pid name=PID`) or from [`pid_variable`].
+pub fn script(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
+    shared_pid_variable(plan, pids)?;
+    let mut s = String::new();
+    header(&mut s);
+    s.push_str(PRELUDE);
+    let guests: Vec<(usize, &GuestPlan, u32, String)> = placed(plan)
+        .enumerate()
+        .map(|(i, (g, core))| Ok((i, g, core, shell_word(&g.name, || guest_field(plan, g))?)))
+        .collect::<Result<_, InputError>>()?;
+    let _ = writeln!(s, "\n# the vCPU thread of each guest, checked before anything changes");
+    for (i, g, _, name) in &guests {
+        let _ = writeln!(s, "# guest {}", comment_word(&g.name));
+        let _ = writeln!(s, "{}\ncheck_thread \"$TID_{i}\" {name}", thread_id(*i, g, pids));
+    }
+    let _ = writeln!(s, "\n# one exclusive cpuset partition per planned core");
+    for core in used_cores(plan) {
+        let _ = writeln!(s, "partition {core}");
+    }
+    let _ = writeln!(s, "balance_off");
+    for (i, g, core, name) in &guests {
+        let _ = writeln!(
+            s,
+            "\n# guest {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
+            comment_word(&g.name),
+            Nanos(g.budget_ns),
+            Nanos(g.period_ns),
+            Nanos(g.deadline_ns),
+            g.bandwidth
+        );
+        let runtime = match g.budget_ns {
+            0 => 0,
+            b if b < MIN_RUNTIME_NS => {
+                let _ =
+                    writeln!(s, "# note: the planned runtime {b} ns is below the kernel minimum; raised to 1024 ns");
+                MIN_RUNTIME_NS
+            }
+            b => b,
+        };
+        let _ = writeln!(s, "deploy \"$TID_{i}\" {core} {runtime} {} {} {name}", g.deadline_ns, g.period_ns);
+    }
+    let _ = writeln!(s, "\nsay \"deployed; $UNDO undoes it\"");
+    Ok(s)
+}
+
+/// Guests without `--pid` whose names map to the same [`pid_variable`] (e.g. `vm-1` and `vm_1`):
+/// one environment variable cannot hold two thread ids.
+fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), InputError> {
+    let mut owner: BTreeMap<String, &GuestPlan> = BTreeMap::new();
+    for (g, _) in placed(plan).filter(|(g, _)| !pids.contains_key(&g.name)) {
+        let variable = pid_variable(&g.name);
+        if let Some(first) = owner.insert(variable.clone(), g) {
+            return Err(InputError::field(
+                guest_field(plan, g),
+                format!(
+                    "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid \
+                     NAME=PID",
+                    comment_word(&first.name),
+                    comment_word(&g.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
