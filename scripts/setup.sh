@@ -34,6 +34,8 @@ APT_PACKAGES=(
     iproute2        # ip netns / veth / bridge for containers
     procps
     util-linux      # chrt, taskset
+    libvirt-clients # virt-xml-validate: plan --emit libvirt's domains checked against libvirt's schema
+    libxml2-utils   # xmllint, which virt-xml-validate runs
     qemu-system-x86 # host tests: a real QEMU (TCG) with QMP for thread discovery and apply/revert
     busybox-static  # vm: the guest initramfs's shell and tools
     cpio            # vm: packing the guest initramfs

@@ -1,17 +1,21 @@
-//! Deployable text for a plan: a SCHED_DEADLINE shell script (`chrt`), Xen RTDS commands and a
-//! cpupool layout (`rtds`), libvirt `<cputune>` fragments (`libvirt`), and CARTS XML input
-//! (`carts`, the format of the CARTS compositional analysis tool: `<system>`, `<component>`,
-//! `<task p d e>`, times in milliseconds). Pure text generation, no I/O.
+//! Deployable text for a plan: a shell script that deploys the SCHED_DEADLINE reservations on a
+//! stock kernel and writes its undo script ([`chrt`]), Xen RTDS commands and a cpupool layout
+//! (`rtds`), libvirt domain patches and a qemu hook ([`libvirt`]), a tuned profile ([`tuned`]),
+//! and CARTS XML input (`carts`, the format of the CARTS compositional analysis tool:
+//! `<system>`, `<component>`, `<task p d e>`, times in milliseconds). Pure text generation, no
+//! I/O: the CLI reads the files given and writes the [`EmittedFile`]s.
 
 pub mod chrt;
+pub mod libvirt;
+pub mod tuned;
 mod words;
 
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Scenario};
 use rtvirt_model::{xml, InputError, Nanos};
 use std::fmt::Write;
-pub use words::pid_variable;
-use words::{comment_word, guest_field, housekeeping, placed, shell_word};
+use words::{comment_word, guest_field, placed, shell_word};
+pub use words::{pid_variable, EmittedFile};
 
 /// A guest name as an `xl` domain argument: one shell word, and not starting with `-` (which xl
 /// would read as an option however it is quoted).
@@ -67,38 +71,6 @@ pub fn rtds(plan: &Plan) -> Result<String, InputError> {
         let _ = writeln!(s, "xl sched-rtds -d {domain} -v all -p {p} -b {b}");
     }
     Ok(s)
-}
-
-/// `--emit libvirt`: one `<cputune>` fragment per guest: vCPU 0 pinned to its core, emulator
-/// threads on the cores no guest uses. libvirt cannot express SCHED_DEADLINE, so the reservation
-/// is listed for applying outside libvirt.
-pub fn libvirt(plan: &Plan) -> String {
-    let mut s = String::new();
-    let hk = housekeeping(plan);
-    let _ = writeln!(s, "<!-- rtvirt plan, emit libvirt: paste each <cputune> into its domain XML.");
-    let _ = writeln!(s, "     libvirt has no deadline policy (<vcpusched> offers fifo, rr, batch, idle): apply the");
-    let _ =
-        writeln!(s, "     SCHED_DEADLINE runtime/deadline/period given per domain to its vCPU thread outside libvirt,");
-    let _ = writeln!(s, "     e.g. with the script of rtvirt plan (emit chrt) or rtvirt host apply. -->");
-    for (g, core) in placed(plan) {
-        let emu = hk.clone().unwrap_or_else(|| core.to_string());
-        let _ = writeln!(
-            s,
-            "<!-- domain {}: SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns (outside libvirt) -->",
-            xml::comment(&g.name),
-            g.budget_ns,
-            g.deadline_ns,
-            g.period_ns
-        );
-        if hk.is_none() {
-            let _ = writeln!(s, "<!-- warning: every core hosts a guest; the emulator threads share core {core} -->");
-        }
-        let _ = writeln!(
-            s,
-            "<cputune>\n  <vcpupin vcpu=\"0\" cpuset=\"{core}\"/>\n  <emulatorpin cpuset=\"{emu}\"/>\n</cputune>"
-        );
-    }
-    s
 }
 
 /// Nanoseconds as decimal milliseconds (CARTS's unit), exact.

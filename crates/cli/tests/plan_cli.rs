@@ -315,10 +315,15 @@ fn emitted_settings_carry_the_planned_numbers() {
     }
     assert!(rtds.contains("xl cpupool-create") && rtds.contains("xl cpupool-migrate"));
 
-    let lv = stdout(&rtvirt(&["plan", "--emit", "libvirt"]));
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("libvirt");
+    let o = rtvirt(&["plan", "--emit", "libvirt", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lv = std::fs::read_to_string(out.join("vm1.xml")).unwrap();
     assert!(lv.contains("<vcpupin vcpu=\"0\" cpuset=\"0\"/>") && lv.contains("<emulatorpin cpuset=\"1\"/>"), "{lv}");
-    assert!(lv.contains("outside libvirt"));
+    assert!(lv.contains("from the qemu hook (libvirt has no deadline policy)"));
     assert_valid_comments(&lv);
+    assert!(std::fs::read_to_string(out.join("qemu")).unwrap().contains("host apply"));
 
     let carts = stdout(&rtvirt(&["plan", "--emit", "carts"]));
     assert_valid_comments(&carts);

@@ -112,7 +112,7 @@ impl Cleanup {
             undo,
             stand_in: Some(stand_in),
             partitions_before: partitions(),
-            load_balance_before: load_balance_file().and_then(|f| procfs::read_opt(f)),
+            load_balance_before: load_balance_file().and_then(procfs::read_opt),
         }
     }
     fn tids(&self) -> Vec<u32> {

@@ -160,9 +160,18 @@ fn libvirt_and_carts_output_escape_names_as_xml() {
     let names = ["<x>&\"'", "--a--", "vm\ntouch x\n#"];
     std::fs::write(&file, scenario(&names)).unwrap();
     let f = file.to_str().unwrap();
-    let libvirt = emitted(&[f], "libvirt", &[]);
-    let doc = format!("<root>{}</root>", libvirt);
-    roxmltree::Document::parse(&doc).unwrap_or_else(|e| panic!("{e}: {libvirt}"));
+    // libvirt domain names hold no newline (its schema): a tab instead
+    let out = dir.path().join("libvirt");
+    let libvirt_names = ["<x>&\"'", "--a--", "vm\ttouch x #"];
+    let libvirt_scenario = dir.path().join("libvirt.toml");
+    std::fs::write(&libvirt_scenario, scenario(&libvirt_names)).unwrap();
+    emitted(&[libvirt_scenario.to_str().unwrap()], "libvirt", &["--output-dir", out.to_str().unwrap()]);
+    for (i, name) in libvirt_names.iter().enumerate() {
+        let file = ["_x____.xml", "--a--.xml", "vm_touch_x__.xml"][i];
+        let libvirt = std::fs::read_to_string(out.join(file)).unwrap();
+        let doc = roxmltree::Document::parse(&libvirt).unwrap_or_else(|e| panic!("{e}: {libvirt}"));
+        assert_eq!(doc.descendants().find(|n| n.has_tag_name("name")).unwrap().text(), Some(*name));
+    }
     let carts = emitted(&[f], "carts", &[]);
     let parsed = roxmltree::Document::parse(&carts).unwrap_or_else(|e| panic!("{e}: {carts}"));
     let got: Vec<&str> =

@@ -8,6 +8,7 @@
 //! | scenario, sweep, host profile (TOML)   | 1 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML (imports become scenarios)   | 2 MiB   |
+//! | libvirt domain XML (`--libvirt-domain`) | 2 MiB  |
 //! | execution-time samples                 | 64 MiB  |
 //! | plan (JSON)                            | 64 MiB  |
 //! | results (JSON, JSON lines)             | 256 MiB |
@@ -36,6 +37,7 @@ pub enum InputKind {
     Sweep,
     HostProfile,
     Carts,
+    LibvirtDomain,
     Samples,
     Plan,
     HostModel,
@@ -47,7 +49,7 @@ impl InputKind {
     pub const fn limit(self) -> u64 {
         match self {
             InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => MIB,
-            InputKind::Carts => 2 * MIB,
+            InputKind::Carts | InputKind::LibvirtDomain => 2 * MIB,
             InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
             InputKind::Results => 256 * MIB,
@@ -61,6 +63,7 @@ impl InputKind {
             InputKind::Sweep => "sweep file",
             InputKind::HostProfile => "profile",
             InputKind::Carts => "CARTS file",
+            InputKind::LibvirtDomain => "libvirt domain XML",
             InputKind::Samples => "samples file",
             InputKind::Plan => "plan",
             InputKind::HostModel => "host model",

@@ -4,6 +4,14 @@
 use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::InputError;
 
+/// One file of emitted settings: its name, its text, and whether it is a script to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmittedFile {
+    pub name: String,
+    pub text: String,
+    pub executable: bool,
+}
+
 /// Shell variable holding a guest's vCPU thread id when no `--pid` was given: `VCPU_PID_<NAME>`
 /// with every character outside `[A-Za-z0-9]` replaced by `_`.
 pub fn pid_variable(guest: &str) -> String {

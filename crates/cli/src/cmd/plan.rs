@@ -4,9 +4,10 @@
 
 use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
 use crate::table::Table;
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
-use rtvirt_analysis::emit;
+use rtvirt_analysis::emit::{self, libvirt::DomainFile, EmittedFile};
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
@@ -16,7 +17,8 @@ use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ModelArg {
@@ -51,12 +53,16 @@ pub enum BudgetArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EmitArg {
-    /// Shell script: taskset + chrt -d (SCHED_DEADLINE) per guest vCPU thread.
+    /// Shell script deploying on a stock kernel: an exclusive cpuset per core, then taskset + chrt -d
+    /// per guest vCPU thread; run from a file NAME.sh, it writes NAME-undo.sh before each change.
     Chrt,
     /// Xen: xl cpupool layout + xl sched-rtds commands (microseconds).
     Rtds,
-    /// libvirt <cputune> fragments (vcpupin, emulatorpin) + what to apply outside libvirt.
+    /// Per guest a libvirt domain patch (vcpupin, emulatorpin, iothreadpin, vcpusched,
+    /// memoryBacking) + the qemu hook running `rtvirt host apply`/`revert`; needs --output-dir.
     Libvirt,
+    /// tuned profile (tuned.conf): includes realtime-virtual-host, isolates the plan's cores.
+    Tuned,
     /// CARTS XML input (times in ms, e = the planned budget c).
     Carts,
 }
@@ -77,7 +83,9 @@ guest too large to analyse exactly (more than 2,097,152 check points, e.g. perio
 Examples:
   rtvirt plan                                   # embedded default scenario, table
   rtvirt plan s.toml --rho 0.9 --format json
-  rtvirt plan s.toml --model edp --emit chrt --pid vm1=4242
+  rtvirt plan s.toml --model edp --emit chrt --pid vm1=4242 > deploy.sh   # sudo sh deploy.sh
+  rtvirt plan s.toml --emit libvirt --libvirt-domain vm1.xml --output-dir out/
+  rtvirt plan s.toml --emit tuned --output-dir /etc/tuned/rtvirt
   rtvirt plan s.toml --max-rho
   rtvirt plan --import-carts system.xml")]
 pub struct PlanArgs {
@@ -109,6 +117,15 @@ pub struct PlanArgs {
     /// VCPU_PID_<GUEST> from the environment.
     #[arg(long = "pid", value_name = "GUEST=PID")]
     pub pids: Vec<String>,
+    /// Write the emitted files into DIR (created if missing; files of the same name replaced)
+    /// instead of printing them: chrt deploy.sh, libvirt GUEST.xml per guest + qemu, tuned
+    /// tuned.conf (DIR is then the profile directory), rtds rtds.sh, carts carts.xml.
+    #[arg(long, value_name = "DIR", requires = "emit")]
+    pub output_dir: Option<PathBuf>,
+    /// A guest's existing libvirt domain XML to patch with `--emit libvirt` (its <name> picks the
+    /// guest; repeatable); guests without one get a generated patch.
+    #[arg(long = "libvirt-domain", value_name = "FILE.xml")]
+    pub libvirt_domains: Vec<PathBuf>,
     /// Only search and print the largest uniform rho for which every guest fits.
     #[arg(long)]
     pub max_rho: bool,
@@ -243,11 +260,13 @@ pub fn run(args: PlanArgs) -> CmdResult {
             s.guests.len()
         );
     }
+    let domains = libvirt_domains(&args)?;
     let p = plan(&s, &o);
     too_large(&s, &p)?;
     match args.emit {
         Some(e) if p.plan.feasible => {
-            print!("{}", emitted(e, &s, &p.plan, &pid_map).map_err(|e| s.locate(e))?)
+            let files = emitted(e, &s, &p.plan, &pid_map, &domains).map_err(|e| s.locate(e))?;
+            write_emitted(e, &files, args.output_dir.as_deref())?;
         }
         Some(_) => {}
         None if args.format == Format::Json => print_json(&p.plan)?,
@@ -257,18 +276,66 @@ pub fn run(args: PlanArgs) -> CmdResult {
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
 }
 
+/// `--libvirt-domain` files, read (path, text); only with `--emit libvirt`.
+fn libvirt_domains(args: &PlanArgs) -> Result<Vec<(PathBuf, String)>, InputError> {
+    if !args.libvirt_domains.is_empty() && args.emit != Some(EmitArg::Libvirt) {
+        return Err(InputError::field(
+            "--libvirt-domain",
+            "patches a domain for --emit libvirt only: add --emit libvirt",
+        ));
+    }
+    args.libvirt_domains
+        .iter()
+        .map(|p| Ok((p.clone(), rtvirt_model::input::read_text(p, rtvirt_model::input::InputKind::LibvirtDomain)?)))
+        .collect()
+}
+
 fn emitted(
     emit: EmitArg,
     scenario: &Scenario,
     plan: &Plan,
     pids: &BTreeMap<String, u32>,
-) -> Result<String, InputError> {
+    domains: &[(PathBuf, String)],
+) -> Result<Vec<EmittedFile>, InputError> {
+    let one = |name: &str, text: String, executable: bool| vec![EmittedFile { name: name.into(), text, executable }];
     Ok(match emit {
-        EmitArg::Chrt => emit::chrt::script(plan, pids)?,
-        EmitArg::Rtds => emit::rtds(plan)?,
-        EmitArg::Libvirt => emit::libvirt(plan),
-        EmitArg::Carts => emit::carts(scenario, plan),
+        EmitArg::Chrt => one("deploy.sh", emit::chrt::script(plan, pids)?, true),
+        EmitArg::Rtds => one("rtds.sh", emit::rtds(plan)?, true),
+        EmitArg::Libvirt => {
+            let files: Vec<DomainFile> = domains.iter().map(|(path, text)| DomainFile { path, text }).collect();
+            emit::libvirt::files(scenario, plan, &files)?
+        }
+        EmitArg::Tuned => one("tuned.conf", emit::tuned::profile(plan), false),
+        EmitArg::Carts => one("carts.xml", emit::carts(scenario, plan), false),
     })
+}
+
+/// The emitted files into `dir` (listed on stdout), or the one file's text on stdout.
+fn write_emitted(emit: EmitArg, files: &[EmittedFile], dir: Option<&Path>) -> anyhow::Result<()> {
+    let Some(dir) = dir else {
+        if let [file] = files {
+            print!("{}", file.text);
+            return Ok(());
+        }
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        let emit = emit.to_possible_value().map_or(String::new(), |v| v.get_name().to_string());
+        return Err(InputError::field(
+            "--output-dir",
+            format!("--emit {emit} writes {} files ({}): give --output-dir DIR", files.len(), names.join(", ")),
+        )
+        .into());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create --output-dir {}", dir.display()))?;
+    for f in files {
+        let path = dir.join(&f.name);
+        std::fs::write(&path, &f.text).with_context(|| format!("cannot write {}", path.display()))?;
+        if f.executable {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("cannot make {} executable", path.display()))?;
+        }
+        println!("{}", path.display());
+    }
+    Ok(())
 }
 
 fn rho_text(rho: Option<f64>) -> String {

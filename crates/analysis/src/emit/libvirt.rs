@@ -1,0 +1,422 @@
+//! `--emit libvirt`: per guest a domain patch, and a libvirt qemu hook script.
+//!
+//! The patch is a `<domain>` document holding only what rtvirt sets (it validates with libvirt's
+//! schema on its own): `<cputune>` with a `vcpupin` for every vCPU (vCPU 0, which carries the
+//! reservation, on its planned core; any other vCPU and the emulator and I/O threads on the cores
+//! no guest uses), `emulatorpin`, an `iothreadpin` per I/O thread, a `vcpusched` when the
+//! scenario runs the vCPU under FIFO/RR (`[guest.vcpu] policy`, the policy libvirt gives it at
+//! start), and `<memoryBacking>` with `<hugepages/>` and `<locked/>`. With `--libvirt-domain
+//! FILE.xml` the user's own domain is patched instead: its `<name>` picks the guest, its `<vcpu>`
+//! count and `<iothreads>`/`<iothreadids>` decide the pins; existing `vcpupin`, `emulatorpin`,
+//! `iothreadpin` and `vcpusched` are replaced, every other byte of the file is kept (edits are
+//! spliced at the byte ranges roxmltree reports, the new elements written by quick-xml).
+//!
+//! libvirt has no deadline policy (`vcpusched` offers fifo, rr, batch, idle), so the hook
+//! (`/etc/libvirt/hooks/qemu`) runs `rtvirt host apply` on the plan for a planned domain when it
+//! has `started` (its vCPU 0 found by the QEMU `-name`), journaled in a state directory per
+//! domain, and `rtvirt host revert` when it is `release`d. Domain names appear in the hook only
+//! as single shell words (`case` patterns and arguments).
+
+use super::words::{comment_word, guest_field, housekeeping, placed, shell_word, EmittedFile};
+use rtvirt_model::plan::{GuestPlan, Plan};
+use rtvirt_model::scenario::sim::Policy;
+use rtvirt_model::scenario::Scenario;
+use rtvirt_model::{error::line_col, xml, InputError};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::ops::Range;
+use std::path::Path;
+
+/// A user's domain XML (`--libvirt-domain`): its path (for errors) and text.
+pub struct DomainFile<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+}
+
+/// Where the hook keeps the plan and one `rtvirt host apply` journal per domain.
+pub const HOOK_STATE_DIR: &str = "/run/rtvirt/libvirt";
+
+/// What rtvirt sets in one guest's domain.
+struct Tune<'a> {
+    guest: &'a GuestPlan,
+    core: u32,
+    /// Cores for everything that is not vCPU 0 (the planned core when no core is free).
+    housekeeping: String,
+    /// `(scheduler, priority)` for `vcpusched`.
+    rt: Option<(&'static str, u8)>,
+}
+
+/// `--emit libvirt`: the domain patches (user domains patched, the other guests' patches
+/// generated) and the hook script `qemu`.
+pub fn files(scenario: &Scenario, plan: &Plan, domains: &[DomainFile]) -> Result<Vec<EmittedFile>, InputError> {
+    for (g, _) in placed(plan) {
+        check_domain_name(plan, g)?;
+    }
+    let mut patched: BTreeMap<String, String> = BTreeMap::new();
+    for d in domains {
+        let (name, text) = patch_user_domain(scenario, plan, d)?;
+        if patched.insert(name.clone(), text).is_some() {
+            return Err(InputError::new(format!(
+                "two --libvirt-domain files are domain {}: give one per guest",
+                comment_word(&name)
+            ))
+            .in_file(d.path));
+        }
+    }
+    let mut out = Vec::new();
+    for (g, core) in placed(plan) {
+        let text = match patched.remove(&g.name) {
+            Some(text) => text,
+            None => generated_patch(&tune(scenario, plan, g, core)).map_err(|e| e.under(&guest_field(plan, g)))?,
+        };
+        out.push(EmittedFile { name: file_name(&g.name, &out), text, executable: false });
+    }
+    out.push(EmittedFile { name: "qemu".into(), text: hook(plan)?, executable: true });
+    Ok(out)
+}
+
+/// A guest name libvirt takes as a domain name (its schema: no newline), XML can carry, and the
+/// hook can pass to `rtvirt host apply --vm GUEST,vcpu=0` (no `=`).
+fn check_domain_name(plan: &Plan, g: &GuestPlan) -> Result<(), InputError> {
+    let problem = if g.name.contains('\n') {
+        "holds a newline, which libvirt domain names cannot"
+    } else if g.name.contains('=') {
+        "holds '=', which rtvirt host apply --vm GUEST (run by the hook) cannot take"
+    } else if g.name.chars().any(|c| c.is_control() && c != '\t' && c != '\r') {
+        "holds a control character, which XML 1.0 cannot carry"
+    } else {
+        return Ok(());
+    };
+    Err(InputError::field(
+        guest_field(plan, g),
+        format!("{} {problem}: rename the guest to deploy it with libvirt", comment_word(&g.name)),
+    ))
+}
+
+/// `<guest>.xml` with every character outside `[A-Za-z0-9._-]` as `_` (and a number when two
+/// guests give the same name).
+fn file_name(guest: &str, taken: &[EmittedFile]) -> String {
+    let stem: String =
+        guest.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    let stem = stem.trim_start_matches('.').to_string();
+    let mut name = format!("{stem}.xml");
+    let mut n = 2;
+    while taken.iter().any(|f| f.name == name) || name == ".xml" {
+        name = format!("{stem}-{n}.xml");
+        n += 1;
+    }
+    name
+}
+
+fn tune<'a>(scenario: &Scenario, plan: &Plan, guest: &'a GuestPlan, core: u32) -> Tune<'a> {
+    let rt = scenario.guest(&guest.name).and_then(|g| match g.vcpu.thread.policy {
+        Policy::Rt { prio, rr_quantum: None } => Some(("fifo", prio)),
+        Policy::Rt { prio, rr_quantum: Some(_) } => Some(("rr", prio)),
+        _ => None,
+    });
+    Tune { guest, core, housekeeping: housekeeping(plan).unwrap_or_else(|| core.to_string()), rt }
+}
+
+/// One empty element written by quick-xml (attribute values escaped by it).
+fn empty_element(name: &str, attributes: &[(&str, String)]) -> String {
+    let mut start = quick_xml::events::BytesStart::new(name);
+    for (key, value) in attributes {
+        start.push_attribute((*key, value.as_str()));
+    }
+    let mut writer = quick_xml::Writer::new(Vec::new());
+    writer.write_event(quick_xml::events::Event::Empty(start)).expect("writing to memory cannot fail");
+    String::from_utf8(writer.into_inner()).expect("quick-xml writes UTF-8")
+}
+
+/// The `<cputune>` children rtvirt sets, for a domain of `vcpus` vCPUs and these I/O threads.
+fn cputune_children(t: &Tune, vcpus: u32, iothreads: &[u32]) -> Vec<String> {
+    let g = t.guest;
+    let mut out = vec![format!(
+        "<!-- rtvirt: vCPU 0 gets SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns on core {} from the \
+         qemu hook (libvirt has no deadline policy) -->",
+        g.budget_ns, g.deadline_ns, g.period_ns, t.core
+    )];
+    for vcpu in 0..vcpus {
+        let cpuset = if vcpu == 0 { t.core.to_string() } else { t.housekeeping.clone() };
+        out.push(empty_element("vcpupin", &[("vcpu", vcpu.to_string()), ("cpuset", cpuset)]));
+    }
+    out.push(empty_element("emulatorpin", &[("cpuset", t.housekeeping.clone())]));
+    for id in iothreads {
+        out.push(empty_element("iothreadpin", &[("iothread", id.to_string()), ("cpuset", t.housekeeping.clone())]));
+    }
+    if let Some((scheduler, priority)) = t.rt {
+        out.push(empty_element(
+            "vcpusched",
+            &[("vcpus", "0".into()), ("scheduler", scheduler.into()), ("priority", priority.to_string())],
+        ));
+    }
+    out
+}
+
+/// `<memoryBacking>` children rtvirt sets: guest memory in huge pages, locked in RAM.
+const MEMORY_BACKING: [&str; 2] = ["hugepages", "locked"];
+
+/// `<cputune>` children rtvirt replaces.
+const REPLACED: [&str; 4] = ["vcpupin", "emulatorpin", "iothreadpin", "vcpusched"];
+
+/// The patch of a guest without a domain file: a one-vCPU, one-I/O-thread domain holding only
+/// what rtvirt sets.
+fn generated_patch(t: &Tune) -> Result<String, InputError> {
+    let g = t.guest;
+    let head = format!(
+        "<!-- rtvirt plan, emit libvirt: the settings of guest {}, core {}. Merge them into the guest's\n     \
+         domain (rtvirt plan, emit libvirt, with the guest's domain XML does it) and install the\n     \
+         hook script qemu (docs/plan.md). The hook gives vCPU 0 its SCHED_DEADLINE reservation. <hugepages/>\n     \
+         needs huge pages reserved on the host (e.g. hugepagesz=1G hugepages=N). -->\n",
+        xml::comment(&g.name),
+        t.core
+    );
+    let skeleton = format!(
+        "{head}<domain type=\"kvm\">\n  <name>{}</name>\n  <vcpu placement=\"static\">1</vcpu>\n  \
+         <iothreads>1</iothreads>\n</domain>\n",
+        xml::escape(&g.name)
+    );
+    patch(&skeleton, t)
+}
+
+/// The guest a user's domain file is for (by its `<name>`), and the file patched.
+fn patch_user_domain(scenario: &Scenario, plan: &Plan, d: &DomainFile) -> Result<(String, String), InputError> {
+    let doc = parse(d.text).map_err(|e| e.in_file(d.path))?;
+    let at = |node: roxmltree::Node, message: String| at_node(d.text, node, message).in_file(d.path);
+    let name_node = domain(&doc)
+        .map_err(|e| e.in_file(d.path))?
+        .children()
+        .find(|n| n.has_tag_name("name"))
+        .ok_or_else(|| at(doc.root_element(), "the <domain> has no <name>: expected the guest's name".into()))?;
+    let name = name_node.text().unwrap_or("").trim().to_string();
+    let Some((guest, core)) = placed(plan).find(|(g, _)| g.name == name) else {
+        let names: Vec<String> = placed(plan).map(|(g, _)| comment_word(&g.name)).collect();
+        return Err(at(
+            name_node,
+            format!("domain {} is not a guest of the plan (guests: {})", comment_word(&name), names.join(", ")),
+        ));
+    };
+    let text = patch(d.text, &tune(scenario, plan, guest, core)).map_err(|e| e.in_file(d.path))?;
+    Ok((name, text))
+}
+
+fn parse(text: &str) -> Result<roxmltree::Document<'_>, InputError> {
+    roxmltree::Document::parse(text).map_err(|e| {
+        let pos = e.pos();
+        InputError::new(format!("not well-formed XML: {e}")).at_line(pos.row as usize, pos.col as usize)
+    })
+}
+
+fn at_node(text: &str, node: roxmltree::Node, message: String) -> InputError {
+    let (line, col) = line_col(text, node.range().start);
+    InputError::new(message).at_line(line, col)
+}
+
+/// The root `<domain>` element.
+fn domain<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> Result<roxmltree::Node<'a, 'input>, InputError> {
+    let root = doc.root_element();
+    if !root.has_tag_name("domain") {
+        return Err(at_node(
+            doc.input_text(),
+            root,
+            format!("<{}>: expected a libvirt domain (<domain type=...>)", root.tag_name().name()),
+        ));
+    }
+    Ok(root)
+}
+
+/// `text` (a domain document) with rtvirt's settings for `t`.
+fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
+    let doc = parse(text)?;
+    let root = domain(&doc)?;
+    let child = |name: &str| root.children().find(|n| n.has_tag_name(name));
+    let vcpus = match child("vcpu") {
+        None => 1,
+        Some(n) => n.text().unwrap_or("").trim().parse::<u32>().ok().filter(|&v| v >= 1).ok_or_else(|| {
+            at_node(text, n, format!("<vcpu>{}</vcpu>: expected the number of vCPUs", n.text().unwrap_or("")))
+        })?,
+    };
+    let iothreads = iothread_ids(text, root)?;
+    let mut edits = Vec::new();
+    let tune_children = cputune_children(t, vcpus, &iothreads);
+    match child("cputune") {
+        Some(cputune) => {
+            for old in cputune.children().filter(|n| REPLACED.iter().any(|r| n.has_tag_name(*r))) {
+                edits.push(removal(text, old));
+            }
+            edits.push(append(text, cputune, &tune_children));
+        }
+        None => edits.push(append(text, root, &[container(text, root, "cputune", &tune_children)])),
+    }
+    match child("memoryBacking") {
+        Some(backing) => {
+            let missing: Vec<String> = MEMORY_BACKING
+                .iter()
+                .filter(|m| !backing.children().any(|n| n.has_tag_name(**m)))
+                .map(|m| empty_element(m, &[]))
+                .collect();
+            if !missing.is_empty() {
+                edits.push(append(text, backing, &missing));
+            }
+        }
+        None => {
+            let children: Vec<String> = MEMORY_BACKING.iter().map(|m| empty_element(m, &[])).collect();
+            edits.push(append(text, root, &[container(text, root, "memoryBacking", &children)]));
+        }
+    }
+    let patched = apply(text, edits);
+    parse(&patched)
+        .map_err(|e| InputError::new(format!("rtvirt wrote an ill-formed domain (a bug): {}", e.message)))?;
+    Ok(patched)
+}
+
+/// The domain's I/O thread ids: `<iothreadids><iothread id=N/>`, else 1..=`<iothreads>`.
+fn iothread_ids(text: &str, root: roxmltree::Node) -> Result<Vec<u32>, InputError> {
+    if let Some(ids) = root.children().find(|n| n.has_tag_name("iothreadids")) {
+        return ids
+            .children()
+            .filter(|n| n.has_tag_name("iothread"))
+            .map(|n| {
+                n.attribute("id").and_then(|v| v.trim().parse::<u32>().ok()).ok_or_else(|| {
+                    at_node(text, n, "<iothread> without a numeric id: expected <iothread id=\"N\"/>".into())
+                })
+            })
+            .collect();
+    }
+    let Some(n) = root.children().find(|n| n.has_tag_name("iothreads")) else { return Ok(Vec::new()) };
+    let count = n.text().unwrap_or("").trim().parse::<u32>().map_err(|_| {
+        at_node(text, n, format!("<iothreads>{}</iothreads>: expected a number", n.text().unwrap_or("")))
+    })?;
+    Ok((1..=count).collect())
+}
+
+/// Replace `range` of the text by `with`.
+struct Edit {
+    range: Range<usize>,
+    with: String,
+}
+
+/// All edits applied, last first. They never overlap; at one position a removal goes first, and
+/// insertions keep the order they were made in.
+fn apply(text: &str, edits: Vec<Edit>) -> String {
+    let mut ordered: Vec<(usize, Edit)> = edits.into_iter().enumerate().collect();
+    ordered.sort_by_key(|(order, e)| std::cmp::Reverse((e.range.start, e.range.end, *order)));
+    let mut out = text.to_string();
+    for (_, e) in ordered {
+        out.replace_range(e.range, &e.with);
+    }
+    out
+}
+
+/// Removes `node` with the whitespace before it.
+fn removal(text: &str, node: roxmltree::Node) -> Edit {
+    let start = text[..node.range().start].trim_end_matches(|c: char| c.is_ascii_whitespace()).len();
+    Edit { range: start..node.range().end, with: String::new() }
+}
+
+/// The whitespace that starts the line of `node`, when only whitespace precedes it there.
+fn indent_of(text: &str, node: roxmltree::Node) -> String {
+    let line = text[..node.range().start].rsplit('\n').next().unwrap_or("");
+    if line.chars().all(|c| c == ' ' || c == '\t') {
+        line.to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// Indentation of `parent`'s child elements: as its first one, else the parent's plus two spaces.
+fn child_indent(text: &str, parent: roxmltree::Node) -> String {
+    match parent.children().find(|n| n.is_element()) {
+        Some(first) => indent_of(text, first),
+        None => format!("{}  ", indent_of(text, parent)),
+    }
+}
+
+/// `<name>` holding `children`, each on its own line, indented as a child of `parent`.
+fn container(text: &str, parent: roxmltree::Node, name: &str, children: &[String]) -> String {
+    let indent = child_indent(text, parent);
+    let mut s = format!("<{name}>");
+    for c in children {
+        let _ = write!(s, "\n{indent}  {c}");
+    }
+    let _ = write!(s, "\n{indent}</{name}>");
+    s
+}
+
+/// Inserts `children` into `parent`, after its last child element (or, without one, before its
+/// end tag); a self-closing `<parent/>` is written out as `<parent>...</parent>`.
+fn append(text: &str, parent: roxmltree::Node, children: &[String]) -> Edit {
+    let indent = child_indent(text, parent);
+    let range = parent.range();
+    let name = parent.tag_name().name();
+    let lines: String = children.iter().map(|c| format!("\n{indent}{c}")).collect();
+    if text[range.clone()].ends_with("/>") {
+        // only elements rtvirt itself writes here (cputune, memoryBacking) have no attributes
+        let close = format!("\n{}</{name}>", indent_of(text, parent));
+        return Edit { range, with: format!("<{name}>{lines}{close}") };
+    }
+    let at = match parent.children().rfind(|n| n.is_element()) {
+        Some(last) => last.range().end,
+        None => range.start + text[range.clone()].rfind("</").unwrap_or(range.len()),
+    };
+    let tail = if parent.children().any(|n| n.is_element()) {
+        String::new()
+    } else {
+        format!("\n{}", indent_of(text, parent))
+    };
+    Edit { range: at..at, with: format!("{lines}{tail}") }
+}
+
+/// The hook script: `rtvirt host apply` when a planned domain has started, `rtvirt host revert`
+/// when it is released.
+fn hook(plan: &Plan) -> Result<String, InputError> {
+    let plan_json = serde_json::to_string(plan).map_err(|e| InputError::new(format!("the plan as JSON: {e}")))?;
+    let mut s = String::new();
+    let _ = write!(s, "{HOOK_HEAD}");
+    let _ = writeln!(s, "STATE=${{RTVIRT_HOOK_STATE:-{HOOK_STATE_DIR}}}   # the plan and a journal per domain\n");
+    let _ = writeln!(s, "write_plan() {{\n    mkdir -p \"$STATE\" && cat > \"$STATE/plan.json\" <<'RTVIRT_PLAN'");
+    let _ = writeln!(s, "{plan_json}\nRTVIRT_PLAN\n}}");
+    s.push_str(HOOK_BODY);
+    let _ = writeln!(s, "case $1 in");
+    for (i, (g, core)) in placed(plan).enumerate() {
+        let word = shell_word(&g.name, || guest_field(plan, g))?;
+        let _ = writeln!(s, "    # guest {}: core {core}\n    {word}) guest={i} ;;", comment_word(&g.name));
+    }
+    let _ = writeln!(s, "    *) exit 0 ;;\nesac");
+    let _ =
+        writeln!(s, "case $2 in\n    started) reserve \"$guest\" \"$1\" ;;\n    release) release \"$guest\" ;;\nesac");
+    Ok(s)
+}
+
+/// The hook's header and settings (constant text).
+const HOOK_HEAD: &str = r#"#!/bin/sh
+# rtvirt plan --emit libvirt: libvirt qemu hook. Install as /etc/libvirt/hooks/qemu (or, libvirt >= 6.5,
+# /etc/libvirt/hooks/qemu.d/rtvirt), executable, then restart libvirtd (it reads hooks at start).
+# libvirt has no SCHED_DEADLINE policy: when a planned domain has started, this runs
+# `rtvirt host apply` on the plan below for the domain's vCPU 0 (found by the QEMU -name libvirt
+# gives it; admission-tested and journaled in $STATE/guest<N>), and when the domain is released,
+# `rtvirt host revert` puts the host back. libvirt calls: qemu DOMAIN OPERATION SUB-OPERATION -
+# (the domain XML on stdin). Messages go to libvirtd's log.
+set -u
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+RTVIRT=${RTVIRT:-rtvirt}   # the rtvirt binary: edit if it is not on this PATH
+"#;
+
+/// The hook's functions and operation filter (constant text).
+const HOOK_BODY: &str = r#"
+say() { printf 'rtvirt hook: %s\n' "$*" >&2; }
+# reserve INDEX DOMAIN: the plan's reservation for vCPU 0 of the domain
+reserve() {
+    write_plan || { say "cannot write $STATE/plan.json"; exit 1; }
+    timeout 60 "$RTVIRT" host apply "$STATE/plan.json" "--vm=$2,vcpu=0" --state-dir "$STATE/guest$1" ||
+        { say "rtvirt host apply failed for domain $2 (see above)"; exit 1; }
+}
+# release INDEX: undo what reserve did
+release() {
+    [ -d "$STATE/guest$1" ] || exit 0
+    timeout 60 "$RTVIRT" host revert --state-dir "$STATE/guest$1" ||
+        { say "rtvirt host revert failed for guest $1 (journal in $STATE/guest$1)"; exit 1; }
+}
+[ "$#" -ge 2 ] || exit 0
+case $2 in started | release) ;; *) exit 0 ;; esac
+"#;
