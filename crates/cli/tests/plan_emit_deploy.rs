@@ -71,8 +71,11 @@ struct StandIn {
 
 impl StandIn {
     fn start(n: usize) -> StandIn {
+        // one write per line under a lock: print() from threads can interleave two ids on a line
         let program = "import sys, threading, time\n\
-                       def vcpu():\n    print(threading.get_native_id(), flush=True)\n    \
+                       lock = threading.Lock()\n\
+                       def vcpu():\n    \
+                       with lock: sys.stdout.write('%d\\n' % threading.get_native_id()); sys.stdout.flush()\n    \
                        while True: time.sleep(0.002)\n\
                        for _ in range(int(sys.argv[1])): threading.Thread(target=vcpu, daemon=True).start()\n\
                        time.sleep(300)\n";
