@@ -3,7 +3,9 @@
 //! vCPU wakes for its guest's timer), the reservations are read back with sched_getattr and the
 //! cpusets from /sys and /proc, and the undo script the deployment wrote puts the host back
 //! exactly as it was. Guest names carry shell code that must not run. A [`Cleanup`] guard runs the
-//! undo script and removes any partition left behind even when an assertion fails.
+//! undo script and removes any partition left behind even when an assertion fails. The
+//! `--emit libvirt` hook runs against a QEMU started as libvirt starts one: `started` reserves its
+//! vCPU through `rtvirt host apply`, `release` reverts it.
 
 mod host_support;
 
@@ -321,4 +323,97 @@ fn a_missing_thread_stops_the_script_before_any_change() {
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("set it to the thread id"), "{}", text(&o));
     assert!(!guard.undo.exists());
+}
+
+/// A QEMU started the way libvirt starts one (`-name guest=NAME,debug-threads=on`, no QMP socket
+/// on its command line: libvirt passes the monitor as a file descriptor), TCG, paused; killed on
+/// drop.
+struct LibvirtLikeQemu {
+    child: Child,
+}
+
+impl LibvirtLikeQemu {
+    fn start(name: &str) -> (LibvirtLikeQemu, u32) {
+        let child = Command::new("qemu-system-x86_64")
+            .args(["-M", "pc", "-accel", "tcg", "-smp", "1", "-m", "64", "-nodefaults", "-display", "none", "-S"])
+            .args(["-name", &format!("guest={name},debug-threads=on")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("qemu-system-x86_64 (installed by scripts/setup.sh)");
+        let pid = child.id();
+        let qemu = LibvirtLikeQemu { child };
+        let start = std::time::Instant::now();
+        loop {
+            let vcpu = procfs::tids(pid).into_iter().find(|&t| {
+                procfs::read_opt(format!("/proc/{pid}/task/{t}/comm")).is_some_and(|c| c.trim() == "CPU 0/TCG")
+            });
+            if let Some(tid) = vcpu {
+                return (qemu, tid);
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "QEMU started no vCPU thread");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for LibvirtLikeQemu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reverts the hook's journal of guest 0 when dropped (a failing test leaves nothing behind).
+struct HookStateGuard(PathBuf);
+
+impl Drop for HookStateGuard {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            let _ = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+                .args(["host", "revert", "--state-dir"])
+                .arg(&self.0)
+                .output();
+        }
+    }
+}
+
+#[test]
+fn the_libvirt_hook_reserves_the_vcpu_of_a_started_domain_and_reverts_on_release() {
+    if let Some(why) = unsupported() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = host_support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("rtvirt-hook-{}", std::process::id());
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario(&[&name])).unwrap();
+    let f = file.to_str().unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&rtvirt(&["plan", f, "--format", "json"]).stdout).unwrap();
+    let out = dir.path().join("libvirt");
+    let o = rtvirt(&["plan", f, "--emit", "libvirt", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let state = dir.path().join("state");
+    let _revert = HookStateGuard(state.join("guest0"));
+    let (_qemu, vcpu) = LibvirtLikeQemu::start(&name);
+    let before = snapshot(&[vcpu]);
+    let hook = |operation: &str| {
+        let o = Command::new("timeout")
+            .args(["120", "sh"])
+            .arg(out.join("qemu"))
+            .args([name.as_str(), operation, "begin", "-"])
+            .env("RTVIRT", env!("CARGO_BIN_EXE_rtvirt"))
+            .env("RTVIRT_HOOK_STATE", &state)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "hook {operation}: {}", text(&o));
+    };
+
+    hook("prepare");
+    assert_eq!(snapshot(&[vcpu]), before, "prepare changes nothing");
+    hook("started");
+    check_deployed(&plan, &[vcpu]);
+    hook("release");
+    assert_eq!(snapshot(&[vcpu]), before, "the host is as it was");
 }
