@@ -2,6 +2,11 @@
 //! `explain`). Each kept sample's latency is split into causes that add up to it (the slides'
 //! L = L1 + L2 + I made concrete: timer interrupt delay, what ran before the thread, the wake-up);
 //! what no event explains stays as an `unexplained` cause, never dropped.
+//!
+//! A request of `measure net --explain` is a sample too: its round trip split into path segments
+//! ([`PathSegment`], in path order, adding up to the round trip) instead of causes, and the section
+//! then summarizes the segments ([`SegmentSummary`]: mean, p99, max) so that a report draws them
+//! beside a network simulation's `host_receive` / `guest` / `host_send`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -31,6 +36,9 @@ pub struct ExplainSection {
     /// `--break`: the latency that stopped the run, when a sample exceeded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by_break_ns: Option<u64>,
+    /// `measure net`: each path segment over the explained requests, in path order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<SegmentSummary>,
 }
 
 /// One late sample and its causes.
@@ -42,8 +50,50 @@ pub struct ExplainedSample {
     pub expected_ns: u64,
     /// The measuring thread.
     pub tid: u32,
-    /// Causes in time order; their durations add up to `latency_ns`.
+    /// Causes in time order; their durations add up to `latency_ns` (empty for a request of
+    /// `measure net`: its time is in `segments`).
     pub causes: Vec<Cause>,
+    /// `measure net`: the request's sequence number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// `measure net`: the request's path, in path order; their durations add up to `latency_ns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<PathSegment>,
+}
+
+/// One segment of a request's path on this host, between two trace milestones (or the client's
+/// own clock readings at the ends of the round trip).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PathSegment {
+    /// `client_send` (intended send time -> the request queued to the first device),
+    /// `host_receive` (-> the server's wake-up: veth/bridge or IRQ, NET_RX softirq/NAPI, socket
+    /// enqueue), `server` (-> its send syscall), `host_send` (-> the response leaves the first
+    /// device, `net_dev_xmit`), `client_receive` (-> the client read it), or `unexplained` (the
+    /// milestones in `missing` are not in the trace: the segments they bound are merged).
+    pub name: String,
+    /// Since the start of the run.
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// The CPU of the event that ends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// The trace events on the way, in order (`net_dev_queue rtvbr1`, `softirq NET_RX cpu 1`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
+    /// `unexplained`: the milestones the trace lacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+/// One path segment over all explained requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SegmentSummary {
+    pub name: String,
+    /// Requests that had it.
+    pub requests: u64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 /// Why a share of a sample's latency was spent.
@@ -139,6 +189,32 @@ impl ExplainSection {
         let mut out: Vec<CauseSummary> = by.into_values().collect();
         out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.kind.cmp(&b.kind)).then(a.name.cmp(&b.name)));
         out
+    }
+
+    /// Mean, p99 and max of each path segment of `samples`, in path order (first seen first).
+    pub fn summarize_segments(samples: &[ExplainedSample]) -> Vec<SegmentSummary> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut by: std::collections::HashMap<&str, crate::stats::LatencyHistogram> = Default::default();
+        for seg in samples.iter().flat_map(|s| &s.segments) {
+            if !by.contains_key(seg.name.as_str()) {
+                order.push(&seg.name);
+            }
+            by.entry(&seg.name).or_default().record(seg.duration_ns);
+        }
+        order
+            .into_iter()
+            .map(|name| {
+                let h = &by[name];
+                let s = h.summary();
+                SegmentSummary {
+                    name: name.to_string(),
+                    requests: h.count(),
+                    mean_ns: s.mean,
+                    p99_ns: s.p99,
+                    max_ns: s.max,
+                }
+            })
+            .collect()
     }
 }
 

@@ -93,12 +93,28 @@ fn an_explain_section_is_typed_and_round_trips() {
         policy: Some("fifo".into()),
         kernel_prio: Some(39),
     };
-    let sample = ExplainedSample { cpu: 1, latency_ns: 900, expected_ns: 3, tid: 5, causes: vec![cause] };
+    let sample =
+        ExplainedSample { cpu: 1, latency_ns: 900, expected_ns: 3, tid: 5, causes: vec![cause], ..Default::default() };
+    let segment = |name: &str, start_ns, duration_ns| PathSegment {
+        name: name.into(),
+        start_ns,
+        duration_ns,
+        cpu: Some(0),
+        via: vec!["net_dev_queue rtvbr1".into()],
+        missing: None,
+    };
+    let request = ExplainedSample {
+        latency_ns: 50,
+        request: Some(4),
+        segments: vec![segment("host_receive", 10, 20), segment("server", 30, 30)],
+        ..Default::default()
+    };
     r.explain = Some(ExplainSection {
         threshold_ns: 100,
         samples_above: 1,
         summary: ExplainSection::summarize(std::slice::from_ref(&sample)),
-        samples: vec![sample],
+        segments: ExplainSection::summarize_segments(std::slice::from_ref(&request)),
+        samples: vec![sample, request],
         events_present: vec!["sched/sched_switch".into()],
         ..Default::default()
     });
@@ -107,4 +123,9 @@ fn an_explain_section_is_typed_and_round_trips() {
     assert!(back.extra.is_empty(), "{:?}", back.extra);
     assert_eq!(back, r);
     assert!(text.contains(r#""kind":"thread""#), "{text}");
+    let segments = &back.explain.as_ref().unwrap().segments;
+    assert_eq!(
+        segments.iter().map(|s| (s.name.as_str(), s.requests, s.max_ns)).collect::<Vec<_>>(),
+        [("host_receive", 1, 20), ("server", 1, 30)]
+    );
 }

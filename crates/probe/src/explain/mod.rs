@@ -341,6 +341,7 @@ fn explain(t: &mut CpuTrace, decoder: &Decoder, w: &Wakeup, run_start: u64) -> E
                 kernel_prio: s.kernel_prio,
             })
             .collect(),
+        ..Default::default()
     }
 }
 

@@ -122,6 +122,7 @@ mod tests {
             expected_ns: 5,
             tid: 9,
             causes: vec![cause(CauseKind::Thread, "hog", 1_000), cause(CauseKind::Wakeup, "w", 100)],
+            ..Default::default()
         };
         let mut r = Results::new("timer", 10);
         r.explain = Some(ExplainSection {
