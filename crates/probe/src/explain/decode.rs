@@ -191,7 +191,7 @@ fn comm(f: &Field, data: &[u8]) -> Comm {
 }
 
 /// A `__data_loc char[]` field: a u32 of (length << 16 | offset) pointing into the record.
-fn data_loc_text<'a>(f: &Field, data: &'a [u8]) -> Option<&'a str> {
+pub(crate) fn data_loc_text<'a>(f: &Field, data: &'a [u8]) -> Option<&'a str> {
     let loc = f.int(data)? as u32;
     let (offset, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
     let b = data.get(offset..offset + len)?;

@@ -16,6 +16,7 @@
 
 pub mod attribute;
 pub mod decode;
+pub mod net;
 
 use attribute::{CpuState, Timed, Window};
 use decode::Decoder;

@@ -1,0 +1,250 @@
+//! The trace events of a request's path, decoded from raw ring-buffer records (each field
+//! located once from the event's `format` file), and the kernel-side filters that keep the
+//! syscall, copy and wake-up events to rtvirt's own threads.
+
+use crate::explain::decode::data_loc_text;
+use rtvirt_os::tracefs::{Field, Instance, RawEvent};
+use std::collections::HashMap;
+
+/// The events a request's path is joined from (`system/name`).
+pub const EVENTS: &[&str] = &[
+    "syscalls/sys_enter_sendto",
+    "syscalls/sys_enter_sendmsg",
+    "syscalls/sys_enter_write",
+    "net/net_dev_queue",
+    "net/net_dev_xmit",
+    "net/netif_rx",
+    "net/netif_receive_skb",
+    "napi/napi_poll",
+    "sock/sk_data_ready",
+    "skb/skb_copy_datagram_iovec",
+    "sched/sched_wakeup",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq/softirq_raise",
+    "irq/irq_handler_entry",
+];
+
+/// The name of the thread that reads the trace: its own syscalls are filtered out.
+pub const READER_THREAD: &str = "rtvirt-explain";
+
+/// rtvirt's threads (a client, a server in a container, their sender threads) but not the
+/// trace reader. `comm` is the running thread's name, or for `sched_wakeup` the woken one's.
+const RTVIRT_THREADS: &str = "comm ~ \"rtvirt*\" && comm != \"rtvirt-explain\"";
+/// NET_TX and NET_RX (include/linux/interrupt.h).
+const NET_SOFTIRQS: &str = "vec == 2 || vec == 3";
+
+/// Kernel-side filters: what the syscall, copy and wake-up events are limited to.
+pub const FILTERS: &[(&str, &str)] = &[
+    ("syscalls/sys_enter_sendto", RTVIRT_THREADS),
+    ("syscalls/sys_enter_sendmsg", RTVIRT_THREADS),
+    ("syscalls/sys_enter_write", RTVIRT_THREADS),
+    ("skb/skb_copy_datagram_iovec", RTVIRT_THREADS),
+    ("sched/sched_wakeup", RTVIRT_THREADS),
+    ("irq/softirq_entry", NET_SOFTIRQS),
+    ("irq/softirq_exit", NET_SOFTIRQS),
+    ("irq/softirq_raise", NET_SOFTIRQS),
+];
+
+/// NET_RX's softirq vector.
+pub const NET_RX: u32 = 3;
+
+/// A network device's name, as an index into [`Decoder::devices`].
+pub type Device = u16;
+
+/// One decoded event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetEvent {
+    /// `sys_enter` of a send syscall (sendto, sendmsg, write) by the event's thread.
+    Send,
+    /// `net_dev_queue`: a packet handed to a device (`dev_queue_xmit`).
+    Queue {
+        skb: u64,
+        device: Device,
+    },
+    /// `net_dev_xmit`: the device's transmit function returned.
+    Xmit {
+        skb: u64,
+        device: Device,
+    },
+    /// `netif_rx`: a packet queued for receive processing (veth, loopback).
+    NetifRx {
+        skb: u64,
+        device: Device,
+    },
+    /// `netif_receive_skb`: a packet taken into the stack (NAPI or the backlog).
+    Receive {
+        skb: u64,
+        device: Device,
+    },
+    NapiPoll {
+        device: Device,
+        work: i32,
+    },
+    /// `sk_data_ready`: data queued on a socket (its readers are woken next).
+    DataReady,
+    /// `skb_copy_datagram_iovec`: a packet's data copied to user space by the event's thread.
+    Copy {
+        skb: u64,
+    },
+    Wakeup {
+        pid: u32,
+        target_cpu: u32,
+    },
+    SoftirqEntry {
+        vector: u32,
+    },
+    SoftirqExit {
+        vector: u32,
+    },
+    SoftirqRaise {
+        vector: u32,
+    },
+    IrqEntry {
+        irq: u32,
+    },
+}
+
+impl NetEvent {
+    /// The packet the event is about.
+    pub fn skb(&self) -> Option<u64> {
+        match *self {
+            NetEvent::Queue { skb, .. }
+            | NetEvent::Xmit { skb, .. }
+            | NetEvent::NetifRx { skb, .. }
+            | NetEvent::Receive { skb, .. }
+            | NetEvent::Copy { skb } => Some(skb),
+            _ => None,
+        }
+    }
+}
+
+/// An event with its time (trace clock `mono` = CLOCK_MONOTONIC, ns), CPU and thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ev {
+    pub ts: u64,
+    pub cpu: u32,
+    /// The thread running when it was recorded (`common_pid`).
+    pub pid: u32,
+    pub event: NetEvent,
+}
+
+enum Kind {
+    Send,
+    Queue { skb: Field, name: Field },
+    Xmit { skb: Field, name: Field },
+    NetifRx { skb: Field, name: Field },
+    Receive { skb: Field, name: Field },
+    NapiPoll { name: Field, work: Field },
+    DataReady,
+    Copy { skb: Field },
+    Wakeup { pid: Field, target_cpu: Field },
+    Softirq { vector: Field, what: fn(u32) -> NetEvent },
+    IrqEntry { irq: Field, name: Field },
+}
+
+/// Decodes the records of one instance.
+pub struct Decoder {
+    kinds: HashMap<u16, Kind>,
+    common_pid: Field,
+    /// Device names by [`Device`].
+    pub devices: Vec<String>,
+    /// IRQ handler names by IRQ number, as seen in `irq_handler_entry`.
+    pub irq_names: HashMap<u32, String>,
+}
+
+impl Decoder {
+    pub fn new(instance: &Instance) -> Decoder {
+        let mut kinds = HashMap::new();
+        let mut common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        for event in &instance.present {
+            let Ok(format) = instance.format(event) else { continue };
+            if let Some(f) = format.field("common_pid") {
+                common_pid = f.clone();
+            }
+            let field = |name: &str| format.field(name).cloned();
+            if let Some(kind) = kind_of(event, &field) {
+                kinds.insert(format.id, kind);
+            }
+        }
+        Decoder { kinds, common_pid, devices: Vec::new(), irq_names: HashMap::new() }
+    }
+
+    /// The event, if it is one of [`EVENTS`].
+    pub fn decode(&mut self, raw: &RawEvent, cpu: u32) -> Option<Ev> {
+        let d = raw.data;
+        let id = u16::from_le_bytes([*d.first()?, *d.get(1)?]);
+        let uint = |f: &Field| f.int(d).map(|v| v as u64);
+        let Decoder { kinds, common_pid, devices, irq_names } = self;
+        let mut device = |name: &Field| intern(devices, data_loc_text(name, d).unwrap_or("?"));
+        let event = match kinds.get(&id)? {
+            Kind::Send => NetEvent::Send,
+            Kind::Queue { skb, name } => NetEvent::Queue { skb: uint(skb)?, device: device(name) },
+            Kind::Xmit { skb, name } => NetEvent::Xmit { skb: uint(skb)?, device: device(name) },
+            Kind::NetifRx { skb, name } => NetEvent::NetifRx { skb: uint(skb)?, device: device(name) },
+            Kind::Receive { skb, name } => NetEvent::Receive { skb: uint(skb)?, device: device(name) },
+            Kind::NapiPoll { name, work } => NetEvent::NapiPoll { device: device(name), work: work.int(d)? as i32 },
+            Kind::DataReady => NetEvent::DataReady,
+            Kind::Copy { skb } => NetEvent::Copy { skb: uint(skb)? },
+            Kind::Wakeup { pid, target_cpu } => {
+                NetEvent::Wakeup { pid: uint(pid)? as u32, target_cpu: uint(target_cpu)? as u32 }
+            }
+            Kind::Softirq { vector, what } => what(uint(vector)? as u32),
+            Kind::IrqEntry { irq, name } => {
+                let irq = uint(irq)? as u32;
+                irq_names.entry(irq).or_insert_with(|| data_loc_text(name, d).unwrap_or("?").to_string());
+                NetEvent::IrqEntry { irq }
+            }
+        };
+        Some(Ev { ts: raw.ts, cpu, pid: uint(common_pid)? as u32, event })
+    }
+
+    /// A decoder of nothing (for joins of events made by hand).
+    pub fn without_events() -> Decoder {
+        let common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        Decoder { kinds: HashMap::new(), common_pid, devices: Vec::new(), irq_names: HashMap::new() }
+    }
+
+    /// A device name's index.
+    pub fn intern(&mut self, name: &str) -> Device {
+        intern(&mut self.devices, name)
+    }
+
+    pub fn device_name(&self, device: Device) -> &str {
+        self.devices.get(device as usize).map_or("?", String::as_str)
+    }
+}
+
+fn intern(devices: &mut Vec<String>, name: &str) -> Device {
+    match devices.iter().position(|d| d == name) {
+        Some(i) => i as Device,
+        None => {
+            devices.push(name.to_string());
+            (devices.len() - 1) as Device
+        }
+    }
+}
+
+fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
+    let skb = || field("skbaddr");
+    Some(match event {
+        "syscalls/sys_enter_sendto" | "syscalls/sys_enter_sendmsg" | "syscalls/sys_enter_write" => Kind::Send,
+        "net/net_dev_queue" => Kind::Queue { skb: skb()?, name: field("name")? },
+        "net/net_dev_xmit" => Kind::Xmit { skb: skb()?, name: field("name")? },
+        "net/netif_rx" => Kind::NetifRx { skb: skb()?, name: field("name")? },
+        "net/netif_receive_skb" => Kind::Receive { skb: skb()?, name: field("name")? },
+        "napi/napi_poll" => Kind::NapiPoll { name: field("dev_name")?, work: field("work")? },
+        "sock/sk_data_ready" => Kind::DataReady,
+        "skb/skb_copy_datagram_iovec" => Kind::Copy { skb: skb()? },
+        "sched/sched_wakeup" => Kind::Wakeup { pid: field("pid")?, target_cpu: field("target_cpu")? },
+        "irq/softirq_entry" => {
+            Kind::Softirq { vector: field("vec")?, what: |vector| NetEvent::SoftirqEntry { vector } }
+        }
+        "irq/softirq_exit" => Kind::Softirq { vector: field("vec")?, what: |vector| NetEvent::SoftirqExit { vector } },
+        "irq/softirq_raise" => {
+            Kind::Softirq { vector: field("vec")?, what: |vector| NetEvent::SoftirqRaise { vector } }
+        }
+        "irq/irq_handler_entry" => Kind::IrqEntry { irq: field("irq")?, name: field("name")? },
+        _ => return None,
+    })
+}

@@ -1,0 +1,134 @@
+//! Joins of hand-made traces: a UDP round trip from a client on the host to a server in a
+//! container (bridge, veth pair, NET_RX softirq in the sender's context, wake-ups), as this kernel
+//! records it; the same trace with a milestone missing; a server's view from a NIC interrupt.
+
+use super::events::{Decoder, Ev, NetEvent, NET_RX};
+use super::join::{self, ClientRequest, ServerRequest};
+
+const CLIENT: u32 = 100;
+const SERVER: u32 = 200;
+const REQUEST: u64 = 0xaaa0;
+const RESPONSE: u64 = 0xbbb0;
+
+fn at(ts: u64, cpu: u32, pid: u32, event: NetEvent) -> Ev {
+    Ev { ts, cpu, pid, event }
+}
+
+/// Client on CPU 0, server on CPU 1; the request goes rtvbr -> rtvh -> (veth) -> rtvc, the
+/// response rtvc -> (veth) -> rtvh -> bridge rtvbr.
+fn round_trip(d: &mut Decoder) -> Vec<Ev> {
+    let (br, vh, vc) = (d.intern("rtvbr1"), d.intern("rtvh1"), d.intern("rtvc1"));
+    use NetEvent::*;
+    vec![
+        at(1_010, 0, CLIENT, Send),
+        at(1_100, 0, CLIENT, Queue { skb: REQUEST, device: br }),
+        at(1_120, 0, CLIENT, Queue { skb: REQUEST, device: vh }),
+        at(1_130, 0, CLIENT, NetifRx { skb: REQUEST, device: vc }),
+        at(1_140, 0, CLIENT, Xmit { skb: REQUEST, device: vh }),
+        at(1_150, 0, CLIENT, Xmit { skb: REQUEST, device: br }),
+        at(1_200, 0, CLIENT, SoftirqEntry { vector: NET_RX }),
+        at(1_210, 0, CLIENT, Receive { skb: REQUEST, device: vc }),
+        at(1_300, 0, CLIENT, DataReady),
+        at(1_400, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_420, 0, CLIENT, SoftirqExit { vector: NET_RX }),
+        at(1_500, 1, SERVER, Copy { skb: REQUEST }),
+        at(1_800, 1, SERVER, Send),
+        at(1_900, 1, SERVER, Queue { skb: RESPONSE, device: vc }),
+        at(1_950, 1, SERVER, NetifRx { skb: RESPONSE, device: vh }),
+        at(2_000, 1, SERVER, Xmit { skb: RESPONSE, device: vc }),
+        at(2_050, 1, SERVER, SoftirqEntry { vector: NET_RX }),
+        at(2_060, 1, SERVER, Receive { skb: RESPONSE, device: vh }),
+        at(2_070, 1, SERVER, Receive { skb: RESPONSE, device: br }),
+        at(2_080, 1, SERVER, DataReady),
+        at(2_100, 0, 0, Wakeup { pid: CLIENT, target_cpu: 0 }),
+        at(2_300, 0, CLIENT, Copy { skb: RESPONSE }),
+    ]
+}
+
+fn request() -> ClientRequest {
+    ClientRequest { seq: 7, sender: CLIENT, receiver: CLIENT, intended: 1_000, sent: 1_005, read: 2_400 }
+}
+
+#[test]
+fn a_round_trip_through_a_container_gets_five_segments_that_add_up() {
+    let mut d = Decoder::without_events();
+    let trace = round_trip(&mut d);
+    let j = join::client(&trace, &d, &request());
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(
+        short,
+        [
+            ("client_send", 1_000, 1_100),
+            ("host_receive", 1_100, 1_400),
+            ("server", 1_400, 1_800),
+            ("host_send", 1_800, 2_000),
+            ("client_receive", 2_000, 2_400),
+        ]
+    );
+    assert_eq!(j.clamped_ns, 0);
+    assert_eq!(j.segments.iter().map(|s| s.end - s.start).sum::<u64>(), 1_400, "the round trip");
+    let receive = j.segments[1].via.join(", ");
+    assert!(receive.contains("net_dev_queue rtvh1") && receive.contains("softirq NET_RX (cpu 0)"), "{receive}");
+    assert!(receive.contains("netif_receive_skb rtvc1") && receive.contains("sched_wakeup pid 200"), "{receive}");
+    let back = j.segments[4].via.join(", ");
+    assert!(back.contains("netif_receive_skb rtvbr1") && back.contains("copy to user (pid 100"), "{back}");
+}
+
+#[test]
+fn the_server_awake_ends_the_receive_at_the_socket_enqueue() {
+    let mut d = Decoder::without_events();
+    let mut trace = round_trip(&mut d);
+    trace.retain(|e| !matches!(e.event, NetEvent::Wakeup { pid: SERVER, .. }));
+    let j = join::client(&trace, &d, &request());
+    assert_eq!((j.segments[1].name, j.segments[1].end), ("host_receive", 1_300));
+    assert!(j.segments[1].via.iter().any(|v| v.contains("was awake")));
+}
+
+#[test]
+fn a_missing_milestone_makes_the_rest_unexplained_and_names_it() {
+    let mut d = Decoder::without_events();
+    let mut trace = round_trip(&mut d);
+    trace.retain(|e| !(e.pid == SERVER && e.event == NetEvent::Send));
+    let j = join::client(&trace, &d, &request());
+    let names: Vec<&str> = j.segments.iter().map(|s| s.name).collect();
+    assert_eq!(names, ["client_send", "host_receive", "unexplained"]);
+    assert_eq!(j.segments[2].missing, Some("the server's send syscall"));
+    assert_eq!((j.segments[2].start, j.segments[2].end), (1_400, 2_400));
+}
+
+#[test]
+fn a_reused_packet_address_after_the_round_trip_is_not_this_request() {
+    let mut d = Decoder::without_events();
+    let mut trace = round_trip(&mut d);
+    // The client's copy of the response comes after its read: not this request's.
+    trace.retain(|e| !(e.pid == CLIENT && matches!(e.event, NetEvent::Copy { .. })));
+    trace.push(at(2_500, 0, CLIENT, NetEvent::Copy { skb: RESPONSE }));
+    let j = join::client(&trace, &d, &request());
+    assert_eq!(j.missing(), Some("the client's copy of the response"));
+}
+
+#[test]
+fn a_server_sees_its_host_share_from_the_nic_interrupt() {
+    let mut d = Decoder::without_events();
+    let eth = d.intern("eth0");
+    d.irq_names.insert(24, "virtio0-input.0".into());
+    use NetEvent::*;
+    let trace = vec![
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
+        at(1_050, 1, 0, DataReady),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_200, 1, SERVER, Copy { skb: REQUEST }),
+        at(1_400, 1, SERVER, Send),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+    ];
+    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let j = join::server(&trace, &d, &r);
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(short, [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)]);
+    assert!(j.segments[0].via[0].starts_with("irq virtio0-input.0"), "{:?}", j.segments[0].via);
+}
