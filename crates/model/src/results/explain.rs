@@ -65,7 +65,8 @@ pub struct ExplainedSample {
 /// own clock readings at the ends of the round trip).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PathSegment {
-    /// `client_send` (intended send time -> the request queued to the first device),
+    /// `send_lag` (intended send time -> the client's send syscall: the client late, not the
+    /// network), `client_send` (-> the request queued to the first device),
     /// `host_receive` (-> the server's wake-up: veth/bridge or IRQ, NET_RX softirq/NAPI, socket
     /// enqueue), `server` (-> its send syscall), `host_send` (-> the response leaves the first
     /// device, `net_dev_xmit`), `client_receive` (-> the client read it), or `unexplained` (the

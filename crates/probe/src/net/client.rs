@@ -7,6 +7,9 @@
 use super::arrivals::Arrivals;
 use super::{timestamps, wire, Protocol};
 use crate::error::{Context, Error, Result};
+use crate::explain::net::join::ClientRequest;
+use crate::explain::net::{NetExplainer, NetSink, Request};
+use crate::explain::ExplainConfig;
 use crate::rt;
 use rand::SeedableRng;
 use rtvirt_model::results::{NetSection, Results};
@@ -15,7 +18,7 @@ use rtvirt_model::Nanos;
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -88,20 +91,21 @@ struct Tally {
 }
 
 impl Tally {
-    /// Account one response (read at `r.now`; kernel stamps if known).
-    fn response(&mut self, response: Response, sent: u64, timeout: u64) {
+    /// Account one response (read at `r.now`; kernel stamps if known); false if it is not one
+    /// (unexpected or a duplicate).
+    fn response(&mut self, response: Response, sent: u64, timeout: u64) -> bool {
         let (h, now) = (response.header, response.now);
         let (word, bit) = ((h.seq / 64) as usize, 1u64 << (h.seq % 64));
         if h.seq >= sent {
             self.unexpected += 1;
-            return;
+            return false;
         }
         if self.seen.len() <= word {
             self.seen.resize(word + 1, 0);
         }
         if self.seen[word] & bit != 0 {
             self.duplicates += 1;
-            return;
+            return false;
         }
         self.seen[word] |= bit;
         self.responses += 1;
@@ -117,19 +121,77 @@ impl Tally {
                 self.kernel_to_kernel.record(k.saturating_sub(tx));
             }
         }
+        true
+    }
+}
+
+/// Hands each response's times to the explainer (`--explain`).
+struct Explaining {
+    sink: NetSink,
+    /// The sending thread (the open loop's sender sets it when it starts).
+    sender: AtomicU32,
+}
+
+impl Explaining {
+    fn response(&self, header: &wire::Header, read: u64, receiver: u32) {
+        self.sink.send(Request::Client(ClientRequest {
+            seq: header.seq,
+            sender: self.sender.load(Ordering::Relaxed),
+            receiver,
+            intended: header.intended_ns,
+            sent: header.sent_ns,
+            read,
+        }));
+    }
+}
+
+/// A response accounted, and handed to the explainer when there is one.
+fn accept(tally: &mut Tally, r: Response, sent: u64, timeout: u64, explaining: Option<&Explaining>, tid: u32) {
+    let (header, read) = (r.header, r.now);
+    if tally.response(r, sent, timeout) {
+        if let Some(e) = explaining {
+            e.response(&header, read, tid);
+        }
     }
 }
 
 /// Run the client and return its results document (`kind: "net"`).
 pub fn run(cfg: &ClientConfig) -> Result<Results> {
+    run_explained(cfg, None)
+}
+
+/// Run the client; with `explain`, each round trip's path on this host is joined from a kernel
+/// trace (section `explain`, [`crate::explain::net`]). The calling thread and its sender thread
+/// must have names starting with `rtvirt` (the trace keeps only rtvirt's threads' syscalls).
+pub fn run_explained(cfg: &ClientConfig, explain: Option<&ExplainConfig>) -> Result<Results> {
     cfg.validate()?;
+    let mut explainer = explain.map(|e| NetExplainer::start(e.clone()));
     let conn = Conn::open(cfg)?;
     let start = rt::now_ns();
-    let (tally, requests) = match cfg.arrivals {
-        Arrivals::BackToBack => closed_loop(cfg, &conn, start)?,
-        _ => open_loop(cfg, &conn, start)?,
-    };
-    Ok(assemble(cfg, tally, requests, rt::now_ns() - start, conn.kernel_timestamps))
+    if let Some(e) = explainer.as_mut() {
+        e.set_run_start(start);
+    }
+    let explaining = explainer.as_ref().map(|e| Explaining { sink: e.sink(), sender: AtomicU32::new(0) });
+    let done = AtomicBool::new(false);
+    let (measured, explained) = std::thread::scope(|s| {
+        let reader = explainer.map(|e| {
+            std::thread::Builder::new()
+                .name(crate::explain::net::events::READER_THREAD.into())
+                .spawn_scoped(s, || e.run(&done))
+                .expect("spawn the trace reader")
+        });
+        let measured = match cfg.arrivals {
+            Arrivals::BackToBack => closed_loop(cfg, &conn, start, explaining.as_ref()),
+            _ => open_loop(cfg, &conn, start, explaining.as_ref()),
+        };
+        done.store(true, Ordering::Release);
+        let explained = reader.map(|h| h.join().map_err(|_| Error::Failed("the trace reader panicked".into())));
+        (measured, explained)
+    });
+    let (tally, requests) = measured?;
+    let mut results = assemble(cfg, tally, requests, rt::now_ns() - start, conn.kernel_timestamps);
+    results.explain = explained.transpose()?;
+    Ok(results)
 }
 
 /// A connected UDP socket or TCP stream.
@@ -306,8 +368,12 @@ fn stopped() -> bool {
 const DRAIN_AFTER_INTERRUPT_NS: u64 = 200_000_000;
 
 /// Closed loop: send, wait for the response (or the timeout), repeat.
-fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64, explaining: Option<&Explaining>) -> Result<(Tally, u64)> {
     let end = start + cfg.duration.0;
+    let tid = rt::gettid() as u32;
+    if let Some(e) = explaining {
+        e.sender.store(tid, Ordering::Relaxed);
+    }
     let (mut tally, mut rx) = (Tally::default(), Receiver::new(cfg.size));
     let mut msg = vec![0u8; cfg.size];
     let mut seq = 0;
@@ -326,7 +392,7 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
         while rt::now_ns() < t + cfg.timeout.0 && !stopped() {
             if let Some(r) = rx.next(conn)? {
                 let current = r.header.seq == seq - 1;
-                tally.response(r, seq, cfg.timeout.0);
+                accept(&mut tally, r, seq, cfg.timeout.0, explaining, tid);
                 if current {
                     break;
                 }
@@ -337,7 +403,7 @@ fn closed_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u6
 }
 
 /// Open loop: a sender thread at the intended times, this thread receiving.
-fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)> {
+fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, explaining: Option<&Explaining>) -> Result<(Tally, u64)> {
     let send_blocked = AtomicBool::new(false);
     let end = start + cfg.duration.0;
     let sent = AtomicU64::new(0);
@@ -345,6 +411,9 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(cfg.seed);
     std::thread::scope(|s| {
         let sender = s.spawn(|| -> Result<LatencyHistogram> {
+            if let Some(e) = explaining {
+                e.sender.store(rt::gettid() as u32, Ordering::Relaxed);
+            }
             let mut lag = LatencyHistogram::new();
             let mut msg = vec![0u8; cfg.size];
             let mut intended = start + cfg.arrivals.gap(&mut rng);
@@ -375,6 +444,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
         let mut tally = Tally::default();
         let mut rx = Receiver::new(cfg.size);
         let mut drain_until = u64::MAX;
+        let tid = rt::gettid() as u32;
         let mut refused = None;
         loop {
             if done.load(Ordering::SeqCst) {
@@ -392,7 +462,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64) -> Result<(Tally, u64)
                 break;
             }
             match rx.next(conn) {
-                Ok(Some(r)) => tally.response(r, sent.load(Ordering::SeqCst), cfg.timeout.0),
+                Ok(Some(r)) => accept(&mut tally, r, sent.load(Ordering::SeqCst), cfg.timeout.0, explaining, tid),
                 Ok(None) => {}
                 Err(e @ Error::Failed(_)) if conn.udp.is_some() => refused = Some(e),
                 Err(e) => {

@@ -9,6 +9,8 @@
 use super::wire;
 use super::Protocol;
 use crate::error::{Context, Error, Result};
+use crate::explain::net::join::ServerRequest;
+use crate::explain::net::{NetSink, Request};
 use crate::rt;
 use serde::Serialize;
 use std::io::{ErrorKind, Read, Write};
@@ -62,6 +64,8 @@ pub struct Server {
     cfg: ServerConfig,
     socket: Socket,
     pub stats: Arc<ServerStats>,
+    /// `--explain`: where each answered request's times go.
+    explaining: Option<NetSink>,
 }
 
 impl Server {
@@ -80,7 +84,20 @@ impl Server {
                 Socket::Tcp(l)
             }
         };
-        Ok(Server { cfg: cfg.clone(), socket, stats: Arc::new(ServerStats::default()) })
+        Ok(Server { cfg: cfg.clone(), socket, stats: Arc::new(ServerStats::default()), explaining: None })
+    }
+
+    /// Hand each answered request's times to an explainer ([`crate::explain::net`]); the serving
+    /// threads' names must start with `rtvirt` (the trace keeps only rtvirt's threads' syscalls).
+    pub fn explain_to(&mut self, sink: NetSink) {
+        self.explaining = Some(sink);
+    }
+
+    /// Tell the explainer about a request answered between `received` and now.
+    fn answered(&self, message: &[u8], received: u64) {
+        let (Some(sink), Some(header)) = (&self.explaining, wire::decode(message)) else { return };
+        let server = rt::gettid() as u32;
+        sink.send(Request::Server(ServerRequest { seq: header.seq, server, received, answered: rt::now_ns() }));
     }
 
     /// The address really bound (port 0 resolved).
@@ -114,6 +131,7 @@ impl Server {
                 }
                 Err(e) => return Err(Error::os("UDP server receive failed", e)),
             };
+            let received = rt::now_ns();
             st.requests.fetch_add(1, Ordering::Relaxed);
             if n > wire::MAX_UDP {
                 st.oversized.fetch_add(1, Ordering::Relaxed);
@@ -126,6 +144,7 @@ impl Server {
             self.service(stop);
             if socket.send_to(&buf[..n], peer).is_ok() {
                 st.responses.fetch_add(1, Ordering::Relaxed);
+                self.answered(&buf[..n], received);
             }
         }
         Ok(())
@@ -206,11 +225,13 @@ impl Server {
             if wire::decode(&buf[4..4 + len]).is_none() {
                 return count(&st.malformed);
             }
+            let received = rt::now_ns();
             self.service(stop);
             if stream.write_all(&buf[..4 + len]).is_err() {
                 return;
             }
             st.responses.fetch_add(1, Ordering::Relaxed);
+            self.answered(&buf[4..4 + len], received);
             slot.idle();
         }
     }

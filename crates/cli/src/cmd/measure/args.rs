@@ -202,6 +202,10 @@ pub struct ServerArgs {
     /// How long to serve.
     #[arg(long, value_parser = parse_nanos, default_value = "60s")]
     pub duration: Nanos,
+    /// Explain each request's path on this host from a kernel trace: host receive (IRQ or
+    /// veth, NET_RX softirq, socket enqueue, wake-up), server, host send (section `explain`).
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -217,7 +221,8 @@ Examples:
   rtvirt measure net server --listen 127.0.0.1:9000 &
   rtvirt measure net client --connect 127.0.0.1:9000 --arrivals uniform:1ms-10ms --duration 30s
   rtvirt measure net client --tcp --arrivals back-to-back --size 64
-  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge"
+  rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge
+  rtvirt measure net client --in container --explain --duration 5s   # each round trip's path, segment by segment"
 )]
 pub struct ClientArgs {
     /// Server address and port (with --in container only the port is used).
@@ -252,6 +257,11 @@ pub struct ClientArgs {
     /// Seed of the arrival process.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Explain each round trip's path on this host from a kernel trace: client send, host
+    /// receive (bridge, veth, NET_RX softirq, socket enqueue, server wake-up), server, host send,
+    /// client receive (section `explain`; with --in container the server's side is traced too).
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub common: Common,
 }

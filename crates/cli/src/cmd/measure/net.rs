@@ -6,8 +6,11 @@ use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use crate::placement::command_line::CommandLine;
 use crate::placement::options::Common;
 use crate::placement::{drive, Measurement, Role};
-use rtvirt_model::results::{NetServerSection, Results};
+use rtvirt_model::results::{ExplainSection, NetServerSection, Results};
 use rtvirt_model::Nanos;
+use rtvirt_probe::explain::net::events::READER_THREAD;
+use rtvirt_probe::explain::net::NetExplainer;
+use rtvirt_probe::explain::ExplainConfig;
 use rtvirt_probe::net::{client, server};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,21 +42,37 @@ impl Measurement for Server {
         let a = &self.args;
         let listen = inside_container_listen(a.listen);
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
-        let srv = server::Server::bind(&cfg)?;
+        let mut srv = server::Server::bind(&cfg)?;
+        let mut explainer = a.explain.then(|| NetExplainer::start(explain_config()));
+        if let Some(e) = explainer.as_mut() {
+            e.set_run_start(rtvirt_probe::rt::now_ns());
+            srv.explain_to(e.sink());
+        }
         // A status line: stderr, so that stdout holds only the results (JSON that reads back).
         eprintln!("listening on {} ({})", srv.local_addr(), cfg.protocol.as_str());
-        let stop = AtomicBool::new(false);
+        let (stop, served_all) = (AtomicBool::new(false), AtomicBool::new(false));
         let end = rtvirt_probe::rt::now_ns() + a.duration.0;
-        std::thread::scope(|s| {
+        let (served, explained) = std::thread::scope(|s| {
             s.spawn(|| {
                 while rtvirt_probe::rt::now_ns() < end && !rtvirt_os::signals::interrupted() {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 stop.store(true, Ordering::SeqCst);
             });
-            srv.serve(&stop)
-        })?;
+            let reader = explainer.map(|e| {
+                std::thread::Builder::new()
+                    .name(READER_THREAD.into())
+                    .spawn_scoped(s, || e.run(&served_all))
+                    .expect("spawn the trace reader")
+            });
+            let served = srv.serve(&stop);
+            stop.store(true, Ordering::SeqCst);
+            served_all.store(true, Ordering::Release);
+            (served, reader.map(|h| h.join()))
+        });
+        served?;
         let mut r = Results::new("net-server", a.duration.0);
+        r.explain = explained.transpose().map_err(|_| anyhow::anyhow!("the trace reader panicked"))?;
         r.net_server = Some(NetServerSection {
             listen: Some(srv.local_addr().to_string()),
             protocol: Some(cfg.protocol.as_str().into()),
@@ -66,9 +85,40 @@ impl Measurement for Server {
     fn report(&self, results: &Results) -> CmdResult {
         match self.args.common.format {
             Format::Json => print_json(results)?,
-            Format::Table => println!("served: {}", served(results)?),
+            Format::Table => {
+                println!("served: {}", served(results)?);
+                if let Some(e) = &results.explain {
+                    print_segments(e);
+                }
+            }
         }
         Ok(Outcome::Ok)
+    }
+}
+
+/// Where the tracing instance is journaled.
+fn explain_config() -> ExplainConfig {
+    ExplainConfig::new(rtvirt_host::journal::default_state_dir())
+}
+
+/// The path segments: mean, p99 and max of each, the worst request broken down, what could not
+/// be explained.
+fn print_segments(e: &ExplainSection) {
+    println!();
+    println!("requests explained: {}; trace events lost: {}", e.samples_above, e.events_lost);
+    if !e.segments.is_empty() {
+        println!("{:<16} {:>9} {:>12} {:>12} {:>12}", "segment", "requests", "mean ns", "p99 ns", "max ns");
+        for s in &e.segments {
+            println!("{:<16} {:>9} {:>12.0} {:>12} {:>12}", s.name, s.requests, s.mean_ns, s.p99_ns, s.max_ns);
+        }
+    }
+    if let Some(worst) = e.samples.first() {
+        let parts: Vec<String> = worst.segments.iter().map(|s| format!("{} {}", s.name, s.duration_ns)).collect();
+        let seq = worst.request.map_or(String::new(), |r| format!(" {r}"));
+        println!("worst request{seq}: {} ns = {}", worst.latency_ns, parts.join(" + "));
+    }
+    for l in &e.limitations {
+        println!("not explained: {l}");
     }
 }
 
@@ -143,7 +193,8 @@ impl Measurement for Client {
         if let Some(server) = server {
             self.config.connect = server;
         }
-        Ok(client::run(&self.config)?)
+        let explain = self.args.explain.then(explain_config);
+        Ok(client::run_explained(&self.config, explain.as_ref())?)
     }
 
     fn report(&self, results: &Results) -> CmdResult {
@@ -160,6 +211,9 @@ impl Measurement for Client {
             x.achieved_rate.unwrap_or(0.0)
         );
         output(results, self.args.common.format, false, "round-trip time", &rows, &footer)?;
+        if let (Some(e), Format::Table) = (&results.explain, self.args.common.format) {
+            print_segments(e);
+        }
         Ok(Outcome::Ok)
     }
 }

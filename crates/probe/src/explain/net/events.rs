@@ -11,6 +11,9 @@ pub const EVENTS: &[&str] = &[
     "syscalls/sys_enter_sendto",
     "syscalls/sys_enter_sendmsg",
     "syscalls/sys_enter_write",
+    "syscalls/sys_exit_recvfrom",
+    "syscalls/sys_exit_recvmsg",
+    "syscalls/sys_exit_read",
     "net/net_dev_queue",
     "net/net_dev_xmit",
     "net/netif_rx",
@@ -39,6 +42,9 @@ pub const FILTERS: &[(&str, &str)] = &[
     ("syscalls/sys_enter_sendto", RTVIRT_THREADS),
     ("syscalls/sys_enter_sendmsg", RTVIRT_THREADS),
     ("syscalls/sys_enter_write", RTVIRT_THREADS),
+    ("syscalls/sys_exit_recvfrom", RTVIRT_THREADS),
+    ("syscalls/sys_exit_recvmsg", RTVIRT_THREADS),
+    ("syscalls/sys_exit_read", RTVIRT_THREADS),
     ("skb/skb_copy_datagram_iovec", RTVIRT_THREADS),
     ("sched/sched_wakeup", RTVIRT_THREADS),
     ("irq/softirq_entry", NET_SOFTIRQS),
@@ -57,6 +63,8 @@ pub type Device = u16;
 pub enum NetEvent {
     /// `sys_enter` of a send syscall (sendto, sendmsg, write) by the event's thread.
     Send,
+    /// `sys_exit` of a receive syscall (recvfrom, recvmsg, read) by the event's thread.
+    Taken,
     /// `net_dev_queue`: a packet handed to a device (`dev_queue_xmit`).
     Queue {
         skb: u64,
@@ -81,8 +89,10 @@ pub enum NetEvent {
         device: Device,
         work: i32,
     },
-    /// `sk_data_ready`: data queued on a socket (its readers are woken next).
-    DataReady,
+    /// `sk_data_ready`: data queued on socket `sock` (its readers are woken next).
+    DataReady {
+        sock: u64,
+    },
     /// `skb_copy_datagram_iovec`: a packet's data copied to user space by the event's thread.
     Copy {
         skb: u64,
@@ -131,12 +141,13 @@ pub struct Ev {
 
 enum Kind {
     Send,
+    Taken,
     Queue { skb: Field, name: Field },
     Xmit { skb: Field, name: Field },
     NetifRx { skb: Field, name: Field },
     Receive { skb: Field, name: Field },
     NapiPoll { name: Field, work: Field },
-    DataReady,
+    DataReady { sock: Field },
     Copy { skb: Field },
     Wakeup { pid: Field, target_cpu: Field },
     Softirq { vector: Field, what: fn(u32) -> NetEvent },
@@ -179,12 +190,13 @@ impl Decoder {
         let mut device = |name: &Field| intern(devices, data_loc_text(name, d).unwrap_or("?"));
         let event = match kinds.get(&id)? {
             Kind::Send => NetEvent::Send,
+            Kind::Taken => NetEvent::Taken,
             Kind::Queue { skb, name } => NetEvent::Queue { skb: uint(skb)?, device: device(name) },
             Kind::Xmit { skb, name } => NetEvent::Xmit { skb: uint(skb)?, device: device(name) },
             Kind::NetifRx { skb, name } => NetEvent::NetifRx { skb: uint(skb)?, device: device(name) },
             Kind::Receive { skb, name } => NetEvent::Receive { skb: uint(skb)?, device: device(name) },
             Kind::NapiPoll { name, work } => NetEvent::NapiPoll { device: device(name), work: work.int(d)? as i32 },
-            Kind::DataReady => NetEvent::DataReady,
+            Kind::DataReady { sock } => NetEvent::DataReady { sock: uint(sock)? },
             Kind::Copy { skb } => NetEvent::Copy { skb: uint(skb)? },
             Kind::Wakeup { pid, target_cpu } => {
                 NetEvent::Wakeup { pid: uint(pid)? as u32, target_cpu: uint(target_cpu)? as u32 }
@@ -229,12 +241,13 @@ fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
     let skb = || field("skbaddr");
     Some(match event {
         "syscalls/sys_enter_sendto" | "syscalls/sys_enter_sendmsg" | "syscalls/sys_enter_write" => Kind::Send,
+        "syscalls/sys_exit_recvfrom" | "syscalls/sys_exit_recvmsg" | "syscalls/sys_exit_read" => Kind::Taken,
         "net/net_dev_queue" => Kind::Queue { skb: skb()?, name: field("name")? },
         "net/net_dev_xmit" => Kind::Xmit { skb: skb()?, name: field("name")? },
         "net/netif_rx" => Kind::NetifRx { skb: skb()?, name: field("name")? },
         "net/netif_receive_skb" => Kind::Receive { skb: skb()?, name: field("name")? },
         "napi/napi_poll" => Kind::NapiPoll { name: field("dev_name")?, work: field("work")? },
-        "sock/sk_data_ready" => Kind::DataReady,
+        "sock/sk_data_ready" => Kind::DataReady { sock: field("skaddr")? },
         "skb/skb_copy_datagram_iovec" => Kind::Copy { skb: skb()? },
         "sched/sched_wakeup" => Kind::Wakeup { pid: field("pid")?, target_cpu: field("target_cpu")? },
         "irq/softirq_entry" => {

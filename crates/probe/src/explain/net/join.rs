@@ -5,8 +5,8 @@
 //! Each search is bounded by the request's own time span, so a packet address the kernel reuses
 //! for a later packet is never mistaken for this one.
 //!
-//! The segments are consecutive: each ends where the next starts, the first starts at the
-//! client's intended send time (or, on a server, at the first trace of the request's packet) and
+//! The segments are consecutive: each ends where the next starts, the first (`send_lag`, the
+//! client late to send: not the network) starts at the client's intended send time (or, on a server, at the first trace of the request's packet) and
 //! the last ends at the client's read (or the response's `net_dev_xmit`), so they add up to the
 //! round trip. A milestone missing from the trace ends the join: the rest is one `unexplained`
 //! segment that names it.
@@ -112,12 +112,13 @@ impl<'a> Path<'a> {
         let d = |device| self.decoder.device_name(device);
         match e.event {
             NetEvent::Send => format!("send syscall (pid {}, cpu {})", e.pid, e.cpu),
+            NetEvent::Taken => format!("receive syscall returns (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Queue { device, .. } => format!("net_dev_queue {}", d(device)),
             NetEvent::Xmit { device, .. } => format!("net_dev_xmit {}", d(device)),
             NetEvent::NetifRx { device, .. } => format!("netif_rx {}", d(device)),
             NetEvent::Receive { device, .. } => format!("netif_receive_skb {} (cpu {})", d(device), e.cpu),
             NetEvent::NapiPoll { device, work } => format!("napi_poll {} work {work} (cpu {})", d(device), e.cpu),
-            NetEvent::DataReady => format!("socket enqueue (cpu {})", e.cpu),
+            NetEvent::DataReady { .. } => format!("socket enqueue (cpu {})", e.cpu),
             NetEvent::Copy { .. } => format!("copy to user (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Wakeup { pid, target_cpu } => format!("sched_wakeup pid {pid} on cpu {target_cpu}"),
             NetEvent::SoftirqEntry { vector } => format!("softirq {} (cpu {})", softirq_name(vector), e.cpu),
@@ -181,19 +182,19 @@ pub fn client(ev: &[Ev], decoder: &Decoder, r: &ClientRequest) -> Joined {
 fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'static str> {
     let send = first(ev, r.sent, r.read, |e| e.pid == r.sender && e.event == NetEvent::Send)
         .ok_or("the client's send syscall")?;
+    path.close_at("send_lag", send, vec![path.describe(send)]);
     let queue =
         first(ev, send.ts, r.read, |e| e.pid == r.sender && is_queue(e)).ok_or("net_dev_queue of the request")?;
-    let via = vec![path.describe(send), path.describe(queue)];
+    let via = vec![path.describe(queue)];
     path.close_at("client_send", queue, via);
     let skb = queue.event.skb().expect("a queued packet");
-    let (xmit, response) = through_server(ev, path, skb, queue.ts, r.read, r.receiver)?;
-    let copy = first(ev, xmit.ts, r.read, |e| e.pid == r.receiver && e.event == NetEvent::Copy { skb: response })
-        .ok_or("the client's copy of the response")?;
-    let mut via = path.packet_via(ev, response, xmit.ts + 1, copy.ts);
-    let woken = first(ev, xmit.ts, copy.ts, |e| matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == r.receiver));
+    let (xmit, response) = through_server(ev, path, skb, queue.ts, r.read, Server::Not(r.receiver))?;
+    let arrived = first(ev, xmit.ts, r.read, |e| matches!(e.event, NetEvent::Receive { skb, .. } if skb == response))
+        .ok_or("netif_receive_skb of the response")?;
+    let mut via = path.packet_via(ev, response, xmit.ts + 1, r.read);
+    let woken = first(ev, arrived.ts, r.read, |e| matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == r.receiver));
     via.extend(woken.map(|w| path.describe(w)));
-    via.push(path.describe(copy));
-    path.close("client_receive", r.read, Some(copy.cpu), via);
+    path.close("client_receive", r.read, None, via);
     Ok(())
 }
 
@@ -202,22 +203,85 @@ fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'s
 /// `net_dev_xmit`: the host's share of the round trip.
 pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
     let lookback = r.received.saturating_sub(LOOKBACK_NS);
-    let copy = last(ev, lookback, r.received, |e| e.pid == r.server && matches!(e.event, NetEvent::Copy { .. }));
-    let Some((copy, skb)) = copy.and_then(|c| Some((c, c.event.skb()?))) else {
-        return Path::new(decoder, r.received).finish(r.answered, Err("the server's copy of the request"));
+    let Some(skb) = request_of(ev, r, lookback) else {
+        return Path::new(decoder, r.received).finish(r.answered, Err("the socket enqueue of the request"));
     };
-    let previous = last(ev, lookback, copy.ts.saturating_sub(1), |e| e.event == NetEvent::Copy { skb });
-    let from = previous.map_or(lookback, |p| p.ts + 1);
-    let seen = first(ev, from, copy.ts, |e| e.event.skb() == Some(skb)).unwrap_or(copy);
+    let this = |e: &Ev| is_receive(e) && e.event.skb() == Some(skb);
+    let received = last(ev, lookback, r.received, this).expect("the request was received");
+    let seen = first_sighting(ev, received, lookback);
     let (start, mut via) = interrupt_before(ev, decoder, seen);
     let mut path = Path::new(decoder, start);
-    let outcome = through_server(ev, &mut path, skb, seen.ts, r.answered, 0).map(|_| ());
+    let outcome = through_server(ev, &mut path, skb, seen.ts, r.answered, Server::Is(r.server)).map(|_| ());
     if let Some(first) = path.segments.first_mut() {
         via.append(&mut first.via);
         first.via = via;
     }
     let end = path.segments.last().map_or(r.answered, |s| s.end);
     path.finish(if outcome.is_ok() { end } else { r.answered }, outcome)
+}
+
+/// The packet a server's receive returned: the one whose socket enqueue woke the server for it;
+/// the server awake, the last enqueued before it on the socket whose enqueues wake the server.
+fn request_of(ev: &[Ev], r: &ServerRequest, lookback: u64) -> Option<u64> {
+    let by_server = |e: &Ev| e.pid == r.server && e.event == NetEvent::Taken;
+    let taken = last(ev, lookback, r.received, by_server)?;
+    let before = last(ev, lookback, taken.ts.saturating_sub(1), by_server).map_or(lookback, |e| e.ts);
+    let woke_server = |e: &Ev| matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == r.server);
+    let enqueue_before = |w: &Ev| last(ev, lookback, w.ts, |e| same_context(e, w) && is_enqueue(e));
+    let enqueue = match last(ev, before, taken.ts, woke_server) {
+        Some(w) => enqueue_before(w)?,
+        None => {
+            let socket = last(ev, lookback, taken.ts, woke_server).and_then(enqueue_before)?.event;
+            last(ev, lookback, taken.ts, |e| e.event == socket)?
+        }
+    };
+    let received = last(ev, lookback, enqueue.ts, |e| same_context(e, enqueue) && is_receive(e))?;
+    received.event.skb()
+}
+
+/// The first trace of the packet received in `received`: back through its devices (transmits,
+/// `netif_rx`, queues, the receives of a bridge) to the first of this life of its address - an
+/// earlier copy, or a receive before a queue, belongs to a packet that had it before.
+fn first_sighting<'e>(ev: &'e [Ev], received: &'e Ev, from: u64) -> &'e Ev {
+    let skb = received.event.skb();
+    let mut seen = received;
+    let mut queued = false;
+    for e in window(ev, from, received.ts).iter().rev().filter(|e| e.event.skb() == skb) {
+        match e.event {
+            NetEvent::Copy { .. } => break,
+            NetEvent::Receive { .. } if queued => break,
+            NetEvent::Queue { .. } => queued = true,
+            _ => {}
+        }
+        seen = e;
+    }
+    seen
+}
+
+/// Who the server is.
+#[derive(Debug, Clone, Copy)]
+enum Server {
+    /// This thread (a server on this host explaining its own requests).
+    Is(u32),
+    /// The thread the socket enqueue woke, else the first to return from a receive syscall after
+    /// it, other than this one (the client's reader).
+    Not(u32),
+}
+
+fn is_wakeup_of(e: &Ev, thread: u32) -> bool {
+    matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == thread)
+}
+
+fn is_enqueue(e: &Ev) -> bool {
+    matches!(e.event, NetEvent::DataReady { .. })
+}
+
+fn same_context(a: &Ev, b: &Ev) -> bool {
+    a.cpu == b.cpu && a.pid == b.pid
+}
+
+fn is_receive(e: &Ev) -> bool {
+    matches!(e.event, NetEvent::Receive { .. })
 }
 
 /// Where a packet first seen in `netif_receive_skb` started: the NET_RX softirq that took it in
@@ -244,34 +308,50 @@ fn interrupt_before(ev: &[Ev], decoder: &Decoder, seen: &Ev) -> (u64, Vec<String
 /// From the request's packet `skb` queued (or first seen) at `from`: `host_receive` (to the
 /// server's wake-up, or the socket enqueue when the server was awake), `server` (to its send
 /// syscall) and `host_send` (to the response's `net_dev_xmit` on its first device). Returns that
-/// event and the response's packet. `not_server`: a thread whose copy is not the server's (the
-/// client's reader).
+/// event and the response's packet.
 fn through_server<'e>(
     ev: &'e [Ev],
     path: &mut Path,
     skb: u64,
     from: u64,
     until: u64,
-    not_server: u32,
+    server: Server,
 ) -> Result<(&'e Ev, u64), &'static str> {
-    let copy = first(ev, from, until, |e| e.event == NetEvent::Copy { skb } && e.pid != not_server)
-        .ok_or("the server's copy of the request (skb_copy_datagram_iovec)")?;
-    let server = copy.pid;
-    let received = last(ev, from, copy.ts, |e| matches!(e.event, NetEvent::Receive { skb: s, .. } if s == skb))
-        .ok_or("netif_receive_skb of the request")?;
-    let enqueue = first(ev, received.ts, copy.ts, |e| e.cpu == received.cpu && e.event == NetEvent::DataReady);
-    let wakeup = first(ev, received.ts, copy.ts, |e| matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == server));
+    let this = |e: &Ev| matches!(e.event, NetEvent::Receive { skb: s, .. } if s == skb);
+    let arrived = first(ev, from, until, this).ok_or("netif_receive_skb of the request")?;
+    let enqueue = first(ev, arrived.ts, until, |e| same_context(e, arrived) && is_enqueue(e))
+        .ok_or("the socket enqueue of the request (sk_data_ready)")?;
+    let received = last(ev, arrived.ts, enqueue.ts, this).unwrap_or(arrived);
+    let (server, wakeup) = match server {
+        Server::Is(pid) => {
+            let taken = first(ev, enqueue.ts, until, |e| e.pid == pid && e.event == NetEvent::Taken)
+                .ok_or("the server's receive syscall return")?;
+            (pid, first(ev, enqueue.ts, taken.ts, |e| is_wakeup_of(e, pid)))
+        }
+        Server::Not(client) => {
+            let next_here = window(ev, enqueue.ts, until).iter().skip(1).find(|e| e.cpu == enqueue.cpu);
+            match next_here.filter(|e| same_context(e, enqueue)).map(|e| (e, e.event)) {
+                Some((w, NetEvent::Wakeup { pid, .. })) if pid != client => (pid, Some(w)),
+                _ => {
+                    let taken = first(ev, enqueue.ts, until, |e| e.event == NetEvent::Taken && e.pid != client)
+                        .ok_or("the server's receive syscall return")?;
+                    (taken.pid, first(ev, enqueue.ts, taken.ts, |e| is_wakeup_of(e, taken.pid)))
+                }
+            }
+        }
+    };
     let mut via = path.packet_via(ev, skb, from, received.ts);
-    via.extend(enqueue.map(|e| path.describe(e)));
+    via.push(path.describe(enqueue));
     match wakeup {
         Some(w) => via.push(path.describe(w)),
         None => via.push(format!("no wake-up: the server (pid {server}) was awake")),
     }
-    let end = wakeup.or(enqueue).unwrap_or(received);
+    let end = wakeup.unwrap_or(enqueue);
     path.close_at("host_receive", end, via);
-    let send = first(ev, copy.ts, until, |e| e.pid == server && e.event == NetEvent::Send)
+    let send = first(ev, end.ts, until, |e| e.pid == server && e.event == NetEvent::Send)
         .ok_or("the server's send syscall")?;
-    let via = vec![path.describe(copy), path.describe(send)];
+    let taken = first(ev, end.ts, send.ts, |e| e.pid == server && e.event == NetEvent::Taken);
+    let via = taken.into_iter().chain([send]).map(|e| path.describe(e)).collect();
     path.close_at("server", send, via);
     let queue = first(ev, send.ts, until, |e| e.pid == server && is_queue(e)).ok_or("net_dev_queue of the response")?;
     let response = queue.event.skb().expect("a queued packet");

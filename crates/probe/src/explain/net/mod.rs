@@ -9,7 +9,7 @@
 //! been read ([`SETTLE_NS`] after its end), then forgets the events before the oldest request
 //! still waiting, so memory stays bounded however long the run.
 //!
-//! The client's segments: `client_send`, `host_receive`, `server`, `host_send`,
+//! The client's segments: `send_lag`, `client_send`, `host_receive`, `server`, `host_send`,
 //! `client_receive`; a server's (its host's share, from the first trace of the request): the
 //! middle three. They add up to the round trip (the trace clock `mono` is the client's
 //! CLOCK_MONOTONIC: docs/measure.md states the precision). Each request is in the per-segment
@@ -317,7 +317,8 @@ impl Capture {
             "net/net_dev_queue",
             "net/net_dev_xmit",
             "net/netif_receive_skb",
-            "skb/skb_copy_datagram_iovec",
+            "sock/sk_data_ready",
+            "sched/sched_wakeup",
         ];
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
             return Err(format!("the kernel has no {missing} event"));
