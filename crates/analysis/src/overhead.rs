@@ -167,6 +167,27 @@ mod tests {
             let want = oracle(&tasks, sched, &o, period);
             prop_assert_eq!(got, want, "tasks {:?} overheads {:?} period {}", tasks, o, period);
         }
+
+        #[test]
+        fn chosen_period_with_overheads_has_least_deployed_bandwidth(
+            tasks in taskset(), o in overheads(), periods in prop::collection::vec(1u64..8, 1..4), fp in any::<bool>()
+        ) {
+            let sched = if fp { GuestScheduler::Fp } else { GuestScheduler::Edf };
+            let inflated: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.c + o.per_job, ..*t }).collect();
+            let got = best_interface_with_overheads(&mut Demand::new(&inflated, sched), &periods, &o);
+            let options: Vec<(u64, u64)> =
+                periods.iter().filter_map(|&p| oracle(&tasks, sched, &o, p).map(|b| (p, b))).collect();
+            match got {
+                None => prop_assert!(options.is_empty(), "missed {:?}", options),
+                Some(i) => {
+                    prop_assert!(options.contains(&(i.period, i.budget)), "{:?} not in {:?}", i, options);
+                    for &(p, b) in &options {
+                        let (lhs, rhs) = (i.budget as u128 * p as u128, b as u128 * i.period as u128);
+                        prop_assert!(lhs < rhs || (lhs == rhs && i.period >= p), "{:?} vs ({}, {})", i, p, b);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

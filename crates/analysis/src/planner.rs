@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use rtvirt_model::hostmodel::BandwidthCap;
 use rtvirt_model::plan::{CorePlan, GuestPlan, OverheadFree, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
 use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
+use rtvirt_model::{InputError, Nanos};
 
 /// The planner's settings (`rtvirt plan` flags).
 #[derive(Debug, Clone, Default)]
@@ -137,7 +138,7 @@ fn analyse_with_overheads(
     let utilisation = crate::dbf::utilisation(&inflated);
     let interface = interface.filter(|_| !too_large);
     let overhead_reason = (interface.is_none() && overhead_free.is_some() && !too_large)
-        .then(|| overhead_term(&tasks, candidates, overheads));
+        .then(|| overhead_term(&tasks, sched, candidates, overheads));
     GuestAnalysis {
         budgets,
         interface,
@@ -149,8 +150,41 @@ fn analyse_with_overheads(
     }
 }
 
+/// A host model whose costs exceed a period of some guest - the per-server-period cost at least
+/// the guest's largest candidate server period (no budget is left at any), or the per-job cost
+/// at least a task's period - cannot describe a host that scenario runs on: an input error
+/// naming the host model's field (`rtvirt plan` exits 2), not an infeasible guest.
+pub fn overheads_beyond_a_period(scenario: &Scenario, o: &Overheads) -> Option<InputError> {
+    for g in &scenario.guests {
+        let largest = g.server_periods.candidates(&g.tasks).last().map_or(0, |p| p.0);
+        if largest > 0 && o.per_period >= largest {
+            return Some(InputError::field(
+                "server_overhead_ns",
+                format!(
+                    "{} ns per server period (server_overhead_ns + cache_reload_ns) is not below guest \"{}\"'s \
+                     largest candidate server period ({}): expected a per-period cost below the server period",
+                    o.per_period,
+                    g.name,
+                    Nanos(largest)
+                ),
+            ));
+        }
+        if let Some(t) = g.tasks.iter().find(|t| o.per_job >= t.period.0) {
+            return Some(InputError::field(
+                "context_switch_ns",
+                format!(
+                    "{} ns per job (cache_reload_ns + 2 context_switch_ns) is not below the period of task \"{}\" \
+                     of guest \"{}\" ({}): expected a per-job cost below every task period",
+                    o.per_job, t.name, g.name, t.period
+                ),
+            ));
+        }
+    }
+    None
+}
+
 /// Which overhead makes a guest that is schedulable without overheads infeasible with them.
-fn overhead_term(tasks: &[Sporadic], candidates: &[u64], o: &Overheads) -> String {
+fn overhead_term(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64], o: &Overheads) -> String {
     let min_deadline = tasks.iter().map(|t| t.d).min().unwrap_or(0);
     let largest = candidates.iter().copied().max().unwrap_or(0);
     if o.release_jitter >= min_deadline {
@@ -172,7 +206,48 @@ fn overhead_term(tasks: &[Sporadic], candidates: &[u64], o: &Overheads) -> Strin
             o.per_job, t.c, t.d, o.release_jitter
         );
     }
-    format!("the overheads together ({})", overheads_text(o))
+    decisive_terms(tasks, sched, candidates, o)
+        .unwrap_or_else(|| format!("the overheads together ({})", overheads_text(o)))
+}
+
+/// The overhead terms (a host model's fields) without which the guest has an interface, or
+/// that alone leave it none: found by planning the guest again with each term removed / alone.
+fn decisive_terms(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64], o: &Overheads) -> Option<String> {
+    let fits = |o: &Overheads| {
+        let inflated: Vec<Sporadic> =
+            tasks.iter().map(|t| Sporadic { c: t.c.saturating_add(o.per_job), ..*t }).collect();
+        let mut demand = Demand::new(&inflated, sched);
+        best_interface_with_overheads(&mut demand, candidates, o).is_some() && !demand.too_large()
+    };
+    let none = Overheads::default();
+    let terms = [
+        (
+            format!("the per-period server cost ({} ns, server_overhead_ns + cache_reload_ns)", o.per_period),
+            Overheads { per_period: 0, ..*o },
+            Overheads { per_period: o.per_period, ..none },
+        ),
+        (
+            format!("the per-job cost ({} ns, cache_reload_ns + 2 context_switch_ns)", o.per_job),
+            Overheads { per_job: 0, ..*o },
+            Overheads { per_job: o.per_job, ..none },
+        ),
+        (
+            format!("the release latency ({} ns, release_latency_ns.max)", o.release_jitter),
+            Overheads { release_jitter: 0, ..*o },
+            Overheads { release_jitter: o.release_jitter, ..none },
+        ),
+        (
+            format!("the enforcement overrun's pay-back ({} ns, enforcement.overrun_max_ns)", o.overrun),
+            Overheads { overrun: 0, ..*o },
+            Overheads { overrun: o.overrun, tick: o.tick, ..none },
+        ),
+    ];
+    let alone: Vec<&str> = terms.iter().filter(|(_, _, only)| !fits(only)).map(|t| t.0.as_str()).collect();
+    if !alone.is_empty() {
+        return Some(format!("{} alone leaves no interface at any candidate period", alone.join(" and ")));
+    }
+    let without: Vec<&str> = terms.iter().filter(|(_, rest, _)| fits(rest)).map(|t| t.0.as_str()).collect();
+    (!without.is_empty()).then(|| format!("{}: without it the guest fits", without.join(", or ")))
 }
 
 fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
@@ -236,7 +311,11 @@ fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic)
             analysis.utilisation
         ),
         Some(i) if i.bandwidth() > cap => {
-            format!("its server needs bandwidth {:.4}, above the per-core cap {cap}", i.bandwidth())
+            let free = analysis
+                .overhead_free
+                .map(|f| format!(" (without the host's overheads {:.4})", f.bandwidth()))
+                .unwrap_or_default();
+            format!("its server needs bandwidth {:.4}{free}, above the per-core cap {cap}", i.bandwidth())
         }
         Some(i) => format!(
             "its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})",

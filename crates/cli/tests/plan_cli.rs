@@ -481,3 +481,93 @@ fn host_model_overheads_are_charged_and_shown() {
         "{err}"
     );
 }
+
+/// Issue 16: with a per-server-period cost the smallest candidate period is no longer the
+/// cheapest for scenarios/default.toml (1..10 ms candidates): every guest moves to a larger
+/// period, and the table shows per guest the chosen period, the overhead-free interface (1 ms) and
+/// both bandwidths.
+#[test]
+fn a_server_overhead_moves_the_default_scenario_off_the_smallest_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let hm = write(
+        &dir,
+        "hm.json",
+        &format!(
+            r#"{{"schema":"rtvirt.hostmodel/v1",{}}}"#,
+            NO_COSTS.replace(r#""server_overhead_ns":0"#, r#""server_overhead_ns":20000"#)
+        ),
+    );
+    let (plain, o) = plan_json(&["scenarios/default.toml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (v, o) = plan_json(&["scenarios/default.toml", "--host-model", &hm]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (g, p) in v["guests"].as_array().unwrap().iter().zip(plain["guests"].as_array().unwrap()) {
+        assert_eq!(p["period_ns"], 1_000_000, "without overheads the smallest candidate wins: {p}");
+        assert_eq!(g["overhead_free"]["period_ns"], 1_000_000, "{g}");
+        assert!(g["period_ns"].as_u64().unwrap() > 1_000_000, "the 20 us per period moves it up: {g}");
+        assert!(g["bandwidth"].as_f64().unwrap() > g["overhead_free"]["bandwidth"].as_f64().unwrap(), "{g}");
+    }
+    let table = stdout(&rtvirt(&["plan", "scenarios/default.toml", "--host-model", &hm]));
+    let row = |guest: &str| {
+        let after = table.lines().skip_while(|l| !l.starts_with("without the host's overheads"));
+        after.filter(|l| l.starts_with(guest)).map(|l| l.split_whitespace().collect::<Vec<_>>()).next().unwrap()
+    };
+    for (i, g) in v["guests"].as_array().unwrap().iter().enumerate() {
+        let name = g["name"].as_str().unwrap();
+        let cells = row(name);
+        assert_eq!(cells[1], "1ms", "{table}");
+        assert_eq!(cells[4], format!("{:.4}", g["bandwidth"].as_f64().unwrap()), "guest {i}: {table}");
+        let chosen = table.lines().find(|l| l.starts_with(name)).unwrap();
+        assert!(!chosen.contains(" 1ms "), "the chosen period is shown: {chosen}");
+    }
+}
+
+/// Issue 16: a host model whose overheads exceed a period is an input error (exit 2) naming the
+/// host model file, the line of its field and the guest; overheads that only make a guest
+/// infeasible are exit 1 with the guest and the term.
+#[test]
+fn overheads_beyond_a_period_are_a_located_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(&dir, "s.toml", GOOD);
+    // 10 ms per server period against candidates 5 ms and 10 ms
+    let big = write(&dir, "big.json", "{\"schema\":\"rtvirt.hostmodel/v1\",\n  \"server_overhead_ns\":9990000}");
+    let o = rtvirt(&["plan", &s, "--host-model", &big]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("big.json:line 2") && err.contains("field `server_overhead_ns`"), "{err}");
+    assert!(err.contains("guest \"vm1\"'s largest candidate server period (10ms)"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // a per-job cost beyond a task period (10 ms)
+    let slow = write(&dir, "slow.json", r#"{"schema":"rtvirt.hostmodel/v1","context_switch_ns":6000000}"#);
+    let o = rtvirt(&["plan", &s, "--host-model", &slow]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("slow.json:line 1") && err.contains("task \"a\" of guest \"vm1\" (10ms)"), "{err}");
+    // below the period but too much for the guest: infeasible, exit 1, guest and term named
+    let heavy = write(
+        &dir,
+        "heavy.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":4000000,"cache_reload_ns":0}"#,
+    );
+    let o = rtvirt(&["plan", &s, "--host-model", &heavy]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("vm1: schedulable without the host's overheads, not with them"), "{err}");
+    assert!(err.contains("the per-period server cost (4000000 ns, server_overhead_ns + cache_reload_ns)"), "{err}");
+    // one term alone too much
+    let only = write(
+        &dir,
+        "only.json",
+        &format!(
+            r#"{{"schema":"rtvirt.hostmodel/v1",{}}}"#,
+            NO_COSTS.replace(r#""server_overhead_ns":0"#, r#""server_overhead_ns":4900000"#)
+        ),
+    );
+    let o = rtvirt(&["plan", &s, "--host-model", &only]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("the per-period server cost (4900000 ns") && err.contains("alone leaves no interface"),
+        "{err}"
+    );
+}

@@ -11,7 +11,9 @@ use rtvirt_analysis::emit::{self, libvirt::DomainFile, EmittedFile};
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
-use rtvirt_analysis::planner::{max_rho, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION};
+use rtvirt_analysis::planner::{
+    max_rho, overheads_beyond_a_period, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
+};
 use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
@@ -249,6 +251,11 @@ pub fn run(args: PlanArgs) -> CmdResult {
         overheads: host.as_ref().map(Overheads::of),
         ..options(&args)?
     };
+    if let (Some(path), Some(overheads)) = (&args.host_model, &o.overheads) {
+        if let Some(e) = overheads_beyond_a_period(&s, overheads) {
+            return Err(located_in_json(e, path).into());
+        }
+    }
     let pid_map = pids(&args, &s)?;
     if args.max_rho {
         return print_max_rho(&s, &o, args.format);
@@ -288,6 +295,20 @@ fn libvirt_domains(args: &PlanArgs) -> Result<Vec<(PathBuf, String)>, InputError
         .iter()
         .map(|p| Ok((p.clone(), rtvirt_model::input::read_text(p, rtvirt_model::input::InputKind::LibvirtDomain)?)))
         .collect()
+}
+
+/// An error about a field of a JSON file, with the line and column of the field's key when the
+/// file writes it (a field it omits has its default: the file alone is named).
+fn located_in_json(e: InputError, path: &std::path::Path) -> InputError {
+    let key = e.at.field.clone().map(|f| format!("\"{f}\""));
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let at = key
+        .and_then(|k| text.lines().enumerate().find_map(|(i, line)| line.find(&k).map(|column| (i + 1, column + 1))));
+    let e = e.in_file(path);
+    match at {
+        Some((line, column)) => e.at_line(line, column),
+        None => e,
+    }
 }
 
 fn emitted(
