@@ -10,7 +10,8 @@
 //!    cgroup v1 an exclusive cpuset child (`cpuset.cpu_exclusive=1`) and the root's
 //!    `cpuset.sched_load_balance=0`; cgroup v2 a threaded child with
 //!    `cpuset.cpus.partition=root` (read back: the kernel says "root invalid" when it refuses);
-//!    which one is found in /proc/mounts when the script runs;
+//!    which one is found in /proc/mounts when the script runs (only v1 is tested here; on v2 a
+//!    thread moves only within its threaded domain: threads of processes in the root cgroup);
 //! 3. moves each vCPU thread into its core's partition, sets its affinity (`taskset`) and its
 //!    reservation (`chrt -d`), retrying `chrt` for up to 5 s: a sleeping thread reaches its new
 //!    core only when it next wakes, and until then the kernel answers EPERM (`rtvirt host apply`
