@@ -15,6 +15,7 @@
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
+//! - [`verify`]: a prediction checked against a measurement, task by task (`rtvirt.verify/v1`).
 //! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
 //!
 //! Invariants every other crate relies on:
@@ -50,6 +51,7 @@ mod serde_field;
 pub mod source;
 pub mod stats;
 pub mod sweep;
+pub mod verify;
 pub mod xml;
 
 pub use duration::Nanos;

@@ -1,5 +1,5 @@
 //! JSON Schemas of rtvirt's documents (`rtvirt.results/v1`, `rtvirt.plan/v1`,
-//! `rtvirt.hostmodel/v1`, and the host's
+//! `rtvirt.hostmodel/v1`, `rtvirt.verify/v1`, and the host's
 //! `rtvirt.audit/v1`, `rtvirt.profile/v1`), generated from their Rust types with schemars and
 //! committed under `docs/schema/<name>.schema.json`. Tests compare the committed files with the
 //! generated ones; after changing a type, regenerate them with
@@ -63,5 +63,6 @@ mod tests {
         check_committed::<Results>("results").unwrap();
         check_committed::<Plan>("plan").unwrap();
         check_committed::<crate::hostmodel::HostModel>("hostmodel").unwrap();
+        check_committed::<crate::verify::Verification>("verify").unwrap();
     }
 }
