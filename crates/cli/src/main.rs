@@ -53,6 +53,10 @@ enum Command {
     /// Configure a real host: audit it for RT guests, list the RT data path's threads, apply
     /// plans/profiles to real threads (journaled) and revert them.
     Host(cmd::host::HostArgs),
+    /// Check a plan's prediction against a measurement: run the task sets under the plan's
+    /// reservations on this host, simulate the same, compare DSR and response times per task
+    /// (exit 1 when they disagree beyond the tolerance).
+    Verify(cmd::verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +89,7 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
         Command::Load(a) => cmd::load::run(a, line),
         Command::Vm(a) => cmd::vm::run(a),
         Command::Host(a) => cmd::host::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
     }
 }
 

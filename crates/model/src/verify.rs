@@ -222,6 +222,11 @@ impl Verification {
     }
 }
 
+/// "5.66 ms": response times as people compare them.
+fn milliseconds(ns: u64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
+}
+
 fn compare_task(predicted: &TaskResult, measured: &TaskResult, tolerance: &Tolerance) -> TaskComparison {
     let mut reasons = Vec::new();
     let difference = points(measured.dsr, predicted.dsr);
@@ -239,8 +244,8 @@ fn compare_task(predicted: &TaskResult, measured: &TaskResult, tolerance: &Toler
     if judged && !within_slack && !within_ratio {
         reasons.push(format!(
             "p99 response time {} measured against {} predicted: x{:.2}, beyond x{} and more than {} apart",
-            crate::Nanos(p99_m),
-            crate::Nanos(p99_p),
+            milliseconds(p99_m),
+            milliseconds(p99_p),
             ratio.unwrap_or(f64::INFINITY),
             tolerance.p99_ratio,
             crate::Nanos(tolerance.p99_slack_ns)

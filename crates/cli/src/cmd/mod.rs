@@ -8,4 +8,5 @@ pub mod measure;
 pub mod plan;
 pub mod report;
 pub mod simulate;
+pub mod verify;
 pub mod vm;

@@ -1,0 +1,143 @@
+//! `rtvirt verify` end to end: a real task run under real reservations against the simulation of
+//! the same plan and seed. Exit 0 when they agree within the stated tolerance, 1 when they do not
+//! (an impossible tolerance), 2 on bad input with the place named; the JSON output validates
+//! against docs/schema/verify.schema.json, and `--keep` writes the files `rtvirt report` overlays.
+//! The runs that measure need root and the host lock (`flock /tmp/rtvirt-host.lock`).
+
+mod host_support;
+mod schema_support;
+
+use host_support::{rtvirt, run, serial, text, write};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// One guest, one light task (1 ms every 50 ms, constant): little for a host to disturb.
+const LIGHT: &str = r#"name = "light"
+[host]
+cores = 1
+[[guest]]
+name = "g"
+scheduler = "edf"
+[[guest.task]]
+name = "t"
+period = "50ms"
+wcet = "1ms"
+"#;
+
+fn plan(dir: &std::path::Path, scenario: &std::path::Path) -> std::path::PathBuf {
+    let o = run(rtvirt(&["plan", scenario.to_str().unwrap(), "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    write(dir, "plan.json", &String::from_utf8_lossy(&o.stdout))
+}
+
+#[test]
+fn a_light_task_set_agrees_within_a_generous_tolerance_and_the_json_is_valid() {
+    if !is_root() {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "light.toml", LIGHT);
+    let plan = plan(dir.path(), &scenario);
+    let keep = dir.path().join("kept");
+    let o = run(rtvirt(&[
+        "verify",
+        scenario.to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--duration",
+        "2s",
+        "--tolerance",
+        "dsr=3,p99=10,slack=20ms",
+        "--format",
+        "json",
+        "--keep",
+        keep.to_str().unwrap(),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    schema_support::assert_valid("verify", &v);
+    assert_eq!(v["schema"], "rtvirt.verify/v1");
+    assert_eq!(v["verdict"], "agree");
+    let task = &v["tasks"][0];
+    assert_eq!((task["guest"].as_str(), task["name"].as_str()), (Some("g"), Some("t")));
+    // 2 s of a 50 ms task: 40 jobs on both sides (same plan, same horizon)
+    assert_eq!(task["predicted"]["jobs"], 40);
+    assert_eq!(task["measured"]["jobs"], 40);
+    assert_eq!(task["p99_judged"], false, "40 jobs are fewer than the 100 a p99 is judged from");
+    assert!(task["measured"]["response_ns"]["p50"].as_u64().unwrap() >= 1_000_000, "a 1 ms job takes 1 ms");
+    for name in ["simulated.json", "measured.json", "verify.json"] {
+        assert!(keep.join(name).is_file(), "--keep wrote {name}");
+    }
+    let measured: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(keep.join("measured.json")).unwrap()).unwrap();
+    schema_support::assert_valid("results", &measured);
+    assert_eq!(measured["kind"], "tasks");
+}
+
+#[test]
+fn an_impossible_tolerance_disagrees_with_exit_1_and_says_why() {
+    if !is_root() {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "light.toml", LIGHT);
+    let plan = plan(dir.path(), &scenario);
+    // p99 exactly equal (ratio 1, no slack) from 1 job on: a real run never matches to the ns
+    let o = run(rtvirt(&[
+        "verify",
+        scenario.to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--duration",
+        "1s",
+        "--tolerance",
+        "p99=1,slack=0s,jobs=1",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("DISAGREE") && out.contains("g/t: p99 response time"), "{out}");
+    assert!(out.contains("tolerance: DSR within 3 pp; p99 response time within x1"), "{out}");
+}
+
+#[test]
+fn bad_input_is_located_and_exits_2_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "light.toml", LIGHT);
+    let sc = scenario.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--tolerance", "dsr=200"], "--tolerance dsr"),
+        (vec!["--tolerance", "speed=2"], "--tolerance speed"),
+        (vec!["--rho", "1.5"], "--rho"),
+        (vec!["--duration", "0s"], "--duration"),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["verify", sc];
+        args.extend(extra.iter());
+        let o = run(rtvirt(&args));
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(expected), "{extra:?}: {}", text(&o));
+    }
+    // a plan that is not JSON: the file and its line
+    let bad = write(dir.path(), "bad.json", "{\n  \"schema\": \"rtvirt.plan/v1\",\n  oops\n}\n");
+    let o = run(rtvirt(&["verify", sc, "--plan", bad.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.json:line 3"), "{err}");
+    // a plan made for another scenario: names the guest it lacks
+    let other = write(dir.path(), "other.toml", &LIGHT.replace("name = \"g\"", "name = \"h\""));
+    let other_plan = plan(dir.path(), &other);
+    let o = run(rtvirt(&["verify", sc, "--plan", other_plan.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("plan.json") && err.contains('g'), "{err}");
+    // a scenario with an error: its line
+    let broken = write(dir.path(), "broken.toml", &LIGHT.replace("period = \"50ms\"", "period = \"fast\""));
+    let o = run(rtvirt(&["verify", broken.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("broken.toml:line 9"), "{}", text(&o));
+}
