@@ -1,6 +1,7 @@
 //! `rtvirt demo` end to end: plan, simulation, real timer measurements and the report.
 
 mod host_support;
+mod schema_support;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,13 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
         html.contains("measured vm1") && html.contains("simulated vm1"),
         "measured DSR drawn on the predicted curve"
     );
+    assert!(html.contains("data-chart=\"response-cdf\""), "predicted and measured response-time CDFs overlaid");
+    let verify: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("verify.json")).unwrap()).unwrap();
+    schema_support::assert_valid("verify", &verify);
+    assert_eq!(verify["tasks"].as_array().map(|t| t.len()), Some(15), "the task run checked task by task");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("prediction vs measurement: "), "the verdict is shown, exit 0 either way: {stdout}");
 }
 
 #[test]

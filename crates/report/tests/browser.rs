@@ -109,6 +109,9 @@ fn charts_are_in_the_browser_dom_with_data() {
     assert!(dom.contains("<h1>browser test</h1>"), "page did not load: {}", &dom[..dom.len().min(300)]);
     let charts = chart_fragments(&dom);
     assert_eq!(charts.len(), figures, "every chart of the report is in the DOM");
+    let overlays: Vec<&&str> = charts.iter().filter(|c| c.contains("data-chart=\"response-cdf\"")).collect();
+    assert_eq!(overlays.len(), 9, "a predicted-vs-measured CDF chart for each of the 9 tasks both fixtures have");
+    assert!(overlays.iter().all(|c| c.contains("predicted (") && c.contains("measured (")), "both curves");
     for c in &charts {
         assert!(visible_data_marks(c) > 0, "empty chart in the browser: {}", &c[..200.min(c.len())]);
     }

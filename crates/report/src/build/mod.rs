@@ -1,7 +1,7 @@
 //! Assembling a report from loaded inputs: a verdict (plan -> simulated -> measured misses) when
 //! there is one to give, an overview of the inputs and their settings, then one section per kind
-//! of content found (latency families, tasks, plans, network segments, time series,
-//! environment). Sections with nothing to show are left out.
+//! of content found (latency families, tasks, predicted against measured response times, plans,
+//! network segments, time series, environment). Sections with nothing to show are left out.
 
 pub mod compare;
 mod environment;
@@ -11,6 +11,7 @@ pub mod limits;
 mod network;
 mod overview;
 mod plan;
+mod prediction;
 mod tasks;
 mod timeline;
 
@@ -25,6 +26,7 @@ pub fn build_report(title: &str, inputs: &[Input]) -> Report {
     sections.push(overview::inputs(inputs));
     sections.extend(plan::sections(inputs));
     sections.extend(tasks::section(inputs));
+    sections.extend(prediction::section(inputs));
     sections.extend(latency::sections(inputs));
     sections.extend(explain::section(inputs));
     sections.extend(network::section(inputs));
