@@ -91,3 +91,54 @@ fn ctrl_c_in_the_middle_restores_everything() {
     assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
     assert_eq!(host_state(), before, "Ctrl-C left the host changed");
 }
+
+/// kill -9 in the middle of the SCHED_DEADLINE experiment: the exclusive cpuset and the root's
+/// load balancing stay changed (nothing in the process can restore them), but they were journaled
+/// before they were changed, so `rtvirt host revert` restores them - and so does the next
+/// calibration.
+#[test]
+fn kill_9_in_the_middle_is_restored_by_revert_and_by_the_next_run() {
+    let _g = serial();
+    let before = host_state();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    for restorer in ["revert", "the next calibration"] {
+        let mut child = rtvirt(&["host", "calibrate", "--step", "4s", "--state-dir", state_dir])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn rtvirt");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        assert!(lines.by_ref().map_while(|l| l.ok()).any(|l| l.contains("3/4 SCHED_DEADLINE")), "no step 3");
+        let start = std::time::Instant::now();
+        while host_state() == before && start.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_ne!(host_state(), before, "the experiment's cpuset was never made");
+        // SAFETY: kill(2) on the child we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        assert_ne!(host_state(), before, "a kill -9 leaves the cpuset: what the journal is for");
+        let journals = state.path().join("guards");
+        assert!(std::fs::read_dir(&journals).unwrap().count() > 0, "journaled before it was changed");
+        let o = if restorer == "revert" {
+            run(rtvirt(&["host", "revert", "--state-dir", state_dir]))
+        } else {
+            let model = state.path().join("host.json");
+            run(rtvirt(&[
+                "host",
+                "calibrate",
+                "--step",
+                "300ms",
+                "--state-dir",
+                state_dir,
+                "-o",
+                model.to_str().unwrap(),
+            ]))
+        };
+        assert_eq!(o.status.code(), Some(0), "{restorer}: {}", text(&o));
+        assert!(text(&o).contains("restored what ended process"), "{restorer} says what it restored: {}", text(&o));
+        assert_eq!(host_state(), before, "{restorer} left the host changed");
+        assert_eq!(std::fs::read_dir(&journals).unwrap().count(), 0, "{restorer} removed the journal");
+    }
+}

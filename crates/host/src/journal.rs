@@ -1,7 +1,8 @@
 //! The journal of host changes, in a state directory (default `/var/lib/rtvirt`, or
 //! `$RTVIRT_STATE_DIR`): one JSON line per change, holding the original value, appended and
 //! fsynced *before* the change is made. `revert` undoes every recorded change in reverse order and
-//! removes the journal (and the tracing instances that killed `--explain` runs left); a failure
+//! removes the journal (and the tracing instances that killed `--explain` runs left, and the
+//! cpusets of killed calibrations: `rtvirt_os::guard_journal`); a failure
 //! halfway through an apply rolls back that apply's changes; a process killed halfway leaves a
 //! journal that `revert` completes (undo is idempotent).
 //!
@@ -162,8 +163,10 @@ pub struct RevertReport {
 pub fn revert(dir: &Path) -> Result<RevertReport> {
     let path = dir.join(JOURNAL_FILE);
     let mut report = RevertReport { schema: "rtvirt.revert/v1", journal: path.clone(), ..Default::default() };
-    // Tracing instances of measurements killed before they could remove them (`--explain`).
-    for said in rtvirt_os::tracefs::remove_stale(dir) {
+    // Tracing instances of measurements killed before they could remove them (`--explain`), and
+    // the cpusets of guards killed before they could restore them (`host calibrate`).
+    let stale = rtvirt_os::tracefs::remove_stale(dir).into_iter().chain(rtvirt_os::guard_journal::restore_stale(dir));
+    for said in stale {
         match said.strip_prefix("warning: ") {
             Some(w) => report.warnings.push(w.to_string()),
             None => report.restored.push(said),

@@ -182,10 +182,11 @@ static LOAD_BALANCE: std::sync::Mutex<(usize, Option<Restorer>)> = std::sync::Mu
 struct LoadBalanceOff;
 
 impl LoadBalanceOff {
-    fn acquire(hierarchy: &Hierarchy) -> Result<LoadBalanceOff> {
+    /// Take a reference; the first one switches balancing off (journaled under `journal_dir`).
+    fn acquire(hierarchy: &Hierarchy, journal_dir: Option<&Path>) -> Result<LoadBalanceOff> {
         let mut lb = LOAD_BALANCE.lock().unwrap_or_else(|e| e.into_inner());
         if lb.0 == 0 {
-            let mut restorer = Restorer::new();
+            let mut restorer = restorer(journal_dir)?;
             restorer.perform(hierarchy.load_balance_off()?)?;
             lb.1 = Some(restorer);
         }
@@ -215,14 +216,34 @@ pub struct ExclusiveCpus {
     _load_balance: Option<LoadBalanceOff>,
 }
 
+/// A restorer, journaled under `journal_dir` when there is one.
+fn restorer(journal_dir: Option<&Path>) -> Result<Restorer> {
+    match journal_dir {
+        Some(dir) => Ok(Restorer::journaled(Box::new(crate::guard_journal::GuardJournal::create(dir)?))),
+        None => Ok(Restorer::new()),
+    }
+}
+
 impl ExclusiveCpus {
+    /// The partitions, restored when the guard is dropped (not after a kill -9).
     pub fn create(cpus: &[u32]) -> Result<ExclusiveCpus> {
+        Self::create_with(cpus, None)
+    }
+
+    /// The partitions, each change journaled (fsynced) under `<state_dir>/guards/` before it is
+    /// made: restored on drop, and after a kill -9 by the next journaled guard or `rtvirt host
+    /// revert` ([`crate::guard_journal::restore_stale`]).
+    pub fn create_journaled(cpus: &[u32], state_dir: &Path) -> Result<ExclusiveCpus> {
+        Self::create_with(cpus, Some(state_dir))
+    }
+
+    fn create_with(cpus: &[u32], journal_dir: Option<&Path>) -> Result<ExclusiveCpus> {
         let Some(hierarchy) = Hierarchy::find("cpuset") else {
             return Err(OsError::Unsupported(
                 "no cpuset controller is mounted; pinned SCHED_DEADLINE threads need one".into(),
             ));
         };
-        let mut changes = Restorer::new();
+        let mut changes = restorer(journal_dir)?;
         let parent = Self::parent(&hierarchy, &mut changes)?;
         let mut out = Vec::new();
         for &cpu in cpus {
@@ -231,7 +252,7 @@ impl ExclusiveCpus {
             out.push((cpu, dir));
         }
         let load_balance = match hierarchy {
-            Hierarchy::V1(_) => Some(LoadBalanceOff::acquire(&hierarchy)?),
+            Hierarchy::V1(_) => Some(LoadBalanceOff::acquire(&hierarchy, journal_dir)?),
             Hierarchy::V2(_) => None,
         };
         Ok(ExclusiveCpus {

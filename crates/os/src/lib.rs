@@ -9,6 +9,8 @@
 //!   journaled changes for `rtvirt host apply` and as guards for the length of a measurement.
 //! - [`restore`]: [`Change`], the one restore primitive: each change carries the original value it
 //!   replaces and puts it back on undo; [`Restorer`] undoes performed changes on drop.
+//! - [`guard_journal`]: a guard's changes journaled (fsynced) before they are made, restored after
+//!   a kill -9 by the next journaled guard or `rtvirt host revert`.
 //! - [`tracefs`]: kernel tracing in an instance of rtvirt's own (journaled, removed after a kill
 //!   -9 by the next run or `rtvirt host revert`), read from the per-CPU binary ring buffers.
 //! - [`qmp`]: a small synchronous QMP client; [`signals`]: the process-wide Ctrl-C stop flag.
@@ -27,6 +29,7 @@
 pub mod cgroup;
 pub mod cpulist;
 pub mod error;
+pub mod guard_journal;
 pub mod migrate;
 pub mod procfs;
 pub mod qmp;

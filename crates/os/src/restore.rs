@@ -5,7 +5,7 @@
 //! Two users: `rtvirt host apply` records each change in its journal before performing it, which
 //! is what lets `revert` finish the work of a process killed halfway; the probe's guards hold a
 //! [`Restorer`], which records each change before performing it and undoes them all, last first,
-//! when dropped.
+//! when dropped (and, made with a [`ChangeLog`], journals them for `revert` after a kill -9).
 
 use crate::cpulist::CpuList;
 use crate::error::{KernelError, Op, OsError, Result};
@@ -226,12 +226,24 @@ pub fn needed(changes: &[Change]) -> Vec<&Change> {
         .collect()
 }
 
+/// Where a [`Restorer`] records each change before performing it, to outlive the process (a
+/// kill -9): `crate::guard_journal::GuardJournal`.
+pub trait ChangeLog: std::fmt::Debug + Send + Sync {
+    /// Record `change` durably (fsynced) before it is performed.
+    fn record(&mut self, change: &Change) -> Result<()>;
+    /// Every recorded change has been undone: the record may go.
+    fn finished(&mut self);
+}
+
 /// Changes made for the length of a scope: each is recorded before it is performed (so that a
 /// change that failed halfway, e.g. a cgroup created but refused its CPU, is undone too), and all
-/// are undone, last first, on drop. Failures to restore are reported on stderr as warnings.
+/// are undone, last first, on drop. Failures to restore are reported on stderr as warnings. A
+/// journaled restorer also writes each change to its [`ChangeLog`] first, and lets the log go only
+/// when every undo succeeded.
 #[derive(Debug, Default)]
 pub struct Restorer {
     changes: Vec<Change>,
+    log: Option<Box<dyn ChangeLog>>,
 }
 
 impl Restorer {
@@ -239,8 +251,16 @@ impl Restorer {
         Restorer::default()
     }
 
+    /// A restorer that records every change in `log` before performing it.
+    pub fn journaled(log: Box<dyn ChangeLog>) -> Restorer {
+        Restorer { changes: Vec::new(), log: Some(log) }
+    }
+
     /// Perform `change`; it is undone when the restorer is dropped.
     pub fn perform(&mut self, change: Change) -> Result<()> {
+        if let Some(log) = &mut self.log {
+            log.record(&change)?;
+        }
         self.changes.push(change);
         self.changes.last().expect("just pushed").perform()
     }
@@ -248,12 +268,19 @@ impl Restorer {
 
 impl Drop for Restorer {
     fn drop(&mut self) {
+        let mut all_restored = true;
         for change in self.changes.drain(..).rev() {
             match change.undo() {
                 Ok(Undone::RestoredWithWarning(w)) => eprintln!("rtvirt: warning: {w}"),
                 Ok(_) => {}
-                Err(e) => eprintln!("rtvirt: warning: could not restore {}: {e}", change.describe()),
+                Err(e) => {
+                    all_restored = false;
+                    eprintln!("rtvirt: warning: could not restore {}: {e}", change.describe())
+                }
             }
+        }
+        if let Some(log) = self.log.as_mut().filter(|_| all_restored) {
+            log.finished();
         }
     }
 }

@@ -23,6 +23,11 @@
 //! exclusive cpuset (`rtvirt_os::cgroup::ExclusiveCpus`), and its own threads' scheduling (they end
 //! with the run). It writes no sysctl, sched feature or cgroup outside that guard.
 //!
+//! After a kill -9: the memory lock, `cpu_dma_latency` (a file descriptor held open) and the
+//! threads' scheduling end with the process; the exclusive cpuset and the root cpuset's load
+//! balancing would stay, so with a state directory they are journaled before they are changed
+//! (`rtvirt_os::guard_journal`), and the next calibration or `rtvirt host revert` restores them.
+//!
 //! The spin loops and the pipe ping-pong are written by hand: they are the measurement itself
 //! (no crate measures SCHED_DEADLINE overheads); statistics use the model's `LatencyHistogram`.
 
@@ -35,6 +40,7 @@ use rtvirt_model::hostmodel::{
 };
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long each experiment runs.
@@ -45,11 +51,14 @@ pub struct CalibrateConfig {
     /// Length of each of the timed experiments (timer, deadline); the default keeps the whole run
     /// under a minute.
     pub step: Nanos,
+    /// Where cpuset changes are journaled before they are made (`rtvirt host`'s state directory),
+    /// so that a kill -9 leaves a record to restore; None: not journaled.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for CalibrateConfig {
     fn default() -> Self {
-        CalibrateConfig { cpus: crate::cpus::allowed(), step: Nanos::from_secs(5) }
+        CalibrateConfig { cpus: crate::cpus::allowed(), step: Nanos::from_secs(5), state_dir: None }
     }
 }
 
@@ -66,6 +75,10 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     }
     crate::limits::check_duration("--step", cfg.step, false)?;
     let cpu = cfg.cpus[0];
+    if let Some(dir) = &cfg.state_dir {
+        // what an earlier calibration killed with -9 left changed
+        rtvirt_os::guard_journal::restore_stale(dir).iter().for_each(|said| progress(said));
+    }
     let _affinity = AffinityGuard::save()?;
     let mut measurements = Vec::new();
     progress(&format!("1/4 release latency on CPUs {} ({})", crate::cpus::format_list(&cfg.cpus), cfg.step));
@@ -75,7 +88,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     let context_switch = context_switch(cpu, &mut measurements)?;
     stop_if_interrupted()?;
     progress(&format!("3/4 SCHED_DEADLINE period cost and enforcement on CPU {cpu} ({})", cfg.step));
-    let (server_overhead, enforcement) = deadline_period(cpu, cfg.step, &mut measurements)?;
+    let (server_overhead, enforcement) = deadline_period(cpu, cfg, &mut measurements)?;
     stop_if_interrupted()?;
     progress(&format!("4/4 cache reload on CPU {cpu}"));
     let cache_reload = cache_reload(cpu, &mut measurements)?;
@@ -281,8 +294,12 @@ fn spin_timeline(until: u64, stop: &AtomicBool) -> Vec<(u64, u64)> {
 }
 
 /// Experiment 3: a spinning SCHED_DEADLINE thread beside a spinning SCHED_FIFO 1 observer.
-fn deadline_period(cpu: u32, step: Nanos, out: &mut Vec<Measurement>) -> Result<(u64, Enforcement)> {
-    let exclusive = rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?;
+fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<(u64, Enforcement)> {
+    let step = cfg.step;
+    let exclusive = match &cfg.state_dir {
+        Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&[cpu], dir)?,
+        None => rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?,
+    };
     let stop = AtomicBool::new(false);
     let start = rt::now_ns() + 20_000_000;
     let until = start + step.0;

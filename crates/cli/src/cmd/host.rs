@@ -45,7 +45,8 @@ pub enum HostAction {
     /// --host-model`: timer wake-up latency per CPU, context switch, SCHED_DEADLINE period cost and
     /// enforcement overrun, cache reload; and its admission limits (sched_rt_runtime_us/period_us,
     /// fair servers, isolated CPUs). Under a minute by default, progress on stderr; needs root;
-    /// restores everything it changes, also on Ctrl-C.
+    /// restores everything it changes, also on Ctrl-C; after a kill -9 the next calibration or
+    /// `rtvirt host revert` does (the cpuset changes are journaled before they are made).
     Calibrate(CalibrateArgs),
 }
 
@@ -61,6 +62,10 @@ pub struct CalibrateArgs {
     /// Length of each timed experiment (timer, SCHED_DEADLINE), e.g. "5s", "500ms".
     #[arg(long, default_value = "5s")]
     pub step: String,
+    /// Where the cpuset changes are journaled before they are made, for `rtvirt host revert`
+    /// after a kill -9 [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -287,7 +292,8 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     rtvirt_os::signals::install();
     let step = rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
     let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
-    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step };
+    let state_dir = Some(args.state_dir.unwrap_or_else(journal::default_state_dir));
+    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir };
     eprintln!("rtvirt: calibrating this host (about {} s)...", 2 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
     let text = serde_json::to_string_pretty(&model)? + "\n";
