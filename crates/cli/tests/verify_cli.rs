@@ -43,11 +43,15 @@ fn a_light_task_set_agrees_within_a_generous_tolerance_and_the_json_is_valid() {
     let scenario = write(dir.path(), "light.toml", LIGHT);
     let plan = plan(dir.path(), &scenario);
     let keep = dir.path().join("kept");
+    // the documented default model of a host never calibrated: its costs are simulated too
+    let host = write(dir.path(), "host.json", r#"{"schema":"rtvirt.hostmodel/v1"}"#);
     let o = run(rtvirt(&[
         "verify",
         scenario.to_str().unwrap(),
         "--plan",
         plan.to_str().unwrap(),
+        "--host-model",
+        host.to_str().unwrap(),
         "--duration",
         "2s",
         "--tolerance",
@@ -62,6 +66,7 @@ fn a_light_task_set_agrees_within_a_generous_tolerance_and_the_json_is_valid() {
     schema_support::assert_valid("verify", &v);
     assert_eq!(v["schema"], "rtvirt.verify/v1");
     assert_eq!(v["verdict"], "agree");
+    assert!(v["host_model"].as_str().is_some_and(|p| p.ends_with("host.json")), "{v}");
     let task = &v["tasks"][0];
     assert_eq!((task["guest"].as_str(), task["name"].as_str()), (Some("g"), Some("t")));
     // 2 s of a 50 ms task: 40 jobs on both sides (same plan, same horizon)
@@ -122,6 +127,12 @@ fn bad_input_is_located_and_exits_2_before_anything_runs() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains(expected), "{extra:?}: {}", text(&o));
     }
+    // a host model of another schema: the file and the field
+    let wrong = write(dir.path(), "wrong.json", r#"{"schema":"rtvirt.plan/v1"}"#);
+    let o = run(rtvirt(&["verify", sc, "--host-model", wrong.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("wrong.json") && err.contains("schema") && err.contains("rtvirt.hostmodel/v1"), "{err}");
     // a plan that is not JSON: the file and its line
     let bad = write(dir.path(), "bad.json", "{\n  \"schema\": \"rtvirt.plan/v1\",\n  oops\n}\n");
     let o = run(rtvirt(&["verify", sc, "--plan", bad.to_str().unwrap()]));

@@ -143,7 +143,7 @@ pub struct PlanArgs {
 
 /// The per-core cap: the kernel's limit from the host model (else the safe default for current
 /// kernels), or the scenario's `host.bandwidth_cap` when that is lower.
-fn bandwidth_cap(scenario: &Scenario, host: Option<&HostModel>) -> BandwidthCap {
+pub(crate) fn bandwidth_cap(scenario: &Scenario, host: Option<&HostModel>) -> BandwidthCap {
     let kernel = host.map_or_else(BandwidthCap::safe_default, HostModel::bandwidth_cap);
     if scenario.host.bandwidth_cap < kernel.value {
         return BandwidthCap {

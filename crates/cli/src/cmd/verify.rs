@@ -1,7 +1,7 @@
 //! `rtvirt verify`: a plan's prediction checked against a measurement on this host. The
 //! scenario's task sets run for real under the plan's reservations (`rtvirt_probe::tasks`, as
-//! `measure tasks`), the same scenario, plan and seed are simulated (`rtvirt_sim`, as `simulate
-//! --plan`) over the time the measurement really ran, and `rtvirt_model::verify` compares them
+//! `measure tasks`), the same scenario, plan, seed and host model are simulated (`rtvirt_sim`, as
+//! `simulate --plan --host-model`) over the time the measurement really ran, and `rtvirt_model::verify` compares them
 //! task by task against the stated tolerance. Exit 1 when they disagree, 2 on bad input, 130
 //! after Ctrl-C (the comparison of the part that ran is still printed).
 
@@ -9,13 +9,14 @@ use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
 use crate::table::Table;
 use anyhow::Context as _;
 use clap::Args;
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::verify::{Side, Tolerance, Verdict, Verification};
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_probe::tasks::TasksConfig;
-use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use rtvirt_sim::{simulate_with_host_model, Overrides, RunOptions, SimConfig};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -29,7 +30,8 @@ Runs on this host only (needs root: SCHED_DEADLINE reservations in exclusive cpu
 on Ctrl-C).\n\nExit codes: 0 prediction and measurement agree; 1 they disagree beyond the tolerance; 2 bad input \
 or environment; 130 interrupted (the part that ran is compared and printed).\n\nExamples:\n  rtvirt plan s.toml \
 --format json > plan.json && rtvirt verify s.toml --plan plan.json\n  rtvirt verify --rho 0.5 --duration 30s \
---tolerance dsr=1,p99=1.5 --format json\n  rtvirt verify s.toml --plan plan.json --keep out/ && rtvirt report \
+--tolerance dsr=1,p99=1.5 --format json\n  rtvirt host calibrate -o host.json && rtvirt verify s.toml --plan plan.json \
+--host-model host.json\n  rtvirt verify s.toml --plan plan.json --keep out/ && rtvirt report \
 out/simulated.json out/measured.json -o report.html")]
 pub struct VerifyArgs {
     /// Scenario file (TOML). Without it, the embedded default scenario.
@@ -41,6 +43,11 @@ pub struct VerifyArgs {
     /// When planning here: one rho for every task (overrides the scenario's rhos).
     #[arg(long, conflicts_with = "plan")]
     pub rho: Option<f64>,
+    /// A host model (rtvirt.hostmodel/v1 from `rtvirt host calibrate`): the prediction simulates
+    /// its costs (as `simulate --host-model`), and a plan made here is overhead-aware (as `plan
+    /// --host-model`).
+    #[arg(long, value_name = "FILE.json")]
+    pub host_model: Option<PathBuf>,
     /// How long to run (and simulate) the task sets.
     #[arg(long, value_parser = parse_nanos, default_value = "10s")]
     pub duration: Nanos,
@@ -75,7 +82,8 @@ const INTERRUPTED_EXIT: i32 = 130;
 pub fn run(args: VerifyArgs) -> CmdResult {
     let scenario = load_scenario(args.scenario.as_deref())?;
     let tolerance = Tolerance::parse(&args.tolerance)?;
-    let plan = plan_of(&scenario, &args)?;
+    let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
+    let plan = plan_of(&scenario, &args, host.as_ref())?;
     if let Some(dir) = &args.keep {
         std::fs::create_dir_all(dir).with_context(|| format!("--keep: cannot create {}", dir.display()))?;
         crate::output_file::check("--keep", &dir.join("verify.json"), &[])?;
@@ -88,9 +96,11 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     // an interrupted run is compared over the time it ran (the simulation is deterministic: a
     // shorter horizon is a prefix of the longer one)
     let horizon = if measured.interrupted { Nanos(measured.duration_ns.max(1)) } else { args.duration };
-    let predicted = simulate(&scenario, &sim_config(&scenario, &plan, &args, horizon)?, &RunOptions::default()).results;
+    let cfg = sim_config(&scenario, &plan, &args, horizon)?;
+    let predicted = simulate_with_host_model(&scenario, &cfg, &RunOptions::default(), host.as_ref()).results;
     let mut verification = Verification::compare(&predicted, &measured, tolerance).map_err(anyhow::Error::msg)?;
     verification.scenario = scenario.name.clone();
+    verification.host_model = args.host_model.as_ref().map(|p| p.display().to_string());
     match args.format {
         Format::Json => print_json(&verification)?,
         Format::Table => print_table(&verification),
@@ -105,8 +115,9 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     Ok(if verification.verdict == Verdict::Agree { Outcome::Ok } else { Outcome::Failed })
 }
 
-/// The plan from `--plan` (checked against the scenario), else planned here (at `--rho`).
-fn plan_of(scenario: &Scenario, args: &VerifyArgs) -> anyhow::Result<Plan> {
+/// The plan from `--plan` (checked against the scenario), else planned here (at `--rho`) as
+/// `rtvirt plan` does: the per-core cap of the host model (or the safe default), its overheads.
+fn plan_of(scenario: &Scenario, args: &VerifyArgs, host: Option<&HostModel>) -> anyhow::Result<Plan> {
     let plan = match &args.plan {
         Some(path) => {
             let p = Plan::from_file(path)?;
@@ -117,7 +128,11 @@ fn plan_of(scenario: &Scenario, args: &VerifyArgs) -> anyhow::Result<Plan> {
             if let Some(r) = args.rho.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
                 return Err(InputError::field("--rho", format!("{r}: expected 0 < rho <= 1")).into());
             }
-            let opts = rtvirt_analysis::planner::PlanOptions::default();
+            let opts = rtvirt_analysis::planner::PlanOptions {
+                bandwidth_cap: Some(crate::cmd::plan::bandwidth_cap(scenario, host)),
+                overheads: host.map(rtvirt_analysis::overhead::Overheads::of),
+                ..Default::default()
+            };
             rtvirt_analysis::planner::plan_at(scenario, &opts, args.rho).plan
         }
     };
