@@ -22,6 +22,12 @@ METHODS = {
     "outsourcing": ("threaded", "partitioned", "outsourced_rt", False),
     # not in the published table: conventional socket outsourcing (virtual-interrupt wake-up)
     "outsourcing_virq": ("threaded", "partitioned", "outsourced", False),
+    # the outsourcing method's two techniques one at a time (docs/netsim.md, "Techniques one at a time")
+    "partitioned_vhost": ("threaded", "partitioned", "vhost", False),
+    "rtsocket_shared": ("threaded", "shared", "outsourced_rt", False),
+    # the container case: the server is a host process behind veth + bridge, sharing the host stack
+    "container_threaded": ("threaded", "shared", "container", False),
+    "container_partitioned": ("threaded", "partitioned", "container", False),
 }
 
 # [net.cache]: the shared-LLC interference model (crates/sim/src/net/cache.rs, docs/netsim.md
@@ -45,6 +51,10 @@ DESC = {
     "exclusive": "threaded IRQs + core 0 dedicated to the RT IRQ/vNIC/vCPU threads",
     "outsourcing": "partitioned RT softirq (rtnet_prio 47) + RT socket outsourcing",
     "outsourcing_virq": "partitioned RT softirq + conventional socket outsourcing (virtual-interrupt wake-up)",
+    "partitioned_vhost": "partitioned RT softirq alone (vhost backend, guest stack, two copies)",
+    "rtsocket_shared": "RT socket outsourcing alone (one shared poll_list + softirq lock per CPU)",
+    "container_threaded": "container (veth + bridge, host stack) on threaded IRQs with the shared softirq",
+    "container_partitioned": "container (veth + bridge, host stack) with the partitioned RT softirq",
 }
 
 

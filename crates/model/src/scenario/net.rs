@@ -21,7 +21,7 @@
 //! [[net.vm]]
 //! name = "rtvm"
 //! nic = "rt0"
-//! socket = "outsourced_rt"    # "vhost" | "outsourced" | "outsourced_rt" | "host"
+//! socket = "outsourced_rt"    # "vhost" | "outsourced" | "outsourced_rt" | "host" | "container"
 //! vhost = { prio = 48 }
 //! vcpu = { prio = 47 }
 //!
@@ -267,7 +267,8 @@ pub(crate) struct RawVm {
     pub name: String,
     /// The NIC whose bridge this VM's vNIC is attached to.
     pub nic: Option<String>,
-    /// "vhost" (default), "outsourced", "outsourced_rt", or "host" (non-virtualized process).
+    /// "vhost" (default), "outsourced", "outsourced_rt", "host" (non-virtualized process) or
+    /// "container" (a host process behind a veth pair and the bridge: it shares the host stack).
     pub socket: Option<String>,
     #[serde(default)]
     pub vhost: RawNetThread,
@@ -387,6 +388,17 @@ pub enum SocketMode {
     OutsourcedRt,
     /// Non-virtualized: the server is a host process.
     Host,
+    /// A container: a host process in its own network namespace behind a veth pair and the
+    /// bridge (Welch 2015's bridged case, Garcia Alvarado 2019's container remark): it shares the
+    /// host stack, each packet crosses the bridge and the veth pair once more.
+    Container,
+}
+
+impl SocketMode {
+    /// The server is a host process (non-virtualized or in a container): no vCPU, no VM exits.
+    pub fn is_host_process(self) -> bool {
+        matches!(self, SocketMode::Host | SocketMode::Container)
+    }
 }
 
 /// A thread's scheduling: FIFO priority or normal, and allowed cores (bit mask).
@@ -776,10 +788,11 @@ fn vm(vm: &RawVm, nics: &[Nic], cores: u32) -> R<Vm> {
         "outsourced" => SocketMode::Outsourced,
         "outsourced_rt" => SocketMode::OutsourcedRt,
         "host" => SocketMode::Host,
+        "container" => SocketMode::Container,
         o => {
             return Err(InputError::field(
                 "socket",
-                format!("\"{o}\": expected \"vhost\", \"outsourced\", \"outsourced_rt\" or \"host\""),
+                format!("\"{o}\": expected \"vhost\", \"outsourced\", \"outsourced_rt\", \"host\" or \"container\""),
             ))
         }
     };

@@ -409,7 +409,9 @@ impl Sim {
             let vcpu_fp = rr
                 * match vm.socket {
                     SocketMode::Vhost | SocketMode::Outsourced => c.footprint_guest_stack_kib + c.footprint_app_kib,
-                    SocketMode::OutsourcedRt | SocketMode::Host => c.footprint_app_kib + c.footprint_host_stack_kib,
+                    SocketMode::OutsourcedRt | SocketMode::Host | SocketMode::Container => {
+                        c.footprint_app_kib + c.footprint_host_stack_kib
+                    }
                 };
             let prio = |p: Option<u8>| p.map(i32::from).unwrap_or(0);
             let vhost = (vm.socket == SocketMode::Vhost).then(|| {
@@ -422,7 +424,7 @@ impl Sim {
                 )
             });
             let vname =
-                if vm.socket == SocketMode::Host { format!("server-{}", vm.name) } else { format!("vcpu-{}", vm.name) };
+                if vm.socket.is_host_process() { format!("server-{}", vm.name) } else { format!("vcpu-{}", vm.name) };
             let vcpu = self.add_thread(vname, Role::Vcpu(i), prio(vm.vcpu.prio), vm.vcpu.cores, vcpu_fp);
             self.vms.push(VmState {
                 socket: vm.socket,

@@ -75,6 +75,8 @@ impl Sim {
                 + match v.socket {
                     SocketMode::Vhost => c.bridge_per_packet,
                     SocketMode::Host => c.host_udp_rx,
+                    // the bridge hands it to the veth pair, whose netif_rx re-enters NET_RX
+                    SocketMode::Container => c.bridge_per_packet + c.rx_per_packet + c.host_udp_rx,
                     SocketMode::Outsourced => c.host_udp_rx + c.virq_inject,
                     SocketMode::OutsourcedRt => c.host_udp_rx + c.event_notify,
                 };
@@ -120,11 +122,15 @@ impl Sim {
 
     fn vcpu_next(&mut self, vm: usize) -> Next {
         let c = self.net.costs;
-        let host = self.vms[vm].socket == SocketMode::Host;
+        let socket = self.vms[vm].socket;
+        let host = socket.is_host_process();
         if let Some((_, phase)) = self.vms[vm].resp {
             let cost = match phase {
                 RespPhase::Kick => c.vm_exit + c.wakeup,
                 RespPhase::RpcExit => c.vm_exit,
+                RespPhase::HostSend if socket == SocketMode::Container => {
+                    c.host_udp_tx + c.bridge_per_packet + c.rx_per_packet + c.nic_xmit
+                }
                 RespPhase::HostSend if host => c.host_udp_tx + c.nic_xmit,
                 RespPhase::HostSend => c.rpc + c.host_udp_tx + c.nic_xmit,
             };
@@ -174,7 +180,7 @@ impl Sim {
                 SocketMode::Vhost => c.guest_udp_tx,
                 SocketMode::Outsourced => c.rpc,
                 SocketMode::OutsourcedRt => c.rpc + c.event_notify,
-                SocketMode::Host => Nanos::ZERO,
+                SocketMode::Host | SocketMode::Container => Nanos::ZERO,
             };
             return work(self.copy_cost(pkt.bytes as u64) + service + send_prep + debt, Action::Serve { vm, pkt });
         }
@@ -344,7 +350,7 @@ impl Sim {
         self.vms[vm].resp = Some(match self.vms[vm].socket {
             SocketMode::Vhost => (resp, RespPhase::Kick),
             SocketMode::Outsourced | SocketMode::OutsourcedRt => (resp, RespPhase::RpcExit),
-            SocketMode::Host => (Packet { t_exit: now, ..resp }, RespPhase::HostSend),
+            SocketMode::Host | SocketMode::Container => (Packet { t_exit: now, ..resp }, RespPhase::HostSend),
         });
     }
 }
