@@ -17,6 +17,9 @@ import seeds1_table  # noqa: E402
 import seeds2_table  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# held-out cells that set parameters (docs/netsim.md, "Origin of every cost parameter"): exclusive
+# CPU with Heavy Receivers, its throughput (bulk per-packet costs) and SD (cache footprints)
+USED = ("SD", "HR Gb/s")
 
 
 def cells(rtvirt, duration, packets):
@@ -30,7 +33,8 @@ def cells(rtvirt, duration, packets):
             tag = "Garcia Alvarado 2019 " + ("with HR" if heavy else "without HR")
             for i, what in enumerate(("mean", "p99", "SD", "HR Gb/s")):
                 if pub[i] is not None:
-                    out.append((part, f"{tag}: {m} {what}", pub[i], sim[i]))
+                    used = heavy and m == "exclusive" and what in USED
+                    out.append(("held out (used)" if used else part, f"{tag}: {m} {what}", pub[i], sim[i]))
     for level in seeds2_table.LEVELS:
         part = "calibration" if level == "base" else "held out"
         for j, mode in enumerate(seeds2_table.MODES):
@@ -55,7 +59,7 @@ def main():
         if a.markdown:
             print(f"| {part} | {name} | {pub:g} | {sim:.1f} | {ratio:.2f} |")
         else:
-            print(f"{part:<12} {name:<52} {pub:>8g} {sim:>9.1f} {ratio:>6.2f}")
+            print(f"{part:<15} {name:<52} {pub:>8g} {sim:>9.1f} {ratio:>6.2f}")
     print()
     for part in ("calibration", "held out"):
         errs = [abs(math.log(s / p)) for q, _, p, s in rows if q == part and p > 0 and s > 0]

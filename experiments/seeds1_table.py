@@ -15,7 +15,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 METHODS = ["nonvirt", "vanilla", "threaded", "exclusive", "outsourcing"]
-EXTRA = ["outsourcing_virq"]
+EXTRA = ["outsourcing_virq", "partitioned_vhost", "rtsocket_shared", "container_threaded", "container_partitioned"]
 PUBLISHED = {
     False: {"nonvirt": (12.3, 13.4, 0.5, None), "vanilla": (27.3, 34.2, 1.5, None), "threaded": (30.7, 38.1, 1.5, None),
             "exclusive": (37.4, 46.1, 2.3, None), "outsourcing": (21.2, 25.0, 1.5, None)},
