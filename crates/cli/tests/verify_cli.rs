@@ -152,3 +152,49 @@ fn bad_input_is_located_and_exits_2_before_anything_runs() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("broken.toml:line 9"), "{}", text(&o));
 }
+
+/// Ctrl-C in the middle: exit 130, the part that ran compared with the simulation of as long a
+/// horizon (same job counts), marked interrupted, and the host's cpusets restored.
+#[test]
+fn ctrl_c_compares_the_part_that_ran_and_restores_the_host() {
+    if !is_root() {
+        return;
+    }
+    let _g = serial();
+    let before = host_support::cpuset_state();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(dir.path(), "light.toml", LIGHT);
+    let plan = plan(dir.path(), &scenario);
+    let child = rtvirt(&[
+        "verify",
+        scenario.to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--duration",
+        "20s",
+        "--format",
+        "json",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    while !host_support::deadline_thread_in_a_child_of(child.id()) && start.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    schema_support::assert_valid("verify", &v);
+    assert_eq!(v["interrupted"], true);
+    assert!(v["measured_duration_ns"].as_u64().unwrap() < 20_000_000_000, "{v}");
+    let task = &v["tasks"][0];
+    let (predicted, measured) =
+        (task["predicted"]["jobs"].as_u64().unwrap(), task["measured"]["jobs"].as_u64().unwrap());
+    assert!(predicted.abs_diff(measured) <= 1, "compared over the same time: {predicted} and {measured} jobs");
+    assert_eq!(host_support::cpuset_state(), before, "cpusets restored");
+}
