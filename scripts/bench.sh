@@ -15,6 +15,8 @@ section() { printf '\n== %s\n' "$*"; }
 bench_plan() {
     section "planner: 1000 guests x 10 tasks, growth with tasks/guest and hyperperiod"
     cargo run --quiet --release -p rtvirt-analysis --example plan_bench
+    section "planner: 10000 guests x 10 tasks, without and with a host model's overheads (issue 16)"
+    cargo run --quiet --release -p rtvirt-analysis --example plan_bench -- 10000 10 1 --headline
 }
 
 bench_sim() {

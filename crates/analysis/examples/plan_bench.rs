@@ -1,7 +1,8 @@
 //! Planner benchmark (docs/PERFORMANCE.md): plan N guests x M Baker light tasks with the default
 //! scan of 20 candidate server periods, and report how time grows with tasks per guest and with
 //! the hyperperiod. Run: `cargo run --release -p rtvirt-analysis --example plan_bench`.
-//! Optional args: `<guests> <tasks> <repeats>` for the headline case (default 1000 10 3).
+//! Optional args: `<guests> <tasks> <repeats>` for the headline case (default 1000 10 3);
+//! `--headline` stops after it (plans without and with a host model's overheads, side by side).
 
 use rtvirt_analysis::gen::{baker_scenario, BakerSpec};
 use rtvirt_analysis::planner::max_rho;
@@ -58,21 +59,32 @@ fn main() {
         used.1,
         rayon::current_num_threads()
     );
-    // the same plan with the default host model's overheads charged (rtvirt plan --host-model)
-    let model = rtvirt_model::hostmodel::HostModel::uncalibrated();
-    let with = PlanOptions { overheads: Some(rtvirt_analysis::overhead::Overheads::of(&model)), ..o.clone() };
-    let mut used_with = (false, 0);
-    let t_with = best_of(repeats, || {
-        let p = plan_at(&s, &with, None).plan;
-        used_with = (p.feasible, p.cores_used);
-    });
-    println!(
-        "  plan with the default host model's overheads: {t_with:.3} s (best of {repeats}; {:.2}x the plan \
-         without), feasible = {}, cores used {}",
-        t_with / t,
-        used_with.0,
-        used_with.1
-    );
+    // the same plan with a host model's overheads charged (rtvirt plan --host-model): the default
+    // model (tick enforcement, 4 ms overrun) and the same costs with hrtick (20 us overrun)
+    let default_model = rtvirt_model::hostmodel::HostModel::uncalibrated();
+    let hrtick_model = rtvirt_model::hostmodel::HostModel::from_json(
+        r#"{"schema":"rtvirt.hostmodel/v1","enforcement":{"kind":"hrtick","overrun_max_ns":20000}}"#,
+    )
+    .expect("a valid host model");
+    for (name, model) in [("default host model (tick, 4 ms)", &default_model), ("hrtick host model", &hrtick_model)] {
+        let with = PlanOptions { overheads: Some(rtvirt_analysis::overhead::Overheads::of(model)), ..o.clone() };
+        let mut used_with = (false, 0, 0);
+        let t_with = best_of(repeats, || {
+            let p = plan_at(&s, &with, None).plan;
+            used_with = (p.feasible, p.cores_used, p.unplaced.len());
+        });
+        println!(
+            "  plan with the {name}'s overheads: {t_with:.3} s (best of {repeats}; {:.2}x the plan without), \
+             feasible = {}, cores used {}, guests unplaced {}",
+            t_with / t,
+            used_with.0,
+            used_with.1,
+            used_with.2
+        );
+    }
+    if std::env::args().any(|a| a == "--headline") {
+        return;
+    }
     // max_rho on 90% of the cores the rho = 0.9 plan used, so that the search has to bisect
     let tight = PlanOptions { cores: Some(used.1 * 9 / 10), ..o.clone() };
     let mut r = None;

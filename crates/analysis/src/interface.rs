@@ -312,6 +312,23 @@ pub fn best_interface_with_overheads(
     Some(Interface { period, budget, deadline: period })
 }
 
+/// Whether any candidate period admits a PRM interface on a host with overheads: the supply at
+/// every t is non-decreasing in the budget, so one schedulability test at the largest usable
+/// budget `Pi - o` per period decides it exactly (a failing test stops at its first violated
+/// check point, far cheaper than the least-budget search). The demand's tasks must already carry
+/// the per-job overhead in their `c`.
+pub fn has_interface_with_overheads(
+    demand: &mut Demand,
+    candidates: &[u64],
+    overheads: &crate::overhead::Overheads,
+) -> bool {
+    let family = Family::Delayed(*overheads);
+    candidates.iter().filter(|&&p| p > overheads.per_period).any(|&p| {
+        let top = family.max_budget(p);
+        utilisation(demand.tasks) * p as f64 * (1.0 - 1e-9) <= top as f64 && demand.schedulable(&family.supply(p, top))
+    })
+}
+
 /// `(period, deployed budget)` of least deployed bandwidth: usable budget from `family(period)`,
 /// plus `per_period`.
 fn least_bandwidth(

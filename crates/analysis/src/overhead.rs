@@ -85,7 +85,7 @@ impl Overheads {
 mod tests {
     use super::*;
     use crate::dbf::{hyperperiod, Sporadic};
-    use crate::interface::{best_interface_with_overheads, Demand};
+    use crate::interface::{best_interface_with_overheads, has_interface_with_overheads, Demand};
     use crate::sbf::{Edp, Supply};
     use crate::schedtest::strategies::taskset;
     use proptest::prelude::*;
@@ -175,6 +175,8 @@ mod tests {
             let sched = if fp { GuestScheduler::Fp } else { GuestScheduler::Edf };
             let inflated: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.c + o.per_job, ..*t }).collect();
             let got = best_interface_with_overheads(&mut Demand::new(&inflated, sched), &periods, &o);
+            let exists = has_interface_with_overheads(&mut Demand::new(&inflated, sched), &periods, &o);
+            prop_assert_eq!(exists, got.is_some());
             let options: Vec<(u64, u64)> =
                 periods.iter().filter_map(|&p| oracle(&tasks, sched, &o, p).map(|b| (p, b))).collect();
             match got {

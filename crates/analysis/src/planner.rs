@@ -3,7 +3,9 @@
 
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
 use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
-use crate::interface::{best_interface_for, best_interface_with_overheads, edp_menu, Demand, Interface, Model};
+use crate::interface::{
+    best_interface_for, best_interface_with_overheads, edp_menu, has_interface_with_overheads, Demand, Interface, Model,
+};
 use crate::overhead::Overheads;
 use crate::partition::{partition, Heuristic};
 use rayon::prelude::*;
@@ -131,14 +133,17 @@ fn analyse_with_overheads(
     let inflated: Vec<Sporadic> =
         tasks.iter().map(|t| Sporadic { c: t.c.saturating_add(overheads.per_job), ..*t }).collect();
     let mut demand = Demand::new(&inflated, sched);
-    let interface = best_interface_with_overheads(&mut demand, candidates, overheads);
+    // an infeasible guest is proven so by one test per period, not a least-budget search each
+    let interface = has_interface_with_overheads(&mut demand, candidates, overheads)
+        .then(|| best_interface_with_overheads(&mut demand, candidates, overheads))
+        .flatten();
     let too_large = demand.too_large();
     let mut free_demand = Demand::new(&tasks, sched);
     let overhead_free = best_interface_for(&mut free_demand, Model::Prm, candidates);
     let utilisation = crate::dbf::utilisation(&inflated);
     let interface = interface.filter(|_| !too_large);
     let overhead_reason = (interface.is_none() && overhead_free.is_some() && !too_large)
-        .then(|| overhead_term(&tasks, sched, candidates, overheads));
+        .then(|| overhead_term(&tasks, sched, candidates, overheads, overhead_free.map(|f| f.period)));
     GuestAnalysis {
         budgets,
         interface,
@@ -184,7 +189,13 @@ pub fn overheads_beyond_a_period(scenario: &Scenario, o: &Overheads) -> Option<I
 }
 
 /// Which overhead makes a guest that is schedulable without overheads infeasible with them.
-fn overhead_term(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64], o: &Overheads) -> String {
+fn overhead_term(
+    tasks: &[Sporadic],
+    sched: GuestScheduler,
+    candidates: &[u64],
+    o: &Overheads,
+    free_period: Option<u64>,
+) -> String {
     let min_deadline = tasks.iter().map(|t| t.d).min().unwrap_or(0);
     let largest = candidates.iter().copied().max().unwrap_or(0);
     if o.release_jitter >= min_deadline {
@@ -206,18 +217,26 @@ fn overhead_term(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64], 
             o.per_job, t.c, t.d, o.release_jitter
         );
     }
-    decisive_terms(tasks, sched, candidates, o)
+    decisive_terms(tasks, sched, candidates, o, free_period)
         .unwrap_or_else(|| format!("the overheads together ({})", overheads_text(o)))
 }
 
 /// The overhead terms (a host model's fields) without which the guest has an interface, or
-/// that alone leave it none: found by planning the guest again with each term removed / alone.
-fn decisive_terms(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64], o: &Overheads) -> Option<String> {
-    let fits = |o: &Overheads| {
+/// that alone leave it none: found by planning the guest again with each term removed (first at
+/// its overhead-free period `free_period` only, which is cheap: a failing search stops at its
+/// first violated check point), else with each term removed / alone over every candidate.
+fn decisive_terms(
+    tasks: &[Sporadic],
+    sched: GuestScheduler,
+    candidates: &[u64],
+    o: &Overheads,
+    free_period: Option<u64>,
+) -> Option<String> {
+    let fits = |o: &Overheads, periods: &[u64]| {
         let inflated: Vec<Sporadic> =
             tasks.iter().map(|t| Sporadic { c: t.c.saturating_add(o.per_job), ..*t }).collect();
         let mut demand = Demand::new(&inflated, sched);
-        best_interface_with_overheads(&mut demand, candidates, o).is_some() && !demand.too_large()
+        has_interface_with_overheads(&mut demand, periods, o) && !demand.too_large()
     };
     let none = Overheads::default();
     let terms = [
@@ -242,12 +261,21 @@ fn decisive_terms(tasks: &[Sporadic], sched: GuestScheduler, candidates: &[u64],
             Overheads { overrun: o.overrun, tick: o.tick, ..none },
         ),
     ];
-    let alone: Vec<&str> = terms.iter().filter(|(_, _, only)| !fits(only)).map(|t| t.0.as_str()).collect();
+    let without = |periods: &[u64]| -> Vec<&str> {
+        terms.iter().filter(|(_, rest, _)| fits(rest, periods)).map(|t| t.0.as_str()).collect()
+    };
+    if let Some(p) = free_period {
+        let found = without(&[p]);
+        if !found.is_empty() {
+            return Some(format!("{}: without it the guest fits (at server period {})", found.join(", or "), Nanos(p)));
+        }
+    }
+    let alone: Vec<&str> = terms.iter().filter(|(_, _, only)| !fits(only, candidates)).map(|t| t.0.as_str()).collect();
     if !alone.is_empty() {
         return Some(format!("{} alone leaves no interface at any candidate period", alone.join(" and ")));
     }
-    let without: Vec<&str> = terms.iter().filter(|(_, rest, _)| fits(rest)).map(|t| t.0.as_str()).collect();
-    (!without.is_empty()).then(|| format!("{}: without it the guest fits", without.join(", or ")))
+    let found = without(candidates);
+    (!found.is_empty()).then(|| format!("{}: without it the guest fits", found.join(", or ")))
 }
 
 fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
@@ -534,6 +562,31 @@ mod tests {
         assert_eq!(p.plan.guests[1].bandwidth, 1.0);
         // the plan JSON passes the model's reader checks
         rtvirt_model::plan::Plan::from_json(&serde_json::to_string(&p.plan).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_infeasible_guest_names_the_decisive_overhead_terms() {
+        let s = scenario(1, &[("g", &[("10ms", "2ms")])]); // one 5 ms candidate period
+        let with = |o: Overheads| {
+            let options = PlanOptions { overheads: Some(o), ..Default::default() };
+            plan_at(&s, &options, None).unplaced.first().map(|u| u.reason.clone()).unwrap_or_default()
+        };
+        // each term alone is fatal (4.5 ms of every 5 ms; a 50 ms overrun's pay-back): both named
+        let both = with(Overheads { per_period: 4_500_000, overrun: 50_000_000, tick: true, ..Default::default() });
+        assert!(
+            both.contains("the per-period server cost (4500000 ns")
+                && both.contains("and the enforcement overrun's pay-back (50000000 ns")
+                && both.contains("alone leaves no interface"),
+            "{both}"
+        );
+        // together fatal, each alone fine: the guest fits without either
+        let pair = with(Overheads { per_period: 1_500_000, release_jitter: 6_000_000, ..Default::default() });
+        assert!(
+            pair.contains("the per-period server cost (1500000 ns")
+                && pair.contains("or the release latency (6000000 ns"),
+            "{pair}"
+        );
+        assert!(pair.contains("without it the guest fits"), "{pair}");
     }
 
     #[test]

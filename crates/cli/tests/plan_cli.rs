@@ -554,7 +554,7 @@ fn overheads_beyond_a_period_are_a_located_input_error() {
     let err = stderr(&o);
     assert!(err.contains("vm1: schedulable without the host's overheads, not with them"), "{err}");
     assert!(err.contains("the per-period server cost (4000000 ns, server_overhead_ns + cache_reload_ns)"), "{err}");
-    // one term alone too much
+    // one term too much: the guest fits without it
     let only = write(
         &dir,
         "only.json",
@@ -567,7 +567,8 @@ fn overheads_beyond_a_period_are_a_located_input_error() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("the per-period server cost (4900000 ns") && err.contains("alone leaves no interface"),
+        err.contains("the per-period server cost (4900000 ns")
+            && err.contains("without it the guest fits (at server period 5ms)"),
         "{err}"
     );
 }
