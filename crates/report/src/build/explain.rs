@@ -12,8 +12,12 @@ const WORST_DRAWN: usize = 8;
 /// Causes listed per result.
 const CAUSES_LISTED: usize = 10;
 
+/// Explained wake-ups (a `measure net` explain section has segments instead: the network section
+/// draws them).
 fn explained(inputs: &[Input]) -> Vec<(&str, &ExplainSection)> {
-    inputs.iter().filter_map(|i| i.results().and_then(|r| r.explain.as_ref()).map(|e| (i.name.as_str(), e))).collect()
+    let sections =
+        inputs.iter().filter_map(|i| i.results().and_then(|r| r.explain.as_ref()).map(|e| (i.name.as_str(), e)));
+    sections.filter(|(_, e)| e.segments.is_empty()).collect()
 }
 
 pub fn section(inputs: &[Input]) -> Option<Section> {

@@ -12,6 +12,7 @@ mod network;
 mod overview;
 mod plan;
 mod prediction;
+mod segments;
 mod tasks;
 mod timeline;
 

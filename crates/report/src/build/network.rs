@@ -1,6 +1,7 @@
 //! Network path section: simulated flow latencies and measured round trips on one exceedance
 //! chart (when both are given), mean latency per segment (host receive / guest / host send)
-//! stacked per flow and result, with a table of segment means and p99s, throughput and drops.
+//! stacked per flow and result, with a table of segment means and p99s, throughput and drops; the
+//! segments measured by `measure net --explain` beside the simulated ones ([`super::segments`]).
 
 use super::latency::exceedance_figure;
 use super::limits::MAX_SERIES;
@@ -24,7 +25,8 @@ fn flows(inputs: &[Input]) -> Vec<(&str, &FlowResult)> {
 
 pub fn section(inputs: &[Input]) -> Option<Section> {
     let all = flows(inputs);
-    if all.is_empty() {
+    let measured = super::segments::measured(inputs);
+    if all.is_empty() && measured.is_empty() {
         return None;
     }
     let with_segments: Vec<_> = all.iter().copied().filter(|(_, f)| !f.segments_ns.is_empty()).collect();
@@ -36,7 +38,18 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     if !with_segments.is_empty() {
         sec.figure(segment_figure(&with_segments, &segments));
     }
-    sec.table(flow_table(&all, &segments));
+    if let Some(f) = super::segments::figure(&all, &measured) {
+        sec.figure(f);
+    }
+    if !all.is_empty() {
+        sec.table(flow_table(&all, &segments));
+    }
+    if let Some(t) = super::segments::table(&measured) {
+        sec.table(t);
+    }
+    for (name, limitation) in super::segments::limitations(inputs) {
+        sec.note(format!("{name}: not explained: {limitation}"));
+    }
     Some(sec)
 }
 
