@@ -130,3 +130,45 @@ fn a_killed_runs_instance_is_removed_by_host_revert_and_by_the_next_run() {
     assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before, "tracefs mounted as before");
     assert_eq!(std::fs::read_dir(state.path().join("tracing")).unwrap().count(), 0, "no record left");
 }
+
+/// `--break` with a tiny LAT: the first wake-up above it stops a 20-second run at once (a few of
+/// its 20,000 samples), tracing stops there and the whole trace is in the named file as text,
+/// scheduler events of the measured CPU included; nothing stays enabled.
+#[test]
+fn break_stops_the_run_and_keeps_the_whole_trace() {
+    if !is_root() {
+        return;
+    }
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("late.trace");
+    let args = ["measure", "timer", "--cpus", "1", "--duration", "20s", "--break", "1us", "--break-trace"];
+    let mut args = args.to_vec();
+    args.extend([file.to_str().unwrap(), "--format", "json"]);
+    let out = rtvirt(state.path(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
+    let e = &v["explain"];
+    let broke = e["stopped_by_break_ns"].as_u64().expect("a wake-up above 1 us broke the run");
+    assert!(broke > 1_000);
+    let samples = v["latency_ns"]["count"].as_u64().unwrap();
+    assert!(samples < 20_000 / 2, "stopped early: {samples} samples of 20000");
+    assert!(
+        e["samples"].as_array().unwrap().iter().any(|s| s["latency_ns"] == broke),
+        "the breaking sample is explained"
+    );
+    assert_eq!(e["break_trace_file"], file.to_str().unwrap());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let events = text.lines().filter(|l| !l.starts_with('#')).count() as u64;
+    assert_eq!(Some(events), e["break_trace_events"].as_u64());
+    assert!(
+        text.lines().any(|l| l.contains("[001]") && l.contains(" sched_switch: prev_comm=")),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
+    // The table names the file; --break-trace needs --break.
+    let bad = rtvirt(state.path(), &["measure", "timer", "--break-trace", "x.trace"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+}

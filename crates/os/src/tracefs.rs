@@ -126,6 +126,11 @@ impl Instance {
         EventFormat::parse(&read_file(&path)?).ok_or_else(|| unsupported(&path, "no ID or fields"))
     }
 
+    /// The text of an enabled event's `format` file (field types, for writing events as text).
+    pub fn format_text(&self, event: &str) -> Result<String> {
+        read_file(&self.path.join("events").join(event).join("format"))
+    }
+
     /// A non-blocking reader of one CPU's ring buffer.
     pub fn reader(&self, cpu: u32) -> Result<CpuReader> {
         let path = self.path.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
@@ -280,6 +285,16 @@ pub struct CpuReader {
 }
 
 impl CpuReader {
+    /// The bytes of the page [`Self::next_page`] returned last.
+    pub fn last_page(&self) -> &[u8] {
+        &self.page[..self.len]
+    }
+
+    /// The page layout of this buffer.
+    pub fn header(&self) -> PageHeader {
+        self.header
+    }
+
     /// Read the next page; None when the buffer is empty now.
     pub fn next_page(&mut self) -> Result<Option<Page<'_>>> {
         match self.file.read(&mut self.page) {

@@ -39,6 +39,12 @@ pub struct ExplainSection {
     /// `measure net`: each path segment over the explained requests, in path order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<SegmentSummary>,
+    /// `--break`: the file the whole raw trace was written to (ftrace's text layout), and its
+    /// number of events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_trace_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_trace_events: Option<u64>,
 }
 
 /// One late sample and its causes.

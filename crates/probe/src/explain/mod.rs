@@ -9,12 +9,15 @@
 //! wake-up later than the threshold (`--explain-above`, else the p99 of the wake-ups so far) is
 //! split into causes ([`attribute`]), the worst [`ExplainConfig::max_samples`] are kept. At the
 //! end the threshold becomes the run's p99 and the kept samples below it are dropped
-//! (rtla timerlat's auto-analysis, over the whole run; cyclictest's `-b` is `break_at`).
+//! (rtla timerlat's auto-analysis, over the whole run). `--break` ([`ExplainConfig::break_at`],
+//! cyclictest's `-b`) stops the run at the first wake-up later than it, stops tracing there and
+//! keeps the whole raw trace ([`break_trace`]).
 //!
 //! Everything that could not be explained is said: no tracefs (the measurement runs anyway), an
 //! absent event, events the ring buffers lost, wake-ups the explainer could not examine.
 
 pub mod attribute;
+pub mod break_trace;
 pub mod decode;
 pub mod net;
 
@@ -37,6 +40,8 @@ pub struct ExplainConfig {
     pub above: Option<Nanos>,
     /// Stop the run at the first wake-up later than this, and explain it.
     pub break_at: Option<Nanos>,
+    /// With `break_at`: where the whole raw trace is written when a wake-up breaks the run.
+    pub break_trace: Option<PathBuf>,
     /// Where the tracing instance is journaled (rtvirt host's state directory).
     pub state_dir: PathBuf,
     /// Ring buffer per CPU.
@@ -47,7 +52,7 @@ pub struct ExplainConfig {
 
 impl ExplainConfig {
     pub fn new(state_dir: PathBuf) -> ExplainConfig {
-        ExplainConfig { above: None, break_at: None, state_dir, buffer_kb: 4096, max_samples: 1000 }
+        ExplainConfig { above: None, break_at: None, break_trace: None, state_dir, buffer_kb: 4096, max_samples: 1000 }
     }
 }
 
@@ -102,6 +107,8 @@ struct Capture {
     instance: Instance,
     decoder: Decoder,
     lost_in_pages: u64,
+    /// `--break`: every page read, the newest `buffer_kb` per CPU.
+    raw: Option<break_trace::RawKeeper>,
 }
 
 struct CpuTrace {
@@ -205,6 +212,10 @@ impl Explainer {
                 }
                 if broke && self.section.stopped_by_break_ns.is_none() {
                     self.section.stopped_by_break_ns = Some(latency);
+                    // as cyclictest -b: the trace ends at the break (what is buffered is still read)
+                    if let Err(e) = capture.instance.set_on(false) {
+                        self.section.limitations.push(format!("tracing could not be stopped at the break: {e}"));
+                    }
                 }
                 t.trim_before(w.woke);
             }
@@ -251,11 +262,30 @@ impl Explainer {
                  after their wake-up they are unexplained"
             ));
         }
+        self.write_break_trace(&mut s);
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
             s.limitations.push(format!("{dropped} wake-ups were not examined: the explainer fell behind"));
         }
         s
+    }
+}
+
+impl Explainer {
+    /// `--break`: write the kept raw trace when a wake-up broke the run.
+    fn write_break_trace(&self, s: &mut ExplainSection) {
+        let (Some(c), Some(path), Some(latency)) = (&self.capture, &self.cfg.break_trace, s.stopped_by_break_ns) else {
+            return;
+        };
+        let (Some(raw), Some(first)) = (&c.raw, c.cpus.first()) else { return };
+        let title = format!("rtvirt measure timer --break: stopped by a wake-up {latency} ns late");
+        match raw.write(&c.instance, first.reader.header(), path, &title) {
+            Ok(events) => {
+                s.break_trace_file = Some(path.display().to_string());
+                s.break_trace_events = Some(events);
+            }
+            Err(e) => s.limitations.push(format!("the --break trace could not be written to {}: {e}", path.display())),
+        }
     }
 }
 
@@ -281,7 +311,8 @@ impl Capture {
             })
             .collect::<Result<Vec<_>, String>>()?;
         instance.set_on(true).map_err(|e| e.to_string())?;
-        Ok(Capture { instance, decoder, cpus: traces, lost_in_pages: 0 })
+        let raw = cfg.break_at.map(|_| break_trace::RawKeeper::new(cpus, cfg.buffer_kb as usize * 1024));
+        Ok(Capture { instance, decoder, cpus: traces, lost_in_pages: 0, raw })
     }
 
     /// Drain every CPU's buffer.
@@ -294,6 +325,9 @@ impl Capture {
                     if let Some(event) = self.decoder.decode(&raw) {
                         t.events.push_back(Timed { ts: raw.ts, event });
                     }
+                }
+                if let Some(kept) = self.raw.as_mut() {
+                    kept.keep(t.reader.cpu, t.reader.last_page());
                 }
             }
         }

@@ -48,7 +48,8 @@ Examples:
   rtvirt measure timer --cpus 1 --duration 60s --histogram-file hist.txt
   rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
   rtvirt measure timer --in container --interval-report 1s --format json
-  rtvirt measure timer --cpus 1 --duration 30s --explain --trace late.json"
+  rtvirt measure timer --cpus 1 --duration 30s --explain --trace late.json
+  rtvirt measure timer --cpus 1 --duration 1h --break 500us --break-trace late.trace"
 )]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each, e.g. 1-3 or 0-7:2 (default: every CPU this process
@@ -99,10 +100,14 @@ pub struct TimerArgs {
     /// Explain wake-ups later than LAT (default: the run's p99). Implies --explain.
     #[arg(long, value_parser = parse_nanos, value_name = "LAT")]
     pub explain_above: Option<Nanos>,
-    /// Stop the run at the first wake-up later than LAT and explain it (cyclictest -b).
-    /// Implies --explain.
+    /// Stop the run at the first wake-up later than LAT, explain it and keep the whole raw trace
+    /// (cyclictest -b) in --break-trace. Implies --explain.
     #[arg(long = "break", value_parser = parse_nanos, value_name = "LAT")]
     pub break_at: Option<Nanos>,
+    /// With --break: the file the whole trace goes to, as text in ftrace's layout (default:
+    /// rtvirt-break-PID.trace in the current directory).
+    #[arg(long, value_name = "FILE", requires = "break_at")]
+    pub break_trace: Option<PathBuf>,
     /// Write the explained wake-ups as a Perfetto / Chrome trace (the track layout of
     /// `rtvirt simulate --trace`: a track per CPU, a track per measuring thread). Implies --explain.
     #[arg(long, value_name = "FILE.json")]

@@ -26,6 +26,9 @@ pub fn print_table(e: &ExplainSection) {
     if let Some(b) = e.stopped_by_break_ns {
         println!("stopped by --break: a wake-up {b} ns late");
     }
+    if let (Some(file), Some(n)) = (&e.break_trace_file, e.break_trace_events) {
+        println!("whole trace ({n} events): {file}");
+    }
     if !e.summary.is_empty() {
         println!("{:<28} {:<12} {:>8} {:>12} {:>10}", "cause", "kind", "samples", "total ns", "max ns");
         for c in &e.summary {

@@ -33,6 +33,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         explain: args.explains().then(|| rtvirt_probe::explain::ExplainConfig {
             above: args.explain_above,
             break_at: args.break_at,
+            break_trace: args.break_at.map(|_| break_trace_file(&args)),
             ..rtvirt_probe::explain::ExplainConfig::new(rtvirt_host::journal::default_state_dir())
         }),
     };
@@ -40,7 +41,15 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     if let Some(path) = histogram_file(&args) {
         crate::output_file::check("--histogram-file", path, &[])?;
     }
+    if let Some(path) = config.explain.as_ref().and_then(|e| e.break_trace.as_ref()) {
+        crate::output_file::check("--break-trace", path, &[])?;
+    }
     drive(Timer { args, config, histograms: Vec::new() }, line)
+}
+
+/// Where `--break` keeps the whole trace: `--break-trace`, else `rtvirt-break-PID.trace` here.
+fn break_trace_file(args: &TimerArgs) -> std::path::PathBuf {
+    args.break_trace.clone().unwrap_or_else(|| format!("rtvirt-break-{}.trace", std::process::id()).into())
 }
 
 /// `--cpus` (empty, as `-a` alone gives: every CPU), cut to the first `--threads` N.
