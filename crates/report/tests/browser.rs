@@ -13,6 +13,7 @@ const FIXTURES: &[&str] = &[
     "sim_rho1.json",
     "timer_idle.json",
     "timer_load.json",
+    "timer_explain.json",
     "netsim_vanilla.json",
     "netsim_outsourcing.json",
     "plan.json",

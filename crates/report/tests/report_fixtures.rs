@@ -1,5 +1,7 @@
 //! Reports built from result files of every kind (hand-built fixtures in tests/fixtures, made
-//! by make_fixtures.py): the sections, charts, highlighted differences and errors they produce.
+//! by make_fixtures.py; timer_explain.json is the output of a real `rtvirt measure timer --cpus 1
+//! --duration 2s --explain --format json`): the sections, charts, highlighted differences and
+//! errors they produce.
 
 use rtvirt_report::doc::{Mark, Report};
 use rtvirt_report::{build_report, load_inputs, render, ReportFormat};
@@ -12,6 +14,7 @@ const ALL: &[&str] = &[
     "sim_rho5.json",
     "timer_idle.json",
     "timer_load.json",
+    "timer_explain.json",
     "net_rtt.json",
     "netsim_vanilla.json",
     "netsim_outsourcing.json",
@@ -73,6 +76,7 @@ fn each_kind_alone_gives_its_sections() {
     let cases: &[(&str, &[&str])] = &[
         ("timer_idle.json", &["exceedance", "histogram", "boxplot", "timeseries"]),
         ("net_rtt.json", &["exceedance", "histogram", "boxplot"]),
+        ("timer_explain.json", &["exceedance", "histogram", "boxplot", "causes", "timelines"]),
         ("sim_rho5.json", &["dsr-tasks", "response-times"]),
         ("tasks_measured.json", &["dsr-tasks", "response-times"]),
         ("netsim_vanilla.json", &["exceedance", "histogram", "boxplot", "segments"]),

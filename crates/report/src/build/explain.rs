@@ -1,11 +1,14 @@
 //! Late wake-ups and their causes (`measure timer --explain`): a stacked bar per explained wake-up
-//! (the worst of each result), one layer per cause kind, and the ranked causes of each result.
+//! (the worst of each result), one layer per cause kind; the same wake-ups as small timelines
+//! (each from its programmed expiry, its causes where they happened, one chart per result); and
+//! the ranked causes of each result. A cause kind has one colour in every chart of the section.
 
 use crate::doc::{Cell, Figure, Section, Table};
 use crate::input::Input;
 use crate::svg::bars::{BarChart, BarMode};
+use crate::svg::spans::{Span, SpanChart, SpanRow};
 use crate::units::fmt_ns;
-use rtvirt_model::results::{CauseKind, ExplainSection};
+use rtvirt_model::results::{CauseKind, ExplainSection, ExplainedSample};
 
 /// Wake-ups drawn per result.
 const WORST_DRAWN: usize = 8;
@@ -27,7 +30,11 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     }
     let mut sec = Section::new("Late wake-ups: causes from the kernel trace");
     if all.iter().any(|(_, e)| !e.samples.is_empty()) {
-        sec.figure(causes_figure(&all));
+        let kinds = kinds_drawn(&all);
+        sec.figure(causes_figure(&all, &kinds));
+        for (name, e) in all.iter().filter(|(_, e)| !e.samples.is_empty()) {
+            sec.figure(timelines_figure(name, e, &kinds));
+        }
     }
     sec.table(summary_table(&all));
     for (name, e) in &all {
@@ -38,12 +45,21 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     Some(sec)
 }
 
-fn causes_figure(all: &[(&str, &ExplainSection)]) -> Figure {
-    let samples: Vec<(&str, &rtvirt_model::results::ExplainedSample)> =
-        all.iter().flat_map(|(n, e)| e.samples.iter().take(WORST_DRAWN).map(move |s| (*n, s))).collect();
-    let mut kinds: Vec<CauseKind> = samples.iter().flat_map(|(_, s)| s.causes.iter().map(|c| c.kind)).collect();
+/// The cause kinds of the wake-ups drawn, in legend (and colour) order.
+fn kinds_drawn(all: &[(&str, &ExplainSection)]) -> Vec<CauseKind> {
+    let mut kinds: Vec<CauseKind> = all
+        .iter()
+        .flat_map(|(_, e)| e.samples.iter().take(WORST_DRAWN))
+        .flat_map(|s| s.causes.iter().map(|c| c.kind))
+        .collect();
     kinds.sort();
     kinds.dedup();
+    kinds
+}
+
+fn causes_figure(all: &[(&str, &ExplainSection)], kinds: &[CauseKind]) -> Figure {
+    let samples: Vec<(&str, &ExplainedSample)> =
+        all.iter().flat_map(|(n, e)| e.samples.iter().take(WORST_DRAWN).map(move |s| (*n, s))).collect();
     let chart = BarChart {
         kind: "causes",
         title: "Worst wake-ups split into causes".into(),
@@ -81,6 +97,51 @@ fn causes_figure(all: &[(&str, &ExplainSection)]) -> Figure {
     }
 }
 
+/// The worst wake-ups of one result, each a timeline from its programmed expiry.
+fn timelines_figure(name: &str, e: &ExplainSection, kinds: &[CauseKind]) -> Figure {
+    let rows = e.samples.iter().take(WORST_DRAWN).map(|s| timeline_row(s, kinds)).collect();
+    let chart = SpanChart {
+        kind: "timelines",
+        title: format!("{name}: worst wake-ups on a time axis"),
+        x_label: "time since the programmed expiry".into(),
+        x_fmt: fmt_ns,
+        series: kinds.iter().map(|k| k.as_str().to_string()).collect(),
+        rows,
+    };
+    Figure {
+        kind: "timelines",
+        title: chart.title.clone(),
+        caption: "Each row is one late wake-up (the bars' wake-ups), from its programmed expiry (0) to its return: \
+                  every cause drawn where it happened, so a thread that ran first, an interrupt inside it and the \
+                  wake-up after it show in order; hover for name, pid and duration."
+            .into(),
+        svg: chart.render(),
+    }
+}
+
+fn timeline_row(s: &ExplainedSample, kinds: &[CauseKind]) -> SpanRow {
+    let spans = s
+        .causes
+        .iter()
+        .map(|c| {
+            let from = c.start_ns.saturating_sub(s.expected_ns) as f64;
+            let pid = c.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+            let tip =
+                format!("{} {}{pid}: {} at +{}", c.kind.as_str(), c.name, fmt_ns(c.duration_ns as f64), fmt_ns(from));
+            Span {
+                from,
+                to: from + c.duration_ns as f64,
+                series: kinds.iter().position(|k| *k == c.kind).unwrap_or(0),
+                tip,
+            }
+        })
+        .collect();
+    SpanRow {
+        label: format!("cpu {} @{:.3}s: {}", s.cpu, s.expected_ns as f64 / 1e9, fmt_ns(s.latency_ns as f64)),
+        spans,
+    }
+}
+
 fn summary_table(all: &[(&str, &ExplainSection)]) -> Table {
     let mut t = Table::new(
         "Causes ranked by total time",
@@ -110,12 +171,12 @@ mod tests {
 
     #[test]
     fn explained_results_get_a_stacked_bar_per_wake_up_and_ranked_causes() {
-        let cause = |kind, name: &str, ns| Cause {
+        let cause = |kind, name: &str, start_ns, ns| Cause {
             kind,
             name: name.into(),
-            pid: None,
+            pid: (kind == CauseKind::Thread).then_some(12),
             cpu: 1,
-            start_ns: 0,
+            start_ns,
             duration_ns: ns,
             policy: None,
             kernel_prio: None,
@@ -125,7 +186,7 @@ mod tests {
             latency_ns: 1_100,
             expected_ns: 5,
             tid: 9,
-            causes: vec![cause(CauseKind::Thread, "hog", 1_000), cause(CauseKind::Wakeup, "w", 100)],
+            causes: vec![cause(CauseKind::Thread, "hog", 5, 1_000), cause(CauseKind::Wakeup, "w", 1_005, 100)],
             ..Default::default()
         };
         let mut r = Results::new("timer", 10);
@@ -143,6 +204,7 @@ mod tests {
         };
         let sec = section(&[input]).expect("a section");
         let text = format!("{sec:?}");
+        assert!(text.contains("timelines") && text.contains("hog (pid"), "{text}");
         assert!(text.contains("causes") && text.contains("hog") && text.contains("no preemptirq"), "{text}");
         assert!(section(&[]).is_none());
     }

@@ -10,6 +10,7 @@ pub mod boxplot;
 pub mod histogram;
 pub mod line;
 pub mod scale;
+pub mod spans;
 pub mod tail;
 
 use scale::Scale;
