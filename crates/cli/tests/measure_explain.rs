@@ -172,3 +172,45 @@ fn break_stops_the_run_and_keeps_the_whole_trace() {
     let bad = rtvirt(state.path(), &["measure", "timer", "--break-trace", "x.trace"]);
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// `rtvirt measure timer ARGS` in a private mount namespace prepared by `setup` (shell), as root.
+fn in_mount_namespace(state: &Path, setup: &str, args: &str) -> std::process::Output {
+    let script = format!("{setup} && exec {} measure timer {args}", env!("CARGO_BIN_EXE_rtvirt"));
+    Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env("RTVIRT_STATE_DIR", state)
+        .output()
+        .expect("run unshare")
+}
+
+/// tracefs locked down (mounted read-only, as /sys in many containers) or missing (nothing to
+/// mount it on): the measurement runs with the exit code it has without --explain, the results say
+/// why nothing was explained, and no instance or journal record is left. The mounts live in a
+/// private mount namespace: the host's tracefs is untouched.
+#[test]
+fn tracefs_read_only_or_missing_the_run_goes_on_and_says_why() {
+    if !is_root() {
+        return;
+    }
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let cases = [
+        ("mount -t tracefs nodev /sys/kernel/tracing && mount -o remount,bind,ro /sys/kernel/tracing", "Read-only"),
+        ("mount -t tmpfs -o ro,size=64k none /sys/kernel", "cannot mount tracefs"),
+    ];
+    for (setup, why) in cases {
+        let state = tempfile::tempdir().unwrap();
+        let plain = in_mount_namespace(state.path(), setup, "--cpus 1 --duration 200ms --format json");
+        let explained = in_mount_namespace(state.path(), setup, "--cpus 1 --duration 200ms --explain --format json");
+        assert_eq!(explained.status.code(), plain.status.code(), "{}", String::from_utf8_lossy(&explained.stderr));
+        assert!(explained.status.success(), "{}", String::from_utf8_lossy(&explained.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&explained.stdout).unwrap();
+        schema_support::assert_valid("results", &v);
+        assert!(v["latency_ns"]["count"].as_u64().unwrap() > 50, "measured anyway");
+        let limits = v["explain"]["limitations"].to_string();
+        assert!(limits.contains("kernel tracing unavailable") && limits.contains(why), "{setup}: {limits}");
+        assert_eq!(v["explain"]["samples"].as_array().unwrap().len(), 0);
+        let records = std::fs::read_dir(state.path().join("tracing")).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(records, 0, "no journal record left");
+    }
+    assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
+}
