@@ -15,8 +15,8 @@ pub use environment::{ContainerDetail, Environment, LoadReport, VcpuPinning};
 pub use explain::{Cause, CauseKind, CauseSummary, ExplainSection, ExplainedSample, PathSegment, SegmentSummary};
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
-    Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, TaskTotals, TimerSection, XenDomain,
-    XenSection,
+    Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval, StreamReceipt, StreamSection,
+    TaskTotals, TimerSection, XenDomain, XenSection,
 };
 
 use crate::stats::Summary;
@@ -88,6 +88,9 @@ pub struct Results {
     /// The causes of the late samples, from kernel traces (`--explain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<ExplainSection>,
+    /// Bulk throughput (measure net client --stream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamSection>,
     #[serde(flatten)]
     pub timer: Option<TimerSection>,
     #[serde(flatten)]

@@ -399,3 +399,81 @@ impl Segment {
         }
     }
 }
+
+/// `measure net client --stream`: bulk throughput (netperf TCP_STREAM / UDP_STREAM, iperf3), as
+/// the sender sent it and the receiver (the server) got it, with both sides' CPU time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamSection {
+    /// "udp" | "tcp"
+    pub protocol: String,
+    /// The server's address.
+    pub server: String,
+    /// Bytes per send call (UDP: per datagram).
+    pub message_size: u64,
+    /// Length of each reporting interval.
+    pub interval_ns: u64,
+    /// How long the sender sent.
+    pub sending_ns: u64,
+    pub sent_bytes: u64,
+    /// Send calls (UDP: datagrams).
+    pub sent_messages: u64,
+    /// Payload bits per second as sent.
+    pub sent_bits_per_second: f64,
+    /// CPU time of the sending thread while it sent (CLOCK_THREAD_CPUTIME_ID).
+    pub sender_cpu_ns: u64,
+    /// `sender_cpu_ns` / `sending_ns` (1.0 = one CPU busy).
+    pub sender_cpu_utilisation: f64,
+    /// What the receiver got; absent when its receipt never came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<StreamReceipt>,
+    /// Payload bits per second as received (received bytes over the sender's sending time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bits_per_second: Option<f64>,
+    /// UDP: datagrams sent but never received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_messages: Option<u64>,
+    /// UDP: `lost_messages` / `sent_messages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_ratio: Option<f64>,
+    /// `receiver.cpu_ns` / the receiver's active time (1.0 = one CPU busy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu_utilisation: Option<f64>,
+    /// Per interval of the sender's clock, in time order.
+    pub intervals: Vec<StreamInterval>,
+}
+
+/// What the receiving side of a stream counted (sent back to the sender at the end).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamReceipt {
+    pub bytes: u64,
+    /// Datagrams (UDP) or read calls (TCP).
+    pub messages: u64,
+    /// From the first to the last byte received.
+    pub active_ns: u64,
+    /// CPU time of the receiving thread over the stream (CLOCK_THREAD_CPUTIME_ID).
+    pub cpu_ns: u64,
+    /// Bytes received per interval: UDP by the sender's interval the datagram was sent in, TCP
+    /// by the receiver's clock from its first byte.
+    pub interval_bytes: Vec<u64>,
+    /// UDP: datagrams received per sender interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interval_messages: Vec<u64>,
+}
+
+/// One reporting interval of a stream.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamInterval {
+    /// From the start of sending.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub sent_bytes: u64,
+    pub sent_messages: u64,
+    pub sent_bits_per_second: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bits_per_second: Option<f64>,
+    /// UDP: datagrams of this interval never received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_messages: Option<u64>,
+}

@@ -53,6 +53,8 @@ struct Shared {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     explain: Option<ExplainSection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream: Option<StreamSection>,
 }
 
 impl Results {
@@ -67,6 +69,7 @@ impl Results {
             scenario: self.scenario.clone(),
             error: self.error.clone(),
             explain: self.explain.clone(),
+            stream: self.stream.clone(),
         };
         let mut tail = self.extra.clone();
         merge(&mut tail, &shared)?;
@@ -195,6 +198,7 @@ impl<'de> Deserialize<'de> for Results {
             scenario: shared.scenario,
             error: shared.error,
             explain: shared.explain,
+            stream: shared.stream,
             timer,
             net,
             net_server,

@@ -1,5 +1,6 @@
 //! `measure net`: request/response latency (netperf RR / sockperf ping-pong) over UDP or TCP, with
-//! the arrival processes of the seed studies. [`server`] echoes, [`client`] paces and measures.
+//! the arrival processes of the seed studies. [`server`] echoes, [`client`] paces and measures;
+//! [`stream`] measures bulk throughput against the same server (netperf TCP_STREAM/UDP_STREAM).
 //!
 //! ```no_run
 //! use rtvirt_probe::net::{client, server, Protocol};
@@ -19,6 +20,8 @@
 pub mod arrivals;
 pub mod client;
 pub mod server;
+pub mod stream;
+pub mod stream_wire;
 pub mod timestamps;
 pub mod wire;
 

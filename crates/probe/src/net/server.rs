@@ -5,7 +5,11 @@
 //! [`REQUEST_TIMEOUT`] of its first byte and its response is taken within it, a connection idle
 //! for [`IDLE_TIMEOUT`] is closed, and one idle past [`REQUEST_TIMEOUT`] is closed as soon as
 //! another connection waits for a slot.
+//!
+//! It also receives streams (`measure net client --stream`, messages of [`stream_wire`]): it
+//! counts them and sends the sender its receipt.
 
+use super::stream_wire;
 use super::wire;
 use super::Protocol;
 use crate::error::{Context, Error, Result};
@@ -123,6 +127,7 @@ impl Server {
     fn serve_udp(&self, socket: &UdpSocket, stop: &AtomicBool) -> Result<()> {
         let mut buf = vec![0u8; wire::MAX_UDP + 1];
         let st = &self.stats;
+        let mut streams = stream_wire::Streams::default();
         while !Self::stopped(stop) {
             let (n, peer) = match socket.recv_from(&mut buf) {
                 Ok(x) => x,
@@ -132,6 +137,16 @@ impl Server {
                 Err(e) => return Err(Error::os("UDP server receive failed", e)),
             };
             let received = rt::now_ns();
+            if let Some(h) = stream_wire::decode(&buf[..n.min(wire::MAX_UDP)]) {
+                match h.kind {
+                    stream_wire::MessageType::Data => streams.datagram(&h, n),
+                    stream_wire::MessageType::End => {
+                        let _ = socket.send_to(&stream_wire::encode_receipt(h.stream, &streams.receipt(h.stream)), peer);
+                    }
+                    _ => count(&st.malformed),
+                }
+                continue;
+            }
             st.requests.fetch_add(1, Ordering::Relaxed);
             if n > wire::MAX_UDP {
                 st.oversized.fetch_add(1, Ordering::Relaxed);
@@ -222,6 +237,11 @@ impl Server {
                 Received::Late => return count(&st.slow_requests),
                 Received::Ended => return count(&st.truncated),
             }
+            if let Some(h) = stream_wire::decode(&buf[4..4 + len]) {
+                if h.kind == stream_wire::MessageType::Start {
+                    return receive_stream(stream, &h, &mut buf, &quit);
+                }
+            }
             if wire::decode(&buf[4..4 + len]).is_none() {
                 return count(&st.malformed);
             }
@@ -235,6 +255,31 @@ impl Server {
             slot.idle();
         }
     }
+}
+
+/// Receive a TCP stream's raw bytes until the sender shuts its side down (or sends nothing for
+/// [`IDLE_TIMEOUT`]), then send the receipt (framed) and close.
+fn receive_stream(mut stream: TcpStream, start: &stream_wire::Header, buf: &mut [u8], quit: &dyn Fn() -> bool) {
+    let mut tally = stream_wire::Tally::start();
+    let mut last_byte = rt::now_ns();
+    loop {
+        if quit() || rt::now_ns() - last_byte > IDLE_TIMEOUT.as_nanos() as u64 {
+            return;
+        }
+        match stream.read(buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                tally.record(n, tally.interval_now(start.interval), false);
+                last_byte = rt::now_ns();
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(_) => return,
+        }
+    }
+    let receipt = stream_wire::encode_receipt(start.stream, &tally.receipt());
+    let mut frame = (receipt.len() as u32).to_be_bytes().to_vec();
+    frame.extend(receipt);
+    let _ = stream.write_all(&frame);
 }
 
 fn count(counter: &AtomicU64) {

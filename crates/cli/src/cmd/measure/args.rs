@@ -227,7 +227,13 @@ Examples:
   rtvirt measure net client --connect 127.0.0.1:9000 --arrivals uniform:1ms-10ms --duration 30s
   rtvirt measure net client --tcp --arrivals back-to-back --size 64
   rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge
-  rtvirt measure net client --in container --explain --duration 5s   # each round trip's path, segment by segment"
+  rtvirt measure net client --in container --explain --duration 5s   # each round trip's path, segment by segment
+
+--stream measures bulk throughput instead (netperf TCP_STREAM/UDP_STREAM, iperf3): messages of --message-size \
+as fast as the socket takes them for --duration; bandwidth per --report-interval and overall as sent and as the \
+server received it, UDP loss, and the CPU time of the sending and the receiving thread.
+  rtvirt measure net client --stream --tcp --duration 10s
+  rtvirt measure net client --stream --udp --message-size 1472 --in container"
 )]
 pub struct ClientArgs {
     /// Server address and port (with --in container only the port is used).
@@ -267,6 +273,16 @@ pub struct ClientArgs {
     /// client receive (section `explain`; with --in container the server's side is traced too).
     #[arg(long)]
     pub explain: bool,
+    /// Measure bulk throughput (a stream) instead of round trips.
+    #[arg(long)]
+    pub stream: bool,
+    /// With --stream: bytes per send (default: UDP 1472 - no fragmentation at MTU 1500, as
+    /// netperf -m 1472; TCP 131072, as iperf3).
+    #[arg(long, requires = "stream")]
+    pub message_size: Option<usize>,
+    /// With --stream: length of each reported interval (iperf3's -i).
+    #[arg(long, value_parser = parse_nanos, default_value = "1s", requires = "stream")]
+    pub report_interval: Nanos,
     #[command(flatten)]
     pub common: Common,
 }

@@ -7,6 +7,7 @@ mod args;
 mod explain;
 mod net;
 mod output;
+mod stream;
 mod tasks;
 mod timer;
 
@@ -23,6 +24,7 @@ pub fn run(args: MeasureArgs, line: CommandLine) -> CmdResult {
     match args.what {
         What::Timer(t) => timer::run(t, line),
         What::Net(NetWhat::Server(s)) => net::run_server(s, line),
+        What::Net(NetWhat::Client(c)) if c.stream => stream::run(c, line),
         What::Net(NetWhat::Client(c)) => net::run_client(c, line),
         What::Tasks(t) => tasks::run(t, line),
         What::TasksWorker => std::process::exit(rtvirt_probe::tasks::worker::worker_main()),
