@@ -57,6 +57,9 @@ enum Command {
     /// reservations on this host, simulate the same, compare DSR and response times per task
     /// (exit 1 when they disagree beyond the tolerance).
     Verify(cmd::verify::VerifyArgs),
+    /// Run a study: a matrix of repeated measurements (where x host configuration x load x
+    /// measurement, N runs each), the host configured and reverted around each cell; resumable.
+    Study(cmd::study::StudyArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,7 +93,14 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
         Command::Vm(a) => cmd::vm::run(a),
         Command::Host(a) => cmd::host::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Study(a) => cmd::study::run(a, &check_command_line),
     }
+}
+
+/// Whether `rtvirt ARGS` parses (a study checks its runs' command lines before running any).
+fn check_command_line(args: &[String]) -> Result<(), String> {
+    let argv = std::iter::once("rtvirt".to_string()).chain(args.iter().cloned());
+    Cli::try_parse_from(argv).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// What a shell reports for a process killed by SIGPIPE (128 + 13).

@@ -5,7 +5,7 @@
 //!
 //! | kind                                   | limit   |
 //! |----------------------------------------|---------|
-//! | scenario, sweep, host profile (TOML)   | 1 MiB   |
+//! | scenario, sweep, study, profile (TOML) | 1 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML (imports become scenarios)   | 2 MiB   |
 //! | libvirt domain XML (`--libvirt-domain`) | 2 MiB  |
@@ -35,6 +35,7 @@ const MIB: u64 = 1024 * 1024;
 pub enum InputKind {
     Scenario,
     Sweep,
+    Study,
     HostProfile,
     Carts,
     LibvirtDomain,
@@ -48,7 +49,7 @@ impl InputKind {
     /// Largest accepted file, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            InputKind::Scenario | InputKind::Sweep | InputKind::HostProfile => MIB,
+            InputKind::Scenario | InputKind::Sweep | InputKind::Study | InputKind::HostProfile => MIB,
             InputKind::Carts | InputKind::LibvirtDomain => 2 * MIB,
             InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
@@ -61,6 +62,7 @@ impl InputKind {
         match self {
             InputKind::Scenario => "scenario",
             InputKind::Sweep => "sweep file",
+            InputKind::Study => "study file",
             InputKind::HostProfile => "profile",
             InputKind::Carts => "CARTS file",
             InputKind::LibvirtDomain => "libvirt domain XML",

@@ -50,6 +50,7 @@ pub mod schema;
 mod serde_field;
 pub mod source;
 pub mod stats;
+pub mod study;
 pub mod sweep;
 pub mod verify;
 pub mod xml;

@@ -64,5 +64,6 @@ mod tests {
         check_committed::<Plan>("plan").unwrap();
         check_committed::<crate::hostmodel::HostModel>("hostmodel").unwrap();
         check_committed::<crate::verify::Verification>("verify").unwrap();
+        check_committed::<crate::study::index::StudyIndex>("study").unwrap();
     }
 }

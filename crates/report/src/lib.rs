@@ -11,7 +11,9 @@
 //! - [`extract`]: what is read from each kind of result; [`interval`]: per-interval points;
 //! - [`distribution`]: CDFs, exceedance and histogram shares from buckets or percentiles;
 //! - [`build`]: the report's sections; [`doc`]: the format-independent document;
-//! - [`svg`]: the charts; [`render`](mod@render): HTML and Markdown.
+//! - [`svg`]: the charts; [`render`](mod@render): HTML and Markdown;
+//! - [`study`]: the report of a study index (`rtvirt.study/v1`): box plots across runs per cell,
+//!   spread, each configuration against the baseline ([`mann_whitney`]).
 //!
 //! Entry points: [`report_from_files`] (what `rtvirt report` calls), or [`input`] +
 //! [`build::build_report`] + [`render()`] for documents already loaded.
@@ -29,7 +31,9 @@ pub mod doc;
 pub mod extract;
 pub mod input;
 pub mod interval;
+pub mod mann_whitney;
 pub mod render;
+pub mod study;
 pub mod svg;
 pub mod units;
 
@@ -62,6 +66,11 @@ pub fn report_from_labelled_files(
 ) -> Result<String, InputError> {
     let inputs = load_labelled(paths, labels)?;
     Ok(render(&build_report(title, &inputs), format))
+}
+
+/// The report of a study index (`rtvirt study`'s `index.json`) and the runs it lists.
+pub fn report_from_study(title: &str, index: &std::path::Path, format: ReportFormat) -> Result<String, InputError> {
+    Ok(render(&study::build(title, &study::load(index)?), format))
 }
 
 /// Render a built report.

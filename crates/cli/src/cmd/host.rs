@@ -226,7 +226,7 @@ fn is_plan(path: &Path) -> bool {
 }
 
 /// Resolve the input against this host and run the apply (or only its lint, with `dry_run`).
-fn apply_input(
+pub(crate) fn apply_input(
     what: &InputArgs,
     opts: &ApplyOptions,
     progress: &mut dyn FnMut(&Change),

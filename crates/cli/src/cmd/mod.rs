@@ -9,4 +9,5 @@ pub mod plan;
 pub mod report;
 pub mod simulate;
 pub mod verify;
+pub mod study;
 pub mod vm;

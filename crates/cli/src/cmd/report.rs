@@ -17,7 +17,8 @@ pub enum ReportFormatArg {
 #[command(after_help = "Inputs are files written by `rtvirt ... --format json`: results (rtvirt.results/v1: \
 simulate, measure timer/net/tasks, network simulations) and plans (rtvirt.plan/v1); or other tools' \
 outputs, recognised and read as `rtvirt import` reads them (cyclictest, cyclicdeadline, oslat, rtla, \
-sockperf, netperf, iperf3). The first result of each comparison is the baseline; differences beyond \
+sockperf, netperf, iperf3); or one study index (rtvirt.study/v1, `rtvirt study`'s index.json): box plots \
+across runs per cell, spread, each configuration against the first with a Mann-Whitney U test. The first result of each comparison is the baseline; differences beyond \
 10% (latency) or 1 percentage point (DSR) are highlighted.\n\nExamples:\n  rtvirt plan --format json > \
 plan.json\n  rtvirt simulate --plan plan.json --format json > sim.json\n  rtvirt measure tasks --plan \
 plan.json --format json > measured.json   # as root\n  rtvirt report plan.json sim.json measured.json \
@@ -52,7 +53,12 @@ pub fn run(args: ReportArgs) -> CmdResult {
     let out = args.output.unwrap_or_else(|| PathBuf::from(default));
     let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     crate::output_file::check("--output", &out, &inputs)?;
-    let text = rtvirt_report::report_from_labelled_files(&args.title, &args.files, &args.label, format)?;
+    let text = match &args.files[..] {
+        [index] if rtvirt_model::study::index::is_study_index(index) => {
+            rtvirt_report::report_from_study(&args.title, index, format)?
+        }
+        _ => rtvirt_report::report_from_labelled_files(&args.title, &args.files, &args.label, format)?,
+    };
     write_output(&out, &text)?;
     Ok(Outcome::Ok)
 }
