@@ -98,10 +98,8 @@ fn bad_message_sizes_and_no_server_are_errors() {
         assert_eq!(out.status.code(), Some(2), "{proto} {size}: {err}");
         assert!(err.contains("--message-size") && err.contains("expected"), "{err}");
     }
-    let out = rtvirt()
-        .args(["measure", "net", "client", "--message-size", "100", "--duration", "1s"])
-        .output()
-        .unwrap();
+    let out =
+        rtvirt().args(["measure", "net", "client", "--message-size", "100", "--duration", "1s"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "--message-size needs --stream");
     let port = free_port();
     let out = rtvirt()

@@ -29,7 +29,19 @@ pub fn test(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     let (n1, n2) = (a.len(), b.len());
     let u: f64 = a
         .iter()
-        .map(|x| b.iter().map(|y| if x > y { 1.0 } else if x == y { 0.5 } else { 0.0 }).sum::<f64>())
+        .map(|x| {
+            b.iter()
+                .map(|y| {
+                    if x > y {
+                        1.0
+                    } else if x == y {
+                        0.5
+                    } else {
+                        0.0
+                    }
+                })
+                .sum::<f64>()
+        })
         .sum();
     let ties = has_ties(a, b);
     if !ties && n1 <= EXACT_UP_TO && n2 <= EXACT_UP_TO {

@@ -202,7 +202,12 @@ fn overview(data: &StudyData) -> Section {
             None => cell.place.clone(),
         };
         let errors: Vec<&str> = cell.runs.iter().filter_map(|r| r.error.as_deref()).collect();
-        let ok = format!("{}/{}{}", data.runs[c].len(), i.repeats, errors.first().map(|e| format!(" ({e})")).unwrap_or_default());
+        let ok = format!(
+            "{}/{}{}",
+            data.runs[c].len(),
+            i.repeats,
+            errors.first().map(|e| format!(" ({e})")).unwrap_or_default()
+        );
         t.row(vec![
             Cell::plain(&cell.id),
             Cell::plain(match &cell.host_input {
@@ -247,8 +252,7 @@ fn metric_section(data: &StudyData, metric: &Metric, values: &[(usize, Vec<f64>)
     s.figure(Figure {
         kind: "boxplot",
         title: format!("{} per cell, one value per run", metric.name),
-        caption: "Box: quartiles of the runs' values, line at their median; whiskers: min and max of the runs."
-            .into(),
+        caption: "Box: quartiles of the runs' values, line at their median; whiskers: min and max of the runs.".into(),
         svg: chart.render(),
     });
     let mut t = Table::new(

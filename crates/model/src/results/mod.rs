@@ -15,8 +15,8 @@ pub use environment::{ContainerDetail, Environment, LoadReport, VcpuPinning};
 pub use explain::{Cause, CauseKind, CauseSummary, ExplainSection, ExplainedSample, PathSegment, SegmentSummary};
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
-    Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval, StreamReceipt, StreamSection,
-    TaskTotals, TimerSection, XenDomain, XenSection,
+    Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval, StreamReceipt,
+    StreamSection, TaskTotals, TimerSection, XenDomain, XenSection,
 };
 
 use crate::stats::Summary;

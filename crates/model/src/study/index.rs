@@ -84,8 +84,9 @@ impl StudyIndex {
             InputError::new(format!("not an {STUDY_SCHEMA} document: {e}")).in_file(path).at_line(e.line(), e.column())
         })?;
         if index.schema != STUDY_SCHEMA {
-            return Err(InputError::field("schema", format!("\"{}\": expected \"{STUDY_SCHEMA}\"", index.schema))
-                .in_file(path));
+            return Err(
+                InputError::field("schema", format!("\"{}\": expected \"{STUDY_SCHEMA}\"", index.schema)).in_file(path)
+            );
         }
         Ok(index)
     }

@@ -43,8 +43,11 @@ fn cells_are_the_product_in_the_stated_order() {
 
 #[test]
 fn defaults_are_one_configuration_one_load_on_the_host() {
-    let s = Study::from_toml("name = \"x\"\nrepeats = 1\nduration = \"1s\"\n[[measure]]\nname = \"t\"\nkind = \"timer\"\n", None)
-        .unwrap();
+    let s = Study::from_toml(
+        "name = \"x\"\nrepeats = 1\nduration = \"1s\"\n[[measure]]\nname = \"t\"\nkind = \"timer\"\n",
+        None,
+    )
+    .unwrap();
     let cells = s.cells();
     assert_eq!(cells.len(), 1);
     assert_eq!(cells[0].id, "none/host/none/t");
@@ -59,15 +62,20 @@ fn bad_studies_are_located_errors() {
     let head = "name = \"x\"\nrepeats = 1\nduration = \"1s\"\n";
     let m = "[[measure]]\nname = \"t\"\nkind = \"timer\"\n";
     let cases = [
-        (format!("{head}{m}[[measure]]\nname = \"t\"\nkind = \"timer\"\n"), "measure[1].name", 7, "used twice"),
+        (format!("{head}{m}[[measure]]\nname = \"t\"\nkind = \"timer\"\n"), "measure[1].name", 8, "used twice"),
         (format!("{head}[[measure]]\nname = \"t\"\nkind = \"latency\"\n"), "measure[0].kind", 6, "unknown variant"),
         (format!("{head}{m}options = {{ duration = \"5s\" }}\n"), "measure[0].options.duration", 7, "set by the study"),
         (format!("{head}where = [\"cloud\"]\n{m}"), "where[0]", 4, "unknown variant"),
         (format!("{head}guest_kernels = [\"xen\"]\n{m}"), "guest_kernels[0]", 4, "expected \"rt\" or \"nrt\""),
         (format!("name = \"x\"\nrepeats = 0\nduration = \"1s\"\n{m}"), "repeats", 2, "at least 1"),
         (format!("name = \"x y\"\nrepeats = 1\nduration = \"1s\"\n{m}"), "name", 1, "expected 1 to 64"),
-        (format!("{head}[[configuration]]\nname = \"a\"\nprofile = \"p\"\nplan = \"q\"\n{m}"), "configuration[0].plan", 7, "not both"),
-        (format!("{head}{m}bogus = 1\n"), "measure[0]", 5, "unknown field"),
+        (
+            format!("{head}[[configuration]]\nname = \"a\"\nprofile = \"p\"\nplan = \"q\"\n{m}"),
+            "configuration[0].plan",
+            7,
+            "not both",
+        ),
+        (format!("{head}{m}bogus = 1\n"), "measure[0]", 7, "unknown field"),
     ];
     for (text, field, line, words) in cases {
         let e = error(&text);

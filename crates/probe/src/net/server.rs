@@ -141,7 +141,8 @@ impl Server {
                 match h.kind {
                     stream_wire::MessageType::Data => streams.datagram(&h, n),
                     stream_wire::MessageType::End => {
-                        let _ = socket.send_to(&stream_wire::encode_receipt(h.stream, &streams.receipt(h.stream)), peer);
+                        let _ =
+                            socket.send_to(&stream_wire::encode_receipt(h.stream, &streams.receipt(h.stream)), peer);
                     }
                     _ => count(&st.malformed),
                 }

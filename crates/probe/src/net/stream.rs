@@ -143,7 +143,8 @@ fn send_for(cfg: &StreamConfig, mut send: impl FnMut(u64) -> std::io::Result<usi
 
 fn udp(cfg: &StreamConfig, stream_id: u64) -> Result<(Sent, Option<StreamReceipt>)> {
     let what = || format!("cannot reach the server at {} (udp)", cfg.connect);
-    let local: SocketAddr = if cfg.connect.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { "[::]:0".parse().expect("addr") };
+    let local: SocketAddr =
+        if cfg.connect.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { "[::]:0".parse().expect("addr") };
     let socket = UdpSocket::bind(local).context(what)?;
     socket.connect(cfg.connect).context(what)?;
     socket.set_write_timeout(Some(Duration::from_millis(100))).context(what)?;
@@ -206,9 +207,10 @@ fn assemble(cfg: &StreamConfig, sent: Sent, receipt: Option<StreamReceipt>) -> R
             let start_ns = i as u64 * cfg.interval.0;
             let end_ns = (start_ns + cfg.interval.0).min(sent.sending_ns.max(start_ns + 1));
             let received = receipt.as_ref().map(|r| r.interval_bytes.get(i).copied().unwrap_or(0));
-            let lost = receipt.as_ref().filter(|_| udp).map(|r| {
-                sent.interval_messages[i].saturating_sub(r.interval_messages.get(i).copied().unwrap_or(0))
-            });
+            let lost = receipt
+                .as_ref()
+                .filter(|_| udp)
+                .map(|r| sent.interval_messages[i].saturating_sub(r.interval_messages.get(i).copied().unwrap_or(0)));
             StreamInterval {
                 start_ns,
                 end_ns,

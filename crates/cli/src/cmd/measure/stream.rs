@@ -30,12 +30,7 @@ pub fn run(args: ClientArgs, line: CommandLine) -> CmdResult {
         force: args.common.force,
     };
     config.validate()?;
-    let what = format!(
-        "streaming {} ({} B messages) to {}",
-        config.protocol.as_str(),
-        config.size(),
-        config.connect
-    );
+    let what = format!("streaming {} ({} B messages) to {}", config.protocol.as_str(), config.size(), config.connect);
     progress(args.duration, &what);
     drive(StreamClient { args, config }, line)
 }

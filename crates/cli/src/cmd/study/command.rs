@@ -68,10 +68,9 @@ pub fn check(study: &Study, cells: &[Cell], parse: &dyn Fn(&[String]) -> Result<
         if let Err(e) = parse(&argv) {
             let first = e.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
             let field = format!("measure[{}].options", cell.measurement);
-            return Err(study.locate(InputError::field(
-                field,
-                format!("`rtvirt {}` is refused: {first}", argv.join(" ")),
-            )));
+            return Err(
+                study.locate(InputError::field(field, format!("`rtvirt {}` is refused: {first}", argv.join(" "))))
+            );
         }
     }
     Ok(())

@@ -73,7 +73,14 @@ pub fn run(args: StudyArgs, parse: &dyn Fn(&[String]) -> Result<(), String>) -> 
     // A session killed before it could revert (SIGKILL, power): revert first.
     journal::revert(&journal_dir)?;
     let mut progress = Progress::new(&index, study.repeats, study.duration);
-    eprintln!("study {}: {} cells x {} runs of {} in {}; order: {ORDER}", study.name, cells.len(), study.repeats, study.duration, out.display());
+    eprintln!(
+        "study {}: {} cells x {} runs of {} in {}; order: {ORDER}",
+        study.name,
+        cells.len(),
+        study.repeats,
+        study.duration,
+        out.display()
+    );
     let mut failures = 0;
     for (cell, entry) in cells.iter().zip(0..) {
         if rtvirt_os::signals::interrupted() {
@@ -183,7 +190,11 @@ fn run_cell(
         Err(e) => {
             journal::revert(&journal_dir)?;
             for repeat in missing(&index.cells[entry], study.repeats) {
-                record(index, entry, StudyRun { repeat, file: String::new(), ok: false, error: Some(e.clone()), wall_ns: 0 });
+                record(
+                    index,
+                    entry,
+                    StudyRun { repeat, file: String::new(), ok: false, error: Some(e.clone()), wall_ns: 0 },
+                );
                 failures += 1;
                 progress.skip();
             }
@@ -202,7 +213,8 @@ fn run_cell(
 
 /// Apply a profile or plan through rtvirt-host's journal; the number of changes, or why not.
 fn apply(configuration: &rtvirt_model::study::Configuration, input: &Path, journal_dir: &Path) -> Result<u64, String> {
-    let what = InputArgs { input: input.to_path_buf(), vms: configuration.vms.clone(), pids: configuration.pids.clone() };
+    let what =
+        InputArgs { input: input.to_path_buf(), vms: configuration.vms.clone(), pids: configuration.pids.clone() };
     let opts = ApplyOptions { state_dir: journal_dir.to_path_buf(), force: configuration.force, dry_run: false };
     match apply_input(&what, &opts, &mut |_| {}) {
         Ok(report) => Ok(report.changes.len() as u64),

@@ -92,16 +92,12 @@ fn stop(child: &mut Child) {
 }
 
 fn run_child(args: &[String], bound: Nanos) -> Ended {
-    let mut child = match Command::new(exe())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => return Ended::Failed(format!("cannot start rtvirt: {e}")),
-    };
+    let mut child =
+        match Command::new(exe()).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+        {
+            Ok(c) => c,
+            Err(e) => return Ended::Failed(format!("cannot start rtvirt: {e}")),
+        };
     let drain = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut text = String::new();
