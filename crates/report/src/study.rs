@@ -280,7 +280,7 @@ fn metric_section(data: &StudyData, metric: &Metric, values: &[(usize, Vec<f64>)
 
 /// The cell of the baseline configuration (the first cell's) with the same place, load and
 /// measurement as `cell`.
-fn baseline_of<'a>(cells: &'a [StudyCell], cell: &StudyCell) -> Option<usize> {
+fn baseline_of(cells: &[StudyCell], cell: &StudyCell) -> Option<usize> {
     let baseline = &cells.first()?.configuration;
     if &cell.configuration == baseline {
         return None;

@@ -305,7 +305,7 @@ impl Progress {
     }
 
     fn time_left(&self) -> String {
-        let per_run = if self.done > 0 { self.wall_ns / self.done } else { self.guess_ns };
+        let per_run = self.wall_ns.checked_div(self.done).unwrap_or(self.guess_ns);
         Nanos(per_run.saturating_mul(self.left) / 1_000_000_000 * 1_000_000_000).to_string()
     }
 
