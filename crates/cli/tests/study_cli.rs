@@ -229,6 +229,18 @@ fn rtvirt_signal(pid: u32) {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
 }
 
+/// The shipped studies are valid: every cell's command is accepted (`--dry-run` runs nothing).
+#[test]
+fn the_shipped_studies_check() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../studies");
+    for (name, cells) in [("seeds3_tuning.toml", 16), ("seeds4_vm_latency.toml", 4)] {
+        let out = rtvirt().args(["study", dir.join(name).to_str().unwrap(), "--dry-run"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.starts_with(&format!("{cells} cells")), "{name}: {text}");
+    }
+}
+
 /// A bad study file is an error at its line, exit 2, before anything runs.
 #[test]
 fn bad_study_files_are_located_errors() {

@@ -49,6 +49,9 @@ pub struct StudyArgs {
     /// Length of each run (overrides the file's `duration`).
     #[arg(long, value_parser = Nanos::parse)]
     pub duration: Option<Nanos>,
+    /// Check the study and print its cells and their commands, in order; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Check the study, then run every cell not yet done. `parse` checks a `rtvirt` command line
@@ -67,6 +70,13 @@ pub fn run(args: StudyArgs, parse: &dyn Fn(&[String]) -> Result<(), String>) -> 
     }
     let cells = study.cells();
     command::check(&study, &cells, parse)?;
+    if args.dry_run {
+        println!("{} cells x {} runs of {}; order: {ORDER}", cells.len(), study.repeats, study.duration);
+        for cell in &cells {
+            println!("{}: rtvirt {}", cell.id, command::arguments(&study, cell, study.duration).join(" "));
+        }
+        return Ok(Outcome::Ok);
+    }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(&study.name));
     let mut index = open_index(&study, &cells, &args, &out)?;
     let journal_dir = out.join("journal");

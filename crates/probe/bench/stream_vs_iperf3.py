@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""rtvirt measure net client --stream vs iperf3 on loopback, interleaved rounds, same message
+sizes (TCP 128 KiB writes: iperf3's default -l; UDP 1472-byte datagrams, as fast as possible:
+iperf3 -b 0). Prints the received bandwidth of each tool per round and the median ratio.
+
+usage: stream_vs_iperf3.py RTVIRT_BINARY [ROUNDS] [SECONDS]
+"""
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+rtvirt, rounds, seconds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "5"
+
+
+def iperf3(udp):
+    port = "5299"
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    args = ["iperf3", "-c", "127.0.0.1", "-p", port, "-t", seconds, "-J"]
+    args += ["-u", "-b", "0", "-l", "1472"] if udp else ["-l", "128K"]
+    out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    server.wait(timeout=10)
+    end = out["end"]
+    if udp:
+        s = end["sum"]
+        return s["bits_per_second"] * (1 - s["lost_percent"] / 100), s["lost_percent"] / 100
+    return end["sum_received"]["bits_per_second"], None
+
+
+def rtvirt_stream(udp):
+    port = "5298"
+    proto = "--udp" if udp else "--tcp"
+    server = subprocess.Popen([rtvirt, "measure", "net", "server", "--listen", f"127.0.0.1:{port}", proto,
+                               "--duration", f"{int(seconds) + 10}s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server.stderr.readline()
+    args = [rtvirt, "measure", "net", "client", "--stream", proto, "--connect", f"127.0.0.1:{port}",
+            "--duration", f"{seconds}s", "--format", "json"]
+    out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)["stream"]
+    server.terminate()
+    server.wait()
+    return out["received_bits_per_second"], out.get("loss_ratio")
+
+
+for udp in (False, True):
+    name = "UDP 1472 B" if udp else "TCP 128 KiB"
+    ratios = []
+    for r in range(rounds):
+        ours, our_loss = rtvirt_stream(udp)
+        theirs, their_loss = iperf3(udp)
+        ratios.append(ours / theirs)
+        loss = f" loss rtvirt {our_loss:.1%} iperf3 {their_loss:.1%}" if udp else ""
+        print(f"{name} round {r + 1}: rtvirt {ours / 1e9:.2f} Gbit/s, iperf3 {theirs / 1e9:.2f} Gbit/s, "
+              f"ratio {ours / theirs:.2f}{loss}", flush=True)
+    print(f"{name}: median ratio rtvirt/iperf3 {statistics.median(ratios):.2f}", flush=True)
