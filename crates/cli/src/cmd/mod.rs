@@ -8,6 +8,6 @@ pub mod measure;
 pub mod plan;
 pub mod report;
 pub mod simulate;
-pub mod verify;
 pub mod study;
+pub mod verify;
 pub mod vm;
