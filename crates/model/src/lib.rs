@@ -15,6 +15,7 @@
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
+//! - [`tables`]: results and plans as tables of typed columns (Python frames, `rtvirt export`).
 //! - [`verify`]: a prediction checked against a measurement, task by task (`rtvirt.verify/v1`).
 //! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
 //!
@@ -52,6 +53,7 @@ pub mod source;
 pub mod stats;
 pub mod study;
 pub mod sweep;
+pub mod tables;
 pub mod verify;
 pub mod xml;
 
