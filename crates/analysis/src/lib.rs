@@ -10,6 +10,8 @@
 //! - [`overhead`]: a host model's costs charged to the interfaces (Phan et al. 2013).
 //! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
+//! - [`requests`]: what every front end checks around the planner (per-core cap, plannable,
+//!   too large) and the plan of a sweep cell.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
 //! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).
 //!
@@ -32,5 +34,6 @@ pub mod interface;
 pub mod overhead;
 pub mod partition;
 pub mod planner;
+pub mod requests;
 pub mod sbf;
 pub mod schedtest;

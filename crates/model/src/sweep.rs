@@ -56,12 +56,26 @@ impl Sweep {
 
     /// Parse sweep text read from `path`.
     pub fn from_toml(text: &str, path: &Path) -> Result<Sweep, InputError> {
-        let source = Source::toml(text, Some(path));
+        let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        Sweep::from_toml_with(text, Some(path), |_, entry| {
+            let full = base.join(entry);
+            Scenario::from_file(&full).map(|s| (full, s))
+        })
+    }
+
+    /// Parse sweep text (from `path`, if a file) whose `scenarios` entries are turned into
+    /// scenarios by `scenario(index, entry)` (the Python package's sweeps take scenarios made in
+    /// code as well as files). Errors are located as [`Sweep::from_toml`] locates them.
+    pub fn from_toml_with(
+        text: &str,
+        path: Option<&Path>,
+        scenario: impl Fn(usize, &str) -> Result<(PathBuf, Scenario), InputError>,
+    ) -> Result<Sweep, InputError> {
+        let source = Source::toml(text, path);
         let raw: RawSweep = parse_toml_located(text).map_err(|e| source.locate(e))?;
-        let base = path.parent().unwrap_or(Path::new(""));
-        let paths = raw.scenarios.clone();
+        let entries = raw.scenarios.clone();
         let mut sweep = Sweep::check(raw).map_err(|e| source.locate(e))?;
-        sweep.scenarios = load_scenarios(&paths, base, &source)?;
+        sweep.scenarios = load_scenarios(&entries, &source, scenario)?;
         Ok(sweep)
     }
 
@@ -103,13 +117,17 @@ impl Sweep {
 /// Read and check each scenario of the sweep. An error inside a scenario keeps that file's own
 /// location; a scenario that cannot be read, or has a `[net]` section, is an error at its entry
 /// `scenarios[i]` of the sweep file.
-fn load_scenarios(paths: &[String], base: &Path, source: &Source) -> Result<Vec<(PathBuf, Scenario)>, InputError> {
-    let mut scenarios = Vec::with_capacity(paths.len());
-    for (i, p) in paths.iter().enumerate() {
-        let full = base.join(p);
+fn load_scenarios(
+    entries: &[String],
+    source: &Source,
+    scenario: impl Fn(usize, &str) -> Result<(PathBuf, Scenario), InputError>,
+) -> Result<Vec<(PathBuf, Scenario)>, InputError> {
+    let mut scenarios = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
         let at_entry = |message: String| source.locate(InputError::field(format!("scenarios[{i}]"), message));
-        let s = Scenario::from_file(&full).map_err(|e| match (&e.at.line_col, &e.at.field) {
-            (None, None) => at_entry(format!("{}: {}", full.display(), e.message)),
+        let (full, s) = scenario(i, entry).map_err(|e| match (&e.at.line_col, &e.at.field, &e.at.file) {
+            (None, None, Some(file)) => at_entry(format!("{}: {}", file.display(), e.message)),
+            (None, None, None) => at_entry(format!("{entry}: {}", e.message)),
             _ => e,
         })?;
         if s.net.is_some() {

@@ -39,7 +39,12 @@ pub struct Cell {
 impl SweepSpec {
     /// Read a checked sweep file ([`Sweep`]) and check that the simulator can run each scenario.
     pub fn from_file(path: &Path) -> Result<SweepSpec, InputError> {
-        let Sweep { scenarios, seeds, rho, duration } = Sweep::from_file(path)?;
+        SweepSpec::from_sweep(Sweep::from_file(path)?)
+    }
+
+    /// Check that the simulator can run each scenario of a checked sweep.
+    pub fn from_sweep(sweep: Sweep) -> Result<SweepSpec, InputError> {
+        let Sweep { scenarios, seeds, rho, duration } = sweep;
         for (_, s) in &scenarios {
             SimConfig::new(s, None, Overrides { duration, seed: None })?;
         }
@@ -86,10 +91,9 @@ pub fn run_sweep(
         Ok(cells
             .par_iter()
             .map(|c| {
-                let path = &spec.scenarios[c.scenario].0;
-                let mut r = run_cell(spec, &plans, c).unwrap_or_else(|e| failed_cell(c, &e));
-                r.scenario = Some(path.display().to_string());
-                r.rho = c.rho;
+                let (path, s) = &spec.scenarios[c.scenario];
+                let plan = c.rho.and_then(|r| plans.iter().find(|p| p.0 == c.scenario && p.1 == r)).map(|p| &p.2);
+                let r = labelled_cell(path, s, plan, spec.duration, c);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, cells.len());
                 r
             })
@@ -97,18 +101,50 @@ pub fn run_sweep(
     })
 }
 
+/// Run one cell on its own (a cell sent to another machine: `rtvirt.sweep(engine="ray")` in
+/// Python): planned with `planner` at its rho, then simulated; the same document as the cell's
+/// in [`run_sweep`], byte for byte.
+pub fn run_one_cell(
+    path: &Path,
+    scenario: &Scenario,
+    cell: &Cell,
+    duration: Option<Nanos>,
+    planner: Planner,
+) -> Results {
+    let plan = cell.rho.map(|r| planner(scenario, r).map_err(|e| e.in_file(path)));
+    labelled_cell(path, scenario, plan.as_ref(), duration, cell)
+}
+
+/// A cell's document (its results, or its error) labelled with its scenario file and rho.
+fn labelled_cell(
+    path: &Path,
+    scenario: &Scenario,
+    plan: Option<&Result<Plan, InputError>>,
+    duration: Option<Nanos>,
+    c: &Cell,
+) -> Results {
+    let mut r = run_cell(path, scenario, plan, duration, c).unwrap_or_else(|e| failed_cell(c, &e));
+    r.scenario = Some(path.display().to_string());
+    r.rho = c.rho;
+    r
+}
+
 /// The plans of every (scenario, rho) pair, or why there is none.
 type Plans = Vec<(usize, f64, Result<Plan, InputError>)>;
 
 /// One cell's simulation.
-fn run_cell(spec: &SweepSpec, plans: &Plans, c: &Cell) -> Result<Results, InputError> {
-    let (path, s) = &spec.scenarios[c.scenario];
-    let plan = match c.rho.and_then(|r| plans.iter().find(|p| p.0 == c.scenario && p.1 == r)) {
-        Some((_, _, plan)) => Some(plan.as_ref().map_err(Clone::clone)?),
+fn run_cell(
+    path: &Path,
+    s: &Scenario,
+    plan: Option<&Result<Plan, InputError>>,
+    duration: Option<Nanos>,
+    c: &Cell,
+) -> Result<Results, InputError> {
+    let plan = match plan {
+        Some(plan) => Some(plan.as_ref().map_err(Clone::clone)?),
         None => None,
     };
-    let cfg = SimConfig::new(s, plan, Overrides { duration: spec.duration, seed: Some(c.seed) })
-        .map_err(|e| e.in_file(path))?;
+    let cfg = SimConfig::new(s, plan, Overrides { duration, seed: Some(c.seed) }).map_err(|e| e.in_file(path))?;
     Ok(simulate(s, &cfg, &RunOptions::default()).results)
 }
 

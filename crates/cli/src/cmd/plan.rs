@@ -14,7 +14,8 @@ use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{
     max_rho, overheads_beyond_a_period, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
 };
-use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
+use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
@@ -141,19 +142,6 @@ pub struct PlanArgs {
     pub host_model: Option<PathBuf>,
 }
 
-/// The per-core cap: the kernel's limit from the host model (else the safe default for current
-/// kernels), or the scenario's `host.bandwidth_cap` when that is lower.
-pub(crate) fn bandwidth_cap(scenario: &Scenario, host: Option<&HostModel>) -> BandwidthCap {
-    let kernel = host.map_or_else(BandwidthCap::safe_default, HostModel::bandwidth_cap);
-    if scenario.host.bandwidth_cap < kernel.value {
-        return BandwidthCap {
-            value: scenario.host.bandwidth_cap,
-            why: format!("the scenario's host.bandwidth_cap (below the kernel's {}: {})", kernel.value, kernel.why),
-        };
-    }
-    kernel
-}
-
 fn options(args: &PlanArgs) -> Result<PlanOptions, InputError> {
     if let Some(r) = args.rho {
         if !(r > 0.0 && r < 1.0) {
@@ -212,28 +200,6 @@ fn load(args: &PlanArgs) -> Result<Scenario, InputError> {
     };
     check_plannable(&s).map_err(|e| s.locate(e))?;
     Ok(s)
-}
-
-/// Something to plan: at least one guest, and every guest with at least one task (a guest
-/// without tasks would get an empty reservation, almost always a forgotten `[[guest.task]]`).
-fn check_plannable(scenario: &Scenario) -> Result<(), InputError> {
-    if scenario.guests.is_empty() {
-        return Err(InputError::field(
-            "guest",
-            "no [[guest]]: expected at least one guest with periodic tasks to plan",
-        ));
-    }
-    match scenario.guests.iter().position(|g| g.tasks.is_empty()) {
-        Some(i) => Err(InputError::field(
-            format!("guest[{i}]"),
-            format!(
-                "guest \"{}\" has no tasks: expected at least one [[guest.task]] (a reservation is planned for a \
-                 guest's tasks)",
-                scenario.guests[i].name
-            ),
-        )),
-        None => Ok(()),
-    }
 }
 
 pub fn run(args: PlanArgs) -> CmdResult {
@@ -364,19 +330,6 @@ fn rho_text(rho: Option<f64>) -> String {
         Some(rho) if rho >= 1.0 => "1 (fits even at WCET)".into(),
         Some(rho) => format!("{rho:.4}"),
         None => "none (does not fit even at the mean execution times)".into(),
-    }
-}
-
-/// A guest whose exact analysis exceeds the planner's bound is an input error (exit 2), not an
-/// infeasible plan (exit 1): nothing was proven about it.
-fn too_large(scenario: &Scenario, planned: &Planned) -> Result<(), InputError> {
-    match planned.unplaced.iter().find(|u| u.too_large) {
-        None => Ok(()),
-        Some(u) => {
-            let i = scenario.guests.iter().position(|g| g.name == u.name).unwrap_or(0);
-            Err(scenario
-                .locate(InputError::field(format!("guest[{i}]"), format!("guest \"{}\": {}", u.name, u.reason))))
-        }
     }
 }
 

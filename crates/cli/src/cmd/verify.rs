@@ -129,7 +129,7 @@ fn plan_of(scenario: &Scenario, args: &VerifyArgs, host: Option<&HostModel>) -> 
                 return Err(InputError::field("--rho", format!("{r}: expected 0 < rho <= 1")).into());
             }
             let opts = rtvirt_analysis::planner::PlanOptions {
-                bandwidth_cap: Some(crate::cmd::plan::bandwidth_cap(scenario, host)),
+                bandwidth_cap: Some(rtvirt_analysis::requests::bandwidth_cap(scenario, host)),
                 overheads: host.map(rtvirt_analysis::overhead::Overheads::of),
                 ..Default::default()
             };

@@ -22,7 +22,8 @@ pub fn results_of_text(text: &str) -> Result<Vec<Results>, InputError> {
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     for value in stream {
         let value = value.map_err(|e| {
-            InputError::new(format!("not JSON: {e}: expected rtvirt.results/v1 documents")).at_line(e.line(), e.column())
+            InputError::new(format!("not JSON: {e}: expected rtvirt.results/v1 documents"))
+                .at_line(e.line(), e.column())
         })?;
         match value {
             Value::Array(items) => {

@@ -223,7 +223,9 @@ const SUMMARY_LATENCY: SummaryNames = SummaryNames {
 };
 const SUMMARY_PLAIN: SummaryNames = SummaryNames {
     count: "count",
-    ns: ["min_ns", "mean_ns", "sd_ns", "p50_ns", "p75_ns", "p90_ns", "p95_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"],
+    ns: [
+        "min_ns", "mean_ns", "sd_ns", "p50_ns", "p75_ns", "p90_ns", "p95_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns",
+    ],
 };
 
 /// count, min, mean, sd, p50 ... p9999, max (mean and sd are floats).

@@ -4,9 +4,7 @@ use super::args::SimulateArgs;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use crate::progress;
 use crate::table::Table;
-use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
-use rtvirt_model::scenario::Scenario;
 use rtvirt_model::InputError;
 use rtvirt_sim::sweep::{run_sweep, SweepSpec};
 
@@ -25,18 +23,7 @@ pub fn run_grid(path: &std::path::Path, args: &SimulateArgs) -> CmdResult {
     if args.threads == Some(0) {
         return Err(InputError::field("--threads", "0: expected at least one worker thread").into());
     }
-    let planner = |s: &Scenario, rho: f64| -> Result<Plan, InputError> {
-        let o = rtvirt_analysis::planner::PlanOptions::default();
-        let p = rtvirt_analysis::planner::plan_at(s, &o, Some(rho));
-        if !p.plan.feasible {
-            let why: Vec<String> = p.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
-            return Err(InputError::field(
-                "rho",
-                format!("at rho {rho} the plan of \"{}\" is infeasible ({})", s.name, why.join("; ")),
-            ));
-        }
-        Ok(p.plan)
-    };
+    let planner = rtvirt_analysis::requests::plan_sweep_cell;
     let bar = progress::bar("{pos}/{len} runs {bar:40} {elapsed}");
     let progress = |done: usize, total: usize| {
         bar.set_length(total as u64);
