@@ -22,6 +22,11 @@ impl Source {
         Source { path: path.map(Path::to_path_buf), text: Some(text.to_string()) }
     }
 
+    /// The TOML text, when the document was read from TOML.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
     /// A file whose text is not the TOML the field paths refer to: errors get the file only.
     pub fn file_only(path: Option<&Path>) -> Source {
         Source { path: path.map(Path::to_path_buf), text: None }

@@ -1,0 +1,25 @@
+"""Columns from the Rust tables (``rtvirt_model::tables``) -> pandas DataFrames with typed columns:
+integers as ``int64`` (nullable ``Int64`` where a value may be missing), floats as ``float64``,
+names as ``category``, free text as ``str``, flags as ``boolean``."""
+
+import numpy as np
+import pandas as pd
+
+
+def _series(kind, nullable, values):
+    if kind == "int":
+        if nullable:
+            return pd.array(values, dtype="Int64")
+        return np.asarray(values, dtype=np.int64)
+    if kind == "float":
+        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    if kind == "category":
+        return pd.Categorical(values)
+    if kind == "bool":
+        return pd.array(values, dtype="boolean")
+    return pd.array(values, dtype="str")
+
+
+def frame(columns):
+    """A DataFrame of ``[(name, kind, nullable, values)]``."""
+    return pd.DataFrame({name: _series(kind, nullable, values) for name, kind, nullable, values in columns})

@@ -1,0 +1,36 @@
+//! rtvirt-python: the `rtvirt._rtvirt` extension module of the Python package (crates/python/python/rtvirt).
+//! It exposes the Rust engine itself (no second implementation): scenarios checked by
+//! rtvirt-model, plans by rtvirt-analysis, simulations and sweeps by rtvirt-sim, tables by
+//! `rtvirt_model::tables` (the same as `rtvirt export`). The GIL is released while the engine runs.
+//!
+//! - [`documents`]: the `Scenario`, `Plan` and `Results` classes.
+//! - [`run`]: `plan`, `simulate`, `load`.
+//! - [`sweep`]: the `Sweep` class (local rayon runs) and `run_cell` (one cell, for Ray tasks).
+//! - [`values`]: dicts -> TOML text, duration arguments.
+//! - [`columns`]: tables -> Python lists per column.
+//! - [`errors`]: `rtvirt.InputError`.
+
+mod columns;
+mod documents;
+mod errors;
+mod run;
+mod sweep;
+mod values;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rtvirt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("InputError", m.py().get_type::<errors::InputError>())?;
+    m.add("VERSION", rtvirt_model::VERSION)?;
+    m.add_class::<documents::Scenario>()?;
+    m.add_class::<documents::Plan>()?;
+    m.add_class::<documents::Results>()?;
+    m.add_class::<sweep::Sweep>()?;
+    m.add_function(wrap_pyfunction!(run::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(run::load, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::run_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(documents::results_columns, m)?)?;
+    Ok(())
+}
