@@ -1,11 +1,12 @@
 # rtvirt - the commands a fresh machine needs:
 #   make demo     set up, build, and run the main job on the embedded default scenario
-#   make test     set up (Debian packages, Python venv, Rust deps), build, run every test
+#   make test     set up (Debian packages, Python venv, Rust deps), build, run every test (Rust,
+#                 then the Python package's pytest suite: make test-python)
 #   make install  install the rtvirt binary into ~/.cargo/bin (cargo install --path crates/cli)
 CARGO ?= cargo
 TEST_THREADS ?= 2
 
-.PHONY: demo test build install setup setup-test bench clean
+.PHONY: demo test test-python build install setup setup-test bench clean
 
 build:
 	./scripts/setup.sh build
@@ -36,6 +37,13 @@ test: setup-test
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace -- --test-threads=$(TEST_THREADS)
+	$(MAKE) test-python
+
+# The Python package (crates/python) built into .venv with maturin, then its pytest suite (real
+# Ray cluster on this machine, side-by-side checks with the rtvirt binary of the same build).
+test-python:
+	VIRTUAL_ENV=$(CURDIR)/.venv .venv/bin/maturin develop --quiet -m crates/python/Cargo.toml
+	RTVIRT_BIN=$(CURDIR)/target/debug/rtvirt .venv/bin/python -m pytest -q crates/python/tests
 
 bench: build
 	./scripts/bench.sh

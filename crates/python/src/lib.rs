@@ -31,6 +31,7 @@ fn _rtvirt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(run::load, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::run_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::failed_cell, m)?)?;
     m.add_function(wrap_pyfunction!(documents::results_columns, m)?)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ use rtvirt_analysis::requests::plan_sweep_cell;
 use rtvirt_model::scenario::Scenario as ModelScenario;
 use rtvirt_model::sweep::Sweep as ModelSweep;
 use rtvirt_model::{InputError, Nanos};
-use rtvirt_sim::sweep::{run_one_cell, run_sweep, Cell, SweepSpec};
+use rtvirt_sim::sweep::{lost_cell, run_one_cell, run_sweep, Cell, SweepSpec};
 use std::path::{Path, PathBuf};
 
 /// A checked sweep: its scenarios, rhos, seeds and duration.
@@ -145,4 +145,11 @@ pub fn run_cell(
     let cell = Cell { scenario: 0, rho, seed };
     let results = py.detach(|| run_one_cell(&label, &scenario, &cell, duration_ns.map(Nanos), &plan_sweep_cell));
     Ok(Results { results })
+}
+
+/// The document of a cell whose Ray task failed (its worker died every time it was retried),
+/// labelled `label`, with `reason` as its error.
+#[pyfunction]
+pub fn failed_cell(label: PathBuf, rho: Option<f64>, seed: u64, reason: &str) -> Results {
+    Results { results: lost_cell(&label, &Cell { scenario: 0, rho, seed }, reason) }
 }

@@ -115,6 +115,15 @@ pub fn run_one_cell(
     labelled_cell(path, scenario, plan.as_ref(), duration, cell)
 }
 
+/// The document of a cell that ran elsewhere and could not finish there (its worker died):
+/// labelled as [`run_one_cell`] labels it, with `reason` as its error.
+pub fn lost_cell(path: &Path, cell: &Cell, reason: &str) -> Results {
+    let mut r = failed_cell(cell, &InputError::new(reason));
+    r.scenario = Some(path.display().to_string());
+    r.rho = cell.rho;
+    r
+}
+
 /// A cell's document (its results, or its error) labelled with its scenario file and rho.
 fn labelled_cell(
     path: &Path,

@@ -13,6 +13,7 @@ command's located message (file, line, column, field). See docs/python.md.
 """
 
 from . import _rtvirt
+from ._errors import input_error
 from ._frames import frame as _frame
 from ._rtvirt import InputError, Scenario
 
@@ -157,7 +158,7 @@ plan.__doc__ = _rtvirt.plan.__doc__
 
 def simulate(scenario, plan=None, duration=None, seed=None):
     if plan is not None and not isinstance(plan, Plan):
-        raise InputError(f"field `plan`: {type(plan).__name__}: expected an rtvirt.Plan (from rtvirt.plan)")
+        raise input_error("plan", f"{type(plan).__name__}: expected an rtvirt.Plan (from rtvirt.plan)")
     native = _rtvirt.simulate(scenario, None if plan is None else plan._native, duration, seed)
     return Results(native)
 

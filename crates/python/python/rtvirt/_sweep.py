@@ -8,17 +8,12 @@ import socket
 import time
 
 from . import _rtvirt
+from ._errors import input_error as _input_error
 
 #: Seconds to wait for a Ray cluster's address to accept a connection before giving up.
 CONNECT_TIMEOUT_S = 10.0
 #: Times Ray runs a batch again whose worker died (a crash, a lost node).
 MAX_RETRIES = 3
-
-
-def _input_error(field, message):
-    error = _rtvirt.InputError(f"field `{field}`: {message}")
-    error.file, error.line, error.column, error.field, error.message = None, None, None, field, message
-    return error
 
 
 def _native_sweep(sweep, base):
@@ -164,8 +159,6 @@ def _run_ray(native, address, progress, batch):
 def _batch_documents(ref, cells, native):
     """The JSON documents of a finished batch; a batch that failed after its retries (its worker
     died every time) gives each of its cells a document with the error."""
-    import json
-
     import ray
 
     try:
@@ -173,11 +166,5 @@ def _batch_documents(ref, cells, native):
     except (ray.exceptions.RayError, OSError) as e:
         labels = native.scenarios()
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return [
-            json.dumps({
-                "schema": "rtvirt.results/v1", "kind": "simulation", "seed": seed, "duration_ns": 0,
-                "rho": rho, "scenario": labels[index][2],
-                "error": f"the Ray task failed after {MAX_RETRIES} retries: {type(e).__name__}: {reason}",
-            })
-            for index, rho, seed in cells
-        ]
+        why = f"the Ray task failed after {MAX_RETRIES} retries: {type(e).__name__}: {reason}"
+        return [_rtvirt.failed_cell(labels[index][2], rho, seed, why).to_json() for index, rho, seed in cells]
