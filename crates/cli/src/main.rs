@@ -37,6 +37,9 @@ enum Command {
     /// Read other tools' outputs (cyclictest, rtla, oslat, sockperf, netperf, iperf3) as
     /// rtvirt results, to compare them with rtvirt's in a report.
     Import(cmd::import::ImportArgs),
+    /// Write a table of results files (tasks, guests, cores, flows, latency, histogram,
+    /// intervals) as CSV or Parquet: the tables the Python package gives as DataFrames.
+    Export(cmd::export::ExportArgs),
     /// The main job end to end: plan the default scenario, simulate it, measure this host, report.
     Demo(cmd::demo::DemoArgs),
     /// Simulate the host and its guests (deterministic): deadline misses, DSR, response times.
@@ -86,6 +89,7 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Import(a) => cmd::import::run(a),
+        Command::Export(a) => cmd::export::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Measure(a) => cmd::measure::run(a, line),

@@ -6,9 +6,9 @@
 //! - [`documents`]: the `Scenario`, `Plan` and `Results` classes.
 //! - [`run`]: `plan`, `simulate`, `load`.
 //! - [`sweep`]: the `Sweep` class (local rayon runs) and `run_cell` (one cell, for Ray tasks).
-//! - [`values`]: dicts -> TOML text, duration arguments.
-//! - [`columns`]: tables -> Python lists per column.
-//! - [`errors`]: `rtvirt.InputError`.
+//! - [`values`]: dicts as TOML text, duration arguments.
+//! - [`columns`]: tables as Python lists, one per column.
+//! - [`errors`]: the exception `rtvirt.InputError`.
 
 mod columns;
 mod documents;

@@ -35,6 +35,7 @@ use std::path::PathBuf;
 /// Returns the Plan, feasible or not (`plan.feasible`, `plan.unplaced`). Raises rtvirt.InputError
 /// for bad input, or a guest too large to analyse exactly.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of the Python function
 #[pyo3(signature = (scenario, rho=None, model="prm", heuristic="bfd", host_model=None, cores=None, budget="cantelli"))]
 pub fn plan(
     py: Python<'_>,
@@ -171,9 +172,9 @@ fn simulate_net(
 
 /// What `load` read: one results document, several, a plan, or another rtvirt JSON document.
 pub enum Loaded {
-    Results(Results),
+    Results(Box<Results>),
     ResultsList(Vec<Results>),
-    Plan(Plan),
+    Plan(Box<Plan>),
     /// Another document (audit, host model...): its JSON text, for `json.loads`.
     Json(String),
 }
@@ -185,9 +186,9 @@ impl<'py> IntoPyObject<'py> for Loaded {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         Ok(match self {
-            Loaded::Results(r) => ("results", r).into_pyobject(py)?.into_any(),
+            Loaded::Results(r) => ("results", *r).into_pyobject(py)?.into_any(),
             Loaded::ResultsList(list) => ("results_list", list).into_pyobject(py)?.into_any(),
-            Loaded::Plan(p) => ("plan", p).into_pyobject(py)?.into_any(),
+            Loaded::Plan(p) => ("plan", *p).into_pyobject(py)?.into_any(),
             Loaded::Json(text) => ("json", text).into_pyobject(py)?.into_any(),
         })
     }
@@ -214,12 +215,12 @@ fn load_file(path: &std::path::Path) -> Result<Loaded, InputError> {
     if results {
         let mut documents = rtvirt_model::tables::read::results_documents(path)?;
         return Ok(match (first.is_array(), documents.len()) {
-            (false, 1) => Loaded::Results(Results { results: documents.remove(0) }),
+            (false, 1) => Loaded::Results(Box::new(Results { results: documents.remove(0) })),
             _ => Loaded::ResultsList(documents.into_iter().map(|results| Results { results }).collect()),
         });
     }
     if schema_of(&first) == Schema::Plan {
-        return Ok(Loaded::Plan(Plan { plan: ModelPlan::from_file(path)? }));
+        return Ok(Loaded::Plan(Box::new(Plan { plan: ModelPlan::from_file(path)? })));
     }
     Ok(Loaded::Json(text))
 }

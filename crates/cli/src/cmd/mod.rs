@@ -1,6 +1,7 @@
 //! One module per `rtvirt` job.
 
 pub mod demo;
+pub mod export;
 pub mod host;
 pub mod import;
 pub mod load;
