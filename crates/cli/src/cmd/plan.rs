@@ -208,7 +208,9 @@ pub fn run(args: PlanArgs) -> CmdResult {
     if host.is_some() && args.model == ModelArg::Edp {
         return Err(InputError::field(
             "--host-model",
-            "overhead-aware planning computes PRM interfaces only: use --model prm (the default) with --host-model",
+            "overhead-aware planning computes PRM interfaces only: use --model prm (the default) with --host-model \
+             (EDP reservations have a deadline below the period, and how SCHED_DEADLINE pays an overrun back and \
+             re-admits such a reservation on wake-up is not yet part of the overhead analysis)",
         )
         .into());
     }
