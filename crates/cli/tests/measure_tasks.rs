@@ -227,3 +227,49 @@ fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
     assert_eq!(std::fs::read_to_string(&balance).ok(), balance_before, "root load balancing restored");
     assert!(workers.iter().all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists()), "no worker is left");
 }
+
+/// kill -9 of rtvirt itself: its exclusive cpusets and the root's load balancing stay changed (no
+/// code of it runs), but they were journaled before they were made, so once the workers are gone
+/// (they follow their parent by PR_SET_PDEATHSIG) `rtvirt host revert` restores the host.
+#[test]
+fn kill_9_of_the_run_is_restored_by_host_revert() {
+    if !is_root() {
+        return;
+    }
+    let Some(root) = cpuset_root() else { return };
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let state = tempfile::tempdir().unwrap();
+    let balance = root.join("cpuset.sched_load_balance");
+    let before = (host_support::cpuset_state(), std::fs::read_to_string(&balance).ok());
+    let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
+        .env("RTVIRT_STATE_DIR", state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let start = std::time::Instant::now();
+    while !host_support::deadline_thread_in_a_child_of(parent) && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let workers = workers_of(parent);
+    assert!(!workers.is_empty(), "the run's workers started");
+    // SAFETY: killing our own child outright.
+    unsafe { libc_kill(parent as i32, 9) };
+    let mut child = child;
+    child.wait().unwrap();
+    let start = std::time::Instant::now();
+    while workers.iter().any(|w| std::path::Path::new(&format!("/proc/{w}")).exists())
+        && start.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_ne!(host_support::cpuset_state(), before.0, "a kill -9 leaves the cpusets: what the journal is for");
+    assert!(std::fs::read_dir(state.path().join("guards")).unwrap().count() > 0, "journaled before they were made");
+    let out = rtvirt(&["host", "revert", "--state-dir", state.path().to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("restored what ended process"), "{said}");
+    assert_eq!((host_support::cpuset_state(), std::fs::read_to_string(&balance).ok()), before, "revert restored it");
+}

@@ -39,6 +39,9 @@ pub struct TimerConfig {
     pub force: bool,
     /// Explain the late wake-ups from a kernel trace (`--explain`, `--break`).
     pub explain: Option<crate::explain::ExplainConfig>,
+    /// Where a deadline run's exclusive cpusets are journaled before they are made (restored by
+    /// `rtvirt host revert` after a kill -9); `None`: restored on drop only.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for TimerConfig {
@@ -52,6 +55,7 @@ impl Default for TimerConfig {
             interval_report: None,
             force: false,
             explain: None,
+            state_dir: None,
         }
     }
 }
@@ -220,7 +224,10 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
     let _mem = rt::MemoryLock::acquire()?;
     let _dma = rt::DmaLatency::hold_zero()?;
     let exclusive = match cfg.policy {
-        LinuxPolicy::Deadline => Some(rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?),
+        LinuxPolicy::Deadline => Some(match &cfg.state_dir {
+            Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&cfg.cpus, dir)?,
+            None => rtvirt_os::cgroup::ExclusiveCpus::create(&cfg.cpus)?,
+        }),
         _ => None,
     };
     // Tracing is set up before the run's clock starts (creating the instance takes tens of ms).

@@ -266,7 +266,12 @@ impl Demo {
             return Ok(Step::Skipped("--no-measure".into()));
         }
         let Some(plan) = self.plan.clone() else { anyhow::bail!("no feasible plan to run the tasks under") };
-        let cfg = TasksConfig { duration: self.args.measure_time, seed: 1, force: false };
+        let cfg = TasksConfig {
+            duration: self.args.measure_time,
+            seed: 1,
+            force: false,
+            state_dir: Some(rtvirt_host::journal::default_state_dir()),
+        };
         let mut r = rtvirt_probe::tasks::run(&self.scenario, &plan, &cfg)?;
         r.label = Some("measured (plan's reservations)".into());
         add_uniform_rho(&mut r, &self.scenario);

@@ -91,7 +91,12 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     // every input is checked before the measurement: the simulation's configuration too
     sim_config(&scenario, &plan, &args, args.duration)?;
     rtvirt_os::signals::install();
-    let config = TasksConfig { duration: args.duration, seed: args.seed, force: args.force };
+    let config = TasksConfig {
+        duration: args.duration,
+        seed: args.seed,
+        force: args.force,
+        state_dir: Some(rtvirt_host::journal::default_state_dir()),
+    };
     let measured = with_progress(args.duration, &scenario, || rtvirt_probe::tasks::run(&scenario, &plan, &config))?;
     // an interrupted run is compared over the time it ran (the simulation is deterministic: a
     // shorter horizon is a prefix of the longer one)

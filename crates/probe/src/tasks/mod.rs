@@ -25,11 +25,15 @@ pub struct TasksConfig {
     pub seed: u64,
     /// Allow runs over one hour.
     pub force: bool,
+    /// Where the exclusive cpusets are journaled before they are made, so that `rtvirt host
+    /// revert` (or the next journaled run) restores them after a kill -9; `None`: restored on
+    /// drop only.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for TasksConfig {
     fn default() -> Self {
-        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false }
+        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false, state_dir: None }
     }
 }
 
@@ -90,7 +94,10 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
     let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
     cores.sort_unstable();
     cores.dedup();
-    let exclusive = rtvirt_os::cgroup::ExclusiveCpus::create(&cores)?;
+    let exclusive = match &cfg.state_dir {
+        Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&cores, dir)?,
+        None => rtvirt_os::cgroup::ExclusiveCpus::create(&cores)?,
+    };
     let specs = scenario
         .guests
         .iter()

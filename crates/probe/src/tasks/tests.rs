@@ -74,7 +74,8 @@ fn run_with(budget_ns: u64) -> Results {
     let _g = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     use_this_binary_as_worker();
     let s = Scenario::from_toml(SCENARIO, None).unwrap();
-    run(&s, &plan(budget_ns), &TasksConfig { duration: Nanos::from_ms(1500), seed: 3, force: false }).unwrap()
+    run(&s, &plan(budget_ns), &TasksConfig { duration: Nanos::from_ms(1500), seed: 3, force: false, state_dir: None })
+        .unwrap()
 }
 
 #[test]

@@ -46,7 +46,12 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
             rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
         }
     };
-    let config = TasksConfig { duration: args.duration, seed: args.seed, force: args.common.force };
+    let config = TasksConfig {
+        duration: args.duration,
+        seed: args.seed,
+        force: args.common.force,
+        state_dir: Some(rtvirt_host::journal::default_state_dir()),
+    };
     drive(Tasks { args, scenario, plan, config }, line)
 }
 

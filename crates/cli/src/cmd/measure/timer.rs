@@ -36,6 +36,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
             break_trace: args.break_at.map(|_| break_trace_file(&args)),
             ..rtvirt_probe::explain::ExplainConfig::new(rtvirt_host::journal::default_state_dir())
         }),
+        state_dir: Some(rtvirt_host::journal::default_state_dir()),
     };
     config.validate()?;
     if let Some(path) = histogram_file(&args) {
