@@ -251,3 +251,68 @@ fn measure_net_server_in_vm_is_torn_down_on_ctrl_c() {
     assert!(err.contains("stopped by signal") && err.contains("torn down"), "{err}");
     assert_nothing_left(&name);
 }
+
+/// `--in vm --explain` end to end in a real QEMU guest: the guest traces itself, relates its clock
+/// to the host's over the serial clock line, the host traces the vCPU thread meanwhile, and one
+/// merged explanation comes back (guest causes adding up to each latency, host-side causes of the
+/// vCPU thread beside them; no kvm_* events under TCG, said); `--trace` is written on the host
+/// with guest and host tracks; nothing is left behind (no instance, guest or record).
+#[test]
+fn measure_timer_in_vm_explain_merges_guest_and_host_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("vm.json");
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "timer",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "2s",
+        "--explain",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let e = &rows[0]["explain"];
+    let clock = &e["guest_clock"];
+    assert_eq!(clock["method"], "serial handshake", "{e}");
+    assert!(clock["precision_ns"].as_u64().unwrap() > 0 && clock["rounds"].as_u64().unwrap() >= 16);
+    let present = e["events_present"].to_string();
+    assert!(present.contains("\"sched/sched_switch\"") && present.contains("\"host:sched/sched_switch\""), "{present}");
+    let limits = e["limitations"].to_string();
+    if rows[0]["environment"]["accel"] == "tcg" {
+        assert!(limits.contains("no kvm_* events"), "{limits}");
+    }
+    let samples = e["samples"].as_array().unwrap();
+    assert!(!samples.is_empty(), "a TCG guest has late wake-ups: {e}");
+    let host_side = |c: &serde_json::Value| {
+        let k = c["kind"].as_str().unwrap();
+        k.starts_with("host_") || k.starts_with("vcpu_")
+    };
+    for s in samples {
+        let guest: u64 = s["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| !host_side(c))
+            .map(|c| c["duration_ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(guest, s["latency_ns"].as_u64().unwrap(), "guest causes add up: {s}");
+    }
+    let with_host = samples.iter().filter(|s| s["causes"].as_array().unwrap().iter().any(host_side)).count();
+    assert!(with_host > 0, "the vCPU thread's host side is beside the guest's causes: {e}");
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let names: Vec<String> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["args"]["name"].as_str().map(String::from))
+        .collect();
+    assert!(names.iter().any(|n| n == "guest cores") && names.iter().any(|n| n == "host (vCPU threads)"), "{names:?}");
+    assert_nothing_left(&name);
+}

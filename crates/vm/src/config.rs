@@ -45,6 +45,9 @@ pub struct GuestConfig {
     pub progress: Option<fn(&str)>,
     /// Input files of the job (scenario, plan): the guest finds them in `files/<name>`.
     pub files: Vec<GuestFile>,
+    /// A third serial port (`/dev/ttyS2` in the guest) on the Unix socket `clock.sock` of the
+    /// guest's runtime directory, for the guest to ask the host's time ([`crate::clock`]).
+    pub clock_line: bool,
 }
 
 /// A file handed to the guest's job (as a QEMU fw_cfg entry, see [`crate::init`]).
@@ -118,6 +121,7 @@ impl GuestConfig {
             qemu: PathBuf::from("qemu-system-x86_64"),
             progress: None,
             files: Vec::new(),
+            clock_line: false,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`net`]: host bridge + tap for guests with a virtio-net NIC.
 //! - [`accel`]: KVM if a bounded boot probe succeeds, else TCG (recorded, with a warning).
 //! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
+//! - [`clock`]: the host's end of the guest's clock line (`--in vm --explain`).
 //! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
 //! - [`qemu`]: QEMU's command line, vCPU pinning.
 //! - plumbing: [`console`], [`paths`], [`error`]; QMP, vCPU pinning and Ctrl-C/SIGTERM handling
@@ -27,6 +28,7 @@
 //! directory, also on error and Ctrl-C. User guide: docs/measure.md (QEMU guests).
 
 pub mod accel;
+pub mod clock;
 pub mod config;
 pub mod console;
 pub mod error;

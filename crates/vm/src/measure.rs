@@ -51,6 +51,20 @@ pub fn run_serving<T>(
     Ok((collect(image, &cfg, &mut guest)?, host))
 }
 
+/// Boot a guest running `rtvirt <args>`, call `beside` with it once QEMU runs (to watch it from
+/// the host: its runtime directory, its vCPU threads), wait for the job; the annotated results and
+/// what `beside` returned.
+pub fn run_beside<T>(
+    image: &Image,
+    cfg: &GuestConfig,
+    args: &[String],
+    beside: impl FnOnce(&Guest) -> T,
+) -> Result<(Measured, T)> {
+    let mut guest = Guest::start(image, cfg, &guest_job(args))?;
+    let watching = beside(&guest);
+    Ok((collect(image, cfg, &mut guest)?, watching))
+}
+
 /// Boot a networked guest serving `rtvirt <args>`, call `on_ready` (with the guest's record:
 /// address, threads) once its console shows `ready`, and hold it until its job ends (the server's
 /// own `--duration`): the annotated results. A signal (Ctrl-C) ends the hold early: the guest is

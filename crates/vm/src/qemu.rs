@@ -46,6 +46,10 @@ pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, ta
         "-pidfile".into(),
         p("qemu.pid"),
     ];
+    if cfg.clock_line {
+        a.push("-serial".into());
+        a.push(format!("unix:{},server=on,wait=off", p(crate::clock::SOCKET)));
+    }
     for f in &cfg.files {
         // QEMU option values escape a comma by doubling it.
         let file = GuestFile::host_dir(dir).join(&f.name).display().to_string().replace(',', ",,");
@@ -123,6 +127,12 @@ mod tests {
             assert!(a.contains(piece), "{piece} missing in {a}");
         }
         assert!(!a.contains("-netdev"));
+        assert!(!a.contains("clock.sock"), "no clock line unless asked");
+        let mut cfg = GuestConfig::new("g1", Accel::Tcg, Duration::from_secs(1));
+        cfg.clock_line = true;
+        let c = qemu_args(&image(), &cfg, Path::new("/run/rtvirt/vm/g1"), "x", None).join(" ");
+        assert!(c.contains("-serial unix:/run/rtvirt/vm/g1/clock.sock,server=on,wait=off"), "{c}");
+        assert!(c.find("output.log") < c.find("clock.sock"), "the third serial port: ttyS2");
         let k = joined(Accel::Kvm, Some("rtvtap7"));
         assert!(k.contains("-accel kvm -cpu host"), "{k}");
         assert!(

@@ -73,6 +73,11 @@ impl CommandLine {
         self.with(Given { id: id.into(), long: Some(long.into()), values: vec![value.into()] })
     }
 
+    /// With flag `--long` (id `id`), in the place of what was given.
+    pub fn with_flag(self, id: &str, long: &str) -> CommandLine {
+        self.with(Given { id: id.into(), long: Some(long.into()), values: Vec::new() })
+    }
+
     /// With positional argument `id` set to `value`, in the place of what was given.
     pub fn with_positional(self, id: &str, value: impl Into<OsString>) -> CommandLine {
         self.with(Given { id: id.into(), long: None, values: vec![value.into()] })

@@ -173,7 +173,11 @@ pub fn measure_in_guest(
         args.join(" ")
     );
     let running = HostLoads::start(loads)?;
-    let outcome = measure::run(image, cfg, args);
+    // `--explain` (a clock line): the host traces the vCPU threads meanwhile
+    let outcome = match cfg.clock_line {
+        true => super::explain_host::measure_explained(image, cfg, args),
+        false => measure::run(image, cfg, args).map_err(anyhow::Error::from),
+    };
     let reports = running.stop();
     let mut m = outcome?;
     note_host_loads(&mut m.results, loads, reports);
@@ -197,6 +201,11 @@ pub fn note_host_loads<'a>(
 pub struct Job {
     pub args: Vec<String>,
     pub files: Vec<GuestFile>,
+    /// `--explain` in the guest: the host traces the vCPU threads meanwhile, answers the guest's
+    /// clock line, and lays the host side beside the guest's causes (`explain_host`).
+    pub explain: bool,
+    /// `--trace FILE.json` of an explaining job: each cell's merged trace, written on the host.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Abeni 2023: `job` in a guest of each kernel, without and with each host load. A cell that
@@ -246,6 +255,9 @@ pub fn matrix(
                     Err(e) => unwritten.push(format!("{}: {e}", path.display())),
                 }
             }
+            if let Some(path) = &job.trace {
+                super::explain_host::write_cell_trace(&results, path, kernels.len() * columns.len() > 1);
+            }
             rows.push((flavour, load_label(loads), results));
         }
     }
@@ -279,7 +291,7 @@ fn matrix_cell(
         anyhow::bail!("not run: interrupted (Ctrl-C)");
     }
     let (image, cfg) = booted.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let cfg = GuestConfig { files: job.files.clone(), ..cfg.clone() };
+    let cfg = GuestConfig { files: job.files.clone(), clock_line: job.explain, ..cfg.clone() };
     measure_in_guest(image, &cfg, loads, &job.args)
 }
 

@@ -20,6 +20,10 @@ pub struct GuestJob {
     pub line: CommandLine,
     pub files: Vec<GuestFile>,
     pub vcpus: u32,
+    /// The guest explains its late samples: the host side is added (`explain_host`).
+    pub explain: bool,
+    /// `--trace FILE.json`, written on the host from the merged explanation.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Margin of the derived job bound over the measurement's duration: rtvirt starting in the
@@ -45,7 +49,7 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
     let kernels = parse_kernels(&common.guest_kernel)?;
     let mut opts = hook_guest_opts(common, duration);
     opts.vcpus = job.vcpus;
-    let job = Job { args: job.line.argv_text()?, files: job.files };
+    let job = Job { args: job.line.argv_text()?, files: job.files, explain: job.explain, trace: job.trace };
     matrix(&kernels, &common.load, &opts, &job, common.format, None)
 }
 

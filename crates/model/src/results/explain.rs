@@ -45,6 +45,26 @@ pub struct ExplainSection {
     pub break_trace_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_trace_events: Option<u64>,
+    /// `--in vm`: how the guest's times were put on the host's clock (guest side of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_clock: Option<ClockSync>,
+}
+
+/// A guest clock related to the host's by timed handshakes (`--in vm --explain`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClockSync {
+    /// How: "serial handshake" (the guest asks the host's CLOCK_MONOTONIC over a serial port).
+    pub method: String,
+    /// The guest run's start (the zero of `expected_ns` and `start_ns`) in the host's
+    /// CLOCK_MONOTONIC, ns.
+    pub run_start_host_ns: u64,
+    /// Uncertainty of the conversion: half the best handshake's round trip, ns.
+    pub precision_ns: u64,
+    /// Handshakes made (at the start and at the end of the run).
+    pub rounds: u32,
+    /// The guest clock's rate against the host's, from the offsets at the start and at the end
+    /// (parts per million; 0 with one handshake series).
+    pub drift_ppm: f64,
 }
 
 /// One late sample and its causes.
@@ -57,7 +77,9 @@ pub struct ExplainedSample {
     /// The measuring thread.
     pub tid: u32,
     /// Causes in time order; their durations add up to `latency_ns` (empty for a request of
-    /// `measure net`: its time is in `segments`).
+    /// `measure net`: its time is in `segments`). With `--in vm`, the host-side causes (kinds
+    /// `host_*`, `vcpu_*`) follow: what the vCPU thread went through on the host in the same time,
+    /// an overlay of the guest's causes, not added to them.
     pub causes: Vec<Cause>,
     /// `measure net`: the request's sequence number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -123,6 +145,18 @@ pub enum CauseKind {
     KvmExit,
     /// No trace event explains it (events lost or absent, or outside what is traced).
     Unexplained,
+    /// `--in vm`, host side (beside the guest's causes, which alone add up to the latency): a
+    /// host thread ran on the vCPU thread's CPU while the vCPU thread waited (preempted or woken).
+    HostThread,
+    /// `--in vm`, host side: a host IRQ or vector handler on the vCPU thread's CPU.
+    HostIrq,
+    /// `--in vm`, host side: a host softirq on the vCPU thread's CPU.
+    HostSoftirq,
+    /// `--in vm`, host side: the vCPU thread woken, not yet on a CPU, nothing else named.
+    VcpuWakeup,
+    /// `--in vm`, host side: the vCPU thread asleep (the guest idle, waiting for its timer
+    /// interrupt, which the host delivers by waking the thread).
+    VcpuAsleep,
 }
 
 impl CauseKind {
@@ -136,7 +170,24 @@ impl CauseKind {
             CauseKind::Return => "return",
             CauseKind::KvmExit => "kvm_exit",
             CauseKind::Unexplained => "unexplained",
+            CauseKind::HostThread => "host_thread",
+            CauseKind::HostIrq => "host_irq",
+            CauseKind::HostSoftirq => "host_softirq",
+            CauseKind::VcpuWakeup => "vcpu_wakeup",
+            CauseKind::VcpuAsleep => "vcpu_asleep",
         }
+    }
+
+    /// Whether the cause is a host-side one of a guest's sample (an overlay of the guest's causes).
+    pub fn is_host_side(self) -> bool {
+        matches!(
+            self,
+            CauseKind::HostThread
+                | CauseKind::HostIrq
+                | CauseKind::HostSoftirq
+                | CauseKind::VcpuWakeup
+                | CauseKind::VcpuAsleep
+        )
     }
 }
 

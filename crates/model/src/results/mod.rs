@@ -12,7 +12,9 @@ pub mod sections;
 mod wire;
 
 pub use environment::{ContainerDetail, Environment, LoadReport, VcpuPinning};
-pub use explain::{Cause, CauseKind, CauseSummary, ExplainSection, ExplainedSample, PathSegment, SegmentSummary};
+pub use explain::{
+    Cause, CauseKind, CauseSummary, ClockSync, ExplainSection, ExplainedSample, PathSegment, SegmentSummary,
+};
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
     Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval, StreamReceipt,

@@ -18,8 +18,10 @@
 
 pub mod attribute;
 pub mod break_trace;
+pub mod clock_sync;
 pub mod decode;
 pub mod net;
+pub mod vcpu;
 
 use attribute::{CpuState, Timed, Window};
 use decode::Decoder;
@@ -42,6 +44,9 @@ pub struct ExplainConfig {
     pub break_at: Option<Nanos>,
     /// With `break_at`: where the whole raw trace is written when a wake-up breaks the run.
     pub break_trace: Option<PathBuf>,
+    /// In a guest of `--in vm`: the serial device over which the host tells its time
+    /// ([`clock_sync`]), so that the host can add what the vCPU threads went through.
+    pub clock_sync: Option<PathBuf>,
     /// Where the tracing instance is journaled (rtvirt host's state directory).
     pub state_dir: PathBuf,
     /// Ring buffer per CPU.
@@ -52,7 +57,15 @@ pub struct ExplainConfig {
 
 impl ExplainConfig {
     pub fn new(state_dir: PathBuf) -> ExplainConfig {
-        ExplainConfig { above: None, break_at: None, break_trace: None, state_dir, buffer_kb: 4096, max_samples: 1000 }
+        ExplainConfig {
+            above: None,
+            break_at: None,
+            break_trace: None,
+            clock_sync: None,
+            state_dir,
+            buffer_kb: 4096,
+            max_samples: 1000,
+        }
     }
 }
 
@@ -99,6 +112,8 @@ pub struct Explainer {
     run_start: u64,
     latencies: LatencyHistogram,
     threshold: u64,
+    /// The guest's line to the host and the handshake before the run.
+    clock: Option<(clock_sync::Channel, clock_sync::Handshake)>,
 }
 
 /// Fields drop in order: the readers close before the instance is removed.
@@ -138,8 +153,22 @@ impl Explainer {
                 None
             }
         };
+        let clock = cfg.clock_sync.as_ref().and_then(|device| {
+            let shaken = clock_sync::Channel::open(device).and_then(|mut c| Ok((c.best_of(clock_sync::ROUNDS)?, c)));
+            match shaken {
+                Ok((h, channel)) => Some((channel, h)),
+                Err(e) => {
+                    section.limitations.push(format!(
+                        "the guest clock could not be related to the host's over {}: {e} (no host-side causes)",
+                        device.display()
+                    ));
+                    None
+                }
+            }
+        });
         Explainer {
             cfg,
+            clock,
             capture,
             rx,
             sink: Sink { tx, dropped: Default::default() },
@@ -263,6 +292,10 @@ impl Explainer {
             ));
         }
         self.write_break_trace(&mut s);
+        if let Some((mut channel, start)) = self.clock.take() {
+            let end = channel.best_of(clock_sync::ROUNDS).ok();
+            s.guest_clock = Some(clock_sync::conversion(start, end, self.run_start));
+        }
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
             s.limitations.push(format!("{dropped} wake-ups were not examined: the explainer fell behind"));

@@ -108,6 +108,10 @@ pub struct TimerArgs {
     /// rtvirt-break-PID.trace in the current directory).
     #[arg(long, value_name = "FILE", requires = "break_at")]
     pub break_trace: Option<PathBuf>,
+    /// Internal (`--in vm --explain`, in the guest): the serial device over which the host tells
+    /// its time.
+    #[arg(long, hide = true, value_name = "DEVICE")]
+    pub clock_sync: Option<PathBuf>,
     /// Write the explained wake-ups as a Perfetto / Chrome trace (the track layout of
     /// `rtvirt simulate --trace`: a track per CPU, a track per measuring thread). Implies --explain.
     #[arg(long, value_name = "FILE.json")]

@@ -57,23 +57,39 @@ fn breakdown(s: &ExplainedSample) -> String {
 }
 
 const CORES_PID: u32 = 1;
+/// `--in vm`: the host side's group (after the measuring threads' groups).
+const HOST_PID: u32 = 1000;
 
 /// Write the explained wake-ups as a Chrome trace.
 pub fn write_trace(e: &ExplainSection, cpus: &[u32], duration: Nanos, path: &Path) -> anyhow::Result<()> {
     let window = TraceWindow { from: Nanos::ZERO, to: Nanos(duration.0.saturating_mul(2)), max_events: 2_000_000 };
     let mut w = TraceWriter::new(window);
+    // `--in vm`: the guest's cores, then a group of the host cores its vCPU threads ran on
+    let cores = if e.guest_clock.is_some() { ("guest cores", "guest core") } else { ("cores", "core") };
     for &cpu in cpus {
-        w.name_track(Track { pid: CORES_PID, tid: cpu }, "cores", &format!("core {cpu}"));
+        w.name_track(Track { pid: CORES_PID, tid: cpu }, cores.0, &format!("{} {cpu}", cores.1));
     }
     let thread_track = |cpu: u32| Track { pid: 2 + cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32, tid: 0 };
     for &cpu in cpus {
         w.name_track(thread_track(cpu), &format!("thread rtvirt-timer{cpu}"), "tasks");
     }
+    let mut host_cores = std::collections::BTreeSet::new();
     for s in &e.samples {
         for c in &s.causes {
             let args = json!({"kind": c.kind.as_str(), "pid": c.pid, "policy": c.policy, "duration_ns": c.duration_ns});
             let (from, to) = (Nanos(c.start_ns), Nanos(c.start_ns + c.duration_ns));
-            w.slice(Track { pid: CORES_PID, tid: c.cpu }, &c.name, from, to, Some(args));
+            let track = match c.kind.is_host_side() {
+                // `--in vm`: the vCPU thread's host side, a track per host CPU
+                true => {
+                    let t = Track { pid: HOST_PID, tid: c.cpu };
+                    if host_cores.insert(c.cpu) {
+                        w.name_track(t, "host (vCPU threads)", &format!("host core {}", c.cpu));
+                    }
+                    t
+                }
+                false => Track { pid: CORES_PID, tid: c.cpu },
+            };
+            w.slice(track, &c.name, from, to, Some(args));
         }
         let end = Nanos(s.expected_ns + s.latency_ns);
         w.slice(

@@ -4,7 +4,7 @@
 //! to the placement driver (`crate::placement`), which runs it where `--in` says.
 
 mod args;
-mod explain;
+pub(crate) mod explain;
 mod net;
 mod output;
 mod stream;

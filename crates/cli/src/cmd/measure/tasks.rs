@@ -82,7 +82,7 @@ impl Measurement for Tasks {
             None => line = line.without(&["scenario"]),
         }
         let vcpus = self.plan.guests.iter().filter_map(|g| g.core).max().map_or(1, |c| c + 1);
-        Ok(GuestJob { line, files, vcpus })
+        Ok(GuestJob { line, files, vcpus, explain: false, trace: None })
     }
 
     fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {

@@ -34,6 +34,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
             above: args.explain_above,
             break_at: args.break_at,
             break_trace: args.break_at.map(|_| break_trace_file(&args)),
+            clock_sync: args.clock_sync.clone(),
             ..rtvirt_probe::explain::ExplainConfig::new(rtvirt_host::journal::default_state_dir())
         }),
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
@@ -100,6 +101,27 @@ impl Measurement for Timer {
 
     fn container_cpus(&self) -> Vec<u32> {
         self.config.cpus.clone()
+    }
+
+    /// With `--explain`, the guest explains and asks the host's time over its clock line; the
+    /// Perfetto trace is written on the host (from the merged explanation).
+    fn guest_job(&self, line: CommandLine) -> anyhow::Result<crate::placement::vm::GuestJob> {
+        let explain = self.args.explains();
+        let line = match explain {
+            true => line.without(&["trace", "break_trace"]).with_flag("explain", "explain").with_option(
+                "clock_sync",
+                "clock-sync",
+                crate::placement::explain_host::GUEST_CLOCK_DEVICE,
+            ),
+            false => line,
+        };
+        Ok(crate::placement::vm::GuestJob {
+            line,
+            files: Vec::new(),
+            vcpus: 1,
+            explain,
+            trace: self.args.trace.clone(),
+        })
     }
 
     fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {

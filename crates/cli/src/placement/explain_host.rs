@@ -1,0 +1,120 @@
+//! `--in vm --explain`, the host's part: while the guest measures and explains its own late
+//! samples, a watcher thread answers the guest's clock line (QEMU's third serial port,
+//! `rtvirt_vm::clock`) and, from the guest's first question on, traces every host CPU
+//! (rtvirt-probe's `explain::vcpu::HostRecorder`). When the guest's results come back, the host
+//! side of each explained sample (the vCPU thread's preemption, sleep, wake-up, host IRQs) is laid
+//! beside its guest causes on the host clock, and `--trace` writes one Perfetto trace with guest
+//! and host tracks.
+
+use rtvirt_model::results::Results;
+use rtvirt_probe::explain::vcpu::{HostRecorder, HostTrace};
+use rtvirt_vm::{measure, GuestConfig};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The guest's end of the clock line: the third serial port.
+pub const GUEST_CLOCK_DEVICE: &str = "/dev/ttyS2";
+/// Host ring buffer per CPU.
+const HOST_BUFFER_KB: u32 = 4096;
+
+/// The host side of one guest run; stopped when dropped.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<HostTrace, String>>>,
+}
+
+impl Watcher {
+    fn start(guest_dir: PathBuf, state_dir: PathBuf) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("rtvirt-vm-watch".into())
+            .spawn(move || watch(&guest_dir, &state_dir, &stopping))
+            .expect("spawn the host watcher");
+        Watcher { stop, thread: Some(thread) }
+    }
+
+    fn finish(mut self) -> Result<HostTrace, String> {
+        self.stop.store(true, Ordering::Release);
+        let thread = self.thread.take().expect("finished once");
+        thread.join().unwrap_or_else(|_| Err("the host watcher panicked".into()))
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Answer the clock line; trace the host from the first question until the guest ends.
+fn watch(guest_dir: &Path, state_dir: &Path, stop: &AtomicBool) -> Result<HostTrace, String> {
+    let line = rtvirt_vm::clock::connect(guest_dir).map_err(|e| e.to_string())?;
+    let mut recorder: Option<Result<HostRecorder, String>> = None;
+    rtvirt_vm::clock::serve(line, stop, |asked| {
+        if asked && recorder.is_none() {
+            recorder = Some(HostRecorder::start(state_dir, HOST_BUFFER_KB));
+        }
+        if let Some(Ok(r)) = recorder.as_mut() {
+            if let Err(e) = r.read() {
+                recorder = Some(Err(format!("reading the host trace failed: {e}")));
+            }
+        }
+    });
+    match recorder {
+        Some(Ok(r)) => Ok(r.finish()),
+        Some(Err(e)) => Err(e),
+        None => Err("the guest never asked the host's time (its clock line did not work)".into()),
+    }
+}
+
+/// Boot, measure with `--explain` while the host side is traced (the caller runs the host
+/// loads around it); the results with the host side merged into their `explain` section.
+pub fn measure_explained(
+    image: &rtvirt_vm::image::Image,
+    cfg: &GuestConfig,
+    args: &[String],
+) -> anyhow::Result<measure::Measured> {
+    let state_dir = rtvirt_host::journal::default_state_dir();
+    let outcome = measure::run_beside(image, cfg, args, |guest| Watcher::start(guest.dir().to_path_buf(), state_dir));
+    let (mut m, watcher) = outcome?;
+    merge(&mut m.results, watcher.finish());
+    Ok(m)
+}
+
+/// Lay the host side into the guest's explanation (or say why there is none).
+fn merge(results: &mut Results, host: Result<HostTrace, String>) {
+    let env = results.environment.clone().unwrap_or_default();
+    let Some(explain) = results.explain.as_mut() else { return };
+    match host {
+        Ok(trace) => {
+            let threads = env.vcpu_threads.unwrap_or_default();
+            trace.merge_into(explain, &threads, env.accel.as_deref().unwrap_or("?"));
+        }
+        Err(why) => explain.limitations.push(format!("host side not traced: {why}")),
+    }
+}
+
+/// `--trace` of one matrix cell: `path`, or with the cell's label before the extension when the
+/// matrix has several cells. A trace that cannot be written is said, the cell's results stand.
+pub fn write_cell_trace(results: &Results, path: &Path, several: bool) {
+    let Some(e) = &results.explain else { return };
+    let path = match (several, results.label.as_deref()) {
+        (true, Some(label)) => {
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let label = label.replace(['/', ':', '@', ',', '+'], "_");
+            path.with_file_name(format!("{stem}-{label}.json"))
+        }
+        _ => path.to_path_buf(),
+    };
+    let cpus: Vec<u32> = results.cpus.iter().map(|c| c.cpu).collect();
+    let duration = rtvirt_model::Nanos(results.duration_ns);
+    match crate::cmd::measure::explain::write_trace(e, &cpus, duration, &path) {
+        Ok(()) => eprintln!("vm: wrote trace {}", path.display()),
+        Err(err) => eprintln!("vm: warning: {err:#}"),
+    }
+}
