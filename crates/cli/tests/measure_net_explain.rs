@@ -125,10 +125,20 @@ fn a_server_explains_its_hosts_share_of_each_request() {
     let samples = v["explain"]["samples"].as_array().unwrap();
     assert!(answered >= 25);
     assert_eq!(samples.len() as u64, answered, "{}", v["explain"]["limitations"]);
+    // A real trace can miss an event of a request (seen once in a fresh-clone run: the socket
+    // enqueue of one request of 50); that request is then one `unexplained` segment naming what
+    // is missing, never dropped. Nearly every request must be explained in full.
+    let mut explained = 0;
     for s in samples {
-        assert_eq!(names(s), ["host_receive", "server", "host_send"], "{s}");
         assert_eq!(duration_sum(s), s["latency_ns"].as_u64().unwrap(), "{s}");
+        if names(s) == ["unexplained"] {
+            assert!(!s["segments"][0]["missing"].as_str().unwrap_or("").is_empty(), "says what is missing: {s}");
+            continue;
+        }
+        assert_eq!(names(s), ["host_receive", "server", "host_send"], "{s}");
         assert!(via(s, "host_receive").contains("netif_receive_skb lo"), "over loopback: {s}");
+        explained += 1;
     }
+    assert!(explained * 10 >= samples.len() * 9, "{explained} of {} explained in full", samples.len());
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
 }
