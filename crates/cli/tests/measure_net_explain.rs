@@ -77,9 +77,17 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
     assert!(!limits.contains("before the previous one"), "milestones in order within 1 us: {limits}");
     let veth = v["environment"]["container"]["veth"][1].as_str().unwrap().to_string();
     let bridge = v["environment"]["container"]["bridge"].as_str().unwrap().to_string();
+    // Every request is accounted; one whose trace misses an event is one `unexplained` segment
+    // naming it (as in the server test below); nearly all are explained segment by segment.
+    let mut explained = 0;
     for s in samples {
-        assert_eq!(names(s), CLIENT_PATH, "{s}");
         assert_eq!(duration_sum(s), s["latency_ns"].as_u64().unwrap(), "the segments add up to the round trip: {s}");
+        if names(s) == ["unexplained"] {
+            assert!(!s["segments"][0]["missing"].as_str().unwrap_or("").is_empty(), "says what is missing: {s}");
+            continue;
+        }
+        explained += 1;
+        assert_eq!(names(s), CLIENT_PATH, "{s}");
         let receive = via(s, "host_receive");
         assert!(receive.contains(&format!("netif_receive_skb {veth}")), "into the container's veth: {receive}");
         assert!(receive.contains("socket enqueue"), "{receive}");
@@ -93,7 +101,8 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
         .iter()
         .map(|s| (s["name"].as_str().unwrap(), s["requests"].as_u64().unwrap()))
         .collect();
-    assert_eq!(summary, CLIENT_PATH.map(|n| (n, responses)));
+    assert!(explained * 10 >= samples.len() * 9, "{explained} of {} explained in full", samples.len());
+    assert_eq!(summary, CLIENT_PATH.map(|n| (n, explained as u64)));
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
     assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before);
 }
