@@ -82,8 +82,7 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
     let mut explained = 0;
     for s in samples {
         assert_eq!(duration_sum(s), s["latency_ns"].as_u64().unwrap(), "the segments add up to the round trip: {s}");
-        if names(s) == ["unexplained"] {
-            assert!(!s["segments"][0]["missing"].as_str().unwrap_or("").is_empty(), "says what is missing: {s}");
+        if cut_short(s, &CLIENT_PATH) {
             continue;
         }
         explained += 1;
@@ -102,7 +101,10 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
         .map(|s| (s["name"].as_str().unwrap(), s["requests"].as_u64().unwrap()))
         .collect();
     assert!(explained * 10 >= samples.len() * 9, "{explained} of {} explained in full", samples.len());
-    assert_eq!(summary, CLIENT_PATH.map(|n| (n, explained as u64)));
+    for name in CLIENT_PATH {
+        let requests = summary.iter().find(|(n, _)| *n == name).map_or(0, |(_, r)| *r);
+        assert!(requests >= explained as u64 && requests <= responses, "{name}: {summary:?}");
+    }
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
     assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before);
 }
@@ -140,8 +142,7 @@ fn a_server_explains_its_hosts_share_of_each_request() {
     let mut explained = 0;
     for s in samples {
         assert_eq!(duration_sum(s), s["latency_ns"].as_u64().unwrap(), "{s}");
-        if names(s) == ["unexplained"] {
-            assert!(!s["segments"][0]["missing"].as_str().unwrap_or("").is_empty(), "says what is missing: {s}");
+        if cut_short(s, &["host_receive", "server", "host_send"]) {
             continue;
         }
         assert_eq!(names(s), ["host_receive", "server", "host_send"], "{s}");
@@ -150,4 +151,19 @@ fn a_server_explains_its_hosts_share_of_each_request() {
     }
     assert!(explained * 10 >= samples.len() * 9, "{explained} of {} explained in full", samples.len());
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
+}
+
+/// Whether a sample's path was cut short by a missing event: its segments are a prefix of `path`
+/// then one `unexplained` segment that says what is missing (the sample is still accounted).
+fn cut_short(sample: &Value, path: &[&str]) -> bool {
+    let names = names(sample);
+    let Some((last, before)) = names.split_last() else { return false };
+    if *last != "unexplained" {
+        return false;
+    }
+    assert!(path.starts_with(before), "a prefix of the path, then unexplained: {sample}");
+    let segments = sample["segments"].as_array().unwrap();
+    let missing = segments.last().unwrap()["missing"].as_str().unwrap_or("");
+    assert!(!missing.is_empty(), "says what is missing: {sample}");
+    true
 }
