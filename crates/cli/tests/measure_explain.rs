@@ -4,9 +4,11 @@
 //! revert` and by the next run.
 
 mod schema_support;
+mod tracefs_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tracefs_support::rtvirt_instances;
 
 fn rtvirt(state: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_STATE_DIR", state).args(args).output().expect("run rtvirt")
@@ -21,18 +23,6 @@ static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn instance_dir(pid: u32) -> Option<PathBuf> {
     rtvirt_os::tracefs::mounted_at().map(|root| root.join("instances").join(format!("rtvirt-{pid}")))
-}
-
-fn rtvirt_instances() -> Vec<String> {
-    let Some(root) = rtvirt_os::tracefs::mounted_at() else { return Vec::new() };
-    std::fs::read_dir(root.join("instances"))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("rtvirt-"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

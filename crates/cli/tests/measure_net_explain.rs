@@ -5,9 +5,11 @@
 //! output is valid against the results schema, and nothing stays enabled or mounted.
 
 mod schema_support;
+mod tracefs_support;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
+use tracefs_support::rtvirt_instances;
 
 fn rtvirt(state: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
@@ -22,18 +24,6 @@ fn is_root() -> bool {
 
 /// The tests mount and unmount tracefs: one at a time.
 static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn rtvirt_instances() -> Vec<String> {
-    let Some(root) = rtvirt_os::tracefs::mounted_at() else { return Vec::new() };
-    std::fs::read_dir(root.join("instances"))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("rtvirt-"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn json(out: &std::process::Output) -> Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
