@@ -7,6 +7,10 @@
 //! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
 //! - [`schedtest`]: exact EDF/FP schedulability on a supply.
 //! - [`interface`]: least-bandwidth interface per guest - Burns 2014 step 2.
+//! - [`mpr`]: the multiprocessor periodic resource `(Pi, Theta, m')` and its `m'` servers
+//!   (Shin, Easwaran & Lee 2008; Easwaran, Shin & Lee 2009).
+//! - [`gedf`]: global EDF on an MPR (Shin, Easwaran & Lee 2008 with Bertogna, Cirinei & Lipari 2005).
+//! - [`mpr_interface`]: least MPR interface of a guest scheduled globally over its vCPUs.
 //! - [`overhead`]: a host model's costs charged to the interfaces (Phan et al. 2013).
 //! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
@@ -29,8 +33,11 @@
 pub mod budgets;
 pub mod dbf;
 pub mod emit;
+pub mod gedf;
 pub mod gen;
 pub mod interface;
+pub mod mpr;
+pub mod mpr_interface;
 pub mod overhead;
 pub mod partition;
 pub mod planner;
