@@ -111,6 +111,7 @@ mod tests {
             rho: None,
             offset: Nanos::ZERO,
             exec,
+            vcpu: None,
         }
     }
 

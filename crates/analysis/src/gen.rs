@@ -8,7 +8,7 @@ use rand_pcg::Pcg64Mcg;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::sim::VcpuSpec;
 use rtvirt_model::scenario::{
-    assign_deadline_monotonic, Guest, GuestScheduler, HostSection, PeriodChoice, Scenario, Task,
+    assign_deadline_monotonic, Guest, GuestScheduler, HostSection, PeriodChoice, Placement, Scenario, Task, Vcpu,
 };
 use rtvirt_model::Nanos;
 
@@ -65,6 +65,7 @@ fn baker_task(rng: &mut Pcg64Mcg, name: String, spec: &BakerSpec) -> Task {
         rho: None,
         offset: Nanos::ZERO,
         exec: ExecModel::Normal { mean, sd: Nanos(wcet.0 / 6) },
+        vcpu: None,
     }
 }
 
@@ -78,13 +79,16 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
                 (0..spec.tasks_per_guest).map(|t| baker_task(&mut rng, format!("t{}", t + 1), spec)).collect();
             assign_deadline_monotonic(&mut tasks);
             let name = format!("vm{}", g + 1);
+            let sim = VcpuSpec::default_for(&name, g as u32 % spec.cores.max(1));
             Guest {
-                vcpu: VcpuSpec::default_for(&name, g as u32 % spec.cores.max(1)),
                 name,
                 scheduler: spec.scheduler,
                 server_periods: PeriodChoice::Default,
                 rho: spec.rho,
                 tasks,
+                placement: Placement::Partitioned,
+                spread: true,
+                vcpus: vec![Vcpu { id: 0, housekeeping: false, sim }],
             }
         })
         .collect();

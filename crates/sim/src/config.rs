@@ -59,7 +59,17 @@ impl SimConfig {
                     ),
                 )));
             }
-            let mut v = g.vcpu.clone();
+            if g.is_multi_vcpu() {
+                return Err(scenario.locate(InputError::field(
+                    format!("guest[{i}].vcpus"),
+                    format!(
+                        "guest \"{}\" has {} vCPUs: the simulator runs guests of one vCPU (expected vcpus = 1)",
+                        g.name,
+                        g.vcpus.len()
+                    ),
+                )));
+            }
+            let mut v = g.vcpus[0].sim.clone();
             if let Some(p) = plan {
                 v.thread = planned(p, &g.name, v.thread.name.clone())?;
             }
@@ -67,8 +77,7 @@ impl SimConfig {
         }
         let cfg = SimConfig { settings, vcpus, extra: scenario.sim.threads.clone() };
         if plan.is_some() {
-            let threads: Vec<&ThreadSpec> = cfg.threads().collect();
-            check_threads(&threads, cfg.vcpus.len(), cfg.settings.rt_throttle).map_err(|e| scenario.locate(e))?;
+            check_threads(&cfg.labelled_threads(), cfg.settings.rt_throttle).map_err(|e| scenario.locate(e))?;
         }
         Ok(cfg)
     }
@@ -76,6 +85,13 @@ impl SimConfig {
     /// Every thread's spec, vCPUs first (thread id = index).
     pub fn threads(&self) -> impl Iterator<Item = &ThreadSpec> {
         self.vcpus.iter().map(|v| &v.thread).chain(self.extra.iter().map(|e| &e.thread))
+    }
+
+    /// Every thread's spec with the scenario field its errors name.
+    fn labelled_threads(&self) -> Vec<(&ThreadSpec, String)> {
+        let vcpus = self.vcpus.iter().enumerate().map(|(i, v)| (&v.thread, format!("guest[{i}].vcpu")));
+        let extra = self.extra.iter().enumerate().map(|(i, e)| (&e.thread, format!("sim.thread[{i}].sched")));
+        vcpus.chain(extra).collect()
     }
 }
 

@@ -109,7 +109,7 @@ fn file_name(guest: &str, taken: &[EmittedFile]) -> String {
 }
 
 fn tune<'a>(scenario: &Scenario, plan: &Plan, guest: &'a GuestPlan, core: u32) -> Tune<'a> {
-    let rt = scenario.guest(&guest.name).and_then(|g| match g.vcpu.thread.policy {
+    let rt = scenario.guest(&guest.name).and_then(|g| match g.vcpus[0].sim.thread.policy {
         Policy::Rt { prio, rr_quantum: None } => Some(("fifo", prio)),
         Policy::Rt { prio, rr_quantum: Some(_) } => Some(("rr", prio)),
         _ => None,

@@ -11,6 +11,10 @@
 //! scheduler = "edf"             # or "fp"
 //! server_periods = ["5ms", "10ms"]   # or { min = "1ms", max = "10ms", step = "1ms" }
 //! rho = 0.9                     # optional
+//! vcpus = 1                     # optional, default 1
+//! placement = "partitioned"     # or "global": how the guest schedules its tasks over its vCPUs
+//! housekeeping = []             # vCPUs without real-time tasks: no reservation, only a core
+//! spread = true                 # the guest's vCPUs on distinct host cores (default)
 //!
 //! [[guest.task]]
 //! name = "t1"
@@ -18,6 +22,7 @@
 //! deadline = "8ms"              # optional, default = period
 //! wcet = "1ms"                  # with samples also "max" or "p99"
 //! exec = { dist = "normal", mean = "300us", sd = "166us" }
+//! vcpu = 0                      # partitioned guests: bind the task to vCPU 0 (else planned)
 //! ```
 
 pub mod net;
@@ -25,6 +30,7 @@ mod raw;
 pub mod sim;
 mod validate;
 mod validate_sim;
+mod validate_vcpus;
 
 use crate::duration::Nanos;
 use crate::error::InputError;
@@ -122,9 +128,56 @@ pub struct Guest {
     pub server_periods: PeriodChoice,
     pub rho: Option<f64>,
     pub tasks: Vec<Task>,
-    /// `[guest.vcpu]`: how the guest's vCPU thread runs on the simulated host.
+    /// How the guest schedules its tasks over its real-time vCPUs.
+    pub placement: Placement,
+    /// The guest's vCPUs may not share a host core (`spread`, default true).
+    pub spread: bool,
+    /// Its vCPUs, by id 0..n (`vcpus = n`, default 1).
+    pub vcpus: Vec<Vcpu>,
+}
+
+impl Guest {
+    /// The vCPUs that run real-time tasks (all but the housekeeping ones), by id.
+    pub fn rt_vcpus(&self) -> impl Iterator<Item = &Vcpu> {
+        self.vcpus.iter().filter(|v| !v.housekeeping)
+    }
+
+    /// More than one vCPU (housekeeping ones included).
+    pub fn is_multi_vcpu(&self) -> bool {
+        self.vcpus.len() > 1
+    }
+}
+
+/// How a guest with several vCPUs schedules its tasks over them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Each task bound to one vCPU (its `vcpu`, else the planner's choice), one scheduler per vCPU.
+    Partitioned,
+    /// One scheduler over all real-time vCPUs; tasks migrate between them.
+    Global,
+}
+
+impl Placement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Partitioned => "partitioned",
+            Placement::Global => "global",
+        }
+    }
+}
+
+/// One vCPU of a guest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Vcpu {
+    /// 0..n, as the guest numbers them.
+    pub id: u32,
+    /// Runs no real-time task: gets no reservation, only a core (`housekeeping = [id, ...]`).
+    pub housekeeping: bool,
+    /// `[guest.vcpu]`: how this vCPU's thread runs on the simulated host (the section applies to
+    /// every vCPU of the guest; the thread is named `<guest>/vcpu<id>`).
     #[serde(skip)]
-    pub vcpu: sim::VcpuSpec,
+    pub sim: sim::VcpuSpec,
 }
 
 /// Candidate server periods for a guest's interface.
@@ -184,6 +237,9 @@ pub struct Task {
     /// Release offset of the first job (simulation/measurement), default 0.
     pub offset: Nanos,
     pub exec: ExecModel,
+    /// The vCPU the task is bound to (`vcpu = k`, partitioned guests only); None: the planner
+    /// assigns it.
+    pub vcpu: Option<u32>,
 }
 
 impl Task {

@@ -37,7 +37,15 @@ pub(crate) struct RawGuest {
     pub rho: Option<f64>,
     #[serde(default, rename = "task")]
     pub tasks: Vec<RawTask>,
-    /// How the guest's vCPU thread runs in the simulated host (see `sim.rs`).
+    /// Number of vCPUs (default 1).
+    pub vcpus: Option<i64>,
+    /// "partitioned" (default) or "global": how the guest schedules its tasks over its vCPUs.
+    pub placement: Option<String>,
+    /// vCPUs that run no real-time task: no reservation, only a core.
+    pub housekeeping: Option<Vec<i64>>,
+    /// The guest's vCPUs on distinct host cores (default true).
+    pub spread: Option<bool>,
+    /// How the guest's vCPU threads run in the simulated host (see `sim.rs`).
     pub vcpu: Option<RawVcpu>,
 }
 
@@ -72,6 +80,8 @@ pub(crate) struct RawTask {
     pub rho: Option<f64>,
     pub offset: Option<Nanos>,
     pub exec: Option<RawExec>,
+    /// Partitioned guests: the vCPU this task is bound to (else the planner assigns one).
+    pub vcpu: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]

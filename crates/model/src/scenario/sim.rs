@@ -78,15 +78,24 @@ pub struct SimSection {
 }
 
 impl VcpuSpec {
-    /// The vCPU of a guest without `[guest.vcpu]`: SCHED_OTHER nice 0 on `core`.
+    /// vCPU 0 of a guest without `[guest.vcpu]`: SCHED_OTHER nice 0 on `core`.
     pub fn default_for(guest: &str, core: u32) -> VcpuSpec {
         VcpuSpec {
-            thread: ThreadSpec { name: format!("{guest}/vcpu0"), cores: vec![core], policy: Policy::Other { nice: 0 } },
+            thread: ThreadSpec {
+                name: vcpu_thread_name(guest, 0),
+                cores: vec![core],
+                policy: Policy::Other { nice: 0 },
+            },
             idle_poll: false,
             context_switch: 0,
             slowdown: 0.0,
         }
     }
+}
+
+/// The simulated host thread of a guest's vCPU `id`: `<guest>/vcpu<id>`.
+pub fn vcpu_thread_name(guest: &str, id: u32) -> String {
+    format!("{guest}/vcpu{id}")
 }
 
 /// How a host thread is scheduled.
@@ -219,18 +228,14 @@ pub struct Settings {
 }
 
 /// The rules that span host threads: affinities equal or disjoint, one scheduler family per
-/// cluster, SCHED_DEADLINE admission. `threads` are the guests' vCPUs (in guest order, the first
-/// `vcpus`) then the extra threads; `rt_throttle` is `[sim]`'s (rt_runtime, rt_period).
-pub fn check_threads(threads: &[&ThreadSpec], vcpus: usize, rt_throttle: Option<(u64, u64)>) -> Result<(), InputError> {
-    let field = |i: usize| {
-        if i < vcpus {
-            format!("guest[{i}].vcpu")
-        } else {
-            format!("sim.thread[{}].sched", i - vcpus)
-        }
-    };
-    check_clusters(threads, &field)?;
-    check_deadline_admission(threads, rt_throttle, &field)
+/// cluster, SCHED_DEADLINE admission. `threads` are the guests' vCPU threads and the extra
+/// threads, each with the field its errors name (`guest[1].vcpu`, `sim.thread[0].sched`);
+/// `rt_throttle` is `[sim]`'s (rt_runtime, rt_period).
+pub fn check_threads(threads: &[(&ThreadSpec, String)], rt_throttle: Option<(u64, u64)>) -> Result<(), InputError> {
+    let specs: Vec<&ThreadSpec> = threads.iter().map(|t| t.0).collect();
+    let field = |i: usize| threads[i].1.clone();
+    check_clusters(&specs, &field)?;
+    check_deadline_admission(&specs, rt_throttle, &field)
 }
 
 /// The kernel's SCHED_DEADLINE admission control: the reservations of a set of cores may not

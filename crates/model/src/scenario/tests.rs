@@ -160,10 +160,10 @@ fn sim_sections_are_checked_when_parsed() {
     assert!(s.sim.settings.abort_late);
     assert_eq!(s.sim.threads[0].thread.policy, sim::Policy::Rt { prio: 90, rr_quantum: None });
     assert_eq!(
-        s.guests[0].vcpu.thread.policy,
+        s.guests[0].vcpus[0].sim.thread.policy,
         sim::Policy::Deadline { runtime: 2_000_000, deadline: 10_000_000, period: 10_000_000 }
     );
-    assert_eq!(s.guests[0].vcpu.thread.cores, vec![0], "default core: guest index mod cores");
+    assert_eq!(s.guests[0].vcpus[0].sim.thread.cores, vec![0], "default core: guest index mod cores");
 }
 
 #[test]
@@ -301,4 +301,80 @@ fn simulator_timings_have_a_documented_minimum() {
                \"a\"\ncore = 1\npriority = 1\nrole = \"ping\"\npeer = \"b\"\n[[net.xen.domain]]\nname = \"b\"\ncore = \
                1\npriority = 2\nrole = \"echo\"\n";
     assert_eq!(err(xen).at.field.as_deref(), Some("net.xen.period"), "{}", err(xen));
+}
+
+/// Issue 18: a guest of three vCPUs, vCPU 0 housekeeping, one task bound to vCPU 2.
+const MULTI: &str = r#"
+[host]
+cores = 4
+
+[[guest]]
+name = "vran"
+scheduler = "edf"
+vcpus = 3
+housekeeping = [0]
+
+[[guest.task]]
+name = "a"
+period = "10ms"
+wcet = "1ms"
+vcpu = 2
+
+[[guest.task]]
+name = "b"
+period = "5ms"
+wcet = "1ms"
+"#;
+
+#[test]
+fn a_guest_has_one_rt_vcpu_by_default() {
+    let s = Scenario::from_toml(MINI, None).unwrap();
+    let g = &s.guests[0];
+    assert_eq!((g.vcpus.len(), g.placement, g.spread), (1, Placement::Partitioned, true));
+    assert!(!g.is_multi_vcpu() && !g.vcpus[0].housekeeping);
+    assert_eq!(g.vcpus[0].sim.thread.name, "vm1/vcpu0");
+    assert!(g.tasks.iter().all(|t| t.vcpu.is_none()));
+}
+
+#[test]
+fn vcpus_housekeeping_and_task_binding_are_read() {
+    let s = Scenario::from_toml(MULTI, None).unwrap();
+    let g = &s.guests[0];
+    assert_eq!(g.vcpus.iter().map(|v| v.id).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(g.rt_vcpus().map(|v| v.id).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!((g.tasks[0].vcpu, g.tasks[1].vcpu), (Some(2), None));
+    // one simulated host thread per vCPU, on distinct default cores
+    let threads: Vec<(&str, &[u32])> =
+        g.vcpus.iter().map(|v| (v.sim.thread.name.as_str(), v.sim.thread.cores.as_slice())).collect();
+    assert_eq!(threads, vec![("vran/vcpu0", &[0][..]), ("vran/vcpu1", &[1][..]), ("vran/vcpu2", &[2][..])]);
+    let global = MULTI.replace("vcpu = 2\n", "").replace("vcpus = 3", "vcpus = 3\nplacement = \"global\"");
+    assert_eq!(Scenario::from_toml(&global, None).unwrap().guests[0].placement, Placement::Global);
+    let shared = MULTI.replace("housekeeping = [0]", "housekeeping = [0]\nspread = false\n[guest.vcpu]\ncore = 3");
+    let g = &Scenario::from_toml(&shared, None).unwrap().guests[0];
+    assert!(!g.spread && g.vcpus.iter().all(|v| v.sim.thread.cores == [3]));
+}
+
+#[test]
+fn vcpu_errors_are_located() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("vcpus = 3", "vcpus = 0", "guest[0].vcpus", "at least 1"),
+        ("vcpus = 3", "vcpus = 5", "guest[0].vcpus", "more than the host's 4 cores"),
+        ("vcpu = 2", "vcpu = 3", "guest[0].task[0].vcpu", "vCPU 3 does not exist"),
+        ("vcpu = 2", "vcpu = -1", "guest[0].task[0].vcpu", "vCPU -1 does not exist"),
+        ("vcpu = 2", "vcpu = 0", "guest[0].task[0].vcpu", "housekeeping vCPU"),
+        ("housekeeping = [0]", "housekeeping = [0, 0]", "guest[0].housekeeping[1]", "listed twice"),
+        ("housekeeping = [0]", "housekeeping = [7]", "guest[0].housekeeping[0]", "does not exist"),
+        ("housekeeping = [0]", "housekeeping = [0, 1, 2]", "guest[0].housekeeping", "at least one vCPU"),
+        ("vcpus = 3", "vcpus = 3\nplacement = \"mixed\"", "guest[0].placement", "\"partitioned\" or \"global\""),
+        ("vcpus = 3", "vcpus = 3\nplacement = \"global\"", "guest[0].task[0].vcpu", "placement = \"partitioned\""),
+        ("vcpus = 3", "vcpus = \"three\"", "guest[0].vcpus", "expected i64"),
+    ];
+    for (from, to, field, words) in cases {
+        let src = MULTI.replacen(from, to, 1);
+        assert_ne!(src, MULTI, "{from} not found");
+        let e = err(&src);
+        assert_eq!(e.at.field.as_deref(), Some(*field), "{e}");
+        assert!(e.message.contains(words), "{e}");
+        assert!(e.at.line_col.is_some(), "no line for {e}");
+    }
 }

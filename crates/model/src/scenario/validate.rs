@@ -24,9 +24,13 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scena
         }
         guests.push(guest(g, i, &host, &sim, base).map_err(|e| e.under(&at))?);
     }
-    let threads: Vec<&sim::ThreadSpec> =
-        guests.iter().map(|g| &g.vcpu.thread).chain(sim.threads.iter().map(|t| &t.thread)).collect();
-    sim::check_threads(&threads, guests.len(), sim.settings.rt_throttle)?;
+    let threads: Vec<(&sim::ThreadSpec, String)> = guests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.vcpus.iter().map(move |v| (&v.sim.thread, format!("guest[{i}].vcpu"))))
+        .chain(sim.threads.iter().enumerate().map(|(i, t)| (&t.thread, format!("sim.thread[{i}].sched"))))
+        .collect();
+    sim::check_threads(&threads, sim.settings.rt_throttle)?;
     let net = raw.net.map(|n| n.validate(host.cores)).transpose()?;
     let name = raw.name.unwrap_or_else(|| {
         source
@@ -73,6 +77,7 @@ fn guest(guest: RawGuest, index: usize, host: &HostSection, sim: &sim::SimSectio
         other => return Err(InputError::field("scheduler", format!("\"{other}\": expected \"edf\" or \"fp\""))),
     };
     let rho = check_rho(guest.rho, "rho")?;
+    let shape = validate_vcpus::guest_vcpus(&guest, host)?;
     let server_periods = periods(guest.server_periods).map_err(|e| e.under("server_periods"))?;
     let mut names = HashSet::new();
     let mut tasks = Vec::with_capacity(guest.tasks.len());
@@ -84,11 +89,27 @@ fn guest(guest: RawGuest, index: usize, host: &HostSection, sim: &sim::SimSectio
                 format!("duplicate task name \"{}\" in this guest", t.name),
             ));
         }
-        tasks.push(task(t, scheduler, base).map_err(|e| e.under(&at))?);
+        let vcpu = validate_vcpus::task_vcpu(t.vcpu, &shape).map_err(|e| e.under(&at))?;
+        tasks.push(Task { vcpu, ..task(t, scheduler, base).map_err(|e| e.under(&at))? });
     }
     assign_priorities(&mut tasks, scheduler)?;
-    let vcpu = validate_sim::guest_vcpu(guest.vcpu.as_ref(), &guest.name, index, host.cores, sim)?;
-    Ok(Guest { name: guest.name, scheduler, server_periods, rho, tasks, vcpu })
+    let threads = validate_sim::guest_vcpus(guest.vcpu.as_ref(), &guest.name, index, shape.count, host.cores, sim)?;
+    let vcpus = threads
+        .into_iter()
+        .zip(&shape.housekeeping)
+        .enumerate()
+        .map(|(id, (sim, &housekeeping))| Vcpu { id: id as u32, housekeeping, sim })
+        .collect();
+    Ok(Guest {
+        name: guest.name,
+        scheduler,
+        server_periods,
+        rho,
+        tasks,
+        placement: shape.placement,
+        spread: shape.spread,
+        vcpus,
+    })
 }
 
 fn periods(periods: Option<RawPeriods>) -> R<PeriodChoice> {
@@ -176,6 +197,7 @@ fn task(task: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         rho: check_rho(task.rho, "rho")?,
         offset,
         exec,
+        vcpu: None,
     })
 }
 

@@ -29,18 +29,30 @@ pub(super) fn section(raw: &RawSim, cores: u32) -> R<SimSection> {
     Ok(SimSection { settings, guest_slowdown, threads })
 }
 
-/// `[guest.vcpu]` of guest `index` (default: SCHED_OTHER nice 0 on core `index % cores`), with
+/// `[guest.vcpu]` of guest `index` as the threads of its `count` vCPUs (default: SCHED_OTHER nice
+/// 0, vCPU k on core `(index + k) % cores`; a given `core`/`cores` holds for every vCPU), with
 /// `[sim] guest_slowdown` as the default slowdown. Field paths are relative to the guest.
-pub(super) fn guest_vcpu(
+pub(super) fn guest_vcpus(
     raw: Option<&RawVcpu>,
     guest: &str,
     index: usize,
+    count: u32,
     cores: u32,
     sim: &SimSection,
-) -> R<VcpuSpec> {
+) -> R<Vec<VcpuSpec>> {
     let raw = raw.cloned().unwrap_or_default();
-    let default_core = (index as u64 % cores as u64) as u32;
-    vcpu(&raw, guest, default_core, cores, sim.guest_slowdown).map_err(|e| e.under("vcpu"))
+    let default_core = |id: u32| ((index as u64 + id as u64) % cores as u64) as u32;
+    let first = vcpu(&raw, guest, default_core(0), cores, sim.guest_slowdown).map_err(|e| e.under("vcpu"))?;
+    let affinity_given = raw.core.is_some() || raw.cores.is_some();
+    let other = |id: u32| {
+        let mut spec = first.clone();
+        spec.thread.name = vcpu_thread_name(guest, id);
+        if !affinity_given {
+            spec.thread.cores = vec![default_core(id)];
+        }
+        spec
+    };
+    Ok(std::iter::once(first.clone()).chain((1..count).map(other)).collect())
 }
 
 fn settings(raw: &RawSim) -> R<Settings> {
@@ -114,7 +126,7 @@ fn vcpu(raw: &RawVcpu, guest: &str, default_core: u32, cores: u32, default_slowd
         Some("poll") => true,
         Some(o) => return Err(InputError::field("idle", format!("\"{o}\": expected \"halt\" or \"poll\""))),
     };
-    let thread = thread_spec(raw, format!("{guest}/vcpu0"), default_core, cores)?;
+    let thread = thread_spec(raw, vcpu_thread_name(guest, 0), default_core, cores)?;
     let slowdown = match raw.slowdown {
         None => default_slowdown,
         given => slowdown(given, "slowdown")?,
