@@ -62,6 +62,12 @@ pub enum Family {
     /// ([`crate::overhead::Overheads::supply_delay`], shorter for a larger `Theta`), and at most
     /// `Pi - per_period` of it usable (the server pays `per_period` out of its budget).
     Delayed(crate::overhead::Overheads),
+    /// An EDP as the tasks see it on a host with overheads: the reservation deployed is
+    /// `(Pi, Theta + o, Delta)` with the deadline `Delta` given (Some) or at the deployed budget
+    /// `Theta + o` (None, the most supply for that budget); the tasks get `Theta` of it within
+    /// `Delta`, delayed like [`Family::Delayed`]. `sbf_EDP(t - delay)` is the EDP formula with
+    /// `Delta + delay`; the delay shrinks as `Theta` grows, so sbf stays non-decreasing in `Theta`.
+    DelayedEdp(crate::overhead::Overheads, Option<u64>),
 }
 
 impl Family {
@@ -76,13 +82,19 @@ impl Family {
                 let delay = o.supply_delay(period, theta).min(crate::dbf::TIME_CAP);
                 Edp { period, budget: theta, deadline: period.saturating_add(delay) }
             }
+            Family::DelayedEdp(o, deadline) => {
+                let delay = o.supply_delay(period, theta).min(crate::dbf::TIME_CAP);
+                let deployed = deadline.unwrap_or(theta.saturating_add(o.per_period));
+                Edp { period, budget: theta, deadline: deployed.saturating_add(delay) }
+            }
         }
     }
     /// Largest budget of the family for this period.
     fn max_budget(self, period: u64) -> u64 {
         match self {
             Family::EdpDeadline(d) => d.min(period),
-            Family::Delayed(o) => period.saturating_sub(o.per_period),
+            Family::Delayed(o) | Family::DelayedEdp(o, None) => period.saturating_sub(o.per_period),
+            Family::DelayedEdp(o, Some(d)) => d.min(period).saturating_sub(o.per_period),
             _ => period,
         }
     }
@@ -249,10 +261,16 @@ pub fn min_budget_in(tasks: &[Sporadic], sched: GuestScheduler, model: Family, p
 /// `Theta` (Easwaran et al. 2007; sbf is non-increasing in `Delta`, so bisection is exact).
 /// Assumes `Delta = Theta` is schedulable.
 pub fn max_deadline(demand: &mut Demand, period: u64, budget: u64) -> u64 {
-    let (mut lo, mut hi) = (budget.max(1).min(period), period);
+    largest_deadline(demand, period, budget.max(1).min(period), |deadline| Edp { period, budget, deadline })
+}
+
+/// Largest deployed deadline in `[lo, Pi]` whose supply `supply(Delta)` keeps the guest
+/// schedulable (sbf non-increasing in `Delta`: bisection); assumes `lo` is schedulable.
+fn largest_deadline(demand: &mut Demand, period: u64, lo: u64, supply: impl Fn(u64) -> Edp) -> u64 {
+    let (mut lo, mut hi) = (lo, period);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if demand.schedulable(&Edp { period, budget, deadline: mid }) {
+        if demand.schedulable(&supply(mid)) {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -310,6 +328,50 @@ pub fn best_interface_with_overheads(
     let o = overheads.per_period;
     let (period, budget) = least_bandwidth(demand, candidates, o, |_| Family::Delayed(*overheads))?;
     Some(Interface { period, budget, deadline: period })
+}
+
+/// The EDP interface of least deployed bandwidth on a host with overheads: per candidate period
+/// the least usable budget with the deployed deadline at the deployed budget
+/// ([`Family::DelayedEdp`]), then the largest deployed deadline that keeps that budget (as
+/// [`best_interface_for`] does without overheads). The demand's tasks carry the per-job overhead.
+pub fn best_edp_with_overheads(
+    demand: &mut Demand,
+    candidates: &[u64],
+    overheads: &crate::overhead::Overheads,
+) -> Option<Interface> {
+    let o = *overheads;
+    let (period, budget) = least_bandwidth(demand, candidates, o.per_period, |_| Family::DelayedEdp(o, None))?;
+    let usable = budget - o.per_period;
+    let deadline = largest_deadline(demand, period, budget, |d| Family::DelayedEdp(o, Some(d)).supply(period, usable));
+    Some(Interface { period, budget, deadline })
+}
+
+/// [`edp_menu`] on a host with overheads: for deployed deadlines `Pi k / 8` above the last one,
+/// the least deployed budget with that deadline ([`Family::DelayedEdp`]), and the largest
+/// deadline that keeps it; only alternatives that buy a larger deadline are kept.
+pub fn edp_menu_with_overheads(
+    demand: &mut Demand,
+    best: Interface,
+    overheads: &crate::overhead::Overheads,
+) -> Vec<Interface> {
+    let (o, period) = (*overheads, best.period);
+    let mut menu = vec![best];
+    for k in 1..=EDP_MENU_STEPS {
+        let deadline = period * k / EDP_MENU_STEPS;
+        let last = menu[menu.len() - 1];
+        if deadline <= last.deadline {
+            continue;
+        }
+        if let Some(usable) = demand.min_budget(Family::DelayedEdp(o, Some(deadline)), period) {
+            let budget = usable + o.per_period;
+            let d =
+                largest_deadline(demand, period, deadline, |d| Family::DelayedEdp(o, Some(d)).supply(period, usable));
+            if d > last.deadline {
+                menu.push(Interface { period, budget, deadline: d });
+            }
+        }
+    }
+    menu
 }
 
 /// Whether any candidate period admits a PRM interface on a host with overheads: the supply at

@@ -81,20 +81,56 @@ impl Overheads {
     }
 }
 
+/// The guests of a plan made *without* overheads that a host enforcing `o.overrun` late (a tick)
+/// starves: an overrun of up to `o.overrun` is paid back over `ceil(overrun / Theta)` periods
+/// with no supply, and where that blackout reaches the guest's shortest task deadline a job
+/// released into it misses whatever the analysis said. One sentence per such guest (empty when
+/// the plan was made with overheads, or the host enforces exactly).
+pub fn payback_warnings(plan: &rtvirt_model::plan::Plan, o: &Overheads) -> Vec<String> {
+    if plan.settings.overheads.is_some() || o.overrun == 0 {
+        return vec![];
+    }
+    plan.guests
+        .iter()
+        .filter(|g| g.core.is_some())
+        .filter_map(|g| {
+            let blackout = o.payback(g.period_ns, g.budget_ns);
+            let shortest = g.tasks.iter().map(|t| t.deadline_ns).min()?;
+            (blackout >= shortest).then(|| {
+                format!(
+                    "guest \"{}\": budget {} every {}, planned without a host model; enforcement {} late lets it \
+                     overrun by up to that, paid back over {} periods ({} with no supply), not shorter than its \
+                     shortest task deadline ({}): its jobs can miss; plan with --host-model (or enable HRTICK)",
+                    g.name,
+                    rtvirt_model::Nanos(g.budget_ns),
+                    rtvirt_model::Nanos(g.period_ns),
+                    rtvirt_model::Nanos(o.overrun),
+                    o.overrun.div_ceil(g.budget_ns.max(1)),
+                    rtvirt_model::Nanos(blackout),
+                    rtvirt_model::Nanos(shortest)
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dbf::{hyperperiod, Sporadic};
-    use crate::interface::{best_interface_with_overheads, has_interface_with_overheads, Demand};
+    use crate::interface::{
+        best_edp_with_overheads, best_interface_with_overheads, edp_menu_with_overheads, has_interface_with_overheads,
+        Demand,
+    };
     use crate::sbf::{Edp, Supply};
     use crate::schedtest::strategies::taskset;
     use proptest::prelude::*;
     use rtvirt_model::scenario::GuestScheduler;
 
-    /// The least supply with overheads, straight from the definitions: the PRM `(Pi, usable)`
-    /// blacked out for the enforcement pay-back, `ceil(overrun / usable)` whole periods (not the
-    /// release jitter: the oracle's demand has it).
-    fn supply(period: u64, usable: u64, o: &Overheads, t: u64) -> u64 {
+    /// The least supply with overheads, straight from the definitions: the EDP `(Pi, usable,
+    /// deadline)` (a PRM when `deadline = Pi`) blacked out for the enforcement pay-back,
+    /// `ceil(overrun / usable)` whole periods (not the release jitter: the oracle's demand has it).
+    fn supply(period: u64, usable: u64, deadline: u64, o: &Overheads, t: u64) -> u64 {
         if usable == 0 {
             return 0;
         }
@@ -102,7 +138,7 @@ mod tests {
         if t < payback {
             return 0;
         }
-        Edp::prm(period, usable).sbf(t - payback)
+        Edp { period, budget: usable, deadline }.sbf(t - payback)
     }
 
     /// EDF demand with release jitter J (Spuri 1996) and per-job overhead, job by job.
@@ -118,28 +154,44 @@ mod tests {
 
     /// FP with jitter: task i (index = priority order) meets its deadline iff some t in
     /// (0, D_i - J] has c_i + sum_{j<i} ceil((t + J) / T_j) c_j <= sbf(t).
-    fn fp_ok(tasks: &[Sporadic], o: &Overheads, period: u64, usable: u64) -> bool {
+    fn fp_ok(tasks: &[Sporadic], o: &Overheads, period: u64, usable: u64, deadline: u64) -> bool {
         (0..tasks.len()).all(|i| {
             let d = tasks[i].d.saturating_sub(o.release_jitter);
             (1..=d).any(|t| {
                 let hp: u64 = tasks[..i].iter().map(|k| (t + o.release_jitter).div_ceil(k.t) * (k.c + o.per_job)).sum();
-                tasks[i].c + o.per_job + hp <= supply(period, usable, o, t)
+                tasks[i].c + o.per_job + hp <= supply(period, usable, deadline, o, t)
             })
         })
+    }
+
+    /// The tasks meet every deadline on the supply of usable budget `usable` within deployed
+    /// deadline `deadline`, checked at every integer t far past 2 LCM.
+    fn ok(tasks: &[Sporadic], sched: GuestScheduler, o: &Overheads, period: u64, usable: u64, deadline: u64) -> bool {
+        match sched {
+            GuestScheduler::Edf => {
+                let delay = o.release_jitter + o.overrun.div_ceil(usable.max(1)) * period;
+                let horizon = 4 * hyperperiod(tasks) + 4 * (delay + period);
+                (0..=horizon).all(|t| dbf_jitter(tasks, o, t) <= supply(period, usable, deadline, o, t))
+            }
+            GuestScheduler::Fp => fp_ok(tasks, o, period, usable, deadline),
+        }
     }
 
     /// Least deployed budget by scanning every budget and every integer t far past 2 LCM.
     fn oracle(tasks: &[Sporadic], sched: GuestScheduler, o: &Overheads, period: u64) -> Option<u64> {
         (0..=period.checked_sub(o.per_period)?)
-            .find(|&usable| match sched {
-                GuestScheduler::Edf => {
-                    let delay = o.release_jitter + o.overrun.div_ceil(usable.max(1)) * period;
-                    let horizon = 4 * hyperperiod(tasks) + 4 * (delay + period);
-                    (0..=horizon).all(|t| dbf_jitter(tasks, o, t) <= supply(period, usable, o, t))
-                }
-                GuestScheduler::Fp => fp_ok(tasks, o, period, usable),
-            })
+            .find(|&usable| ok(tasks, sched, o, period, usable, period))
             .map(|usable| usable + o.per_period)
+    }
+
+    /// EDP: the least deployed budget with the deadline at it, then the largest deployed
+    /// deadline that keeps it, by scanning every budget and every deadline.
+    fn oracle_edp(tasks: &[Sporadic], sched: GuestScheduler, o: &Overheads, period: u64) -> Option<(u64, u64)> {
+        let usable =
+            (0..=period.checked_sub(o.per_period)?).find(|&u| ok(tasks, sched, o, period, u, u + o.per_period))?;
+        let budget = usable + o.per_period;
+        let deadline = (budget..=period).rev().find(|&d| ok(tasks, sched, o, period, usable, d))?;
+        Some((budget, deadline))
     }
 
     fn overheads() -> impl Strategy<Value = Overheads> {
@@ -169,6 +221,27 @@ mod tests {
         }
 
         #[test]
+        fn edp_with_overheads_is_the_brute_force_one(
+            tasks in taskset(), o in overheads(), period in 1u64..7, fp in any::<bool>()
+        ) {
+            let sched = if fp { GuestScheduler::Fp } else { GuestScheduler::Edf };
+            let inflated: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.c + o.per_job, ..*t }).collect();
+            let mut demand = Demand::new(&inflated, sched);
+            let got = best_edp_with_overheads(&mut demand, &[period], &o).map(|i| (i.budget, i.deadline));
+            prop_assert_eq!(got, oracle_edp(&tasks, sched, &o, period), "tasks {:?} overheads {:?} period {}", tasks, o, period);
+            // every alternative of the menu is schedulable, buys a larger deadline with more budget
+            if let Some(best) = best_edp_with_overheads(&mut demand, &[period], &o) {
+                let menu = edp_menu_with_overheads(&mut demand, best, &o);
+                for w in menu.windows(2) {
+                    prop_assert!(w[1].budget > w[0].budget && w[1].deadline > w[0].deadline, "{:?}", menu);
+                }
+                for i in &menu {
+                    prop_assert!(ok(&tasks, sched, &o, period, i.budget - o.per_period, i.deadline), "{:?}", i);
+                }
+            }
+        }
+
+        #[test]
         fn chosen_period_with_overheads_has_least_deployed_bandwidth(
             tasks in taskset(), o in overheads(), periods in prop::collection::vec(1u64..8, 1..4), fp in any::<bool>()
         ) {
@@ -190,6 +263,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_plan_without_overheads_warns_where_a_tick_overrun_outlasts_a_deadline() {
+        // 1 ms of work every 50 ms: the least PRM budget at the 1 ms period is ~21 us, and a 4 ms
+        // tick's overrun is paid back over ~190 periods - longer than the 50 ms deadline
+        let s = rtvirt_model::scenario::Scenario::from_toml(
+            "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \"t\"\n\
+             period = \"50ms\"\nwcet = \"1ms\"\n",
+            None,
+        )
+        .unwrap();
+        let plain = crate::planner::plan_at(&s, &Default::default(), None).plan;
+        let tick = Overheads { overrun: 4_000_000, tick: true, ..Default::default() };
+        let w = payback_warnings(&plain, &tick);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("guest \"g\"") && w[0].contains("plan with --host-model"), "{}", w[0]);
+        assert!(payback_warnings(&plain, &Overheads::default()).is_empty());
+        // a 100 us overrun is paid back within 5 periods: no warning
+        assert!(payback_warnings(&plain, &Overheads { overrun: 100_000, ..tick }).is_empty());
+        // planned with the host's overheads: the pay-back is in the analysis
+        let options = crate::planner::PlanOptions { overheads: Some(tick), ..Default::default() };
+        let aware = crate::planner::plan_at(&s, &options, None).plan;
+        assert!(aware.feasible);
+        assert!(payback_warnings(&aware, &tick).is_empty());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use crate::budgets::{effective_rho, task_budget, BudgetMethod, TaskBudget};
 use crate::dbf::{Sporadic, MAX_CHECK_POINTS};
 use crate::interface::{
-    best_interface_for, best_interface_with_overheads, edp_menu, has_interface_with_overheads, Demand, Interface, Model,
+    best_edp_with_overheads, best_interface_for, best_interface_with_overheads, edp_menu, edp_menu_with_overheads,
+    has_interface_with_overheads, Demand, Interface, Model,
 };
 use crate::overhead::Overheads;
 use crate::partition::{partition, Heuristic};
@@ -27,7 +28,7 @@ pub struct PlanOptions {
     /// Per-core bandwidth cap and why it is the one used; None: the scenario's
     /// `host.bandwidth_cap` (as written, else its default).
     pub bandwidth_cap: Option<BandwidthCap>,
-    /// A host model's costs, charged to every interface (`--host-model`; PRM only).
+    /// A host model's costs, charged to every interface (`--host-model`).
     pub overheads: Option<Overheads>,
 }
 
@@ -88,7 +89,7 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
     let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
     if let Some(overheads) = &o.overheads {
-        return analyse_with_overheads(tasks, g.scheduler, &candidates, overheads, budgets);
+        return analyse_with_overheads(tasks, g.scheduler, o.model, &candidates, overheads, budgets);
     }
     let mut demand = Demand::new(&tasks, g.scheduler);
     let interface = best_interface_for(&mut demand, o.model, &candidates);
@@ -121,11 +122,12 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
 }
 
 /// A guest on a host with overheads ([`crate::overhead`]): jobs inflated by the per-job cost,
-/// the PRM interface of least deployed bandwidth on the delayed supply; and, for comparison, the
-/// least interface without overheads.
+/// the interface of least deployed bandwidth on the delayed supply (EDP: with its menu of larger
+/// deadlines); and, for comparison, the least interface without overheads.
 fn analyse_with_overheads(
     tasks: Vec<Sporadic>,
     sched: GuestScheduler,
+    model: Model,
     candidates: &[u64],
     overheads: &Overheads,
     budgets: Vec<TaskBudget>,
@@ -134,25 +136,25 @@ fn analyse_with_overheads(
         tasks.iter().map(|t| Sporadic { c: t.c.saturating_add(overheads.per_job), ..*t }).collect();
     let mut demand = Demand::new(&inflated, sched);
     // an infeasible guest is proven so by one test per period, not a least-budget search each
-    let interface = has_interface_with_overheads(&mut demand, candidates, overheads)
-        .then(|| best_interface_with_overheads(&mut demand, candidates, overheads))
-        .flatten();
+    let best = |demand: &mut Demand| match model {
+        Model::Prm => best_interface_with_overheads(demand, candidates, overheads),
+        Model::Edp => best_edp_with_overheads(demand, candidates, overheads),
+    };
+    let interface =
+        has_interface_with_overheads(&mut demand, candidates, overheads).then(|| best(&mut demand)).flatten();
+    let menu = match (interface, model) {
+        (Some(i), Model::Edp) => edp_menu_with_overheads(&mut demand, i, overheads),
+        (i, _) => i.into_iter().collect(),
+    };
     let too_large = demand.too_large();
     let mut free_demand = Demand::new(&tasks, sched);
-    let overhead_free = best_interface_for(&mut free_demand, Model::Prm, candidates);
+    let overhead_free = best_interface_for(&mut free_demand, model, candidates);
     let utilisation = crate::dbf::utilisation(&inflated);
     let interface = interface.filter(|_| !too_large);
+    let menu = if too_large { vec![] } else { menu };
     let overhead_reason = (interface.is_none() && overhead_free.is_some() && !too_large)
         .then(|| overhead_term(&tasks, sched, candidates, overheads, overhead_free.map(|f| f.period)));
-    GuestAnalysis {
-        budgets,
-        interface,
-        menu: interface.into_iter().collect(),
-        utilisation,
-        too_large,
-        overhead_free,
-        overhead_reason,
-    }
+    GuestAnalysis { budgets, interface, menu, utilisation, too_large, overhead_free, overhead_reason }
 }
 
 /// A host model whose costs exceed a period of some guest - the per-server-period cost at least
@@ -322,7 +324,7 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
     }
 }
 
-fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic) -> String {
+fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic, overrun: u64) -> String {
     if analysis.too_large {
         return format!(
             "too large to analyse exactly: its task periods and deadlines need more than {MAX_CHECK_POINTS} check \
@@ -346,9 +348,14 @@ fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic)
             format!("its server needs bandwidth {:.4}{free}, above the per-core cap {cap}", i.bandwidth())
         }
         Some(i) => format!(
-            "its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({})",
+            "its server (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({}){}",
             i.bandwidth(),
-            h.as_str()
+            h.as_str(),
+            if overrun > 0 {
+                format!(", each other server of a core charged one enforcement overrun ({overrun} ns)")
+            } else {
+                String::new()
+            }
         ),
     }
 }
@@ -407,7 +414,8 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
     let analyses: Vec<GuestAnalysis> =
         scenario.guests.par_iter().map(|g| analyse_guest(g, options, uniform_rho)).collect();
     let servers: Vec<Vec<Interface>> = analyses.iter().map(|a| a.menu.clone()).collect();
-    let placed = partition(&servers, cores, cap, options.heuristic);
+    let overrun = options.overheads.map_or(0, |o| o.overrun);
+    let placed = partition(&servers, cores, cap, options.heuristic, overrun);
     let guests: Vec<GuestPlan> = scenario
         .guests
         .iter()
@@ -423,7 +431,7 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
         .filter(|(_, c)| c.is_none())
         .map(|((g, a), _)| Unplaced {
             name: g.name.clone(),
-            reason: unplaced_reason(a, cap, cores, options.heuristic),
+            reason: unplaced_reason(a, cap, cores, options.heuristic, overrun),
             too_large: a.too_large,
         })
         .collect();

@@ -463,9 +463,15 @@ fn host_model_overheads_are_charged_and_shown() {
         table.lines().skip_while(|l| !l.starts_with("without the host's overheads")).find(|l| l.starts_with("vm1"));
     assert!(free_row.is_some_and(|r| r.contains("100us")) && table.contains("host overheads charged"), "{table}");
 
-    let o = rtvirt(&["plan", &s, "--host-model", &hm, "--model", "edp"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--host-model"), "{}", stderr(&o));
+    // EDP with the same host model: a deadline within the period, the per-period cost paid too
+    let (edp, o) = plan_json(&[&s, "--host-model", &hm, "--model", "edp"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = &edp["guests"][0];
+    assert_eq!(e["model"], "edp");
+    let (budget, deadline, period) =
+        (e["budget_ns"].as_u64().unwrap(), e["deadline_ns"].as_u64().unwrap(), e["period_ns"].as_u64().unwrap());
+    assert!(budget <= deadline && deadline <= period && period > 100_000, "{e}");
+    assert!(edp["settings"]["overheads"].as_str().unwrap().contains("per server period 50000 ns"), "{edp}");
 
     let late = write(
         &dir,

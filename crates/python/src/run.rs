@@ -28,7 +28,7 @@ use std::path::PathBuf;
 ///     (explicit-deadline periodic, Easwaran et al. 2007).
 /// heuristic: how servers are packed onto cores: "bfd", "ffd", "wfd", "bf", "ff".
 /// host_model: path of an `rtvirt.hostmodel/v1` file (`rtvirt host calibrate`): its kernel limits
-///     give the per-core cap and its costs are charged to every interface (PRM only).
+///     give the per-core cap and its costs are charged to every interface (PRM or EDP).
 /// cores: number of host cores (overrides the scenario's host.cores).
 /// budget: "cantelli" (default) or "quantile" (the rho-quantile of a task's samples).
 ///
@@ -51,12 +51,6 @@ pub fn plan(
     check_plannable(s).map_err(|e| to_py(s.locate(e)))?;
     let host = host_model.as_deref().map(HostModel::from_file).transpose().map_err(to_py)?;
     let mut options = options(rho, model, heuristic, cores, budget).map_err(to_py)?;
-    if host.is_some() && options.model == Model::Edp {
-        return Err(to_py(InputError::field(
-            "host_model",
-            "overhead-aware planning computes PRM interfaces only: use model=\"prm\" (the default) with host_model",
-        )));
-    }
     options.bandwidth_cap = Some(bandwidth_cap(s, host.as_ref()));
     options.overheads = host.as_ref().map(Overheads::of);
     let planned = py.detach(|| plan_scenario(s, &options));

@@ -205,15 +205,6 @@ fn load(args: &PlanArgs) -> Result<Scenario, InputError> {
 pub fn run(args: PlanArgs) -> CmdResult {
     let s = load(&args)?;
     let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
-    if host.is_some() && args.model == ModelArg::Edp {
-        return Err(InputError::field(
-            "--host-model",
-            "overhead-aware planning computes PRM interfaces only: use --model prm (the default) with --host-model \
-             (EDP reservations have a deadline below the period, and how SCHED_DEADLINE pays an overrun back and \
-             re-admits such a reservation on wake-up is not yet part of the overhead analysis)",
-        )
-        .into());
-    }
     let o = PlanOptions {
         bandwidth_cap: Some(bandwidth_cap(&s, host.as_ref())),
         overheads: host.as_ref().map(Overheads::of),
