@@ -84,6 +84,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     let tolerance = Tolerance::parse(&args.tolerance)?;
     let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
     let plan = plan_of(&scenario, &args, host.as_ref())?;
+    warn_payback(&plan, host.as_ref());
     if let Some(dir) = &args.keep {
         std::fs::create_dir_all(dir).with_context(|| format!("--keep: cannot create {}", dir.display()))?;
         crate::output_file::check("--keep", &dir.join("verify.json"), &[])?;
@@ -118,6 +119,17 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         std::process::exit(INTERRUPTED_EXIT);
     }
     Ok(if verification.verdict == Verdict::Agree { Outcome::Ok } else { Outcome::Failed })
+}
+
+/// A plan made without a host model, run on a host that enforces at the tick (the given model's,
+/// else the default model's 4 ms): the guests whose overrun pay-back outlasts a task deadline
+/// (`overhead::payback_warnings`), on stderr before the run.
+fn warn_payback(plan: &Plan, host: Option<&HostModel>) {
+    let model = host.cloned().unwrap_or_else(HostModel::uncalibrated);
+    let which = if host.is_some() { "the host model's" } else { "the default host model's" };
+    for w in rtvirt_analysis::overhead::payback_warnings(plan, &rtvirt_analysis::overhead::Overheads::of(&model)) {
+        eprintln!("rtvirt: warning ({which} enforcement): {w}");
+    }
 }
 
 /// The plan from `--plan` (checked against the scenario), else planned here (at `--rho`) as
