@@ -17,8 +17,8 @@ pub use explain::{
 };
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
-    Reservation, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval, StreamReceipt,
-    StreamSection, TaskTotals, TimerSection, XenDomain, XenSection,
+    Reservation, ReservationChange, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval,
+    StreamReceipt, StreamSection, TaskTotals, TimerSection, XenDomain, XenSection,
 };
 
 use crate::stats::Summary;
@@ -160,6 +160,12 @@ pub struct GuestResult {
     pub work_iterations_per_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_pid: Option<u32>,
+    /// Time-averaged reserved bandwidth (runtime / period) over the run (adapted reservations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_mean: Option<f64>,
+    /// The reservation over time: the planned one at 0, then every change (adapted reservations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<Vec<ReservationChange>>,
     /// Fields this version does not know, kept as read.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,

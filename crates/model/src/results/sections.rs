@@ -45,6 +45,25 @@ pub struct Reservation {
     pub runtime_ns: u64,
 }
 
+/// One change of an adapted reservation (`simulate --adapt`, `host adapt`): from `at_ns` on,
+/// `reservation` is in force.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReservationChange {
+    pub at_ns: u64,
+    pub reservation: Reservation,
+    /// runtime / period.
+    pub bandwidth: f64,
+    /// Observed mean demand (sum of mean execution time / period over the window) when it
+    /// changed; None for the initial (planned) reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demand: Option<f64>,
+    /// "plan" (the start), "grow", "shrink" or "degraded".
+    pub reason: String,
+    /// The reason in words (degraded: which guests were kept first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
 /// A stalled measuring thread: no samples from `from_ns` on for `intervals` report intervals.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Stall {

@@ -25,6 +25,7 @@
 //! vcpu = 0                      # partitioned guests: bind the task to vCPU 0 (else planned)
 //! ```
 
+pub mod adapt;
 pub mod net;
 mod raw;
 pub mod sim;
@@ -90,6 +91,10 @@ pub struct Scenario {
     /// `[net]`: the network-path simulation, when given.
     #[serde(skip)]
     pub net: Option<net::NetScenario>,
+    /// `[adapt]`: the online adaptation's settings, when given (`simulate --adapt` uses the
+    /// defaults without it).
+    #[serde(skip)]
+    pub adapt: Option<adapt::AdaptSection>,
     /// The file and text it was read from, to locate errors found later ([`Scenario::locate`]).
     #[serde(skip)]
     pub source: Source,
@@ -121,7 +126,7 @@ impl GuestScheduler {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Guest {
     pub name: String,
     pub scheduler: GuestScheduler,
@@ -222,7 +227,7 @@ impl PeriodChoice {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Task {
     pub name: String,
     pub period: Nanos,
@@ -240,9 +245,32 @@ pub struct Task {
     /// The vCPU the task is bound to (`vcpu = k`, partitioned guests only); None: the planner
     /// assigns it.
     pub vcpu: Option<u32>,
+    /// `[[guest.task.phase]]`: models that replace `exec` from their start on (increasing `at`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}
+
+/// From `at` on (by job release time), a task's jobs draw from `exec`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Phase {
+    pub at: Nanos,
+    pub exec: ExecModel,
+}
+
+impl Phase {
+    /// The model in force for a job released at `release_ns`: the last phase started by then,
+    /// else `first`.
+    pub fn model_at<'a>(first: &'a ExecModel, phases: &'a [Phase], release_ns: u64) -> &'a ExecModel {
+        phases.iter().rev().find(|p| p.at.0 <= release_ns).map_or(first, |p| &p.exec)
+    }
 }
 
 impl Task {
+    /// The execution-time model of a job released at `release_ns`.
+    pub fn exec_at(&self, release_ns: u64) -> &ExecModel {
+        Phase::model_at(&self.exec, &self.phases, release_ns)
+    }
+
     /// Utilisation WCET / period.
     pub fn utilisation(&self) -> f64 {
         self.wcet.0 as f64 / self.period.0 as f64

@@ -17,6 +17,8 @@ pub(crate) struct RawScenario {
     pub sim: Option<RawSim>,
     /// Network path of the simulator (see `net.rs`).
     pub net: Option<super::net::RawNet>,
+    /// Online adaptation of the reservations (see `adapt.rs`).
+    pub adapt: Option<super::adapt::RawAdapt>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -82,6 +84,17 @@ pub(crate) struct RawTask {
     pub exec: Option<RawExec>,
     /// Partitioned guests: the vCPU this task is bound to (else the planner assigns one).
     pub vcpu: Option<i64>,
+    /// `[[guest.task.phase]]`: execution-time models that take over during a run.
+    #[serde(default, rename = "phase")]
+    pub phases: Vec<RawPhase>,
+}
+
+/// `[[guest.task.phase]]`: from `at` on, jobs released draw from `exec`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPhase {
+    pub at: Nanos,
+    pub exec: RawExec,
 }
 
 #[derive(Debug, Deserialize)]

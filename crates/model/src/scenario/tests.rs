@@ -378,3 +378,53 @@ fn vcpu_errors_are_located() {
         assert!(e.at.line_col.is_some(), "no line for {e}");
     }
 }
+
+const PHASED: &str = "\n[[guest.task.phase]]\nat = \"5s\"\nexec = { dist = \"normal\", mean = \"400us\", sd = \"50us\" }\n\
+                      [[guest.task.phase]]\nat = \"8s\"\nexec = { dist = \"uniform\", min = \"100us\", max = \"300us\" }\n";
+
+#[test]
+fn phases_take_over_in_time_order() {
+    let s = Scenario::from_toml(&format!("{MINI}{PHASED}"), None).unwrap();
+    let t = &s.guests[0].tasks[1];
+    assert_eq!(t.phases.len(), 2);
+    assert_eq!(t.exec_at(0), &t.exec);
+    assert_eq!(t.exec_at(4_999_999_999), &t.exec);
+    assert_eq!(t.exec_at(5_000_000_000), &ExecModel::Normal { mean: Nanos::from_us(400), sd: Nanos::from_us(50) });
+    assert_eq!(t.exec_at(9_000_000_000), &t.phases[1].exec);
+}
+
+#[test]
+fn bad_phases_and_adapt_sections_are_located() {
+    let phased = format!("{MINI}{PHASED}");
+    let cases: &[(&str, &str, &str)] = &[
+        ("at = \"8s\"", "at = \"4s\"", "guest[0].task[1].phase[1].at"),
+        ("at = \"5s\"", "at = \"0s\"", "guest[0].task[1].phase[0].at"),
+        ("mean = \"400us\"", "mean = \"900us\"", "guest[0].task[1].phase[0].exec.mean"),
+        ("max = \"300us\"", "max = \"300us\", sd = \"1us\"", "guest[0].task[1].phase[1].exec.sd"),
+    ];
+    for (from, to, field) in cases {
+        let src = phased.replacen(from, to, 1);
+        assert_ne!(src, phased, "{from} not found");
+        let e = err(&src);
+        assert_eq!(e.at.field.as_deref(), Some(*field), "{e}");
+        assert!(e.at.line_col.is_some(), "no line for {e}");
+    }
+    let adapt = |body: &str| err(&format!("{MINI}\n[adapt]\n{body}\n"));
+    for (body, field) in [
+        ("keep = [\"vm9\"]", "adapt.keep[0]"),
+        ("keep = [\"vm1\", \"vm1\"]", "adapt.keep[1]"),
+        ("rho = 0.0", "adapt.rho"),
+        ("window = 10\nmin_samples = 11", "adapt.min_samples"),
+        ("interval = \"1us\"", "adapt.interval"),
+        ("shrink_band = 1.0", "adapt.shrink_band"),
+        ("budget = \"median\"", "adapt.budget"),
+    ] {
+        let e = adapt(body);
+        assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+        assert!(e.at.line_col.is_some(), "no line for {e}");
+    }
+    let s = Scenario::from_toml(&format!("{MINI}\n[adapt]\nkeep = [\"vm1\"]\n"), None).unwrap();
+    let a = s.adapt.unwrap();
+    assert_eq!((a.rank("vm1"), a.rank("other")), (0, 1));
+    assert_eq!(a.interval, adapt::AdaptSection::default().interval);
+}

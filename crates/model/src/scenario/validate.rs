@@ -32,6 +32,8 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scena
         .collect();
     sim::check_threads(&threads, sim.settings.rt_throttle)?;
     let net = raw.net.map(|n| n.validate(host.cores)).transpose()?;
+    let names: Vec<&str> = guests.iter().map(|g: &Guest| g.name.as_str()).collect();
+    let adapt = raw.adapt.map(|a| a.validate(&names)).transpose()?;
     let name = raw.name.unwrap_or_else(|| {
         source
             .path
@@ -40,7 +42,7 @@ pub(super) fn scenario(raw: RawScenario, base: &Path, source: Source) -> R<Scena
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "default".into())
     });
-    Ok(Scenario { name, description: raw.description, host, guests, sim, net, source })
+    Ok(Scenario { name, description: raw.description, host, guests, sim, net, adapt, source })
 }
 
 fn host(host: &RawHost) -> R<HostSection> {
@@ -171,6 +173,7 @@ fn task(task: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         ));
     }
     check_exec_within_wcet(&exec, wcet).map_err(|e| e.under("exec"))?;
+    let phases = phases(task.phases, wcet, base)?;
     let priority = match (task.priority, scheduler) {
         (Some(_), GuestScheduler::Edf) => {
             return Err(InputError::field(
@@ -198,7 +201,34 @@ fn task(task: RawTask, scheduler: GuestScheduler, base: &Path) -> R<Task> {
         offset,
         exec,
         vcpu: None,
+        phases,
     })
+}
+
+/// `[[guest.task.phase]]`: positive, strictly increasing start times within the longest horizon,
+/// each with an execution-time model within the task's WCET.
+fn phases(raw: Vec<RawPhase>, wcet: Nanos, base: &Path) -> R<Vec<Phase>> {
+    let mut out: Vec<Phase> = Vec::with_capacity(raw.len());
+    for (i, p) in raw.into_iter().enumerate() {
+        let under = |e: InputError| e.under(&format!("phase[{i}]"));
+        if p.at.0 == 0 {
+            return Err(under(InputError::field(
+                "at",
+                "zero: expected a positive time (the task's `exec` applies from the start)",
+            )));
+        }
+        crate::scenario::check_horizon(p.at, "at").map_err(under)?;
+        if let Some(prev) = out.last().filter(|prev| prev.at >= p.at) {
+            return Err(under(InputError::field(
+                "at",
+                format!("{} is not after the previous phase's {}: expected phases in increasing time", p.at, prev.at),
+            )));
+        }
+        let model = exec(Some(p.exec), base).map_err(|e| under(e.under("exec")))?;
+        check_exec_within_wcet(&model, wcet).map_err(|e| under(e.under("exec")))?;
+        out.push(Phase { at: p.at, exec: model });
+    }
+    Ok(out)
 }
 
 fn exec(exec: Option<RawExec>, base: &Path) -> R<ExecModel> {
