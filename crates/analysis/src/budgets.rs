@@ -112,6 +112,7 @@ mod tests {
             offset: Nanos::ZERO,
             exec,
             vcpu: None,
+            phases: vec![],
         }
     }
 

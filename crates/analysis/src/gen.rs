@@ -66,6 +66,7 @@ fn baker_task(rng: &mut Pcg64Mcg, name: String, spec: &BakerSpec) -> Task {
         offset: Nanos::ZERO,
         exec: ExecModel::Normal { mean, sd: Nanos(wcet.0 / 6) },
         vcpu: None,
+        phases: vec![],
     }
 }
 
@@ -99,6 +100,7 @@ pub fn baker_scenario(spec: &BakerSpec) -> Scenario {
         guests,
         sim: Default::default(),
         net: None,
+        adapt: None,
         source: Default::default(),
     }
 }

@@ -2,6 +2,7 @@
 //! exact minimal resource interfaces (PRM, EDP), probabilistic task budgets, partitioning of the
 //! guests' servers onto cores, the largest feasible rho, and deployable text for the plan.
 //!
+//! - [`adapt`]: adaptive reservations - the online controller (`host adapt`, `simulate --adapt`).
 //! - [`budgets`]: per-task `c` (Cantelli bound, samples quantile or WCET) - Burns 2014 step 1.
 //! - [`dbf`]: `dbf_EDF`, `rbf_FP`, hyperperiods and check points.
 //! - [`sbf`]: PRM/EDP supply bound functions (Shin & Lee 2003; Easwaran, Anand & Lee 2007).
@@ -30,6 +31,7 @@
 //! approximation; every function cites its paper and equation (docs/sources.md). The user guide,
 //! the tests and the known limits are in docs/plan.md.
 
+pub mod adapt;
 pub mod budgets;
 pub mod dbf;
 pub mod emit;

@@ -74,7 +74,7 @@ struct GuestAnalysis {
 
 /// The guest's tasks as sporadic tasks with their budgets, sorted by decreasing priority for FP
 /// (the order the FP analysis expects; EDF keeps file order).
-fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic> {
+pub(crate) fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic> {
     let mut idx: Vec<usize> = (0..g.tasks.len()).collect();
     if g.scheduler == GuestScheduler::Fp {
         idx.sort_by_key(|&i| std::cmp::Reverse(g.tasks[i].priority));
