@@ -4,6 +4,7 @@
 //! scenario come back located in its file; errors about the plan name its field (`guests[0].core`).
 
 use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::adapt::AdaptSection;
 use rtvirt_model::scenario::sim::{check_sim_timing, check_threads};
 pub use rtvirt_model::scenario::sim::{
     ExtraThread, Family, Load, Policy, Settings, SupplyPattern, ThreadSpec, VcpuSpec, DEFAULT_DURATION, MAX_SLOWDOWN,
@@ -23,6 +24,17 @@ pub struct SimConfig {
     /// One per guest, in scenario order.
     pub vcpus: Vec<VcpuSpec>,
     pub extra: Vec<ExtraThread>,
+    /// `--adapt`: the vCPUs' reservations adapted online (None: fixed).
+    pub adapt: Option<AdaptSettings>,
+}
+
+/// How a run adapts its reservations: the scenario's `[adapt]` (or its defaults), the plan's
+/// reservation model and per-core cap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptSettings {
+    pub section: AdaptSection,
+    pub edp: bool,
+    pub cap: f64,
 }
 
 /// Command-line values that override the scenario's `[sim]` section.
@@ -75,7 +87,7 @@ impl SimConfig {
             }
             vcpus.push(v);
         }
-        let cfg = SimConfig { settings, vcpus, extra: scenario.sim.threads.clone() };
+        let cfg = SimConfig { settings, vcpus, extra: scenario.sim.threads.clone(), adapt: None };
         if plan.is_some() {
             check_threads(&cfg.labelled_threads(), cfg.settings.rt_throttle).map_err(|e| scenario.locate(e))?;
         }

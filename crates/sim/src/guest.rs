@@ -15,7 +15,7 @@ use crate::config::VcpuSpec;
 use crate::engine::rng::SimRng;
 use crate::host::ThreadId;
 use rtvirt_model::exec::ExecModel;
-use rtvirt_model::scenario::{Guest, GuestScheduler};
+use rtvirt_model::scenario::{Guest, GuestScheduler, Phase};
 use rtvirt_model::stats::{CompactHistogram, LatencyHistogram};
 use rtvirt_model::Nanos;
 
@@ -28,6 +28,10 @@ pub struct TaskState {
     offset: u64,
     prio: u32,
     exec: ExecModel,
+    /// Models that replace `exec` for jobs released from their start on.
+    phases: Vec<Phase>,
+    /// The head job's execution demand (drawn and stretched), reported when it ends.
+    demand: u64,
     /// Execution-time factor in the guest (1 + slowdown).
     stretch: f64,
     rng: SimRng,
@@ -97,8 +101,10 @@ impl TaskState {
     /// Start the head job: draw its (bare-metal) execution time, stretched by the guest's
     /// slowdown.
     fn start_head(&mut self, now: u64) {
-        let drawn = self.exec.draw(self.wcet, self.rng.inner()).0;
+        let release = self.release_of(self.head);
+        let drawn = Phase::model_at(&self.exec, &self.phases, release).draw(self.wcet, self.rng.inner()).0;
         self.remaining = if self.stretch == 1.0 { drawn } else { (drawn as f64 * self.stretch).round() as u64 };
+        self.demand = self.remaining;
         self.ready_since = now;
         self.head_ran = false;
     }
@@ -131,6 +137,9 @@ pub struct Workload {
     cache_reload: u64,
     idle_poll: bool,
     pub log: Option<Vec<JobRecord>>,
+    /// Ended jobs' (task, execution demand) since last taken, kept only when something observes
+    /// them (`simulate --adapt`: the guest agent's reports).
+    pub ended: Option<Vec<(u32, u64)>>,
     index: u32,
 }
 
@@ -153,6 +162,7 @@ impl Workload {
                     SimRng::new(seed, ((index as u64) << 32) | ti as u64),
                 );
                 s.stretch = 1.0 + v.slowdown;
+                s.phases = t.phases.clone();
                 s
             })
             .collect();
@@ -169,6 +179,7 @@ impl Workload {
             cache_reload: 0,
             idle_poll: v.idle_poll,
             log: None,
+            ended: None,
             index,
         }
     }
@@ -191,6 +202,7 @@ impl Workload {
             cache_reload: 0,
             idle_poll: periodic.is_none(),
             log: None,
+            ended: None,
             index,
         }
     }
@@ -306,6 +318,9 @@ impl Workload {
         if let Some(log) = &mut self.log {
             log.push(JobRecord { workload: self.index, task: c, index: t.head, release, end: Some(now) });
         }
+        if let Some(ended) = &mut self.ended {
+            ended.push((c, t.demand));
+        }
         self.next_head(c, now);
     }
 
@@ -329,6 +344,9 @@ impl Workload {
         t.misses += 1;
         if let Some(log) = &mut self.log {
             log.push(JobRecord { workload: self.index, task: ti, index: k, release: t.release_of(k), end: None });
+        }
+        if let Some(ended) = &mut self.ended {
+            ended.push((ti, t.demand));
         }
         if self.current == Some(ti) {
             self.overhead = 0;
@@ -369,6 +387,8 @@ fn task(
         offset,
         prio,
         exec,
+        phases: vec![],
+        demand: 0,
         stretch: 1.0,
         rng,
         released: 0,

@@ -24,6 +24,7 @@
 //! rtvirt-analysis only in its tests: a sweep that plans at each rho gets the planner from the
 //! CLI as a closure. How each part works and how it is validated: docs/simulate.md.
 
+pub mod adapt;
 pub mod config;
 pub mod engine;
 pub mod guest;

@@ -6,6 +6,7 @@
 //! Within one instant, work is charged first (so a job completing at t completes before a
 //! release or abort at t is handled), then the event, then the touched clusters are re-decided.
 
+use crate::adapt::AdaptRun;
 use crate::config::{Load, SimConfig};
 use crate::engine::rng::SimRng;
 use crate::engine::trace::{TraceWindow, TraceWriter, Track};
@@ -34,6 +35,8 @@ pub enum Ev {
         task: u32,
         k: u64,
     },
+    /// `--adapt`: the controller's next step.
+    Adapt,
 }
 
 impl From<HostEv> for Ev {
@@ -115,6 +118,7 @@ struct Sim {
     tracer: Option<Tracer>,
     progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
     latency: Option<ReleaseLatency>,
+    adapt: Option<AdaptRun>,
 }
 
 impl Sim {
@@ -165,6 +169,11 @@ impl Sim {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
         let tracer = opts.trace.map(|w| Tracer::new(w, &host, &loads));
+        // checked by `adapt::adapting`, which built the same controller
+        let adapt = cfg.adapt.as_ref().and_then(|_| AdaptRun::new(scenario, cfg).ok());
+        if adapt.is_some() {
+            loads.iter_mut().filter(|w| w.is_guest).for_each(|w| w.ended = Some(Vec::new()));
+        }
         Sim {
             q: EventQueue::new(),
             host,
@@ -174,6 +183,7 @@ impl Sim {
             tracer,
             progress: opts.progress.clone(),
             latency: None,
+            adapt,
         }
     }
 
@@ -184,6 +194,9 @@ impl Sim {
         for (w, task, at) in firsts {
             let late = self.release_latency(w, task);
             self.q.schedule(Nanos(at.saturating_add(late)), Ev::Release { w, task });
+        }
+        if let Some(a) = &self.adapt {
+            self.q.schedule(Nanos(a.interval), Ev::Adapt);
         }
         self.host.start(&mut self.q);
         for wi in 0..self.loads.len() {
@@ -200,6 +213,7 @@ impl Sim {
                     self.sync_thread(w as usize, now)
                 }
                 Some(Ev::Abort { .. }) => {}
+                Some(Ev::Adapt) => self.adapt_step(now),
             }
             self.resched(now);
             if self.events() & 0xF_FFFF == 0 {
@@ -223,6 +237,22 @@ impl Sim {
     fn charge(&mut self, now: u64) {
         let loads = &mut self.loads;
         self.host.charge(now, |t, dt| loads[t].progress(dt, now));
+    }
+
+    /// `--adapt`: the ended jobs' demands to the controller, its step, its decisions applied to
+    /// the vCPU threads (guest i runs on thread i), and the next step scheduled.
+    fn adapt_step(&mut self, now: u64) {
+        let Some(a) = &mut self.adapt else { return };
+        for (g, w) in self.loads.iter_mut().enumerate() {
+            for (task, demand) in w.ended.iter_mut().flat_map(|e| e.drain(..)) {
+                a.job_ended(g, task, demand);
+            }
+        }
+        for (g, r) in a.step(now) {
+            let t = self.loads[g].thread;
+            self.host.threads[t].st.set_reservation(r.budget, r.deadline);
+        }
+        self.q.schedule(Nanos(now + a.interval), Ev::Adapt);
     }
 
     fn release(&mut self, w: u32, task: u32, now: u64) {
@@ -305,6 +335,12 @@ impl Sim {
             threads: (!threads.is_empty()).then_some(threads),
             host_costs: self.latency.as_ref().map(|l| l.costs.describe()),
         });
+        if let Some(a) = self.adapt.take() {
+            for (g, (mean, series)) in r.guests.iter_mut().zip(a.finish(d)) {
+                g.bandwidth_mean = Some(mean);
+                g.reservations = Some(series);
+            }
+        }
         let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
         let events = self.events();
         Outcome { results: r, trace: self.tracer.map(|t| t.writer), events, job_log }

@@ -111,6 +111,20 @@ pub enum ServerKind {
 }
 
 impl PState {
+    /// `sched_setattr` of a SCHED_DEADLINE thread's runtime and relative deadline (the period is
+    /// kept): as the kernel's `__setparam_dl`, the runtime left now is untouched and the new
+    /// values apply from the next replenishment. Returns false for other policies (unchanged).
+    pub fn set_reservation(&mut self, runtime: u64, deadline: u64) -> bool {
+        match self {
+            PState::Dl { dl_runtime, dl_deadline, dl_period, .. } => {
+                *dl_runtime = runtime.min(*dl_period);
+                *dl_deadline = deadline.clamp(*dl_runtime, *dl_period);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn new(p: &Policy, rng: SimRng) -> PState {
         match *p {
             Policy::Rt { prio, rr_quantum } => PState::Rt { prio, quantum: rr_quantum, left: rr_quantum.unwrap_or(0) },

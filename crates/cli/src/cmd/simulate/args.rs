@@ -28,6 +28,12 @@ pub struct SimulateArgs {
     /// overrun, cache reload per preemption, task switches); see docs/simulate.md.
     #[arg(long, value_name = "FILE.json")]
     pub host_model: Option<PathBuf>,
+    /// Adapt the reservations online from the jobs' observed demand, with the scenario's
+    /// `[adapt]` settings (defaults without it; see docs/adapt.md): the controller of `rtvirt host
+    /// adapt` on the simulated vCPUs. Starts from --plan, else from the scenario planned as
+    /// `rtvirt plan` would.
+    #[arg(long)]
+    pub adapt: bool,
     /// Simulated horizon, e.g. 10s (default: the scenario's [sim] duration, else 10s).
     #[arg(long, value_parser = parse_nanos)]
     pub duration: Option<Nanos>,

@@ -24,6 +24,7 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
             plan.check_matches(scenario).map_err(|e| e.in_file(p))?;
             Some(plan)
         }
+        None if args.adapt => Some(planned(scenario)?),
         None => None,
     };
     let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
@@ -34,6 +35,10 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
             _ => e,
         },
     )?;
+    let cfg = match (&plan, args.adapt) {
+        (Some(p), true) => rtvirt_sim::adapt::adapting(cfg, scenario, p)?,
+        _ => cfg,
+    };
     if cfg.threads().next().is_none() {
         return Err(scenario
             .locate(InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate"))
@@ -78,6 +83,25 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
         out.events as f64 / wall.max(1e-9) / 1e6
     );
     Ok(Outcome::Ok)
+}
+
+/// The plan `--adapt` starts from without `--plan`: the scenario planned as `rtvirt plan` does
+/// (its rhos, the default options and the per-core cap of the current kernels).
+fn planned(scenario: &Scenario) -> Result<Plan, InputError> {
+    use rtvirt_analysis::{planner, requests};
+    requests::check_plannable(scenario).map_err(|e| scenario.locate(e))?;
+    let options =
+        planner::PlanOptions { bandwidth_cap: Some(requests::bandwidth_cap(scenario, None)), ..Default::default() };
+    let p = planner::plan_at(scenario, &options, None);
+    requests::too_large(scenario, &p)?;
+    if !p.plan.feasible {
+        let why: Vec<String> = p.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
+        return Err(InputError::field(
+            "--adapt",
+            format!("the scenario's plan is infeasible ({}): expected a feasible scenario or --plan", why.join("; ")),
+        ));
+    }
+    Ok(p.plan)
 }
 
 /// A progress bar on stderr (terminals only), for runs that take more than a couple of seconds.
