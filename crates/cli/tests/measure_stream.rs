@@ -124,3 +124,40 @@ fn streams_reach_a_server_in_a_container() {
         assert!(!std::path::Path::new("/run/netns").join(c["netns"].as_str().unwrap()).exists());
     }
 }
+
+/// `--bandwidth` paces the sender as iperf3's `-b`: the rate sent never exceeds the target (a
+/// token bucket over the run: at most one message ahead), and on loopback it comes near the
+/// target (a generous lower bound: a loaded machine may delay the sender's wake-ups, and the
+/// bucket lets it catch up, so only a sender starved for most of the run falls below half).
+#[test]
+fn a_paced_stream_sends_at_its_target_bandwidth_and_never_above() {
+    for (proto, target) in [("--udp", 50e6), ("--tcp", 200e6)] {
+        let port = free_port();
+        let mut srv = server(port, proto);
+        let bandwidth = format!("{}M", target / 1e6);
+        let v = stream(proto, &format!("127.0.0.1:{port}"), &["--bandwidth", &bandwidth]);
+        let _ = srv.kill();
+        let _ = srv.wait();
+        let s = &v["stream"];
+        assert_eq!(s["target_bits_per_second"].as_f64(), Some(target), "{s}");
+        let (sent, sending_ns) = (s["sent_bytes"].as_u64().unwrap(), s["sending_ns"].as_u64().unwrap());
+        let size = s["message_size"].as_u64().unwrap();
+        let allowed = target / 8.0 * sending_ns as f64 / 1e9 + size as f64;
+        assert!(sent as f64 <= allowed, "{proto}: {sent} bytes sent, at most {allowed} allowed at {bandwidth}: {s}");
+        let achieved = s["sent_bits_per_second"].as_f64().unwrap();
+        assert!(achieved >= 0.5 * target, "{proto}: {achieved} bit/s sent for a target of {target}: {s}");
+        if proto == "--udp" {
+            // the receiver keeps up with 50 Mbit/s on loopback: it gets (nearly) everything
+            let received = s["received_bits_per_second"].as_f64().unwrap();
+            assert!(received >= 0.5 * target, "{proto}: {received} bit/s received: {s}");
+        }
+    }
+    for bad in ["0", "fast", "10X", "2P"] {
+        let out = rtvirt().args(["measure", "net", "client", "--stream", "--bandwidth", bad]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--bandwidth {bad}: {err}");
+        assert!(err.contains("--bandwidth") && err.contains("bits per second"), "{err}");
+    }
+    let out = rtvirt().args(["measure", "net", "client", "--bandwidth", "1M"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--bandwidth needs --stream");
+}

@@ -438,6 +438,9 @@ pub struct StreamSection {
     pub sent_messages: u64,
     /// Payload bits per second as sent.
     pub sent_bits_per_second: f64,
+    /// The bandwidth the sender was paced to (`--bandwidth`, iperf3's `-b`); absent: unpaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_bits_per_second: Option<f64>,
     /// CPU time of the sending thread while it sent (CLOCK_THREAD_CPUTIME_ID).
     pub sender_cpu_ns: u64,
     /// `sender_cpu_ns` / `sending_ns` (1.0 = one CPU busy).

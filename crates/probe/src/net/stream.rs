@@ -6,6 +6,11 @@
 //!
 //! UDP datagrams default to 1472 bytes (netperf's `-m 1472`: one 1500-byte Ethernet frame, no IP
 //! fragmentation); TCP messages to 128 KiB (iperf3's default length).
+//!
+//! With a target bandwidth (iperf3's `-b`) the sender is paced as a token bucket over the whole
+//! run: a message goes when the bytes sent so far fit in `target x elapsed`, otherwise the thread
+//! sleeps until they do, so the rate sent never exceeds the target by more than one message and a
+//! late wake-up is caught up by the messages that follow.
 
 use super::stream_wire::{self, MessageType};
 use super::Protocol;
@@ -39,6 +44,8 @@ pub struct StreamConfig {
     pub timeout: Nanos,
     /// Allow a run over one hour ([`crate::limits::check_duration`]).
     pub force: bool,
+    /// Pace the sender to this many payload bits per second (None: as fast as the socket takes).
+    pub target_bits_per_second: Option<f64>,
 }
 
 impl StreamConfig {
@@ -69,7 +76,55 @@ impl StreamConfig {
         if self.timeout.0 == 0 {
             return Err(Error::input("--timeout", "must be more than 0"));
         }
+        if let Some(rate) = self.target_bits_per_second {
+            if !(MIN_TARGET_BITS_PER_SECOND..=MAX_TARGET_BITS_PER_SECOND).contains(&rate) {
+                return Err(Error::input(
+                    "--bandwidth",
+                    format!("{rate} bit/s: expected 1K..=1T bits per second (as iperf3 -b: 100M, 2.5G)"),
+                ));
+            }
+        }
         Ok(())
+    }
+}
+
+/// Smallest and largest target bandwidth (bits per second).
+pub const MIN_TARGET_BITS_PER_SECOND: f64 = 1e3;
+pub const MAX_TARGET_BITS_PER_SECOND: f64 = 1e12;
+
+/// A bandwidth as iperf3's `-b` writes it: bits per second, with an optional K, M, G or T
+/// suffix (powers of 1000), e.g. `100M`, `2.5G`, `800000`.
+pub fn parse_bits_per_second(text: &str) -> std::result::Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let scale = match c.to_ascii_uppercase() {
+                'K' => 1e3,
+                'M' => 1e6,
+                'G' => 1e9,
+                'T' => 1e12,
+                _ => return Err(format!("{text:?}: expected bits per second with an optional K, M, G or T suffix")),
+            };
+            (&t[..i], scale)
+        }
+        _ => (t, 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n * scale),
+        _ => Err(format!("{text:?}: expected a positive number of bits per second, e.g. 100M or 2.5G")),
+    }
+}
+
+/// When the next message may go: the token bucket of a paced sender.
+struct Pacer {
+    bytes_per_ns: f64,
+}
+
+impl Pacer {
+    /// How long to wait, `elapsed_ns` into the run with `sent_bytes` gone, before sending more.
+    fn wait_ns(&self, elapsed_ns: u64, sent_bytes: u64) -> u64 {
+        let due_ns = sent_bytes as f64 / self.bytes_per_ns;
+        (due_ns - elapsed_ns as f64).max(0.0) as u64
     }
 }
 
@@ -118,10 +173,15 @@ fn stopped() -> bool {
 /// Send for the duration: `send(buf, interval)` sends one message and says how many bytes went.
 fn send_for(cfg: &StreamConfig, mut send: impl FnMut(u64) -> std::io::Result<usize>) -> Result<Sent> {
     let mut sent = Sent::new();
+    let pacer = cfg.target_bits_per_second.map(|bits| Pacer { bytes_per_ns: bits / 8e9 });
     let (start, cpu_start) = (rt::now_ns(), rt::thread_cpu_ns());
     let end = start + cfg.duration.0;
     loop {
-        let now = rt::now_ns();
+        let mut now = rt::now_ns();
+        if let Some(wait) = pacer.as_ref().map(|p| p.wait_ns(now - start, sent.bytes)).filter(|&w| w > 0) {
+            std::thread::sleep(Duration::from_nanos(wait.min(end.saturating_sub(now))));
+            now = rt::now_ns();
+        }
         if now >= end || stopped() {
             break;
         }
@@ -234,6 +294,7 @@ fn assemble(cfg: &StreamConfig, sent: Sent, receipt: Option<StreamReceipt>) -> R
         sent_bytes: sent.bytes,
         sent_messages: sent.messages,
         sent_bits_per_second: bits_per_second(sent.bytes, sent.sending_ns),
+        target_bits_per_second: cfg.target_bits_per_second,
         sender_cpu_ns: sent.cpu_ns,
         sender_cpu_utilisation: sent.cpu_ns as f64 / sent.sending_ns.max(1) as f64,
         received_bits_per_second: receipt.as_ref().map(|r| bits_per_second(r.bytes, sent.sending_ns)),
@@ -246,4 +307,29 @@ fn assemble(cfg: &StreamConfig, sent: Sent, receipt: Option<StreamReceipt>) -> R
     r.interrupted = stopped();
     r.environment = Some(crate::environment::collect());
     r
+}
+
+#[cfg(test)]
+mod pacing_tests {
+    use super::*;
+
+    #[test]
+    fn bandwidths_read_as_iperf3_writes_them() {
+        assert_eq!(parse_bits_per_second("100M"), Ok(1e8));
+        assert_eq!(parse_bits_per_second("2.5g"), Ok(2.5e9));
+        assert_eq!(parse_bits_per_second("800000"), Ok(8e5));
+        assert_eq!(parse_bits_per_second("1T"), Ok(1e12));
+        for bad in ["", "M", "-1M", "0", "1X", "NaN", "inf", "1 M b"] {
+            assert!(parse_bits_per_second(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn the_pacer_holds_the_sender_to_the_target_and_lets_it_catch_up() {
+        let p = Pacer { bytes_per_ns: 1e9 / 8e9 }; // 1 Gbit/s = 0.125 byte per ns
+        assert_eq!(p.wait_ns(0, 0), 0);
+        assert_eq!(p.wait_ns(0, 1250), 10_000); // 10 us of budget already used
+        assert_eq!(p.wait_ns(10_000, 1250), 0);
+        assert_eq!(p.wait_ns(50_000, 1250), 0); // behind after a late wake-up: send at once
+    }
 }

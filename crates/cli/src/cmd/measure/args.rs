@@ -234,10 +234,11 @@ Examples:
   rtvirt measure net client --in container --explain --duration 5s   # each round trip's path, segment by segment
 
 --stream measures bulk throughput instead (netperf TCP_STREAM/UDP_STREAM, iperf3): messages of --message-size \
-as fast as the socket takes them for --duration; bandwidth per --report-interval and overall as sent and as the \
+as fast as the socket takes them (or paced to --bandwidth) for --duration; bandwidth per --report-interval and overall as sent and as the \
 server received it, UDP loss, and the CPU time of the sending and the receiving thread.
   rtvirt measure net client --stream --tcp --duration 10s
-  rtvirt measure net client --stream --udp --message-size 1472 --in container"
+  rtvirt measure net client --stream --udp --message-size 1472 --in container
+  rtvirt measure net client --stream --udp --bandwidth 1G   # paced, as iperf3 -u -b 1G"
 )]
 pub struct ClientArgs {
     /// Server address and port (with --in container only the port is used).
@@ -287,6 +288,11 @@ pub struct ClientArgs {
     /// With --stream: length of each reported interval (iperf3's -i).
     #[arg(long, value_parser = parse_nanos, default_value = "1s", requires = "stream")]
     pub report_interval: Nanos,
+    /// With --stream: pace the sender to this many payload bits per second, K/M/G/T suffixes in
+    /// powers of 1000 (iperf3's -b: 100M, 2.5G); without it, as fast as the socket takes.
+    #[arg(long, short = 'b', value_name = "BITS_PER_SECOND", requires = "stream")]
+    #[arg(value_parser = rtvirt_probe::net::stream::parse_bits_per_second)]
+    pub bandwidth: Option<f64>,
     #[command(flatten)]
     pub common: Common,
 }

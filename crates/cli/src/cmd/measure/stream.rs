@@ -28,9 +28,12 @@ pub fn run(args: ClientArgs, line: CommandLine) -> CmdResult {
         interval: args.report_interval,
         timeout: args.timeout,
         force: args.common.force,
+        target_bits_per_second: args.bandwidth,
     };
     config.validate()?;
-    let what = format!("streaming {} ({} B messages) to {}", config.protocol.as_str(), config.size(), config.connect);
+    let paced = config.target_bits_per_second.map(|b| format!(", paced to {} Mbit/s", mbits(b))).unwrap_or_default();
+    let what =
+        format!("streaming {} ({} B messages{paced}) to {}", config.protocol.as_str(), config.size(), config.connect);
     progress(args.duration, &what);
     drive(StreamClient { args, config }, line)
 }
@@ -88,8 +91,9 @@ fn print_table(s: &StreamSection) {
     ]);
     table.print();
     let percent = |u: f64| format!("{:.0}%", u * 100.0);
+    let paced = s.target_bits_per_second.map(|b| format!(" paced to {} Mbit/s", mbits(b))).unwrap_or_default();
     println!(
-        "{} stream to {}, {} B messages: sender CPU {}, receiver CPU {}{}",
+        "{} stream to {}, {} B messages{paced}: sender CPU {}, receiver CPU {}{}",
         s.protocol,
         s.server,
         s.message_size,
