@@ -2,9 +2,13 @@
 cluster with 2 CPUs) gives the same documents cell for cell, byte for byte."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +65,51 @@ def test_ray_gives_the_same_documents_as_local(root, ray_cluster):
         assert [d.to_json() for d in on_ray] == [d.to_json() for d in local]
         assert ray_frame.equals(local_frame)
     assert local_frame["error"].notna().sum() >= 2  # the failed cells too
+
+
+def _running_cell_tasks():
+    """PIDs of Ray workers running a batch of cells now (Ray titles a busy worker ray::FUNCTION)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::_run_cells"):
+                pids.append(int(entry.name))
+        except OSError:
+            pass  # the process ended meanwhile
+    return pids
+
+
+def _kill_first_running_worker(killed, stop):
+    while not stop.is_set() and not killed:
+        for pid in _running_cell_tasks():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
+        time.sleep(0.005)
+
+
+def test_a_cell_whose_worker_is_killed_is_retried_with_the_local_result(root, ray_cluster):
+    # cells long enough (a 15-task scenario, 20 s simulated each) that a worker is caught mid-batch
+    grid = {"scenarios": [str(root / "scenarios" / "default.toml"), rtvirt.Scenario.from_dict(HEAVY)],
+            "rho": [0.5, 0.999], "seeds": [1, 2, 3], "duration": "20s"}
+    local_frame, local = rtvirt.sweep(grid, results=True, progress=False)
+    killed, stop = [], threading.Event()
+    killer = threading.Thread(target=_kill_first_running_worker, args=(killed, stop))
+    killer.start()
+    try:
+        ray_frame, on_ray = rtvirt.sweep(grid, engine="ray", batch=2, results=True, progress=False)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no Ray worker was caught running a batch of cells"
+    # the killed batch ran again elsewhere: every document is the local engine's, byte for byte
+    assert [d.to_json() for d in on_ray] == [d.to_json() for d in local]
+    assert ray_frame.equals(local_frame)
+    failed = ray_frame[ray_frame["error"].notna()]
+    # the cells that fail by themselves (infeasible at rho 0.999) keep their error rows, and only they
+    assert set(zip(failed["scenario"], failed["rho"])) == {("heavy", 0.999)}
+    assert len(failed) == 3 and failed["error"].str.contains("infeasible").all()
+    assert not failed["error"].str.contains("Ray task failed").any()
 
 
 def test_unreachable_ray_cluster_is_a_clear_error_in_bounded_time():

@@ -1,12 +1,16 @@
 """Columns from the Rust tables (``rtvirt_model::tables``) -> pandas DataFrames with typed columns:
 integers as ``int64`` (nullable ``Int64`` where a value may be missing), floats as ``float64``,
-names as ``category``, free text as ``str``, flags as ``boolean``."""
+names as ``category``, free text as ``str``, flags as ``boolean``.
 
-import numpy as np
-import pandas as pd
+numpy and pandas are imported when a frame is first built, not with the package: a Ray worker
+that only runs cells (``rtvirt._sweep._run_cells``) never loads them, which is most of a fresh
+worker's start-up."""
 
 
 def _series(kind, nullable, values):
+    import numpy as np
+    import pandas as pd
+
     if kind == "int":
         if nullable:
             return pd.array(values, dtype="Int64")
@@ -22,4 +26,6 @@ def _series(kind, nullable, values):
 
 def frame(columns):
     """A DataFrame of ``[(name, kind, nullable, values)]``."""
+    import pandas as pd
+
     return pd.DataFrame({name: _series(kind, nullable, values) for name, kind, nullable, values in columns})
