@@ -10,6 +10,10 @@
 use crate::interface::Interface;
 use crate::partition::admits;
 
+/// The controller charges no enforcement overrun to co-located servers: it plans without a host
+/// model, as `rtvirt plan` does without `--host-model`.
+const NO_OVERRUN: u64 = 0;
+
 /// The granted reservation per request (same order, most critical first); None when not even
 /// every guest at its minimum budget fits.
 pub fn fit_core(requests: &[Interface], cap: f64, min_budget: u64) -> Option<Vec<Interface>> {
@@ -21,7 +25,7 @@ pub fn fit_core(requests: &[Interface], cap: f64, min_budget: u64) -> Option<Vec
             .chain(requests[k + 1..].iter().map(floor).collect::<Vec<_>>().iter())
             .map(|i| i.as_task())
             .collect();
-        let fits = |b: u64| admits(&others, Interface { budget: b, ..*want }.as_task(), cap);
+        let fits = |b: u64| admits(&others, Interface { budget: b, ..*want }.as_task(), cap, NO_OVERRUN);
         let least = floor(want).budget;
         if !fits(least) {
             return None;

@@ -46,7 +46,7 @@ fn feed(c: &mut Controller, g: usize, samples: &[u64]) {
 
 fn core_ok(c: &Controller, n: usize, cap: f64) -> bool {
     let servers: Vec<_> = (0..n).map(|i| c.reservation(i).as_task()).collect();
-    servers.split_last().is_none_or(|(last, rest)| admits(rest, *last, cap))
+    servers.split_last().is_none_or(|(last, rest)| admits(rest, *last, cap, 0))
 }
 
 #[test]
