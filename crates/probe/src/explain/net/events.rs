@@ -21,6 +21,7 @@ pub const EVENTS: &[&str] = &[
     "napi/napi_poll",
     "sock/sk_data_ready",
     "skb/skb_copy_datagram_iovec",
+    "sched/sched_waking",
     "sched/sched_wakeup",
     "irq/softirq_entry",
     "irq/softirq_exit",
@@ -32,7 +33,8 @@ pub const EVENTS: &[&str] = &[
 pub const READER_THREAD: &str = "rtvirt-explain";
 
 /// rtvirt's threads (a client, a server in a container, their sender threads) but not the
-/// trace reader. `comm` is the running thread's name, or for `sched_wakeup` the woken one's.
+/// trace reader. `comm` is the running thread's name, or for `sched_waking`/`sched_wakeup` the
+/// woken one's.
 const RTVIRT_THREADS: &str = "comm ~ \"rtvirt*\" && comm != \"rtvirt-explain\"";
 /// NET_TX and NET_RX (include/linux/interrupt.h).
 const NET_SOFTIRQS: &str = "vec == 2 || vec == 3";
@@ -46,6 +48,7 @@ pub const FILTERS: &[(&str, &str)] = &[
     ("syscalls/sys_exit_recvmsg", RTVIRT_THREADS),
     ("syscalls/sys_exit_read", RTVIRT_THREADS),
     ("skb/skb_copy_datagram_iovec", RTVIRT_THREADS),
+    ("sched/sched_waking", RTVIRT_THREADS),
     ("sched/sched_wakeup", RTVIRT_THREADS),
     ("irq/softirq_entry", NET_SOFTIRQS),
     ("irq/softirq_exit", NET_SOFTIRQS),
@@ -97,6 +100,14 @@ pub enum NetEvent {
     Copy {
         skb: u64,
     },
+    /// `sched_waking`: thread `pid` is being woken, recorded in the waker's context (the socket
+    /// enqueue's CPU and thread) - always, unlike `sched_wakeup`, which a wake-up of a thread on
+    /// an idle CPU records on that CPU, in its interrupt, once the IPI came (the scheduler's
+    /// remote wake list, `TTWU_QUEUE`).
+    Waking {
+        pid: u32,
+    },
+    /// `sched_wakeup`: thread `pid` is runnable on `target_cpu`.
     Wakeup {
         pid: u32,
         target_cpu: u32,
@@ -149,6 +160,7 @@ enum Kind {
     NapiPoll { name: Field, work: Field },
     DataReady { sock: Field },
     Copy { skb: Field },
+    Waking { pid: Field },
     Wakeup { pid: Field, target_cpu: Field },
     Softirq { vector: Field, what: fn(u32) -> NetEvent },
     IrqEntry { irq: Field, name: Field },
@@ -162,6 +174,8 @@ pub struct Decoder {
     pub devices: Vec<String>,
     /// IRQ handler names by IRQ number, as seen in `irq_handler_entry`.
     pub irq_names: HashMap<u32, String>,
+    /// Whether `sched_waking` is traced (wakers are then known by it, not by `sched_wakeup`).
+    pub has_waking: bool,
 }
 
 impl Decoder {
@@ -178,7 +192,8 @@ impl Decoder {
                 kinds.insert(format.id, kind);
             }
         }
-        Decoder { kinds, common_pid, devices: Vec::new(), irq_names: HashMap::new() }
+        let has_waking = instance.present.iter().any(|e| e == "sched/sched_waking");
+        Decoder { kinds, common_pid, devices: Vec::new(), irq_names: HashMap::new(), has_waking }
     }
 
     /// The event, if it is one of [`EVENTS`].
@@ -186,7 +201,7 @@ impl Decoder {
         let d = raw.data;
         let id = u16::from_le_bytes([*d.first()?, *d.get(1)?]);
         let uint = |f: &Field| f.int(d).map(|v| v as u64);
-        let Decoder { kinds, common_pid, devices, irq_names } = self;
+        let Decoder { kinds, common_pid, devices, irq_names, .. } = self;
         let mut device = |name: &Field| intern(devices, data_loc_text(name, d).unwrap_or("?"));
         let event = match kinds.get(&id)? {
             Kind::Send => NetEvent::Send,
@@ -198,6 +213,7 @@ impl Decoder {
             Kind::NapiPoll { name, work } => NetEvent::NapiPoll { device: device(name), work: work.int(d)? as i32 },
             Kind::DataReady { sock } => NetEvent::DataReady { sock: uint(sock)? },
             Kind::Copy { skb } => NetEvent::Copy { skb: uint(skb)? },
+            Kind::Waking { pid } => NetEvent::Waking { pid: uint(pid)? as u32 },
             Kind::Wakeup { pid, target_cpu } => {
                 NetEvent::Wakeup { pid: uint(pid)? as u32, target_cpu: uint(target_cpu)? as u32 }
             }
@@ -214,7 +230,7 @@ impl Decoder {
     /// A decoder of nothing (for joins of events made by hand).
     pub fn without_events() -> Decoder {
         let common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
-        Decoder { kinds: HashMap::new(), common_pid, devices: Vec::new(), irq_names: HashMap::new() }
+        Decoder { kinds: HashMap::new(), common_pid, devices: Vec::new(), irq_names: HashMap::new(), has_waking: false }
     }
 
     /// A device name's index.
@@ -249,6 +265,7 @@ fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
         "napi/napi_poll" => Kind::NapiPoll { name: field("dev_name")?, work: field("work")? },
         "sock/sk_data_ready" => Kind::DataReady { sock: field("skaddr")? },
         "skb/skb_copy_datagram_iovec" => Kind::Copy { skb: skb()? },
+        "sched/sched_waking" => Kind::Waking { pid: field("pid")? },
         "sched/sched_wakeup" => Kind::Wakeup { pid: field("pid")?, target_cpu: field("target_cpu")? },
         "irq/softirq_entry" => {
             Kind::Softirq { vector: field("vec")?, what: |vector| NetEvent::SoftirqEntry { vector } }

@@ -120,6 +120,7 @@ impl<'a> Path<'a> {
             NetEvent::NapiPoll { device, work } => format!("napi_poll {} work {work} (cpu {})", d(device), e.cpu),
             NetEvent::DataReady { .. } => format!("socket enqueue (cpu {})", e.cpu),
             NetEvent::Copy { .. } => format!("copy to user (pid {}, cpu {})", e.pid, e.cpu),
+            NetEvent::Waking { pid } => format!("sched_waking pid {pid} (cpu {})", e.cpu),
             NetEvent::Wakeup { pid, target_cpu } => format!("sched_wakeup pid {pid} on cpu {target_cpu}"),
             NetEvent::SoftirqEntry { vector } => format!("softirq {} (cpu {})", softirq_name(vector), e.cpu),
             NetEvent::SoftirqExit { vector } => format!("softirq {} exit (cpu {})", softirq_name(vector), e.cpu),
@@ -203,7 +204,7 @@ fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'s
 /// `net_dev_xmit`: the host's share of the round trip.
 pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
     let lookback = r.received.saturating_sub(LOOKBACK_NS);
-    let Some(skb) = request_of(ev, r, lookback) else {
+    let Some(skb) = request_of(ev, decoder, r, lookback) else {
         return Path::new(decoder, r.received).finish(r.answered, Err("the socket enqueue of the request"));
     };
     let this = |e: &Ev| is_receive(e) && e.event.skb() == Some(skb);
@@ -222,11 +223,11 @@ pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
 
 /// The packet a server's receive returned: the one whose socket enqueue woke the server for it;
 /// the server awake, the last enqueued before it on the socket whose enqueues wake the server.
-fn request_of(ev: &[Ev], r: &ServerRequest, lookback: u64) -> Option<u64> {
+fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) -> Option<u64> {
     let by_server = |e: &Ev| e.pid == r.server && e.event == NetEvent::Taken;
     let taken = last(ev, lookback, r.received, by_server)?;
     let before = last(ev, lookback, taken.ts.saturating_sub(1), by_server).map_or(lookback, |e| e.ts);
-    let woke_server = |e: &Ev| matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == r.server);
+    let woke_server = |e: &Ev| wakes(decoder, e, r.server);
     let enqueue_before = |w: &Ev| last(ev, lookback, w.ts, |e| same_context(e, w) && is_enqueue(e));
     let enqueue = match last(ev, before, taken.ts, woke_server) {
         Some(w) => enqueue_before(w)?,
@@ -270,6 +271,23 @@ enum Server {
 
 fn is_wakeup_of(e: &Ev, thread: u32) -> bool {
     matches!(e.event, NetEvent::Wakeup { pid, .. } if pid == thread)
+}
+
+/// Whether `e` is a wake-up of `thread` as the waker records it, in its own context (the socket
+/// enqueue's): `sched_waking`; on a kernel without it `sched_wakeup`, which is the waker's only
+/// when the woken thread's CPU was busy (else the woken CPU records it, in the IPI).
+fn wakes(decoder: &Decoder, e: &Ev, thread: u32) -> bool {
+    match e.event {
+        NetEvent::Waking { pid } => pid == thread,
+        NetEvent::Wakeup { pid, .. } => pid == thread && !decoder.has_waking,
+        _ => false,
+    }
+}
+
+/// The wake-up that `waking` began: the woken thread's `sched_wakeup` (on its CPU), else
+/// `waking` itself.
+fn woken_by<'e>(ev: &'e [Ev], waking: &'e Ev, thread: u32, until: u64) -> &'e Ev {
+    first(ev, waking.ts, until, |e| is_wakeup_of(e, thread)).unwrap_or(waking)
 }
 
 fn is_enqueue(e: &Ev) -> bool {
@@ -326,27 +344,34 @@ fn through_server<'e>(
         Server::Is(pid) => {
             let taken = first(ev, enqueue.ts, until, |e| e.pid == pid && e.event == NetEvent::Taken)
                 .ok_or("the server's receive syscall return")?;
-            (pid, first(ev, enqueue.ts, taken.ts, |e| is_wakeup_of(e, pid)))
+            (pid, first(ev, enqueue.ts, taken.ts, |e| wakes(path.decoder, e, pid)))
         }
         Server::Not(client) => {
             let next_here = window(ev, enqueue.ts, until).iter().skip(1).find(|e| e.cpu == enqueue.cpu);
+            let woke = |pid| pid != client && next_here.is_some_and(|e| wakes(path.decoder, e, pid));
             match next_here.filter(|e| same_context(e, enqueue)).map(|e| (e, e.event)) {
-                Some((w, NetEvent::Wakeup { pid, .. })) if pid != client => (pid, Some(w)),
+                Some((w, NetEvent::Waking { pid } | NetEvent::Wakeup { pid, .. })) if woke(pid) => (pid, Some(w)),
                 _ => {
                     let taken = first(ev, enqueue.ts, until, |e| e.event == NetEvent::Taken && e.pid != client)
                         .ok_or("the server's receive syscall return")?;
-                    (taken.pid, first(ev, enqueue.ts, taken.ts, |e| is_wakeup_of(e, taken.pid)))
+                    (taken.pid, first(ev, enqueue.ts, taken.ts, |e| wakes(path.decoder, e, taken.pid)))
                 }
             }
         }
     };
+    let wakeup = wakeup.map(|w| (w, woken_by(ev, w, server, until)));
     let mut via = path.packet_via(ev, skb, from, received.ts);
     via.push(path.describe(enqueue));
     match wakeup {
-        Some(w) => via.push(path.describe(w)),
+        Some((waking, woken)) => {
+            via.push(path.describe(waking));
+            if woken != waking {
+                via.push(path.describe(woken));
+            }
+        }
         None => via.push(format!("no wake-up: the server (pid {server}) was awake")),
     }
-    let end = wakeup.unwrap_or(enqueue);
+    let end = wakeup.map_or(enqueue, |(_, woken)| woken);
     path.close_at("host_receive", end, via);
     let send = first(ev, end.ts, until, |e| e.pid == server && e.event == NetEvent::Send)
         .ok_or("the server's send syscall")?;

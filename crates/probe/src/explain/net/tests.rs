@@ -167,3 +167,69 @@ fn a_busy_server_takes_the_packet_of_its_own_socket_and_of_this_life_only() {
     let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
     assert_eq!(short, [("host_receive", 1_010, 1_050), ("server", 1_050, 1_300), ("host_send", 1_300, 1_320)]);
 }
+
+/// A quiet host, as this kernel records it: the server's CPU is idle, so the socket enqueue's
+/// wake-up goes through the scheduler's remote wake list - `sched_waking` in the enqueue's
+/// context (the client's, on CPU 0), `sched_wakeup` on the server's CPU 1 in the IPI, by the
+/// idle task. The enqueue is found by the waking; the receive ends at the server runnable.
+fn quiet_host_request(d: &mut Decoder) -> Vec<Ev> {
+    d.has_waking = true;
+    let lo = d.intern("lo");
+    use NetEvent::*;
+    vec![
+        at(1_000, 0, CLIENT, Send),
+        at(1_010, 0, CLIENT, Queue { skb: REQUEST, device: lo }),
+        at(1_020, 0, CLIENT, NetifRx { skb: REQUEST, device: lo }),
+        at(1_030, 0, CLIENT, Xmit { skb: REQUEST, device: lo }),
+        at(1_040, 0, CLIENT, SoftirqEntry { vector: NET_RX }),
+        at(1_050, 0, CLIENT, Receive { skb: REQUEST, device: lo }),
+        at(1_060, 0, CLIENT, DataReady { sock: 7 }),
+        at(1_070, 0, CLIENT, Waking { pid: SERVER }),
+        at(1_080, 0, CLIENT, SoftirqExit { vector: NET_RX }),
+        at(1_090, 1, 0, Receive { skb: 0xddd0, device: lo }),
+        at(1_095, 1, 0, DataReady { sock: 11 }),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_200, 1, SERVER, Taken),
+        at(1_300, 1, SERVER, Send),
+        at(1_310, 1, SERVER, Queue { skb: RESPONSE, device: lo }),
+        at(1_320, 1, SERVER, Xmit { skb: RESPONSE, device: lo }),
+        at(1_330, 1, SERVER, Receive { skb: RESPONSE, device: lo }),
+        at(1_340, 1, SERVER, DataReady { sock: 9 }),
+        at(1_350, 1, SERVER, Waking { pid: CLIENT }),
+        at(1_400, 0, 0, Wakeup { pid: CLIENT, target_cpu: 0 }),
+        at(1_450, 0, CLIENT, Taken),
+    ]
+}
+
+#[test]
+fn a_server_woken_on_its_idle_cpu_is_joined_by_the_wakers_sched_waking() {
+    let mut d = Decoder::without_events();
+    let trace = quiet_host_request(&mut d);
+    let r = ServerRequest { seq: 3, server: SERVER, received: 1_250, answered: 1_330 };
+    let j = join::server(&trace, &d, &r);
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(short, [("host_receive", 1_010, 1_100), ("server", 1_100, 1_300), ("host_send", 1_300, 1_320)]);
+    let receive = j.segments[0].via.join(", ");
+    assert!(receive.contains("sched_waking pid 200 (cpu 0)"), "{receive}");
+    assert!(receive.contains("sched_wakeup pid 200 on cpu 1"), "{receive}");
+}
+
+#[test]
+fn a_client_sees_the_remote_wake_up_of_the_server_and_of_itself() {
+    let mut d = Decoder::without_events();
+    let trace = quiet_host_request(&mut d);
+    let r = ClientRequest { seq: 3, sender: CLIENT, receiver: CLIENT, intended: 990, sent: 995, read: 1_460 };
+    let j = join::client(&trace, &d, &r);
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(
+        short,
+        [
+            ("send_lag", 990, 1_000),
+            ("client_send", 1_000, 1_010),
+            ("host_receive", 1_010, 1_100),
+            ("server", 1_100, 1_300),
+            ("host_send", 1_300, 1_320),
+            ("client_receive", 1_320, 1_460),
+        ]
+    );
+}
