@@ -215,8 +215,20 @@ pub struct ServerArgs {
     /// veth, NET_RX softirq, socket enqueue, wake-up), server, host send (section `explain`).
     #[arg(long)]
     pub explain: bool,
+    /// Write the explained requests as a Perfetto / Chrome trace (the track layout of
+    /// `rtvirt simulate --trace` of a network scenario: a track per CPU with the path segments,
+    /// a track per measuring thread with its requests). Implies --explain.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
+}
+
+impl ServerArgs {
+    /// Whether a kernel trace is taken.
+    pub fn explains(&self) -> bool {
+        self.explain || self.trace.is_some()
+    }
 }
 
 #[derive(Args)]
@@ -232,6 +244,7 @@ Examples:
   rtvirt measure net client --tcp --arrivals back-to-back --size 64
   rtvirt measure net client --in container --arrivals poisson:1000   # host -> container over a bridge
   rtvirt measure net client --in container --explain --duration 5s   # each round trip's path, segment by segment
+  rtvirt measure net client --in container --trace rtt.json          # the same, and a Perfetto trace of it
 
 --stream measures bulk throughput instead (netperf TCP_STREAM/UDP_STREAM, iperf3): messages of --message-size \
 as fast as the socket takes them (or paced to --bandwidth) for --duration; bandwidth per --report-interval and overall as sent and as the \
@@ -276,8 +289,13 @@ pub struct ClientArgs {
     /// Explain each round trip's path on this host from a kernel trace: client send, host
     /// receive (bridge, veth, NET_RX softirq, socket enqueue, server wake-up), server, host send,
     /// client receive (section `explain`; with --in container the server's side is traced too).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stream")]
     pub explain: bool,
+    /// Write the explained round trips as a Perfetto / Chrome trace (the track layout of
+    /// `rtvirt simulate --trace` of a network scenario: a track per CPU with the path segments,
+    /// a track per measuring thread with its requests). Implies --explain.
+    #[arg(long, value_name = "FILE.json", conflicts_with = "stream")]
+    pub trace: Option<PathBuf>,
     /// Measure bulk throughput (a stream) instead of round trips.
     #[arg(long)]
     pub stream: bool,
@@ -295,6 +313,13 @@ pub struct ClientArgs {
     pub bandwidth: Option<f64>,
     #[command(flatten)]
     pub common: Common,
+}
+
+impl ClientArgs {
+    /// Whether a kernel trace is taken.
+    pub fn explains(&self) -> bool {
+        self.explain || self.trace.is_some()
+    }
 }
 
 #[derive(Args)]

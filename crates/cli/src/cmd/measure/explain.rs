@@ -1,10 +1,13 @@
 //! `--explain` for people and for Perfetto: the ranked causes as a table, the worst wake-ups
 //! broken down, and the explained wake-ups as a Chrome trace written with the simulator's
 //! [`TraceWriter`] and its track layout (group "cores" with a track per CPU; a group per
-//! measuring thread with its wake-ups), so that a simulated and a measured trace open side by side.
+//! measuring thread with its wake-ups; for `measure net`, the network scenario's layout: "cores"
+//! and "threads", see [`write_net_trace`]), so that a simulated and a measured trace open side by
+//! side.
 
 use anyhow::Context as _;
 use rtvirt_model::results::{ExplainSection, ExplainedSample};
+use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
 use rtvirt_sim::engine::trace::{TraceWindow, TraceWriter, Track};
 use serde_json::json;
@@ -105,4 +108,56 @@ pub fn write_trace(e: &ExplainSection, cpus: &[u32], duration: Nanos, path: &Pat
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
     w.write_json(&mut out).with_context(cannot)?;
     std::io::Write::flush(&mut out).with_context(cannot)
+}
+
+/// `measure net --explain --trace`: the group "threads" of the simulator's network trace.
+const THREADS_PID: u32 = 2;
+
+/// Write the explained requests of `measure net` as a Chrome trace, in the layout of
+/// `rtvirt simulate --trace` of a network scenario: group "cores" with a track per CPU holding
+/// each path segment on the CPU whose event ended it, group "threads" with a track per measuring
+/// thread (`role` and its tid) holding each request's round trip and the segments no CPU's event
+/// ends (the client's own clock readings, `unexplained`). The requests at or above the p99 of
+/// those kept are marked `late request`.
+pub fn write_net_trace(e: &ExplainSection, role: &str, path: &Path) -> anyhow::Result<()> {
+    let end = e.samples.iter().map(|s| s.expected_ns + s.latency_ns).max().unwrap_or(0);
+    let window = TraceWindow { from: Nanos::ZERO, to: Nanos(end + 1), max_events: 2_000_000 };
+    let mut w = TraceWriter::new(window);
+    let cpus: std::collections::BTreeSet<u32> =
+        e.samples.iter().flat_map(|s| s.segments.iter().filter_map(|x| x.cpu)).collect();
+    for &cpu in &cpus {
+        w.name_track(Track { pid: CORES_PID, tid: cpu }, "cores", &format!("core {cpu}"));
+    }
+    let threads: std::collections::BTreeSet<u32> = e.samples.iter().map(|s| s.tid).collect();
+    for &tid in &threads {
+        w.name_track(Track { pid: THREADS_PID, tid }, "threads", &format!("{role} (tid {tid})"));
+    }
+    let late = late_from(e);
+    let mut samples: Vec<&ExplainedSample> = e.samples.iter().collect();
+    samples.sort_by_key(|s| s.expected_ns);
+    for s in samples {
+        let thread = Track { pid: THREADS_PID, tid: s.tid };
+        let request = s.request.map_or_else(|| "request".to_string(), |r| format!("request {r}"));
+        let (start, end) = (Nanos(s.expected_ns), Nanos(s.expected_ns + s.latency_ns));
+        w.slice(thread, &request, start, end, Some(json!({"round_trip_ns": s.latency_ns})));
+        for x in &s.segments {
+            let args = json!({"request": s.request, "duration_ns": x.duration_ns, "via": x.via, "missing": x.missing});
+            let track = x.cpu.map_or(thread, |cpu| Track { pid: CORES_PID, tid: cpu });
+            w.slice(track, &x.name, Nanos(x.start_ns), Nanos(x.start_ns + x.duration_ns), Some(args));
+        }
+        if s.latency_ns >= late {
+            w.instant(thread, "late request", end, Some(json!({"round_trip_ns": s.latency_ns})));
+        }
+    }
+    let cannot = || format!("cannot write trace {}", path.display());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
+    w.write_json(&mut out).with_context(cannot)?;
+    std::io::Write::flush(&mut out).with_context(cannot)
+}
+
+/// The p99 of the kept requests' round trips.
+fn late_from(e: &ExplainSection) -> u64 {
+    let mut rtt = LatencyHistogram::new();
+    e.samples.iter().for_each(|s| rtt.record(s.latency_ns));
+    rtt.quantile(0.99)
 }

@@ -22,6 +22,9 @@ struct Server {
 
 pub fn run_server(args: ServerArgs, line: CommandLine) -> CmdResult {
     rtvirt_probe::limits::check_duration("--duration", args.duration, args.common.force)?;
+    if let Some(path) = &args.trace {
+        crate::output_file::check("--trace", path, &[])?;
+    }
     drive(Server { args }, line)
 }
 
@@ -43,7 +46,7 @@ impl Measurement for Server {
         let listen = inside_container_listen(a.listen);
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
         let mut srv = server::Server::bind(&cfg)?;
-        let mut explainer = a.explain.then(|| NetExplainer::start(explain_config()));
+        let mut explainer = a.explains().then(|| NetExplainer::start(explain_config()));
         if let Some(e) = explainer.as_mut() {
             e.set_run_start(rtvirt_probe::rt::now_ns());
             srv.explain_to(e.sink());
@@ -91,6 +94,9 @@ impl Measurement for Server {
                     print_segments(e);
                 }
             }
+        }
+        if let (Some(e), Some(path)) = (&results.explain, &self.args.trace) {
+            super::explain::write_net_trace(e, "server", path)?;
         }
         Ok(Outcome::Ok)
     }
@@ -168,6 +174,9 @@ pub fn run_client(mut args: ClientArgs, line: CommandLine) -> CmdResult {
         force: args.common.force,
     };
     config.validate()?;
+    if let Some(path) = &args.trace {
+        crate::output_file::check("--trace", path, &[])?;
+    }
     progress(
         args.duration,
         &format!("measuring {} round trips to {} ({})", config.protocol.as_str(), config.connect, config.arrivals),
@@ -193,7 +202,7 @@ impl Measurement for Client {
         if let Some(server) = server {
             self.config.connect = server;
         }
-        let explain = self.args.explain.then(explain_config);
+        let explain = self.args.explains().then(explain_config);
         Ok(client::run_explained(&self.config, explain.as_ref())?)
     }
 
@@ -213,6 +222,9 @@ impl Measurement for Client {
         output(results, self.args.common.format, false, "round-trip time", &rows, &footer)?;
         if let (Some(e), Format::Table) = (&results.explain, self.args.common.format) {
             print_segments(e);
+        }
+        if let (Some(e), Some(path)) = (&results.explain, &self.args.trace) {
+            super::explain::write_net_trace(e, "client", path)?;
         }
         Ok(Outcome::Ok)
     }
