@@ -301,3 +301,15 @@ mod tests {
         }
     }
 }
+
+/// A `CONFIG_*` value from /proc/config.gz (None if the kernel does not expose its config).
+pub fn kconfig(name: &str) -> Option<String> {
+    use std::io::Read;
+    let gz = std::fs::read("/proc/config.gz").ok()?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
+    let prefix = format!("{name}=");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+        .or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
+}

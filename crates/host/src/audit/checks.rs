@@ -54,16 +54,7 @@ fn pass_if(ok: bool) -> Status {
     }
 }
 
-/// A `CONFIG_*` value from /proc/config.gz (None if the kernel does not expose its config).
-pub fn kconfig(name: &str) -> Option<String> {
-    let gz = std::fs::read("/proc/config.gz").ok()?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
-    let prefix = format!("{name}=");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
-        .or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
-}
+pub use rtvirt_os::sysinfo::kconfig;
 
 /// The PREEMPT_DYNAMIC mode: debugfs (selected in parentheses), else preempt= on the command
 /// line, else the Kconfig default.

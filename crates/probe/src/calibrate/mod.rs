@@ -1,8 +1,12 @@
 //! `rtvirt host calibrate`: this host's real costs, measured, as an `rtvirt.hostmodel/v1` host
 //! model. Four experiments, each written into the model with its method, distribution and count:
 //!
-//! 1. **Release latency** per CPU: the `measure timer` experiment ([`crate::timer`], SCHED_FIFO
-//!    90, 1 ms absolute `clock_nanosleep`), latency = wake-up - programmed time.
+//! 1. **Release latency** per CPU: the `measure timer` experiment ([`crate::timer`], 1 ms absolute
+//!    `clock_nanosleep`), latency = wake-up - programmed time, by a SCHED_DEADLINE thread (runtime
+//!    100 us every 1 ms, in an exclusive cpuset per CPU) - the class a plan's reservations run in.
+//!    A SCHED_FIFO thread would also wait for the fair server (a deadline entity, which runs the
+//!    host's SCHED_OTHER work ahead of every FIFO thread) and for other real-time threads, neither
+//!    of which delays a reservation with an earlier deadline.
 //! 2. **Context switch**: two SCHED_FIFO threads pinned to one CPU pass a byte back and forth
 //!    through two pipes (lmbench's `lat_ctx` method); one sample is a batch of round trips, per
 //!    switch, less the pipe write + read cost measured in one thread.
@@ -12,6 +16,9 @@
 //!    execution inside it is the server's run; gap - run = the period's overhead (replenishment
 //!    timer, the two switches), run - runtime = the overrun the kernel let it have before the
 //!    throttle. Enforcement is `hrtick` when debugfs `sched/features` has `HRTICK_DL` (else `tick`).
+//!    With a state directory the CPU's `sched_switch` events are traced meanwhile ([`gaps`]), and
+//!    the time other threads ran in a gap - SCHED_OTHER ones through the fair server, other
+//!    real-time ones - is taken out of the server's cost and reported beside it.
 //! 4. **Cache reload**: a 256 KiB working set is swept (one write per 64-byte line) warm, and again
 //!    after a 32 MiB sweep evicted it (what a preemption by another guest does): cold - warm.
 //!
@@ -31,8 +38,10 @@
 //! The spin loops and the pipe ping-pong are written by hand: they are the measurement itself
 //! (no crate measures SCHED_DEADLINE overheads); statistics use the model's `LatencyHistogram`.
 
+pub mod gaps;
+
 use crate::error::{Error, Result};
-use crate::rt::{self, Reservation, Sched};
+use crate::rt::{self, LinuxPolicy, Reservation, Sched};
 use crate::timer::{self, TimerConfig};
 use rtvirt_model::hostmodel::{
     AdmissionLimits, Enforcement, EnforcementKind, FairServerEntry, HostModel, LatencySummary, Measurement,
@@ -148,11 +157,19 @@ fn no_samples(what: &str) -> Error {
 
 /// Experiment 1: `measure timer` on every CPU.
 fn release_latency(cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<LatencySummary> {
-    let tc = TimerConfig { cpus: cfg.cpus.clone(), duration: cfg.step, ..TimerConfig::default() };
+    let tc = TimerConfig {
+        cpus: cfg.cpus.clone(),
+        duration: cfg.step,
+        policy: LinuxPolicy::Deadline,
+        state_dir: cfg.state_dir.clone(),
+        ..TimerConfig::default()
+    };
     let run = timer::run(&tc)?;
     stop_if_interrupted()?;
-    const METHOD: &str = "measure timer: SCHED_FIFO 90 thread pinned to the CPU, absolute clock_nanosleep every 1 ms, \
-                          latency = wake-up - programmed time";
+    const METHOD: &str = "measure timer --policy deadline: a SCHED_DEADLINE thread (runtime 100 us every 1 ms) in an \
+                          exclusive cpuset of the CPU, absolute clock_nanosleep every 1 ms, latency = wake-up - \
+                          programmed time (the class of a plan's reservations: the fair server and real-time threads \
+                          do not delay it)";
     for (cpu, h) in &run.per_cpu {
         out.push(measurement(&format!("release_latency cpu{cpu}"), METHOD, h, None));
     }
@@ -300,32 +317,39 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
         Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&[cpu], dir)?,
         None => rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?,
     };
+    let trace = cfg.state_dir.as_deref().map(|dir| gaps::SwitchTrace::start(dir, cpu));
     let stop = AtomicBool::new(false);
     let start = rt::now_ns() + 20_000_000;
     let until = start + step.0;
-    let spinner = |sched: Sched| -> Result<Vec<(u64, u64)>> {
+    let spinner = |sched: Sched| -> Result<(u32, Vec<(u64, u64)>)> {
         exclusive.enter(cpu)?;
         rt::pin_current_thread(cpu)?;
         rt::set_sched(0, sched).inspect_err(|_| stop.store(true, Ordering::SeqCst))?;
         rt::sleep_until(start);
         let runs = spin_timeline(until, &stop);
         rt::set_sched(0, Sched::Other)?;
-        Ok(runs)
+        Ok((rt::gettid() as u32, runs))
     };
     let (server, observer) = std::thread::scope(|s| {
         let server = s.spawn(|| spinner(Sched::Deadline(PROBE_RESERVATION)));
         let observer = s.spawn(|| spinner(Sched::Fifo(1)));
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Vec<(u64, u64)>>>| {
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<(u32, Vec<(u64, u64)>)>>| {
             h.join().unwrap_or_else(|_| Err(Error::Failed("spinning thread panicked".into())))
         };
         (join(server), join(observer))
     });
+    let events = trace.map(|t| t.and_then(|t| t.finish()));
     drop(exclusive);
     stop_if_interrupted()?;
-    let (server, observer) = (server?, observer?);
-    let mut foreign = 0;
-    let (overhead, overrun) = period_costs(&server, &observer, &mut foreign);
-    if overhead.count() == 0 {
+    let ((server_tid, server), (observer_tid, observer)) = (server?, observer?);
+    let gap_list: Vec<(u64, u64)> = observer.windows(2).map(|w| (w[0].1, w[1].0)).collect();
+    let (foreign, trace_note) = match &events {
+        Some(Ok(ev)) => (gaps::foreign_in_gaps(ev, cpu, &[server_tid, observer_tid], &gap_list), None),
+        Some(Err(e)) => (vec![], Some(format!("sched_switch not traced ({e}): other threads are not told apart"))),
+        None => (vec![], Some("no state directory, sched_switch not traced: other threads are not told apart".into())),
+    };
+    let costs = period_costs(&server, &gap_list, &foreign);
+    if costs.overhead.count() == 0 {
         return Err(no_samples("SCHED_DEADLINE period cost"));
     }
     let kind = enforcement_kind();
@@ -338,38 +362,92 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     );
     out.push(measurement(
         "server_overhead",
-        &format!("{setup}: gap - the deadline thread's run in it (replenishment timer and two switches)"),
-        &overhead,
-        Some(
-            "other interference in the same gap (interrupts, the fair server) is counted too: max is an upper bound"
-                .into(),
+        &format!(
+            "{setup}: gap - the deadline thread's run in it - other threads' runs in it (sched_switch): the \
+             replenishment timer and two switches"
         ),
+        &costs.overhead,
+        Some(trace_note.unwrap_or_else(|| costs.summary())),
     ));
+    out.extend(costs.foreign_measurements(&setup));
     let tick_note = (kind.0 == EnforcementKind::Tick)
         .then(|| format!("tick enforcement: a run may overrun by up to one tick{}", tick_text()));
     out.push(measurement(
         "enforcement_overrun",
         &format!("{setup}: the deadline thread's run - its runtime (enforcement {}: {})", kind_str(kind.0), kind.1),
-        &overrun,
+        &costs.overrun,
         tick_note,
     ));
     let overrun_max =
-        overrun.max().unwrap_or(0).max(if kind.0 == EnforcementKind::Tick { tick_ns().unwrap_or(0) } else { 0 });
-    Ok((overhead.quantile(0.99), Enforcement { kind: kind.0, overrun_max_ns: overrun_max }))
+        costs.overrun.max().unwrap_or(0).max(if kind.0 == EnforcementKind::Tick { tick_ns().unwrap_or(0) } else { 0 });
+    Ok((costs.overhead.quantile(0.99), Enforcement { kind: kind.0, overrun_max_ns: overrun_max }))
 }
 
-/// Per observer gap holding deadline-thread runs: (gap - run, run - runtime) samples. A gap in
-/// which something else ran for a whole server period or more held another reservation (the fair
-/// server's 50 ms): counted in `foreign`, not sampled.
-fn period_costs(
-    server: &[(u64, u64)],
-    observer: &[(u64, u64)],
-    foreign: &mut u64,
-) -> (LatencyHistogram, LatencyHistogram) {
-    let (mut overhead, mut overrun) = (LatencyHistogram::new(), LatencyHistogram::new());
+/// What experiment 3's gaps held.
+struct PeriodCosts {
+    /// Per gap with a server run: gap - run - other threads (the server's own cost).
+    overhead: LatencyHistogram,
+    /// Per gap with a server run: run - runtime.
+    overrun: LatencyHistogram,
+    /// Per gap with a server run and SCHED_OTHER threads in it: their time (the fair server's).
+    fair: LatencyHistogram,
+    /// Per gap with a server run and other real-time threads in it: their time.
+    other: LatencyHistogram,
+    /// Gaps in which something else ran for a whole server period or more (another reservation,
+    /// e.g. the fair server's 50 ms): not sampled.
+    foreign: u64,
+}
+
+impl PeriodCosts {
+    /// The other threads' time in the gaps, one measurement per class that was seen (a class
+    /// never seen has no distribution to report; the server's note says so).
+    fn foreign_measurements(&self, setup: &str) -> Vec<Measurement> {
+        let whole = format!("{} more gaps held a whole server period of other work and were not sampled", self.foreign);
+        let mut out = vec![];
+        if self.fair.count() > 0 {
+            out.push(measurement(
+                "fair_server_in_gaps",
+                &format!("{setup}: time SCHED_OTHER threads (run by the fair server) took in a gap with a server run"),
+                &self.fair,
+                Some(format!("taken out of server_overhead; {whole}")),
+            ));
+        }
+        if self.other.count() > 0 {
+            out.push(measurement(
+                "other_threads_in_gaps",
+                &format!("{setup}: time other real-time or deadline threads took in a gap with a server run"),
+                &self.other,
+                Some("taken out of server_overhead".into()),
+            ));
+        }
+        out
+    }
+
+    /// What the gaps held besides the server, in words (the server_overhead note).
+    fn summary(&self) -> String {
+        format!(
+            "other threads, taken out: SCHED_OTHER (fair server) in {} gaps, other real-time threads in {}; {} gaps \
+             with a whole server period of other work not sampled; interrupts and time the hypervisor took (steal) \
+             stay in: max is an upper bound",
+            self.fair.count(),
+            self.other.count(),
+            self.foreign
+        )
+    }
+}
+
+/// Per observer gap holding deadline-thread runs: the samples of [`PeriodCosts`]; `foreign[i]`
+/// is what other threads ran in gap i (empty: not known, counted as the server's).
+fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], foreign: &[gaps::Foreign]) -> PeriodCosts {
+    let mut c = PeriodCosts {
+        overhead: LatencyHistogram::new(),
+        overrun: LatencyHistogram::new(),
+        fair: LatencyHistogram::new(),
+        other: LatencyHistogram::new(),
+        foreign: 0,
+    };
     let mut k = 0;
-    for w in observer.windows(2) {
-        let (gap_start, gap_end) = (w[0].1, w[1].0);
+    for (i, &(gap_start, gap_end)) in gaps.iter().enumerate() {
         while k < server.len() && server[k].1 < gap_start {
             k += 1;
         }
@@ -380,15 +458,22 @@ fn period_costs(
             ran += e.saturating_sub(s);
             j += 1;
         }
-        let other = (gap_end - gap_start).saturating_sub(ran);
-        if ran > 0 && other < PROBE_RESERVATION.period_ns {
-            overhead.record(other);
-            overrun.record(ran.saturating_sub(PROBE_RESERVATION.runtime_ns));
+        let others = foreign.get(i).copied().unwrap_or_default();
+        let rest = (gap_end - gap_start).saturating_sub(ran);
+        if ran > 0 && rest < PROBE_RESERVATION.period_ns {
+            c.overhead.record(rest.saturating_sub(others.total()));
+            c.overrun.record(ran.saturating_sub(PROBE_RESERVATION.runtime_ns));
+            if others.fair > 0 {
+                c.fair.record(others.fair);
+            }
+            if others.other > 0 {
+                c.other.record(others.other);
+            }
         } else if ran > 0 {
-            *foreign += 1;
+            c.foreign += 1;
         }
     }
-    (overhead, overrun)
+    c
 }
 
 fn kind_str(k: EnforcementKind) -> &'static str {
@@ -413,10 +498,14 @@ fn enforcement_kind() -> (EnforcementKind, String) {
     }
 }
 
-/// One tick (ns) from the running kernel's CONFIG_HZ (/boot/config-<release>), if readable.
+/// One tick (ns) from the running kernel's CONFIG_HZ (/boot/config-<release>, else
+/// /proc/config.gz), if readable.
 fn tick_ns() -> Option<u64> {
-    let config = std::fs::read_to_string(format!("/boot/config-{}", rtvirt_os::sysinfo::kernel_release())).ok()?;
-    let hz: u64 = config.lines().find_map(|l| l.strip_prefix("CONFIG_HZ="))?.trim().parse().ok()?;
+    let boot = std::fs::read_to_string(format!("/boot/config-{}", rtvirt_os::sysinfo::kernel_release())).ok();
+    let hz = boot
+        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("CONFIG_HZ=").map(str::to_string)))
+        .or_else(|| rtvirt_os::sysinfo::kconfig("CONFIG_HZ"))?;
+    let hz: u64 = hz.trim().parse().ok()?;
     (hz > 0).then(|| 1_000_000_000 / hz)
 }
 
@@ -521,21 +610,24 @@ mod tests {
     fn period_costs_pair_each_observer_gap_with_the_server_runs_in_it() {
         // observer runs [0,100) [400,500) [1000,1100); the server ran 120..300 (split by an
         // interrupt at 200..210) and 600..900
-        let observer = [(0, 100), (400, 500), (1000, 1100)];
+        let gaps = [(100, 400), (500, 1000)];
         let server = [(120, 200), (210, 300), (600, 900)];
-        let mut foreign = 0;
-        let (overhead, overrun) = period_costs(&server, &observer, &mut foreign);
-        assert_eq!(overhead.count(), 2);
+        let c = period_costs(&server, &gaps, &[]);
+        assert_eq!(c.overhead.count(), 2);
         // gap 100..400 = 300, ran 170 -> 130; gap 500..1000 = 500, ran 300 -> 200
-        assert_eq!(overhead.min(), Some(130));
-        assert_eq!(overhead.max(), Some(200));
-        assert_eq!(overrun.count(), 2); // both runs below the 200 us runtime: overrun 0
-        assert_eq!(overrun.max(), Some(0));
-        assert_eq!(foreign, 0);
+        assert_eq!(c.overhead.min(), Some(130));
+        assert_eq!(c.overhead.max(), Some(200));
+        assert_eq!(c.overrun.count(), 2); // both runs below the 200 us runtime: overrun 0
+        assert_eq!(c.overrun.max(), Some(0));
+        assert_eq!(c.foreign, 0);
+        // other threads in the second gap: a kworker through the fair server (50) and a FIFO
+        // thread (30) are the fair server's and others', not the server's cost
+        let foreign = [gaps::Foreign::default(), gaps::Foreign { fair: 50, other: 30 }];
+        let c = period_costs(&server, &gaps, &foreign);
+        assert_eq!((c.overhead.min(), c.overhead.max()), (Some(120), Some(130)));
+        assert_eq!((c.fair.count(), c.fair.max(), c.other.max()), (1, Some(50), Some(30)));
         // a gap where something else ran for 50 ms (the fair server) is not a sample
-        let observer = [(0, 100), (60_000_000, 60_000_100)];
-        let server = [(200, 300_000)];
-        let (overhead, _) = period_costs(&server, &observer, &mut foreign);
-        assert_eq!((overhead.count(), foreign), (0, 1));
+        let c = period_costs(&[(200, 300_000)], &[(100, 60_000_000)], &[]);
+        assert_eq!((c.overhead.count(), c.foreign), (0, 1));
     }
 }
