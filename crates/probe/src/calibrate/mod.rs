@@ -310,6 +310,9 @@ fn spin_timeline(until: u64, stop: &AtomicBool) -> Vec<(u64, u64)> {
     }
 }
 
+/// A spinning thread's id and the stretches it ran.
+type SpinRun = (u32, Vec<(u64, u64)>);
+
 /// Experiment 3: a spinning SCHED_DEADLINE thread beside a spinning SCHED_FIFO 1 observer.
 fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<(u64, Enforcement)> {
     let step = cfg.step;
@@ -321,7 +324,7 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     let stop = AtomicBool::new(false);
     let start = rt::now_ns() + 20_000_000;
     let until = start + step.0;
-    let spinner = |sched: Sched| -> Result<(u32, Vec<(u64, u64)>)> {
+    let spinner = |sched: Sched| -> Result<SpinRun> {
         exclusive.enter(cpu)?;
         rt::pin_current_thread(cpu)?;
         rt::set_sched(0, sched).inspect_err(|_| stop.store(true, Ordering::SeqCst))?;
@@ -333,7 +336,7 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     let (server, observer) = std::thread::scope(|s| {
         let server = s.spawn(|| spinner(Sched::Deadline(PROBE_RESERVATION)));
         let observer = s.spawn(|| spinner(Sched::Fifo(1)));
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<(u32, Vec<(u64, u64)>)>>| {
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<SpinRun>>| {
             h.join().unwrap_or_else(|_| Err(Error::Failed("spinning thread panicked".into())))
         };
         (join(server), join(observer))
