@@ -5,7 +5,6 @@ use crate::threads;
 use rtvirt_os::cpulist::CpuList;
 use rtvirt_os::procfs::{self, read_opt};
 use rtvirt_os::sysinfo::{self, cmdline_param, debugfs_read, CPU_DIR, DEBUGFS};
-use std::io::Read;
 use std::path::Path;
 
 pub fn all() -> Vec<Check> {
