@@ -254,6 +254,18 @@ pub fn irq(number: u32) -> Option<Irq> {
     Some(Irq { number, actions, affinity: list("smp_affinity_list"), effective: list("effective_affinity_list") })
 }
 
+/// A `CONFIG_*` value from /proc/config.gz (None if the kernel does not expose its config).
+pub fn kconfig(name: &str) -> Option<String> {
+    use std::io::Read;
+    let gz = std::fs::read("/proc/config.gz").ok()?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
+    let prefix = format!("{name}=");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+        .or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,16 +312,4 @@ mod tests {
             assert!(!i.actions.is_empty());
         }
     }
-}
-
-/// A `CONFIG_*` value from /proc/config.gz (None if the kernel does not expose its config).
-pub fn kconfig(name: &str) -> Option<String> {
-    use std::io::Read;
-    let gz = std::fs::read("/proc/config.gz").ok()?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).ok()?;
-    let prefix = format!("{name}=");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
-        .or_else(|| text.lines().any(|l| l == format!("# {name} is not set")).then(|| "n".into()))
 }
