@@ -267,8 +267,8 @@ mod tests {
 
     #[test]
     fn a_plan_without_overheads_warns_where_a_tick_overrun_outlasts_a_deadline() {
-        // 1 ms of work every 50 ms: the least PRM budget at the 1 ms period is ~21 us, and a 4 ms
-        // tick's overrun is paid back over ~190 periods - longer than the 50 ms deadline
+        // 1 ms of work every 50 ms: the least PRM budget is 52.6 us every 2.5 ms, and a 4 ms
+        // tick's overrun is paid back over 77 periods (190 ms) - longer than the 50 ms deadline
         let s = rtvirt_model::scenario::Scenario::from_toml(
             "[host]\ncores = 1\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\n[[guest.task]]\nname = \"t\"\n\
              period = \"50ms\"\nwcet = \"1ms\"\n",
