@@ -4,15 +4,19 @@
 
 mod host_support;
 mod schema_support;
+mod tracefs_support;
 
 use host_support::*;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 /// What calibration may touch: the cgroups at the cpuset hierarchy's base (its exclusive
-/// partition), the root's load balancing, the kernel's RT limits, this test's own scheduling.
+/// partition), the root's load balancing, the kernel's RT limits, this test's own scheduling, and
+/// tracefs (the switch trace of experiment 3: its instance, and the mount if it made one).
 fn host_state() -> String {
     let mut out = cpuset_state();
+    let mounted = rtvirt_os::tracefs::mounted_at().is_some();
+    out += &format!("tracefs mounted: {mounted}, instances: {:?}\n", tracefs_support::rtvirt_instances());
     if let Some(h) = rtvirt_os::cgroup::Hierarchy::find("cpuset") {
         let mut dirs: Vec<String> =
             std::fs::read_dir(h.base()).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();

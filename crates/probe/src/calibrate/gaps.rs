@@ -13,8 +13,10 @@ use std::path::Path;
 
 /// `sched_switch` of one CPU, recorded in a tracing instance of its own (removed on drop).
 pub struct SwitchTrace {
-    instance: Instance,
+    // Fields drop in order: the reader's open `trace_pipe_raw` must be closed before the
+    // instance's directory is removed, which the kernel refuses (EBUSY) while a file is open.
     reader: CpuReader,
+    instance: Instance,
     decoder: Decoder,
     events: Vec<(u64, u32, Event)>,
 }
@@ -30,7 +32,7 @@ impl SwitchTrace {
         let reader = instance.reader(cpu).map_err(|e| e.to_string())?;
         let decoder = Decoder::new(&instance);
         instance.set_on(true).map_err(|e| e.to_string())?;
-        Ok(SwitchTrace { instance, reader, decoder, events: Vec::new() })
+        Ok(SwitchTrace { reader, instance, decoder, events: Vec::new() })
     }
 
     /// Drain the buffer (call now and then during a long run, and at the end).
