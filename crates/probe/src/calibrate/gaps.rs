@@ -6,6 +6,10 @@
 //! otherwise), anything else (another real-time or deadline thread, a per-CPU kernel thread of
 //! those classes) is "other". The idle task (pid 0) is neither: a gap in which the CPU was idle is
 //! the hypervisor's (steal) or a halt, and stays in the server's figure as a measured upper bound.
+//! The deadline thread's own time in a gap is taken from the same events (switched in to switched
+//! out): interrupts that arrive while it runs are charged to its runtime by the kernel, so they
+//! are part of its run, not of the period's overhead; the thread's own polling would count them
+//! as overhead.
 
 use crate::explain::decode::{Decoder, Event};
 use rtvirt_os::tracefs::{CpuReader, Instance};
@@ -61,17 +65,20 @@ impl SwitchTrace {
     }
 }
 
-/// The time (ns) other threads ran inside one gap.
+/// Who ran (ns) inside one gap of the observer, by the kernel's switches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Foreign {
+pub struct InGap {
+    /// The deadline thread (the server) itself.
+    pub server: u64,
     /// SCHED_OTHER threads, run by the fair server.
     pub fair: u64,
     /// Real-time or deadline threads that are not the experiment's.
     pub other: u64,
 }
 
-impl Foreign {
-    pub fn total(&self) -> u64 {
+impl InGap {
+    /// Threads that are neither the server nor the observer.
+    pub fn foreign(&self) -> u64 {
         self.fair + self.other
     }
 }
@@ -92,21 +99,28 @@ fn timeline(events: &[(u64, u32, Event)], cpu: u32) -> Vec<Stretch> {
     switches.windows(2).map(|w| (w[0].0, w[1].0, w[0].1, w[0].2)).collect()
 }
 
-/// Per gap `[start, end)` (time order, not overlapping): how long threads other than `mine` (and
-/// the idle task) ran in it on `cpu`.
-pub fn foreign_in_gaps(events: &[(u64, u32, Event)], cpu: u32, mine: &[u32], gaps: &[(u64, u64)]) -> Vec<Foreign> {
-    let stretches: Vec<Stretch> =
-        timeline(events, cpu).into_iter().filter(|s| s.2 != 0 && !mine.contains(&s.2)).collect();
+/// Per gap `[start, end)` (time order, not overlapping): how long the `server` and threads other
+/// than it and the `observer` (and the idle task) ran in it on `cpu`.
+pub fn who_ran_in_gaps(
+    events: &[(u64, u32, Event)],
+    cpu: u32,
+    server: u32,
+    observer: u32,
+    gaps: &[(u64, u64)],
+) -> Vec<InGap> {
+    let stretches: Vec<Stretch> = timeline(events, cpu).into_iter().filter(|s| s.2 != 0 && s.2 != observer).collect();
     let mut k = 0;
     gaps.iter()
         .map(|&(start, end)| {
             while k < stretches.len() && stretches[k].1 <= start {
                 k += 1;
             }
-            let mut f = Foreign::default();
-            for &(s, e, _, prio) in stretches[k..].iter().take_while(|s| s.0 < end) {
+            let mut f = InGap::default();
+            for &(s, e, pid, prio) in stretches[k..].iter().take_while(|s| s.0 < end) {
                 let ran = e.min(end).saturating_sub(s.max(start));
-                if prio >= 100 {
+                if pid == server {
+                    f.server += ran;
+                } else if prio >= 100 {
                     f.fair += ran;
                 } else {
                     f.other += ran;
@@ -128,7 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn other_threads_in_a_gap_are_counted_by_class_and_ours_and_idle_are_not() {
+    fn the_server_and_other_threads_in_a_gap_are_counted_by_class_and_the_observer_and_idle_are_not() {
         // cpu 1: observer 10 until 100, server 11 until 150, a kworker (prio 120) until 170,
         // a FIFO thread (prio 49) until 180, idle until 190, observer again; cpu 0 is ignored
         let events = [
@@ -142,9 +156,9 @@ mod tests {
             switch(300, 1, 12, 120),
             switch(305, 1, 10, 98),
         ];
-        let got = foreign_in_gaps(&events, 1, &[10, 11], &[(100, 190), (290, 310), (400, 500)]);
-        assert_eq!(got[0], Foreign { fair: 20, other: 10 });
-        assert_eq!(got[1], Foreign { fair: 5, other: 0 });
-        assert_eq!(got[2], Foreign::default());
+        let got = who_ran_in_gaps(&events, 1, 11, 10, &[(100, 190), (290, 310), (400, 500)]);
+        assert_eq!(got[0], InGap { server: 50, fair: 20, other: 10 });
+        assert_eq!(got[1], InGap { server: 0, fair: 5, other: 0 });
+        assert_eq!(got[2], InGap::default());
     }
 }

@@ -347,7 +347,7 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     let ((server_tid, server), (observer_tid, observer)) = (server?, observer?);
     let gap_list: Vec<(u64, u64)> = observer.windows(2).map(|w| (w[0].1, w[1].0)).collect();
     let (foreign, trace_note) = match &events {
-        Some(Ok(ev)) => (gaps::foreign_in_gaps(ev, cpu, &[server_tid, observer_tid], &gap_list), None),
+        Some(Ok(ev)) => (gaps::who_ran_in_gaps(ev, cpu, server_tid, observer_tid, &gap_list), None),
         Some(Err(e)) => (vec![], Some(format!("sched_switch not traced ({e}): other threads are not told apart"))),
         None => (vec![], Some("no state directory, sched_switch not traced: other threads are not told apart".into())),
     };
@@ -366,7 +366,8 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     out.push(measurement(
         "server_overhead",
         &format!(
-            "{setup}: gap - the deadline thread's run in it - other threads' runs in it (sched_switch): the \
+            "{setup}: gap - the deadline thread's time on the CPU in it - other threads' in it (sched_switch; \
+             interrupts while the deadline thread runs are charged to its runtime, so they are its run): the \
              replenishment timer and two switches"
         ),
         &costs.overhead,
@@ -430,8 +431,8 @@ impl PeriodCosts {
     fn summary(&self) -> String {
         format!(
             "other threads, taken out: SCHED_OTHER (fair server) in {} gaps, other real-time threads in {}; {} gaps \
-             with a whole server period of other work not sampled; interrupts and time the hypervisor took (steal) \
-             stay in: max is an upper bound",
+             with a whole server period of other work not sampled; interrupts between the switches and time the \
+             hypervisor took (steal) stay in: max is an upper bound",
             self.fair.count(),
             self.other.count(),
             self.foreign
@@ -439,9 +440,10 @@ impl PeriodCosts {
     }
 }
 
-/// Per observer gap holding deadline-thread runs: the samples of [`PeriodCosts`]; `foreign[i]`
-/// is what other threads ran in gap i (empty: not known, counted as the server's).
-fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], foreign: &[gaps::Foreign]) -> PeriodCosts {
+/// Per observer gap holding deadline-thread runs: the samples of [`PeriodCosts`]; `traced[i]` is
+/// who ran in gap i by the kernel's switches (empty: not traced; then the server's run is what its
+/// own polling saw, and other threads' time is counted as the server's).
+fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], traced: &[gaps::InGap]) -> PeriodCosts {
     let mut c = PeriodCosts {
         overhead: LatencyHistogram::new(),
         overrun: LatencyHistogram::new(),
@@ -461,10 +463,14 @@ fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], foreign: &[gaps::For
             ran += e.saturating_sub(s);
             j += 1;
         }
-        let others = foreign.get(i).copied().unwrap_or_default();
-        let rest = (gap_end - gap_start).saturating_sub(ran);
+        let others = traced.get(i).copied().unwrap_or_default();
+        // the overhead from the kernel's view of the server's time on the CPU (interrupts in its
+        // run are its runtime's); the overrun from its own polling, which a vCPU stalled by the
+        // hypervisor does not stretch (the kernel's view would count the stall as the run)
+        let on_cpu = if others.server > 0 { others.server } else { ran };
+        let rest = (gap_end - gap_start).saturating_sub(on_cpu);
         if ran > 0 && rest < PROBE_RESERVATION.period_ns {
-            c.overhead.record(rest.saturating_sub(others.total()));
+            c.overhead.record(rest.saturating_sub(others.foreign()));
             c.overrun.record(ran.saturating_sub(PROBE_RESERVATION.runtime_ns));
             if others.fair > 0 {
                 c.fair.record(others.fair);
@@ -625,10 +631,15 @@ mod tests {
         assert_eq!(c.foreign, 0);
         // other threads in the second gap: a kworker through the fair server (50) and a FIFO
         // thread (30) are the fair server's and others', not the server's cost
-        let foreign = [gaps::Foreign::default(), gaps::Foreign { fair: 50, other: 30 }];
-        let c = period_costs(&server, &gaps, &foreign);
+        let traced = [gaps::InGap::default(), gaps::InGap { server: 0, fair: 50, other: 30 }];
+        let c = period_costs(&server, &gaps, &traced);
         assert_eq!((c.overhead.min(), c.overhead.max()), (Some(120), Some(130)));
         assert_eq!((c.fair.count(), c.fair.max(), c.other.max()), (1, Some(50), Some(30)));
+        // traced, the server's run is the kernel's (the interrupt at 200..210 is its run, charged
+        // to its runtime): gap 100..400 with 185 on the CPU -> 115
+        let traced = [gaps::InGap { server: 185, fair: 0, other: 0 }, gaps::InGap { server: 300, fair: 0, other: 0 }];
+        let c = period_costs(&server, &gaps, &traced);
+        assert_eq!((c.overhead.min(), c.overhead.max()), (Some(115), Some(200)));
         // a gap where something else ran for 50 ms (the fair server) is not a sample
         let c = period_costs(&[(200, 300_000)], &[(100, 60_000_000)], &[]);
         assert_eq!((c.overhead.count(), c.foreign), (0, 1));
