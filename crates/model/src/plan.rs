@@ -1,6 +1,6 @@
 //! The planner's output, `rtvirt.plan/v1`: per guest its server (period, budget, deadline) and
-//! core, per task its probabilistic budget; read back by `simulate --plan`, `host apply` and
-//! `measure tasks`.
+//! core, per vCPU its reservation, core and tasks, per task its probabilistic budget; read back by
+//! `simulate --plan`, `host apply` and `measure tasks`.
 
 use crate::error::InputError;
 use crate::scenario::Scenario;
@@ -72,12 +72,14 @@ impl PlanSettings {
     }
 }
 
+/// A guest's plan. A guest of one vCPU is described by its own fields; with several vCPUs, `period_ns`, `budget_ns`, `deadline_ns` and `core` are those of its first
+/// vCPU with a reservation, `bandwidth` is the sum over its vCPUs, and `vcpus` has each one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GuestPlan {
     pub name: String,
     /// "edf" | "fp"
     pub scheduler: String,
-    /// "prm" | "edp"
+    /// "prm" | "edp" (a global guest: "mpr")
     pub model: String,
     pub period_ns: u64,
     pub budget_ns: u64,
@@ -89,6 +91,72 @@ pub struct GuestPlan {
     /// Planned with a host model: the least interface the guest would need without its overheads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_free: Option<OverheadFree>,
+    /// "partitioned" | "global": how the guest schedules its tasks over its vCPUs (written only
+    /// when "global").
+    #[serde(default = "partitioned", skip_serializing_if = "is_partitioned")]
+    pub placement: String,
+    /// A guest of several vCPUs: every vCPU by id, its reservation, core and tasks. Empty for a
+    /// guest of one vCPU, whose own fields describe it: read [`GuestPlan::vcpu_plans`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vcpus: Vec<VcpuPlan>,
+}
+
+const PARTITIONED: &str = "partitioned";
+
+fn partitioned() -> String {
+    PARTITIONED.into()
+}
+
+fn is_partitioned(placement: &str) -> bool {
+    placement == PARTITIONED
+}
+
+/// One vCPU of a guest: its reservation on the host and the tasks it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VcpuPlan {
+    /// 0..n, as the guest numbers its vCPUs.
+    pub id: u32,
+    /// Host core its thread is placed on (None: did not fit).
+    pub core: Option<u32>,
+    /// "prm" | "edp" | "mpr" (a server of a global guest's interface) | "none": no reservation (a
+    /// housekeeping vCPU, or one the packing left without tasks), only a core.
+    pub model: String,
+    pub period_ns: u64,
+    pub budget_ns: u64,
+    pub deadline_ns: u64,
+    pub bandwidth: f64,
+    /// The tasks bound to it (partitioned guests; a global guest's run on all its vCPUs).
+    pub tasks: Vec<String>,
+}
+
+/// [`VcpuPlan::model`] of a vCPU without a reservation.
+pub const NO_RESERVATION: &str = "none";
+
+impl VcpuPlan {
+    /// A reservation (SCHED_DEADLINE, RTDS...) is planned for it.
+    pub fn reserved(&self) -> bool {
+        self.model != NO_RESERVATION
+    }
+}
+
+impl GuestPlan {
+    /// Its vCPUs: the `vcpus` list, or for a plan without one (written before multi-vCPU guests)
+    /// the one vCPU the guest's own fields describe, running every task.
+    pub fn vcpu_plans(&self) -> Vec<VcpuPlan> {
+        if !self.vcpus.is_empty() {
+            return self.vcpus.clone();
+        }
+        vec![VcpuPlan {
+            id: 0,
+            core: self.core,
+            model: self.model.clone(),
+            period_ns: self.period_ns,
+            budget_ns: self.budget_ns,
+            deadline_ns: self.deadline_ns,
+            bandwidth: self.bandwidth,
+            tasks: self.tasks.iter().map(|t| t.name.clone()).collect(),
+        }]
+    }
 }
 
 /// A guest's least interface when no overhead is charged.
@@ -141,19 +209,19 @@ impl Plan {
             return Err(InputError::field("schema", format!("\"{}\": expected \"{PLAN_SCHEMA}\"", plan.schema)));
         }
         for (i, g) in plan.guests.iter().enumerate() {
-            let at = |f: &str| format!("guests[{i}].{f}");
-            if g.period_ns == 0 {
-                return Err(InputError::field(at("period_ns"), "zero period"));
-            }
-            crate::scenario::check_timing(crate::Nanos(g.period_ns), &at("period_ns"))?;
-            if g.budget_ns > g.deadline_ns || g.deadline_ns > g.period_ns {
-                return Err(InputError::field(
-                    at("budget_ns"),
-                    format!(
-                        "expected budget <= deadline <= period, got {} / {} / {} ns",
-                        g.budget_ns, g.deadline_ns, g.period_ns
-                    ),
-                ));
+            let at = format!("guests[{i}]");
+            check_reservation(g.period_ns, g.budget_ns, g.deadline_ns, &at)?;
+            for (j, v) in g.vcpus.iter().enumerate() {
+                let at = format!("{at}.vcpus[{j}]");
+                if v.id as usize != j {
+                    return Err(InputError::field(
+                        format!("{at}.id"),
+                        format!("vCPU id {}: expected the vCPUs listed by id, 0 first ({j} here)", v.id),
+                    ));
+                }
+                if v.reserved() {
+                    check_reservation(v.period_ns, v.budget_ns, v.deadline_ns, &at)?;
+                }
             }
         }
         Ok(plan)
@@ -184,13 +252,20 @@ impl Plan {
                     format!("guest \"{}\" is not in the scenario", g.name),
                 ));
             }
-            if let Some(c) = g.core {
-                if c >= scenario.host.cores {
-                    return Err(InputError::field(
-                        format!("guests[{i}].core"),
-                        format!("core {c} does not exist (the scenario's host has {} cores)", scenario.host.cores),
-                    ));
-                }
+            check_core(g.core, scenario, &format!("guests[{i}].core"))?;
+            let vcpus = scenario.guest(&g.name).map_or(1, |s| s.vcpus.len());
+            if !g.vcpus.is_empty() && g.vcpus.len() != vcpus {
+                return Err(InputError::field(
+                    format!("guests[{i}].vcpus"),
+                    format!(
+                        "the plan has {} vCPUs for guest \"{}\", the scenario {vcpus}: plan the scenario again",
+                        g.vcpus.len(),
+                        g.name
+                    ),
+                ));
+            }
+            for (j, v) in g.vcpus.iter().enumerate() {
+                check_core(v.core, scenario, &format!("guests[{i}].vcpus[{j}].core"))?;
             }
         }
         Ok(())
@@ -198,6 +273,32 @@ impl Plan {
 
     fn guest_names(&self) -> String {
         self.guests.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// A reservation's period, budget and deadline at `at`: 0 < period <= 1 h, budget <= deadline
+/// <= period.
+fn check_reservation(period_ns: u64, budget_ns: u64, deadline_ns: u64, at: &str) -> Result<(), InputError> {
+    if period_ns == 0 {
+        return Err(InputError::field(format!("{at}.period_ns"), "zero period"));
+    }
+    crate::scenario::check_timing(crate::Nanos(period_ns), &format!("{at}.period_ns"))?;
+    if budget_ns > deadline_ns || deadline_ns > period_ns {
+        return Err(InputError::field(
+            format!("{at}.budget_ns"),
+            format!("expected budget <= deadline <= period, got {budget_ns} / {deadline_ns} / {period_ns} ns"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_core(core: Option<u32>, scenario: &Scenario, at: &str) -> Result<(), InputError> {
+    match core {
+        Some(c) if c >= scenario.host.cores => Err(InputError::field(
+            at,
+            format!("core {c} does not exist (the scenario's host has {} cores)", scenario.host.cores),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -217,6 +318,38 @@ mod tests {
         assert_eq!(p.guests[0].budget_ns, 3_120_000);
         let again = Plan::from_json(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(p, again);
+    }
+
+    #[test]
+    fn a_plan_without_vcpus_reads_as_one_vcpu_running_every_task() {
+        let p = Plan::from_json(PLAN).unwrap();
+        let g = &p.guests[0];
+        assert_eq!(g.placement, "partitioned");
+        let v = g.vcpu_plans();
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].id, v[0].core, v[0].budget_ns, v[0].tasks.clone()), (0, Some(0), 3_120_000, vec!["t1".into()]));
+        assert!(v[0].reserved());
+        // written back unchanged: no vcpus list, no placement for a partitioned guest of one vCPU
+        assert_eq!(serde_json::to_value(&p).unwrap()["guests"][0].get("vcpus"), None);
+    }
+
+    #[test]
+    fn vcpus_are_checked_like_the_guest() {
+        let two = PLAN.replace(
+            "\"bound\":\"cantelli\"}]}]",
+            "\"bound\":\"cantelli\"}],\"vcpus\":[{\"id\":0,\"core\":0,\"model\":\"prm\",\"period_ns\":10000000,\
+             \"budget_ns\":3120000,\"deadline_ns\":10000000,\"bandwidth\":0.312,\"tasks\":[\"t1\"]},{\"id\":1,\"core\":1,\
+             \"model\":\"none\",\"period_ns\":0,\"budget_ns\":0,\"deadline_ns\":0,\"bandwidth\":0.0,\"tasks\":[]}]}]",
+        );
+        let p = Plan::from_json(&two).unwrap();
+        assert_eq!(p.guests[0].vcpu_plans().len(), 2);
+        assert!(!p.guests[0].vcpus[1].reserved());
+        let again = Plan::from_json(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(p, again);
+        let e = Plan::from_json(&two.replace("\"model\":\"none\"", "\"model\":\"prm\"")).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("guests[0].vcpus[1].period_ns"), "{e}");
+        let e = Plan::from_json(&two.replace("\"id\":1", "\"id\":3")).unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("guests[0].vcpus[1].id"), "{e}");
     }
 
     #[test]
