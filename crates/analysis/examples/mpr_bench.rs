@@ -41,9 +41,10 @@ fn main() {
         }
         let n = guests as f64;
         let found: Vec<u64> = chosen.iter().copied().filter(|&c| c > 0 && c < u64::MAX).collect();
+        let refused = chosen.iter().filter(|&&c| c == u64::MAX).count();
         let range = match (found.iter().min(), found.iter().max()) {
-            (Some(a), Some(b)) => format!("{a}..{b} ({} of {guests} found)", found.len()),
-            _ => format!("none of {guests}"),
+            (Some(a), Some(b)) => format!("{a}..{b} ({} of {guests} found, {refused} too large)", found.len()),
+            _ => format!("none of {guests} ({refused} too large)"),
         };
         println!(
             "| {m} | {} | {:.2} | {range} | {:.3} | {:.1} | {:.1} |",

@@ -31,8 +31,8 @@
 //! where a `DBF_i`/`W_i` steps or bends or meets its cap, and `sbf` is concave between its
 //! [`MultiSupply::kink_streams`]; so `sbf - DEM_k` is concave between consecutive points of the
 //! union, and checking both ends of every such piece is checking every integer `t` (tested
-//! against exactly that). At most [`MAX_CHECK_POINTS`] points per test: beyond, the verdict is
-//! [`Verdict::TooLarge`], never a guess. Global fixed priority is not implemented.
+//! against exactly that). At most [`MAX_CHECK_POINTS`] points per test, counted before the
+//! walk: beyond, the verdict is [`Verdict::TooLarge`], never a guess. Global fixed priority is not implemented.
 
 use crate::dbf::{linear_demand_offset, utilisation, Sporadic, MAX_CHECK_POINTS, TIME_CAP};
 use crate::mpr::MultiSupply;
@@ -191,10 +191,12 @@ pub fn schedulable(tasks: &[Sporadic], supply: &impl MultiSupply) -> Verdict {
         let Some(end) = horizon(tasks, k, supply) else { return Verdict::NotShown };
         let from = tasks[k].d;
         let (mut streams, singles) = demand_points(tasks, k, end);
-        if singles.len() > budget {
+        streams.extend(kinks.iter().copied());
+        // refuse before walking when the points up to the horizon cannot fit the budget
+        let periodic: u128 = streams.iter().map(|&(step, _)| ((end - from) / step) as u128 + 1).sum();
+        if periodic + singles.len() as u128 > budget as u128 {
             return Verdict::TooLarge;
         }
-        streams.extend(kinks.iter().copied());
         let fails = |t: u64| demand(tasks, k, m, t) >= supply.sbf(t) as u128;
         let mut points = Points::new(&streams, singles, from, end).peekable();
         while let Some(a) = points.next() {

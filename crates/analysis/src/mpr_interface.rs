@@ -5,15 +5,18 @@
 //!
 //! The test's verdict "schedulable" only grows with `Theta` (the supply at every `t` grows, and a
 //! horizon that grows can only add points beyond the smaller budget's horizon, where that budget
-//! already passed), so the least `Theta` is found by bisection over `[floor(U Pi), m' Pi]`. If the
-//! budget just below the answer could not be decided ([`Verdict::TooLarge`]) the interface is
-//! refused, not approximated.
-//!
+//! already passed), so the least `Theta` is found by bisection over `[floor(U Pi), m' Pi]`. A
+//! budget whose check would need more than [`crate::dbf::MAX_CHECK_POINTS`] points (its horizon
+//! grows as `1 / (Theta/Pi - U)`, so only budgets just above `U Pi`) counts as not shown: the
+//! answer is the least budget the bounded test proves, never one it did not check. Only when not
+//! even `m' Pi` can be checked is the guest refused ([`TooLarge`]).
+
 //! The interface is deployed as its `m'` servers ([`Mpr::servers`]), which supply exactly the
 //! MPR's `sbf` even when released independently (see [`crate::mpr`]).
 
 use crate::dbf::{utilisation, Sporadic};
 use crate::gedf::{schedulable, Verdict};
+use crate::interface::Interface;
 use crate::mpr::Mpr;
 
 /// The analysis would need more than [`crate::dbf::MAX_CHECK_POINTS`] points.
@@ -38,9 +41,6 @@ pub fn least_budget(tasks: &[Sporadic], period: u64, m: u64) -> Result<Option<u6
         } else {
             lo = mid + 1;
         }
-    }
-    if lo > floor && passes(lo - 1) == Verdict::TooLarge {
-        return Err(TooLarge);
     }
     Ok(Some(lo))
 }
@@ -76,6 +76,12 @@ pub fn best_interface(tasks: &[Sporadic], candidates: &[u64], max_vcpus: u64) ->
         }
     }
     Ok(best)
+}
+
+/// The vCPU servers that deploy `r` (Shin, Easwaran & Lee 2008, Sec. 5; [`Mpr::servers`]) as
+/// interfaces for the host's partitioner: `m'` PRM servers `(Pi, Theta_i, Pi)`, largest first.
+pub fn vcpu_servers(r: &Mpr) -> Vec<Interface> {
+    r.servers().iter().map(|s| Interface { period: s.period, budget: s.budget, deadline: s.deadline }).collect()
 }
 
 #[cfg(test)]
@@ -117,6 +123,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn vcpu_servers_split_the_budget_floor_and_ceil() {
+        let servers = vcpu_servers(&Mpr { period: 10, budget: 23, concurrency: 3 });
+        let budgets: Vec<u64> = servers.iter().map(|s| s.budget).collect();
+        assert_eq!(budgets, vec![8, 8, 7]);
+        assert!(servers.iter().all(|s| s.period == 10 && s.deadline == 10));
     }
 
     #[test]
