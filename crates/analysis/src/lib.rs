@@ -13,6 +13,7 @@
 //! - [`gedf`]: global EDF on an MPR (Shin, Easwaran & Lee 2008 with Bertogna, Cirinei & Lipari 2005).
 //! - [`mpr_interface`]: least MPR interface of a guest scheduled globally over its vCPUs.
 //! - [`overhead`]: a host model's costs charged to the interfaces (Phan et al. 2013).
+//! - [`packing`]: which vCPU of a partitioned multi-vCPU guest runs which task.
 //! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
 //! - [`requests`]: what every front end checks around the planner (per-core cap, plannable,
@@ -41,6 +42,7 @@ pub mod interface;
 pub mod mpr;
 pub mod mpr_interface;
 pub mod overhead;
+pub mod packing;
 pub mod partition;
 pub mod planner;
 pub mod requests;

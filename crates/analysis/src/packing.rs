@@ -317,6 +317,8 @@ mod tests {
             let u = utilisations(&tasks);
             let p = Problem { utilisation: &u, bound: &bound, vcpus, cap };
             let mut cost = Interfaces { tasks: &tasks, cap, calls: 0 };
+            // as `pack` does first: the bound tasks fit on their vCPUs
+            prop_assume!(bound_sets(&p).iter().all(|s| s.is_empty() || cost.fits(s)));
             let oracle = brute_force(&tasks, &bound, vcpus, cap);
             match first_fit_decreasing(&p, bound_sets(&p), &(0..tasks.len()).filter(|&t| bound[t].is_none()).collect::<Vec<_>>(), &mut cost) {
                 Ok(sets) => {

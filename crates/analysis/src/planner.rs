@@ -321,6 +321,8 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
             budget_ns: f.budget,
             bandwidth: f.bandwidth(),
         }),
+        placement: g.placement,
+        vcpus: vec![],
     }
 }
 

@@ -3,7 +3,7 @@
 //! `simulate --plan`, `host apply` and `measure tasks`.
 
 use crate::error::InputError;
-use crate::scenario::Scenario;
+use crate::scenario::{Placement, Scenario};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -91,24 +91,17 @@ pub struct GuestPlan {
     /// Planned with a host model: the least interface the guest would need without its overheads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_free: Option<OverheadFree>,
-    /// "partitioned" | "global": how the guest schedules its tasks over its vCPUs (written only
-    /// when "global").
-    #[serde(default = "partitioned", skip_serializing_if = "is_partitioned")]
-    pub placement: String,
+    /// How the guest schedules its tasks over its vCPUs (written only when "global").
+    #[serde(default, skip_serializing_if = "is_partitioned")]
+    pub placement: Placement,
     /// A guest of several vCPUs: every vCPU by id, its reservation, core and tasks. Empty for a
     /// guest of one vCPU, whose own fields describe it: read [`GuestPlan::vcpu_plans`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vcpus: Vec<VcpuPlan>,
 }
 
-const PARTITIONED: &str = "partitioned";
-
-fn partitioned() -> String {
-    PARTITIONED.into()
-}
-
-fn is_partitioned(placement: &str) -> bool {
-    placement == PARTITIONED
+fn is_partitioned(placement: &Placement) -> bool {
+    *placement == Placement::Partitioned
 }
 
 /// One vCPU of a guest: its reservation on the host and the tasks it runs.
@@ -324,10 +317,13 @@ mod tests {
     fn a_plan_without_vcpus_reads_as_one_vcpu_running_every_task() {
         let p = Plan::from_json(PLAN).unwrap();
         let g = &p.guests[0];
-        assert_eq!(g.placement, "partitioned");
+        assert_eq!(g.placement, Placement::Partitioned);
         let v = g.vcpu_plans();
         assert_eq!(v.len(), 1);
-        assert_eq!((v[0].id, v[0].core, v[0].budget_ns, v[0].tasks.clone()), (0, Some(0), 3_120_000, vec!["t1".into()]));
+        assert_eq!(
+            (v[0].id, v[0].core, v[0].budget_ns, v[0].tasks.clone()),
+            (0, Some(0), 3_120_000, vec!["t1".into()])
+        );
         assert!(v[0].reserved());
         // written back unchanged: no vcpus list, no placement for a partitioned guest of one vCPU
         assert_eq!(serde_json::to_value(&p).unwrap()["guests"][0].get("vcpus"), None);

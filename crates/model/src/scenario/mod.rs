@@ -154,10 +154,11 @@ impl Guest {
 }
 
 /// How a guest with several vCPUs schedules its tasks over them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// Each task bound to one vCPU (its `vcpu`, else the planner's choice), one scheduler per vCPU.
+    #[default]
     Partitioned,
     /// One scheduler over all real-time vCPUs; tasks migrate between them.
     Global,

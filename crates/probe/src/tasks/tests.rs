@@ -41,6 +41,8 @@ fn plan(budget_ns: u64) -> Plan {
             core: Some(core),
             tasks: vec![],
             overhead_free: None,
+            placement: Default::default(),
+            vcpus: vec![],
         }],
         cores: vec![CorePlan { id: core, guests: vec!["g".into()], bandwidth: budget_ns as f64 / 5e6 }],
         unplaced: vec![],
