@@ -117,3 +117,31 @@ fn the_readme_example_names_files_its_commands_create() {
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("Verdict") && html.contains("simulated deadline misses"));
 }
+
+#[test]
+fn adapted_reservations_are_drawn_against_demand_with_a_row_per_guest() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/adapt_shift.toml");
+    let sim = rtvirt().arg("simulate").arg(&scenario).args(["--adapt", "--format", "json"]).output().unwrap();
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+    let results = dir.path().join("adapt.json");
+    std::fs::write(&results, &sim.stdout).unwrap();
+    let html = dir.path().join("r.html");
+    let o = rtvirt().arg("report").arg(&results).arg("-o").arg(&html).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("data-chart=\"adaptation\""), "no adaptation chart");
+    for series in ["codec reserved", "codec demand", "control reserved", "control demand"] {
+        assert!(html.contains(series), "{series}");
+    }
+    let md = rtvirt().arg("report").arg(&results).args(["--format", "md", "-o", "-"]).output().unwrap();
+    let md = String::from_utf8(md.stdout).unwrap();
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| adapt\\_shift c") && l.contains(" / ")).collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    // the shift makes each guest grow at least once
+    assert!(rows.iter().all(|r| !r.contains("| 0 / ")), "{rows:?}");
+    // a result without adapted reservations has no such section
+    let plain =
+        rtvirt().arg("report").arg(fixture("timer_idle.json")).args(["--format", "md", "-o", "-"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("Adapted reservations"));
+}

@@ -1,8 +1,9 @@
 //! Assembling a report from loaded inputs: a verdict (plan -> simulated -> measured misses) when
 //! there is one to give, an overview of the inputs and their settings, then one section per kind
 //! of content found (latency families, tasks, predicted against measured response times, plans,
-//! network segments, time series, environment). Sections with nothing to show are left out.
+//! network segments, adapted reservations, time series, environment). Sections with nothing to show are left out.
 
+mod adaptation;
 pub mod compare;
 mod environment;
 mod explain;
@@ -31,6 +32,7 @@ pub fn build_report(title: &str, inputs: &[Input]) -> Report {
     sections.extend(latency::sections(inputs));
     sections.extend(explain::section(inputs));
     sections.extend(network::section(inputs));
+    sections.extend(adaptation::section(inputs));
     sections.extend(timeline::section(inputs));
     sections.extend(environment::section(inputs));
     Report { title: title.to_string(), sections }
