@@ -1,5 +1,7 @@
 //! rtvirt-model: the one data model every rtvirt job shares.
 //!
+//! - [`adapt_log`]: the decision log of `rtvirt host adapt` (JSON lines).
+//! - [`agent_wire`]: the guest agent's report lines and the host's bounded, clamping reading of them.
 //! - [`carts`]: CARTS XML input -> scenario (`rtvirt plan --import-carts`).
 //! - [`document`]: which document a JSON value is (its `schema` field), read in one place.
 //! - [`duration`]: `Nanos`, integer nanoseconds with human units in files.
@@ -11,6 +13,7 @@
 //! - [`sweep`]: the sweep file (scenarios x rho x seeds), checked with its scenarios.
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
 //! - [`hostmodel`]: a host's measured costs and admission limits (`rtvirt.hostmodel/v1`).
+//! - [`observe`]: a guest's real-time demand as the host learned it (`rtvirt.observe/v1`).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
@@ -36,6 +39,8 @@
 //! - Results are typed here and turned into JSON only here (serde): producers fill the types,
 //!   readers read the types.
 
+pub mod adapt_log;
+pub mod agent_wire;
 pub mod carts;
 pub mod document;
 pub mod duration;
@@ -44,6 +49,7 @@ pub mod exec;
 pub mod hostmodel;
 pub mod input;
 pub mod locate;
+pub mod observe;
 pub mod plan;
 pub mod results;
 pub mod scenario;
