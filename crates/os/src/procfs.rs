@@ -93,6 +93,45 @@ pub fn tgid(tid: u32) -> Result<u32> {
         .ok_or_else(|| OsError::io(&path, std::io::Error::other("no Tgid line")))
 }
 
+/// A thread's CPU accounting: `/proc/<tid>/schedstat` (run and wait time, times scheduled in)
+/// and the voluntary context switches of `/proc/<tid>/status` (each a sleep: a halt, a job end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuAccount {
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    pub timeslices: u64,
+    pub voluntary_switches: u64,
+}
+
+impl CpuAccount {
+    /// The change from `earlier` to `self` (saturating: a reused TID never goes negative).
+    pub fn since(&self, earlier: &CpuAccount) -> CpuAccount {
+        CpuAccount {
+            run_ns: self.run_ns.saturating_sub(earlier.run_ns),
+            wait_ns: self.wait_ns.saturating_sub(earlier.wait_ns),
+            timeslices: self.timeslices.saturating_sub(earlier.timeslices),
+            voluntary_switches: self.voluntary_switches.saturating_sub(earlier.voluntary_switches),
+        }
+    }
+}
+
+/// Read a thread's [`CpuAccount`].
+pub fn cpu_account(tid: u32) -> Result<CpuAccount> {
+    let path = task_dir(tid).join("schedstat");
+    let text = read(&path)?;
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    let mut next = || fields.next().and_then(|f| f.ok());
+    let (Some(run_ns), Some(wait_ns), Some(timeslices)) = (next(), next(), next()) else {
+        return Err(OsError::io(&path, std::io::Error::other("expected three numbers")));
+    };
+    let status = read(task_dir(tid).join("status"))?;
+    let voluntary_switches = status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:").and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0);
+    Ok(CpuAccount { run_ns, wait_ns, timeslices, voluntary_switches })
+}
+
 /// The command line of a process, split at NULs.
 pub fn cmdline(pid: u32) -> Vec<String> {
     std::fs::read(task_dir(pid).join("cmdline"))
@@ -190,6 +229,20 @@ fn unescape(field: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn cpu_account_of_this_thread_grows_with_work() {
+        let tid = unsafe { libc::gettid() } as u32;
+        let a = cpu_account(tid).unwrap();
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_millis(20) {
+            std::hint::black_box(0u64);
+        }
+        let d = cpu_account(tid).unwrap().since(&a);
+        assert!(d.run_ns > 0, "{d:?}");
+        assert!(cpu_account(u32::MAX).is_err());
+    }
+
     use super::*;
 
     #[test]
