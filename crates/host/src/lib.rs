@@ -2,8 +2,10 @@
 //!
 //! - [`audit`]: RT-readiness checks with the raw values read from this machine (`rtvirt.audit/v1`).
 //! - [`threads`]: discovery and labelling of the RT data path's threads (QMP, /proc).
+//! - [`adapt`]: `host adapt`: observed demand -> the controller -> journaled reservation changes.
 //! - [`apply`]: plans and profiles -> [`lint`] -> journaled `rtvirt_os::Change`s; [`journal`]:
-//!   revert; [`render`]: text tables; [`error`]: errors of the configure job.
+//!   revert; [`observe`]: guests' real-time demand from their vCPU threads and guest agents;
+//!   [`render`]: text tables; [`error`]: errors of the configure job.
 //!
 //! For other crates (e.g. `rtvirt vm`): `threads::discover(&Target::Qmp(socket))`,
 //! `apply::apply_plan(&plan, &[Binding::parse_vm("g=SOCKET")?], &[], &opts, &mut |_| {})`,
@@ -15,11 +17,13 @@
 //! cli through [`apply::Admission`], so host depends on rtvirt-model and rtvirt-os only. How it
 //! works and how it is tested: docs/host.md.
 
+pub mod adapt;
 pub mod apply;
 pub mod audit;
 pub mod error;
 pub mod journal;
 pub mod lint;
+pub mod observe;
 pub mod render;
 pub mod threads;
 
