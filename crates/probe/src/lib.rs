@@ -1,6 +1,8 @@
 //! rtvirt-probe: real measurement on Linux, the real-world counterpart of the simulator. Every
 //! result is an `rtvirt.results/v1` document (rtvirt-model) with the environment it ran in.
 //!
+//! - [`agent`]: `rtvirt guest-agent`, the guest side of `rtvirt host observe`: the guest's RT tasks
+//!   and their job execution times, reported to the host over virtio-serial.
 //! - [`calibrate`]: this host's costs as an `rtvirt.hostmodel/v1` host model (`rtvirt host calibrate`).
 //! - [`timer`]: timer wake-up latency, cyclictest-style (`timer::run(&TimerConfig)`).
 //! - [`net`]: UDP/TCP request/response server and client with open-loop paced arrivals.
@@ -27,6 +29,7 @@
 //! handler doing work) and after a failure halfway; a runaway real-time thread is demoted by
 //! [`rt::Watchdog`]. What each measurement does: docs/measure.md.
 
+pub mod agent;
 pub mod calibrate;
 pub mod container;
 pub mod cpus;

@@ -22,6 +22,8 @@ struct Job {
     release: u64,
     deadline: u64,
     remaining: u64,
+    /// The execution time drawn for it.
+    exec_ns: u64,
 }
 
 /// Per-task state of the user-level scheduler.
@@ -88,6 +90,9 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
             response: LatencyHistogram::new(),
         })
         .collect();
+    // The job-boundary API of the guest agent (`rtvirt guest-agent`), when one runs.
+    let agent = crate::agent::jobs::JobReporter::from_env();
+    let names: Vec<String> = (0..tasks.len()).map(|i| format!("{}.t{i}", guest.name)).collect();
     let wall0 = rt::now_ns();
     let cpu0 = rt::thread_cpu_ns();
     let chunk_iters = ((CHUNK_NS as f64 * iters_per_ns) as u64).max(1);
@@ -104,7 +109,10 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
                 work::burn(n);
                 job.remaining -= n;
                 if job.remaining == 0 {
-                    complete(&mut tasks[i], rt::now_ns());
+                    let exec_ns = complete(&mut tasks[i], rt::now_ns());
+                    if let Some(a) = &agent {
+                        a.job_done(&names[i], tasks[i].period, tasks[i].deadline, exec_ns);
+                    }
                 }
             }
             None => {
@@ -148,6 +156,7 @@ fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
                 release,
                 deadline: release + t.deadline,
                 remaining: ((exec as f64 * iters_per_ns) as u64).max(1),
+                exec_ns: exec,
             });
             t.next_release += t.period;
         }
@@ -164,13 +173,15 @@ fn pick(tasks: &[TaskState], sched: GuestScheduler) -> Option<usize> {
     }
 }
 
-fn complete(task: &mut TaskState, now: u64) {
+/// Complete the head job at `now`; its execution time.
+fn complete(task: &mut TaskState, now: u64) -> u64 {
     let job = task.queue.pop_front().expect("completing a job");
     task.jobs += 1;
     if now > job.deadline {
         task.misses += 1;
     }
     task.response.record(now - job.release);
+    job.exec_ns
 }
 
 #[cfg(test)]
@@ -192,7 +203,7 @@ mod tests {
             unfinished: 0,
             response: LatencyHistogram::new(),
         };
-        t.queue.push_back(Job { release: 0, deadline: deadline_abs, remaining: 1 });
+        t.queue.push_back(Job { release: 0, deadline: deadline_abs, remaining: 1, exec_ns: 1 });
         t
     }
 

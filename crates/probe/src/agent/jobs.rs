@@ -1,0 +1,126 @@
+//! The job-boundary API a guest task may call: at the end of each job it sends one datagram
+//! `NAME TID PERIOD_NS DEADLINE_NS EXEC_NS` (TID: the thread that ran the job) to the agent's Unix datagram socket ([`SOCKET_ENV`],
+//! default [`DEFAULT_SOCKET`]). Sending never blocks and never fails the task: a missing agent or
+//! a full socket drops the datagram. The agent reads them with [`JobInbox`] (bounded per poll).
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+
+/// Where a task finds the agent's socket.
+pub const SOCKET_ENV: &str = "RTVIRT_AGENT_SOCKET";
+pub const DEFAULT_SOCKET: &str = "/run/rtvirt-agent.sock";
+/// Longest datagram read (longer ones are cut and then refused by the parser).
+const MAX_DATAGRAM: usize = 256;
+/// Datagrams read per poll at most.
+const MAX_PER_POLL: usize = 100_000;
+
+/// A task's end of the API.
+pub struct JobReporter {
+    socket: UnixDatagram,
+    target: PathBuf,
+}
+
+impl JobReporter {
+    /// A reporter to the agent named by `$RTVIRT_AGENT_SOCKET` (None when unset: no agent).
+    pub fn from_env() -> Option<JobReporter> {
+        let target = PathBuf::from(std::env::var_os(SOCKET_ENV)?);
+        JobReporter::to(&target)
+    }
+
+    pub fn to(target: &Path) -> Option<JobReporter> {
+        let socket = UnixDatagram::unbound().ok()?;
+        socket.set_nonblocking(true).ok()?;
+        Some(JobReporter { socket, target: target.to_path_buf() })
+    }
+
+    /// One job of task `name` ended after `exec_ns` of execution.
+    pub fn job_done(&self, name: &str, period_ns: u64, deadline_ns: u64, exec_ns: u64) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let msg = format!("{name} {tid} {period_ns} {deadline_ns} {exec_ns}");
+        let _ = self.socket.send_to(msg.as_bytes(), &self.target);
+    }
+}
+
+/// One job as a task reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDone {
+    pub name: String,
+    pub tid: u32,
+    pub period_ns: u64,
+    pub deadline_ns: u64,
+    pub exec_ns: u64,
+}
+
+/// Parse one datagram (None if it is not `NAME TID PERIOD DEADLINE EXEC` with numbers).
+pub fn parse(datagram: &[u8]) -> Option<JobDone> {
+    let text = std::str::from_utf8(datagram).ok()?;
+    let mut w = text.split_ascii_whitespace();
+    let name = w.next()?.to_string();
+    let tid = w.next()?.parse::<u32>().ok()?;
+    let mut num = || w.next()?.parse::<u64>().ok();
+    let (period_ns, deadline_ns, exec_ns) = (num()?, num()?, num()?);
+    w.next().is_none().then_some(JobDone { name, tid, period_ns, deadline_ns, exec_ns })
+}
+
+/// The agent's end: a bound datagram socket (removed on drop).
+pub struct JobInbox {
+    socket: UnixDatagram,
+    path: PathBuf,
+    /// Datagrams that did not parse.
+    pub malformed: u64,
+}
+
+impl JobInbox {
+    pub fn bind(path: &Path) -> std::io::Result<JobInbox> {
+        let _ = std::fs::remove_file(path);
+        let socket = UnixDatagram::bind(path)?;
+        socket.set_nonblocking(true)?;
+        Ok(JobInbox { socket, path: path.to_path_buf(), malformed: 0 })
+    }
+
+    /// Every job reported since the last call (at most a bounded number).
+    pub fn drain(&mut self) -> Vec<JobDone> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; MAX_DATAGRAM];
+        while out.len() < MAX_PER_POLL {
+            match self.socket.recv(&mut buf) {
+                Ok(n) => match parse(&buf[..n]) {
+                    Some(j) => out.push(j),
+                    None => self.malformed += 1,
+                },
+                Err(_) => break,
+            }
+        }
+        out
+    }
+}
+
+impl Drop for JobInbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_reach_the_inbox_and_garbage_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.sock");
+        let mut inbox = JobInbox::bind(&path).unwrap();
+        let r = JobReporter::to(&path).unwrap();
+        r.job_done("t0", 10_000_000, 10_000_000, 1_234);
+        r.socket.send_to(b"t0 x y z", &path).unwrap();
+        let jobs = inbox.drain();
+        let tid = unsafe { libc::gettid() } as u32;
+        let want = JobDone { name: "t0".into(), tid, period_ns: 10_000_000, deadline_ns: 10_000_000, exec_ns: 1_234 };
+        assert_eq!(jobs, vec![want]);
+        assert_eq!(inbox.malformed, 1);
+        drop(inbox);
+        r.job_done("t0", 1, 1, 1); // no agent: dropped silently
+        assert!(!path.exists());
+    }
+}
