@@ -48,6 +48,10 @@ pub struct GuestConfig {
     /// A third serial port (`/dev/ttyS2` in the guest) on the Unix socket `clock.sock` of the
     /// guest's runtime directory, for the guest to ask the host's time ([`crate::clock`]).
     pub clock_line: bool,
+    /// A virtio-serial port `org.rtvirt.agent` on the Unix socket `agent.sock` of the guest's
+    /// runtime directory, and `rtvirt guest-agent` started in the guest before the job
+    /// ([`crate::agent`]).
+    pub agent: bool,
 }
 
 /// A file handed to the guest's job (as a QEMU fw_cfg entry, see [`crate::init`]).
@@ -122,6 +126,7 @@ impl GuestConfig {
             progress: None,
             files: Vec::new(),
             clock_line: false,
+            agent: false,
         }
     }
 }

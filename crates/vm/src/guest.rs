@@ -95,7 +95,8 @@ impl Guest {
             guest.bridge = Some(b);
         }
         let ip = guest.bridge.as_ref().map(|b| (format!("{}/{}", b.guest_ip, b.prefix_len), b.host_ip.clone()));
-        let cmdline = init::kernel_cmdline(job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
+        let job = if cfg.agent { crate::agent::with_agent(job) } else { job.to_string() };
+        let cmdline = init::kernel_cmdline(&job, &guest.nonce, ip.as_ref().map(|(g, h)| (g.as_str(), h.as_str())))?;
         if !cfg.files.is_empty() {
             let files = GuestFile::host_dir(&dir);
             std::fs::create_dir(&files).map_err(|e| VmError::io(format!("creating {}", files.display()), e))?;

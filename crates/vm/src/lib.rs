@@ -12,6 +12,7 @@
 //! - [`net`]: host bridge + tap for guests with a virtio-net NIC.
 //! - [`accel`]: KVM if a bounded boot probe succeeds, else TCG (recorded, with a warning).
 //! - [`measure`]: `rtvirt measure ...` inside a guest -> annotated `rtvirt.results/v1`.
+//! - [`agent`]: the guest agent's virtio-serial port and its start in the guest (`host observe`).
 //! - [`clock`]: the host's end of the guest's clock line (`--in vm --explain`).
 //! - [`runtime`]: `/run/rtvirt/vm/<name>/` records of running guests (for `rtvirt host`).
 //! - [`qemu`]: QEMU's command line, vCPU pinning.
@@ -28,6 +29,7 @@
 //! directory, also on error and Ctrl-C. User guide: docs/measure.md (QEMU guests).
 
 pub mod accel;
+pub mod agent;
 pub mod clock;
 pub mod config;
 pub mod console;

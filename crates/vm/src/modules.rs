@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Modules every guest image loads, in request order (dependencies are added before them).
-/// `qemu_fw_cfg` exposes the job's files (fw_cfg entries) in sysfs.
-pub const GUEST_MODULES: &[&str] = &["virtio_pci", "virtio_net", "qemu_fw_cfg"];
+/// `qemu_fw_cfg` exposes the job's files (fw_cfg entries) in sysfs; `virtio_console` the guest
+/// agent's virtio-serial port.
+pub const GUEST_MODULES: &[&str] = &["virtio_pci", "virtio_net", "qemu_fw_cfg", "virtio_console"];
 
 /// A module to load in the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]

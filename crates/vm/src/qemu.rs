@@ -50,6 +50,9 @@ pub fn qemu_args(image: &Image, cfg: &GuestConfig, dir: &Path, cmdline: &str, ta
         a.push("-serial".into());
         a.push(format!("unix:{},server=on,wait=off", p(crate::clock::SOCKET)));
     }
+    if cfg.agent {
+        a.extend(crate::agent::qemu_args(dir));
+    }
     for f in &cfg.files {
         // QEMU option values escape a comma by doubling it.
         let file = GuestFile::host_dir(dir).join(&f.name).display().to_string().replace(',', ",,");
@@ -133,6 +136,14 @@ mod tests {
         let c = qemu_args(&image(), &cfg, Path::new("/run/rtvirt/vm/g1"), "x", None).join(" ");
         assert!(c.contains("-serial unix:/run/rtvirt/vm/g1/clock.sock,server=on,wait=off"), "{c}");
         assert!(c.find("output.log") < c.find("clock.sock"), "the third serial port: ttyS2");
+        assert!(!c.contains("virtserialport"), "no agent port unless asked");
+        cfg.agent = true;
+        let g = qemu_args(&image(), &cfg, Path::new("/run/rtvirt/vm/g1"), "x", None).join(" ");
+        assert!(
+            g.contains("-chardev socket,id=rtvirt-agent,path=/run/rtvirt/vm/g1/agent.sock,server=on,wait=off")
+                && g.contains("virtserialport,bus=rtvirt-vser.0,chardev=rtvirt-agent,name=org.rtvirt.agent"),
+            "{g}"
+        );
         let k = joined(Accel::Kvm, Some("rtvtap7"));
         assert!(k.contains("-accel kvm -cpu host"), "{k}");
         assert!(

@@ -9,6 +9,7 @@
 //!     console.log   the guest's first serial port (kernel + init)
 //!     output.log    the guest's second serial port (job output between markers)
 //!     qemu.stderr   QEMU's own messages
+//!     agent.sock    the guest agent's virtio-serial port (guests started with an agent)
 //! ```
 //! The directory exists exactly while the guest runs: it is removed at teardown, and a stale one
 //! (its QEMU pid gone) is replaced when a guest of the same name starts.
