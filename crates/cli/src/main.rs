@@ -63,6 +63,10 @@ enum Command {
     /// Run a study: a matrix of repeated measurements (where x host configuration x load x
     /// measurement, N runs each), the host configured and reverted around each cell; resumable.
     Study(cmd::study::StudyArgs),
+    /// Inside a guest: report the guest's real-time tasks (SCHED_DEADLINE/FIFO/RR threads, job
+    /// execution times through the job API or schedstat) to the host over the virtio-serial port
+    /// org.rtvirt.agent, for `rtvirt host observe` and `rtvirt host adapt`.
+    GuestAgent(cmd::observe::GuestAgentArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +102,7 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
         Command::Host(a) => cmd::host::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Study(a) => cmd::study::run(a, &check_command_line),
+        Command::GuestAgent(a) => cmd::observe::run_guest_agent(a),
     }
 }
 

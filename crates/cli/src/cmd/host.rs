@@ -48,6 +48,11 @@ pub enum HostAction {
     /// restores everything it changes, also on Ctrl-C; after a kill -9 the next calibration or
     /// `rtvirt host revert` does (the cpuset changes are journaled before they are made).
     Calibrate(CalibrateArgs),
+    /// Learn each guest's real-time demand without changing the guest kernel: per vCPU thread its
+    /// CPU time per window and busy intervals between halts (host inference, /proc schedstat), and
+    /// per guest task its period, deadline and execution-time distribution from the guest agent
+    /// (`rtvirt guest-agent`, virtio-serial) when it runs; each with its source and sample count.
+    Observe(crate::cmd::observe::ObserveArgs),
 }
 
 #[derive(Args)]
@@ -157,6 +162,7 @@ pub fn run(args: HostArgs) -> CmdResult {
         HostAction::Lint(args) => run_lint(args),
         HostAction::Revert(args) => run_revert(args),
         HostAction::Calibrate(args) => run_calibrate(args),
+        HostAction::Observe(args) => crate::cmd::observe::run(args),
     }
 }
 
@@ -267,6 +273,22 @@ fn run_apply(args: ApplyArgs) -> CmdResult {
         Err(ApplyError::LintFailed(lint)) => {
             emit(args.format, &*lint, render::lint)?;
             eprintln!("rtvirt: the lint failed; nothing was changed (use --force to apply anyway)");
+            Ok(Outcome::Failed)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Apply `plan` before `host adapt` adapts it (already applied settings are skipped); a failing
+/// lint is printed and is `Outcome::Failed` (nothing changed).
+pub(crate) fn apply_plan_for_adapt(plan: &Plan, bindings: &[Binding], state_dir: &Path, force: bool) -> CmdResult {
+    let opts = ApplyOptions { state_dir: state_dir.to_path_buf(), force, dry_run: false };
+    let mut progress = |c: &Change| eprintln!("  applied: {}", c.describe());
+    match rtvirt_host::apply::plan::apply_plan(plan, bindings, &[&ExactEdf], &opts, &mut progress) {
+        Ok(_) => Ok(Outcome::Ok),
+        Err(ApplyError::LintFailed(lint)) => {
+            eprint!("{}", render::lint(&lint));
+            eprintln!("rtvirt: the lint failed; nothing was changed (use --force to adapt anyway)");
             Ok(Outcome::Failed)
         }
         Err(e) => Err(e.into()),

@@ -6,6 +6,7 @@ pub mod host;
 pub mod import;
 pub mod load;
 pub mod measure;
+pub mod observe;
 pub mod plan;
 pub mod report;
 pub mod simulate;

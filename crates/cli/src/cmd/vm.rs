@@ -82,6 +82,11 @@ pub struct RunArgs {
     /// Give the guest a virtio-net NIC on a host bridge (host 10.213.N.1, guest 10.213.N.2).
     #[arg(long)]
     pub net: bool,
+    /// Run the guest agent (`rtvirt guest-agent`) in the guest on a virtio-serial port, for
+    /// `rtvirt host observe --vm NAME` and `rtvirt host adapt` (its socket: agent.sock in the
+    /// guest's runtime directory); `measure tasks` in the guest reports each job to it.
+    #[arg(long)]
+    pub agent: bool,
     /// Only boot the guest and keep it up this long (for `rtvirt host threads --vm NAME`).
     #[arg(long, value_parser = Nanos::parse, conflicts_with = "guest_args")]
     pub hold: Option<Nanos>,
@@ -221,6 +226,7 @@ fn run_cmd(args: RunArgs) -> CmdResult {
     let flavour = single_flavour(args.kernel)?;
     let (image, mut cfg) = boot_config(flavour, &args.guest)?;
     cfg.network = args.net;
+    cfg.agent = args.agent;
     if let Some(hold) = args.hold {
         return hold_guest(&image, cfg, hold, args.format);
     }
