@@ -52,7 +52,7 @@ fn check_bounds(duration: Nanos, window: Nanos) -> Result<(), InputError> {
     if duration.0 == 0 || duration > rtvirt_model::scenario::MAX_TIMING {
         return Err(InputError::field("--duration", format!("{duration}: expected more than 0 and at most 1h")));
     }
-    if window < Nanos::from_millis(1) || window > Nanos::from_secs(10) {
+    if window < Nanos::from_ms(1) || window > Nanos::from_secs(10) {
         return Err(InputError::field("--window", format!("{window}: expected 1ms..10s")));
     }
     Ok(())
@@ -172,7 +172,7 @@ pub struct GuestAgentArgs {
 }
 
 pub fn run_guest_agent(args: GuestAgentArgs) -> CmdResult {
-    if args.interval < Nanos::from_millis(10) || args.interval > Nanos::from_secs(10) {
+    if args.interval < Nanos::from_ms(10) || args.interval > Nanos::from_secs(10) {
         return Err(InputError::field("--interval", format!("{}: expected 10ms..10s", args.interval)).into());
     }
     let cfg = rtvirt_probe::agent::AgentConfig {
