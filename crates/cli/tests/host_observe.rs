@@ -1,9 +1,15 @@
-//! `rtvirt host observe` end to end on real threads and a real agent socket (no QEMU, no root):
-//! a busy process stands for a guest's vCPU; the test plays a guest agent that tells the truth,
-//! lies, sends garbage and floods, then vanishes. Timing-free assertions: what was counted, where
-//! each task came from, and that the output is valid against docs/schema/observe.schema.json.
+//! `rtvirt host observe` end to end on real threads and a real agent socket (no QEMU): a busy
+//! process stands for a guest's vCPU; the test plays a guest agent that tells the truth, lies,
+//! sends garbage and floods, then vanishes; and a real SCHED_FIFO and SCHED_DEADLINE periodic
+//! thread (root; run under `flock /tmp/rtvirt-host.lock`) is learned from the host alone, within
+//! tolerances that hold on a loaded machine. Every output is valid against
+//! docs/schema/observe.schema.json.
 
+mod periodic_support;
 mod schema_support;
+
+use periodic_support::Periodic;
+use rtvirt_os::sched::{SchedAttr, SCHED_FIFO};
 
 use std::io::Write;
 use std::os::unix::net::UnixListener;
@@ -118,7 +124,9 @@ fn a_vanished_agent_falls_back_to_host_inference() {
     let tasks = g["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1, "one inferred task per vCPU: {tasks:?}");
     assert_eq!(tasks[0]["source"], "host_inference");
-    assert_eq!(tasks[0]["period_ns"].as_u64(), Some(50_000_000), "the window without a reservation");
+    // The shell halts in every burst's `sleep 0.01`: its jobs' period is about 10 ms plus the burst.
+    let period = tasks[0]["period_ns"].as_u64().unwrap();
+    assert!((1_000_000..50_000_000).contains(&period), "the interval between halts, not the window: {period}");
     assert!(tasks[0]["samples"].as_u64().unwrap() > 0);
 }
 
@@ -138,4 +146,58 @@ fn bad_input_is_exit_2_naming_the_option() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// Within `tolerance` (a fraction) of `want`.
+fn near(got: f64, want: f64, tolerance: f64) -> bool {
+    (got - want).abs() <= want * tolerance
+}
+
+/// A periodic thread (10 ms period, 1 ms of its own CPU time per job) under `attr`, observed for
+/// 3 s through `--pid`. Period: the median interval between halts (SCHED_FIFO) or the thread's
+/// SCHED_DEADLINE period; within 15% (a window holds 9 to 11 jobs). Execution time: the mean busy
+/// interval between halts (per job) and, under SCHED_DEADLINE, the mean CPU time per period;
+/// within 1 ms -20%/+50% (the CPU time of a job is spun exactly; wake-up and sleep add to it, and
+/// a late wake-up on a loaded machine moves a job into the next window).
+fn learned(attr: SchedAttr) -> serde_json::Value {
+    let thread = Periodic::start(
+        Some(attr),
+        Duration::from_millis(10),
+        &[(Duration::ZERO, Duration::from_millis(1))],
+        Duration::from_secs(30),
+    );
+    let out =
+        observe(&["--pid", &format!("g={}", thread.tid), "--duration", "3s", "--window", "100ms", "--format", "json"]);
+    let jobs = thread.finish();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(jobs >= 250, "the thread ran its jobs: {jobs}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("observe", &doc);
+    let (vcpu, task) = (&doc["guests"][0]["vcpus"][0], &doc["guests"][0]["tasks"][0]);
+    assert_eq!(task["source"], "host_inference", "{task}");
+    assert!(task["samples"].as_u64().unwrap() >= 20, "one sample per window: {task}");
+    let busy = vcpu["busy_interval"]["mean"].as_f64().unwrap();
+    assert!(busy >= 0.8e6 && busy <= 1.5e6, "busy interval between halts ~1 ms: {vcpu}");
+    let halts = vcpu["halt_interval"]["p50"].as_u64().unwrap() as f64;
+    assert!(near(halts, 10e6, 0.15), "interval between halts ~10 ms: {vcpu}");
+    assert!(near(task["period_ns"].as_u64().unwrap() as f64, 10e6, 0.15), "learned period: {task}");
+    let exec = task["exec"]["mean"].as_f64().unwrap();
+    assert!(exec >= 0.8e6 && exec <= 1.5e6, "learned execution time ~1 ms: {task}");
+    doc
+}
+
+#[test]
+fn a_periodic_fifo_thread_is_learned_from_its_halts() {
+    let doc = learned(SchedAttr::fixed(SCHED_FIFO, 10));
+    let (vcpu, task) = (&doc["guests"][0]["vcpus"][0], &doc["guests"][0]["tasks"][0]);
+    assert!(vcpu.get("reservation").is_none(), "{vcpu}");
+    assert_eq!(task["period_ns"], task["deadline_ns"], "{task}");
+}
+
+#[test]
+fn a_periodic_deadline_thread_is_learned_with_its_reservation() {
+    let doc = learned(SchedAttr::deadline(3_000_000, 10_000_000, 10_000_000));
+    let vcpu = &doc["guests"][0]["vcpus"][0];
+    assert_eq!(vcpu["reservation"]["runtime_ns"].as_u64(), Some(3_000_000), "{vcpu}");
+    assert_eq!(doc["guests"][0]["tasks"][0]["period_ns"].as_u64(), Some(10_000_000));
 }

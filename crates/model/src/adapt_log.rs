@@ -1,7 +1,7 @@
 //! The decision log of `rtvirt host adapt` (`--log FILE.jsonl`): one JSON object per line, one
 //! line per event - the run's start (each guest's planned reservation), every change of a
 //! reservation (observed demand, old and new reservation, the reason), a guest that ended (its
-//! bandwidth released), the run's end (what it restored).
+//! bandwidth released), the run's end.
 
 use crate::observe::Reservation;
 use schemars::JsonSchema;
@@ -17,7 +17,8 @@ pub enum AdaptEvent {
     Change,
     /// The guest's vCPU thread ended: its bandwidth is released to the others on its core.
     Ended,
-    /// The run ended; `new` is what the guest was restored to (the plan's reservation).
+    /// The run ended; `old` is the reservation in force until then. The run restores every
+    /// setting it made (the plan's apply too).
     End,
 }
 

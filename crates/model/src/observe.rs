@@ -48,6 +48,10 @@ pub struct VcpuObservation {
     /// jobs where it halts between them; absent before a window in which the thread ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_interval: Option<Summary>,
+    /// Intervals between halts (wall time over times the thread halted, per window): the period
+    /// of the guest's jobs where it halts once per job; absent as `busy_interval` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt_interval: Option<Summary>,
     /// The thread's SCHED_DEADLINE reservation when the observation ended, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<Reservation>,

@@ -73,30 +73,38 @@ impl GuestObserver {
         }
     }
 
-    /// One task per vCPU from host inference: period = the vCPU's server period (else the window).
+    /// One task per vCPU from host inference: with a SCHED_DEADLINE reservation, the server's
+    /// period and the CPU time per server period; else, where the thread halts, its jobs (period:
+    /// the median interval between halts; execution time: the busy intervals between halts); else
+    /// the window and the CPU time per window.
     fn inferred_tasks(&self, window_ns: u64) -> Vec<TaskObservation> {
-        self.vcpus
-            .iter()
-            .map(|v| {
-                let o = v.observation();
-                let samples = v.recent(usize::MAX);
-                let period = o.reservation.map_or(window_ns, |r| r.period_ns);
-                // Demand per window rescaled to the period it stands for.
-                let per_period: Vec<u64> =
-                    samples.iter().map(|&s| ((s as u128 * period as u128) / window_ns.max(1) as u128) as u64).collect();
-                TaskObservation {
-                    name: format!("vcpu{}", v.vcpu),
-                    tid: v.tid,
-                    source: Source::HostInference,
-                    policy: "vcpu".into(),
-                    period_ns: period,
-                    deadline_ns: o.reservation.map_or(period, |r| r.deadline_ns),
-                    exec: summarise(&per_period),
-                    samples: per_period.len() as u64,
-                }
-            })
-            .collect()
+        self.vcpus.iter().map(|v| inferred_task(v, window_ns)).collect()
     }
+}
+
+fn inferred_task(v: &VcpuSampler, window_ns: u64) -> TaskObservation {
+    let o = v.observation();
+    let task = |period_ns: u64, deadline_ns: u64, exec: rtvirt_model::stats::Summary| TaskObservation {
+        name: format!("vcpu{}", v.vcpu),
+        tid: v.tid,
+        source: Source::HostInference,
+        policy: "vcpu".into(),
+        period_ns,
+        deadline_ns,
+        samples: exec.count,
+        exec,
+    };
+    if let (None, Some(halts), Some(busy)) = (o.reservation, &o.halt_interval, o.busy_interval.clone()) {
+        return task(halts.p50, halts.p50, busy);
+    }
+    let period = o.reservation.map_or(window_ns, |r| r.period_ns);
+    // Demand per window rescaled to the period it stands for.
+    let per_period: Vec<u64> = v
+        .recent(usize::MAX)
+        .iter()
+        .map(|&s| ((s as u128 * period as u128) / window_ns.max(1) as u128) as u64)
+        .collect();
+    task(period, o.reservation.map_or(period, |r| r.deadline_ns), summarise(&per_period))
 }
 
 /// The observation document of `guests` after `duration_ns`.

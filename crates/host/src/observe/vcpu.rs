@@ -1,9 +1,10 @@
 //! Host-side inference of a guest's demand from its vCPU thread alone: the thread's CPU account
 //! (`/proc/<tid>/schedstat`, voluntary switches) sampled once per window gives one demand sample
 //! per window (CPU time, scaled to the window when the sample came late) and, where the vCPU
-//! halts between jobs, the mean busy interval between halts (CPU time over halts). A halted vCPU
-//! thread sleeps in the host (KVM's HLT exit, TCG's idle wait), so each halt is one voluntary
-//! switch. Sampling /proc rather than tracing: it needs no tracefs and costs one read per window.
+//! halts between jobs, per window the mean busy interval between halts (CPU time over halts) and
+//! the mean interval between halts (wall time over halts: the job period of a thread that halts
+//! once per job). A halted vCPU thread sleeps in the host (KVM's HLT exit, TCG's idle wait), so
+//! each halt is one voluntary switch; being preempted or throttled is not. Sampling /proc rather than tracing: it needs no tracefs and costs one read per window.
 
 use rtvirt_model::observe::{summarise, VcpuObservation};
 use rtvirt_os::procfs::{self, CpuAccount};
@@ -21,6 +22,7 @@ pub struct VcpuSampler {
     last: Option<(u64, CpuAccount)>,
     demand: VecDeque<u64>,
     busy: VecDeque<u64>,
+    halts: VecDeque<u64>,
     run_ns: u64,
     wall_ns: u64,
     ended: bool,
@@ -36,6 +38,7 @@ impl VcpuSampler {
             last: None,
             demand: VecDeque::new(),
             busy: VecDeque::new(),
+            halts: VecDeque::new(),
             run_ns: 0,
             wall_ns: 0,
             ended: false,
@@ -69,6 +72,7 @@ impl VcpuSampler {
         push_bounded(&mut self.demand, sample);
         if delta.voluntary_switches > 0 && run > 0 {
             push_bounded(&mut self.busy, run / delta.voluntary_switches);
+            push_bounded(&mut self.halts, wall / delta.voluntary_switches);
         }
         Some(sample)
     }
@@ -87,6 +91,7 @@ impl VcpuSampler {
     pub fn observation(&self) -> VcpuObservation {
         let demand: Vec<u64> = self.demand.iter().copied().collect();
         let busy: Vec<u64> = self.busy.iter().copied().collect();
+        let halts: Vec<u64> = self.halts.iter().copied().collect();
         let reservation = rtvirt_os::sched::get(self.tid).ok().filter(|a| a.is_deadline() && !self.ended).map(|a| {
             rtvirt_model::observe::Reservation {
                 runtime_ns: a.runtime_ns,
@@ -100,6 +105,7 @@ impl VcpuSampler {
             demand: summarise(&demand),
             utilisation: if self.wall_ns == 0 { 0.0 } else { self.run_ns as f64 / self.wall_ns as f64 },
             busy_interval: (!busy.is_empty()).then(|| summarise(&busy)),
+            halt_interval: (!halts.is_empty()).then(|| summarise(&halts)),
             reservation,
             ended: self.ended,
         }
@@ -130,7 +136,9 @@ mod tests {
         assert_eq!(s.record(account(30_000_000, 0), 10_000_000, 10_000_000), Some(10_000_000));
         let o = s.observation();
         assert_eq!((o.demand.count, o.demand.max), (2, 10_000_000));
-        assert_eq!(o.busy_interval.unwrap().count, 1);
+        assert_eq!(o.busy_interval.as_ref().unwrap().count, 1);
+        // 20 ms of wall time with 3 halts: one halt every 6.67 ms; 3 ms of CPU: 1 ms per halt.
+        assert_eq!((o.halt_interval.unwrap().max, o.busy_interval.unwrap().max), (6_666_666, 1_000_000));
         assert!((o.utilisation - 13.0 / 30.0).abs() < 1e-9, "{}", o.utilisation);
         assert_eq!(s.recent(1), vec![10_000_000]);
     }
