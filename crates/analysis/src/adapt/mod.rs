@@ -237,7 +237,8 @@ impl Controller {
     fn wanted(&self, i: usize) -> Option<Wanted> {
         let t = &self.guests[i];
         let (c, r) = (&self.config, t.spec.reservation);
-        if t.jobs.iter().all(|w| w.len() >= c.min_samples) {
+        // A guest without tasks (known only by name) has no per-task windows to size from.
+        if !t.jobs.is_empty() && t.jobs.iter().all(|w| w.len() >= c.min_samples) {
             return Some(target::from_tasks(&t.spec.guest, &t.jobs, r.period, c));
         }
         (t.periods.len() >= c.min_samples).then(|| target::from_server_periods(&t.periods, r, c))

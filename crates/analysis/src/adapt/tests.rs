@@ -205,3 +205,24 @@ proptest! {
         prop_assert!(budget(scale) >= budget(100));
     }
 }
+
+#[test]
+fn a_guest_without_tasks_is_sized_by_its_server_periods() {
+    let s = scenario(&[("a", 10, 2)]);
+    let mut guest = s.guests[0].clone();
+    guest.tasks.clear();
+    let reservation = Interface { period: 10_000_000, budget: 2_000_000, deadline: 10_000_000 };
+    let mut c = Controller::new(quick(), vec![AdaptGuest { guest, core: 0, reservation, rank: 0 }]).unwrap();
+    for _ in 0..10 {
+        c.observe_server_period(0, 1_000_000);
+    }
+    // Not the minimum budget (no per-task window stands for it): the per-period demand's bound.
+    let d = c.step(0);
+    assert_eq!((d.len(), d[0].new.budget, d[0].reason.as_str()), (1, 1_000_000, "shrink"), "{d:?}");
+    // The whole budget used in every period: censored, grown by the saturation factor.
+    for _ in 0..10 {
+        c.observe_server_period(0, 1_000_000);
+    }
+    let d = c.step(1);
+    assert_eq!((d.len(), d[0].new.budget, d[0].reason.as_str()), (1, 1_250_000, "grow"), "{d:?}");
+}
