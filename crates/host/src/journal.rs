@@ -200,6 +200,34 @@ pub fn revert(dir: &Path) -> Result<RevertReport> {
     Ok(report)
 }
 
+/// Undo the journaled changes of sessions `first_session` and later (newest first) and drop them
+/// from the journal, keeping earlier sessions (another apply's): what a `host adapt` run changed,
+/// undone at its end or, after it was killed, at the next run. Returns the changes undone, in
+/// words. If any undo fails the journal is kept whole (undo is idempotent: run it again).
+pub fn revert_from(dir: &Path, first_session: u64) -> Result<Vec<String>> {
+    let path = dir.join(JOURNAL_FILE);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let _lock = lock_dir(dir)?;
+    let (undo, keep): (Vec<Entry>, Vec<Entry>) =
+        read_entries(&path)?.into_iter().partition(|e| e.session >= first_session);
+    let failures = undo_all(undo.iter().rev().map(|e| &e.change));
+    if !failures.is_empty() {
+        return Err(HostError::Journal {
+            path,
+            message: format!("could not restore {} change(s), journal kept: {}", failures.len(), failures.join("; ")),
+        });
+    }
+    rewrite(&path, &keep)?;
+    Ok(undo.iter().rev().map(|e| e.change.describe()).collect())
+}
+
+/// The session the next [`Journal::open`] in `dir` starts.
+pub fn next_session(dir: &Path) -> Result<u64> {
+    Ok(read_entries(&dir.join(JOURNAL_FILE))?.iter().map(|e| e.session).max().unwrap_or(0) + 1)
+}
+
 /// The journal's entries; a torn last line (process killed mid-write) is ignored, since that
 /// change had not been performed.
 pub fn read_entries(path: &Path) -> Result<Vec<Entry>> {
@@ -264,6 +292,28 @@ mod tests {
 
     fn file_change(path: &Path, before: &str, after: &str) -> Change {
         Change::File { path: path.into(), before: before.into(), after: after.into() }
+    }
+
+    #[test]
+    fn revert_from_undoes_later_sessions_only_and_keeps_earlier_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("value");
+        std::fs::write(&target, "orig").unwrap();
+        let state = d.path().join("state");
+        assert_eq!(next_session(&state).unwrap(), 1);
+        Journal::open(&state).unwrap().apply_all(&[file_change(&target, "orig", "one")], &mut |_| {}).unwrap();
+        let first = next_session(&state).unwrap();
+        assert_eq!(first, 2);
+        for (before, after) in [("one", "two"), ("two", "three")] {
+            Journal::open(&state).unwrap().apply_all(&[file_change(&target, before, after)], &mut |_| {}).unwrap();
+        }
+        assert_eq!(revert_from(&state, first).unwrap().len(), 2);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "one", "the earlier session stays in force");
+        assert_eq!(read_entries(&state.join(JOURNAL_FILE)).unwrap().len(), 1);
+        assert!(revert_from(&state, first).unwrap().is_empty(), "nothing left of those sessions");
+        assert_eq!(revert_from(&state, 1).unwrap().len(), 1);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "orig");
+        assert!(!state.join(JOURNAL_FILE).exists());
     }
 
     #[test]

@@ -53,6 +53,13 @@ pub enum HostAction {
     /// per guest task its period, deadline and execution-time distribution from the guest agent
     /// (`rtvirt guest-agent`, virtio-serial) when it runs; each with its source and sample count.
     Observe(crate::cmd::observe::ObserveArgs),
+    /// Keep each guest's SCHED_DEADLINE reservation right while it runs: apply the plan, observe
+    /// each guest (as `observe`), re-size its reservation online with the planner's own analysis
+    /// (the controller `rtvirt simulate --adapt` runs; docs/adapt.md), journal each change before
+    /// sched_setattr makes it, and write a decision log (rtvirt.adapt-log JSON lines). Every
+    /// setting of the run is restored at its end, on Ctrl-C and on a failure; after a kill -9, by
+    /// the next run or `rtvirt host revert`.
+    Adapt(crate::cmd::adapt::AdaptArgs),
 }
 
 #[derive(Args)]
@@ -163,6 +170,7 @@ pub fn run(args: HostArgs) -> CmdResult {
         HostAction::Revert(args) => run_revert(args),
         HostAction::Calibrate(args) => run_calibrate(args),
         HostAction::Observe(args) => crate::cmd::observe::run(args),
+        HostAction::Adapt(args) => crate::cmd::adapt::run(args),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per `rtvirt` job.
 
+pub mod adapt;
 pub mod demo;
 pub mod export;
 pub mod host;

@@ -5,9 +5,12 @@
 //! controller of rtvirt-analysis, handed in by the cli as the exact admission is), and every
 //! change it decides is journaled (fsynced) in a session of its own before `sched_setattr` makes
 //! it, then written to the decision log. A guest whose vCPU thread ends is removed from the
-//! controller (its bandwidth released). At the end (duration, Ctrl-C/SIGTERM) the session is
-//! rolled back: the plan's reservations are in force again. After a kill -9 the journal still
-//! holds every change: `rtvirt host revert` restores the host as it was before the plan.
+//! controller (its bandwidth released). At the end (duration, Ctrl-C/SIGTERM, a failure) the
+//! session is rolled back: the plan's reservations are in force again; the caller's
+//! [`marker::RunMarker`] then undoes the plan's apply too. After a kill -9 the journal still holds
+//! every change: the next run ([`marker::recover_killed`]) or `rtvirt host revert` restores it.
+
+pub mod marker;
 
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
@@ -112,8 +115,8 @@ pub fn run(
     };
     let restored = journal.rollback();
     for l in live.iter().filter(|l| !l.ended) {
-        let why = "the run ended: the plan's reservation is in force again";
-        write(log, &record(now(), &l.target.observer.name, AdaptEvent::End, None, Some(l.target.planned), why))?;
+        let why = "the run ended: its reservation changes are undone, then every setting it made";
+        write(log, &record(now(), &l.target.observer.name, AdaptEvent::End, Some(l.current), None, why))?;
     }
     result?;
     restored?;

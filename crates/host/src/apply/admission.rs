@@ -48,6 +48,13 @@ impl KernelBandwidthCap {
         KernelBandwidthCap { cap: sysinfo::dl_bandwidth_cap(), fair_server }
     }
 
+    /// The deadline bandwidth left on `core` for reservations: the cap less the core's fair
+    /// server (None: admission control is disabled).
+    pub fn free_on(&self, core: u32) -> Option<f64> {
+        let fair = self.fair_server.active_on(core).map_or(0.0, |f| f.runtime_ns as f64 / f.period_ns.max(1) as f64);
+        self.cap.map(|cap| cap - fair)
+    }
+
     fn check(&self, servers: &[Server], fair: Option<(u32, sysinfo::FairServer)>) -> std::result::Result<(), String> {
         let Some(cap) = self.cap else { return Ok(()) };
         // Integer arithmetic in the kernel's units (bandwidth << 20), as in to_ratio()/__dl_overflow().
@@ -168,6 +175,7 @@ mod tests {
         // debugfs values: CPU 0's fair server at the default 50 ms / 1 s, CPU 1's switched off
         let v: Vec<String> = ["50000000", "1000000000", "0", "1000000000"].map(String::from).to_vec();
         let k = KernelBandwidthCap { cap: Some(0.95), fair_server: FairServers::parse(&[0, 1], &v) };
+        assert!((k.free_on(0).unwrap() - 0.90).abs() < 1e-12 && k.free_on(1) == Some(0.95), "left for reservations");
         let servers = [server(46, 100), server(45, 100)]; // 0.91
         assert!(k.admit_on(1, &servers).is_ok(), "no fair server on CPU 1: 0.91 <= 0.95");
         let e = k.admit_on(0, &servers).unwrap_err();

@@ -1,0 +1,294 @@
+//! `rtvirt host adapt PLAN`: the plan applied (rtvirt-host's apply), then rtvirt-host's adapt loop
+//! driving rtvirt-analysis's adaptation controller (the one the simulator runs too), then every
+//! setting of the run restored (rtvirt-host's adapt marker): wiring only.
+
+use crate::cli_common::{CmdResult, Outcome};
+use crate::output_file;
+use anyhow::Context;
+use clap::Args;
+use rtvirt_analysis::adapt::config::AdaptConfig;
+use rtvirt_analysis::adapt::{AdaptGuest, Controller};
+use rtvirt_analysis::interface::{Interface, Model};
+use rtvirt_host::adapt::marker::{self, RunMarker};
+use rtvirt_host::adapt::{self, AdaptOptions, AdaptTarget, Decision};
+use rtvirt_host::apply::admission::KernelBandwidthCap;
+use rtvirt_host::apply::Binding;
+use rtvirt_host::observe::GuestObserver;
+use rtvirt_host::threads::Role;
+use rtvirt_model::observe::Reservation;
+use rtvirt_model::plan::Plan;
+use rtvirt_model::scenario::adapt::AdaptSection;
+use rtvirt_model::scenario::{Guest, GuestScheduler, PeriodChoice, Placement, Scenario, Vcpu};
+use rtvirt_model::{InputError, Nanos};
+use rtvirt_os::sysinfo::FairServers;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct AdaptArgs {
+    /// The plan to start from (rtvirt.plan/v1 JSON); it is applied first, as `host apply` does.
+    pub plan: PathBuf,
+    /// The scenario the plan was made from: its `[adapt]` section configures the controller
+    /// (docs/adapt.md) and the agent's job reports are matched to its tasks (`GUEST.tN`: task N of
+    /// GUEST). Without it: the `[adapt]` defaults, and only the vCPU's CPU time per server period.
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
+    /// A guest's vCPU: NAME[=QMP_SOCKET][,vcpu=N] (as `host apply`); repeatable.
+    #[arg(long = "vm", value_name = "NAME[=QMP]")]
+    pub vms: Vec<String>,
+    /// A thread standing for a guest's vCPU: GUEST=TID; repeatable.
+    #[arg(long = "pid", value_name = "GUEST=TID")]
+    pub pids: Vec<String>,
+    /// The agent port of a guest not started by rtvirt: NAME=SOCKET; repeatable.
+    #[arg(long = "agent", value_name = "NAME=SOCKET")]
+    pub agents: Vec<String>,
+    /// How long to adapt (at most 1h; Ctrl-C ends early). Every setting the run made (the plan's
+    /// apply, each reservation change) is restored at the end; after a kill -9, by the next run or
+    /// `rtvirt host revert`.
+    #[arg(long, default_value = "60s", value_parser = Nanos::parse)]
+    pub duration: Nanos,
+    /// How often the controller decides (10ms..60s) [default: the `[adapt]` interval, 100ms].
+    #[arg(long, value_parser = Nanos::parse)]
+    pub step: Option<Nanos>,
+    /// Probability a job stays within its budget [default: the `[adapt]` rho, 0.9].
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// The decision log (JSON lines) [default: stdout].
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub log: Option<PathBuf>,
+    /// Journal directory [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Apply even if the lint fails.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: AdaptArgs) -> CmdResult {
+    rtvirt_os::signals::install();
+    if args.duration.0 == 0 || args.duration > rtvirt_model::scenario::MAX_TIMING {
+        return Err(
+            InputError::field("--duration", format!("{}: expected more than 0 and at most 1h", args.duration)).into()
+        );
+    }
+    if let Some(log) = &args.log {
+        output_file::check("--log", log, &[args.plan.as_path()])?;
+    }
+    let plan = Plan::from_file(&args.plan)?;
+    let scenario = args.scenario.as_deref().map(Scenario::from_file).transpose()?;
+    let section = scenario.as_ref().and_then(|s| s.adapt.clone()).unwrap_or_default();
+    let step = args.step.unwrap_or(section.interval);
+    if step < Nanos::from_ms(10) || step > Nanos::from_secs(60) {
+        return Err(InputError::field("--step", format!("{step}: expected 10ms..60s")).into());
+    }
+    let config = controller_config(&plan, &section, args.rho)?;
+    let mut bindings: Vec<Binding> = args.vms.iter().map(|s| Binding::parse_vm(s)).collect::<Result<_, _>>()?;
+    bindings.extend(args.pids.iter().map(|s| Binding::parse_pid(s)).collect::<Result<Vec<_>, _>>()?);
+    if bindings.is_empty() {
+        return Err(InputError::field("--vm", "expected at least one --vm or --pid").into());
+    }
+    let state_dir = args.state_dir.clone().unwrap_or_else(rtvirt_host::journal::default_state_dir);
+    if let Some(restored) = marker::recover_killed(&state_dir)? {
+        eprintln!("adapt: a killed `host adapt` left {} change(s); restored:", restored.len());
+        restored.iter().for_each(|c| eprintln!("  restored: {c}"));
+    }
+    let mut log: Box<dyn std::io::Write> = match &args.log {
+        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?),
+        None => Box::new(std::io::stdout()),
+    };
+    let run = RunMarker::begin(&state_dir)?;
+    let adapted = adapt_applied(&args, &plan, scenario.as_ref(), &bindings, config, step, &mut log);
+    let restored = run.finish();
+    let outcome = adapted?;
+    eprintln!("adapt: restored {} setting(s) the run made", restored?.len());
+    Ok(outcome)
+}
+
+/// The controller's settings: the `[adapt]` section (`--rho` over its rho), the plan's model
+/// and per-core cap.
+fn controller_config(plan: &Plan, section: &AdaptSection, rho: Option<f64>) -> Result<AdaptConfig, InputError> {
+    let model = if plan.guests.iter().any(|g| g.model == "edp") { Model::Edp } else { Model::Prm };
+    let cap =
+        plan.settings.bandwidth_cap.unwrap_or(rtvirt_model::scenario::DEFAULT_BANDWIDTH_CAP).min(kernel_free(plan));
+    let mut config = AdaptConfig::from_section(section, model, cap);
+    if let Some(rho) = rho {
+        if !(rho > 0.0 && rho <= 1.0) {
+            return Err(InputError::field("--rho", format!("{rho}: expected a probability in (0, 1]")));
+        }
+        config.rho = rho;
+    }
+    Ok(config)
+}
+
+/// The least deadline bandwidth the kernel leaves on the plan's cores (its cap less each core's
+/// fair server), less a margin for its fixed-point arithmetic: the controller never asks more.
+fn kernel_free(plan: &Plan) -> f64 {
+    let kernel = KernelBandwidthCap::of_this_host(FairServers::of_this_host());
+    let cores = plan.guests.iter().filter_map(|g| g.core);
+    cores.filter_map(|c| kernel.free_on(c)).map(|f| f - 0.001).fold(1.0, f64::min)
+}
+
+/// Apply the plan, then adapt it until the duration or Ctrl-C (the caller restores).
+fn adapt_applied(
+    args: &AdaptArgs,
+    plan: &Plan,
+    scenario: Option<&Scenario>,
+    bindings: &[Binding],
+    config: AdaptConfig,
+    step: Nanos,
+    log: &mut dyn std::io::Write,
+) -> CmdResult {
+    let state_dir = args.state_dir.clone().unwrap_or_else(rtvirt_host::journal::default_state_dir);
+    if super::host::apply_plan_for_adapt(plan, bindings, &state_dir, args.force)? == Outcome::Failed {
+        return Ok(Outcome::Failed);
+    }
+    let targets = targets(plan, bindings, &args.agents)?;
+    let ranks = scenario.and_then(|s| s.adapt.as_ref()).cloned().unwrap_or_default();
+    let mut controller = PlannerController::new(plan, scenario, &targets, config, &ranks)?;
+    let opts = AdaptOptions {
+        state_dir,
+        duration: std::time::Duration::from_nanos(args.duration.0),
+        step: std::time::Duration::from_nanos(step.0),
+    };
+    eprintln!("adapt: {} guest(s) for {} (decisions every {step})", targets.len(), args.duration);
+    let s = adapt::run(targets, &mut controller, &opts, log)?;
+    eprintln!(
+        "adapt: {} rounds, {} reservation change(s){}",
+        s.rounds,
+        s.changes,
+        if s.ended.is_empty() { String::new() } else { format!(", guests ended: {}", s.ended.join(", ")) }
+    );
+    Ok(Outcome::Ok)
+}
+
+/// Each bound guest's observer (of the vCPU carrying its reservation), vCPU thread and planned
+/// reservation.
+fn targets(plan: &Plan, bindings: &[Binding], agents: &[String]) -> anyhow::Result<Vec<AdaptTarget>> {
+    let sockets = super::observe::parse_agents(agents)?;
+    let mut out = Vec::new();
+    for b in bindings {
+        let g = plan
+            .guest(&b.guest)
+            .ok_or_else(|| InputError::field("--vm", format!("guest \"{}\" is not in the plan", b.guest)))?;
+        let wanted = b.vcpu.unwrap_or(0);
+        let threads = b.threads()?;
+        let vcpu = threads
+            .iter()
+            .find(|t| matches!(t.role, Role::Vcpu { index } if index == wanted))
+            .ok_or_else(|| InputError::field("--vm", format!("guest \"{}\": no vCPU {wanted}", b.guest)))?;
+        let agent = super::observe::agent_socket(b, &sockets);
+        out.push(AdaptTarget {
+            observer: GuestObserver::new(&b.guest, std::slice::from_ref(vcpu), agent),
+            tid: vcpu.tid,
+            starttime: vcpu.starttime,
+            planned: Reservation { runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns },
+        });
+    }
+    Ok(out)
+}
+
+/// rtvirt-analysis's controller, addressed by guest and task names.
+struct PlannerController {
+    inner: Controller,
+    names: Vec<String>,
+}
+
+impl PlannerController {
+    fn new(
+        plan: &Plan,
+        scenario: Option<&Scenario>,
+        targets: &[AdaptTarget],
+        config: AdaptConfig,
+        ranks: &AdaptSection,
+    ) -> Result<PlannerController, InputError> {
+        let mut guests = Vec::new();
+        for t in targets {
+            let name = &t.observer.name;
+            let g = plan.guest(name).expect("bound guests are in the plan");
+            let guest = match scenario.map(|s| s.guests.iter().find(|sg| &sg.name == name)) {
+                Some(Some(sg)) => sg.clone(),
+                Some(None) => {
+                    return Err(InputError::field("--scenario", format!("the scenario has no guest \"{name}\"")));
+                }
+                None => bare_guest(name, g.core.unwrap_or(0)),
+            };
+            guests.push(AdaptGuest {
+                guest,
+                core: g.core.unwrap_or(0),
+                reservation: Interface { period: g.period_ns, budget: g.budget_ns, deadline: g.deadline_ns },
+                rank: ranks.rank(name),
+            });
+        }
+        let names = guests.iter().map(|g| g.guest.name.clone()).collect();
+        Ok(PlannerController { inner: Controller::new(config, guests)?, names })
+    }
+
+    fn index(&self, guest: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == guest)
+    }
+}
+
+/// A guest known only by name (no scenario): no tasks, so only its vCPU's server-period demand
+/// sizes it.
+fn bare_guest(name: &str, core: u32) -> Guest {
+    Guest {
+        name: name.to_string(),
+        scheduler: GuestScheduler::Edf,
+        server_periods: PeriodChoice::Default,
+        rho: None,
+        tasks: Vec::new(),
+        placement: Placement::Partitioned,
+        spread: true,
+        vcpus: vec![Vcpu {
+            id: 0,
+            housekeeping: false,
+            sim: rtvirt_model::scenario::sim::VcpuSpec::default_for(name, core),
+        }],
+    }
+}
+
+/// Task N of `guest` from an agent task name `GUEST.tN` (as `measure tasks` reports its jobs).
+fn task_index(guest: &str, task: &str) -> Option<usize> {
+    task.strip_prefix(guest)?.strip_prefix(".t")?.parse().ok()
+}
+
+impl adapt::Controller for PlannerController {
+    fn observe_job(&mut self, guest: &str, task: &str, ns: u64) {
+        if let (Some(g), Some(t)) = (self.index(guest), task_index(guest, task)) {
+            self.inner.observe_job(g, t, ns);
+        }
+    }
+    fn observe_server_period(&mut self, guest: &str, ns: u64) {
+        if let Some(g) = self.index(guest) {
+            self.inner.observe_server_period(g, ns);
+        }
+    }
+    fn remove(&mut self, guest: &str) {
+        if let Some(g) = self.index(guest) {
+            self.inner.remove(g);
+        }
+    }
+    fn step(&mut self, now_ns: u64) -> Vec<Decision> {
+        self.inner
+            .step(now_ns)
+            .into_iter()
+            .map(|d| Decision {
+                guest: d.guest,
+                new: Reservation { runtime_ns: d.new.budget, deadline_ns: d.new.deadline, period_ns: d.new.period },
+                demand: d.demand,
+                reason: d.reason.text(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_task_names_map_to_scenario_tasks() {
+        assert_eq!(task_index("g0", "g0.t3"), Some(3));
+        assert_eq!(task_index("g0", "g1.t3"), None);
+        assert_eq!(task_index("g0", "worker"), None);
+    }
+}
