@@ -177,12 +177,12 @@ fn learned(attr: SchedAttr) -> serde_json::Value {
     assert_eq!(task["source"], "host_inference", "{task}");
     assert!(task["samples"].as_u64().unwrap() >= 20, "one sample per window: {task}");
     let busy = vcpu["busy_interval"]["mean"].as_f64().unwrap();
-    assert!(busy >= 0.8e6 && busy <= 1.5e6, "busy interval between halts ~1 ms: {vcpu}");
+    assert!((0.8e6..=1.5e6).contains(&busy), "busy interval between halts ~1 ms: {vcpu}");
     let halts = vcpu["halt_interval"]["p50"].as_u64().unwrap() as f64;
     assert!(near(halts, 10e6, 0.15), "interval between halts ~10 ms: {vcpu}");
     assert!(near(task["period_ns"].as_u64().unwrap() as f64, 10e6, 0.15), "learned period: {task}");
     let exec = task["exec"]["mean"].as_f64().unwrap();
-    assert!(exec >= 0.8e6 && exec <= 1.5e6, "learned execution time ~1 ms: {task}");
+    assert!((0.8e6..=1.5e6).contains(&exec), "learned execution time ~1 ms: {task}");
     doc
 }
 

@@ -2,6 +2,7 @@
 //! driving rtvirt-analysis's adaptation controller (the one the simulator runs too), then every
 //! setting of the run restored (rtvirt-host's adapt marker): wiring only.
 
+use super::exact_edf::ExactEdf;
 use crate::cli_common::{CmdResult, Outcome};
 use crate::output_file;
 use anyhow::Context;
@@ -12,8 +13,9 @@ use rtvirt_analysis::interface::{Interface, Model};
 use rtvirt_host::adapt::marker::{self, RunMarker};
 use rtvirt_host::adapt::{self, AdaptOptions, AdaptTarget, Decision};
 use rtvirt_host::apply::admission::KernelBandwidthCap;
-use rtvirt_host::apply::Binding;
+use rtvirt_host::apply::{ApplyError, ApplyOptions, Binding};
 use rtvirt_host::observe::GuestObserver;
+use rtvirt_host::render;
 use rtvirt_host::threads::Role;
 use rtvirt_model::observe::Reservation;
 use rtvirt_model::plan::Plan;
@@ -21,7 +23,8 @@ use rtvirt_model::scenario::adapt::AdaptSection;
 use rtvirt_model::scenario::{Guest, GuestScheduler, PeriodChoice, Placement, Scenario, Vcpu};
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_os::sysinfo::FairServers;
-use std::path::PathBuf;
+use rtvirt_os::Change;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct AdaptArgs {
@@ -119,6 +122,22 @@ fn controller_config(plan: &Plan, section: &AdaptSection, rho: Option<f64>) -> R
     Ok(config)
 }
 
+/// Apply `plan` before `host adapt` adapts it (already applied settings are skipped); a failing
+/// lint is printed and is `Outcome::Failed` (nothing changed).
+fn apply_plan_for_adapt(plan: &Plan, bindings: &[Binding], state_dir: &Path, force: bool) -> CmdResult {
+    let opts = ApplyOptions { state_dir: state_dir.to_path_buf(), force, dry_run: false };
+    let mut progress = |c: &Change| eprintln!("  applied: {}", c.describe());
+    match rtvirt_host::apply::plan::apply_plan(plan, bindings, &[&ExactEdf], &opts, &mut progress) {
+        Ok(_) => Ok(Outcome::Ok),
+        Err(ApplyError::LintFailed(lint)) => {
+            eprint!("{}", render::lint(&lint));
+            eprintln!("rtvirt: the lint failed; nothing was changed (use --force to adapt anyway)");
+            Ok(Outcome::Failed)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The least deadline bandwidth the kernel leaves on the plan's cores (its cap less each core's
 /// fair server), less a margin for its fixed-point arithmetic: the controller never asks more.
 fn kernel_free(plan: &Plan) -> f64 {
@@ -138,7 +157,7 @@ fn adapt_applied(
     log: &mut dyn std::io::Write,
 ) -> CmdResult {
     let state_dir = args.state_dir.clone().unwrap_or_else(rtvirt_host::journal::default_state_dir);
-    if super::host::apply_plan_for_adapt(plan, bindings, &state_dir, args.force)? == Outcome::Failed {
+    if apply_plan_for_adapt(plan, bindings, &state_dir, args.force)? == Outcome::Failed {
         return Ok(Outcome::Failed);
     }
     let targets = targets(plan, bindings, &args.agents)?;

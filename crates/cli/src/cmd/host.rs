@@ -1,10 +1,10 @@
 //! `rtvirt host audit | threads | lint | apply | revert`: wiring to rtvirt-host. The exact per-core
 //! admission test of a plan comes from rtvirt-analysis (EDF processor demand on a dedicated core).
 
+use super::exact_edf::ExactEdf;
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
 use clap::{Args, Subcommand};
 use rtvirt_host::apply::profile::Profile;
-use rtvirt_host::apply::{Admission, Server};
 use rtvirt_host::apply::{ApplyError, ApplyOptions, ApplyReport, Binding};
 use rtvirt_host::threads::{self, Target};
 use rtvirt_host::{audit, journal, render, HostError};
@@ -202,25 +202,6 @@ fn run_threads(args: ThreadsArgs) -> CmdResult {
     Ok(Outcome::Ok)
 }
 
-/// The exact EDF processor-demand test of rtvirt-analysis on a dedicated core.
-struct ExactEdf;
-
-impl Admission for ExactEdf {
-    fn name(&self) -> &str {
-        "exact EDF demand test (rtvirt-analysis)"
-    }
-    fn admit(&self, servers: &[Server]) -> Result<(), String> {
-        use rtvirt_analysis::dbf::Sporadic;
-        let tasks: Vec<Sporadic> =
-            servers.iter().map(|s| Sporadic { c: s.runtime_ns, d: s.deadline_ns, t: s.period_ns }).collect();
-        if rtvirt_analysis::schedtest::edf_schedulable(&tasks, &rtvirt_analysis::sbf::Dedicated) {
-            Ok(())
-        } else {
-            Err("the servers' demand exceeds the core in some interval (dbf_EDF(t) > t)".into())
-        }
-    }
-}
-
 /// Whether `path` is a plan (JSON) rather than a profile (TOML): by its extension, else by its
 /// first non-blank byte. Only a regular file is looked into, and only up to that byte (bounded by
 /// the plan size limit): a FIFO or a device is left to the profile reader, which refuses it with
@@ -281,22 +262,6 @@ fn run_apply(args: ApplyArgs) -> CmdResult {
         Err(ApplyError::LintFailed(lint)) => {
             emit(args.format, &*lint, render::lint)?;
             eprintln!("rtvirt: the lint failed; nothing was changed (use --force to apply anyway)");
-            Ok(Outcome::Failed)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Apply `plan` before `host adapt` adapts it (already applied settings are skipped); a failing
-/// lint is printed and is `Outcome::Failed` (nothing changed).
-pub(crate) fn apply_plan_for_adapt(plan: &Plan, bindings: &[Binding], state_dir: &Path, force: bool) -> CmdResult {
-    let opts = ApplyOptions { state_dir: state_dir.to_path_buf(), force, dry_run: false };
-    let mut progress = |c: &Change| eprintln!("  applied: {}", c.describe());
-    match rtvirt_host::apply::plan::apply_plan(plan, bindings, &[&ExactEdf], &opts, &mut progress) {
-        Ok(_) => Ok(Outcome::Ok),
-        Err(ApplyError::LintFailed(lint)) => {
-            eprint!("{}", render::lint(&lint));
-            eprintln!("rtvirt: the lint failed; nothing was changed (use --force to adapt anyway)");
             Ok(Outcome::Failed)
         }
         Err(e) => Err(e.into()),

@@ -2,6 +2,7 @@
 
 pub mod adapt;
 pub mod demo;
+mod exact_edf;
 pub mod export;
 pub mod host;
 pub mod import;

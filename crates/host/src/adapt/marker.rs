@@ -33,7 +33,7 @@ pub fn recover_killed(dir: &Path) -> Result<Option<Vec<String>>> {
     let path = dir.join(MARKER_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
     let mark: Option<Mark> = serde_json::from_str(&text).ok();
-    if let Some(m) = mark.filter(|m| is_running(m)) {
+    if let Some(m) = mark.filter(is_running) {
         return Err(HostError::input(format!(
             "another `rtvirt host adapt` (pid {}) adapts with the state directory {}",
             m.pid,

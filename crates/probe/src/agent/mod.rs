@@ -171,8 +171,7 @@ fn open_port(path: &Path) -> Result<Box<dyn Write>> {
         s.set_nonblocking(true).map_err(io)?;
         return Ok(Box::new(s));
     }
-    let f =
-        std::fs::OpenOptions::new().write(true).append(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    let f = std::fs::OpenOptions::new().append(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
     Ok(Box::new(f))
 }
 
