@@ -11,7 +11,7 @@ pub mod tuned;
 mod words;
 
 use rtvirt_model::plan::{GuestPlan, Plan};
-use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Scenario};
+use rtvirt_model::scenario::{GuestScheduler, PeriodChoice, Placement, Scenario};
 use rtvirt_model::{xml, InputError, Nanos};
 use std::fmt::Write;
 use words::{comment_word, guest_field, placed, shell_word};
@@ -31,8 +31,33 @@ fn domain_word(plan: &Plan, guest: &GuestPlan) -> Result<String, InputError> {
 
 /// Budget rounded up and period rounded down to whole microseconds (RTDS's unit), so the supply
 /// never shrinks.
-fn rtds_us(g: &GuestPlan) -> (u64, u64) {
-    (g.budget_ns.div_ceil(1000), g.period_ns / 1000)
+fn rtds_us(budget_ns: u64, period_ns: u64) -> (u64, u64) {
+    (budget_ns.div_ceil(1000), period_ns / 1000)
+}
+
+/// `xl sched-rtds` of a domain of several vCPUs: one line per reserved vCPU. A Xen domain lives
+/// in one cpupool, so its vCPUs must share the one core of their pool.
+fn rtds_vcpus(s: &mut String, plan: &Plan, g: &GuestPlan, domain: &str) -> Result<(), InputError> {
+    let mut cores: Vec<u32> = g.vcpus.iter().filter_map(|v| v.core).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    if cores.len() > 1 {
+        let list: Vec<String> = cores.iter().map(u32::to_string).collect();
+        return Err(InputError::field(
+            guest_field(plan, g),
+            format!(
+                "guest {} has vCPUs on cores {}: a Xen domain lives in one cpupool, and rtds makes one pool per \
+                 core; plan it with spread = false on a host where its vCPUs share a core, or deploy with --emit chrt",
+                comment_word(&g.name),
+                list.join(", ")
+            ),
+        ));
+    }
+    for v in g.vcpus.iter().filter(|v| v.reserved()) {
+        let (b, p) = rtds_us(v.budget_ns, v.period_ns);
+        let _ = writeln!(s, "xl sched-rtds -d {domain} -v {} -p {p} -b {b}", v.id);
+    }
+    Ok(())
 }
 
 /// `--emit rtds`: Xen commands: one RTDS cpupool per planned core (CPU moved out of Pool-0),
@@ -56,7 +81,7 @@ pub fn rtds(plan: &Plan) -> Result<String, InputError> {
         let _ = writeln!(s, "xl cpupool-create 'name=\"rtvirt-core{0}\"' 'sched=\"rtds\"' 'cpus=\"{0}\"'", c.id);
     }
     for (g, core) in placed(plan) {
-        let (b, p) = rtds_us(g);
+        let (b, p) = rtds_us(g.budget_ns, g.period_ns);
         let domain = domain_word(plan, g)?;
         let _ =
             writeln!(s, "\n# domain {}: {} every {}", comment_word(&g.name), Nanos(g.budget_ns), Nanos(g.period_ns));
@@ -68,7 +93,11 @@ pub fn rtds(plan: &Plan) -> Result<String, InputError> {
             );
         }
         let _ = writeln!(s, "xl cpupool-migrate {domain} rtvirt-core{core}");
-        let _ = writeln!(s, "xl sched-rtds -d {domain} -v all -p {p} -b {b}");
+        if g.vcpus.is_empty() {
+            let _ = writeln!(s, "xl sched-rtds -d {domain} -v all -p {p} -b {b}");
+        } else {
+            rtds_vcpus(&mut s, plan, g, &domain)?;
+        }
     }
     Ok(s)
 }
@@ -121,29 +150,73 @@ pub fn carts(scenario: &Scenario, plan: &Plan) -> String {
                 list.join(", ")
             );
         }
-        let _ = writeln!(
-            s,
-            "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
-            xml::escape(&g.name),
-            ns_as_ms(lo),
-            ns_as_ms(hi)
-        );
-        let budgets = plan.guest(&g.name).map(|p| &p.tasks);
-        for t in &g.tasks {
-            let c = budgets.and_then(|b| b.iter().find(|x| x.name == t.name)).map_or(t.wcet.0, |x| x.budget_ns);
+        let planned = plan.guest(&g.name);
+        let budgets = planned.map(|p| &p.tasks);
+        let components: Vec<(String, Vec<&str>)> = match planned.filter(|p| !p.vcpus.is_empty()) {
+            Some(p) if g.placement == Placement::Partitioned => p
+                .vcpus
+                .iter()
+                .filter(|v| v.reserved())
+                .map(|v| (format!("{}/vcpu{}", g.name, v.id), v.tasks.iter().map(String::as_str).collect()))
+                .collect(),
+            _ => vec![(g.name.clone(), g.tasks.iter().map(|t| t.name.as_str()).collect())],
+        };
+        if g.is_multi_vcpu() {
+            let how = match g.placement {
+                Placement::Partitioned => "one component per vCPU with a reservation, with the tasks planned on it",
+                Placement::Global => "one uniprocessor component here; rtvirt plans it as one MPR interface",
+            };
             let _ = writeln!(
                 s,
-                "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
-                xml::escape(&t.name),
-                ns_as_ms(t.period.0),
-                ns_as_ms(t.deadline.0),
-                ns_as_ms(c)
+                "  <!-- {commented}: {} vCPUs, {} placement: {how} -->",
+                g.vcpus.len(),
+                g.placement.as_str()
             );
         }
-        let _ = writeln!(s, "  </component>");
+        for (name, tasks) in components {
+            component(
+                &mut s,
+                &name,
+                sched,
+                (lo, hi),
+                g.tasks.iter().filter(|t| tasks.contains(&t.name.as_str())),
+                budgets,
+            );
+        }
     }
     let _ = writeln!(s, "</system>");
     s
+}
+
+/// One CARTS `<component>` with its tasks, each task's `e` the plan's budget (its WCET when the
+/// plan has none).
+fn component<'a>(
+    s: &mut String,
+    name: &str,
+    sched: &str,
+    (lo, hi): (u64, u64),
+    tasks: impl Iterator<Item = &'a rtvirt_model::scenario::Task>,
+    budgets: Option<&Vec<rtvirt_model::plan::TaskPlan>>,
+) {
+    let _ = writeln!(
+        s,
+        "  <component name=\"{}\" scheduler=\"{sched}\" min_period=\"{}\" max_period=\"{}\">",
+        xml::escape(name),
+        ns_as_ms(lo),
+        ns_as_ms(hi)
+    );
+    for t in tasks {
+        let c = budgets.and_then(|b| b.iter().find(|x| x.name == t.name)).map_or(t.wcet.0, |x| x.budget_ns);
+        let _ = writeln!(
+            s,
+            "    <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>",
+            xml::escape(&t.name),
+            ns_as_ms(t.period.0),
+            ns_as_ms(t.deadline.0),
+            ns_as_ms(c)
+        );
+    }
+    let _ = writeln!(s, "  </component>");
 }
 
 #[cfg(test)]

@@ -48,3 +48,4 @@ pub mod planner;
 pub mod requests;
 pub mod sbf;
 pub mod schedtest;
+pub mod vcpus;

@@ -57,8 +57,22 @@ fn better(a: Mpr, b: Mpr) -> bool {
 /// least 1) to `max_vcpus`; `Ok(None)` if none passes.
 pub fn best_interface(tasks: &[Sporadic], candidates: &[u64], max_vcpus: u64) -> Result<Option<Mpr>, TooLarge> {
     let first = (utilisation(tasks) * (1.0 - 1e-9)).ceil().max(1.0) as u64;
+    best_over(tasks, candidates, first..=max_vcpus)
+}
+
+/// The least-bandwidth MPR interface of concurrency exactly `m` (a guest whose global scheduler
+/// runs on `m` vCPUs) over the candidate periods; `Ok(None)` if none passes.
+pub fn best_interface_on(tasks: &[Sporadic], candidates: &[u64], m: u64) -> Result<Option<Mpr>, TooLarge> {
+    best_over(tasks, candidates, m..=m)
+}
+
+fn best_over(
+    tasks: &[Sporadic],
+    candidates: &[u64],
+    concurrencies: std::ops::RangeInclusive<u64>,
+) -> Result<Option<Mpr>, TooLarge> {
     let mut best: Option<Mpr> = None;
-    for m in first..=max_vcpus {
+    for m in concurrencies {
         for &period in candidates {
             if let Some(b) = best {
                 // only a budget of no more bandwidth than the best can win: test it first

@@ -23,6 +23,9 @@
 //! docs/sim-deadline-consistency.md, "Several servers on one core", derives it;
 //! `crates/sim/tests/plan_consistency.rs` checks it against the simulated kernel.
 //!
+//! A guest of several vCPUs has one server per vCPU; servers of one *spread* group (a guest's
+//! vCPUs, `spread = true`) are never placed on the same core ([`partition_apart`]).
+//!
 //! A guest may offer several interfaces, least bandwidth first (EDP: larger deadlines for more
 //! budget, see `interface::edp_menu`); on each core tried, the cheapest one the core admits is
 //! taken. The decreasing orders sort by the least bandwidth.
@@ -97,6 +100,8 @@ fn overruns(servers: &[Sporadic], overrun: u64) -> Vec<Sporadic> {
 struct Core {
     servers: Vec<Sporadic>,
     bandwidth: f64,
+    /// Spread groups with a server here.
+    groups: Vec<usize>,
 }
 
 /// The order in which cores are tried for a server: first fit by id, best fit fullest first,
@@ -123,20 +128,34 @@ pub fn partition(
     h: Heuristic,
     overrun: u64,
 ) -> Vec<Option<(u32, Interface)>> {
+    partition_apart(servers, &vec![None; servers.len()], cores, cap, h, overrun)
+}
+
+/// [`partition`], where servers of the same group `apart[i] = Some(group)` never share a core.
+pub fn partition_apart(
+    servers: &[Vec<Interface>],
+    apart: &[Option<usize>],
+    cores: u32,
+    cap: f64,
+    h: Heuristic,
+    overrun: u64,
+) -> Vec<Option<(u32, Interface)>> {
     let mut order: Vec<usize> = (0..servers.len()).collect();
     if h.decreasing() {
         let bw = |i: usize| servers[i].first().map_or(f64::INFINITY, |s| s.bandwidth());
         order.sort_by(|&a, &b| bw(b).total_cmp(&bw(a)).then(a.cmp(&b)));
     }
-    let mut state: Vec<Core> = (0..cores).map(|_| Core { servers: vec![], bandwidth: 0.0 }).collect();
+    let mut state: Vec<Core> = (0..cores).map(|_| Core { servers: vec![], bandwidth: 0.0, groups: vec![] }).collect();
     let mut placed = vec![None; servers.len()];
     for i in order {
-        let fit = preference(&state, h).into_iter().find_map(|c| {
+        let allowed = |c: &usize| apart[i].is_none_or(|g| !state[*c].groups.contains(&g));
+        let fit = preference(&state, h).into_iter().filter(allowed).find_map(|c| {
             servers[i].iter().find(|s| admits(&state[c].servers, s.as_task(), cap, overrun)).map(|s| (c, *s))
         });
         if let Some((c, server)) = fit {
             state[c].servers.push(server.as_task());
             state[c].bandwidth += server.bandwidth();
+            state[c].groups.extend(apart[i]);
             placed[i] = Some((c as u32, server));
         }
     }
@@ -218,6 +237,29 @@ mod tests {
                         prop_assert!(!admits(&on, servers[i].as_task(), 1.0, overrun));
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn servers_of_a_spread_group_never_share_a_core(
+            servers in prop::collection::vec((server(), prop::option::of(0usize..3)), 1..8), cores in 1u32..5,
+            h in prop::sample::select(vec![Heuristic::Bfd, Heuristic::Ffd, Heuristic::Wfd, Heuristic::Ff])
+        ) {
+            let menus: Vec<Vec<Interface>> = servers.iter().map(|s| vec![s.0]).collect();
+            let apart: Vec<Option<usize>> = servers.iter().map(|s| s.1).collect();
+            let placed = partition_apart(&menus, &apart, cores, 1.0, h, 0);
+            for (i, a) in placed.iter().enumerate() {
+                for (j, b) in placed.iter().enumerate().skip(i + 1) {
+                    if let (Some(a), Some(b), Some(g)) = (a, b, apart[i]) {
+                        prop_assert!(apart[j] != Some(g) || a.0 != b.0, "servers {} and {} of group {}", i, j, g);
+                    }
+                }
+            }
+            for c in 0..cores {
+                let on: Vec<Sporadic> = placed.iter().flatten().filter(|p| p.0 == c).map(|p| p.1.as_task()).collect();
+                prop_assert!(on.is_empty() || fits_by_brute_force(&on, 1.0, 0));
             }
         }
     }

@@ -8,11 +8,14 @@ use crate::interface::{
     has_interface_with_overheads, Demand, Interface, Model,
 };
 use crate::overhead::Overheads;
-use crate::partition::{partition, Heuristic};
+use crate::partition::{partition_apart, Heuristic};
+use crate::vcpus::{Server, VcpuServers};
 use rayon::prelude::*;
 use rtvirt_model::hostmodel::BandwidthCap;
-use rtvirt_model::plan::{CorePlan, GuestPlan, OverheadFree, Plan, PlanSettings, TaskPlan, PLAN_SCHEMA};
-use rtvirt_model::scenario::{Guest, GuestScheduler, Scenario};
+use rtvirt_model::plan::{
+    CorePlan, GuestPlan, OverheadFree, Plan, PlanSettings, TaskPlan, VcpuPlan, NO_RESERVATION, PLAN_SCHEMA,
+};
+use rtvirt_model::scenario::{Guest, GuestScheduler, Placement, Scenario};
 use rtvirt_model::{InputError, Nanos};
 
 /// The planner's settings (`rtvirt plan` flags).
@@ -58,6 +61,8 @@ pub struct Planned {
 
 /// One guest analysed: its task budgets and its least interface (None: no candidate period works)
 /// with the alternatives the partitioner may use instead (EDP: larger deadlines), least first.
+/// A guest of several vCPUs has its servers in `vcpus` instead (its own interface fields unused).
+#[derive(Clone)]
 struct GuestAnalysis {
     budgets: Vec<TaskBudget>,
     interface: Option<Interface>,
@@ -70,29 +75,79 @@ struct GuestAnalysis {
     overhead_free: Option<Interface>,
     /// With overheads, schedulable without them but not with them: the term that did it.
     overhead_reason: Option<String>,
+    /// A guest of several vCPUs: one server per vCPU ([`crate::vcpus`]).
+    vcpus: Option<VcpuServers>,
+}
+
+/// The guest's task indices by decreasing priority for FP (the order the FP analysis expects;
+/// EDF keeps file order).
+fn analysis_order(g: &Guest) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..g.tasks.len()).collect();
+    if g.scheduler == GuestScheduler::Fp {
+        idx.sort_by_key(|&i| std::cmp::Reverse(g.tasks[i].priority));
+    }
+    idx
+}
+
+/// Task `i` of the guest as a sporadic task with its budget.
+fn sporadic(g: &Guest, budgets: &[TaskBudget], i: usize) -> Sporadic {
+    Sporadic { c: budgets[i].c, d: g.tasks[i].deadline.0, t: g.tasks[i].period.0 }
 }
 
 /// The guest's tasks as sporadic tasks with their budgets, sorted by decreasing priority for FP
 /// (the order the FP analysis expects; EDF keeps file order).
 pub(crate) fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic> {
-    let mut idx: Vec<usize> = (0..g.tasks.len()).collect();
-    if g.scheduler == GuestScheduler::Fp {
-        idx.sort_by_key(|&i| std::cmp::Reverse(g.tasks[i].priority));
-    }
-    idx.iter().map(|&i| Sporadic { c: budgets[i].c, d: g.tasks[i].deadline.0, t: g.tasks[i].period.0 }).collect()
+    analysis_order(g).into_iter().map(|i| sporadic(g, budgets, i)).collect()
 }
 
 /// Budgets and interface of one guest. `uniform_rho` (max-rho search) overrides every rho.
-fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestAnalysis {
+fn analyse_guest(g: &Guest, o: &PlanOptions, cap: f64, uniform_rho: Option<f64>) -> GuestAnalysis {
     let budgets: Vec<TaskBudget> =
         g.tasks.iter().map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget)).collect();
-    let tasks = sporadic_tasks(g, &budgets);
     let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
-    if let Some(overheads) = &o.overheads {
-        return analyse_with_overheads(tasks, g.scheduler, o.model, &candidates, overheads, budgets);
+    if g.is_multi_vcpu() {
+        return analyse_vcpus(g, o, cap, &candidates, budgets);
     }
-    let mut demand = Demand::new(&tasks, g.scheduler);
-    let interface = best_interface_for(&mut demand, o.model, &candidates);
+    let tasks = sporadic_tasks(g, &budgets);
+    GuestAnalysis { budgets, ..analyse_server(tasks, g.scheduler, o, &candidates) }
+}
+
+/// The servers of a guest of several vCPUs ([`crate::vcpus`]); each partitioned vCPU's interface
+/// is found as a guest of one vCPU's ([`analyse_server`]).
+fn analyse_vcpus(g: &Guest, o: &PlanOptions, cap: f64, candidates: &[u64], budgets: Vec<TaskBudget>) -> GuestAnalysis {
+    let tasks: Vec<Sporadic> = (0..g.tasks.len()).map(|i| sporadic(g, &budgets, i)).collect();
+    let servers = match g.placement {
+        Placement::Global => crate::vcpus::global(g, &tasks, candidates),
+        Placement::Partitioned => {
+            let order = analysis_order(g);
+            let mut analyse = |set: &[usize]| {
+                let on: Vec<Sporadic> = order.iter().filter(|i| set.contains(i)).map(|&i| tasks[i]).collect();
+                let a = analyse_server(on, g.scheduler, o, candidates);
+                Server { interface: a.interface, menu: a.menu, too_large: a.too_large }
+            };
+            crate::vcpus::partitioned(g, &tasks, o.model, cap, &mut analyse)
+        }
+    };
+    GuestAnalysis {
+        budgets,
+        interface: None,
+        menu: vec![],
+        utilisation: crate::dbf::utilisation(&tasks),
+        too_large: servers.too_large,
+        overhead_free: None,
+        overhead_reason: None,
+        vcpus: Some(servers),
+    }
+}
+
+/// The least interface of a server running `tasks` (a guest of one vCPU, or one vCPU of a
+/// partitioned guest), without budgets.
+fn analyse_server(tasks: Vec<Sporadic>, sched: GuestScheduler, o: &PlanOptions, candidates: &[u64]) -> GuestAnalysis {
+    if let Some(overheads) = &o.overheads {
+        return analyse_with_overheads(tasks, sched, o.model, candidates, overheads, vec![]);
+    }
+    let mut demand = Demand::new(&tasks, sched);
+    let interface = best_interface_for(&mut demand, o.model, candidates);
     let menu = match (interface, o.model) {
         (None, _) => vec![],
         (Some(i), Model::Prm) => vec![i],
@@ -101,23 +156,25 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, uniform_rho: Option<f64>) -> GuestA
     let utilisation = crate::dbf::utilisation(&tasks);
     if demand.too_large() {
         return GuestAnalysis {
-            budgets,
+            budgets: vec![],
             interface: None,
             menu: vec![],
             utilisation,
             too_large: true,
             overhead_free: None,
             overhead_reason: None,
+            vcpus: None,
         };
     }
     GuestAnalysis {
-        budgets,
+        budgets: vec![],
         interface,
         menu,
         utilisation,
         too_large: false,
         overhead_free: None,
         overhead_reason: None,
+        vcpus: None,
     }
 }
 
@@ -154,7 +211,7 @@ fn analyse_with_overheads(
     let menu = if too_large { vec![] } else { menu };
     let overhead_reason = (interface.is_none() && overhead_free.is_some() && !too_large)
         .then(|| overhead_term(&tasks, sched, candidates, overheads, overhead_free.map(|f| f.period)));
-    GuestAnalysis { budgets, interface, menu, utilisation, too_large, overhead_free, overhead_reason }
+    GuestAnalysis { budgets, interface, menu, utilisation, too_large, overhead_free, overhead_reason, vcpus: None }
 }
 
 /// A host model whose costs exceed a period of some guest - the per-server-period cost at least
@@ -326,7 +383,68 @@ fn guest_plan(g: &Guest, a: &GuestAnalysis, model: Model, placed: Option<(u32, I
     }
 }
 
-fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic, overrun: u64) -> String {
+/// A vCPU's place: its core and, for a vCPU with a server, the interface it got there.
+type VcpuPlace = Option<(u32, Option<Interface>)>;
+
+/// The plan entry of a guest of several vCPUs: per vCPU its place, or (not placed) its least
+/// interface, else a whole core at the largest candidate period; the guest's own fields are
+/// those of its first vCPU with a server, its bandwidth their sum.
+fn vcpus_guest_plan(g: &Guest, a: &GuestAnalysis, v: &VcpuServers, model: Model, places: &[VcpuPlace]) -> GuestPlan {
+    let fallback = g.server_periods.candidates(&g.tasks).last().map_or(1, |p| p.0);
+    let whole = Interface { period: fallback, budget: fallback, deadline: fallback };
+    let vcpus: Vec<VcpuPlan> = v
+        .vcpus
+        .iter()
+        .zip(places)
+        .map(|(s, place)| {
+            let i = place.and_then(|p| p.1).or(s.menu.first().copied());
+            let (i, bandwidth) = match (s.model, i) {
+                (NO_RESERVATION, _) => (Interface { period: 0, budget: 0, deadline: 0 }, 0.0),
+                (_, Some(i)) => (i, i.bandwidth()),
+                (_, None) => (whole, 1.0),
+            };
+            VcpuPlan {
+                id: s.id,
+                core: place.map(|p| p.0),
+                model: s.model.to_string(),
+                period_ns: i.period,
+                budget_ns: i.budget,
+                deadline_ns: i.deadline,
+                bandwidth,
+                tasks: s.tasks.iter().map(|&t| g.tasks[t].name.clone()).collect(),
+            }
+        })
+        .collect();
+    let first = vcpus.iter().find(|p| p.reserved()).or(vcpus.first()).cloned().expect("a guest has a vCPU");
+    let placed = v.failure.is_none() && places.iter().all(Option::is_some);
+    GuestPlan {
+        name: g.name.clone(),
+        scheduler: g.scheduler.as_str().to_string(),
+        model: if g.placement == Placement::Global { crate::vcpus::MPR.into() } else { model.as_str().into() },
+        period_ns: first.period_ns,
+        budget_ns: first.budget_ns,
+        deadline_ns: first.deadline_ns,
+        bandwidth: vcpus.iter().map(|p| p.bandwidth).sum(),
+        core: first.core.filter(|_| placed),
+        tasks: task_plans(g, &a.budgets),
+        overhead_free: None,
+        placement: g.placement,
+        vcpus,
+    }
+}
+
+fn unplaced_reason(
+    g: &Guest,
+    analysis: &GuestAnalysis,
+    places: &[VcpuPlace],
+    cap: f64,
+    cores: u32,
+    h: Heuristic,
+    overrun: u64,
+) -> String {
+    if let Some(v) = &analysis.vcpus {
+        return vcpus_unplaced_reason(g, v, places, cores, h);
+    }
     if analysis.too_large {
         return format!(
             "too large to analyse exactly: its task periods and deadlines need more than {MAX_CHECK_POINTS} check \
@@ -362,16 +480,36 @@ fn unplaced_reason(analysis: &GuestAnalysis, cap: f64, cores: u32, h: Heuristic,
     }
 }
 
+/// Why a guest of several vCPUs has no place: its analysis' reason, else the first server that
+/// did not fit.
+fn vcpus_unplaced_reason(g: &Guest, v: &VcpuServers, places: &[VcpuPlace], cores: u32, h: Heuristic) -> String {
+    if let Some(why) = &v.failure {
+        return why.clone();
+    }
+    let Some((s, _)) = v.vcpus.iter().zip(places).find(|(_, p)| p.is_none()) else { return String::new() };
+    format!(
+        "the server of its vCPU {} (bandwidth {:.4}) did not fit on any of the {cores} cores next to the others ({}){}",
+        s.id,
+        s.menu.first().map_or(1.0, |i| i.bandwidth()),
+        h.as_str(),
+        if g.spread { ", on a core apart from the guest's other vCPUs (spread)" } else { "" }
+    )
+}
+
 fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
     let mut cores: Vec<CorePlan> = vec![];
-    for g in guests {
-        let Some(c) = g.core else { continue };
-        match cores.iter_mut().find(|x| x.id == c) {
-            Some(x) => {
-                x.guests.push(g.name.clone());
-                x.bandwidth += g.bandwidth;
+    for g in guests.iter().filter(|g| g.core.is_some()) {
+        for v in g.vcpu_plans() {
+            let Some(c) = v.core else { continue };
+            match cores.iter_mut().find(|x| x.id == c) {
+                Some(x) => {
+                    if !x.guests.contains(&g.name) {
+                        x.guests.push(g.name.clone());
+                    }
+                    x.bandwidth += v.bandwidth;
+                }
+                None => cores.push(CorePlan { id: c, guests: vec![g.name.clone()], bandwidth: v.bandwidth }),
             }
-            None => cores.push(CorePlan { id: c, guests: vec![g.name.clone()], bandwidth: g.bandwidth }),
         }
     }
     cores.sort_by_key(|c| c.id);
@@ -414,26 +552,29 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
     let cores = options.cores.unwrap_or(scenario.host.cores);
     let cap = options.cap(scenario);
     let analyses: Vec<GuestAnalysis> =
-        scenario.guests.par_iter().map(|g| analyse_guest(g, options, uniform_rho)).collect();
-    let servers: Vec<Vec<Interface>> = analyses.iter().map(|a| a.menu.clone()).collect();
+        scenario.guests.par_iter().map(|g| analyse_guest(g, options, cap, uniform_rho)).collect();
     let overrun = options.overheads.map_or(0, |o| o.overrun);
-    let placed = partition(&servers, cores, cap, options.heuristic, overrun);
+    let places = place(scenario, &analyses, cores, cap, options.heuristic, overrun);
     let guests: Vec<GuestPlan> = scenario
         .guests
         .iter()
         .zip(&analyses)
-        .zip(&placed)
-        .map(|((g, a), &c)| guest_plan(g, a, options.model, c))
+        .zip(&places)
+        .map(|((g, a), p)| match &a.vcpus {
+            None => guest_plan(g, a, options.model, p[0].map(|(c, i)| (c, i.expect("a placed guest has a server")))),
+            Some(v) => vcpus_guest_plan(g, a, v, options.model, p),
+        })
         .collect();
     let unplaced: Vec<Unplaced> = scenario
         .guests
         .iter()
         .zip(&analyses)
-        .zip(&placed)
-        .filter(|(_, c)| c.is_none())
-        .map(|((g, a), _)| Unplaced {
+        .zip(&places)
+        .zip(&guests)
+        .filter(|(_, planned)| planned.core.is_none())
+        .map(|(((g, a), p), _)| Unplaced {
             name: g.name.clone(),
-            reason: unplaced_reason(a, cap, cores, options.heuristic, overrun),
+            reason: unplaced_reason(g, a, p, cap, cores, options.heuristic, overrun),
             too_large: a.too_large,
         })
         .collect();
@@ -449,6 +590,63 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
         settings: settings(scenario, options, cores),
     };
     Planned { plan, unplaced }
+}
+
+/// Every server onto a core (a guest of one vCPU: its one server; of several: one per vCPU with a
+/// reservation, apart from each other when the guest spreads), then the vCPUs without a
+/// reservation of the guests placed in full onto the least loaded core (apart from the guest's
+/// others when it spreads and a core is left). Per guest, per vCPU its place.
+fn place(
+    scenario: &Scenario,
+    analyses: &[GuestAnalysis],
+    cores: u32,
+    cap: f64,
+    h: Heuristic,
+    overrun: u64,
+) -> Vec<Vec<VcpuPlace>> {
+    let (mut menus, mut apart, mut owner) = (vec![], vec![], vec![]);
+    for (gi, (g, a)) in scenario.guests.iter().zip(analyses).enumerate() {
+        match &a.vcpus {
+            None => {
+                menus.push(a.menu.clone());
+                apart.push(None);
+                owner.push((gi, 0));
+            }
+            Some(v) if v.failure.is_none() => {
+                for (k, s) in v.vcpus.iter().enumerate().filter(|(_, s)| !s.menu.is_empty()) {
+                    menus.push(s.menu.clone());
+                    apart.push(g.spread.then_some(gi));
+                    owner.push((gi, k));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    let mut places: Vec<Vec<VcpuPlace>> = scenario.guests.iter().map(|g| vec![None; g.vcpus.len()]).collect();
+    let mut load = vec![0.0; cores as usize];
+    for ((gi, k), p) in owner.into_iter().zip(partition_apart(&menus, &apart, cores, cap, h, overrun)) {
+        if let Some((c, i)) = p {
+            places[gi][k] = Some((c, Some(i)));
+            load[c as usize] += i.bandwidth();
+        }
+    }
+    for (gi, a) in analyses.iter().enumerate() {
+        let Some(v) = a.vcpus.as_ref().filter(|v| v.failure.is_none()) else { continue };
+        let servers_placed = v.vcpus.iter().zip(&places[gi]).all(|(s, p)| s.menu.is_empty() || p.is_some());
+        if !servers_placed {
+            continue;
+        }
+        for k in (0..v.vcpus.len()).filter(|&k| v.vcpus[k].menu.is_empty()) {
+            let taken: Vec<u32> = places[gi].iter().flatten().map(|p| p.0).collect();
+            let free = |c: &u32| !scenario.guests[gi].spread || !taken.contains(c);
+            let least = |cs: &mut dyn Iterator<Item = u32>| {
+                cs.min_by(|&a, &b| load[a as usize].total_cmp(&load[b as usize]).then(a.cmp(&b)))
+            };
+            let core = least(&mut (0..cores).filter(free)).or_else(|| least(&mut (0..cores)));
+            places[gi][k] = core.map(|c| (c, None));
+        }
+    }
+    places
 }
 
 /// The full plan: [`plan_at`] the scenario's rhos, with `max_rho` filled in.

@@ -219,50 +219,139 @@ fn header(s: &mut String) {
     }
 }
 
-/// The line that sets a guest's thread id variable `TID_<i>`: a `--pid` number, or the guest's
+/// One vCPU thread to deploy: its guest, its vCPU (None: the guest's only one), core and
+/// reservation (runtime 0: none, only the core).
+struct Thread<'a> {
+    /// Suffix of its `TID_` variable.
+    label: String,
+    guest: &'a GuestPlan,
+    vcpu: Option<u32>,
+    core: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+    bandwidth: f64,
+    /// The guest's name as one shell word.
+    word: String,
+}
+
+impl Thread<'_> {
+    /// The `--pid` key of this thread: the guest's name, or `NAME/vcpuK` for a vCPU of a guest of
+    /// several.
+    fn pid_key(&self) -> String {
+        match self.vcpu {
+            None => self.guest.name.clone(),
+            Some(k) => format!("{}/vcpu{k}", self.guest.name),
+        }
+    }
+
+    /// The environment variable of its thread id: [`pid_variable`] of the guest, `_VCPU<K>` added
+    /// for a vCPU of a guest of several.
+    fn variable(&self) -> String {
+        match self.vcpu {
+            None => pid_variable(&self.guest.name),
+            Some(k) => format!("{}_VCPU{k}", pid_variable(&self.guest.name)),
+        }
+    }
+
+    /// The guest's name for a comment, and its vCPU when the guest has several.
+    fn who(&self) -> String {
+        match self.vcpu {
+            None => comment_word(&self.guest.name),
+            Some(k) => format!("{} vCPU {k}", comment_word(&self.guest.name)),
+        }
+    }
+
+    fn what(&self) -> String {
+        format!("guest {}", self.who())
+    }
+}
+
+/// Every vCPU thread of the placed guests: a guest of one vCPU as one thread (its own fields), a
+/// guest of several one per vCPU.
+fn threads(plan: &Plan) -> Result<Vec<Thread<'_>>, InputError> {
+    let mut out = vec![];
+    for (i, (g, core)) in placed(plan).enumerate() {
+        let word = shell_word(&g.name, || guest_field(plan, g))?;
+        if g.vcpus.is_empty() {
+            out.push(Thread {
+                label: i.to_string(),
+                guest: g,
+                vcpu: None,
+                core,
+                runtime: g.budget_ns,
+                deadline: g.deadline_ns,
+                period: g.period_ns,
+                bandwidth: g.bandwidth,
+                word,
+            });
+            continue;
+        }
+        for v in &g.vcpus {
+            let Some(core) = v.core else { continue };
+            out.push(Thread {
+                label: format!("{i}_{}", v.id),
+                guest: g,
+                vcpu: Some(v.id),
+                core,
+                runtime: if v.reserved() { v.budget_ns } else { 0 },
+                deadline: v.deadline_ns,
+                period: v.period_ns,
+                bandwidth: v.bandwidth,
+                word: word.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The line that sets a thread's id variable `TID_<label>`: a `--pid` number, or the thread's
 /// environment variable (the message is constant text; the name [A-Z0-9_]).
-fn thread_id(index: usize, guest: &GuestPlan, pids: &BTreeMap<String, u32>) -> String {
-    match pids.get(&guest.name) {
-        Some(pid) => format!("TID_{index}={pid}"),
+fn thread_id(t: &Thread, pids: &BTreeMap<String, u32>) -> String {
+    match pids.get(&t.pid_key()) {
+        Some(pid) => format!("TID_{}={pid}", t.label),
         None => {
-            let v = pid_variable(&guest.name);
-            format!("TID_{index}=${{{v}:?set it to the thread id of the vCPU of the guest named above}}")
+            let what = if t.vcpu.is_some() { "that vCPU" } else { "the vCPU" };
+            format!("TID_{}=${{{}:?set it to the thread id of {what} of the guest named above}}", t.label, t.variable())
         }
     }
 }
 
 /// `--emit chrt`: the deployment script (see the module documentation). Thread ids come from
-/// `pids` (`--pid name=PID`) or from [`pid_variable`].
+/// `pids` (`--pid name=PID`, `--pid name/vcpuK=PID` for a guest of several vCPUs) or from
+/// [`pid_variable`] (`_VCPU<K>` added for a guest of several vCPUs).
 pub fn script(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, InputError> {
-    shared_pid_variable(plan, pids)?;
+    let threads = threads(plan)?;
+    shared_pid_variable(plan, &threads, pids)?;
     let mut s = String::new();
     header(&mut s);
     s.push_str(PRELUDE);
-    let guests: Vec<(usize, &GuestPlan, u32, String)> = placed(plan)
-        .enumerate()
-        .map(|(i, (g, core))| Ok((i, g, core, shell_word(&g.name, || guest_field(plan, g))?)))
-        .collect::<Result<_, InputError>>()?;
     let _ = writeln!(s, "\n# the vCPU thread of each guest, checked before anything changes");
-    for (i, g, _, name) in &guests {
-        let _ = writeln!(s, "# guest {}", comment_word(&g.name));
-        let _ = writeln!(s, "{}\ncheck_thread \"$TID_{i}\" {name}", thread_id(*i, g, pids));
+    for t in &threads {
+        let _ = writeln!(s, "# {}", t.what());
+        let _ = writeln!(s, "{}\ncheck_thread \"$TID_{}\" {}", thread_id(t, pids), t.label, t.word);
     }
     let _ = writeln!(s, "\n# one exclusive cpuset partition per planned core");
     for core in used_cores(plan) {
         let _ = writeln!(s, "partition {core}");
     }
     let _ = writeln!(s, "balance_off");
-    for (i, g, core, name) in &guests {
-        let _ = writeln!(
-            s,
-            "\n# guest {}: core {core}, runtime {} every {} (deadline {}), bandwidth {:.4}",
-            comment_word(&g.name),
-            Nanos(g.budget_ns),
-            Nanos(g.period_ns),
-            Nanos(g.deadline_ns),
-            g.bandwidth
-        );
-        let runtime = match g.budget_ns {
+    for t in &threads {
+        if t.vcpu.is_some() && t.runtime == 0 {
+            let _ = writeln!(s, "\n# {}: core {}, no reservation (no real-time task)", t.what(), t.core);
+        } else {
+            let _ = writeln!(
+                s,
+                "\n# {}: core {}, runtime {} every {} (deadline {}), bandwidth {:.4}",
+                t.what(),
+                t.core,
+                Nanos(t.runtime),
+                Nanos(t.period),
+                Nanos(t.deadline),
+                t.bandwidth
+            );
+        }
+        let runtime = match t.runtime {
             0 => 0,
             b if b < MIN_RUNTIME_NS => {
                 let _ =
@@ -271,26 +360,26 @@ pub fn script(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<String, Input
             }
             b => b,
         };
-        let _ = writeln!(s, "deploy \"$TID_{i}\" {core} {runtime} {} {} {name}", g.deadline_ns, g.period_ns);
+        let _ = writeln!(s, "deploy \"$TID_{}\" {} {runtime} {} {} {}", t.label, t.core, t.deadline, t.period, t.word);
     }
     let _ = writeln!(s, "\nsay \"deployed; $UNDO undoes it\"");
     Ok(s)
 }
 
-/// Guests without `--pid` whose names map to the same [`pid_variable`] (e.g. `vm-1` and `vm_1`):
-/// one environment variable cannot hold two thread ids.
-fn shared_pid_variable(plan: &Plan, pids: &BTreeMap<String, u32>) -> Result<(), InputError> {
-    let mut owner: BTreeMap<String, &GuestPlan> = BTreeMap::new();
-    for (g, _) in placed(plan).filter(|(g, _)| !pids.contains_key(&g.name)) {
-        let variable = pid_variable(&g.name);
-        if let Some(first) = owner.insert(variable.clone(), g) {
+/// Threads without `--pid` whose variables are the same (e.g. guests `vm-1` and `vm_1`): one
+/// environment variable cannot hold two thread ids.
+fn shared_pid_variable(plan: &Plan, threads: &[Thread], pids: &BTreeMap<String, u32>) -> Result<(), InputError> {
+    let mut owner: BTreeMap<String, &Thread> = BTreeMap::new();
+    for t in threads.iter().filter(|t| !pids.contains_key(&t.pid_key())) {
+        let variable = t.variable();
+        if let Some(first) = owner.insert(variable.clone(), t) {
             return Err(InputError::field(
-                guest_field(plan, g),
+                guest_field(plan, t.guest),
                 format!(
                     "guests {} and {} would both read their vCPU thread id from {variable}: give one with --pid \
                      NAME=PID",
-                    comment_word(&first.name),
-                    comment_word(&g.name)
+                    first.who(),
+                    t.who()
                 ),
             ));
         }

@@ -18,7 +18,7 @@
 //! as single shell words (`case` patterns and arguments).
 
 use super::words::{comment_word, guest_field, housekeeping, placed, shell_word, EmittedFile};
-use rtvirt_model::plan::{GuestPlan, Plan};
+use rtvirt_model::plan::{GuestPlan, Plan, VcpuPlan};
 use rtvirt_model::scenario::sim::Policy;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::{error::line_col, xml, InputError};
@@ -128,16 +128,24 @@ fn empty_element(name: &str, attributes: &[(&str, String)]) -> String {
     String::from_utf8(writer.into_inner()).expect("quick-xml writes UTF-8")
 }
 
-/// The `<cputune>` children rtvirt sets, for a domain of `vcpus` vCPUs and these I/O threads.
+/// The `<cputune>` children rtvirt sets, for a domain of `vcpus` vCPUs and these I/O threads:
+/// every planned vCPU pinned to its core, the others and the emulator and I/O threads to the
+/// housekeeping cores.
 fn cputune_children(t: &Tune, vcpus: u32, iothreads: &[u32]) -> Vec<String> {
     let g = t.guest;
-    let mut out = vec![format!(
-        "<!-- rtvirt: vCPU 0 gets SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns on core {} from the \
-         qemu hook (libvirt has no deadline policy) -->",
-        g.budget_ns, g.deadline_ns, g.period_ns, t.core
-    )];
+    let planned = g.vcpu_plans();
+    let mut out: Vec<String> = if g.vcpus.is_empty() {
+        vec![format!(
+            "<!-- rtvirt: vCPU 0 gets SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns on core {} from the \
+             qemu hook (libvirt has no deadline policy) -->",
+            g.budget_ns, g.deadline_ns, g.period_ns, t.core
+        )]
+    } else {
+        planned.iter().map(vcpu_comment).collect()
+    };
     for vcpu in 0..vcpus {
-        let cpuset = if vcpu == 0 { t.core.to_string() } else { t.housekeeping.clone() };
+        let core = planned.get(vcpu as usize).and_then(|v| v.core);
+        let cpuset = core.map_or_else(|| t.housekeeping.clone(), |c| c.to_string());
         out.push(empty_element("vcpupin", &[("vcpu", vcpu.to_string()), ("cpuset", cpuset)]));
     }
     out.push(empty_element("emulatorpin", &[("cpuset", t.housekeeping.clone())]));
@@ -145,12 +153,26 @@ fn cputune_children(t: &Tune, vcpus: u32, iothreads: &[u32]) -> Vec<String> {
         out.push(empty_element("iothreadpin", &[("iothread", id.to_string()), ("cpuset", t.housekeeping.clone())]));
     }
     if let Some((scheduler, priority)) = t.rt {
+        let reserved: Vec<String> = planned.iter().filter(|v| v.reserved()).map(|v| v.id.to_string()).collect();
         out.push(empty_element(
             "vcpusched",
-            &[("vcpus", "0".into()), ("scheduler", scheduler.into()), ("priority", priority.to_string())],
+            &[("vcpus", reserved.join(",")), ("scheduler", scheduler.into()), ("priority", priority.to_string())],
         ));
     }
     out
+}
+
+/// What one vCPU of a guest of several gets (a comment: libvirt has no deadline policy).
+fn vcpu_comment(v: &VcpuPlan) -> String {
+    let core = v.core.map_or("-".into(), |c| c.to_string());
+    if !v.reserved() {
+        return format!("<!-- rtvirt: vCPU {} on core {core}, no reservation (no real-time task) -->", v.id);
+    }
+    format!(
+        "<!-- rtvirt: vCPU {} gets SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns on core {core} \
+         (rtvirt plan, emit chrt, deploys it per vCPU thread; the qemu hook does not) -->",
+        v.id, v.budget_ns, v.deadline_ns, v.period_ns
+    )
 }
 
 /// `<memoryBacking>` children rtvirt sets: guest memory in huge pages, locked in RAM.
@@ -172,9 +194,10 @@ fn generated_patch(t: &Tune) -> Result<String, InputError> {
         t.core
     );
     let skeleton = format!(
-        "{head}<domain type=\"kvm\">\n  <name>{}</name>\n  <vcpu placement=\"static\">1</vcpu>\n  \
+        "{head}<domain type=\"kvm\">\n  <name>{}</name>\n  <vcpu placement=\"static\">{}</vcpu>\n  \
          <iothreads>1</iothreads>\n</domain>\n",
-        xml::escape(&g.name)
+        xml::escape(&g.name),
+        g.vcpus.len().max(1)
     );
     patch(&skeleton, t)
 }
@@ -236,6 +259,18 @@ fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
             at_node(text, n, format!("<vcpu>{}</vcpu>: expected the number of vCPUs", n.text().unwrap_or("")))
         })?,
     };
+    if t.guest.vcpus.len() > vcpus as usize {
+        let at = child("vcpu").unwrap_or(root);
+        return Err(at_node(
+            text,
+            at,
+            format!(
+                "the domain has {vcpus} vCPUs, the plan {} for this guest: expected <vcpu> {}",
+                t.guest.vcpus.len(),
+                t.guest.vcpus.len()
+            ),
+        ));
+    }
     let iothreads = iothread_ids(text, root)?;
     let mut edits = Vec::new();
     let tune_children = cputune_children(t, vcpus, &iothreads);
@@ -380,6 +415,17 @@ fn hook(plan: &Plan) -> Result<String, InputError> {
     let _ = writeln!(s, "case $1 in");
     for (i, (g, core)) in placed(plan).enumerate() {
         let word = shell_word(&g.name, || guest_field(plan, g))?;
+        if !g.vcpus.is_empty() {
+            let _ = writeln!(
+                s,
+                "    # guest {}: {} vCPUs; rtvirt host apply reserves one vCPU of a domain: deploy it with rtvirt plan \
+                 --emit chrt\n    {word}) [ \"$2\" != started ] || say \"domain $1 has several vCPUs: not reserved by \
+                 this hook (rtvirt plan --emit chrt deploys them)\"; exit 0 ;;",
+                comment_word(&g.name),
+                g.vcpus.len()
+            );
+            continue;
+        }
         let _ = writeln!(s, "    # guest {}: core {core}\n    {word}) guest={i} ;;", comment_word(&g.name));
     }
     let _ = writeln!(s, "    *) exit 0 ;;\nesac");

@@ -46,9 +46,9 @@ pub fn placed(plan: &Plan) -> impl Iterator<Item = (&GuestPlan, u32)> {
     plan.guests.iter().filter_map(|g| g.core.map(|c| (g, c)))
 }
 
-/// The cores the plan places guests on, ascending, each once.
+/// The cores the plan places guests' vCPUs on, ascending, each once.
 pub fn used_cores(plan: &Plan) -> Vec<u32> {
-    let mut cores: Vec<u32> = placed(plan).map(|(_, c)| c).collect();
+    let mut cores: Vec<u32> = placed(plan).flat_map(|(g, _)| g.vcpu_plans()).filter_map(|v| v.core).collect();
     cores.sort_unstable();
     cores.dedup();
     cores

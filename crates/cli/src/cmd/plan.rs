@@ -14,7 +14,7 @@ use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{
     max_rho, overheads_beyond_a_period, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
 };
-use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
+use rtvirt_analysis::requests::{bandwidth_cap, check_global_guests, check_plannable, too_large};
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
@@ -116,8 +116,9 @@ pub struct PlanArgs {
     /// Print deployable settings instead of the plan (only when the plan is feasible).
     #[arg(long, value_enum)]
     pub emit: Option<EmitArg>,
-    /// Thread id of a guest's vCPU for `--emit chrt` (repeatable). Without it the script reads
-    /// VCPU_PID_<GUEST> from the environment.
+    /// Thread id of a guest's vCPU for `--emit chrt` (repeatable; GUEST/vcpuK=PID for vCPU K of a
+    /// guest of several). Without it the script reads VCPU_PID_<GUEST> (VCPU_PID_<GUEST>_VCPU<K>)
+    /// from the environment.
     #[arg(long = "pid", value_name = "GUEST=PID")]
     pub pids: Vec<String>,
     /// Write the emitted files into DIR (created if missing; files of the same name replaced)
@@ -183,14 +184,23 @@ fn pids(args: &PlanArgs, scenario: &Scenario) -> Result<BTreeMap<String, u32>, I
     for p in &args.pids {
         let bad = |m: String| InputError::field("--pid", format!("\"{p}\": {m}"));
         let (name, pid) = p.split_once('=').ok_or_else(|| bad("expected GUEST=PID".into()))?;
-        if scenario.guest(name).is_none() {
-            return Err(bad(format!("no guest \"{name}\" in the scenario")));
+        if scenario.guest(name).is_none() && !is_vcpu_of_a_guest(scenario, name) {
+            return Err(bad(format!(
+                "no guest \"{name}\" in the scenario (a vCPU of a guest of several: GUEST/vcpuK)"
+            )));
         }
         let pid: u32 =
             pid.trim().parse().ok().filter(|&v| v > 0).ok_or_else(|| bad("expected a positive thread id".into()))?;
         out.insert(name.to_string(), pid);
     }
     Ok(out)
+}
+
+/// `GUEST/vcpuK` naming vCPU K of a guest of several vCPUs.
+fn is_vcpu_of_a_guest(scenario: &Scenario, name: &str) -> bool {
+    let Some((guest, id)) = name.rsplit_once("/vcpu") else { return false };
+    let id: Option<usize> = id.parse().ok();
+    scenario.guest(guest).is_some_and(|g| g.is_multi_vcpu() && id.is_some_and(|k| k < g.vcpus.len()))
 }
 
 fn load(args: &PlanArgs) -> Result<Scenario, InputError> {
@@ -210,6 +220,7 @@ pub fn run(args: PlanArgs) -> CmdResult {
         overheads: host.as_ref().map(Overheads::of),
         ..options(&args)?
     };
+    check_global_guests(&s, o.overheads.is_some()).map_err(|e| s.locate(e))?;
     if let (Some(path), Some(overheads)) = (&args.host_model, &o.overheads) {
         if let Some(e) = overheads_beyond_a_period(&s, overheads) {
             return Err(located_in_json(e, path).into());
@@ -374,6 +385,9 @@ fn table(scenario: &Scenario, plan: &Plan) -> String {
     out.push('\n');
     let (guests, tasks) = guest_and_task_tables(plan);
     let _ = writeln!(out, "{guests}\n\n{tasks}");
+    if let Some(vcpus) = vcpu_table(plan) {
+        let _ = writeln!(out, "\nvCPUs of the guests with several (model none: no reservation, only a core):\n{vcpus}");
+    }
     if let Some(free) = overhead_free_table(plan) {
         let _ = writeln!(out, "\nwithout the host's overheads (the same guests, nothing charged):\n{free}");
     }
@@ -399,6 +413,35 @@ fn overhead_free_table(plan: &Plan) -> Option<Table> {
             format!("{:.4}", f.bandwidth),
             format!("{:.4}", g.bandwidth),
         ]);
+    }
+    Some(table)
+}
+
+/// One row per vCPU of every guest with several (None when no guest has several).
+fn vcpu_table(plan: &Plan) -> Option<Table> {
+    let header = ["guest", "vcpu", "model", "period", "budget", "deadline", "bandwidth", "core", "tasks"];
+    if plan.guests.iter().all(|g| g.vcpus.is_empty()) {
+        return None;
+    }
+    let mut table = Table::aligned(&header, |column| column == 1 || (3..8).contains(&column));
+    for g in plan.guests.iter().filter(|g| !g.vcpus.is_empty()) {
+        for v in &g.vcpus {
+            let times = [v.period_ns, v.budget_ns, v.deadline_ns].map(|ns| {
+                if v.reserved() {
+                    Nanos(ns).to_string()
+                } else {
+                    "-".into()
+                }
+            });
+            let mut cells = vec![g.name.clone(), v.id.to_string(), v.model.clone()];
+            cells.extend(times);
+            cells.extend([
+                format!("{:.4}", v.bandwidth),
+                v.core.map_or("-".into(), |c| c.to_string()),
+                v.tasks.join(", "),
+            ]);
+            table.row(cells);
+        }
     }
     Some(table)
 }
