@@ -9,7 +9,7 @@ use rtvirt_model::scenario::sim::{check_sim_timing, check_threads};
 pub use rtvirt_model::scenario::sim::{
     ExtraThread, Family, Load, Policy, Settings, SupplyPattern, ThreadSpec, VcpuSpec, DEFAULT_DURATION, MAX_SLOWDOWN,
 };
-use rtvirt_model::scenario::{check_horizon, Scenario};
+use rtvirt_model::scenario::{check_horizon, Guest, Placement, Scenario, Task};
 use rtvirt_model::{InputError, Nanos};
 
 type R<T> = Result<T, InputError>;
@@ -21,8 +21,11 @@ pub const MAX_DURATION: Nanos = rtvirt_model::scenario::MAX_HORIZON;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
     pub settings: Settings,
-    /// One per guest, in scenario order.
+    /// One per guest, in scenario order: the settings its vCPUs share (`[guest.vcpu]`; the thread
+    /// of vCPU 0, with a plan the planned one).
     pub vcpus: Vec<VcpuSpec>,
+    /// One per guest, in scenario order: its vCPUs' host threads and the tasks' placement.
+    pub guest_vcpus: Vec<GuestThreads>,
     pub extra: Vec<ExtraThread>,
     /// `--adapt`: the vCPUs' reservations adapted online (None: fixed).
     pub adapt: Option<AdaptSettings>,
@@ -35,6 +38,25 @@ pub struct AdaptSettings {
     pub section: AdaptSection,
     pub edp: bool,
     pub cap: f64,
+}
+
+/// How one guest's vCPUs run on the simulated host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestThreads {
+    /// One host thread per vCPU, by vCPU id.
+    pub threads: Vec<ThreadSpec>,
+    /// Per vCPU: runs real-time tasks (false: a housekeeping vCPU, never given a task).
+    pub rt: Vec<bool>,
+    /// Partitioned: per task, the vCPU it is bound to; None: global scheduling over the
+    /// real-time vCPUs.
+    pub task_vcpu: Option<Vec<u32>>,
+}
+
+impl GuestThreads {
+    /// A guest of one vCPU running every task.
+    pub fn single(thread: ThreadSpec, tasks: usize) -> GuestThreads {
+        GuestThreads { threads: vec![thread], rt: vec![true], task_vcpu: Some(vec![0; tasks]) }
+    }
 }
 
 /// Command-line values that override the scenario's `[sim]` section.
@@ -57,6 +79,7 @@ impl SimConfig {
             settings.seed = seed;
         }
         let mut vcpus = Vec::with_capacity(scenario.guests.len());
+        let mut guest_vcpus = Vec::with_capacity(scenario.guests.len());
         for (i, g) in scenario.guests.iter().enumerate() {
             for (j, t) in g.tasks.iter().enumerate() {
                 check_sim_timing(t.period, &format!("guest[{i}].task[{j}].period")).map_err(|e| scenario.locate(e))?;
@@ -71,23 +94,23 @@ impl SimConfig {
                     ),
                 )));
             }
-            if g.is_multi_vcpu() {
-                return Err(scenario.locate(InputError::field(
-                    format!("guest[{i}].vcpus"),
-                    format!(
-                        "guest \"{}\" has {} vCPUs: the simulator runs guests of one vCPU (expected vcpus = 1)",
-                        g.name,
-                        g.vcpus.len()
-                    ),
-                )));
-            }
             let mut v = g.vcpus[0].sim.clone();
-            if let Some(p) = plan {
-                v.thread = planned(p, &g.name, v.thread.name.clone())?;
-            }
+            let threads = match plan {
+                Some(p) if g.is_multi_vcpu() => return Err(unplanned_vcpus(p, g)),
+                Some(p) => {
+                    v.thread = planned(p, &g.name, v.thread.name.clone())?;
+                    vec![v.thread.clone()]
+                }
+                None => g.vcpus.iter().map(|c| c.sim.thread.clone()).collect(),
+            };
+            guest_vcpus.push(GuestThreads {
+                threads,
+                rt: g.vcpus.iter().map(|c| !c.housekeeping).collect(),
+                task_vcpu: task_vcpus(g),
+            });
             vcpus.push(v);
         }
-        let cfg = SimConfig { settings, vcpus, extra: scenario.sim.threads.clone(), adapt: None };
+        let cfg = SimConfig { settings, vcpus, guest_vcpus, extra: scenario.sim.threads.clone(), adapt: None };
         if plan.is_some() {
             check_threads(&cfg.labelled_threads(), cfg.settings.rt_throttle).map_err(|e| scenario.locate(e))?;
         }
@@ -96,15 +119,60 @@ impl SimConfig {
 
     /// Every thread's spec, vCPUs first (thread id = index).
     pub fn threads(&self) -> impl Iterator<Item = &ThreadSpec> {
-        self.vcpus.iter().map(|v| &v.thread).chain(self.extra.iter().map(|e| &e.thread))
+        let vcpus = self.guest_vcpus.iter().flat_map(|g| &g.threads);
+        vcpus.chain(self.extra.iter().map(|e| &e.thread))
     }
 
     /// Every thread's spec with the scenario field its errors name.
     fn labelled_threads(&self) -> Vec<(&ThreadSpec, String)> {
-        let vcpus = self.vcpus.iter().enumerate().map(|(i, v)| (&v.thread, format!("guest[{i}].vcpu")));
+        let vcpus = self.guest_vcpus.iter().enumerate().flat_map(|(i, g)| {
+            let field = format!("guest[{i}].vcpu");
+            g.threads.iter().map(move |t| (t, field.clone()))
+        });
         let extra = self.extra.iter().enumerate().map(|(i, e)| (&e.thread, format!("sim.thread[{i}].sched")));
         vcpus.chain(extra).collect()
     }
+}
+
+/// Partitioned guests: per task, its vCPU - the task's own `vcpu`, else the real-time vCPU with
+/// the least WCET utilisation so far (in scenario order; ties to the lowest id). Global guests of
+/// several vCPUs: None (the guest scheduler places every job).
+fn task_vcpus(g: &Guest) -> Option<Vec<u32>> {
+    if g.placement == Placement::Global && g.is_multi_vcpu() {
+        return None;
+    }
+    let mut load: Vec<(u32, f64)> = g.rt_vcpus().map(|v| (v.id, 0.0)).collect();
+    let utilisation = |t: &Task| t.wcet.0 as f64 / t.period.0 as f64;
+    for t in g.tasks.iter().filter(|t| t.vcpu.is_some()) {
+        if let Some(l) = load.iter_mut().find(|l| Some(l.0) == t.vcpu) {
+            l.1 += utilisation(t);
+        }
+    }
+    let of = g.tasks.iter().map(|t| match t.vcpu {
+        Some(v) => v,
+        None => {
+            let least = load.iter_mut().min_by(|a, b| a.1.total_cmp(&b.1)).expect("a guest with tasks has an RT vCPU");
+            least.1 += utilisation(t);
+            least.0
+        }
+    });
+    Some(of.collect())
+}
+
+/// A plan without per-vCPU servers for a guest of several vCPUs: refused rather than simulated
+/// as one vCPU (its single reservation says nothing about how the vCPUs are served).
+fn unplanned_vcpus(p: &Plan, g: &Guest) -> InputError {
+    let i = p.guests.iter().position(|pg| pg.name == g.name).unwrap_or(0);
+    InputError::field(
+        format!("guests[{i}]"),
+        format!(
+            "guest \"{}\" has {} vCPUs in the scenario but the plan gives it a single reservation: the simulator \
+             needs one server per vCPU (a plan with per-vCPU servers); simulate without --plan to run the \
+             scenario's own [guest.vcpu] threads",
+            g.name,
+            g.vcpus.len()
+        ),
+    )
 }
 
 /// The plan's reservation for a guest as a pinned SCHED_DEADLINE thread.

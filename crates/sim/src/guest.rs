@@ -121,17 +121,46 @@ pub struct JobRecord {
     pub end: Option<u64>,
 }
 
+/// One vCPU of a workload: its host thread and the task it is serving.
+pub struct VcpuSlot {
+    pub thread: ThreadId,
+    /// Task whose head job this vCPU is serving.
+    pub current: Option<u32>,
+    last_ran: Option<u32>,
+    /// Guest task-switch cost still to pay before the current job progresses.
+    overhead: u64,
+    /// Runs real-time tasks (false: a housekeeping vCPU, never given a task).
+    rt: bool,
+    /// Global guests: the host has the thread on a core (set by [`Workload::observe_host`]).
+    on_core: bool,
+    /// Global guests: the host would run the thread now if it were runnable.
+    eligible: bool,
+}
+
+impl VcpuSlot {
+    fn new(thread: ThreadId, rt: bool) -> VcpuSlot {
+        VcpuSlot { thread, current: None, last_ran: None, overhead: 0, rt, on_core: false, eligible: true }
+    }
+}
+
+/// How a guest's tasks are spread over its vCPUs.
+pub enum Dispatch {
+    /// Task i runs only on vCPU slot `vcpu_of[i]` (one vCPU: every task on slot 0).
+    Partitioned { vcpu_of: Vec<u32> },
+    /// The guest scheduler runs its most urgent jobs on whichever vCPUs the host runs (global
+    /// EDF or FP; a job migrates at no cost).
+    Global,
+}
+
 pub struct Workload {
     pub name: String,
-    pub thread: ThreadId,
+    /// Its vCPUs (an extra host thread: one).
+    pub vcpus: Vec<VcpuSlot>,
     /// A guest (reported per task) or an extra host thread.
     pub is_guest: bool,
     edf: bool,
     pub tasks: Vec<TaskState>,
-    /// Task whose head job the guest is serving.
-    pub current: Option<u32>,
-    last_ran: Option<u32>,
-    overhead: u64,
+    dispatch: Dispatch,
     context_switch: u64,
     /// A host model's extra execution for a preempted job (0 without one).
     cache_reload: u64,
@@ -141,11 +170,20 @@ pub struct Workload {
     /// them (`simulate --adapt`: the guest agent's reports).
     pub ended: Option<Vec<(u32, u64)>>,
     index: u32,
+    /// Scratch for the global ranking.
+    ranked: Vec<u32>,
+}
+
+/// A guest's vCPUs as the simulator runs them: per vCPU its host thread and whether it runs
+/// real-time tasks, and how tasks are dispatched.
+pub struct GuestVcpus {
+    pub threads: Vec<(ThreadId, bool)>,
+    pub dispatch: Dispatch,
 }
 
 impl Workload {
     /// A guest's workload; random streams are (seed, workload index, task index).
-    pub fn guest(index: u32, g: &Guest, thread: ThreadId, seed: u64, v: &VcpuSpec) -> Workload {
+    pub fn guest(index: u32, g: &Guest, vcpus: GuestVcpus, seed: u64, v: &VcpuSpec) -> Workload {
         let tasks = g
             .tasks
             .iter()
@@ -168,42 +206,40 @@ impl Workload {
             .collect();
         Workload {
             name: g.name.clone(),
-            thread,
+            vcpus: vcpus.threads.iter().map(|&(t, rt)| VcpuSlot::new(t, rt)).collect(),
             is_guest: true,
             edf: g.scheduler == GuestScheduler::Edf,
             tasks,
-            current: None,
-            last_ran: None,
-            overhead: 0,
+            dispatch: vcpus.dispatch,
             context_switch: v.context_switch,
             cache_reload: 0,
             idle_poll: v.idle_poll,
             log: None,
             ended: None,
             index,
+            ranked: Vec::new(),
         }
     }
 
     /// An extra host thread: `Some((period, run, offset))` periodic, None a CPU hog.
     pub fn load(index: u32, name: &str, thread: ThreadId, periodic: Option<(u64, u64, u64)>) -> Workload {
-        let tasks = periodic
+        let tasks: Vec<TaskState> = periodic
             .map(|(p, r, o)| vec![task("run", p, p, Nanos(r), o, 1, ExecModel::Constant, SimRng::new(0, 0))])
             .unwrap_or_default();
         Workload {
             name: name.to_string(),
-            thread,
+            vcpus: vec![VcpuSlot::new(thread, true)],
             is_guest: false,
             edf: false,
+            dispatch: Dispatch::Partitioned { vcpu_of: vec![0; tasks.len()] },
             tasks,
-            current: None,
-            last_ran: None,
-            overhead: 0,
             context_switch: 0,
             cache_reload: 0,
             idle_poll: periodic.is_none(),
             log: None,
             ended: None,
             index,
+            ranked: Vec::new(),
         }
     }
 
@@ -212,6 +248,11 @@ impl Workload {
     pub fn set_costs(&mut self, context_switch: u64, cache_reload: u64) {
         self.context_switch = context_switch;
         self.cache_reload = cache_reload;
+    }
+
+    /// Whether the guest schedules its tasks globally over its vCPUs.
+    pub fn is_global(&self) -> bool {
+        matches!(self.dispatch, Dispatch::Global)
     }
 
     /// First release time of each task.
@@ -228,79 +269,159 @@ impl Workload {
         if t.head == k {
             t.start_head(now);
         }
-        self.pick();
+        self.repick(ti);
         let t = &self.tasks[ti as usize];
         (t.release_of(k + 1), k, t.release_of(k) + t.deadline)
     }
 
-    /// Whether the thread has something to run (poll mode: always).
-    pub fn runnable(&self) -> bool {
-        self.current.is_some() || self.idle_poll
+    /// Whether vCPU `slot`'s thread has something to run (poll mode: always).
+    pub fn runnable(&self, slot: usize) -> bool {
+        let v = &self.vcpus[slot];
+        v.current.is_some() || (self.idle_poll && v.rt)
     }
 
-    /// Time the current work still needs (u64::MAX while busy-polling).
-    pub fn work_left(&self) -> u64 {
-        match self.current {
-            Some(c) => self.overhead + self.tasks[c as usize].remaining,
-            None if self.idle_poll => u64::MAX,
+    /// Time the current work of vCPU `slot` still needs (u64::MAX while busy-polling).
+    pub fn work_left(&self, slot: usize) -> u64 {
+        let v = &self.vcpus[slot];
+        match v.current {
+            Some(c) => v.overhead + self.tasks[c as usize].remaining,
+            None if self.idle_poll && v.rt => u64::MAX,
             None => 0,
         }
     }
 
-    /// The guest scheduler's choice: EDF (deadline, then time ready, then task order) or the
-    /// highest fixed priority. A change of task costs a context switch.
-    fn pick(&mut self) {
-        let mut best: Option<(u64, u64, u64, u32)> = None;
-        for (i, t) in self.tasks.iter().enumerate() {
-            if !t.pending() {
-                continue;
+    /// Re-decide after task `ti` changed: its vCPU (partitioned) or every vCPU (global).
+    fn repick(&mut self, ti: u32) {
+        match &self.dispatch {
+            Dispatch::Partitioned { vcpu_of } => {
+                let slot = vcpu_of[ti as usize] as usize;
+                self.pick(slot)
             }
-            let key = if self.edf {
-                (t.release_of(t.head) + t.deadline, t.ready_since, 0, i as u32)
-            } else {
-                (u32::MAX as u64 - t.prio as u64, 0, 0, i as u32)
-            };
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
-            }
-        }
-        let choice = best.map(|b| b.3);
-        if choice != self.current {
-            if choice.is_some() && self.last_ran.is_some() && choice != self.last_ran {
-                self.overhead = self.context_switch;
-            }
-            self.current = choice;
+            Dispatch::Global => self.assign_global(),
         }
     }
 
-    /// `dt` ns of CPU time ending at `now`: pay the context switch, advance the current job and
-    /// complete it when done. Returns whether there is still work.
-    pub fn progress(&mut self, dt: u64, now: u64) -> bool {
-        let Some(c) = self.current else { return self.idle_poll };
-        let paid = self.overhead.min(dt);
-        self.overhead -= paid;
+    /// The priority key of task `i`'s head job: EDF (deadline, then time ready, then task order)
+    /// or the highest fixed priority; None when it has no pending job.
+    fn key(&self, i: usize) -> Option<(u64, u64, u64, u32)> {
+        let t = &self.tasks[i];
+        if !t.pending() {
+            return None;
+        }
+        Some(if self.edf {
+            (t.release_of(t.head) + t.deadline, t.ready_since, 0, i as u32)
+        } else {
+            (u32::MAX as u64 - t.prio as u64, 0, 0, i as u32)
+        })
+    }
+
+    /// A partitioned vCPU's choice among its own tasks.
+    fn pick(&mut self, slot: usize) {
+        let mut best: Option<(u64, u64, u64, u32)> = None;
+        let Dispatch::Partitioned { vcpu_of } = &self.dispatch else { unreachable!("pick is partitioned") };
+        for (i, &v) in vcpu_of.iter().enumerate() {
+            if v as usize != slot {
+                continue;
+            }
+            if let Some(key) = self.key(i) {
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            }
+        }
+        self.set_current(slot, best.map(|b| b.3));
+    }
+
+    /// A change of task on a vCPU costs a context switch.
+    fn set_current(&mut self, slot: usize, choice: Option<u32>) {
+        let v = &mut self.vcpus[slot];
+        if choice != v.current {
+            if choice.is_some() && v.last_ran.is_some() && choice != v.last_ran {
+                v.overhead = self.context_switch;
+            }
+            v.current = choice;
+        }
+    }
+
+    /// Global guests: what the host does with each vCPU thread now - on a core, and whether it
+    /// could run if it had work (the guest scheduler gives its jobs to the vCPUs that run).
+    /// Returns whether the assignment of jobs to vCPUs changed.
+    pub fn observe_host(&mut self, state: impl Fn(ThreadId) -> (bool, bool)) -> bool {
+        for v in &mut self.vcpus {
+            (v.on_core, v.eligible) = state(v.thread);
+        }
+        let before: Vec<Option<u32>> = self.vcpus.iter().map(|v| v.current).collect();
+        self.assign_global();
+        self.vcpus.iter().zip(before).any(|(v, b)| v.current != b)
+    }
+
+    /// Global EDF/FP over the vCPUs: the r most urgent jobs run on the r real-time vCPUs that are
+    /// on a core (a job keeps its vCPU while it stays among them), the next ones wait on the
+    /// other vCPUs, those the host could run first, so that their threads ask for a core.
+    fn assign_global(&mut self) {
+        let mut ranked = std::mem::take(&mut self.ranked);
+        ranked.clear();
+        let mut keyed: Vec<((u64, u64, u64, u32), u32)> =
+            (0..self.tasks.len()).filter_map(|i| self.key(i).map(|k| (k, i as u32))).collect();
+        keyed.sort_unstable();
+        ranked.extend(keyed.iter().map(|k| k.1));
+        let running: Vec<usize> = (0..self.vcpus.len()).filter(|&s| self.vcpus[s].rt && self.vcpus[s].on_core).collect();
+        let top = ranked.len().min(running.len());
+        let mut next: Vec<Option<u32>> = vec![None; self.vcpus.len()];
+        // jobs among the top that already run on a running vCPU keep it
+        for &s in &running {
+            if let Some(c) = self.vcpus[s].current.filter(|c| ranked[..top].contains(c)) {
+                next[s] = Some(c);
+            }
+        }
+        let free: Vec<usize> = running.iter().copied().filter(|&s| next[s].is_none()).collect();
+        let mut free = free.into_iter();
+        for &c in &ranked[..top] {
+            if !next.contains(&Some(c)) {
+                next[free.next().expect("as many running vCPUs as top jobs")] = Some(c);
+            }
+        }
+        let mut waiting: Vec<usize> =
+            (0..self.vcpus.len()).filter(|&s| self.vcpus[s].rt && !self.vcpus[s].on_core).collect();
+        waiting.sort_by_key(|&s| (!self.vcpus[s].eligible, s));
+        for (&c, s) in ranked[top..].iter().zip(waiting) {
+            next[s] = Some(c);
+        }
+        for (s, c) in next.into_iter().enumerate() {
+            self.set_current(s, c);
+        }
+        self.ranked = ranked;
+    }
+
+    /// `dt` ns of CPU time of vCPU `slot` ending at `now`: pay the context switch, advance its job
+    /// and complete it when done. Returns whether the vCPU still has work.
+    pub fn progress(&mut self, slot: usize, dt: u64, now: u64) -> bool {
+        let Some(c) = self.vcpus[slot].current else { return self.runnable(slot) };
+        let v = &mut self.vcpus[slot];
+        let paid = v.overhead.min(dt);
+        v.overhead -= paid;
         let work = dt - paid;
         if work == 0 {
             return true;
         }
         if self.cache_reload > 0 {
-            self.reload_preempted(c);
+            self.reload_preempted(slot, c);
         }
-        self.last_ran = Some(c);
+        self.vcpus[slot].last_ran = Some(c);
         let t = &mut self.tasks[c as usize];
         t.head_ran = true;
         debug_assert!(work <= t.remaining, "a job ran past its completion");
         t.remaining = t.remaining.saturating_sub(work);
         if t.remaining == 0 {
-            self.complete(c, now);
+            self.complete(slot, c, now);
         }
-        self.runnable()
+        self.runnable(slot)
     }
 
-    /// Task `c` runs after the job of another task that had started and is not finished: that
-    /// job was preempted and needs a cache reload when it resumes.
-    fn reload_preempted(&mut self, c: u32) {
-        let Some(p) = self.last_ran.filter(|&p| p != c) else { return };
+    /// Task `c` runs on `slot` after the job of another task that had started there and is not
+    /// finished: that job was preempted and needs a cache reload when it resumes.
+    fn reload_preempted(&mut self, slot: usize, c: u32) {
+        let Some(p) = self.vcpus[slot].last_ran.filter(|&p| p != c) else { return };
         let preempted = &mut self.tasks[p as usize];
         if preempted.pending() && preempted.head_ran {
             preempted.remaining += self.cache_reload;
@@ -308,7 +429,7 @@ impl Workload {
         }
     }
 
-    fn complete(&mut self, c: u32, now: u64) {
+    fn complete(&mut self, slot: usize, c: u32, now: u64) {
         let t = &mut self.tasks[c as usize];
         let release = t.release_of(t.head);
         let response = now - release;
@@ -321,16 +442,35 @@ impl Workload {
         if let Some(ended) = &mut self.ended {
             ended.push((c, t.demand));
         }
-        self.next_head(c, now);
+        self.next_head(c, now, Some(slot));
     }
 
-    fn next_head(&mut self, c: u32, now: u64) {
+    /// Task `c` moves on to its next job. `freed`: the vCPU that completed it (global guests:
+    /// it pulls the most urgent job no running vCPU serves; the other vCPUs are not disturbed,
+    /// as they may still be charged for the same instant).
+    fn next_head(&mut self, c: u32, now: u64, freed: Option<usize>) {
         let t = &mut self.tasks[c as usize];
         t.head += 1;
         if t.pending() {
             t.start_head(now);
         }
-        self.pick();
+        match (&self.dispatch, freed) {
+            (Dispatch::Global, Some(slot)) => self.pull(slot),
+            _ => self.repick(c),
+        }
+    }
+
+    /// Global guests: vCPU `slot` takes the most urgent pending job that no running vCPU serves.
+    fn pull(&mut self, slot: usize) {
+        let served = |c: u32| self.vcpus.iter().enumerate().any(|(s, v)| s != slot && v.on_core && v.current == Some(c));
+        let best = (0..self.tasks.len()).filter(|&i| !served(i as u32)).filter_map(|i| self.key(i)).min();
+        let choice = best.map(|b| b.3);
+        if let Some(c) = choice {
+            for v in self.vcpus.iter_mut().filter(|v| v.current == Some(c)) {
+                v.current = None;
+            }
+        }
+        self.set_current(slot, choice);
     }
 
     /// `abort` policy: job `k` of task `ti` reached its deadline; drop it if unfinished.
@@ -348,10 +488,10 @@ impl Workload {
         if let Some(ended) = &mut self.ended {
             ended.push((ti, t.demand));
         }
-        if self.current == Some(ti) {
-            self.overhead = 0;
+        for v in self.vcpus.iter_mut().filter(|v| v.current == Some(ti)) {
+            v.overhead = 0;
         }
-        self.next_head(ti, now);
+        self.next_head(ti, now, None);
         true
     }
 

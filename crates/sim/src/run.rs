@@ -7,11 +7,11 @@
 //! release or abort at t is handled), then the event, then the touched clusters are re-decided.
 
 use crate::adapt::AdaptRun;
-use crate::config::{Load, SimConfig};
+use crate::config::{Load, SimConfig, ThreadSpec};
 use crate::engine::rng::SimRng;
 use crate::engine::trace::{TraceWindow, TraceWriter, Track};
 use crate::engine::EventQueue;
-use crate::guest::{JobRecord, Workload};
+use crate::guest::{Dispatch, GuestVcpus, JobRecord, Workload};
 use crate::host::{Host, HostEv, ThreadId};
 use crate::host_costs::HostCosts;
 use rtvirt_model::hostmodel::HostModel;
@@ -113,6 +113,10 @@ struct Sim {
     q: EventQueue<Ev>,
     host: Host,
     loads: Vec<Workload>,
+    /// Per host thread: (workload, vCPU slot).
+    owner: Vec<(u32, u32)>,
+    /// Workloads of global guests (their vCPUs follow the host's decisions).
+    global: Vec<usize>,
     horizon: u64,
     abort_late: bool,
     tracer: Option<Tracer>,
@@ -149,22 +153,30 @@ impl Sim {
     fn new(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
         let seed = cfg.settings.seed;
         let host = Host::new(scenario.host.cores, cfg.threads(), &cfg.settings);
-        let mut loads: Vec<Workload> = scenario
-            .guests
-            .iter()
-            .zip(&cfg.vcpus)
-            .enumerate()
-            .map(|(i, (g, v))| Workload::guest(i as u32, g, i, seed, v))
-            .collect();
-        for (j, e) in cfg.extra.iter().enumerate() {
+        let mut loads: Vec<Workload> = Vec::with_capacity(scenario.guests.len() + cfg.extra.len());
+        let mut owner = Vec::new();
+        for (i, ((g, v), gv)) in scenario.guests.iter().zip(&cfg.vcpus).zip(&cfg.guest_vcpus).enumerate() {
+            let threads = gv.rt.iter().enumerate().map(|(slot, &rt)| {
+                owner.push((i as u32, slot as u32));
+                (owner.len() - 1, rt)
+            });
+            let threads = threads.collect();
+            let dispatch = match &gv.task_vcpu {
+                Some(vcpu_of) => Dispatch::Partitioned { vcpu_of: vcpu_of.clone() },
+                None => Dispatch::Global,
+            };
+            loads.push(Workload::guest(i as u32, g, GuestVcpus { threads, dispatch }, seed, v));
+        }
+        for e in &cfg.extra {
             let i = loads.len();
             let periodic = match e.load {
                 Load::Periodic { period, run, offset } => Some((period, run, offset)),
                 Load::Busy => None,
             };
-            debug_assert_eq!(i, cfg.vcpus.len() + j);
-            loads.push(Workload::load(i as u32, &e.thread.name, i, periodic));
+            owner.push((i as u32, 0));
+            loads.push(Workload::load(i as u32, &e.thread.name, owner.len() - 1, periodic));
         }
+        let global = (0..loads.len()).filter(|&w| loads[w].is_global()).collect();
         if opts.job_log {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
@@ -178,6 +190,8 @@ impl Sim {
             q: EventQueue::new(),
             host,
             loads,
+            owner,
+            global,
             horizon: cfg.settings.duration,
             abort_late: cfg.settings.abort_late,
             tracer,
@@ -235,8 +249,14 @@ impl Sim {
     }
 
     fn charge(&mut self, now: u64) {
-        let loads = &mut self.loads;
-        self.host.charge(now, |t, dt| loads[t].progress(dt, now));
+        let (loads, owner) = (&mut self.loads, &self.owner);
+        self.host.charge(now, |t, dt| {
+            let (w, slot) = owner[t];
+            loads[w as usize].progress(slot as usize, dt, now)
+        });
+        for k in 0..self.global.len() {
+            self.sync_thread(self.global[k], now);
+        }
     }
 
     /// `--adapt`: the ended jobs' demands to the controller, its step, its decisions applied to
@@ -249,7 +269,7 @@ impl Sim {
             }
         }
         for (g, r) in a.step(now) {
-            let t = self.loads[g].thread;
+            let t = self.loads[g].vcpus[0].thread;
             self.host.threads[t].st.set_reservation(r.budget, r.deadline);
         }
         self.q.schedule(Nanos(now + a.interval), Ev::Adapt);
@@ -266,20 +286,43 @@ impl Sim {
         self.sync_thread(w as usize, now);
     }
 
-    /// Tell the host whether the workload's thread has work (its work may also have changed).
+    /// Tell the host whether each of the workload's threads has work (its work may also have
+    /// changed).
     fn sync_thread(&mut self, wi: usize, now: u64) {
-        let t: ThreadId = self.loads[wi].thread;
-        if self.loads[wi].runnable() {
-            self.host.wake(t, now, &mut self.q);
-            self.host.touch(t);
-        } else {
-            self.host.block(t);
+        for slot in 0..self.loads[wi].vcpus.len() {
+            let t: ThreadId = self.loads[wi].vcpus[slot].thread;
+            if self.loads[wi].runnable(slot) {
+                self.host.wake(t, now, &mut self.q);
+                self.host.touch(t);
+            } else {
+                self.host.block(t);
+            }
         }
     }
 
+    /// Re-decide the host; global guests then give their jobs to the vCPUs the host runs, which
+    /// may wake or block vCPU threads: repeat until nothing changes (a few rounds at most).
     fn resched(&mut self, now: u64) {
-        let loads = &self.loads;
-        self.host.resched(now, &mut self.q, |t| loads[t].work_left());
+        for _ in 0..8 {
+            let (loads, owner) = (&self.loads, &self.owner);
+            self.host.resched(now, &mut self.q, |t| {
+                let (w, slot) = owner[t];
+                loads[w as usize].work_left(slot as usize)
+            });
+            let mut changed = false;
+            for k in 0..self.global.len() {
+                let w = self.global[k];
+                let host = &self.host;
+                let on_host = |t: ThreadId| (host.threads[t].core.is_some(), host.could_run(t, now));
+                if self.loads[w].observe_host(on_host) {
+                    changed = true;
+                    self.sync_thread(w, now);
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         if let Some(tr) = &mut self.tracer {
             tr.observe(now, &self.host, &self.loads);
         }
@@ -291,8 +334,10 @@ impl Sim {
         r.label = Some(s.name.clone());
         r.seed = Some(cfg.settings.seed);
         let mut threads = Vec::new();
-        for (w, spec) in self.loads.iter_mut().zip(cfg.threads()) {
-            let cpu = self.host.threads[w.thread].cpu_time;
+        let specs: Vec<&ThreadSpec> = cfg.threads().collect();
+        for w in self.loads.iter_mut() {
+            let cpu: u64 = w.vcpus.iter().map(|v| self.host.threads[v.thread].cpu_time).sum();
+            let spec = specs[w.vcpus[0].thread];
             if !w.is_guest {
                 threads.push(HostThread {
                     name: w.name.clone(),
@@ -320,7 +365,7 @@ impl Sim {
                 name: w.name.clone(),
                 cpu_time_ns: cpu,
                 utilisation: cpu as f64 / d as f64,
-                cores: Some(spec.cores.clone()),
+                cores: Some(guest_cores(w.vcpus.iter().map(|v| specs[v.thread]))),
                 policy: Some(spec.policy.name().into()),
                 ..Default::default()
             });
@@ -347,13 +392,24 @@ impl Sim {
     }
 }
 
+/// The cores a guest's vCPU threads may run on, ascending (one vCPU: its thread's cores as given).
+fn guest_cores<'a>(mut threads: impl Iterator<Item = &'a ThreadSpec>) -> Vec<u32> {
+    let mut cores = threads.next().map(|t| t.cores.clone()).unwrap_or_default();
+    for t in threads {
+        cores.extend(&t.cores);
+        cores.sort_unstable();
+        cores.dedup();
+    }
+    cores
+}
+
 /// Turns the state after each event into trace slices.
 struct Tracer {
     writer: TraceWriter,
     /// Per core: (thread, since).
     cores: Vec<Option<(ThreadId, u64)>>,
-    /// Per workload: (task, since) while its task runs.
-    loads: Vec<Option<(u32, u64)>>,
+    /// Per workload, per vCPU: (task, since) while its task runs.
+    loads: Vec<Vec<Option<(u32, u64)>>>,
     misses: Vec<u64>,
     thread_names: Vec<String>,
     task_names: Vec<Vec<String>>,
@@ -369,12 +425,15 @@ impl Tracer {
         }
         for (i, w) in loads.iter().enumerate() {
             let group = if w.is_guest { format!("guest {}", w.name) } else { format!("thread {}", w.name) };
-            writer.name_track(Track { pid: 2 + i as u32, tid: 0 }, &group, "tasks");
+            for slot in 0..w.vcpus.len() {
+                let name = if w.vcpus.len() == 1 { "tasks".to_string() } else { format!("vcpu{slot} tasks") };
+                writer.name_track(Track { pid: 2 + i as u32, tid: slot as u32 }, &group, &name);
+            }
         }
         Tracer {
             writer,
             cores: vec![None; host.cores()],
-            loads: vec![None; loads.len()],
+            loads: loads.iter().map(|w| vec![None; w.vcpus.len()]).collect(),
             misses: vec![0; loads.len()],
             thread_names: host.threads.iter().map(|t| t.name.clone()).collect(),
             task_names: loads.iter().map(|w| w.tasks.iter().map(|t| t.name.clone()).collect()).collect(),
@@ -393,11 +452,13 @@ impl Tracer {
             }
         }
         for (i, w) in loads.iter().enumerate() {
-            let th = &host.threads[w.thread];
-            let running = if th.core.is_some() && th.runnable { w.current } else { None };
-            if self.loads[i].map(|x| x.0) != running {
-                self.close_load(i, now);
-                self.loads[i] = running.map(|t| (t, now));
+            for (slot, v) in w.vcpus.iter().enumerate() {
+                let th = &host.threads[v.thread];
+                let running = if th.core.is_some() && th.runnable { v.current } else { None };
+                if self.loads[i][slot].map(|x| x.0) != running {
+                    self.close_load(i, slot, now);
+                    self.loads[i][slot] = running.map(|t| (t, now));
+                }
             }
             let misses: u64 = w.tasks.iter().map(|t| t.misses).sum();
             if misses != self.misses[i] {
@@ -419,10 +480,10 @@ impl Tracer {
         }
     }
 
-    fn close_load(&mut self, i: usize, now: u64) {
-        if let Some((t, since)) = self.loads[i].take() {
+    fn close_load(&mut self, i: usize, slot: usize, now: u64) {
+        if let Some((t, since)) = self.loads[i][slot].take() {
             self.writer.slice(
-                Track { pid: 2 + i as u32, tid: 0 },
+                Track { pid: 2 + i as u32, tid: slot as u32 },
                 &self.task_names[i][t as usize],
                 Nanos(since),
                 Nanos(now),
@@ -434,6 +495,8 @@ impl Tracer {
     /// End of the run: close every open slice.
     fn close(&mut self, now: u64) {
         (0..self.cores.len()).for_each(|c| self.close_core(c, now));
-        (0..self.loads.len()).for_each(|i| self.close_load(i, now));
+        for i in 0..self.loads.len() {
+            (0..self.loads[i].len()).for_each(|slot| self.close_load(i, slot, now));
+        }
     }
 }

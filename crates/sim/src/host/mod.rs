@@ -454,6 +454,12 @@ impl Host {
         self.policy_key(t, now)
     }
 
+    /// Whether the thread's policy would let it run now if it were runnable (not throttled, in
+    /// its supply window, budget left).
+    pub fn could_run(&self, t: ThreadId, now: u64) -> bool {
+        self.policy_key(t, now).is_some()
+    }
+
     /// The key its policy gives the thread now, whether or not it is runnable.
     fn policy_key(&self, t: ThreadId, now: u64) -> Option<Key> {
         let th = &self.threads[t];
