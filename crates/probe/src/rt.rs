@@ -312,7 +312,12 @@ impl Watchdog {
 
     /// Register the calling thread.
     pub fn register_current(&self) {
-        self.shared.lock().tids.push(gettid());
+        self.register(gettid());
+    }
+
+    /// Register a thread of this process.
+    pub fn register(&self, tid: i32) {
+        self.shared.lock().tids.push(tid);
     }
 
     /// The stop flag every guarded loop polls.

@@ -1,6 +1,6 @@
-//! One guest's "vCPU": the single thread of a worker process ([`super::worker`]) under the guest's
+//! One guest "vCPU": a thread of a worker process ([`super::worker`]) under the vCPU's
 //! SCHED_DEADLINE reservation, pinned to its core, running a user-level EDF or fixed-priority
-//! scheduler over the guest's periodic tasks. Jobs burn calibrated work in chunks of [`CHUNK_NS`];
+//! scheduler over the periodic tasks bound to it. Jobs burn calibrated work in chunks of [`CHUNK_NS`];
 //! between chunks new releases are taken in and the scheduler re-decides (fine-grained preemption
 //! points). A late job keeps running (as in the simulator); a job unfinished at the end whose
 //! deadline has passed is a miss.

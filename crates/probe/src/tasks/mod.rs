@@ -1,8 +1,8 @@
 //! `measure tasks`: the sched_test_app of Burns 2014 under real reservations. Each guest of the
-//! scenario is a process ([`worker`]) whose single "vCPU" thread gets the guest's reservation
-//! from the plan - SCHED_DEADLINE runtime = budget, deadline, period - pinned to its planned core
-//! (each used core in its own exclusive cpuset, the SCHED_DEADLINE root-domain requirement), and
-//! runs the guest's periodic tasks under a user-level EDF or FP scheduler ([`guest`]) with work
+//! scenario is a process ([`worker`]) with one thread per real-time vCPU; each thread gets its
+//! vCPU's reservation from the plan - SCHED_DEADLINE runtime = budget, deadline, period - pinned
+//! to its planned core (each used core in its own exclusive cpuset, the SCHED_DEADLINE root-domain
+//! requirement), and runs its tasks under a user-level EDF or FP scheduler ([`guest`]) with work
 //! calibrated on that core ([`work`]). Jobs, misses, DSR and response times come out per task in
 //! the simulator's schema (`Results.tasks`), so that `rtvirt simulate` and this can be compared.
 
@@ -37,15 +37,18 @@ impl Default for TasksConfig {
     }
 }
 
-/// A guest's reservation and core as taken from the plan.
-#[derive(Debug, Clone, Copy)]
+/// A vCPU's reservation, core and tasks as taken from the plan.
+#[derive(Debug, Clone)]
 struct Placement {
+    id: u32,
     core: u32,
     reservation: Reservation,
+    /// Indices of the guest's tasks it runs.
+    tasks: Vec<usize>,
 }
 
-/// Check the plan against the scenario and this machine; the placement of every guest.
-fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
+/// Check the plan against the scenario and this machine; per guest, its real-time vCPUs.
+fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Vec<Placement>>> {
     let allowed = crate::cpus::allowed();
     scenario
         .guests
@@ -54,35 +57,39 @@ fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Placement>> {
             let p = plan
                 .guest(&g.name)
                 .ok_or_else(|| Error::input("--plan", format!("the plan has no guest \"{}\"", g.name)))?;
-            let core = p.core.ok_or_else(|| {
-                Error::input(
-                    "--plan",
-                    format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name),
-                )
-            })?;
-            if !allowed.contains(&core) {
-                return Err(Error::input(
-                    "--plan",
-                    format!(
-                        "guest \"{}\" is planned on core {core}, which this machine does not have (usable CPUs: {})",
-                        g.name,
-                        crate::cpus::format_list(&allowed)
-                    ),
-                ));
+            let vcpus = planned_vcpus(g, p)?;
+            for v in &vcpus {
+                if !allowed.contains(&v.core) {
+                    return Err(Error::input(
+                        "--plan",
+                        format!(
+                            "guest \"{}\" is planned on core {}, which this machine does not have (usable CPUs: {})",
+                            g.name,
+                            v.core,
+                            crate::cpus::format_list(&allowed)
+                        ),
+                    ));
+                }
+                if v.reservation.runtime_ns == 0 {
+                    return Err(Error::input("--plan", format!("guest \"{}\" has a zero budget", g.name)));
+                }
             }
-            if p.budget_ns == 0 {
-                return Err(Error::input("--plan", format!("guest \"{}\" has a zero budget", g.name)));
-            }
-            Ok(Placement {
-                core,
-                reservation: Reservation {
-                    runtime_ns: p.budget_ns,
-                    deadline_ns: p.deadline_ns,
-                    period_ns: p.period_ns,
-                },
-            })
+            Ok(vcpus)
         })
         .collect()
+}
+
+/// The real-time vCPUs of a planned guest: one vCPU running every task (single-vCPU plans).
+fn planned_vcpus(g: &rtvirt_model::scenario::Guest, p: &rtvirt_model::plan::GuestPlan) -> Result<Vec<Placement>> {
+    let core = p.core.ok_or_else(|| {
+        Error::input("--plan", format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name))
+    })?;
+    Ok(vec![Placement {
+        id: 0,
+        core,
+        reservation: Reservation { runtime_ns: p.budget_ns, deadline_ns: p.deadline_ns, period_ns: p.period_ns },
+        tasks: (0..g.tasks.len()).collect(),
+    }])
 }
 
 /// Run every guest of `scenario` under its planned reservation for `cfg.duration`: one worker
@@ -91,7 +98,7 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
     plan.check_matches(scenario).map_err(|e| Error::Input(e.under("plan")))?;
     crate::limits::check_duration("--duration", cfg.duration, cfg.force)?;
     let places = placements(scenario, plan)?;
-    let mut cores: Vec<u32> = places.iter().map(|p| p.core).collect();
+    let mut cores: Vec<u32> = places.iter().flatten().map(|p| p.core).collect();
     cores.sort_unstable();
     cores.dedup();
     let exclusive = match &cfg.state_dir {
@@ -103,12 +110,22 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
         .iter()
         .zip(&places)
         .enumerate()
-        .map(|(gi, (g, p))| {
+        .map(|(gi, (g, vcpus))| {
+            let vcpus = vcpus
+                .iter()
+                .map(|p| {
+                    Ok(protocol::VcpuWork {
+                        id: p.id,
+                        core: p.core,
+                        reservation: p.reservation,
+                        cpuset_join: exclusive.join_file(p.core)?,
+                        tasks: p.tasks.clone(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
             Ok(protocol::WorkerSpec {
                 guest: protocol::GuestSpec::of(g),
-                core: p.core,
-                reservation: p.reservation,
-                cpuset_join: exclusive.join_file(p.core)?,
+                vcpus,
                 seed: cfg.seed.wrapping_add(gi as u64 * 1000),
             })
         })
@@ -124,7 +141,7 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
 fn assemble(
     scenario: &Scenario,
     plan: &Plan,
-    places: &[Placement],
+    places: &[Vec<Placement>],
     outcomes: Vec<protocol::WorkerOutcome>,
     cfg: &TasksConfig,
     ran_ns: u64,
@@ -147,12 +164,14 @@ fn assemble(
             };
             r.tasks.push(tr);
         }
+        // a multi-vCPU guest's cores and reservations are its plan's; the first vCPU's here
+        let first = &p[0];
         let gr = GuestResult {
             name: g.name.clone(),
             cpu_time_ns: o.cpu_time_ns,
             utilisation: o.utilisation,
-            core: Some(p.core),
-            reservation: Some(crate::timer::reservation_of(&p.reservation)),
+            core: Some(first.core),
+            reservation: Some(crate::timer::reservation_of(&first.reservation)),
             work_iterations_per_ns: Some(o.iters_per_ns),
             worker_pid: Some(o.pid),
             ..Default::default()

@@ -11,15 +11,35 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What a worker is told: its guest, core, reservation and cpuset.
+/// What a worker is told: its guest, and per real-time vCPU its core, reservation, cpuset and
+/// tasks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
     pub guest: GuestSpec,
+    /// One thread each, in vCPU order.
+    pub vcpus: Vec<VcpuWork>,
+    pub seed: u64,
+}
+
+/// One vCPU thread of a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VcpuWork {
+    /// The vCPU's id in the guest.
+    pub id: u32,
     pub core: u32,
     pub reservation: Reservation,
     /// The cgroup file the vCPU thread writes its thread id into (its core's exclusive cpuset).
     pub cpuset_join: PathBuf,
-    pub seed: u64,
+    /// Indices (into the guest's tasks) of the tasks bound to this vCPU.
+    pub tasks: Vec<usize>,
+}
+
+impl GuestSpec {
+    /// The part of the guest one vCPU runs: the tasks at `indices`, in that order.
+    pub fn subset(&self, indices: &[usize]) -> GuestSpec {
+        let tasks = indices.iter().map(|&i| self.tasks[i].clone()).collect();
+        GuestSpec { name: self.name.clone(), scheduler: self.scheduler, tasks }
+    }
 }
 
 /// The part of a scenario guest its vCPU needs.
@@ -97,11 +117,15 @@ impl ExecSpec {
 /// What a worker reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerOutcome {
+    /// In the guest's task order.
     pub tasks: Vec<TaskOutcome>,
+    /// CPU time of all its vCPU threads.
     pub cpu_time_ns: u64,
-    /// The vCPU thread's CPU time over the wall time of the same stretch
-    /// ([`super::guest::GuestRun::utilisation`]).
+    /// The vCPU threads' CPU time over the wall time of the same stretch
+    /// ([`super::guest::GuestRun::utilisation`]), summed: in cores.
     pub utilisation: f64,
+    /// Per vCPU thread, in vCPU order: (id, CPU time, utilisation).
+    pub vcpus: Vec<(u32, u64, f64)>,
     pub iters_per_ns: f64,
     /// Thread ids the worker's runaway guard had to demote.
     pub runaways: Vec<i32>,

@@ -2,9 +2,10 @@
 //! (by default this executable with the hidden `measure tasks-worker` subcommand), writes the
 //! guest's [`WorkerSpec`] as one JSON line on the worker's stdin, waits until every worker is
 //! ready (in its core's exclusive cpuset, pinned, work calibrated), then writes one
-//! `START <start_ns> <end_ns>` line to all of them. Each worker's single vCPU thread then takes
-//! the guest's SCHED_DEADLINE reservation, runs the tasks, goes back to SCHED_OTHER and prints one
-//! `RTVIRT-TASKS-RESULT <json>` line ([`WorkerOutcome`]).
+//! `START <start_ns> <end_ns>` line to all of them. Each vCPU thread of a worker (one per
+//! real-time vCPU of the guest, each in its own core's cpuset) then takes its vCPU's
+//! SCHED_DEADLINE reservation, runs the tasks bound to it, goes back to SCHED_OTHER; the worker
+//! prints one `RTVIRT-TASKS-RESULT <json>` line ([`WorkerOutcome`]).
 //!
 //! Stopping: Ctrl-C/SIGTERM in the parent is forwarded as SIGTERM; a worker stops its loop,
 //! restores its scheduling and reports. A worker dies with SIGTERM when its parent dies
@@ -12,7 +13,7 @@
 //! (exclusive cpusets, root load balancing) are restored whatever happened to the workers.
 
 use super::guest;
-use super::protocol::{WorkerOutcome, WorkerSpec};
+use super::protocol::{GuestSpec, TaskOutcome, VcpuWork, WorkerOutcome, WorkerSpec};
 use super::work;
 use crate::error::{Context, Error, Result};
 use crate::rt::{self, Sched};
@@ -81,42 +82,119 @@ fn worker_run() -> Result<()> {
     let spec: WorkerSpec =
         serde_json::from_str(&line).map_err(|e| Error::Failed(format!("bad worker specification: {e}")))?;
     let _mem = rt::MemoryLock::acquire()?;
-    rtvirt_os::cgroup::enter(&spec.cpuset_join).map_err(|e| {
-        Error::Failed(format!("cannot enter the exclusive cpuset of CPU {}: {}", spec.core, Error::from(e)))
-    })?;
-    rt::pin_current_thread(spec.core)?;
-    let per_ns = work::calibrate();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(i32, f64)>>();
+    let mut starts = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = spec
+            .vcpus
+            .iter()
+            .map(|v| {
+                let (go_tx, go_rx) = mpsc::channel::<(u64, u64)>();
+                starts.push(go_tx);
+                let (ready, stop, spec) = (ready_tx.clone(), &stop, &spec);
+                let seed = spec.seed.wrapping_add(v.id as u64 * 7919);
+                scope.spawn(move || vcpu_thread(v, &spec.guest.subset(&v.tasks), seed, ready, go_rx, stop))
+            })
+            .collect();
+        drop(ready_tx);
+        let started = start_vcpus(&spec, &ready_rx, &mut input, starts, &stop);
+        let runs: Vec<Option<guest::GuestRun>> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("a vCPU thread panicked".into())))).collect::<Result<_>>()?;
+        let Some((per_ns, watchdog)) = started? else { return Ok(()) };
+        let runaways = watchdog.finish();
+        report(&spec, runs.into_iter().flatten().collect(), per_ns, runaways)
+    })
+}
+
+/// Wait until every vCPU thread is ready, tell the parent, read the start line and hand the run's
+/// window to the threads under one watchdog. None: the parent gave up before the start.
+fn start_vcpus(
+    spec: &WorkerSpec,
+    ready: &mpsc::Receiver<Result<(i32, f64)>>,
+    input: &mut impl BufRead,
+    starts: Vec<mpsc::Sender<(u64, u64)>>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Option<(f64, rt::Watchdog)>> {
+    let mut tids = Vec::new();
+    let mut per_ns = 0.0;
+    for _ in &spec.vcpus {
+        let (tid, speed) = ready.recv().map_err(|_| Error::Failed("a vCPU thread ended before it was ready".into()))??;
+        tids.push(tid);
+        per_ns = if per_ns == 0.0 { speed } else { per_ns };
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{READY}").and_then(|_| out.flush()).context(|| "cannot talk to the parent".into())?;
-    line.clear();
+    let mut line = String::new();
     input.read_line(&mut line).context(|| "cannot read the start line".into())?;
     let mut f = line.split_whitespace();
     let (start, end) =
         match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok()), f.next().and_then(|v| v.parse::<u64>().ok())) {
             (Some("START"), Some(s), Some(e)) if s < e => (s, e),
-            _ => return Ok(()), // the parent gave up before the start: nothing ran, nothing to report
+            _ => return Ok(None), // the parent gave up before the start: nothing ran, nothing to report
         };
-    let stop = Arc::new(AtomicBool::new(false));
     let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
-    watchdog.register_current();
-    let sched = rt::set_sched(0, Sched::Deadline(spec.reservation));
-    let outcome = sched.map(|_| {
-        rt::sleep_until_or_stopped(start, &stop);
-        let o = guest::run_tasks(&spec.guest, per_ns, spec.seed, start, end, &stop);
-        let _ = rt::set_sched(0, Sched::Other);
-        o
-    });
-    let runaways = watchdog.finish();
-    let run = outcome?;
+    for (tid, go) in tids.into_iter().zip(starts) {
+        watchdog.register(tid);
+        let _ = go.send((start, end));
+    }
+    Ok(Some((per_ns, watchdog)))
+}
+
+/// One vCPU: enter its core's exclusive cpuset, pin, calibrate, report ready; at the start take
+/// the reservation, run its tasks, go back to SCHED_OTHER. None: never started.
+fn vcpu_thread(
+    v: &VcpuWork,
+    guest: &GuestSpec,
+    seed: u64,
+    ready: mpsc::Sender<Result<(i32, f64)>>,
+    go: mpsc::Receiver<(u64, u64)>,
+    stop: &AtomicBool,
+) -> Result<Option<guest::GuestRun>> {
+    let setup = rtvirt_os::cgroup::enter(&v.cpuset_join)
+        .map_err(|e| Error::Failed(format!("cannot enter the exclusive cpuset of CPU {}: {}", v.core, Error::from(e))))
+        .and_then(|_| rt::pin_current_thread(v.core))
+        .map(|_| (rt::gettid(), work::calibrate()));
+    let per_ns = match setup {
+        Ok((tid, per_ns)) => {
+            let _ = ready.send(Ok((tid, per_ns)));
+            per_ns
+        }
+        Err(e) => {
+            let _ = ready.send(Err(Error::Failed(e.to_string())));
+            return Ok(None);
+        }
+    };
+    drop(ready);
+    let Ok((start, end)) = go.recv() else { return Ok(None) };
+    rt::set_sched(0, Sched::Deadline(v.reservation))?;
+    rt::sleep_until_or_stopped(start, stop);
+    let run = guest::run_tasks(guest, per_ns, seed, start, end, stop);
+    let _ = rt::set_sched(0, Sched::Other);
+    Ok(Some(run))
+}
+
+/// The worker's result line: every task's outcome back in the guest's order.
+fn report(spec: &WorkerSpec, runs: Vec<guest::GuestRun>, per_ns: f64, runaways: Vec<i32>) -> Result<()> {
+    let mut tasks: Vec<Option<TaskOutcome>> = vec![None; spec.guest.tasks.len()];
+    let mut vcpus = Vec::new();
+    for (v, run) in spec.vcpus.iter().zip(runs) {
+        vcpus.push((v.id, run.cpu_time_ns, run.utilisation()));
+        for (&i, t) in v.tasks.iter().zip(run.tasks) {
+            tasks[i] = Some(t);
+        }
+    }
     let report = WorkerOutcome {
-        utilisation: run.utilisation(),
-        tasks: run.tasks,
-        cpu_time_ns: run.cpu_time_ns,
+        utilisation: vcpus.iter().map(|v| v.2).sum(),
+        cpu_time_ns: vcpus.iter().map(|v| v.1).sum(),
+        tasks: tasks.into_iter().map(|t| t.ok_or_else(|| Error::Failed("a task ran on no vCPU".into()))).collect::<Result<_>>()?,
+        vcpus,
         iters_per_ns: per_ns,
         runaways,
         pid: std::process::id(),
     };
     let text = serde_json::to_string(&report).map_err(|e| Error::Failed(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
     writeln!(out, "{RESULT}{text}").and_then(|_| out.flush()).context(|| "cannot report to the parent".into())
 }
 
