@@ -365,7 +365,8 @@ impl Workload {
             (0..self.tasks.len()).filter_map(|i| self.key(i).map(|k| (k, i as u32))).collect();
         keyed.sort_unstable();
         ranked.extend(keyed.iter().map(|k| k.1));
-        let running: Vec<usize> = (0..self.vcpus.len()).filter(|&s| self.vcpus[s].rt && self.vcpus[s].on_core).collect();
+        let running: Vec<usize> =
+            (0..self.vcpus.len()).filter(|&s| self.vcpus[s].rt && self.vcpus[s].on_core).collect();
         let top = ranked.len().min(running.len());
         let mut next: Vec<Option<u32>> = vec![None; self.vcpus.len()];
         // jobs among the top that already run on a running vCPU keep it
@@ -462,7 +463,8 @@ impl Workload {
 
     /// Global guests: vCPU `slot` takes the most urgent pending job that no running vCPU serves.
     fn pull(&mut self, slot: usize) {
-        let served = |c: u32| self.vcpus.iter().enumerate().any(|(s, v)| s != slot && v.on_core && v.current == Some(c));
+        let served =
+            |c: u32| self.vcpus.iter().enumerate().any(|(s, v)| s != slot && v.on_core && v.current == Some(c));
         let best = (0..self.tasks.len()).filter(|&i| !served(i as u32)).filter_map(|i| self.key(i)).min();
         let choice = best.map(|b| b.3);
         if let Some(c) = choice {

@@ -40,9 +40,7 @@ impl Supply {
 }
 
 fn scenario(sched: &str, tasks: &[Task], cores: usize) -> String {
-    let mut s = format!(
-        "[host]\ncores = {cores}\n[[guest]]\nname = \"g\"\nscheduler = \"{sched}\"\n"
-    );
+    let mut s = format!("[host]\ncores = {cores}\n[[guest]]\nname = \"g\"\nscheduler = \"{sched}\"\n");
     for (i, t) in tasks.iter().enumerate() {
         s += &format!(
             "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\ndeadline = \"{}us\"\nwcet = \"{}us\"\noffset = \
@@ -62,14 +60,14 @@ fn simulated(sched: &str, tasks: &[Task], supplies: &[Supply], horizon: u64) -> 
     let mut cfg = SimConfig::new(&s, None, Overrides { duration: Some(Nanos(horizon * 1000)), seed: Some(1) }).unwrap();
     // the guest's vCPUs: one supply thread each on its own core, tasks dispatched globally
     let threads = supplies.iter().enumerate().map(|(k, sup)| ThreadSpec {
-            name: format!("g/vcpu{k}"),
-            cores: vec![k as u32],
-            policy: Policy::Supply {
-                budget: sup.budget * 1000,
-                period: sup.period * 1000,
-                pattern: if sup.late { SupplyPattern::Late } else { SupplyPattern::Early },
-            },
-        });
+        name: format!("g/vcpu{k}"),
+        cores: vec![k as u32],
+        policy: Policy::Supply {
+            budget: sup.budget * 1000,
+            period: sup.period * 1000,
+            pattern: if sup.late { SupplyPattern::Late } else { SupplyPattern::Early },
+        },
+    });
     cfg.guest_vcpus[0] = GuestThreads { threads: threads.collect(), rt: vec![true; supplies.len()], task_vcpu: None };
     let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
     out.job_log.iter().filter_map(|j| j.end.map(|e| ((j.task, j.index), e / 1000))).collect()
@@ -134,7 +132,13 @@ fn random_tasks(rng: &mut SimRng, vcpus: u64) -> Vec<Task> {
             let period = [200, 300, 400, 500, 600][rng.uniform(0, 4) as usize];
             let wcet = rng.uniform(10, period * 6 / 10);
             let deadline = rng.uniform(wcet, period);
-            Task { period, deadline, wcet, offset: rng.uniform(0, 3) * 50, prio: (n - i) as u32 * 10 + rng.uniform(0, 5) as u32 }
+            Task {
+                period,
+                deadline,
+                wcet,
+                offset: rng.uniform(0, 3) * 50,
+                prio: (n - i) as u32 * 10 + rng.uniform(0, 5) as u32,
+            }
         })
         .collect()
 }
@@ -202,10 +206,13 @@ fn least_mpr_interfaces_meet_every_deadline_under_worst_case_supply() {
                 Task { period, deadline, wcet, offset: 0, prio: 1 }
             })
             .collect();
-        let sporadic: Vec<Sporadic> = tasks.iter().map(|t| Sporadic { c: t.wcet, d: t.deadline, t: t.period }).collect();
+        let sporadic: Vec<Sporadic> =
+            tasks.iter().map(|t| Sporadic { c: t.wcet, d: t.deadline, t: t.period }).collect();
         let Ok(Some(mpr)) = best_interface(&sporadic, &[500, 1_000, 2_000], 3) else { continue };
         let servers: Vec<_> = mpr.servers().into_iter().filter(|s| s.budget > 0).collect();
-        for (pattern, late) in [(SupplyPattern::PrmWorst, false), (SupplyPattern::Early, false), (SupplyPattern::Late, true)] {
+        for (pattern, late) in
+            [(SupplyPattern::PrmWorst, false), (SupplyPattern::Early, false), (SupplyPattern::Late, true)]
+        {
             for offset in [0, servers.iter().map(|s| s.budget).max().unwrap_or(0)] {
                 let shifted: Vec<Task> = tasks.iter().map(|t| Task { offset, ..t.clone() }).collect();
                 let s = Scenario::from_toml(&scenario("edf", &shifted, servers.len()), None).unwrap();
@@ -222,7 +229,10 @@ fn least_mpr_interfaces_meet_every_deadline_under_worst_case_supply() {
                 let (jobs, misses): (u64, u64) =
                     (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum());
                 assert!(jobs > 0);
-                assert_eq!(misses, 0, "case {case}: {mpr:?} servers {servers:?}, {pattern:?} (late {late}), offset {offset}: {tasks:?}");
+                assert_eq!(
+                    misses, 0,
+                    "case {case}: {mpr:?} servers {servers:?}, {pattern:?} (late {late}), offset {offset}: {tasks:?}"
+                );
             }
         }
         report.push(format!("case {case}: {n} tasks, {mpr:?}: 0 misses"));

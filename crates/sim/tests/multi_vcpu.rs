@@ -14,6 +14,8 @@ struct Task {
     period: u64,
     wcet: u64,
     vcpu: u32,
+    /// Unique over the guest (fixed-priority guests).
+    prio: u32,
 }
 
 fn guest(name: &str, sched: &str, vcpu: &str, tasks: &[&Task]) -> String {
@@ -21,7 +23,7 @@ fn guest(name: &str, sched: &str, vcpu: &str, tasks: &[&Task]) -> String {
     for (i, t) in tasks.iter().enumerate() {
         s += &format!("[[guest.task]]\nname = \"t{i}\"\nperiod = \"{}us\"\nwcet = \"{}us\"\n", t.period, t.wcet);
         if sched == "fp" {
-            s += &format!("priority = {}\n", 100_000 / t.period);
+            s += &format!("priority = {}\n", t.prio);
         }
     }
     s
@@ -36,9 +38,9 @@ fn config(s: &Scenario) -> SimConfig {
 }
 
 /// (jobs, misses, max response) per task, in task order.
-fn per_task(s: &Scenario, cfg: &SimConfig) -> Vec<(u64, u64, Option<u64>)> {
+fn per_task(s: &Scenario, cfg: &SimConfig) -> Vec<(u64, u64, u64)> {
     let r = simulate(s, cfg, &RunOptions::default()).results;
-    r.tasks.iter().map(|t| (t.jobs, t.misses, t.response_ns.as_ref().and_then(|x| x.max))).collect()
+    r.tasks.iter().map(|t| (t.jobs, t.misses, t.response_ns.max)).collect()
 }
 
 #[test]
@@ -53,9 +55,10 @@ fn a_partitioned_guest_equals_its_single_vcpu_pieces() {
         let sched = if case % 2 == 0 { "edf" } else { "fp" };
         let vcpus = 2 + case % 2;
         let tasks: Vec<Task> = (0..rng.uniform(3, 6))
-            .map(|_| {
+            .map(|i| {
                 let period = PERIODS_US[rng.uniform(0, 4) as usize];
-                Task { period, wcet: rng.uniform(50, period / 4), vcpu: rng.uniform(0, vcpus as u64 - 1) as u32 }
+                let vcpu = rng.uniform(0, vcpus as u64 - 1) as u32;
+                Task { period, wcet: rng.uniform(50, period / 4), vcpu, prio: 100 - i as u32 }
             })
             .collect();
         // the pieces: one single-vCPU guest per used vCPU, each on its own core and policy
@@ -74,7 +77,8 @@ fn a_partitioned_guest_equals_its_single_vcpu_pieces() {
         let pieces = Scenario::from_toml(&pieces, None).unwrap();
         // the whole: one guest with every task (in piece order), its vCPU k on piece k's thread
         let all: Vec<&Task> = order.iter().map(|o| o.1).collect();
-        let whole = Scenario::from_toml(&format!("[host]\ncores = {vcpus}\n{}", guest("g", sched, "", &all)), None).unwrap();
+        let whole =
+            Scenario::from_toml(&format!("[host]\ncores = {vcpus}\n{}", guest("g", sched, "", &all)), None).unwrap();
         let piece_cfg = config(&pieces);
         let mut cfg = config(&whole);
         let threads: Vec<ThreadSpec> = piece_cfg.guest_vcpus.iter().map(|g| g.threads[0].clone()).collect();

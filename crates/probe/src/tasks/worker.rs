@@ -99,8 +99,10 @@ fn worker_run() -> Result<()> {
             .collect();
         drop(ready_tx);
         let started = start_vcpus(&spec, &ready_rx, &mut input, starts, &stop);
-        let runs: Vec<Option<guest::GuestRun>> =
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("a vCPU thread panicked".into())))).collect::<Result<_>>()?;
+        let runs: Vec<Option<guest::GuestRun>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Failed("a vCPU thread panicked".into()))))
+            .collect::<Result<_>>()?;
         let Some((per_ns, watchdog)) = started? else { return Ok(()) };
         let runaways = watchdog.finish();
         report(&spec, runs.into_iter().flatten().collect(), per_ns, runaways)
@@ -119,7 +121,8 @@ fn start_vcpus(
     let mut tids = Vec::new();
     let mut per_ns = 0.0;
     for _ in &spec.vcpus {
-        let (tid, speed) = ready.recv().map_err(|_| Error::Failed("a vCPU thread ended before it was ready".into()))??;
+        let (tid, speed) =
+            ready.recv().map_err(|_| Error::Failed("a vCPU thread ended before it was ready".into()))??;
         tids.push(tid);
         per_ns = if per_ns == 0.0 { speed } else { per_ns };
     }
@@ -187,7 +190,10 @@ fn report(spec: &WorkerSpec, runs: Vec<guest::GuestRun>, per_ns: f64, runaways: 
     let report = WorkerOutcome {
         utilisation: vcpus.iter().map(|v| v.2).sum(),
         cpu_time_ns: vcpus.iter().map(|v| v.1).sum(),
-        tasks: tasks.into_iter().map(|t| t.ok_or_else(|| Error::Failed("a task ran on no vCPU".into()))).collect::<Result<_>>()?,
+        tasks: tasks
+            .into_iter()
+            .map(|t| t.ok_or_else(|| Error::Failed("a task ran on no vCPU".into())))
+            .collect::<Result<_>>()?,
         vcpus,
         iters_per_ns: per_ns,
         runaways,
