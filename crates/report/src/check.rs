@@ -3,10 +3,11 @@
 //! error naming the file and the field (`tasks[3].dsr`, `[2].tasks[0].dsr` in an array).
 //!
 //! - `tasks[].dsr`: a ratio in [0, 1]; `tasks[].misses` at most `tasks[].jobs`;
-//! - `guests[].utilisation`, `cores[].utilisation`: a share of one core's time (a guest is one
-//!   vCPU thread), in [0, 1] with [`UTILISATION_SLACK`] for the clocks; `measure tasks` divides a
-//!   vCPU's CPU time by the wall time of the same stretch, read on the same thread, also when the
-//!   run is stopped early;
+//! - `cores[].utilisation`: a share of one core's time, in [0, 1] with [`UTILISATION_SLACK`] for
+//!   the clocks; `guests[].utilisation` likewise, in cores: at most the number of cores its vCPU
+//!   threads may run on (`guests[].cores`; one without it) - a guest of several vCPUs sums them.
+//!   `measure tasks` divides a vCPU's CPU time by the wall time of the same stretch, read on the
+//!   same thread, also when the run is stopped early;
 //! - `flows[].throughput_bps`: at least 0.
 
 use rtvirt_model::results::Results;
@@ -31,14 +32,15 @@ pub fn results(results: &Results, prefix: &str) -> Result<(), InputError> {
             );
         }
     }
-    let utilisations = results.guests.iter().map(|g| ("guests", g.utilisation)).enumerate();
-    let cores = results.cores.iter().map(|c| ("cores", c.utilisation)).enumerate();
-    for (i, (what, u)) in utilisations.chain(cores) {
-        if !(0.0..=1.0 + UTILISATION_SLACK).contains(&u) {
-            return bad(
-                format!("{what}[{i}].utilisation"),
-                format!("{u:e}: expected a share of one core's time in [0, 1]"),
-            );
+    let guests = results.guests.iter().map(|g| {
+        let cores = g.cores.as_ref().map_or(1, |c| c.len().max(1));
+        ("guests", g.utilisation, cores)
+    });
+    let cores = results.cores.iter().map(|c| ("cores", c.utilisation, 1));
+    for (i, (what, u, n)) in guests.enumerate().chain(cores.enumerate()) {
+        if !(0.0..=n as f64 * (1.0 + UTILISATION_SLACK)).contains(&u) {
+            let share = if n == 1 { "one core's time".to_string() } else { format!("{n} cores' time") };
+            return bad(format!("{what}[{i}].utilisation"), format!("{u:e}: expected a share of {share} in [0, {n}]"));
         }
     }
     for (i, f) in results.flows.iter().enumerate() {
@@ -52,7 +54,7 @@ pub fn results(results: &Results, prefix: &str) -> Result<(), InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtvirt_model::results::{CoreResult, TaskResult};
+    use rtvirt_model::results::{CoreResult, GuestResult, TaskResult};
 
     #[test]
     fn out_of_range_numbers_are_refused_with_their_field() {
@@ -78,5 +80,19 @@ mod tests {
                 assert!(e.to_string().contains("cores[0].utilisation") && e.to_string().contains("[0, 1]"), "{e}");
             }
         }
+    }
+
+    /// A guest of several vCPUs sums their CPU time: up to the number of cores they may run on.
+    #[test]
+    fn a_guest_may_use_as_many_cores_as_it_lists() {
+        let mut r = Results::new("simulation", 1);
+        r.guests.push(GuestResult { utilisation: 1.8, cores: Some(vec![0, 1]), ..Default::default() });
+        assert!(results(&r, "").is_ok());
+        r.guests[0].utilisation = 2.5;
+        let e = results(&r, "").unwrap_err().to_string();
+        assert!(e.contains("guests[0].utilisation") && e.contains("[0, 2]"), "{e}");
+        r.guests[0].cores = None;
+        r.guests[0].utilisation = 1.8;
+        assert!(results(&r, "").unwrap_err().to_string().contains("[0, 1]"));
     }
 }
