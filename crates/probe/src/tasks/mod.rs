@@ -79,8 +79,20 @@ fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Vec<Placement>>> {
         .collect()
 }
 
-/// The real-time vCPUs of a planned guest: one vCPU running every task (single-vCPU plans).
+/// The real-time vCPUs of a planned guest: one vCPU running every task (single-vCPU plans). A
+/// guest of several vCPUs is refused: a single reservation says nothing about how they are served.
 fn planned_vcpus(g: &rtvirt_model::scenario::Guest, p: &rtvirt_model::plan::GuestPlan) -> Result<Vec<Placement>> {
+    if g.is_multi_vcpu() {
+        return Err(Error::input(
+            "--plan",
+            format!(
+                "guest \"{}\" has {} vCPUs in the scenario but the plan gives it a single reservation: measure \
+                 tasks needs one server per vCPU (a plan with per-vCPU servers)",
+                g.name,
+                g.vcpus.len()
+            ),
+        ));
+    }
     let core = p.core.ok_or_else(|| {
         Error::input("--plan", format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name))
     })?;
