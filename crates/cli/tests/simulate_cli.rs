@@ -335,3 +335,40 @@ fn a_host_model_is_charged_and_bad_ones_are_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--host-model"));
 }
+
+/// A scenario's multi-vCPU guests run from their own `[guest.vcpu]` threads (one per vCPU); a plan
+/// that gives such a guest a single reservation is refused, located in the plan (exit 2), rather
+/// than simulated as one vCPU.
+#[test]
+fn multi_vcpu_guests_run_their_own_threads_and_refuse_a_single_reservation_plan() {
+    let scenario = "scenarios/multi_vcpu_rt_vm.toml";
+    let v = stdout_json(&rtvirt(&["simulate", scenario, "--duration", "2s", "--format", "json"]));
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 7);
+    assert!(tasks.iter().all(|t| t["jobs"].as_u64().unwrap() > 0), "{v}");
+    let guests = v["guests"].as_array().unwrap();
+    // rt-vm: vCPUs 0, 1, 2 on cores 0, 1, 2 (the housekeeping one included); logger: cores 1, 2
+    assert_eq!(guests[0]["cores"], serde_json::json!([0, 1, 2]));
+    assert_eq!(guests[1]["cores"], serde_json::json!([1, 2]));
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("single.plan.json");
+    std::fs::write(
+        &plan,
+        concat!(
+            r#"{"schema":"rtvirt.plan/v1","feasible":true,"cores_used":1,"max_rho":null,"guests":[{"name":"g","#,
+            r#""scheduler":"edf","model":"prm","period_ns":1000000,"budget_ns":500000,"deadline_ns":1000000,"#,
+            r#""bandwidth":0.5,"core":0,"tasks":[]}],"cores":[]}"#,
+        ),
+    )
+    .unwrap();
+    let two = "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\n[[guest.task]]\nname = \
+               \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
+    fails_with(
+        two,
+        &["--plan", plan.to_str().unwrap()],
+        &format!(
+            "{}: field `guests[0]`: guest \"g\" has 2 vCPUs in the scenario but the plan gives it a single reservation",
+            plan.display()
+        ),
+    );
+}

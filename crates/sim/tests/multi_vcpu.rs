@@ -89,3 +89,77 @@ fn a_partitioned_guest_equals_its_single_vcpu_pieces() {
         assert_eq!(per_task(&whole, &cfg), want, "case {case} ({sched}, {vcpus} vCPUs)");
     }
 }
+
+const DEADLINE_VCPU: &str = "[guest.vcpu]\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"2ms\"\n";
+
+fn named_task(name: &str, period_ms: u64, vcpu: Option<u32>) -> String {
+    let bound = vcpu.map(|v| format!("vcpu = {v}\n")).unwrap_or_default();
+    format!("[[guest.task]]\nname = \"{name}\"\nperiod = \"{period_ms}ms\"\nwcet = \"1ms\"\n{bound}")
+}
+
+/// Per task name: (jobs, misses, max response).
+fn by_name(s: &Scenario) -> std::collections::BTreeMap<String, (u64, u64, u64)> {
+    let r = simulate(s, &config(s), &RunOptions::default()).results;
+    r.tasks.iter().map(|t| (t.name.clone(), (t.jobs, t.misses, t.response_ns.max))).collect()
+}
+
+/// `rtvirt simulate` without a plan runs a scenario's multi-vCPU guest from its own settings:
+/// one thread per vCPU from `[guest.vcpu]` (vCPU k on core k by default), a bound task on its
+/// vCPU, an unbound one on the real-time vCPU with the least WCET utilisation so far, nothing on
+/// the housekeeping vCPU. The result equals single-vCPU guests holding those pieces.
+#[test]
+fn a_scenario_guest_runs_its_tasks_on_its_own_vcpu_threads() {
+    // a (0.25) bound to vCPU 1; b (0.2) -> vCPU 0; c (0.1) -> vCPU 0 (0.2 < 0.25); d -> vCPU 1
+    let tasks = [("a", 4, Some(1)), ("b", 5, None), ("c", 10, None), ("d", 8, None)];
+    let mut whole = format!("[host]\ncores = 3\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 3\nhousekeeping = [2]\n{DEADLINE_VCPU}");
+    for (name, period, vcpu) in tasks {
+        whole += &named_task(name, period, vcpu);
+    }
+    let whole = Scenario::from_toml(&whole, None).unwrap();
+    let cfg = config(&whole);
+    assert_eq!(cfg.guest_vcpus[0].task_vcpu, Some(vec![1, 0, 0, 1]));
+    assert_eq!(cfg.guest_vcpus[0].rt, vec![true, true, false]);
+    let cores: Vec<Vec<u32>> = cfg.guest_vcpus[0].threads.iter().map(|t| t.cores.clone()).collect();
+    assert_eq!(cores, vec![vec![0], vec![1], vec![2]]);
+    let mut pieces = "[host]\ncores = 3\n".to_string();
+    for (k, names) in [(0, ["b", "c"]), (1, ["a", "d"])] {
+        pieces += &format!("[[guest]]\nname = \"p{k}\"\nscheduler = \"edf\"\n{}core = {k}\n", DEADLINE_VCPU);
+        for (name, period, _) in tasks.iter().filter(|t| names.contains(&t.0)) {
+            pieces += &named_task(name, *period, None);
+        }
+    }
+    let pieces = Scenario::from_toml(&pieces, None).unwrap();
+    let want = by_name(&pieces);
+    assert!(want.values().all(|w| w.0 > 0));
+    assert_eq!(by_name(&whole), want);
+    let (w, p) = (
+        simulate(&whole, &cfg, &RunOptions::default()).results,
+        simulate(&pieces, &config(&pieces), &RunOptions::default()).results,
+    );
+    let guest = &w.guests[0];
+    let piece_cpu: u64 = p.guests.iter().map(|g| g.cpu_time_ns).sum();
+    assert_eq!(guest.cpu_time_ns, piece_cpu, "the housekeeping vCPU runs nothing");
+    assert_eq!(guest.cores, Some(vec![0, 1, 2]));
+}
+
+/// A global guest gets one thread per vCPU and no task binding: the guest scheduler places jobs.
+#[test]
+fn a_global_scenario_guest_dispatches_over_its_vcpu_threads() {
+    let mut src =
+        "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\nplacement = \"global\"\n"
+            .to_string();
+    src += "[guest.vcpu]\npolicy = \"fifo\"\npriority = 10\n";
+    // three tasks of 6 ms every 10 ms: 1.8 cores, schedulable only over both vCPUs
+    for name in ["x", "y", "z"] {
+        src += &format!("[[guest.task]]\nname = \"{name}\"\nperiod = \"10ms\"\nwcet = \"6ms\"\n");
+    }
+    let s = Scenario::from_toml(&src, None).unwrap();
+    let cfg = config(&s);
+    assert_eq!((cfg.guest_vcpus[0].threads.len(), cfg.guest_vcpus[0].task_vcpu.clone()), (2, None));
+    let r = simulate(&s, &cfg, &RunOptions::default()).results;
+    let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
+    assert_eq!(jobs, 300);
+    // two dedicated vCPUs run 1.8 cores of work: more than one core's worth of CPU time
+    let cpu = r.guests[0].cpu_time_ns;
+    assert!(cpu > 1_700_000_000 && cpu <= 2_000_000_000, "{cpu}");
+}
