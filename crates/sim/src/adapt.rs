@@ -53,6 +53,12 @@ impl AdaptRun {
         let config = AdaptConfig::from_section(&a.section, model, a.cap);
         let mut guests = Vec::with_capacity(scenario.guests.len());
         for (i, (g, v)) in scenario.guests.iter().zip(&cfg.vcpus).enumerate() {
+            if g.is_multi_vcpu() {
+                return Err(scenario.locate(InputError::field(
+                    format!("guest[{i}].vcpus"),
+                    format!("guest \"{}\": --adapt adapts guests of one vCPU (expected vcpus = 1)", g.name),
+                )));
+            }
             let (Policy::Deadline { runtime, deadline, period }, [core]) =
                 (&v.thread.policy, v.thread.cores.as_slice())
             else {

@@ -3,7 +3,7 @@
 //! SCHED_DEADLINE reservation) and the command line's `--duration` / `--seed`. Errors about the
 //! scenario come back located in its file; errors about the plan name its field (`guests[0].core`).
 
-use rtvirt_model::plan::Plan;
+use rtvirt_model::plan::{GuestPlan, Plan};
 use rtvirt_model::scenario::adapt::AdaptSection;
 use rtvirt_model::scenario::sim::{check_sim_timing, check_threads};
 pub use rtvirt_model::scenario::sim::{
@@ -96,18 +96,19 @@ impl SimConfig {
             }
             let mut v = g.vcpus[0].sim.clone();
             let threads = match plan {
-                Some(p) if g.is_multi_vcpu() => return Err(unplanned_vcpus(p, g)),
+                Some(p) if g.is_multi_vcpu() => planned_vcpus(p, g)?,
                 Some(p) => {
                     v.thread = planned(p, &g.name, v.thread.name.clone())?;
-                    vec![v.thread.clone()]
+                    GuestThreads::single(v.thread.clone(), g.tasks.len())
                 }
-                None => g.vcpus.iter().map(|c| c.sim.thread.clone()).collect(),
+                None => GuestThreads {
+                    threads: g.vcpus.iter().map(|c| c.sim.thread.clone()).collect(),
+                    rt: g.vcpus.iter().map(|c| !c.housekeeping).collect(),
+                    task_vcpu: task_vcpus(g),
+                },
             };
-            guest_vcpus.push(GuestThreads {
-                threads,
-                rt: g.vcpus.iter().map(|c| !c.housekeeping).collect(),
-                task_vcpu: task_vcpus(g),
-            });
+            v.thread = threads.threads[0].clone();
+            guest_vcpus.push(threads);
             vcpus.push(v);
         }
         let cfg = SimConfig { settings, vcpus, guest_vcpus, extra: scenario.sim.threads.clone(), adapt: None };
@@ -161,45 +162,137 @@ fn task_vcpus(g: &Guest) -> Option<Vec<u32>> {
 
 /// A plan without per-vCPU servers for a guest of several vCPUs: refused rather than simulated
 /// as one vCPU (its single reservation says nothing about how the vCPUs are served).
-fn unplanned_vcpus(p: &Plan, g: &Guest) -> InputError {
-    let i = p.guests.iter().position(|pg| pg.name == g.name).unwrap_or(0);
+fn unplanned_vcpus(i: usize, g: &Guest) -> InputError {
     InputError::field(
         format!("guests[{i}]"),
         format!(
             "guest \"{}\" has {} vCPUs in the scenario but the plan gives it a single reservation: the simulator \
-             needs one server per vCPU (a plan with per-vCPU servers); simulate without --plan to run the \
-             scenario's own [guest.vcpu] threads",
+             needs one server per vCPU (the plan's `vcpus`); simulate without --plan to run the scenario's own \
+             [guest.vcpu] threads",
             g.name,
             g.vcpus.len()
         ),
     )
 }
 
+/// The plan's entry for a guest, with its index.
+fn plan_guest<'p>(p: &'p Plan, guest: &str) -> R<(usize, &'p GuestPlan)> {
+    let at = p.guests.iter().position(|g| g.name == guest);
+    at.map(|i| (i, &p.guests[i]))
+        .ok_or_else(|| InputError::field("guests", format!("the plan has no guest \"{guest}\"")))
+}
+
 /// The plan's reservation for a guest as a pinned SCHED_DEADLINE thread.
 fn planned(p: &Plan, guest: &str, name: String) -> R<ThreadSpec> {
-    let at = p.guests.iter().position(|g| g.name == guest);
-    let g = at
-        .map(|i| &p.guests[i])
-        .ok_or_else(|| InputError::field("guests", format!("the plan has no guest \"{guest}\"")))?;
-    let i = at.unwrap_or(0);
-    let Some(core) = g.core else {
+    let (i, g) = plan_guest(p, guest)?;
+    let server = Server { core: g.core, period_ns: g.period_ns, budget_ns: g.budget_ns, deadline_ns: g.deadline_ns };
+    reservation(&server, name, &format!("guests[{i}]"), &format!("guest \"{guest}\""))
+}
+
+/// A planned reservation: where and how much.
+struct Server {
+    core: Option<u32>,
+    period_ns: u64,
+    budget_ns: u64,
+    deadline_ns: u64,
+}
+
+/// A planned server as a pinned SCHED_DEADLINE thread; `at` is its field in the plan, `what` names
+/// it in messages.
+fn reservation(s: &Server, name: String, at: &str, what: &str) -> R<ThreadSpec> {
+    let Some(core) = s.core else {
         return Err(InputError::field(
-            format!("guests[{i}].core"),
-            format!("guest \"{guest}\" was not placed on a core by the plan (infeasible plan): nothing to simulate"),
+            format!("{at}.core"),
+            format!("{what} was not placed on a core by the plan (infeasible plan): nothing to simulate"),
         ));
     };
-    check_sim_timing(Nanos(g.period_ns), &format!("guests[{i}].period_ns"))?;
-    if g.budget_ns < 1024 {
+    check_sim_timing(Nanos(s.period_ns), &format!("{at}.period_ns"))?;
+    if s.budget_ns < 1024 {
         return Err(InputError::field(
-            format!("guests[{i}].budget_ns"),
-            format!("budget {} ns: SCHED_DEADLINE needs at least 1024ns", g.budget_ns),
+            format!("{at}.budget_ns"),
+            format!("budget {} ns: SCHED_DEADLINE needs at least 1024ns", s.budget_ns),
         ));
     }
     Ok(ThreadSpec {
         name,
         cores: vec![core],
-        policy: Policy::Deadline { runtime: g.budget_ns, deadline: g.deadline_ns, period: g.period_ns },
+        policy: Policy::Deadline { runtime: s.budget_ns, deadline: s.deadline_ns, period: s.period_ns },
     })
+}
+
+/// A planned guest of several vCPUs: each vCPU the plan reserves becomes a SCHED_DEADLINE thread
+/// on its planned core and runs tasks; one without a reservation (housekeeping, or left without
+/// tasks by the packing) keeps the scenario's thread, on its planned core if any, and never gets a
+/// task. Partitioned guests: each task on the vCPU whose planned `tasks` name it.
+fn planned_vcpus(p: &Plan, g: &Guest) -> R<GuestThreads> {
+    let (i, pg) = plan_guest(p, &g.name)?;
+    if pg.vcpus.is_empty() {
+        return Err(unplanned_vcpus(i, g));
+    }
+    if pg.vcpus.len() != g.vcpus.len() {
+        return Err(InputError::field(
+            format!("guests[{i}].vcpus"),
+            format!("{} vCPUs planned for guest \"{}\", the scenario has {}", pg.vcpus.len(), g.name, g.vcpus.len()),
+        ));
+    }
+    let mut threads = Vec::with_capacity(pg.vcpus.len());
+    for (j, (v, c)) in pg.vcpus.iter().zip(&g.vcpus).enumerate() {
+        let mut t = c.sim.thread.clone();
+        if v.reserved() {
+            let server =
+                Server { core: v.core, period_ns: v.period_ns, budget_ns: v.budget_ns, deadline_ns: v.deadline_ns };
+            t = reservation(
+                &server,
+                t.name,
+                &format!("guests[{i}].vcpus[{j}]"),
+                &format!("vCPU {j} of guest \"{}\"", g.name),
+            )?;
+        } else if let Some(core) = v.core {
+            t.cores = vec![core];
+        }
+        threads.push(t);
+    }
+    let rt: Vec<bool> = pg.vcpus.iter().zip(&g.vcpus).map(|(v, c)| v.reserved() && !c.housekeeping).collect();
+    let task_vcpu = match g.placement {
+        Placement::Global => None,
+        Placement::Partitioned => Some(planned_task_vcpus(i, pg, g, &rt)?),
+    };
+    Ok(GuestThreads { threads, rt, task_vcpu })
+}
+
+/// Per task of a partitioned guest, the planned vCPU listing it: exactly one, with a reservation,
+/// the task's own `vcpu` if it names one.
+fn planned_task_vcpus(i: usize, pg: &GuestPlan, g: &Guest, rt: &[bool]) -> R<Vec<u32>> {
+    let at = |j: usize| format!("guests[{i}].vcpus[{j}].tasks");
+    for (j, v) in pg.vcpus.iter().enumerate() {
+        if let Some(name) = v.tasks.iter().find(|n| !g.tasks.iter().any(|t| &&t.name == n)) {
+            return Err(InputError::field(at(j), format!("task \"{name}\" is not a task of guest \"{}\"", g.name)));
+        }
+    }
+    let mut of = Vec::with_capacity(g.tasks.len());
+    for t in &g.tasks {
+        let mut on = pg.vcpus.iter().enumerate().filter(|(_, v)| v.tasks.contains(&t.name)).map(|(j, _)| j);
+        let (Some(j), None) = (on.next(), on.next()) else {
+            return Err(InputError::field(
+                format!("guests[{i}].vcpus"),
+                format!("task \"{}\" of guest \"{}\": expected on exactly one planned vCPU", t.name, g.name),
+            ));
+        };
+        if !rt[j] {
+            return Err(InputError::field(
+                at(j),
+                format!("task \"{}\" on vCPU {j}, which has no reservation (or is housekeeping)", t.name),
+            ));
+        }
+        if t.vcpu.is_some_and(|k| k as usize != j) {
+            return Err(InputError::field(
+                at(j),
+                format!("task \"{}\" is bound to vCPU {} in the scenario, planned on {j}", t.name, t.vcpu.unwrap_or(0)),
+            ));
+        }
+        of.push(j as u32);
+    }
+    Ok(of)
 }
 
 #[cfg(test)]

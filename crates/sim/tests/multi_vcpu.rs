@@ -163,3 +163,96 @@ fn a_global_scenario_guest_dispatches_over_its_vcpu_threads() {
     let cpu = r.guests[0].cpu_time_ns;
     assert!(cpu > 1_700_000_000 && cpu <= 2_000_000_000, "{cpu}");
 }
+
+/// Plan consistency of planned partitioned guests: random tasks bound to 2-3 vCPUs, each vCPU's
+/// tasks given their exact PRM interface by the planner (WCET execution, as a single-vCPU guest),
+/// the guest's plan listing those servers as its `vcpus`: simulated under SCHED_DEADLINE with
+/// exact enforcement (hrtick, as in `plan_consistency.rs`) no job misses its deadline.
+#[test]
+fn planned_vcpu_servers_meet_every_deadline_with_exact_enforcement() {
+    use rtvirt_analysis::planner::{plan_at, PlanOptions};
+    use rtvirt_model::plan::VcpuPlan;
+    let mut rng = SimRng::new(1819, 0);
+    let mut checked = 0;
+    for case in 0..16 {
+        let sched = if case % 2 == 0 { "edf" } else { "fp" };
+        let vcpus = 2 + case % 2;
+        let tasks: Vec<(String, u64, u64, u32)> = (0..rng.uniform(vcpus as u64, 6))
+            .map(|i| {
+                let period = PERIODS_US[rng.uniform(0, 4) as usize];
+                (format!("t{i}"), period, rng.uniform(50, period * 3 / 10), (i % vcpus as u64) as u32)
+            })
+            .collect();
+        let task_text = |(name, period, wcet, _): &(String, u64, u64, u32), bound: Option<u32>| {
+            let bound = bound.map(|v| format!("vcpu = {v}\n")).unwrap_or_default();
+            format!("[[guest.task]]\nname = \"{name}\"\nperiod = \"{period}us\"\nwcet = \"{wcet}us\"\n{bound}")
+        };
+        let head = format!("[host]\ncores = {vcpus}\nbandwidth_cap = 1.0\n[sim]\nhrtick = true\n");
+        let mut pieces = head.clone();
+        for k in 0..vcpus as u32 {
+            pieces += &format!("[[guest]]\nname = \"p{k}\"\nscheduler = \"{sched}\"\n");
+            tasks.iter().filter(|t| t.3 == k).for_each(|t| pieces += &task_text(t, None));
+        }
+        let mut whole = format!("{head}[[guest]]\nname = \"g\"\nscheduler = \"{sched}\"\nvcpus = {vcpus}\n");
+        tasks.iter().for_each(|t| whole += &task_text(t, Some(t.3)));
+        let (pieces, whole) = (Scenario::from_toml(&pieces, None).unwrap(), Scenario::from_toml(&whole, None).unwrap());
+        let piece_plan = plan_at(&pieces, &PlanOptions::default(), None).plan;
+        if piece_plan.guests.iter().any(|g| g.core.is_none()) {
+            continue;
+        }
+        let mut plan = plan_at(&whole, &PlanOptions::default(), None).plan;
+        plan.guests[0].vcpus = piece_plan
+            .guests
+            .iter()
+            .enumerate()
+            .map(|(k, p)| VcpuPlan { id: k as u32, ..p.vcpu_plans().remove(0) })
+            .collect();
+        let cfg = SimConfig::new(&whole, Some(&plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(1) })
+            .unwrap();
+        assert_eq!(cfg.guest_vcpus[0].task_vcpu, Some(tasks.iter().map(|t| t.3).collect()));
+        let r = simulate(&whole, &cfg, &RunOptions::default()).results;
+        assert!(r.tasks.iter().all(|t| t.jobs > 0));
+        let misses: u64 = r.tasks.iter().map(|t| t.misses).sum();
+        assert_eq!(misses, 0, "case {case} ({sched}): {:?}", plan.guests[0].vcpus);
+        checked += 1;
+    }
+    assert!(checked >= 8, "too few schedulable cases ({checked})");
+}
+
+/// A planned multi-vCPU guest's plan errors name the plan's field: a task on no planned vCPU, a
+/// task on a vCPU without reservation, a vCPU not placed on a core.
+#[test]
+fn bad_vcpu_plans_are_located() {
+    use rtvirt_analysis::planner::{plan_at, PlanOptions};
+    use rtvirt_model::plan::VcpuPlan;
+    let src = "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\n[[guest.task]]\nname = \
+               \"a\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n[[guest.task]]\nname = \"b\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n";
+    let s = Scenario::from_toml(src, None).unwrap();
+    let mut plan = plan_at(&s, &PlanOptions::default(), None).plan;
+    let server = |id: u32, tasks: &[&str]| VcpuPlan {
+        id,
+        core: Some(id),
+        model: "prm".into(),
+        period_ns: 10_000_000,
+        budget_ns: 2_000_000,
+        deadline_ns: 10_000_000,
+        bandwidth: 0.2,
+        tasks: tasks.iter().map(|t| t.to_string()).collect(),
+    };
+    let error = |plan: &rtvirt_model::plan::Plan| {
+        let e = SimConfig::new(&s, Some(plan), Overrides::default()).unwrap_err();
+        (e.at.field.clone().unwrap_or_default(), e.to_string())
+    };
+    plan.guests[0].vcpus = vec![server(0, &["a", "b"]), server(1, &[])];
+    assert!(SimConfig::new(&s, Some(&plan), Overrides::default()).is_ok());
+    plan.guests[0].vcpus = vec![server(0, &["a"]), server(1, &[])];
+    let (field, e) = error(&plan);
+    assert_eq!(field, "guests[0].vcpus", "{e}");
+    assert!(e.contains("task \"b\""), "{e}");
+    plan.guests[0].vcpus = vec![server(0, &["a"]), VcpuPlan { model: "none".into(), ..server(1, &["b"]) }];
+    assert_eq!(error(&plan).0, "guests[0].vcpus[1].tasks");
+    plan.guests[0].vcpus = vec![server(0, &["a", "b"]), VcpuPlan { core: None, ..server(1, &[]) }];
+    assert_eq!(error(&plan).0, "guests[0].vcpus[1].core");
+    plan.guests[0].vcpus = vec![];
+    assert!(error(&plan).1.contains("gives it a single reservation"));
+}
