@@ -20,10 +20,12 @@ for rho in 0.5 0.7 0.9; do
     rows="none:none"
     if [ -n "$HOST" ]; then
         rows="none:none none:host"
-        if "$RTVIRT" plan "$work/s$rho.toml" --host-model "$HOST" --format json > "$work/p$rho-host.json"; then
+        rc=0
+        "$RTVIRT" plan "$work/s$rho.toml" --host-model "$HOST" --format json > "$work/p$rho-host.json" 2> "$work/plan-err" || rc=$?
+        if [ "$rc" = 0 ]; then
             rows="$rows host:host"
         else
-            echo "$rho plan --host-model $(basename "$HOST"): infeasible (exit $?), not verified"
+            echo "$rho plan --host-model $(basename "$HOST"): exit $rc, not verified: $(grep -m1 -A1 'did not fit' "$work/plan-err" | tail -1 | sed 's/^ *//')"
         fi
     fi
     for row in $rows; do

@@ -35,7 +35,8 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     let before = host_state();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("host.json");
-    let o = run(rtvirt(&["host", "calibrate", "--step", "300ms", "-o", out.to_str().unwrap()]));
+    let o =
+        run(rtvirt(&["host", "calibrate", "--step", "300ms", "--working-set", "4KiB", "-o", out.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     for step in ["1/4 release latency", "2/4 context switch", "3/4 SCHED_DEADLINE", "4/4 cache reload"] {
@@ -52,6 +53,8 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     for name in ["context_switch", "server_overhead", "enforcement_overrun", "cache_reload"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
+    let reload = model.measurements.iter().find(|m| m.name == "cache_reload").unwrap();
+    assert!(reload.method.starts_with("a 4096-byte working set"), "{}", reload.method);
     for m in &model.measurements {
         assert!(m.count > 0 && m.p50_ns <= m.p99_ns && m.p99_ns <= m.max_ns, "{m:?}");
         assert!(!m.method.is_empty());
@@ -65,6 +68,16 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     // the model plans
     let p = run(rtvirt(&["plan", "--host-model", out.to_str().unwrap()]));
     assert!(String::from_utf8_lossy(&p.stdout).contains("per-core cap"), "{}", text(&p));
+}
+
+#[test]
+fn a_working_set_out_of_range_or_unreadable_is_refused_before_anything_runs() {
+    for (size, says) in [("1GiB", "expected 64 B to 64 MiB"), ("lots", "--working-set"), ("0", "expected 64 B")] {
+        let o = run(rtvirt(&["host", "calibrate", "--working-set", size]));
+        assert_eq!(o.status.code(), Some(2), "{size}: {}", text(&o));
+        assert!(text(&o).contains(says) && text(&o).contains("--working-set"), "{size}: {}", text(&o));
+        assert!(!text(&o).contains("1/4"), "{size}: nothing measured: {}", text(&o));
+    }
 }
 
 #[test]

@@ -35,5 +35,5 @@ pub mod run;
 pub mod sweep;
 
 pub use config::{Overrides, SimConfig};
-pub use host_costs::{HostCosts, LatencyDraw};
+pub use host_costs::{HostCosts, LatencyDraw, OverheadCharge};
 pub use run::{simulate, simulate_with_costs, simulate_with_host_model, Outcome, RunOptions};

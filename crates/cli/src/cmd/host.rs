@@ -74,6 +74,11 @@ pub struct CalibrateArgs {
     /// Length of each timed experiment (timer, SCHED_DEADLINE), e.g. "5s", "500ms".
     #[arg(long, default_value = "5s")]
     pub step: String,
+    /// Working set of the guests' tasks, whose reload after a preemption is the model's
+    /// cache_reload_ns (charged per server period and per preempted job), e.g. "4KiB", "1MiB";
+    /// 64 B to 64 MiB.
+    #[arg(long, default_value = "256KiB")]
+    pub working_set: String,
     /// Where the cpuset changes are journaled before they are made, for `rtvirt host revert`
     /// after a kill -9 [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
     #[arg(long)]
@@ -288,7 +293,12 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     let step = rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
     let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
     let state_dir = Some(args.state_dir.unwrap_or_else(journal::default_state_dir));
-    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir };
+    let working_set = args
+        .working_set
+        .parse::<bytesize::ByteSize>()
+        .map_err(|e| rtvirt_model::InputError::field("--working-set", format!("\"{}\": {e}", args.working_set)))?;
+    let working_set = usize::try_from(working_set.as_u64()).unwrap_or(usize::MAX);
+    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir, working_set };
     eprintln!("rtvirt: calibrating this host (about {} s)...", 2 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
     let text = serde_json::to_string_pretty(&model)? + "\n";

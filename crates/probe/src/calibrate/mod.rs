@@ -19,8 +19,10 @@
 //!    With a state directory the CPU's `sched_switch` events are traced meanwhile ([`gaps`]), and
 //!    the time other threads ran in a gap - SCHED_OTHER ones through the fair server, other
 //!    real-time ones - is taken out of the server's cost and reported beside it.
-//! 4. **Cache reload**: a 256 KiB working set is swept (one write per 64-byte line) warm, and again
-//!    after a 32 MiB sweep evicted it (what a preemption by another guest does): cold - warm.
+//! 4. **Cache reload**: a working set (256 KiB by default, `--working-set`: the guests' tasks' own)
+//!    is swept (one write per 64-byte line) warm, and again after a sweep of 32 MiB (or eight times
+//!    the working set, if larger) evicted it (what a preemption by another guest does): cold - warm,
+//!    each the fastest of three sweeps (interrupts in a sweep are left to the release latency).
 //!
 //! It also reads the admission limits (sched_rt_runtime_us/period_us, each CPU's fair server,
 //! isolated CPUs). vCPU exit cost is not measured (recorded as such in `environment`).
@@ -63,13 +65,26 @@ pub struct CalibrateConfig {
     /// Where cpuset changes are journaled before they are made (`rtvirt host`'s state directory),
     /// so that a kill -9 leaves a record to restore; None: not journaled.
     pub state_dir: Option<PathBuf>,
+    /// Bytes of the working set whose reload after a preemption is measured.
+    pub working_set: usize,
 }
 
 impl Default for CalibrateConfig {
     fn default() -> Self {
-        CalibrateConfig { cpus: crate::cpus::allowed(), step: Nanos::from_secs(5), state_dir: None }
+        CalibrateConfig {
+            cpus: crate::cpus::allowed(),
+            step: Nanos::from_secs(5),
+            state_dir: None,
+            working_set: DEFAULT_WORKING_SET,
+        }
     }
 }
+
+/// The working set of experiment 4 unless told otherwise: typical of a control task.
+pub const DEFAULT_WORKING_SET: usize = 256 * 1024;
+/// Working sets measured, at least and at most (the eviction sweep is 8 times larger, so this
+/// bounds the experiment's memory to 512 MiB).
+pub const WORKING_SET_RANGE: std::ops::RangeInclusive<usize> = 64..=64 * 1024 * 1024;
 
 /// The deadline thread's reservation in experiment 3.
 pub const PROBE_RESERVATION: Reservation =
@@ -81,6 +96,12 @@ const GAP_NS: u64 = 2_000;
 pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<HostModel> {
     if cfg.cpus.is_empty() {
         return Err(Error::input("--cpus", "no CPU to calibrate on"));
+    }
+    if !WORKING_SET_RANGE.contains(&cfg.working_set) {
+        return Err(Error::input(
+            "--working-set",
+            format!("{} bytes: expected 64 B to 64 MiB (the working set of one guest task)", cfg.working_set),
+        ));
     }
     crate::limits::check_duration("--step", cfg.step, false)?;
     let cpu = cfg.cpus[0];
@@ -100,7 +121,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     let (server_overhead, enforcement) = deadline_period(cpu, cfg, &mut measurements)?;
     stop_if_interrupted()?;
     progress(&format!("4/4 cache reload on CPU {cpu}"));
-    let cache_reload = cache_reload(cpu, &mut measurements)?;
+    let cache_reload = cache_reload(cpu, cfg.working_set, &mut measurements)?;
     Ok(HostModel {
         schema: HOST_MODEL_SCHEMA.to_string(),
         server_overhead_ns: server_overhead,
@@ -525,9 +546,11 @@ fn tick_text() -> String {
     }
 }
 
-const WORKING_SET: usize = 256 * 1024;
 const EVICTION_SET: usize = 32 * 1024 * 1024;
 const CACHE_SAMPLES: u32 = 40;
+/// Sweeps per sample, warm and cold, of which the fastest count: an interrupt in a sweep is the
+/// release latency's cost, not the reload's.
+const CACHE_TRIALS: u32 = 3;
 
 /// Write one byte per cache line of `buf`; the time it took.
 fn sweep(buf: &mut [u8]) -> u64 {
@@ -540,19 +563,22 @@ fn sweep(buf: &mut [u8]) -> u64 {
 }
 
 /// Experiment 4: working-set sweep warm, and after an eviction sweep.
-fn cache_reload(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
+fn cache_reload(cpu: u32, working_set: usize, out: &mut Vec<Measurement>) -> Result<u64> {
     rt::pin_current_thread(cpu)?;
-    let mut work = vec![0u8; WORKING_SET];
-    let mut evict = vec![0u8; EVICTION_SET];
+    let mut work = vec![0u8; working_set];
+    let mut evict = vec![0u8; EVICTION_SET.max(8 * working_set)];
     let mut h = LatencyHistogram::new();
     for _ in 0..CACHE_SAMPLES {
         if rtvirt_os::signals::interrupted() {
             break;
         }
-        sweep(&mut work);
-        let warm = sweep(&mut work);
-        sweep(&mut evict);
-        let cold = sweep(&mut work);
+        let (mut warm, mut cold) = (u64::MAX, u64::MAX);
+        for _ in 0..CACHE_TRIALS {
+            sweep(&mut work);
+            warm = warm.min(sweep(&mut work));
+            sweep(&mut evict);
+            cold = cold.min(sweep(&mut work));
+        }
         h.record(cold.saturating_sub(warm));
     }
     if h.count() == 0 {
@@ -561,13 +587,17 @@ fn cache_reload(cpu: u32, out: &mut Vec<Measurement>) -> Result<u64> {
     let m = measurement(
         "cache_reload",
         &format!(
-            "a {} KiB working set swept (one write per 64-byte line) warm, and again after a {} MiB sweep evicted it, \
-             on CPU {cpu}: cold - warm",
-            WORKING_SET / 1024,
-            EVICTION_SET / (1024 * 1024)
+            "a {working_set}-byte working set swept (one write per 64-byte line) warm, and again after a {} MiB \
+             sweep evicted it, on CPU {cpu}: cold - warm, each the fastest of {CACHE_TRIALS} sweeps (an interrupt \
+             in a sweep is not the reload's cost)",
+            evict.len() / (1024 * 1024)
         ),
         &h,
-        Some("depends on the guests' working sets; this one is typical of a control task".into()),
+        Some(if working_set == DEFAULT_WORKING_SET {
+            "depends on the guests' working sets (--working-set); this one is typical of a control task".into()
+        } else {
+            "the working set given by --working-set".into()
+        }),
     );
     let value = m.p99_ns;
     out.push(m);

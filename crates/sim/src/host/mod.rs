@@ -89,8 +89,9 @@ pub struct Host {
     ctx: Ctx,
     rt_throttle: Option<(u64, u64)>,
     vcpu_switch: u64,
-    /// A host model's cost per SCHED_DEADLINE server period (0 without one).
-    per_server_period: u64,
+    /// A host model's cost per SCHED_DEADLINE server period owed by the reservation, and by the
+    /// thread running on its core when the period starts (0 without a host model).
+    owed_per_period: (u64, u64),
     seq: u64,
     buf: Vec<(Key, ThreadId)>,
     /// (time, core) of the earliest core timer.
@@ -159,7 +160,7 @@ impl Host {
             },
             rt_throttle: s.rt_throttle,
             vcpu_switch: s.vcpu_switch,
-            per_server_period: 0,
+            owed_per_period: (0, 0),
             seq: 1,
             buf: Vec::new(),
             timer_min: (u64::MAX, 0),
@@ -170,7 +171,7 @@ impl Host {
     /// A host model's costs ([`crate::host_costs`]): a cost per SCHED_DEADLINE server period and
     /// the enforcement (exact, `overrun` late; or at a tick of length `overrun`).
     pub fn set_costs(&mut self, costs: &crate::host_costs::HostCosts) {
-        self.per_server_period = costs.per_server_period;
+        self.owed_per_period = (costs.owed_by_reservation(), costs.owed_by_preempted());
         self.ctx.hrtick = costs.hrtick;
         if costs.hrtick {
             self.ctx.hrtick_overrun = costs.overrun;
@@ -180,12 +181,24 @@ impl Host {
     }
 
     /// A SCHED_DEADLINE thread whose deadline moved on started a new server period: it owes the
-    /// host model's per-period cost.
+    /// host model's per-period cost, and so does the thread running on its core (the interrupt
+    /// and the switch run in that thread's time; an idle core absorbs them).
     fn on_new_period(&mut self, t: ThreadId, deadline_before: Option<u64>) {
         let dl = matches!(self.threads[t].st, PState::Dl { .. });
-        if dl && self.per_server_period > 0 && self.threads[t].st.deadline() != deadline_before {
-            let th = &mut self.threads[t];
-            th.period_overhead = th.period_overhead.max(self.per_server_period);
+        if !dl || self.owed_per_period == (0, 0) || self.threads[t].st.deadline() == deadline_before {
+            return;
+        }
+        let (own, preempted) = self.owed_per_period;
+        let th = &mut self.threads[t];
+        th.period_overhead = th.period_overhead.max(own);
+        let cores = &self.clusters[self.threads[t].cluster as usize].cores;
+        let running = match cores.as_slice() {
+            [core] => self.cores[*core as usize].running,
+            _ => Some(t), // a server free to run on several cores: charged to itself
+        };
+        if let Some(r) = running.filter(|&r| self.threads[r].runnable) {
+            let th = &mut self.threads[r];
+            th.period_overhead = th.period_overhead.saturating_add(preempted);
         }
     }
 
