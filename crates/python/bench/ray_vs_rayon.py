@@ -1,11 +1,11 @@
 """Scale figure: a sweep of CELLS cells (1 s simulated each) on the local rayon engine (2
 threads) and on a local 2-CPU Ray cluster, side by side in one run, the same documents checked.
 
-The cluster is started before the clock runs (``rtvirt._sweep.start_local_ray``, the local Ray
-``sweep(engine="ray")`` starts: its workers import rtvirt as they start; its start-up is shown
-apart) and the script waits until Ray's worker processes are idle, as a cluster started earlier
-would be. The first Ray sweep then pays what a fresh cluster's first sweep pays (each worker
-loads the task's function); the rounds after it run on warm workers. Rounds alternate rayon and Ray. docs/PERFORMANCE.md has the numbers.
+The cluster is started before the clock runs (``ray.init``; its start-up is shown apart) and the
+script waits until Ray's prestarted worker processes are idle, as a cluster started earlier with
+``ray start --head`` would be. The first Ray sweep then pays what a fresh cluster's first sweep
+pays (each worker imports rtvirt and loads the task's function); the rounds after it run on warm
+workers. Rounds alternate rayon and Ray. docs/PERFORMANCE.md has the numbers.
 
     .venv/bin/python crates/python/bench/ray_vs_rayon.py [CELLS] [ROUNDS]
 """
@@ -18,7 +18,6 @@ from pathlib import Path
 import ray
 
 import rtvirt
-from rtvirt._sweep import start_local_ray
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -52,7 +51,8 @@ def main():
     rhos = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
     grid = {"scenarios": [str(ROOT / "scenarios" / "sim_seeds5.toml")], "rho": rhos,
             "seeds": {"first": 1, "count": cells // len(rhos)}, "duration": "1s"}
-    startup, _ = timed(start_local_ray)
+    startup, _ = timed(lambda: ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                                        logging_level="ERROR", object_store_memory=200 * 1024 * 1024))
     waited, _ = timed(lambda: wait_for_idle_workers(2))
     print(f"Ray start-up {startup:.1f} s, then {waited:.1f} s until {idle_workers()} workers idle (not counted)")
     ratios = []

@@ -115,22 +115,6 @@ def check_reachable(address, timeout=CONNECT_TIMEOUT_S):
         ) from None
 
 
-def preload_worker():
-    """Ray worker set-up hook: load the native module when a worker starts, not when the first
-    batch of a sweep reaches it (a fresh cluster's first sweep otherwise pays the import)."""
-    from rtvirt import _rtvirt as native  # noqa: F401
-
-
-def start_local_ray():
-    """The local Ray ``sweep(engine="ray")`` starts without an address: 2 CPUs, no dashboard,
-    200 MiB object store, workers that load rtvirt as they start."""
-    import ray
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-             object_store_memory=200 * 1024 * 1024,
-             runtime_env={"worker_process_setup_hook": "rtvirt._sweep.preload_worker"})
-
-
 def _start_ray(address):
     import ray
 
@@ -138,7 +122,8 @@ def _start_ray(address):
         return
     check_reachable(address)
     if address is None:
-        start_local_ray()
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                 object_store_memory=200 * 1024 * 1024)
     else:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
 
