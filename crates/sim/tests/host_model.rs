@@ -174,6 +174,30 @@ fn a_server_period_overhead_is_paid_by_the_thread_it_preempts() {
 }
 
 #[test]
+fn server_periods_starting_together_are_one_interrupt_that_no_picked_thread_pays() {
+    // two (200 us / 1 ms) reservations on an idle core whose guests release a 100 us job at the
+    // same instants: their new periods start together, the thread picked then was not running
+    // when they did, so nobody pays the overhead and each job ends as without it
+    let dl = |name: &str| {
+        format!(
+            "[[guest]]\nname = \"{name}\"\nscheduler = \"fp\"\n[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\n\
+             runtime = \"200us\"\nperiod = \"1ms\"\n[[guest.task]]\nname = \"t{name}\"\nperiod = \"10ms\"\n\
+             wcet = \"100us\"\noffset = \"0ms\"\npriority = 1\n"
+        )
+    };
+    let src = format!("[host]\ncores = 1\n[sim]\nrt_throttling = false\nhrtick = true\n{}{}", dl("a"), dl("b"));
+    let plain = run(&src, None);
+    let kernel = run(&src, Some(&only(r#""server_overhead_ns":50000"#)));
+    let ends = |r: &Results| {
+        let mut v = vec![task(r, "ta").response_ns.max, task(r, "tb").response_ns.max];
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(ends(&plain), vec![100 * US, 200 * US]);
+    assert_eq!(ends(&kernel), ends(&plain));
+}
+
+#[test]
 fn a_preempted_job_reloads_its_cache_and_every_switch_costs() {
     // low (3 ms) preempted at 1 ms by high (1 ms): low ends at 4 ms, plus one reload, plus the
     // host model's switches (to high, back to low)

@@ -182,8 +182,10 @@ impl Host {
 
     /// A SCHED_DEADLINE thread whose deadline moved on started a new server period: it owes the
     /// host model's per-period cost, and so does the thread running on its core (the interrupt
-    /// and the switch run in that thread's time; an idle core absorbs them).
-    fn on_new_period(&mut self, t: ThreadId, deadline_before: Option<u64>) {
+    /// and the switch run in that thread's time; an idle core absorbs them, and so does a thread
+    /// picked at this very instant: timers expiring together are one interrupt, handled before
+    /// any pick).
+    fn on_new_period(&mut self, t: ThreadId, deadline_before: Option<u64>, now: u64) {
         let dl = matches!(self.threads[t].st, PState::Dl { .. });
         if !dl || self.owed_per_period == (0, 0) || self.threads[t].st.deadline() == deadline_before {
             return;
@@ -196,7 +198,7 @@ impl Host {
             [core] => self.cores[*core as usize].running,
             _ => Some(t), // a server free to run on several cores: charged to itself
         };
-        if let Some(r) = running.filter(|&r| self.threads[r].runnable) {
+        if let Some(r) = running.filter(|&r| self.threads[r].runnable && (r == t || self.threads[r].dispatched < now)) {
             let th = &mut self.threads[r];
             th.period_overhead = th.period_overhead.saturating_add(preempted);
         }
@@ -291,7 +293,7 @@ impl Host {
         if let Some(at) = th.st.wake(now, minv) {
             self.arm_thread_timer(t, at, q);
         }
-        self.on_new_period(t, deadline_before);
+        self.on_new_period(t, deadline_before, now);
         self.touch(t);
     }
 
@@ -327,7 +329,7 @@ impl Host {
                     if let Some(next) = self.threads[t].st.on_timer(now) {
                         self.arm_thread_timer(t, next, q);
                     }
-                    self.on_new_period(t, deadline_before);
+                    self.on_new_period(t, deadline_before, now);
                     self.touch(t);
                 }
             }
