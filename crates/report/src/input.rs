@@ -21,6 +21,7 @@
 //! `histogram_ns` that is not the list it should be is an error (rather than an unknown field).
 
 use crate::interval::{interval_points, IntervalPoint};
+use rtvirt_model::adapt_log::AdaptLog;
 use rtvirt_model::document::{schema_of, Schema};
 use rtvirt_model::input::{InputKind, Limited};
 use rtvirt_model::plan::{Plan, PLAN_SCHEMA};
@@ -44,6 +45,8 @@ pub const MAX_ARRAY_DOCUMENTS: usize = 100_000;
 pub enum Document {
     Results(Box<Results>),
     Plan(Box<Plan>),
+    /// `rtvirt host adapt`'s decision log (`rtvirt report --adapt-log`).
+    AdaptLog(Box<AdaptLog>),
 }
 
 /// A document with where it came from and the name it is shown under in the report.
@@ -63,13 +66,19 @@ impl Input {
     pub fn results(&self) -> Option<&Results> {
         match &self.doc {
             Document::Results(r) => Some(r),
-            Document::Plan(_) => None,
+            Document::Plan(_) | Document::AdaptLog(_) => None,
         }
     }
     pub fn plan(&self) -> Option<&Plan> {
         match &self.doc {
             Document::Plan(p) => Some(p),
-            Document::Results(_) => None,
+            Document::Results(_) | Document::AdaptLog(_) => None,
+        }
+    }
+    pub fn adapt_log(&self) -> Option<&AdaptLog> {
+        match &self.doc {
+            Document::AdaptLog(l) => Some(l),
+            Document::Results(_) | Document::Plan(_) => None,
         }
     }
     /// The per-interval points of a result, in time order (empty for a plan).
@@ -137,6 +146,17 @@ pub fn load_file(path: &Path) -> Result<Vec<Input>, InputError> {
         input.results().map_or(Ok(()), |r| crate::check::results(r, &prefix)).map_err(|e| e.in_file(path))?;
     }
     Ok(inputs)
+}
+
+/// `rtvirt host adapt`'s decision log (JSON lines), named by its file stem.
+pub fn load_adapt_log(path: &Path) -> Result<Input, InputError> {
+    let log = AdaptLog::from_file(path)?;
+    Ok(Input {
+        name: file_stem(path),
+        path: path.to_path_buf(),
+        doc: Document::AdaptLog(Box::new(log)),
+        intervals: None,
+    })
 }
 
 /// Load one file, deciding by its `schema` field whether it is a plan or results. A results
@@ -567,7 +587,7 @@ fn array_name(results: &Results) -> Option<String> {
 fn default_name(path: &Path, doc: &Document) -> String {
     let label = match doc {
         Document::Results(r) => r.label.clone().filter(|l| !l.trim().is_empty()),
-        Document::Plan(_) => None,
+        Document::Plan(_) | Document::AdaptLog(_) => None,
     };
     label.unwrap_or_else(|| file_stem(path))
 }
@@ -580,7 +600,7 @@ fn file_stem(path: &Path) -> String {
 /// rho, seed, kind, guest kernel, host load: a sweep's cells read "default rho=0.5 seed=2"),
 /// else by their file stem, else by their position. Linear in the number of inputs (a large
 /// array has one name per element).
-fn make_names_unique(inputs: &mut [Input]) {
+pub fn make_names_unique(inputs: &mut [Input]) {
     let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
     let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
     names.iter().enumerate().for_each(|(i, n)| groups.entry(n.as_str()).or_default().push(i));

@@ -8,7 +8,7 @@ use crate::output_file;
 use anyhow::Context;
 use clap::Args;
 use rtvirt_analysis::adapt::config::AdaptConfig;
-use rtvirt_analysis::adapt::{AdaptGuest, Controller};
+use rtvirt_analysis::adapt::{AdaptGuest, Controller, Reason};
 use rtvirt_analysis::interface::{Interface, Model};
 use rtvirt_host::adapt::marker::{self, RunMarker};
 use rtvirt_host::adapt::{self, AdaptOptions, AdaptTarget, Decision};
@@ -17,6 +17,7 @@ use rtvirt_host::apply::{ApplyError, ApplyOptions, Binding};
 use rtvirt_host::observe::GuestObserver;
 use rtvirt_host::render;
 use rtvirt_host::threads::Role;
+use rtvirt_model::adapt_log::ChangeKind;
 use rtvirt_model::observe::Reservation;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::adapt::AdaptSection;
@@ -44,9 +45,9 @@ pub struct AdaptArgs {
     /// The agent port of a guest not started by rtvirt: NAME=SOCKET; repeatable.
     #[arg(long = "agent", value_name = "NAME=SOCKET")]
     pub agents: Vec<String>,
-    /// How long to adapt (at most 1h; Ctrl-C ends early). Every setting the run made (the plan's
-    /// apply, each reservation change) is restored at the end; after a kill -9, by the next run or
-    /// `rtvirt host revert`.
+    /// How long to adapt (at most 1h; Ctrl-C, or the end of every guest's vCPU thread, ends
+    /// early). Every setting the run made (the plan's apply, each reservation change) is restored
+    /// at the end; after a kill -9, by the next run or `rtvirt host revert`.
     #[arg(long, default_value = "60s", value_parser = Nanos::parse)]
     pub duration: Nanos,
     /// How often the controller decides (10ms..60s) [default: the `[adapt]` interval, 100ms].
@@ -295,6 +296,11 @@ impl adapt::Controller for PlannerController {
                 new: Reservation { runtime_ns: d.new.budget, deadline_ns: d.new.deadline, period_ns: d.new.period },
                 demand: d.demand,
                 reason: d.reason.text(),
+                change: match d.reason {
+                    Reason::Grow => ChangeKind::Grow,
+                    Reason::Shrink => ChangeKind::Shrink,
+                    Reason::Degraded { .. } => ChangeKind::Degraded,
+                },
             })
             .collect()
     }

@@ -97,12 +97,20 @@ pub fn parse_agents(agents: &[String]) -> Result<Vec<(String, PathBuf)>, InputEr
         .collect()
 }
 
-/// A guest's agent port: given with `--agent`, else the one of the rtvirt guest of that name.
+/// A guest's agent port: given with `--agent`; else beside its QMP socket (`--vm NAME=QMP` of
+/// an rtvirt guest: both are in its runtime directory); else the one of the rtvirt guest of
+/// that name.
 pub fn agent_socket(binding: &Binding, sockets: &[(String, PathBuf)]) -> Option<PathBuf> {
-    sockets.iter().find(|(n, _)| *n == binding.guest).map(|(_, p)| p.clone()).or_else(|| {
-        let own = rtvirt_vm::agent::socket(&rtvirt_vm::paths::guest_run_dir(&binding.guest));
-        (matches!(binding.source, GuestSource::VmName | GuestSource::Qmp(_)) && own.exists()).then_some(own)
-    })
+    if let Some((_, p)) = sockets.iter().find(|(n, _)| *n == binding.guest) {
+        return Some(p.clone());
+    }
+    let named = rtvirt_vm::paths::guest_run_dir(&binding.guest);
+    let dirs = match &binding.source {
+        GuestSource::Qmp(qmp) => vec![qmp.parent().map(PathBuf::from).unwrap_or_default(), named],
+        GuestSource::VmName => vec![named],
+        GuestSource::Thread(_) => Vec::new(),
+    };
+    dirs.iter().map(|d| rtvirt_vm::agent::socket(d)).find(|s| s.exists())
 }
 
 fn print_table(o: &Observation) {

@@ -26,7 +26,7 @@ plan.json --format json > measured.json   # as root\n  rtvirt report plan.json s
 old-cyclictest-histogram.txt new.json -o cmp.html")]
 pub struct ReportArgs {
     /// Results and plan JSON files, or other tools' outputs (see below), baseline first.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "adapt_logs", value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Where to write the report ("-" for standard output). Default: report.html, or report.md
     /// with --format md.
@@ -42,6 +42,11 @@ pub struct ReportArgs {
     /// result's label, else the file name).
     #[arg(long, value_name = "NAME")]
     pub label: Vec<String>,
+    /// A decision log of `rtvirt host adapt --log FILE.jsonl`: each guest's reservation over time
+    /// against the demand observed, beside the results (a measured result with the guest's
+    /// tasks gives its DSR); repeatable.
+    #[arg(long = "adapt-log", value_name = "FILE.jsonl")]
+    pub adapt_logs: Vec<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> CmdResult {
@@ -51,13 +56,20 @@ pub fn run(args: ReportArgs) -> CmdResult {
     };
     let default = if format == ReportFormat::Html { "report.html" } else { "report.md" };
     let out = args.output.unwrap_or_else(|| PathBuf::from(default));
-    let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+    let inputs: Vec<&Path> = args.files.iter().chain(&args.adapt_logs).map(|p| p.as_path()).collect();
     crate::output_file::check("--output", &out, &inputs)?;
     let text = match &args.files[..] {
-        [index] if rtvirt_model::study::index::is_study_index(index) => {
+        [index] if args.adapt_logs.is_empty() && rtvirt_model::study::index::is_study_index(index) => {
             rtvirt_report::report_from_study(&args.title, index, format)?
         }
-        _ => rtvirt_report::report_from_labelled_files(&args.title, &args.files, &args.label, format)?,
+        _ => {
+            let mut inputs = rtvirt_report::load_labelled(&args.files, &args.label)?;
+            for log in &args.adapt_logs {
+                inputs.push(rtvirt_report::input::load_adapt_log(log)?);
+            }
+            rtvirt_report::input::make_names_unique(&mut inputs);
+            rtvirt_report::render(&rtvirt_report::build_report(&args.title, &inputs), format)
+        }
     };
     write_output(&out, &text)?;
     Ok(Outcome::Ok)

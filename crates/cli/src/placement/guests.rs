@@ -206,6 +206,9 @@ pub struct Job {
     pub explain: bool,
     /// `--trace FILE.json` of an explaining job: each cell's merged trace, written on the host.
     pub trace: Option<std::path::PathBuf>,
+    /// Run the guest agent before the job (`--agent`): `host observe`/`host adapt` hear the
+    /// job's tasks through the guest's agent port.
+    pub agent: bool,
 }
 
 /// Abeni 2023: `job` in a guest of each kernel, without and with each host load. A cell that
@@ -291,7 +294,7 @@ fn matrix_cell(
         anyhow::bail!("not run: interrupted (Ctrl-C)");
     }
     let (image, cfg) = booted.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let cfg = GuestConfig { files: job.files.clone(), clock_line: job.explain, ..cfg.clone() };
+    let cfg = GuestConfig { files: job.files.clone(), clock_line: job.explain, agent: job.agent, ..cfg.clone() };
     measure_in_guest(image, &cfg, loads, &job.args)
 }
 

@@ -61,4 +61,9 @@ pub struct InVmOpts {
     /// With --in vm: bound on the measurement in each guest (default: its --duration + 2 min).
     #[arg(long, value_parser = Nanos::parse)]
     pub job_timeout: Option<Nanos>,
+    /// With --in vm: run the guest agent (`rtvirt guest-agent`) beside the measurement, on the
+    /// guest's virtio-serial port (/run/rtvirt/vm/rtvirt-measure-PID/agent.sock): `measure tasks`
+    /// reports each job's execution time to it, for `rtvirt host observe` and `rtvirt host adapt`.
+    #[arg(long)]
+    pub agent: bool,
 }

@@ -37,7 +37,7 @@ fn job_bound(duration: Nanos, given: Option<Nanos>) -> Nanos {
 }
 
 /// The ids of the options of `rtvirt measure` that stay on the host with `--in vm`.
-const HOST_SIDE: &[&str] = &["in", "guest_kernel", "load", "format", "boot_timeout", "job_timeout"];
+const HOST_SIDE: &[&str] = &["in", "guest_kernel", "load", "format", "boot_timeout", "job_timeout", "agent"];
 
 /// What a guest runs of this command: `line` without the options that stay on the host.
 pub fn guest_line(line: CommandLine) -> CommandLine {
@@ -49,7 +49,13 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
     let kernels = parse_kernels(&common.guest_kernel)?;
     let mut opts = hook_guest_opts(common, duration);
     opts.vcpus = job.vcpus;
-    let job = Job { args: job.line.argv_text()?, files: job.files, explain: job.explain, trace: job.trace };
+    let job = Job {
+        args: job.line.argv_text()?,
+        files: job.files,
+        explain: job.explain,
+        trace: job.trace,
+        agent: common.vm.agent,
+    };
     matrix(&kernels, &common.load, &opts, &job, common.format, None)
 }
 

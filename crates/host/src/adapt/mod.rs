@@ -15,7 +15,7 @@ pub mod marker;
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::observe::GuestObserver;
-use rtvirt_model::adapt_log::{AdaptEvent, AdaptRecord};
+use rtvirt_model::adapt_log::{AdaptEvent, AdaptRecord, ChangeKind};
 use rtvirt_model::observe::{AgentState, Reservation, Source};
 use rtvirt_os::restore::Change;
 use rtvirt_os::sched::{self, SchedAttr};
@@ -43,6 +43,7 @@ pub struct Decision {
     /// Observed demand as a bandwidth.
     pub demand: f64,
     pub reason: String,
+    pub change: ChangeKind,
 }
 
 /// A guest under adaptation: its observer and the vCPU thread carrying its reservation.
@@ -100,7 +101,8 @@ pub fn run(
     let mut next_step = opts.step.as_nanos() as u64;
     let result = loop {
         let t = now();
-        if t >= opts.duration.as_nanos() as u64 || rtvirt_os::signals::interrupted() {
+        let all_ended = live.iter().all(|l| l.ended);
+        if t >= opts.duration.as_nanos() as u64 || rtvirt_os::signals::interrupted() || all_ended {
             break Ok(());
         }
         observe_round(&mut live, controller, t, window, log, &mut summary)?;
@@ -187,7 +189,7 @@ fn decide(
             _ => Source::HostInference,
         };
         let mut r = record(t, &d.guest, AdaptEvent::Change, Some(l.current), Some(d.new), &d.reason);
-        (r.demand, r.source) = (Some(d.demand), Some(source));
+        (r.demand, r.source, r.change) = (Some(d.demand), Some(source), Some(d.change));
         write(log, &r)?;
         l.current = d.new;
         summary.changes += 1;
@@ -203,7 +205,17 @@ fn record(
     new: Option<Reservation>,
     reason: &str,
 ) -> AdaptRecord {
-    AdaptRecord { time_ns, guest: guest.into(), event, demand: None, old, new, reason: reason.into(), source: None }
+    AdaptRecord {
+        time_ns,
+        guest: guest.into(),
+        event,
+        demand: None,
+        old,
+        new,
+        reason: reason.into(),
+        source: None,
+        change: None,
+    }
 }
 
 fn write(log: &mut dyn Write, r: &AdaptRecord) -> Result<()> {

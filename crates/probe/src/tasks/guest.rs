@@ -10,7 +10,7 @@ use super::work;
 use crate::rt;
 use rand::SeedableRng;
 use rtvirt_model::exec::ExecModel;
-use rtvirt_model::scenario::GuestScheduler;
+use rtvirt_model::scenario::{GuestScheduler, Phase};
 use rtvirt_model::stats::LatencyHistogram;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +33,10 @@ struct TaskState {
     wcet: u64,
     priority: u32,
     exec: ExecModel,
+    /// Models replacing `exec` from their start on (since the run's start).
+    phases: Vec<Phase>,
+    /// The run's start: phases are timed from it.
+    start: u64,
     next_release: u64,
     queue: VecDeque<Job>,
     rng: rand_pcg::Pcg64Mcg,
@@ -81,6 +85,8 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
             wcet: t.wcet_ns,
             priority: t.priority,
             exec: t.exec.model(),
+            phases: t.phase_models(),
+            start,
             next_release: start + t.offset_ns,
             queue: VecDeque::new(),
             rng: rand_pcg::Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64)),
@@ -150,8 +156,9 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
 fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
     for t in tasks.iter_mut() {
         while t.next_release <= now && t.next_release < end {
-            let exec = t.exec.draw(rtvirt_model::Nanos(t.wcet), &mut t.rng).0;
             let release = t.next_release;
+            let model = Phase::model_at(&t.exec, &t.phases, release - t.start);
+            let exec = model.draw(rtvirt_model::Nanos(t.wcet), &mut t.rng).0;
             t.queue.push_back(Job {
                 release,
                 deadline: release + t.deadline,
@@ -195,6 +202,8 @@ mod tests {
             wcet: 1,
             priority,
             exec: ExecModel::Constant,
+            phases: Vec::new(),
+            start: 0,
             next_release: 0,
             queue: VecDeque::new(),
             rng: rand_pcg::Pcg64Mcg::seed_from_u64(0),
@@ -213,6 +222,19 @@ mod tests {
         assert_eq!(pick(&tasks, GuestScheduler::Edf), Some(1));
         assert_eq!(pick(&tasks, GuestScheduler::Fp), Some(2));
         assert_eq!(pick(&[], GuestScheduler::Edf), None);
+    }
+
+    #[test]
+    fn jobs_draw_from_the_phase_in_force_at_their_release_since_the_start() {
+        let fixed = |ns| ExecModel::Uniform { min: rtvirt_model::Nanos(ns), max: rtvirt_model::Nanos(ns) };
+        let mut t = state(0, 1);
+        t.queue.clear();
+        (t.exec, t.start, t.next_release) = (fixed(3), 100, 100);
+        t.phases = vec![Phase { at: rtvirt_model::Nanos(20), exec: fixed(7) }];
+        let mut tasks = vec![t];
+        release_due(&mut tasks, 140, 1_000, 1.0);
+        let drawn: Vec<u64> = tasks[0].queue.iter().map(|j| j.exec_ns).collect();
+        assert_eq!(drawn, [3, 3, 7, 7, 7], "released at 100, 110 | 120, 130, 140");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::rt::Reservation;
 use rtvirt_model::exec::{ExecModel, Samples};
-use rtvirt_model::scenario::{Guest, GuestScheduler};
+use rtvirt_model::scenario::{Guest, GuestScheduler, Phase};
 use rtvirt_model::stats::Summary;
 use rtvirt_model::Nanos;
 use serde::{Deserialize, Serialize};
@@ -58,6 +58,9 @@ pub struct TaskSpec {
     pub priority: u32,
     pub offset_ns: u64,
     pub exec: ExecSpec,
+    /// `[[guest.task.phase]]`: (start since the run's start, model) in increasing start order.
+    #[serde(default)]
+    pub phases: Vec<(u64, ExecSpec)>,
 }
 
 /// An execution-time model on the wire (a samples file travels as its values).
@@ -82,6 +85,7 @@ impl GuestSpec {
                 priority: t.priority,
                 offset_ns: t.offset.0,
                 exec: ExecSpec::of(&t.exec),
+                phases: t.phases.iter().map(|p| (p.at.0, ExecSpec::of(&p.exec))).collect(),
             })
             .collect();
         GuestSpec { name: guest.name.clone(), scheduler: guest.scheduler, tasks }
@@ -89,6 +93,13 @@ impl GuestSpec {
 
     pub fn scheduler(&self) -> GuestScheduler {
         self.scheduler
+    }
+}
+
+impl TaskSpec {
+    /// The task's phases as the scenario's [`Phase`]s.
+    pub fn phase_models(&self) -> Vec<Phase> {
+        self.phases.iter().map(|(at, exec)| Phase { at: Nanos(*at), exec: exec.model() }).collect()
     }
 }
 

@@ -6,6 +6,7 @@
 use crate::doc::{Block, Cell, Mark, Section, Table};
 use crate::input::{Document, Input};
 use crate::units::{fmt_ns, fmt_plain, fmt_rate, fmt_ratio};
+use rtvirt_model::adapt_log::AdaptLog;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 
@@ -96,6 +97,7 @@ pub fn inputs(inputs: &[Input]) -> Section {
                 Cell::plain("-"),
                 Cell::plain(plan_settings(p)),
             ],
+            Document::AdaptLog(l) => adapt_log_row(l),
         };
         let mut cells = vec![Cell::plain(i.name.clone()), Cell::plain(i.path.display().to_string())];
         cells.extend(row);
@@ -108,6 +110,20 @@ pub fn inputs(inputs: &[Input]) -> Section {
         better.",
     );
     sec
+}
+
+/// A decision log: its guests and changes, and the run's length.
+fn adapt_log_row(log: &AdaptLog) -> Vec<Cell> {
+    let guests = log.guests();
+    let changes = guests.iter().map(|g| g.changes.len().saturating_sub(1)).sum::<usize>();
+    let end = guests.iter().map(|g| g.end_ns).max().unwrap_or(0);
+    vec![
+        Cell::plain("host adapt log"),
+        Cell::plain(fmt_ns(end as f64)),
+        Cell::plain("-"),
+        Cell::plain("host"),
+        Cell::plain(format!("{} guest(s), {changes} reservation change(s)", guests.len())),
+    ]
 }
 
 /// The result's kind; a run stopped early by Ctrl-C (`"interrupted": true`) is marked, and so is
