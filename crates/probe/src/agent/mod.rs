@@ -66,9 +66,9 @@ pub fn run(cfg: &AgentConfig) -> Result<AgentSummary> {
     let interval = cfg.interval.as_nanos().max(1_000_000) as u64;
     let mut next = start + interval;
     while !rtvirt_os::signals::interrupted() && end.is_none_or(|e| rt::now_ns() < e) {
+        let done = inbox.collect_until(next.min(end.unwrap_or(u64::MAX)));
         rt::sleep_until(next.min(end.unwrap_or(u64::MAX)));
         next += interval;
-        let done = inbox.drain();
         summary.api_jobs += done.len() as u64;
         let api_tids: Vec<u32> = done.iter().map(|j| j.tid).collect();
         let mut reports = api_reports(done);
