@@ -229,7 +229,7 @@ mod tests {
         let fixed = |ns| ExecModel::Uniform { min: rtvirt_model::Nanos(ns), max: rtvirt_model::Nanos(ns) };
         let mut t = state(0, 1);
         t.queue.clear();
-        (t.exec, t.start, t.next_release) = (fixed(3), 100, 100);
+        (t.exec, t.wcet, t.start, t.next_release) = (fixed(3), 10, 100, 100);
         t.phases = vec![Phase { at: rtvirt_model::Nanos(20), exec: fixed(7) }];
         let mut tasks = vec![t];
         release_due(&mut tasks, 140, 1_000, 1.0);
