@@ -145,3 +145,38 @@ fn adapted_reservations_are_drawn_against_demand_with_a_row_per_guest() {
         rtvirt().arg("report").arg(fixture("timer_idle.json")).args(["--format", "md", "-o", "-"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("Adapted reservations"));
 }
+
+#[test]
+fn a_host_adapt_decision_log_alone_is_drawn_and_a_bad_line_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let reservation =
+        |runtime: u64| format!(r#"{{"runtime_ns":{runtime},"deadline_ns":10000000,"period_ns":10000000}}"#);
+    let log = dir.path().join("adapt.jsonl");
+    let lines = [
+        format!(r#"{{"time_ns":0,"guest":"g1","event":"start","new":{},"reason":"the plan"}}"#, reservation(2_000_000)),
+        format!(
+            r#"{{"time_ns":3000000000,"guest":"g1","event":"change","demand":0.4,"old":{},"new":{},"reason":"rose","source":"agent","change":"grow"}}"#,
+            reservation(2_000_000),
+            reservation(5_000_000)
+        ),
+        format!(
+            r#"{{"time_ns":5000000000,"guest":"g1","event":"end","old":{},"reason":"end"}}"#,
+            reservation(5_000_000)
+        ),
+    ];
+    std::fs::write(&log, lines.join("\n")).unwrap();
+    let o = rtvirt().args(["report", "--format", "md", "-o", "-", "--adapt-log"]).arg(&log).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = String::from_utf8(o.stdout).unwrap();
+    // 0.2 for 3 s, then 0.5 for 2 s: 0.32 on average
+    assert!(
+        md.contains("Reserved bandwidth over time: adapt")
+            && md.contains("| adapt g1 | 0.200 | 0.320 | 0.500 | 1 / 0 / 0 | - |"),
+        "{md}"
+    );
+    std::fs::write(&log, [lines[0].as_str(), r#"{"time_ns":1}"#].join("\n")).unwrap();
+    let o = rtvirt().args(["report", "-o", "-", "--adapt-log"]).arg(&log).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("adapt.jsonl:line 2") && err.contains("missing field `guest`"), "{err}");
+}

@@ -63,7 +63,11 @@ pub fn run(args: ReportArgs) -> CmdResult {
             rtvirt_report::report_from_study(&args.title, index, format)?
         }
         _ => {
-            let mut inputs = rtvirt_report::load_labelled(&args.files, &args.label)?;
+            let mut inputs = if args.files.is_empty() {
+                Vec::new()
+            } else {
+                rtvirt_report::load_labelled(&args.files, &args.label)?
+            };
             for log in &args.adapt_logs {
                 inputs.push(rtvirt_report::input::load_adapt_log(log)?);
             }
