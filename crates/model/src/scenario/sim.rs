@@ -41,6 +41,7 @@
 use crate::duration::Nanos;
 
 use crate::error::InputError;
+use std::collections::HashMap;
 
 /// Default simulated horizon (`[sim] duration`).
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
@@ -247,25 +248,21 @@ fn check_deadline_admission(
     field: &dyn Fn(usize) -> String,
 ) -> Result<(), InputError> {
     let limit = rt_throttle.map(|(r, p)| r as f64 / p as f64).unwrap_or(1.0);
+    // the reservations so far per set of cores (one pass: planned scenarios hold thousands)
+    let mut reserved: HashMap<&[u32], f64> = HashMap::new();
     for (i, thread) in specs.iter().enumerate() {
-        let bandwidth: f64 = specs
-            .iter()
-            .take(i + 1)
-            .filter(|other| other.cores == thread.cores)
-            .map(|other| match other.policy {
-                Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
-                _ => 0.0,
-            })
-            .sum();
-        let cap = limit * thread.cores.len() as f64;
-        if matches!(thread.policy, Policy::Deadline { .. }) && bandwidth > cap + 1e-12 {
+        let Policy::Deadline { runtime, period, .. } = thread.policy else { continue };
+        let bandwidth = reserved.entry(thread.cores.as_slice()).or_insert(0.0);
+        *bandwidth += runtime as f64 / period as f64;
+        let (bandwidth, cap) = (*bandwidth, limit * thread.cores.len() as f64);
+        if bandwidth > cap + 1e-12 {
             return Err(InputError::field(
                 format!("{}.runtime", field(i)),
                 format!(
-                    "SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bandwidth:.4} > \
-                     {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)",
-                    thread.cores
-                ),
+                "SCHED_DEADLINE admission control: reservations on cores {:?} add up to bandwidth {bandwidth:.4} > \
+                 {cap:.4} (rt_runtime / rt_period per core); the kernel would refuse sched_setattr (EBUSY)",
+                thread.cores
+            ),
             ));
         }
     }
@@ -275,10 +272,14 @@ fn check_deadline_admission(
 /// Affinities must be equal or disjoint (each set of cores is one scheduling cluster), and one
 /// cluster runs one scheduler family (supply windows may sit above any of them).
 fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> Result<(), InputError> {
+    // the earlier threads on each core: only those can overlap (one pass, not every pair)
+    let mut on_core: HashMap<u32, Vec<usize>> = HashMap::new();
     for (i, a) in specs.iter().enumerate() {
-        for b in specs.iter().take(i) {
-            let overlap = a.cores.iter().any(|c| b.cores.contains(c));
-            if overlap && a.cores != b.cores {
+        let mut earlier: Vec<usize> = a.cores.iter().filter_map(|c| on_core.get(c)).flatten().copied().collect();
+        earlier.sort_unstable();
+        earlier.dedup();
+        for b in earlier.into_iter().map(|j| specs[j]) {
+            if a.cores != b.cores {
                 return Err(InputError::field(
                     format!("{}.cores", field(i)),
                     format!(
@@ -289,7 +290,7 @@ fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> Res
                 ));
             }
             let (fa, fb) = (a.policy.family(), b.policy.family());
-            if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
+            if fa != fb && fa != Family::Supply && fb != Family::Supply {
                 return Err(InputError::field(
                     format!("{}.policy", field(i)),
                     format!(
@@ -302,6 +303,78 @@ fn check_clusters(specs: &[&ThreadSpec], field: &dyn Fn(usize) -> String) -> Res
                 ));
             }
         }
+        for &c in &a.cores {
+            on_core.entry(c).or_default().push(i);
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod cross_thread_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The rules checked pairwise, as written (the oracle of the one-pass checks).
+    fn pairwise(specs: &[&ThreadSpec], limit: f64) -> Result<(), String> {
+        for (i, a) in specs.iter().enumerate() {
+            for b in &specs[..i] {
+                let overlap = a.cores.iter().any(|c| b.cores.contains(c));
+                if overlap && a.cores != b.cores {
+                    return Err(format!("{i}.cores"));
+                }
+                let (fa, fb) = (a.policy.family(), b.policy.family());
+                if overlap && fa != fb && fa != Family::Supply && fb != Family::Supply {
+                    return Err(format!("{i}.policy"));
+                }
+            }
+        }
+        for (i, a) in specs.iter().enumerate() {
+            let bandwidth: f64 = specs[..=i]
+                .iter()
+                .filter(|b| b.cores == a.cores)
+                .map(|b| match b.policy {
+                    Policy::Deadline { runtime, period, .. } => runtime as f64 / period as f64,
+                    _ => 0.0,
+                })
+                .sum();
+            if matches!(a.policy, Policy::Deadline { .. }) && bandwidth > limit * a.cores.len() as f64 + 1e-12 {
+                return Err(format!("{i}.runtime"));
+            }
+        }
+        Ok(())
+    }
+
+    fn spec(cores: Vec<u32>, kind: u8, runtime: u64) -> ThreadSpec {
+        let policy = match kind {
+            0 => Policy::Deadline { runtime, deadline: 10, period: 10 },
+            1 => Policy::Rt { prio: 10, rr_quantum: None },
+            2 => Policy::Credit { weight: 256 },
+            _ => Policy::Supply { budget: 1, period: 2, pattern: SupplyPattern::Early },
+        };
+        ThreadSpec { name: format!("t{kind}"), cores, policy }
+    }
+
+    proptest! {
+        #[test]
+        fn one_pass_checks_find_what_the_pairwise_rules_find(
+            threads in prop::collection::vec(
+                (prop::collection::btree_set(0u32..4, 1..3), 0u8..4, 1u64..8),
+                0..12,
+            ),
+            throttled in any::<bool>(),
+        ) {
+            let specs: Vec<ThreadSpec> =
+                threads.into_iter().map(|(cores, kind, rt)| spec(cores.into_iter().collect(), kind, rt)).collect();
+            let refs: Vec<&ThreadSpec> = specs.iter().collect();
+            let named: Vec<(&ThreadSpec, String)> = specs.iter().enumerate().map(|(i, s)| (s, i.to_string())).collect();
+            let rt_throttle = throttled.then_some((950_000, 1_000_000));
+            let limit = if throttled { 0.95 } else { 1.0 };
+            let fast = check_threads(&named, rt_throttle).map_err(|e| e.to_string());
+            match pairwise(&refs, limit) {
+                Ok(()) => prop_assert!(fast.is_ok(), "{fast:?}"),
+                Err(field) => prop_assert!(fast.as_ref().is_err_and(|e| e.contains(&field)), "{field} vs {fast:?}"),
+            }
+        }
+    }
 }
