@@ -3,7 +3,7 @@
 //! `simulate --plan`, `host apply` and `measure tasks`.
 
 use crate::error::InputError;
-use crate::scenario::{Placement, Scenario};
+use crate::scenario::{Guest, Placement, Scenario};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -149,6 +149,48 @@ impl GuestPlan {
             bandwidth: self.bandwidth,
             tasks: self.tasks.iter().map(|t| t.name.clone()).collect(),
         }]
+    }
+}
+
+impl GuestPlan {
+    /// Per task of a partitioned guest `g` (the scenario's), the planned vCPU listing it: exactly
+    /// one, one that `serves` (has a reservation and is not housekeeping), the task's own `vcpu`
+    /// if it names one. `i` is the guest's index in the plan, for the error's field.
+    pub fn task_vcpus(&self, i: usize, g: &Guest, serves: &[bool]) -> Result<Vec<u32>, InputError> {
+        let at = |j: usize| format!("guests[{i}].vcpus[{j}].tasks");
+        for (j, v) in self.vcpus.iter().enumerate() {
+            if let Some(name) = v.tasks.iter().find(|n| !g.tasks.iter().any(|t| &&t.name == n)) {
+                return Err(InputError::field(at(j), format!("task \"{name}\" is not a task of guest \"{}\"", g.name)));
+            }
+        }
+        let mut of = Vec::with_capacity(g.tasks.len());
+        for t in &g.tasks {
+            let mut on = self.vcpus.iter().enumerate().filter(|(_, v)| v.tasks.contains(&t.name)).map(|(j, _)| j);
+            let (Some(j), None) = (on.next(), on.next()) else {
+                return Err(InputError::field(
+                    format!("guests[{i}].vcpus"),
+                    format!("task \"{}\" of guest \"{}\": expected on exactly one planned vCPU", t.name, g.name),
+                ));
+            };
+            if !serves.get(j).copied().unwrap_or(false) {
+                return Err(InputError::field(
+                    at(j),
+                    format!("task \"{}\" on vCPU {j}, which has no reservation (or is housekeeping)", t.name),
+                ));
+            }
+            if t.vcpu.is_some_and(|k| k as usize != j) {
+                return Err(InputError::field(
+                    at(j),
+                    format!(
+                        "task \"{}\" is bound to vCPU {} in the scenario, planned on {j}",
+                        t.name,
+                        t.vcpu.unwrap_or(0)
+                    ),
+                ));
+            }
+            of.push(j as u32);
+        }
+        Ok(of)
     }
 }
 

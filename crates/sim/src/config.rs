@@ -255,44 +255,9 @@ fn planned_vcpus(p: &Plan, g: &Guest) -> R<GuestThreads> {
     let rt: Vec<bool> = pg.vcpus.iter().zip(&g.vcpus).map(|(v, c)| v.reserved() && !c.housekeeping).collect();
     let task_vcpu = match g.placement {
         Placement::Global => None,
-        Placement::Partitioned => Some(planned_task_vcpus(i, pg, g, &rt)?),
+        Placement::Partitioned => Some(pg.task_vcpus(i, g, &rt)?),
     };
     Ok(GuestThreads { threads, rt, task_vcpu })
-}
-
-/// Per task of a partitioned guest, the planned vCPU listing it: exactly one, with a reservation,
-/// the task's own `vcpu` if it names one.
-fn planned_task_vcpus(i: usize, pg: &GuestPlan, g: &Guest, rt: &[bool]) -> R<Vec<u32>> {
-    let at = |j: usize| format!("guests[{i}].vcpus[{j}].tasks");
-    for (j, v) in pg.vcpus.iter().enumerate() {
-        if let Some(name) = v.tasks.iter().find(|n| !g.tasks.iter().any(|t| &&t.name == n)) {
-            return Err(InputError::field(at(j), format!("task \"{name}\" is not a task of guest \"{}\"", g.name)));
-        }
-    }
-    let mut of = Vec::with_capacity(g.tasks.len());
-    for t in &g.tasks {
-        let mut on = pg.vcpus.iter().enumerate().filter(|(_, v)| v.tasks.contains(&t.name)).map(|(j, _)| j);
-        let (Some(j), None) = (on.next(), on.next()) else {
-            return Err(InputError::field(
-                format!("guests[{i}].vcpus"),
-                format!("task \"{}\" of guest \"{}\": expected on exactly one planned vCPU", t.name, g.name),
-            ));
-        };
-        if !rt[j] {
-            return Err(InputError::field(
-                at(j),
-                format!("task \"{}\" on vCPU {j}, which has no reservation (or is housekeeping)", t.name),
-            ));
-        }
-        if t.vcpu.is_some_and(|k| k as usize != j) {
-            return Err(InputError::field(
-                at(j),
-                format!("task \"{}\" is bound to vCPU {} in the scenario, planned on {j}", t.name, t.vcpu.unwrap_or(0)),
-            ));
-        }
-        of.push(j as u32);
-    }
-    Ok(of)
 }
 
 #[cfg(test)]

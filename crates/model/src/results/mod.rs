@@ -166,9 +166,28 @@ pub struct GuestResult {
     /// The reservation over time: the planned one at 0, then every change (adapted reservations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservations: Option<Vec<ReservationChange>>,
+    /// A guest of several vCPUs: each real-time vCPU thread's core, reservation and use
+    /// (measure tasks); `core` and `reservation` above are then its first vCPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<Vec<VcpuResult>>,
     /// Fields this version does not know, kept as read.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One real-time vCPU thread of a guest of several vCPUs (measure tasks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VcpuResult {
+    /// The vCPU's id in the guest.
+    pub id: u32,
+    pub core: u32,
+    /// Its SCHED_DEADLINE reservation.
+    pub reservation: Reservation,
+    pub cpu_time_ns: u64,
+    /// CPU time over the wall time of the same stretch: a share of one core.
+    pub utilisation: f64,
+    /// The tasks it ran.
+    pub tasks: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@
 //! the simulator's schema (`Results.tasks`), so that `rtvirt simulate` and this can be compared.
 
 pub mod guest;
+mod multi_vcpus;
 pub mod protocol;
 pub mod work;
 pub mod worker;
@@ -54,10 +55,11 @@ fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Vec<Placement>>> {
         .guests
         .iter()
         .map(|g| {
-            let p = plan
-                .guest(&g.name)
+            let at = plan.guests.iter().position(|p| p.name == g.name);
+            let (i, p) = at
+                .map(|i| (i, &plan.guests[i]))
                 .ok_or_else(|| Error::input("--plan", format!("the plan has no guest \"{}\"", g.name)))?;
-            let vcpus = planned_vcpus(g, p)?;
+            let vcpus = if g.is_multi_vcpu() { multi_vcpus::planned(g, i, p)? } else { planned_vcpu(p, g)? };
             for v in &vcpus {
                 if !allowed.contains(&v.core) {
                     return Err(Error::input(
@@ -79,20 +81,8 @@ fn placements(scenario: &Scenario, plan: &Plan) -> Result<Vec<Vec<Placement>>> {
         .collect()
 }
 
-/// The real-time vCPUs of a planned guest: one vCPU running every task (single-vCPU plans). A
-/// guest of several vCPUs is refused: a single reservation says nothing about how they are served.
-fn planned_vcpus(g: &rtvirt_model::scenario::Guest, p: &rtvirt_model::plan::GuestPlan) -> Result<Vec<Placement>> {
-    if g.is_multi_vcpu() {
-        return Err(Error::input(
-            "--plan",
-            format!(
-                "guest \"{}\" has {} vCPUs in the scenario but the plan gives it a single reservation: measure \
-                 tasks needs one server per vCPU (a plan with per-vCPU servers)",
-                g.name,
-                g.vcpus.len()
-            ),
-        ));
-    }
+/// The one vCPU of a single-vCPU guest, running every task.
+fn planned_vcpu(p: &rtvirt_model::plan::GuestPlan, g: &rtvirt_model::scenario::Guest) -> Result<Vec<Placement>> {
     let core = p.core.ok_or_else(|| {
         Error::input("--plan", format!("guest \"{}\" was not placed on a core by the plan (infeasible)", g.name))
     })?;
@@ -186,6 +176,7 @@ fn assemble(
             reservation: Some(crate::timer::reservation_of(&first.reservation)),
             work_iterations_per_ns: Some(o.iters_per_ns),
             worker_pid: Some(o.pid),
+            vcpus: g.is_multi_vcpu().then(|| multi_vcpus::results(g, p, &o.vcpus)),
             ..Default::default()
         };
         runaways.extend(o.runaways);

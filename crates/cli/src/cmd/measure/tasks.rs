@@ -65,11 +65,12 @@ impl Measurement for Tasks {
     }
 
     fn container_cpus(&self) -> Vec<u32> {
-        self.plan.guests.iter().filter_map(|g| g.core).collect()
+        planned_cores(&self.plan).collect()
     }
 
     /// The task sets run under the plan made on the host, with as many vCPUs as the plan's
-    /// cores; the scenario file (and its samples files) and the plan travel as files.
+    /// highest core + 1 (over every vCPU of a guest of several); the scenario file (and its
+    /// samples files) and the plan travel as files.
     fn guest_job(&self, line: CommandLine) -> anyhow::Result<GuestJob> {
         let plan = GuestFile { name: "plan.json".into(), data: serde_json::to_vec_pretty(&self.plan)? };
         let mut line = line.without(&["rho"]).with_option("plan", "plan", plan.guest_path());
@@ -81,7 +82,7 @@ impl Measurement for Tasks {
             }
             None => line = line.without(&["scenario"]),
         }
-        let vcpus = self.plan.guests.iter().filter_map(|g| g.core).max().map_or(1, |c| c + 1);
+        let vcpus = planned_cores(&self.plan).max().map_or(1, |c| c + 1);
         Ok(GuestJob { line, files, vcpus, explain: false, trace: None })
     }
 
@@ -143,6 +144,11 @@ impl Measurement for Tasks {
         let wcet_budgets = self.plan.guests.iter().all(|g| g.tasks.iter().all(|t| t.bound == "wcet"));
         Ok(if misses > 0 && wcet_budgets { Outcome::Failed } else { Outcome::Ok })
     }
+}
+
+/// The core of every planned vCPU (a guest of one vCPU: its core), in plan order.
+fn planned_cores(plan: &Plan) -> impl Iterator<Item = u32> + '_ {
+    plan.guests.iter().flat_map(|g| g.vcpu_plans()).filter_map(|v| v.core)
 }
 
 /// The scenario file and the execution-time samples files it names, as guest files: the
