@@ -212,3 +212,86 @@ fn profile_on_qemu_threads_applies_and_reverts() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(thread_snapshot(&tids), before);
 }
+
+/// A plan whose guest `vm` has one server per vCPU: (vCPU id, budget, deadline, period, core);
+/// a budget of 0 is a housekeeping vCPU (no reservation, a core only). The guest's own fields are
+/// its first reserved vCPU's, as `rtvirt plan` writes them.
+fn vcpus_plan(vcpus: &[(u32, u64, u64, u64, u32)]) -> String {
+    let list: Vec<serde_json::Value> = vcpus
+        .iter()
+        .map(|&(id, b, d, p, core)| {
+            let model = if b == 0 { "none" } else { "prm" };
+            let bandwidth = if p == 0 { 0.0 } else { b as f64 / p as f64 };
+            serde_json::json!({"id": id, "core": core, "model": model, "period_ns": p, "budget_ns": b,
+                "deadline_ns": d, "bandwidth": bandwidth, "tasks": []})
+        })
+        .collect();
+    let first = *vcpus.iter().find(|v| v.1 > 0).expect("a reserved vCPU");
+    let cores: std::collections::BTreeSet<u32> = vcpus.iter().map(|v| v.4).collect();
+    let plan = serde_json::json!({
+        "schema": "rtvirt.plan/v1", "feasible": true, "cores_used": cores.len(), "max_rho": null,
+        "guests": [{"name": "vm", "scheduler": "edf", "model": "prm", "period_ns": first.3, "budget_ns": first.1,
+            "deadline_ns": first.2, "bandwidth": 0.1, "core": first.4, "tasks": [], "vcpus": list}],
+        "cores": cores.iter().map(|c| serde_json::json!({"id": c, "guests": ["vm"], "bandwidth": 0.1})).collect::<Vec<_>>(),
+    });
+    plan.to_string()
+}
+
+#[test]
+fn a_plan_of_several_vcpus_reserves_each_vcpu_thread_on_its_core_and_reverts() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let q = Qemu::start(dir.path());
+    let vcpus = q.vcpus();
+    assert_eq!(vcpus.len(), 2);
+    let tids: Vec<u32> = vcpus.iter().map(|v| v.1).collect();
+    let tid_of = |index: u32| vcpus.iter().find(|v| v.0 == index).unwrap().1;
+    let before = snapshot(&tids);
+    let (c0, c1) = (0, last_cpu());
+    let servers = [(0, 1_000_000, 10_000_000, 10_000_000, c0), (1, 2_000_000, 8_000_000, 20_000_000, c1)];
+    let plan = write(dir.path(), "plan.json", &vcpus_plan(&servers));
+    let state = dir.path().join("state");
+    let _revert_state = RevertGuard(state.clone());
+    let revert = || {
+        let o = run(rtvirt(&["host", "revert", "--state-dir", state.to_str().unwrap()]));
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    };
+
+    // one binding, no vcpu=: every vCPU thread (found through QMP) gets its own server and core
+    let o = run(apply(&plan, &state).args(["--vm", &format!("vm={}", q.sock())]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for &(id, b, d, p, core) in &servers {
+        let s = sched::get(tid_of(id)).unwrap();
+        assert_eq!((s.policy, s.runtime_ns, s.deadline_ns, s.period_ns), (SCHED_DEADLINE, b, d, p), "vCPU {id}");
+        assert_eq!(sched::get_affinity(tid_of(id)).unwrap(), cpus(&core.to_string()), "vCPU {id}");
+    }
+    revert();
+    assert_eq!(snapshot(&tids), before);
+
+    // vcpu=1: that vCPU only
+    let o = run(apply(&plan, &state).args(["--vm", &format!("vm={},vcpu=1", q.sock())]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(sched::get(tid_of(1)).unwrap().runtime_ns, 2_000_000);
+    assert!(!sched::get(tid_of(0)).unwrap().is_deadline(), "vCPU 0 is not bound");
+    revert();
+    assert_eq!(snapshot(&tids), before);
+
+    // a housekeeping vCPU (no reservation) is left as it is
+    let hk = write(dir.path(), "hk.json", &vcpus_plan(&[(0, 0, 0, 0, c0), (1, 2_000_000, 8_000_000, 20_000_000, c1)]));
+    let o = run(apply(&hk, &state).args(["--vm", &format!("vm={}", q.sock())]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(sched::get(tid_of(1)).unwrap().is_deadline() && !sched::get(tid_of(0)).unwrap().is_deadline());
+    revert();
+    assert_eq!(snapshot(&tids), before);
+
+    // a plan of three vCPUs for a QEMU of two: exit 2, nothing changed
+    let three = write(
+        dir.path(),
+        "three.json",
+        &vcpus_plan(&[servers[0], servers[1], (2, 1_000_000, 10_000_000, 10_000_000, c1)]),
+    );
+    let o = run(apply(&three, &state).args(["--vm", &format!("vm={}", q.sock())]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 vCPU threads, the plan 3 vCPUs"), "{}", text(&o));
+    assert_eq!(snapshot(&tids), before);
+}

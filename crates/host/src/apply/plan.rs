@@ -37,7 +37,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
             "no guest to apply the plan to: give each guest's vCPU with --vm GUEST=QMP_SOCKET or --pid GUEST=TID",
         ));
     }
-    let mut targets: Vec<(&GuestPlan, ThreadInfo, u32)> = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
     for b in bindings {
         let (i, g) = plan.guests.iter().enumerate().find(|(_, g)| g.name == b.guest).ok_or_else(|| {
             let names: Vec<&str> = plan.guests.iter().map(|g| g.name.as_str()).collect();
@@ -46,19 +46,25 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
                 format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")),
             )
         })?;
+        if !g.vcpus.is_empty() {
+            for t in vcpu_targets(i, g, b)? {
+                if targets.iter().any(|o| o.guest.name == g.name && o.vcpu == t.vcpu) {
+                    let which = t.vcpu.unwrap_or(0);
+                    return Err(HostError::input(format!("vCPU {which} of guest \"{}\" is bound twice", g.name)));
+                }
+                targets.push(t);
+            }
+            continue;
+        }
         let core = g.core.ok_or_else(|| {
             InputError::field(format!("guests[{i}].core"), format!("guest \"{}\" has no core in the plan", g.name))
         })?;
-        check_online(&CpuList::single(core), &format!("guests[{i}].core")).map_err(|e| {
-            InputError::field(
-                format!("guests[{i}].core"),
-                format!("the plan does not fit this host's cores: {}", e.message),
-            )
-        })?;
-        if targets.iter().any(|(o, _, _)| o.name == g.name) {
+        check_core_online(core, &format!("guests[{i}].core"))?;
+        if targets.iter().any(|t| t.guest.name == g.name) {
             return Err(HostError::input(format!("guest \"{}\" is bound twice", g.name)));
         }
-        targets.push((g, vcpu_thread(b)?, core));
+        let attr = SchedAttr::deadline(g.budget_ns, g.deadline_ns, g.period_ns);
+        targets.push(Target { guest: g, label: g.name.clone(), vcpu: None, thread: vcpu_thread(b)?, core, attr });
     }
     let fair_server = FairServers::of_this_host();
     admit(&targets, admission, &fair_server)?;
@@ -68,27 +74,26 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
              cpuset controller)",
         )
     })?;
-    let partitions: CpuList = targets.iter().map(|(_, _, c)| *c).collect();
+    let partitions: CpuList = targets.iter().map(|t| t.core).collect();
     let mut changes = hierarchy.partition_changes(&partitions)?;
     let mut planned = Vec::new();
-    for (g, t, core) in &targets {
-        let attr = SchedAttr::deadline(g.budget_ns, g.deadline_ns, g.period_ns);
+    for Target { guest: g, thread: t, core, attr, .. } in &targets {
         changes.push(affinity_change(t, CpuList::single(*core)));
         changes.push(hierarchy.move_change(t.tid, t.starttime, *core));
-        changes.push(sched_change(t, attr));
+        changes.push(sched_change(t, *attr));
         planned.push(Planned {
             tid: t.tid,
             comm: t.comm.clone(),
             role: t.role.clone(),
             guest: Some(g.name.clone()),
-            sched: attr,
+            sched: *attr,
             cpus: CpuList::single(*core),
         });
     }
     let skipped = plan
         .guests
         .iter()
-        .filter(|g| !targets.iter().any(|(t, _, _)| t.name == g.name))
+        .filter(|g| !targets.iter().any(|t| t.guest.name == g.name))
         .map(|g| g.name.clone())
         .collect();
     Ok(Prepared { changes, planned, partitions, skipped, fair_server, ..Default::default() })
@@ -112,25 +117,103 @@ fn check_fits(plan: &Plan) -> Result<(), InputError> {
 }
 
 /// Rtvirt's exact tests, then the kernel's cap, on each core the plan uses.
-fn admit(
-    targets: &[(&GuestPlan, ThreadInfo, u32)],
-    exact: &[&dyn Admission],
-    fair_server: &FairServers,
-) -> Result<(), InputError> {
+fn admit(targets: &[Target], exact: &[&dyn Admission], fair_server: &FairServers) -> Result<(), InputError> {
     let pinned: Vec<Pinned> = targets
         .iter()
-        .map(|(g, t, core)| Pinned {
-            core: *core,
-            tid: t.tid,
+        .map(|t| Pinned {
+            core: t.core,
+            tid: t.thread.tid,
             server: Server {
-                guest: g.name.clone(),
-                runtime_ns: g.budget_ns,
-                deadline_ns: g.deadline_ns,
-                period_ns: g.period_ns,
+                guest: t.label.clone(),
+                runtime_ns: t.attr.runtime_ns,
+                deadline_ns: t.attr.deadline_ns,
+                period_ns: t.attr.period_ns,
             },
         })
         .collect();
     admit_per_core(&pinned, exact, fair_server, "the plan", "cores")
+}
+
+/// A vCPU thread to reserve: the plan's server for it, on its core.
+struct Target<'p> {
+    guest: &'p GuestPlan,
+    /// Names it in admission messages: the guest's name, or "GUEST vCPU N" for a vCPU of a plan's
+    /// `vcpus` list.
+    label: String,
+    /// The vCPU of a plan's `vcpus` list; None: the guest's single reservation.
+    vcpu: Option<u32>,
+    thread: ThreadInfo,
+    core: u32,
+    attr: SchedAttr,
+}
+
+/// `core` of the plan must be an online CPU of this host.
+fn check_core_online(core: u32, field: &str) -> Result<(), InputError> {
+    check_online(&CpuList::single(core), field)
+        .map_err(|e| InputError::field(field, format!("the plan does not fit this host's cores: {}", e.message)))
+}
+
+/// A guest of several planned vCPUs (the plan's `vcpus`): each reserved vCPU's thread, found by
+/// its vCPU index, with that vCPU's server and core. `vcpu=N` (and a `--pid` thread, which stands
+/// for vCPU N, default 0) binds that vCPU only; a QMP binding without it binds every reserved
+/// vCPU and must find as many vCPU threads as the plan has vCPUs. Housekeeping vCPUs (no
+/// reservation) are left as they are.
+fn vcpu_targets<'p>(i: usize, g: &'p GuestPlan, b: &Binding) -> Result<Vec<Target<'p>>> {
+    let flag = if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" };
+    let threads = vcpu_threads(b)?;
+    if threads.is_empty() {
+        return Err(HostError::input(format!("guest \"{}\": no vCPU thread found", b.guest)));
+    }
+    let only = match b.source {
+        super::GuestSource::Thread(_) => Some(b.vcpu.unwrap_or(0)),
+        _ => b.vcpu,
+    };
+    let ids: Vec<String> = g.vcpus.iter().map(|v| v.id.to_string()).collect();
+    if let Some(n) = only.filter(|n| !g.vcpus.iter().any(|v| v.id == *n)) {
+        let why = format!("guest \"{}\" has no vCPU {n} in the plan (its vCPUs: {})", g.name, ids.join(", "));
+        return Err(InputError::field(flag, why).into());
+    }
+    if only.is_none() && threads.len() != g.vcpus.len() {
+        let why = format!(
+            "guest \"{}\" has {} vCPU threads, the plan {} vCPUs ({}): start the VM with as many, or bind one vCPU \
+             with {}=SOCKET,vcpu=N",
+            g.name,
+            threads.len(),
+            g.vcpus.len(),
+            ids.join(", "),
+            g.name
+        );
+        return Err(InputError::field(flag, why).into());
+    }
+    let mut targets = Vec::new();
+    for (j, v) in g.vcpus.iter().enumerate().filter(|(_, v)| only.is_none() || only == Some(v.id)) {
+        let label = format!("vCPU {} of guest \"{}\"", v.id, g.name);
+        if !v.reserved() {
+            if only.is_some() {
+                let why = format!("{label} has no reservation in the plan (model \"{}\"): nothing to apply", v.model);
+                return Err(InputError::field(format!("guests[{i}].vcpus[{j}].model"), why).into());
+            }
+            continue;
+        }
+        let field = format!("guests[{i}].vcpus[{j}].core");
+        let core = v.core.ok_or_else(|| InputError::field(&field, format!("{label} has no core in the plan")))?;
+        check_core_online(core, &field)?;
+        let thread = threads.iter().find(|(k, _)| *k == v.id).map(|(_, t)| t.clone());
+        let thread = thread.ok_or_else(|| HostError::input(format!("{label}: no thread of vCPU {} found", v.id)))?;
+        let attr = SchedAttr::deadline(v.budget_ns, v.deadline_ns, v.period_ns);
+        let label = format!("{} vCPU {}", g.name, v.id);
+        targets.push(Target { guest: g, label, vcpu: Some(v.id), thread, core, attr });
+    }
+    Ok(targets)
+}
+
+/// The binding's vCPU threads with their vCPU index.
+fn vcpu_threads(b: &Binding) -> Result<Vec<(u32, ThreadInfo)>> {
+    let index = |t: &ThreadInfo| match t.role {
+        Role::Vcpu { index } => Some(index),
+        _ => None,
+    };
+    Ok(b.threads()?.into_iter().filter_map(|t| index(&t).map(|i| (i, t))).collect())
 }
 
 /// The thread that carries a guest's reservation.
