@@ -18,16 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Work between two preemption points.
 pub const CHUNK_NS: u64 = 20_000;
 
-struct Job {
+pub(super) struct Job {
     release: u64,
     deadline: u64,
-    remaining: u64,
+    /// Iterations of work left.
+    pub(super) remaining: u64,
     /// The execution time drawn for it.
     exec_ns: u64,
 }
 
 /// Per-task state of the user-level scheduler.
-struct TaskState {
+pub(super) struct TaskState {
     period: u64,
     deadline: u64,
     wcet: u64,
@@ -37,8 +38,8 @@ struct TaskState {
     phases: Vec<Phase>,
     /// The run's start: phases are timed from it.
     start: u64,
-    next_release: u64,
-    queue: VecDeque<Job>,
+    pub(super) next_release: u64,
+    pub(super) queue: VecDeque<Job>,
     rng: rand_pcg::Pcg64Mcg,
     /// Statistics: jobs whose deadline fell inside the run, misses, response times.
     jobs: u64,
@@ -75,27 +76,7 @@ impl GuestRun {
 /// so the CPU time never exceeds that stretch (a run stopped before `start` ran for a few
 /// microseconds and used less).
 pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestRun {
-    let mut tasks: Vec<TaskState> = guest
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| TaskState {
-            period: t.period_ns,
-            deadline: t.deadline_ns,
-            wcet: t.wcet_ns,
-            priority: t.priority,
-            exec: t.exec.model(),
-            phases: t.phase_models(),
-            start,
-            next_release: start + t.offset_ns,
-            queue: VecDeque::new(),
-            rng: rand_pcg::Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64)),
-            jobs: 0,
-            misses: 0,
-            unfinished: 0,
-            response: LatencyHistogram::new(),
-        })
-        .collect();
+    let mut tasks = task_states(guest, seed, start);
     // The job-boundary API of the guest agent (`rtvirt guest-agent`), when one runs.
     let agent = crate::agent::jobs::JobReporter::from_env();
     let names: Vec<String> = (0..tasks.len()).map(|i| format!("{}.t{i}", guest.name)).collect();
@@ -128,6 +109,40 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
         }
     }
     let end_now = rt::now_ns().min(end);
+    let outcomes = outcomes(tasks, end_now);
+    let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
+    let ran_ns = rt::now_ns() - wall0;
+    GuestRun { tasks: outcomes, cpu_time_ns, ran_ns }
+}
+
+/// The scheduler's state of each task of `guest`, first releases at `start` + offset.
+pub(super) fn task_states(guest: &GuestSpec, seed: u64, start: u64) -> Vec<TaskState> {
+    guest
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TaskState {
+            period: t.period_ns,
+            deadline: t.deadline_ns,
+            wcet: t.wcet_ns,
+            priority: t.priority,
+            exec: t.exec.model(),
+            phases: t.phase_models(),
+            start,
+            next_release: start + t.offset_ns,
+            queue: VecDeque::new(),
+            rng: rand_pcg::Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64)),
+            jobs: 0,
+            misses: 0,
+            unfinished: 0,
+            response: LatencyHistogram::new(),
+        })
+        .collect()
+}
+
+/// What each task measured, once the run stopped at `end_now`: a job left unfinished past its
+/// deadline is a miss.
+pub(super) fn outcomes(mut tasks: Vec<TaskState>, end_now: u64) -> Vec<TaskOutcome> {
     for t in &mut tasks {
         for j in t.queue.drain(..) {
             if j.deadline <= end_now {
@@ -138,9 +153,7 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
             }
         }
     }
-    let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
-    let ran_ns = rt::now_ns() - wall0;
-    let outcomes = tasks
+    tasks
         .into_iter()
         .map(|t| TaskOutcome {
             jobs: t.jobs,
@@ -148,12 +161,11 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
             unfinished: t.unfinished,
             response_ns: t.response.summary(),
         })
-        .collect();
-    GuestRun { tasks: outcomes, cpu_time_ns, ran_ns }
+        .collect()
 }
 
 /// Release every job due at `now` (releases after `end` are not made).
-fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
+pub(super) fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
     for t in tasks.iter_mut() {
         while t.next_release <= now && t.next_release < end {
             let release = t.next_release;
@@ -173,7 +185,13 @@ fn release_due(tasks: &mut [TaskState], now: u64, end: u64, iters_per_ns: f64) {
 /// The task whose head job runs next: earliest absolute deadline (EDF) or highest priority (FP),
 /// ties to the lower index.
 fn pick(tasks: &[TaskState], sched: GuestScheduler) -> Option<usize> {
-    let ready = tasks.iter().enumerate().filter_map(|(i, t)| t.queue.front().map(|j| (i, j, t.priority)));
+    pick_where(tasks, sched, |_| true)
+}
+
+/// [`pick`] among the tasks for which `free` holds.
+pub(super) fn pick_where(tasks: &[TaskState], sched: GuestScheduler, free: impl Fn(usize) -> bool) -> Option<usize> {
+    let ready = tasks.iter().enumerate().filter(|(i, _)| free(*i));
+    let ready = ready.filter_map(|(i, t)| t.queue.front().map(|j| (i, j, t.priority)));
     match sched {
         GuestScheduler::Edf => ready.min_by_key(|(i, j, _)| (j.deadline, *i)).map(|(i, _, _)| i),
         GuestScheduler::Fp => ready.min_by_key(|(i, _, p)| (std::cmp::Reverse(*p), *i)).map(|(i, _, _)| i),
@@ -181,7 +199,7 @@ fn pick(tasks: &[TaskState], sched: GuestScheduler) -> Option<usize> {
 }
 
 /// Complete the head job at `now`; its execution time.
-fn complete(task: &mut TaskState, now: u64) -> u64 {
+pub(super) fn complete(task: &mut TaskState, now: u64) -> u64 {
     let job = task.queue.pop_front().expect("completing a job");
     task.jobs += 1;
     if now > job.deadline {

@@ -6,6 +6,7 @@
 //! calibrated on that core ([`work`]). Jobs, misses, DSR and response times come out per task in
 //! the simulator's schema (`Results.tasks`), so that `rtvirt simulate` and this can be compared.
 
+pub mod global;
 pub mod guest;
 mod multi_vcpus;
 pub mod protocol;
@@ -129,6 +130,7 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
                 guest: protocol::GuestSpec::of(g),
                 vcpus,
                 seed: cfg.seed.wrapping_add(gi as u64 * 1000),
+                global: g.is_multi_vcpu() && g.placement == rtvirt_model::scenario::Placement::Global,
             })
         })
         .collect::<Result<Vec<_>>>()?;

@@ -3,10 +3,9 @@
 //! period, on its planned core), running the tasks the plan lists on it. Housekeeping vCPUs, and
 //! vCPUs the plan leaves without a reservation, get no thread: nothing of the task set runs there.
 //!
-//! Only partitioned guests run. A global guest (one MPR interface split into per-vCPU servers,
-//! Shin, Easwaran & Lee 2008) needs its jobs to migrate among the vCPU threads under one guest
-//! scheduler; the worker has a user-level scheduler per thread only, so such a guest is refused
-//! rather than measured as something it is not.
+//! A partitioned guest's threads each run their own tasks; a global guest's (one MPR interface
+//! split into per-vCPU servers, Shin, Easwaran & Lee 2008) share all its tasks under one guest
+//! scheduler ([`super::global`]).
 
 use super::Placement;
 use crate::error::{Error, Result};
@@ -15,7 +14,8 @@ use rtvirt_model::plan::GuestPlan;
 use rtvirt_model::results::VcpuResult;
 use rtvirt_model::scenario::{Guest, Placement as GuestPlacement};
 
-/// The real-time vCPUs of a planned guest of several vCPUs; `i` is its index in the plan.
+/// The real-time vCPUs of a planned guest of several vCPUs (a global guest's each listing every
+/// task); `i` is its index in the plan.
 pub(super) fn planned(g: &Guest, i: usize, p: &GuestPlan) -> Result<Vec<Placement>> {
     let at = |field: String| format!("plan.guests[{i}]{field}");
     if p.vcpus.is_empty() {
@@ -29,20 +29,12 @@ pub(super) fn planned(g: &Guest, i: usize, p: &GuestPlan) -> Result<Vec<Placemen
             ),
         ));
     }
-    if g.placement == GuestPlacement::Global {
-        return Err(Error::input(
-            &at(".placement".into()),
-            format!(
-                "guest \"{}\" schedules its tasks globally over {} vCPUs: measure tasks runs a user-level scheduler \
-                 per vCPU thread and cannot migrate jobs among them; measure partitioned guests, or simulate this \
-                 one (`rtvirt simulate --plan`)",
-                g.name,
-                g.vcpus.len()
-            ),
-        ));
-    }
     let serves: Vec<bool> = p.vcpus.iter().zip(&g.vcpus).map(|(v, c)| v.reserved() && !c.housekeeping).collect();
-    let task_vcpu = p.task_vcpus(i, g, &serves).map_err(|e| Error::Input(e.under("plan")))?;
+    let global = g.placement == GuestPlacement::Global;
+    let task_vcpu = match global {
+        true => Vec::new(),
+        false => p.task_vcpus(i, g, &serves).map_err(|e| Error::Input(e.under("plan")))?,
+    };
     let mut vcpus = Vec::new();
     for (j, v) in p.vcpus.iter().enumerate().filter(|(j, _)| serves[*j]) {
         let core = v.core.ok_or_else(|| {
@@ -61,7 +53,7 @@ pub(super) fn planned(g: &Guest, i: usize, p: &GuestPlan) -> Result<Vec<Placemen
             id: v.id,
             core,
             reservation: Reservation { runtime_ns: v.budget_ns, deadline_ns: v.deadline_ns, period_ns: v.period_ns },
-            tasks: (0..g.tasks.len()).filter(|&t| task_vcpu[t] as usize == j).collect(),
+            tasks: (0..g.tasks.len()).filter(|&t| global || task_vcpu[t] as usize == j).collect(),
         });
     }
     Ok(vcpus)

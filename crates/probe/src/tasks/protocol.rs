@@ -19,6 +19,10 @@ pub struct WorkerSpec {
     /// One thread each, in vCPU order.
     pub vcpus: Vec<VcpuWork>,
     pub seed: u64,
+    /// A global guest: its vCPU threads share one scheduler over all its tasks
+    /// ([`super::global`]).
+    #[serde(default)]
+    pub global: bool,
 }
 
 /// One vCPU thread of a worker.

@@ -12,6 +12,7 @@
 //! (PR_SET_PDEATHSIG). A worker that dies without a result stops the others; the parent's guards
 //! (exclusive cpusets, root load balancing) are restored whatever happened to the workers.
 
+use super::global;
 use super::guest;
 use super::protocol::{GuestSpec, TaskOutcome, VcpuWork, WorkerOutcome, WorkerSpec};
 use super::work;
@@ -85,16 +86,22 @@ fn worker_run() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(i32, f64)>>();
     let mut starts = Vec::new();
+    let shared = spec.global.then(|| global::Shared::new(spec.guest.clone(), spec.seed));
     std::thread::scope(|scope| {
         let handles: Vec<_> = spec
             .vcpus
             .iter()
-            .map(|v| {
+            .enumerate()
+            .map(|(me, v)| {
                 let (go_tx, go_rx) = mpsc::channel::<(u64, u64)>();
                 starts.push(go_tx);
                 let (ready, stop, spec) = (ready_tx.clone(), &stop, &spec);
                 let seed = spec.seed.wrapping_add(v.id as u64 * 7919);
-                scope.spawn(move || vcpu_thread(v, &spec.guest.subset(&v.tasks), seed, ready, go_rx, stop))
+                let run = match &shared {
+                    Some(g) => VcpuRun::Global(g, (me, spec.vcpus.len())),
+                    None => VcpuRun::Own(spec.guest.subset(&v.tasks), seed),
+                };
+                scope.spawn(move || vcpu_thread(v, run, ready, go_rx, stop))
             })
             .collect();
         drop(ready_tx);
@@ -105,7 +112,8 @@ fn worker_run() -> Result<()> {
             .collect::<Result<_>>()?;
         let Some((per_ns, watchdog)) = started? else { return Ok(()) };
         let runaways = watchdog.finish();
-        report(&spec, runs.into_iter().flatten().collect(), per_ns, runaways)
+        let shared_tasks = shared.as_ref().and_then(|g| g.outcomes());
+        report(&spec, runs.into_iter().flatten().collect(), shared_tasks, per_ns, runaways)
     })
 }
 
@@ -144,12 +152,18 @@ fn start_vcpus(
     Ok(Some((per_ns, watchdog)))
 }
 
+/// What a vCPU thread runs: its own tasks (with its seed), or its share of a global guest
+/// (vCPU `me` of `n`).
+enum VcpuRun<'a> {
+    Own(GuestSpec, u64),
+    Global(&'a global::Shared, (usize, usize)),
+}
+
 /// One vCPU: enter its core's exclusive cpuset, pin, calibrate, report ready; at the start take
 /// the reservation, run its tasks, go back to SCHED_OTHER. None: never started.
 fn vcpu_thread(
     v: &VcpuWork,
-    guest: &GuestSpec,
-    seed: u64,
+    work: VcpuRun,
     ready: mpsc::Sender<Result<(i32, f64)>>,
     go: mpsc::Receiver<(u64, u64)>,
     stop: &AtomicBool,
@@ -172,14 +186,27 @@ fn vcpu_thread(
     let Ok((start, end)) = go.recv() else { return Ok(None) };
     rt::set_sched(0, Sched::Deadline(v.reservation))?;
     rt::sleep_until_or_stopped(start, stop);
-    let run = guest::run_tasks(guest, per_ns, seed, start, end, stop);
+    let run = match work {
+        VcpuRun::Own(guest, seed) => guest::run_tasks(&guest, per_ns, seed, start, end, stop),
+        VcpuRun::Global(shared, vcpu) => global::run_vcpu(shared, vcpu, per_ns, (start, end), stop),
+    };
     let _ = rt::set_sched(0, Sched::Other);
     Ok(Some(run))
 }
 
-/// The worker's result line: every task's outcome back in the guest's order.
-fn report(spec: &WorkerSpec, runs: Vec<guest::GuestRun>, per_ns: f64, runaways: Vec<i32>) -> Result<()> {
+/// The worker's result line: every task's outcome back in the guest's order (a global guest's:
+/// `shared_tasks`, from the queues its vCPUs shared).
+fn report(
+    spec: &WorkerSpec,
+    runs: Vec<guest::GuestRun>,
+    shared_tasks: Option<Vec<TaskOutcome>>,
+    per_ns: f64,
+    runaways: Vec<i32>,
+) -> Result<()> {
     let mut tasks: Vec<Option<TaskOutcome>> = vec![None; spec.guest.tasks.len()];
+    if let Some(shared) = shared_tasks {
+        tasks = shared.into_iter().map(Some).collect();
+    }
     let mut vcpus = Vec::new();
     for (v, run) in spec.vcpus.iter().zip(runs) {
         vcpus.push((v.id, run.cpu_time_ns, run.utilisation()));
