@@ -385,6 +385,37 @@ fn the_hook_passes_each_domain_name_as_one_argument() {
 }
 
 #[test]
+fn the_hook_reserves_every_vcpu_of_a_guest_of_several_and_vcpu_0_of_the_others() {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/multi_vcpu_rt_vm.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = rtvirt(&["plan", scenario, "--emit", "libvirt", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let log = dir.path().join("calls.log");
+    let stub = write(
+        dir.path(),
+        "rtvirt-stub",
+        &format!("#!/bin/sh\nprintf '%s ' \"$@\" >> '{}'\necho >> '{}'\n", log.display(), log.display()),
+    );
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = dir.path().join("state");
+    for domain in ["rt-vm", "logger"] {
+        let o = Command::new("sh")
+            .arg(out.join("qemu"))
+            .args([domain, "started", "begin", "-"])
+            .env("RTVIRT", &stub)
+            .env("RTVIRT_HOOK_STATE", &state)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{domain}: {}", text(&o));
+    }
+    let calls = read(&log);
+    let vm_args: Vec<&str> = calls.lines().filter_map(|l| l.split(' ').find(|a| a.starts_with("--vm="))).collect();
+    // both guests have several vCPUs: no vcpu= selector, `host apply` reserves each planned vCPU
+    assert_eq!(vm_args, ["--vm=rt-vm", "--vm=logger"], "{calls}");
+}
+
+#[test]
 fn tuned_profile_parses_as_ini_and_isolates_exactly_the_plans_cores() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "s.toml", &scenario(&["vm1", "vm2", "vm3"], 6, ""));

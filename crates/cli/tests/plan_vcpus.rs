@@ -227,7 +227,9 @@ fn every_vcpu_is_emitted_for_chrt_and_libvirt() {
     }
     let sched = doc.descendants().find(|n| n.has_tag_name("vcpusched")).expect("vcpusched");
     assert_eq!(sched.attribute("vcpus"), Some("1,2"), "the reserved vCPUs: {xml}");
-    assert!(std::fs::read_to_string(out.join("qemu")).unwrap().contains("not reserved by"));
+    // the qemu hook reserves every planned vCPU (`host apply --vm=GUEST`, no vcpu= selector)
+    let hook = std::fs::read_to_string(out.join("qemu")).unwrap();
+    assert!(hook.contains("vCPUs, each reserved vCPU on its planned core") && hook.contains(" vcpu= ;;"), "{hook}");
 }
 
 #[test]

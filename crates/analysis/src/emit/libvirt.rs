@@ -415,22 +415,26 @@ fn hook(plan: &Plan) -> Result<String, InputError> {
     let _ = writeln!(s, "case $1 in");
     for (i, (g, core)) in placed(plan).enumerate() {
         let word = shell_word(&g.name, || guest_field(plan, g))?;
-        if !g.vcpus.is_empty() {
+        if g.vcpus.is_empty() {
             let _ = writeln!(
                 s,
-                "    # guest {}: {} vCPUs; rtvirt host apply reserves one vCPU of a domain: deploy it with rtvirt plan \
-                 --emit chrt\n    {word}) [ \"$2\" != started ] || say \"domain $1 has several vCPUs: not reserved by \
-                 this hook (rtvirt plan --emit chrt deploys them)\"; exit 0 ;;",
+                "    # guest {}: core {core}\n    {word}) guest={i} vcpu=,vcpu=0 ;;",
+                comment_word(&g.name)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "    # guest {}: {} vCPUs, each reserved vCPU on its planned core\n    {word}) guest={i} vcpu= ;;",
                 comment_word(&g.name),
                 g.vcpus.len()
             );
-            continue;
         }
-        let _ = writeln!(s, "    # guest {}: core {core}\n    {word}) guest={i} ;;", comment_word(&g.name));
     }
     let _ = writeln!(s, "    *) exit 0 ;;\nesac");
-    let _ =
-        writeln!(s, "case $2 in\n    started) reserve \"$guest\" \"$1\" ;;\n    release) release \"$guest\" ;;\nesac");
+    let _ = writeln!(
+        s,
+        "case $2 in\n    started) reserve \"$guest\" \"$1\" \"$vcpu\" ;;\n    release) release \"$guest\" ;;\nesac"
+    );
     Ok(s)
 }
 
@@ -439,8 +443,8 @@ const HOOK_HEAD: &str = r#"#!/bin/sh
 # rtvirt plan --emit libvirt: libvirt qemu hook. Install as /etc/libvirt/hooks/qemu (or, libvirt >= 6.5,
 # /etc/libvirt/hooks/qemu.d/rtvirt), executable, then restart libvirtd (it reads hooks at start).
 # libvirt has no SCHED_DEADLINE policy: when a planned domain has started, this runs
-# `rtvirt host apply` on the plan below for the domain's vCPU 0 (found by the QEMU -name libvirt
-# gives it; admission-tested and journaled in $STATE/guest<N>), and when the domain is released,
+# `rtvirt host apply` on the plan below for the domain's planned vCPUs (found by the QEMU -name
+# libvirt gives it; admission-tested and journaled in $STATE/guest<N>), and when it is released,
 # `rtvirt host revert` puts the host back. libvirt calls: qemu DOMAIN OPERATION SUB-OPERATION -
 # (the domain XML on stdin). Messages go to libvirtd's log.
 set -u
@@ -451,10 +455,11 @@ RTVIRT=${RTVIRT:-rtvirt}   # the rtvirt binary: edit if it is not on this PATH
 /// The hook's functions and operation filter (constant text).
 const HOOK_BODY: &str = r#"
 say() { printf 'rtvirt hook: %s\n' "$*" >&2; }
-# reserve INDEX DOMAIN: the plan's reservation for vCPU 0 of the domain
+# reserve INDEX DOMAIN VCPU: the plan's reservations for the domain (VCPU ",vcpu=0": vCPU 0 only;
+# empty: every vCPU the plan reserves)
 reserve() {
     write_plan || { say "cannot write $STATE/plan.json"; exit 1; }
-    timeout 60 "$RTVIRT" host apply "$STATE/plan.json" "--vm=$2,vcpu=0" --state-dir "$STATE/guest$1" ||
+    timeout 60 "$RTVIRT" host apply "$STATE/plan.json" "--vm=$2$3" --state-dir "$STATE/guest$1" ||
         { say "rtvirt host apply failed for domain $2 (see above)"; exit 1; }
 }
 # release INDEX: undo what reserve did
