@@ -11,7 +11,6 @@ mod schema_support;
 use host_support::*;
 use periodic_support::Periodic;
 use rtvirt_os::sched;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -27,15 +26,6 @@ fn adapt(files: &PlanFiles, tid: u32) -> Command {
 /// One guest g1 with a 2 ms / 10 ms reservation on the last CPU.
 fn plan() -> PlanFiles {
     PlanFiles::new(&[("g1", 2_000_000, 10_000_000, 10_000_000, last_cpu())])
-}
-
-fn log_records(path: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    for r in &records {
-        schema_support::assert_valid("adapt-log", r);
-    }
-    records
 }
 
 fn runtime(r: &serde_json::Value) -> u64 {
@@ -57,7 +47,7 @@ fn a_shift_in_execution_time_raises_the_runtime_and_every_setting_is_restored() 
     assert!(!journal_exists(&files.state), "{}", text(&o));
     drop(thread);
 
-    let records = log_records(&log);
+    let records = schema_support::json_lines_valid("adapt-log", &log);
     assert_eq!((records[0]["event"].as_str(), runtime(&records[0])), (Some("start"), 2_000_000), "{records:?}");
     assert_eq!(records.last().unwrap()["event"], "end", "{records:?}");
     let changes: Vec<&serde_json::Value> = records.iter().filter(|r| r["event"] == "change").collect();

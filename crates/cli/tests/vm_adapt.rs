@@ -41,15 +41,6 @@ fn wait_for(path: &Path, bound: Duration) {
     }
 }
 
-fn records(log: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(log).unwrap();
-    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    for r in &records {
-        schema_support::assert_valid("adapt-log", r);
-    }
-    records
-}
-
 fn bandwidth(r: &serde_json::Value) -> f64 {
     let n = &r["new"];
     n["runtime_ns"].as_f64().unwrap() / n["period_ns"].as_f64().unwrap()
@@ -102,7 +93,7 @@ fn host_adapt_follows_a_guests_shifting_demand_heard_through_its_agent() {
     assert_eq!(cpuset_state(), cpusets_before, "the plan's cpuset undone");
     assert_nothing_left(&name);
 
-    let records = records(&log);
+    let records = schema_support::json_lines_valid("adapt-log", &log);
     assert_eq!(records[0]["event"], "start", "{records:?}");
     assert_eq!(records.last().unwrap()["event"], "ended", "the guest's vCPU thread ended: {records:?}");
     let heard: Vec<&serde_json::Value> =

@@ -13,3 +13,13 @@ pub fn assert_valid(name: &str, doc: &serde_json::Value) {
     let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "output is not valid against docs/schema/{name}.schema.json:\n{}", errors.join("\n"));
 }
+
+/// Read a JSON-lines file (e.g. a `host adapt` decision log), each line valid against
+/// `docs/schema/<name>.schema.json`.
+#[allow(dead_code)] // not every test crate reads JSON lines
+pub fn json_lines_valid(name: &str, path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines.iter().for_each(|line| assert_valid(name, line));
+    lines
+}
