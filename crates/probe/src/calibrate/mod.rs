@@ -18,7 +18,10 @@
 //!    throttle. Enforcement is `hrtick` when debugfs `sched/features` has `HRTICK_DL` (else `tick`).
 //!    With a state directory the CPU's `sched_switch` events are traced meanwhile ([`gaps`]), and
 //!    the time other threads ran in a gap - SCHED_OTHER ones through the fair server, other
-//!    real-time ones - is taken out of the server's cost and reported beside it.
+//!    real-time ones - is taken out of the server's cost and reported beside it. Under tick
+//!    enforcement a run overruns by up to a tick and the thread is then throttled until the
+//!    overrun is paid back, so a round of `--step` may hold only a dozen gaps: rounds repeat
+//!    (at most 4) until 10 gaps held a server run.
 //! 4. **Cache reload**: a working set (256 KiB by default, `--working-set`: the guests' tasks' own)
 //!    is swept (one write per 64-byte line) warm, and again after a sweep of 32 MiB (or eight times
 //!    the working set, if larger) evicted it (what a preemption by another guest does): cold - warm,
@@ -334,47 +337,32 @@ fn spin_timeline(until: u64, stop: &AtomicBool) -> Vec<(u64, u64)> {
 /// A spinning thread's id and the stretches it ran.
 type SpinRun = (u32, Vec<(u64, u64)>);
 
-/// Experiment 3: a spinning SCHED_DEADLINE thread beside a spinning SCHED_FIFO 1 observer.
+/// Experiment 3 collects at least this many gaps with a server run; tick enforcement lets each
+/// run overrun by up to a tick and throttles the thread until the overrun is paid back, so a
+/// 300 ms round may hold only a dozen.
+const MIN_PERIOD_SAMPLES: u64 = 10;
+/// ... in at most this many rounds of `--step` each.
+const MAX_PERIOD_ROUNDS: u32 = 4;
+
+/// Experiment 3: a spinning SCHED_DEADLINE thread beside a spinning SCHED_FIFO 1 observer, in
+/// rounds of `--step` until [`MIN_PERIOD_SAMPLES`] gaps held a server run.
 fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<(u64, Enforcement)> {
-    let step = cfg.step;
-    let exclusive = match &cfg.state_dir {
-        Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&[cpu], dir)?,
-        None => rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?,
-    };
-    let trace = cfg.state_dir.as_deref().map(|dir| gaps::SwitchTrace::start(dir, cpu));
-    let stop = AtomicBool::new(false);
-    let start = rt::now_ns() + 20_000_000;
-    let until = start + step.0;
-    let spinner = |sched: Sched| -> Result<SpinRun> {
-        exclusive.enter(cpu)?;
-        rt::pin_current_thread(cpu)?;
-        rt::set_sched(0, sched).inspect_err(|_| stop.store(true, Ordering::SeqCst))?;
-        rt::sleep_until(start);
-        let runs = spin_timeline(until, &stop);
-        rt::set_sched(0, Sched::Other)?;
-        Ok((rt::gettid() as u32, runs))
-    };
-    let (server, observer) = std::thread::scope(|s| {
-        let server = s.spawn(|| spinner(Sched::Deadline(PROBE_RESERVATION)));
-        let observer = s.spawn(|| spinner(Sched::Fifo(1)));
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<SpinRun>>| {
-            h.join().unwrap_or_else(|_| Err(Error::Failed("spinning thread panicked".into())))
-        };
-        (join(server), join(observer))
-    });
-    let events = trace.map(|t| t.and_then(|t| t.finish()));
-    drop(exclusive);
-    stop_if_interrupted()?;
-    let ((server_tid, server), (observer_tid, observer)) = (server?, observer?);
-    let gap_list: Vec<(u64, u64)> = observer.windows(2).map(|w| (w[0].1, w[1].0)).collect();
-    let (foreign, trace_note) = match &events {
-        Some(Ok(ev)) => (gaps::who_ran_in_gaps(ev, cpu, server_tid, observer_tid, &gap_list), None),
-        Some(Err(e)) => (vec![], Some(format!("sched_switch not traced ({e}): other threads are not told apart"))),
-        None => (vec![], Some("no state directory, sched_switch not traced: other threads are not told apart".into())),
-    };
-    let costs = period_costs(&server, &gap_list, &foreign);
+    let (mut costs, mut trace_note) = deadline_period_round(cpu, cfg)?;
+    for _ in 1..MAX_PERIOD_ROUNDS {
+        if costs.overhead.count() >= MIN_PERIOD_SAMPLES {
+            break;
+        }
+        let (more, note) = deadline_period_round(cpu, cfg)?;
+        costs.merge(&more);
+        trace_note = trace_note.or(note);
+    }
     if costs.overhead.count() == 0 {
-        return Err(no_samples("SCHED_DEADLINE period cost"));
+        return Err(Error::Failed(format!(
+            "SCHED_DEADLINE period cost: no samples in {MAX_PERIOD_ROUNDS} rounds of {} ({}; was the run \
+             interrupted, or is the CPU fully busy?)",
+            cfg.step,
+            costs.tally()
+        )));
     }
     let kind = enforcement_kind();
     let r = PROBE_RESERVATION;
@@ -408,6 +396,47 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
     Ok((costs.overhead.quantile(0.99), Enforcement { kind: kind.0, overrun_max_ns: overrun_max }))
 }
 
+/// One round of experiment 3 (`--step` long): what the observer's gaps held, and why other
+/// threads could not be told apart if they could not.
+fn deadline_period_round(cpu: u32, cfg: &CalibrateConfig) -> Result<(PeriodCosts, Option<String>)> {
+    let exclusive = match &cfg.state_dir {
+        Some(dir) => rtvirt_os::cgroup::ExclusiveCpus::create_journaled(&[cpu], dir)?,
+        None => rtvirt_os::cgroup::ExclusiveCpus::create(&[cpu])?,
+    };
+    let trace = cfg.state_dir.as_deref().map(|dir| gaps::SwitchTrace::start(dir, cpu));
+    let stop = AtomicBool::new(false);
+    let start = rt::now_ns() + 20_000_000;
+    let until = start + cfg.step.0;
+    let spinner = |sched: Sched| -> Result<SpinRun> {
+        exclusive.enter(cpu)?;
+        rt::pin_current_thread(cpu)?;
+        rt::set_sched(0, sched).inspect_err(|_| stop.store(true, Ordering::SeqCst))?;
+        rt::sleep_until(start);
+        let runs = spin_timeline(until, &stop);
+        rt::set_sched(0, Sched::Other)?;
+        Ok((rt::gettid() as u32, runs))
+    };
+    let (server, observer) = std::thread::scope(|s| {
+        let server = s.spawn(|| spinner(Sched::Deadline(PROBE_RESERVATION)));
+        let observer = s.spawn(|| spinner(Sched::Fifo(1)));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<SpinRun>>| {
+            h.join().unwrap_or_else(|_| Err(Error::Failed("spinning thread panicked".into())))
+        };
+        (join(server), join(observer))
+    });
+    let events = trace.map(|t| t.and_then(|t| t.finish()));
+    drop(exclusive);
+    stop_if_interrupted()?;
+    let ((server_tid, server), (observer_tid, observer)) = (server?, observer?);
+    let gap_list: Vec<(u64, u64)> = observer.windows(2).map(|w| (w[0].1, w[1].0)).collect();
+    let (foreign, trace_note) = match &events {
+        Some(Ok(ev)) => (gaps::who_ran_in_gaps(ev, cpu, server_tid, observer_tid, &gap_list), None),
+        Some(Err(e)) => (vec![], Some(format!("sched_switch not traced ({e}): other threads are not told apart"))),
+        None => (vec![], Some("no state directory, sched_switch not traced: other threads are not told apart".into())),
+    };
+    Ok((period_costs(&server, &gap_list, &foreign), trace_note))
+}
+
 /// What experiment 3's gaps held.
 struct PeriodCosts {
     /// Per gap with a server run: gap - run - other threads (the server's own cost).
@@ -421,9 +450,35 @@ struct PeriodCosts {
     /// Gaps in which something else ran for a whole server period or more (another reservation,
     /// e.g. the fair server's 50 ms): not sampled.
     foreign: u64,
+    /// The observer's gaps, and those without any server run (not sampled).
+    gaps: u64,
+    without_server: u64,
 }
 
 impl PeriodCosts {
+    /// Another round's gaps added to these.
+    fn merge(&mut self, other: &PeriodCosts) {
+        for (mine, theirs) in [
+            (&mut self.overhead, &other.overhead),
+            (&mut self.overrun, &other.overrun),
+            (&mut self.fair, &other.fair),
+            (&mut self.other, &other.other),
+        ] {
+            mine.merge(theirs);
+        }
+        self.foreign += other.foreign;
+        self.gaps += other.gaps;
+        self.without_server += other.without_server;
+    }
+
+    /// How the gaps were counted, in words (an error's detail).
+    fn tally(&self) -> String {
+        format!(
+            "{} gaps in the observer's timeline: {} without a server run, {} with a whole server period of other work",
+            self.gaps, self.without_server, self.foreign
+        )
+    }
+
     /// The other threads' time in the gaps, one measurement per class that was seen (a class
     /// never seen has no distribution to report; the server's note says so).
     fn foreign_measurements(&self, setup: &str) -> Vec<Measurement> {
@@ -471,6 +526,8 @@ fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], traced: &[gaps::InGa
         fair: LatencyHistogram::new(),
         other: LatencyHistogram::new(),
         foreign: 0,
+        gaps: gaps.len() as u64,
+        without_server: 0,
     };
     let mut k = 0;
     for (i, &(gap_start, gap_end)) in gaps.iter().enumerate() {
@@ -501,6 +558,8 @@ fn period_costs(server: &[(u64, u64)], gaps: &[(u64, u64)], traced: &[gaps::InGa
             }
         } else if ran > 0 {
             c.foreign += 1;
+        } else {
+            c.without_server += 1;
         }
     }
     c
@@ -673,5 +732,20 @@ mod tests {
         // a gap where something else ran for 50 ms (the fair server) is not a sample
         let c = period_costs(&[(200, 300_000)], &[(100, 60_000_000)], &[]);
         assert_eq!((c.overhead.count(), c.foreign), (0, 1));
+    }
+
+    #[test]
+    fn rounds_merge_and_gaps_without_a_server_run_are_counted_not_sampled() {
+        // the server ran only in the first of three gaps
+        let mut c = period_costs(&[(120, 300)], &[(100, 400), (500, 600), (700, 800)], &[]);
+        assert_eq!((c.gaps, c.without_server, c.overhead.count()), (3, 2, 1));
+        let foreign = period_costs(&[(200, 300_000)], &[(100, 60_000_000)], &[]);
+        c.merge(&foreign);
+        c.merge(&period_costs(&[(120, 300)], &[(100, 400)], &[]));
+        assert_eq!((c.gaps, c.without_server, c.foreign, c.overhead.count(), c.overrun.count()), (5, 2, 1, 2, 2));
+        assert_eq!(
+            c.tally(),
+            "5 gaps in the observer's timeline: 2 without a server run, 1 with a whole server period of other work"
+        );
     }
 }
