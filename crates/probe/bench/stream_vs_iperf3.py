@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """rtvirt measure net client --stream vs iperf3 on loopback, interleaved rounds, same message
 sizes (TCP 128 KiB writes: iperf3's default -l; UDP 1472-byte datagrams): TCP as fast as possible,
-UDP as fast as possible (iperf3 -b 0) and paced to RATE (rtvirt --bandwidth RATE, iperf3 -b RATE;
-default 1G). Prints the received bandwidth, UDP loss and sender CPU of each tool per round and the
+TCP paced to TCP_RATE (default 10G: below both senders' CPU-bound rate here, so the tools, not their
+senders' per-write cost, are compared), UDP as fast as possible (iperf3 -b 0) and paced to RATE
+(rtvirt --bandwidth RATE, iperf3 -b RATE; default 1G). Prints the received bandwidth, UDP loss and sender CPU of each tool per round and the
 median ratio of the received bandwidths.
 
-usage: stream_vs_iperf3.py RTVIRT_BINARY [ROUNDS] [SECONDS] [RATE]
+usage: stream_vs_iperf3.py RTVIRT_BINARY [ROUNDS] [SECONDS] [RATE] [TCP_RATE]
 """
 import json
 import statistics
@@ -15,6 +16,11 @@ import time
 
 rtvirt, rounds, seconds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "5"
 rate = sys.argv[4] if len(sys.argv) > 4 else "1G"
+tcp_rate = sys.argv[5] if len(sys.argv) > 5 else "10G"
+
+
+def pace(udp):
+    return rate if udp else tcp_rate
 
 
 def iperf3(udp, paced):
@@ -22,7 +28,7 @@ def iperf3(udp, paced):
     server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     args = ["iperf3", "-c", "127.0.0.1", "-p", port, "-t", seconds, "-J"]
-    args += ["-u", "-b", rate if paced else "0", "-l", "1472"] if udp else ["-l", "128K"]
+    args += ["-u", "-b", rate if paced else "0", "-l", "1472"] if udp else ["-l", "128K"] + (["-b", tcp_rate] if paced else [])
     out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
     server.wait(timeout=10)
     end = out["end"]
@@ -40,15 +46,15 @@ def rtvirt_stream(udp, paced):
                                "--duration", f"{int(seconds) + 10}s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     server.stderr.readline()
     args = [rtvirt, "measure", "net", "client", "--stream", proto, "--connect", f"127.0.0.1:{port}",
-            "--duration", f"{seconds}s", "--format", "json"] + (["--bandwidth", rate] if paced else [])
+            "--duration", f"{seconds}s", "--format", "json"] + (["--bandwidth", pace(udp)] if paced else [])
     out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)["stream"]
     server.terminate()
     server.wait()
     return out["received_bits_per_second"], out.get("loss_ratio"), out["sender_cpu_utilisation"]
 
 
-for udp, paced in ((False, False), (True, False), (True, True)):
-    name = ("UDP 1472 B" if udp else "TCP 128 KiB") + (f" paced to {rate}bit/s" if paced else " unpaced")
+for udp, paced in ((False, False), (False, True), (True, False), (True, True)):
+    name = ("UDP 1472 B" if udp else "TCP 128 KiB") + (f" paced to {pace(udp)}bit/s" if paced else " unpaced")
     ratios = []
     for r in range(rounds):
         ours, our_loss, our_cpu = rtvirt_stream(udp, paced)
