@@ -5,7 +5,7 @@
 //!
 //! - [`documents`]: the `Scenario`, `Plan` and `Results` classes.
 //! - [`run`]: `plan`, `simulate`, `load`.
-//! - [`sweep`]: the `Sweep` class (local rayon runs) and `run_cell` (one cell, for Ray tasks).
+//! - [`sweep`]: the `Sweep` class (local rayon runs) and `run_cells` (a batch of cells, for Ray tasks) and `results_from_wire`.
 //! - [`values`]: dicts as TOML text, duration arguments.
 //! - [`columns`]: tables as Python lists, one per column.
 //! - [`errors`]: the exception `rtvirt.InputError`.
@@ -30,7 +30,8 @@ fn _rtvirt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::plan, m)?)?;
     m.add_function(wrap_pyfunction!(run::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(run::load, m)?)?;
-    m.add_function(wrap_pyfunction!(sweep::run_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::run_cells, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::results_from_wire, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::failed_cell, m)?)?;
     m.add_function(wrap_pyfunction!(documents::results_columns, m)?)?;
     Ok(())

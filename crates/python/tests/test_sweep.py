@@ -135,6 +135,21 @@ def test_bad_addresses_are_input_errors():
         rtvirt._sweep.check_reachable("no-port-here")
 
 
+def test_a_ray_batch_reads_back_as_the_local_documents_and_bad_wire_or_cells_are_input_errors(root):
+    grid = {"scenarios": [str(root / "scenarios" / "sim_seeds5.toml")], "rho": [0.5], "seeds": [1, 2],
+            "duration": "300ms"}
+    native = rtvirt._rtvirt.Sweep.from_dict(grid, None)
+    wire = rtvirt._rtvirt.run_cells(native.scenarios(), native.cells(), native.duration_ns)
+    on_wire = rtvirt._rtvirt.results_from_wire(wire)
+    local = rtvirt.sweep(grid, results=True, progress=False)[1]
+    assert [d.to_json() for d in on_wire] == [d.to_json() for d in local]
+    assert len(wire) < 0.75 * len("".join(d.to_json() for d in local))  # compact: no indentation
+    with pytest.raises(rtvirt.InputError, match="wire form"):
+        rtvirt._rtvirt.results_from_wire(b'[{"schema": 1}]')
+    with pytest.raises(rtvirt.InputError, match="field `cells`.*scenario 3: expected one of 1"):
+        rtvirt._rtvirt.run_cells(native.scenarios(), [(3, 0.5, 1)], None)
+
+
 def _scenario():
     from pathlib import Path
 

@@ -1,6 +1,6 @@
 """``rtvirt.sweep``: a grid of simulations (scenarios x rho x seeds) as one DataFrame, run here
 (rayon threads, as ``rtvirt simulate --sweep``) or on a Ray cluster, one Ray task per batch of
-cells. The cells are the same Rust runs either way (``_rtvirt.run_cell`` is the local sweep's cell
+cells. The cells are the same Rust runs either way (``_rtvirt.run_cells`` runs the local sweep's cell
 code), so the documents are identical cell for cell, byte for byte."""
 
 import os
@@ -85,14 +85,11 @@ def _run_local(native, threads, progress):
 
 
 def _run_cells(scenarios, cells, duration_ns):
-    """A Ray task: run a batch of cells, return their JSON documents."""
+    """A Ray task: run a batch of cells, return their documents in the compact wire form that
+    ``_rtvirt.results_from_wire`` reads (each scenario parsed once per batch)."""
     from rtvirt import _rtvirt as native
 
-    out = []
-    for index, rho, seed in cells:
-        text, path, label = scenarios[index]
-        out.append(native.run_cell(text, path, label, rho, seed, duration_ns).to_json())
-    return out
+    return native.run_cells(scenarios, cells, duration_ns)
 
 
 def check_reachable(address, timeout=CONNECT_TIMEOUT_S):
@@ -153,18 +150,18 @@ def _run_ray(native, address, progress, batch):
     finally:
         if bar is not None:
             bar.close()
-    return [_rtvirt.Results.from_json(text) for texts in done for text in texts]
+    return [document for documents in done for document in documents]
 
 
 def _batch_documents(ref, cells, native):
-    """The JSON documents of a finished batch; a batch that failed after its retries (its worker
-    died every time) gives each of its cells a document with the error."""
+    """The documents of a finished batch; a batch that failed after its retries (its worker died
+    every time) gives each of its cells a document with the error."""
     import ray
 
     try:
-        return ray.get(ref)
+        return _rtvirt.results_from_wire(ray.get(ref))
     except (ray.exceptions.RayError, OSError) as e:
         labels = native.scenarios()
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         why = f"the Ray task failed after {MAX_RETRIES} retries: {type(e).__name__}: {reason}"
-        return [_rtvirt.failed_cell(labels[index][2], rho, seed, why).to_json() for index, rho, seed in cells]
+        return [_rtvirt.failed_cell(labels[index][2], rho, seed, why) for index, rho, seed in cells]
