@@ -6,8 +6,12 @@ senders' per-write cost, are compared), UDP as fast as possible (iperf3 -b 0) an
 (rtvirt --bandwidth RATE, iperf3 -b RATE; default 1G). Prints the received bandwidth, UDP loss and sender CPU of each tool per round and the
 median ratio of the received bandwidths.
 
-usage: stream_vs_iperf3.py RTVIRT_BINARY [ROUNDS] [SECONDS] [RATE] [TCP_RATE]
+With PIN=1 in the environment, both tools' senders run on CPU 0 and receivers on CPU 1 (taskset):
+the same placement for both, instead of wherever the scheduler puts them in each round.
+
+usage: [PIN=1] stream_vs_iperf3.py RTVIRT_BINARY [ROUNDS] [SECONDS] [RATE] [TCP_RATE]
 """
+import os
 import json
 import statistics
 import subprocess
@@ -17,6 +21,11 @@ import time
 rtvirt, rounds, seconds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "5"
 rate = sys.argv[4] if len(sys.argv) > 4 else "1G"
 tcp_rate = sys.argv[5] if len(sys.argv) > 5 else "10G"
+pinned = os.environ.get("PIN") == "1"
+
+
+def on(cpu, args):
+    return ["taskset", "-c", str(cpu)] + args if pinned else args
 
 
 def pace(udp):
@@ -25,11 +34,11 @@ def pace(udp):
 
 def iperf3(udp, paced):
     port = "5299"
-    server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(on(1, ["iperf3", "-s", "-1", "-p", port]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     args = ["iperf3", "-c", "127.0.0.1", "-p", port, "-t", seconds, "-J"]
     args += ["-u", "-b", rate if paced else "0", "-l", "1472"] if udp else ["-l", "128K"] + (["-b", tcp_rate] if paced else [])
-    out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    out = json.loads(subprocess.run(on(0, args), capture_output=True, text=True, check=True).stdout)
     server.wait(timeout=10)
     end = out["end"]
     cpu = end["cpu_utilization_percent"]["host_total"] / 100
@@ -42,12 +51,12 @@ def iperf3(udp, paced):
 def rtvirt_stream(udp, paced):
     port = "5298"
     proto = "--udp" if udp else "--tcp"
-    server = subprocess.Popen([rtvirt, "measure", "net", "server", "--listen", f"127.0.0.1:{port}", proto,
-                               "--duration", f"{int(seconds) + 10}s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(on(1, [rtvirt, "measure", "net", "server", "--listen", f"127.0.0.1:{port}", proto,
+                                      "--duration", f"{int(seconds) + 10}s"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     server.stderr.readline()
     args = [rtvirt, "measure", "net", "client", "--stream", proto, "--connect", f"127.0.0.1:{port}",
             "--duration", f"{seconds}s", "--format", "json"] + (["--bandwidth", pace(udp)] if paced else [])
-    out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)["stream"]
+    out = json.loads(subprocess.run(on(0, args), capture_output=True, text=True, check=True).stdout)["stream"]
     server.terminate()
     server.wait()
     return out["received_bits_per_second"], out.get("loss_ratio"), out["sender_cpu_utilisation"]

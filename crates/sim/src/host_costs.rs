@@ -12,7 +12,11 @@
 //!   current thread's time, and `rtvirt host calibrate` measures the overhead as exactly the time
 //!   charged to neither the reservation nor other threads; with [`OverheadCharge::Reservation`]
 //!   the reservation's own runtime pays it, as `rtvirt plan --host-model` accounts it (the
-//!   overhead-aware interface of Phan et al. 2013 inflates each server's own budget).
+//!   overhead-aware interface of Phan et al. 2013 inflates each server's own budget). Paid by
+//!   the preempted thread, each period's overhead is a draw from the model's `server_overhead`
+//!   measurement (`{p50, p99, max}`, the same piecewise distribution as the release latency)
+//!   when the model carries it and its p99 is the model's `server_overhead_ns` (a figure set by
+//!   hand is charged as that constant); the planner's view charges the p99 every period.
 //! - **Release latency**: each job of a guest task reaches its guest's scheduler late by a draw
 //!   from the model's measured `{p50, p99, max}` (this is the simulator's timer latency model; the
 //!   job's deadline still counts from its nominal release). The draw is a documented piecewise
@@ -56,8 +60,12 @@ pub enum OverheadCharge {
 /// The costs a host model charges in the simulator (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostCosts {
-    /// A server period's replenishment overhead (timer interrupt, switches).
+    /// A server period's replenishment overhead (timer interrupt, switches): the planner's
+    /// figure, the measured p99.
     pub server_overhead: u64,
+    /// Its measured distribution, drawn from per period when the preempted thread pays it
+    /// (None: `server_overhead` every period).
+    pub server_overhead_spread: Option<LatencySummary>,
     /// Who pays `server_overhead`.
     pub overhead_charge: OverheadCharge,
     /// Extra execution of a preempted guest job when it resumes, and owed by a reservation at
@@ -79,6 +87,7 @@ impl HostCosts {
         let overrun = model.enforcement.overrun_max_ns;
         HostCosts {
             server_overhead: model.server_overhead_ns,
+            server_overhead_spread: measured_spread(model, "server_overhead", model.server_overhead_ns),
             overhead_charge: OverheadCharge::Preempted,
             cache_reload: model.cache_reload_ns,
             context_switch: model.context_switch_ns,
@@ -103,11 +112,28 @@ impl HostCosts {
         }
     }
 
-    /// What the thread running on a server's core owes when the server's new period starts.
+    /// What the thread running on a server's core owes when the server's new period starts
+    /// (its largest value: the p99 when it is drawn).
     pub fn owed_by_preempted(&self) -> u64 {
         match self.overhead_charge {
             OverheadCharge::Preempted => self.server_overhead,
             OverheadCharge::Reservation => 0,
+        }
+    }
+
+    /// The distribution the preempted thread's charge is drawn from, if it is drawn (the
+    /// default view, not the planner's).
+    pub fn preempted_spread(&self) -> Option<LatencySummary> {
+        let drawn = self.latency_draw == LatencyDraw::Distribution && self.overhead_charge == OverheadCharge::Preempted;
+        self.server_overhead_spread.filter(|_| drawn)
+    }
+
+    /// A server period's overhead for a uniform draw `u` in [0, 1) from
+    /// [`HostCosts::preempted_spread`] (the constant charge without one).
+    pub fn overhead(&self, u: f64) -> u64 {
+        match self.preempted_spread() {
+            Some(spread) => piecewise(spread, u),
+            None => self.owed_by_preempted(),
         }
     }
 
@@ -129,27 +155,44 @@ impl HostCosts {
             OverheadCharge::Preempted => "by the thread it preempts",
             OverheadCharge::Reservation => "by the reservation",
         };
+        let per_period = match self.preempted_spread() {
+            Some(s) => format!("drawn piecewise uniform from p50 {} / p99 {} / max {} ns", s.p50, s.p99, s.max),
+            None => format!("{} ns", self.server_overhead),
+        };
         format!(
-            "per server period {} ns paid {payer} and a {} ns cache reload by the reservation; {latency}; \
+            "per server period {per_period} paid {payer} and a {} ns cache reload by the reservation; {latency}; \
              {enforcement}, overruns paid back; cache reload {} ns per preempted job; task switch {} ns",
-            self.server_overhead, self.cache_reload, self.cache_reload, self.context_switch
+            self.cache_reload, self.cache_reload, self.context_switch
         )
     }
 
     /// Release latency for a uniform draw `u` in [0, 1) (see the module doc).
     pub fn latency(&self, u: f64) -> u64 {
-        let r = self.release_latency;
-        if self.latency_draw == LatencyDraw::Worst {
-            return r.max;
+        match self.latency_draw {
+            LatencyDraw::Worst => self.release_latency.max,
+            LatencyDraw::Distribution => piecewise(self.release_latency, u),
         }
-        let segment = |from: u64, to: u64, fraction: f64| from + ((to - from) as f64 * fraction).round() as u64;
-        if u < 0.5 {
-            segment(0, r.p50, u / 0.5)
-        } else if u < 0.99 {
-            segment(r.p50, r.p99, (u - 0.5) / 0.49)
-        } else {
-            segment(r.p99, r.max, ((u - 0.99) / 0.01).min(1.0))
-        }
+    }
+}
+
+/// The `{p50, p99, max}` of the model's measurement `name` when its p99 is `figure` (the model's
+/// own top-level value, not set by hand to something else) and its quantiles are ordered.
+fn measured_spread(model: &HostModel, name: &str, figure: u64) -> Option<LatencySummary> {
+    let m = model.measurements.iter().find(|m| m.name == name)?;
+    let ordered = m.count > 0 && m.p50_ns <= m.p99_ns && m.p99_ns <= m.max_ns;
+    (ordered && m.p99_ns == figure).then_some(LatencySummary { p50: m.p50_ns, p99: m.p99_ns, max: m.max_ns })
+}
+
+/// The piecewise-uniform distribution through `(0, 0)`, `(p50, 0.5)`, `(p99, 0.99)`, `(max, 1)`
+/// at a uniform draw `u` in [0, 1) (see the module doc).
+fn piecewise(r: LatencySummary, u: f64) -> u64 {
+    let segment = |from: u64, to: u64, fraction: f64| from + ((to - from) as f64 * fraction).round() as u64;
+    if u < 0.5 {
+        segment(0, r.p50, u / 0.5)
+    } else if u < 0.99 {
+        segment(r.p50, r.p99, (u - 0.5) / 0.49)
+    } else {
+        segment(r.p99, r.max, ((u - 0.99) / 0.01).min(1.0))
     }
 }
 
@@ -182,6 +225,31 @@ mod tests {
         assert!((59_000..=61_000).contains(&at(0.99)), "{}", at(0.99));
         assert!(*draws.last().unwrap() <= 200_000);
         assert_eq!(costs.worst_case().latency(0.1), 200_000);
+    }
+
+    #[test]
+    fn the_per_period_overhead_is_drawn_from_its_measurement_unless_set_by_hand_or_planned() {
+        let text = |figure: u64| {
+            format!(
+                r#"{{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":{figure},"measurements":[{{"name":
+                "server_overhead","method":"gaps","count":300,"p50_ns":40000,"p99_ns":82000,"max_ns":294000}}]}}"#
+            )
+        };
+        let costs = HostCosts::of(&HostModel::from_json(&text(82_000)).unwrap());
+        assert_eq!(costs.preempted_spread(), Some(LatencySummary { p50: 40_000, p99: 82_000, max: 294_000 }));
+        assert_eq!((costs.overhead(0.25), costs.overhead(0.5), costs.overhead(0.99)), (20_000, 40_000, 82_000));
+        let mut rng = crate::engine::rng::SimRng::new(3, 4);
+        let mean = (0..100_000).map(|_| costs.overhead(rng.unit())).sum::<u64>() / 100_000;
+        // 0.5 x 20 + 0.49 x 61 + 0.01 x 188 = 41.8 us: about half the p99 charged before
+        assert!((40_500..=43_000).contains(&mean), "{mean}");
+        assert!(costs.describe().contains("per server period drawn piecewise uniform from p50 40000"));
+        // the planner's view charges the p99, to the reservation
+        assert_eq!(costs.worst_case().preempted_spread(), None);
+        assert_eq!(costs.worst_case().owed_by_reservation(), 82_000 + costs.cache_reload);
+        // a figure set by hand (not the measurement's p99) is charged as that constant
+        let by_hand = HostCosts::of(&HostModel::from_json(&text(50_000)).unwrap());
+        assert_eq!((by_hand.preempted_spread(), by_hand.overhead(0.9)), (None, 50_000));
+        assert_eq!(HostCosts::of(&HostModel::uncalibrated()).preempted_spread(), None);
     }
 
     #[test]

@@ -129,7 +129,7 @@ impl Sim {
     /// Charge a host model's costs: per server period and enforcement on the host, task switches
     /// and cache reloads in the guests, release latency per guest job.
     fn set_costs(&mut self, costs: &HostCosts, seed: u64) {
-        self.host.set_costs(costs);
+        self.host.set_costs(costs, seed);
         let mut streams = Vec::with_capacity(self.loads.len());
         for (wi, w) in self.loads.iter_mut().enumerate() {
             if w.is_guest {

@@ -174,6 +174,35 @@ fn a_server_period_overhead_is_paid_by_the_thread_it_preempts() {
 }
 
 #[test]
+fn with_its_measured_distribution_each_period_overhead_is_a_draw_and_the_planner_still_charges_the_p99() {
+    // the scenario above on a 1 s horizon: the FIFO neighbour runs a 400 ms job (one per second)
+    // and pays each period's overhead of the (100 us / 1 ms) reservation while it runs
+    let fifo = "[guest.vcpu]\ncore = 0\npolicy = \"fifo\"\npriority = 10\n";
+    let mut src =
+        guest(fifo, &[("long", "1s", "400ms", "0ms", 1)]).replace("[[guest]]\nname = \"g\"", "[[guest]]\nname = \"f\"");
+    src += "[[guest]]\nname = \"d\"\nscheduler = \"fp\"\n[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\n\
+            runtime = \"100us\"\nperiod = \"1ms\"\n[[guest.task]]\nname = \"tick\"\nperiod = \"1ms\"\n\
+            wcet = \"20us\"\noffset = \"0ms\"\npriority = 1\n";
+    let src = src.replace("[sim]\n", "[sim]\nhrtick = true\n");
+    let measured = r#""measurements":[{"name":"server_overhead","method":"gaps","count":300,"p50_ns":20000,
+        "p99_ns":50000,"max_ns":90000}]"#;
+    let constant = only(r#""server_overhead_ns":50000"#);
+    let drawn = only(&format!(r#""server_overhead_ns":50000,{measured}"#));
+    let long = |r: &Results| task(r, "long").response_ns.max;
+    let plain = long(&run(&src, None));
+    // about 440 periods while the long job runs; drawn: mean 0.5 x 10 + 0.49 x 35 + 0.01 x 70 = 22.9 us
+    let paid_constant = long(&run(&src, Some(&constant))) - plain;
+    let paid_drawn = long(&run(&src, Some(&drawn))) - plain;
+    let periods = paid_constant / (50 * US);
+    assert!((400..=480).contains(&periods), "{paid_constant}");
+    let mean = paid_drawn / periods;
+    assert!((20 * US..=26 * US).contains(&mean), "mean draw {mean} ns over {periods} periods");
+    // the planner's view is the same with or without the distribution: the p99 every period
+    let planner = |m: &HostModel| run_costs(&src, &HostCosts::of(m).worst_case());
+    assert_eq!(planner(&drawn).tasks, planner(&constant).tasks);
+}
+
+#[test]
 fn server_periods_starting_together_are_one_interrupt_that_no_picked_thread_pays() {
     // two (200 us / 1 ms) reservations on an idle core whose guests release a 100 us job at the
     // same instants: their new periods start together, the thread picked then was not running

@@ -27,6 +27,9 @@ use policy::{Ctx, Key, PState, CREDIT_ACCT};
 
 pub type ThreadId = usize;
 
+/// The random stream of the per-period overhead draws (apart from the guests' and loads').
+const OVERHEAD_STREAM: u64 = 0x6f76_6572_6865_6164;
+
 /// Events the host schedules for itself on the owner's queue. (Core timers - the running
 /// thread reaches a limit: work done, budget, slice - are kept out of the queue: the owner's loop
 /// polls [`Host::next_core_timer`] and calls [`Host::fire_core_timer`]; re-arming them costs no
@@ -92,6 +95,9 @@ pub struct Host {
     /// A host model's cost per SCHED_DEADLINE server period owed by the reservation, and by the
     /// thread running on its core when the period starts (0 without a host model).
     owed_per_period: (u64, u64),
+    /// The preempted thread's per-period charge drawn from the model's distribution, when it is
+    /// drawn ([`crate::host_costs::HostCosts::overhead`]; one random stream, by seed).
+    overhead_draw: Option<(crate::host_costs::HostCosts, SimRng)>,
     seq: u64,
     buf: Vec<(Key, ThreadId)>,
     /// (time, core) of the earliest core timer.
@@ -161,6 +167,7 @@ impl Host {
             rt_throttle: s.rt_throttle,
             vcpu_switch: s.vcpu_switch,
             owed_per_period: (0, 0),
+            overhead_draw: None,
             seq: 1,
             buf: Vec::new(),
             timer_min: (u64::MAX, 0),
@@ -170,8 +177,9 @@ impl Host {
 
     /// A host model's costs ([`crate::host_costs`]): a cost per SCHED_DEADLINE server period and
     /// the enforcement (exact, `overrun` late; or at a tick of length `overrun`).
-    pub fn set_costs(&mut self, costs: &crate::host_costs::HostCosts) {
+    pub fn set_costs(&mut self, costs: &crate::host_costs::HostCosts, seed: u64) {
         self.owed_per_period = (costs.owed_by_reservation(), costs.owed_by_preempted());
+        self.overhead_draw = costs.preempted_spread().map(|_| (*costs, SimRng::new(seed, OVERHEAD_STREAM)));
         self.ctx.hrtick = costs.hrtick;
         if costs.hrtick {
             self.ctx.hrtick_overrun = costs.overrun;
@@ -199,6 +207,10 @@ impl Host {
             _ => Some(t), // a server free to run on several cores: charged to itself
         };
         if let Some(r) = running.filter(|&r| self.threads[r].runnable && (r == t || self.threads[r].dispatched < now)) {
+            let preempted = match &mut self.overhead_draw {
+                Some((costs, rng)) => costs.overhead(rng.unit()),
+                None => preempted,
+            };
             let th = &mut self.threads[r];
             th.period_overhead = th.period_overhead.saturating_add(preempted);
         }
