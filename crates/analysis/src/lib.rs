@@ -11,6 +11,7 @@
 //! - [`mpr`]: the multiprocessor periodic resource `(Pi, Theta, m')` and its `m'` servers
 //!   (Shin, Easwaran & Lee 2008; Easwaran, Shin & Lee 2009).
 //! - [`gedf`]: global EDF on an MPR (Shin, Easwaran & Lee 2008 with Bertogna, Cirinei & Lipari 2005).
+//! - [`gfp`]: global fixed priority on an MPR (Bertogna & Cirinei 2007's response-time analysis).
 //! - [`mpr_interface`]: least MPR interface of a guest scheduled globally over its vCPUs.
 //! - [`overhead`]: a host model's costs charged to the interfaces (Phan et al. 2013).
 //! - [`packing`]: which vCPU of a partitioned multi-vCPU guest runs which task.
@@ -38,6 +39,7 @@ pub mod dbf;
 pub mod emit;
 pub mod gedf;
 pub mod gen;
+pub mod gfp;
 pub mod interface;
 pub mod mpr;
 pub mod mpr_interface;

@@ -117,7 +117,15 @@ fn analyse_guest(g: &Guest, o: &PlanOptions, cap: f64, uniform_rho: Option<f64>)
 fn analyse_vcpus(g: &Guest, o: &PlanOptions, cap: f64, candidates: &[u64], budgets: Vec<TaskBudget>) -> GuestAnalysis {
     let tasks: Vec<Sporadic> = (0..g.tasks.len()).map(|i| sporadic(g, &budgets, i)).collect();
     let servers = match g.placement {
-        Placement::Global => crate::vcpus::global(g, &tasks, candidates),
+        Placement::Global => {
+            let overheads = o.overheads.unwrap_or_default();
+            let test = crate::mpr_interface::GlobalTest { scheduler: g.scheduler, overheads };
+            let inflated: Vec<Sporadic> = sporadic_tasks(g, &budgets)
+                .into_iter()
+                .map(|t| Sporadic { c: t.c.saturating_add(overheads.per_job), ..t })
+                .collect();
+            crate::vcpus::global(g, &inflated, candidates, &test)
+        }
         Placement::Partitioned => {
             let order = analysis_order(g);
             let mut analyse = |set: &[usize]| {

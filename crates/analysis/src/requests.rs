@@ -6,7 +6,7 @@
 use crate::planner::{plan_at, PlanOptions, Planned};
 use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
 use rtvirt_model::plan::Plan;
-use rtvirt_model::scenario::{GuestScheduler, Placement, Scenario};
+use rtvirt_model::scenario::Scenario;
 use rtvirt_model::InputError;
 
 /// The per-core cap: the kernel's limit from the host model (else the safe default for current
@@ -42,34 +42,6 @@ pub fn check_plannable(scenario: &Scenario) -> Result<(), InputError> {
         )),
         None => Ok(()),
     }
-}
-
-/// Global guests the planner can analyse: global EDF (global fixed priority is not analysed), and
-/// without a host model's overheads (the MPR analysis charges none).
-pub fn check_global_guests(scenario: &Scenario, with_overheads: bool) -> Result<(), InputError> {
-    for (i, g) in scenario.guests.iter().enumerate().filter(|(_, g)| g.placement == Placement::Global) {
-        if g.scheduler == GuestScheduler::Fp {
-            return Err(InputError::field(
-                format!("guest[{i}].scheduler"),
-                format!(
-                    "guest \"{}\" is global with scheduler \"fp\": global fixed priority is not analysed (global EDF \
-                     only); expected scheduler = \"edf\", or placement = \"partitioned\"",
-                    g.name
-                ),
-            ));
-        }
-        if with_overheads {
-            return Err(InputError::field(
-                format!("guest[{i}].placement"),
-                format!(
-                    "guest \"{}\" is global: its MPR interface is planned without a host model's overheads; plan \
-                     without --host-model, or with placement = \"partitioned\"",
-                    g.name
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A guest whose exact analysis exceeds the planner's bound is an input error (exit 2), not an

@@ -5,19 +5,20 @@
 //!   interface (PRM or EDP, computed exactly as for a guest of one vCPU by the caller's
 //!   `analyse`); each vCPU then gets that interface (and its menu of alternatives). A real-time
 //!   vCPU the packing leaves without tasks gets no reservation.
-//! - **Global** (one global EDF scheduler over the real-time vCPUs): the least MPR interface
-//!   `(Pi, Theta, m')` with `m'` the number of real-time vCPUs (Shin, Easwaran & Lee 2008;
-//!   Easwaran, Shin & Lee 2009; [`crate::mpr_interface`]), deployed as its `m'` periodic servers
-//!   ([`crate::mpr_interface::vcpu_servers`]), one per real-time vCPU. `m'` is the guest's vCPU
-//!   count, not a free choice: the guest's scheduler runs on all of them, and the analysis holds
-//!   for at most `m'` processors supplying at once. Global fixed priority is not analysed.
+//! - **Global** (one global EDF or fixed-priority scheduler over the real-time vCPUs): the least
+//!   MPR interface `(Pi, Theta, m')` with `m'` the number of real-time vCPUs (Shin, Easwaran & Lee
+//!   2008; Easwaran, Shin & Lee 2009; [`crate::mpr_interface`]), deployed as its `m'` periodic
+//!   servers ([`crate::mpr_interface::vcpu_servers`], each paying a host model's per-period cost),
+//!   one per real-time vCPU. `m'` is the guest's vCPU count, not a free choice: the guest's
+//!   scheduler runs on all of them, and the analysis holds for at most `m'` processors supplying
+//!   at once.
 //!
 //! Where the servers go is the partitioner's (`crate::partition::partition_apart`, distinct
 //! cores unless the guest sets `spread = false`).
 
 use crate::dbf::{utilisation, Sporadic, MAX_CHECK_POINTS};
 use crate::interface::{Interface, Model};
-use crate::mpr_interface::{best_interface_on, vcpu_servers};
+use crate::mpr_interface::{best_interface_on, vcpu_servers, GlobalTest};
 use crate::packing::{pack, NoPacking, Problem, VcpuCost};
 use rtvirt_model::plan::NO_RESERVATION;
 use rtvirt_model::scenario::{Guest, GuestScheduler};
@@ -167,27 +168,16 @@ impl VcpuCost for Costs<'_> {
 }
 
 /// The vCPU servers of a global guest: its least MPR interface on its real-time vCPUs, split into
-/// one server per vCPU. `tasks`: the guest's tasks with their budgets.
-pub fn global(g: &Guest, tasks: &[Sporadic], candidates: &[u64]) -> VcpuServers {
-    if g.scheduler == GuestScheduler::Fp {
-        let why = "global fixed priority is not analysed (global EDF only): use scheduler = \"edf\" or \
-                   placement = \"partitioned\"";
-        return VcpuServers::failed(g, MPR, why.into(), false);
-    }
+/// one server per vCPU. `tasks`: the guest's tasks with their budgets (by decreasing priority for
+/// FP; per-job costs included).
+pub fn global(g: &Guest, tasks: &[Sporadic], candidates: &[u64], test: &GlobalTest) -> VcpuServers {
     let m = g.rt_vcpus().count() as u64;
-    let r = match best_interface_on(tasks, candidates, m) {
+    let r = match best_interface_on(tasks, test, candidates, m) {
         Err(_) => return VcpuServers::failed(g, MPR, too_large_reason(), true),
-        Ok(None) => {
-            let why = format!(
-                "its tasks (utilisation of the budgets {:.3}) are not shown schedulable by global EDF on {m} vCPUs \
-                 at any candidate server period, even with {m} whole cores (Shin, Easwaran & Lee 2008's test)",
-                utilisation(tasks)
-            );
-            return VcpuServers::failed(g, MPR, why, false);
-        }
+        Ok(None) => return VcpuServers::failed(g, MPR, global_failure(tasks, test, m), false),
         Ok(Some(r)) => r,
     };
-    let servers = vcpu_servers(&r);
+    let servers = vcpu_servers(&r, &test.overheads);
     let all: Vec<usize> = (0..g.tasks.len()).collect();
     let mut next = servers.iter();
     let vcpus = g
@@ -201,6 +191,29 @@ pub fn global(g: &Guest, tasks: &[Sporadic], candidates: &[u64]) -> VcpuServers 
         })
         .collect();
     VcpuServers { vcpus, failure: None, too_large: false }
+}
+
+/// Why no MPR interface exists: the test that did not show it, and the costs it charged.
+fn global_failure(tasks: &[Sporadic], test: &GlobalTest, m: u64) -> String {
+    let name = match test.scheduler {
+        GuestScheduler::Edf => "global EDF (Shin, Easwaran & Lee 2008's test)",
+        GuestScheduler::Fp => "global fixed priority (Bertogna & Cirinei 2007's response-time test)",
+    };
+    let costs = if test.overheads.is_zero() {
+        format!(", even with {m} whole cores")
+    } else {
+        let o = &test.overheads;
+        format!(
+            " with the host model's costs ({} ns per server period, {} ns per job, release latency {} ns, \
+             enforcement overrun {} ns), even with each server's whole period less its cost",
+            o.per_period, o.per_job, o.release_jitter, o.overrun
+        )
+    };
+    format!(
+        "its tasks (utilisation of the budgets {:.3}) are not shown schedulable by {name} on {m} vCPUs at any \
+         candidate server period{costs}",
+        utilisation(tasks)
+    )
 }
 
 #[cfg(test)]
@@ -288,7 +301,7 @@ mod tests {
         let s = guest(2, "placement = \"global\"", &[(10, 3, None), (10, 3, None), (10, 3, None)]);
         let g = &s.guests[0];
         let ts = sporadic(g);
-        let got = global(g, &ts, &[2_000_000, 5_000_000]);
+        let got = global(g, &ts, &[2_000_000, 5_000_000], &GlobalTest::edf());
         assert!(got.failure.is_none(), "{:?}", got.failure);
         assert_eq!(got.vcpus.len(), 2);
         let budget: u64 = got.vcpus.iter().map(|v| v.menu[0].budget).sum();
@@ -298,7 +311,10 @@ mod tests {
         assert!(got.vcpus.iter().all(|v| v.model == MPR && v.tasks == vec![0, 1, 2]));
         // more than two vCPUs' worth of work: refused, naming the test
         let s = guest(2, "placement = \"global\"", &[(10, 9, None), (10, 9, None), (10, 9, None)]);
-        let got = global(&s.guests[0], &sporadic(&s.guests[0]), &[2_000_000]);
-        assert!(got.failure.unwrap().contains("not shown schedulable by global EDF on 2 vCPUs"));
+        let got = global(&s.guests[0], &sporadic(&s.guests[0]), &[2_000_000], &GlobalTest::edf());
+        assert!(got
+            .failure
+            .unwrap()
+            .contains("not shown schedulable by global EDF (Shin, Easwaran & Lee 2008's test) on 2 vCPUs"));
     }
 }

@@ -232,12 +232,79 @@ fn every_vcpu_is_emitted_for_chrt_and_libvirt() {
     assert!(hook.contains("vCPUs, each reserved vCPU on its planned core") && hook.contains(" vcpu= ;;"), "{hook}");
 }
 
+/// A global FP guest (issue 18): the least MPR interface of the global FP response-time test
+/// (`rtvirt_analysis::gfp`), deadline-monotonic priorities; the budget it plans passes the test and
+/// one nanosecond less does not.
 #[test]
-fn a_global_fixed_priority_guest_is_a_located_input_error() {
+fn a_global_fixed_priority_guest_gets_the_least_mpr_interface_of_its_test() {
+    use rtvirt_analysis::dbf::Sporadic;
+    use rtvirt_analysis::gedf::Verdict;
+    use rtvirt_analysis::mpr::Mpr;
     let dir = tempfile::tempdir().unwrap();
     let fp = SCENARIO.replacen("scheduler = \"edf\"\nvcpus = 2", "scheduler = \"fp\"\nvcpus = 2", 1);
     let file = scenario(dir.path(), "fp.toml", &fp);
-    let o = rtvirt(&["plan", &file]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("guest[1].scheduler") && text(&o).contains("global fixed priority"), "{}", text(&o));
+    let plan = plan_json(&file);
+    assert_eq!(plan["feasible"], true);
+    let glob = guest(&plan, "glob");
+    assert_eq!((glob["scheduler"].as_str(), glob["model"].as_str()), (Some("fp"), Some("mpr")));
+    let gv = glob["vcpus"].as_array().unwrap();
+    assert!(gv.iter().all(|v| v["model"] == "mpr" && names(&v["tasks"]) == ["x", "y", "z"]), "{gv:?}");
+    let theta: u64 = gv.iter().map(|v| v["budget_ns"].as_u64().unwrap()).sum();
+    let period = gv[0]["period_ns"].as_u64().unwrap();
+    // x, y (10 ms, 3 ms) before z (20 ms, 4 ms): deadline monotonic, ties in file order
+    let ms = 1_000_000;
+    let tasks = [
+        Sporadic { c: 3 * ms, d: 10 * ms, t: 10 * ms },
+        Sporadic { c: 3 * ms, d: 10 * ms, t: 10 * ms },
+        Sporadic { c: 4 * ms, d: 20 * ms, t: 20 * ms },
+    ];
+    let verdict = |budget| rtvirt_analysis::gfp::schedulable(&tasks, &Mpr { period, budget, concurrency: 2 }, 0);
+    assert_eq!((verdict(theta), verdict(theta - 1)), (Verdict::Schedulable, Verdict::NotShown));
+    // its tasks cannot fit even on two whole vCPUs: exit 1 naming the guest and the test
+    let heavy = fp.replace("wcet = \"3ms\"", "wcet = \"9ms\"");
+    let o = rtvirt(&["plan", &scenario(dir.path(), "heavy.toml", &heavy)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("glob") && text(&o).contains("global fixed priority"), "{}", text(&o));
+}
+
+/// A global guest planned with a host model (issue 18): every server of the guest pays the
+/// per-period cost, so the guest's bandwidth grows by at least that cost per server and period;
+/// both EDF and FP global guests are planned.
+#[test]
+fn a_global_guest_with_a_host_model_pays_the_costs_on_each_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let hm = scenario(
+        dir.path(),
+        "hm.json",
+        r#"{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":40000,"cache_reload_ns":10000,
+            "context_switch_ns":1000,"release_latency_ns":{"p50":5000,"p99":20000,"max":50000},
+            "enforcement":{"kind":"hrtick","overrun_max_ns":5000}}"#,
+    );
+    for sched in ["edf", "fp"] {
+        // periods of 1 ms too: the 5 us overrun's pay-back delays the supply by one server period
+        let text_of = SCENARIO
+            .replacen("scheduler = \"edf\"\nvcpus = 2", &format!("scheduler = \"{sched}\"\nvcpus = 2"), 1)
+            .replacen(
+                "placement = \"global\"\nserver_periods = [\"5ms\"]",
+                "placement = \"global\"\nserver_periods = [\"1ms\", \"5ms\"]",
+                1,
+            );
+        let text_of = text_of.replacen("cores = 4", "cores = 6", 1);
+        assert!(text_of.contains("[\"1ms\", \"5ms\"]"));
+        let file = scenario(dir.path(), &format!("{sched}.toml"), &text_of);
+        let plain = plan_json(&file);
+        let o = rtvirt(&["plan", &file, "--host-model", &hm, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{sched}: {}", text(&o));
+        let costly: Value = serde_json::from_slice(&o.stdout).unwrap();
+        schema_support::assert_valid("plan", &costly);
+        let (before, after) = (guest(&plain, "glob"), guest(&costly, "glob"));
+        let gv = after["vcpus"].as_array().unwrap();
+        assert_eq!(gv.len(), 2);
+        let period = gv[0]["period_ns"].as_u64().unwrap() as f64;
+        for v in gv {
+            assert!(v["model"] == "mpr" && v["budget_ns"].as_u64().unwrap() > 50_000, "{sched}: {v}");
+        }
+        let grown = after["bandwidth"].as_f64().unwrap() - before["bandwidth"].as_f64().unwrap();
+        assert!(grown >= 2.0 * 50_000.0 / period - 1e-9, "{sched}: {before} -> {after}");
+    }
 }

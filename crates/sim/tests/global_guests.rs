@@ -241,3 +241,122 @@ fn least_mpr_interfaces_meet_every_deadline_under_worst_case_supply() {
     eprintln!("{}", report.join("\n"));
     assert!(checked >= 10, "too few schedulable random sets ({checked})");
 }
+
+/// A random global guest of `vcpus` vCPUs (scenario text): 3-6 tasks, periods 2-10 ms, up to
+/// `most`% of a period each, half with a deadline below the period; FP priorities deadline
+/// monotonic.
+fn planned_global_guest(rng: &mut SimRng, sched: &str, vcpus: u64, most: u64, sim: &str) -> String {
+    let mut s = format!(
+        "[host]\ncores = {vcpus}\nbandwidth_cap = 1.0\n{sim}\n[[guest]]\nname = \"g\"\nscheduler = \"{sched}\"\n\
+         vcpus = {vcpus}\nplacement = \"global\"\n"
+    );
+    for i in 0..rng.uniform(3, 6) {
+        let period = [2_000, 4_000, 5_000, 10_000][rng.uniform(0, 3) as usize];
+        let wcet = rng.uniform(period / 20, period * most / 100);
+        let deadline = if rng.uniform(0, 1) == 0 { period } else { rng.uniform(wcet.max(period / 2), period) };
+        s += &format!(
+            "[[guest.task]]\nname = \"t{i}\"\nperiod = \"{period}us\"\ndeadline = \"{deadline}us\"\nwcet = \"{wcet}us\"\n"
+        );
+    }
+    s
+}
+
+/// Jobs and misses of a planned scenario, simulated for 2 s with the costs `costs` charged.
+fn planned_misses(
+    s: &Scenario,
+    plan: &rtvirt_model::plan::Plan,
+    seed: u64,
+    costs: Option<&rtvirt_sim::HostCosts>,
+) -> (u64, u64) {
+    let cfg =
+        SimConfig::new(s, Some(plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed) }).unwrap();
+    assert_eq!(cfg.guest_vcpus[0].task_vcpu, None, "a global guest binds no task");
+    let r = rtvirt_sim::simulate_with_costs(s, &cfg, &RunOptions::default(), costs).results;
+    (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum())
+}
+
+/// Plan consistency of planned global guests (issue 18): random global EDF and FP guests on 2-3
+/// vCPUs planned by `rtvirt_analysis::planner` (least MPR interface, WCET budgets), their `vcpus`
+/// turned by the simulator into SCHED_DEADLINE servers on distinct cores with exact enforcement
+/// (hrtick): no job misses its deadline, each vCPU a constant bandwidth server released on its own.
+#[test]
+fn planned_global_guests_meet_every_deadline_under_their_deadline_servers() {
+    use rtvirt_analysis::planner::{plan_at, PlanOptions};
+    let mut rng = SimRng::new(1820, 0);
+    let (mut checked, mut report) = (0, Vec::new());
+    for case in 0..24 {
+        let sched = if case % 2 == 0 { "edf" } else { "fp" };
+        let vcpus = 2 + (case / 2) % 2;
+        let s = Scenario::from_toml(&planned_global_guest(&mut rng, sched, vcpus, 55, "[sim]\nhrtick = true"), None)
+            .unwrap();
+        let cap = rtvirt_model::hostmodel::BandwidthCap { value: 0.95, why: "the simulator's admission".into() };
+        let plan = plan_at(&s, &PlanOptions { bandwidth_cap: Some(cap), ..Default::default() }, None).plan;
+        if !plan.feasible {
+            continue;
+        }
+        let servers: Vec<(u64, u64)> = plan.guests[0].vcpus.iter().map(|v| (v.budget_ns, v.period_ns)).collect();
+        for seed in [1, 2] {
+            let (jobs, missed) = planned_misses(&s, &plan, seed, None);
+            assert!(jobs > 0);
+            assert_eq!(missed, 0, "case {case} ({sched}) seed {seed}: servers {servers:?}\n{:?}", s.guests[0].tasks);
+        }
+        report.push(format!("case {case} {sched} on {vcpus} vCPUs: servers {servers:?}, 0 misses"));
+        checked += 1;
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(checked >= 10, "too few schedulable random guests ({checked})");
+}
+
+/// The same planned with a host model's costs (`plan --host-model`, issue 18): each vCPU server
+/// pays the per-period cost, jobs the per-job cost, the release latency is a jitter and the
+/// enforcement overrun's pay-back delays the supply; simulated under the model's worst case
+/// (every cost at its largest) no job misses.
+#[test]
+fn overhead_aware_global_plans_meet_every_deadline_under_the_models_worst_case() {
+    use rtvirt_analysis::overhead::Overheads;
+    use rtvirt_analysis::planner::{plan_at, PlanOptions};
+    use rtvirt_model::hostmodel::{BandwidthCap, HostModel};
+    let mut rng = SimRng::new(1821, 0);
+    let (mut checked, mut report) = (0, Vec::new());
+    for case in 0..24 {
+        let sched = if case % 2 == 0 { "edf" } else { "fp" };
+        let vcpus = 2 + (case / 2) % 2;
+        let (kind, overrun) = if case % 3 == 2 { ("tick", 1_000_000) } else { ("hrtick", rng.uniform(0, 50) * 1000) };
+        let max = rng.uniform(0, 100) * 1000;
+        let model = HostModel::from_json(&format!(
+            r#"{{"schema":"rtvirt.hostmodel/v1","server_overhead_ns":{},"context_switch_ns":{},"cache_reload_ns":{},
+                "release_latency_ns":{{"p50":{},"p99":{},"max":{max}}},
+                "enforcement":{{"kind":"{kind}","overrun_max_ns":{overrun}}}}}"#,
+            rng.uniform(0, 40_000),
+            rng.uniform(0, 3_000),
+            rng.uniform(0, 20_000),
+            max / 4,
+            max / 2,
+        ))
+        .unwrap();
+        let s = Scenario::from_toml(&planned_global_guest(&mut rng, sched, vcpus, 30, ""), None).unwrap();
+        let cap = BandwidthCap { value: 0.95, why: "the simulator's rt_runtime / rt_period".into() };
+        let o = Overheads::of(&model);
+        let plan =
+            plan_at(&s, &PlanOptions { overheads: Some(o), bandwidth_cap: Some(cap), ..Default::default() }, None).plan;
+        if !plan.feasible {
+            report.push(format!("case {case} {sched}: infeasible with {o:?}"));
+            continue;
+        }
+        let servers: Vec<(u64, u64)> = plan.guests[0].vcpus.iter().map(|v| (v.budget_ns, v.period_ns)).collect();
+        let worst = rtvirt_sim::HostCosts::of(&model).worst_case();
+        for seed in [1, 2] {
+            let (jobs, missed) = planned_misses(&s, &plan, seed, Some(&worst));
+            assert!(jobs > 0);
+            assert_eq!(
+                missed, 0,
+                "case {case} ({sched}) seed {seed}: servers {servers:?}, {o:?}\n{:?}",
+                s.guests[0].tasks
+            );
+        }
+        report.push(format!("case {case} {sched} on {vcpus} vCPUs, {o:?}: servers {servers:?}, 0 misses"));
+        checked += 1;
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(checked >= 8, "too few schedulable random guests ({checked})");
+}

@@ -14,7 +14,7 @@ use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{
     max_rho, overheads_beyond_a_period, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
 };
-use rtvirt_analysis::requests::{bandwidth_cap, check_global_guests, check_plannable, too_large};
+use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
@@ -220,7 +220,6 @@ pub fn run(args: PlanArgs) -> CmdResult {
         overheads: host.as_ref().map(Overheads::of),
         ..options(&args)?
     };
-    check_global_guests(&s, o.overheads.is_some()).map_err(|e| s.locate(e))?;
     if let (Some(path), Some(overheads)) = (&args.host_model, &o.overheads) {
         if let Some(e) = overheads_beyond_a_period(&s, overheads) {
             return Err(located_in_json(e, path).into());
