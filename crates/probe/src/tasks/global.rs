@@ -9,6 +9,7 @@
 use super::guest::{self, TaskState};
 use super::protocol::{GuestSpec, TaskOutcome};
 use super::work;
+use crate::agent::jobs::JobReporter;
 use crate::rt;
 use rtvirt_model::scenario::GuestScheduler;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,10 +54,11 @@ impl Shared {
 
 /// Run vCPU `me` (of `vcpus`) of a global guest from `start` to `end`; the caller has put the
 /// thread under its reservation. Returns its CPU time and the wall time it was taken over, as
-/// [`guest::run_tasks`] does.
+/// [`guest::run_tasks`] does; each completed job is reported to the guest agent as there.
 pub fn run_vcpu(
     shared: &Shared,
     (me, vcpus): (usize, usize),
+    agent: Option<&JobReporter>,
     iters_per_ns: f64,
     window: (u64, u64),
     stop: &AtomicBool,
@@ -74,7 +76,11 @@ pub fn run_vcpu(
         match take(shared, (me, vcpus), sched, window, now, iters_per_ns, chunk_iters) {
             Ok((i, n)) => {
                 work::burn(n);
-                give_back(shared, (me, vcpus), window, i, n);
+                if let Some((period, deadline, exec_ns)) = give_back(shared, (me, vcpus), window, i, n) {
+                    if let Some(a) = agent {
+                        a.job_done(&shared.guest.agent_name(i), period, deadline, exec_ns);
+                    }
+                }
             }
             Err(next) => {
                 rt::sleep_until_or_stopped(next.min(end), stop);
@@ -117,14 +123,23 @@ fn take(
     }
 }
 
-/// Account `n` iterations of work on task `i`'s head job; complete it when done.
-fn give_back(shared: &Shared, (me, vcpus): (usize, usize), window: (u64, u64), i: usize, n: u64) {
+/// Account `n` iterations of work on task `i`'s head job; complete it when done: then the task's
+/// period, deadline and the job's execution time (for the guest agent).
+fn give_back(
+    shared: &Shared,
+    (me, vcpus): (usize, usize),
+    window: (u64, u64),
+    i: usize,
+    n: u64,
+) -> Option<(u64, u64, u64)> {
     let mut guard = shared.lock(window, vcpus);
     let s = guard.as_mut().expect("made by lock");
-    let job = s.tasks[i].queue.front_mut().expect("a claimed job stays at the head");
-    job.remaining -= n;
-    if job.remaining == 0 {
-        guest::complete(&mut s.tasks[i], rt::now_ns());
-    }
     s.running[me] = None;
+    let task = &mut s.tasks[i];
+    let job = task.queue.front_mut().expect("a claimed job stays at the head");
+    job.remaining -= n;
+    (job.remaining == 0).then(|| {
+        let exec_ns = guest::complete(task, rt::now_ns());
+        (task.period(), task.deadline(), exec_ns)
+    })
 }

@@ -7,6 +7,7 @@
 
 use super::protocol::{GuestSpec, TaskOutcome};
 use super::work;
+use crate::agent::jobs::JobReporter;
 use crate::rt;
 use rand::SeedableRng;
 use rtvirt_model::exec::ExecModel;
@@ -69,17 +70,24 @@ impl GuestRun {
     }
 }
 
-/// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns). The caller has already
-/// put the thread under its reservation. Stops early when `stop` is raised or on Ctrl-C/SIGTERM.
+/// Run the guest's tasks from `start` to `end` (CLOCK_MONOTONIC ns), each completed job reported
+/// to the guest agent's job-boundary API when `agent` is given (`rtvirt guest-agent`). The caller
+/// has already put the thread under its reservation. Stops early when `stop` is raised or on
+/// Ctrl-C/SIGTERM.
 /// Returns what each task measured and the thread's CPU time with the wall time it was taken
 /// over: the wall clock is read before the CPU clock at the beginning and after it at the end,
 /// so the CPU time never exceeds that stretch (a run stopped before `start` ran for a few
 /// microseconds and used less).
-pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, end: u64, stop: &AtomicBool) -> GuestRun {
+pub fn run_tasks(
+    guest: &GuestSpec,
+    agent: Option<&JobReporter>,
+    iters_per_ns: f64,
+    seed: u64,
+    (start, end): (u64, u64),
+    stop: &AtomicBool,
+) -> GuestRun {
     let mut tasks = task_states(guest, seed, start);
-    // The job-boundary API of the guest agent (`rtvirt guest-agent`), when one runs.
-    let agent = crate::agent::jobs::JobReporter::from_env();
-    let names: Vec<String> = (0..tasks.len()).map(|i| format!("{}.t{i}", guest.name)).collect();
+    let names: Vec<String> = (0..tasks.len()).map(|i| guest.agent_name(i)).collect();
     let wall0 = rt::now_ns();
     let cpu0 = rt::thread_cpu_ns();
     let chunk_iters = ((CHUNK_NS as f64 * iters_per_ns) as u64).max(1);
@@ -97,7 +105,7 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
                 job.remaining -= n;
                 if job.remaining == 0 {
                     let exec_ns = complete(&mut tasks[i], rt::now_ns());
-                    if let Some(a) = &agent {
+                    if let Some(a) = agent {
                         a.job_done(&names[i], tasks[i].period, tasks[i].deadline, exec_ns);
                     }
                 }
@@ -113,6 +121,15 @@ pub fn run_tasks(guest: &GuestSpec, iters_per_ns: f64, seed: u64, start: u64, en
     let cpu_time_ns = rt::thread_cpu_ns() - cpu0;
     let ran_ns = rt::now_ns() - wall0;
     GuestRun { tasks: outcomes, cpu_time_ns, ran_ns }
+}
+
+impl TaskState {
+    pub(super) fn period(&self) -> u64 {
+        self.period
+    }
+    pub(super) fn deadline(&self) -> u64 {
+        self.deadline
+    }
 }
 
 /// The scheduler's state of each task of `guest`, first releases at `start` + offset.

@@ -56,6 +56,9 @@ pub struct GuestSpec {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskSpec {
+    /// Its index among the guest's tasks in the scenario: the `N` of its name `GUEST.tN` to the
+    /// guest agent, the same on whichever vCPU of a guest of several it runs.
+    pub number: usize,
     pub period_ns: u64,
     pub deadline_ns: u64,
     pub wcet_ns: u64,
@@ -82,7 +85,9 @@ impl GuestSpec {
         let tasks = guest
             .tasks
             .iter()
-            .map(|t| TaskSpec {
+            .enumerate()
+            .map(|(number, t)| TaskSpec {
+                number,
                 period_ns: t.period.0,
                 deadline_ns: t.deadline.0,
                 wcet_ns: t.wcet.0,
@@ -97,6 +102,12 @@ impl GuestSpec {
 
     pub fn scheduler(&self) -> GuestScheduler {
         self.scheduler
+    }
+
+    /// The name the guest agent learns task `i` of this spec by: `GUEST.tN`, `N` its index in the
+    /// whole guest (not in a vCPU's subset).
+    pub fn agent_name(&self, i: usize) -> String {
+        format!("{}.t{}", self.name, self.tasks[i].number)
     }
 }
 

@@ -161,7 +161,7 @@ fn an_idle_guest_stops_at_once() {
             std::thread::sleep(std::time::Duration::from_millis(200));
             stop.store(true, Ordering::SeqCst);
         });
-        super::guest::run_tasks(&spec, 1.0, 1, start, start + 3_600_000_000_000, &stop)
+        super::guest::run_tasks(&spec, None, 1.0, 1, (start, start + 3_600_000_000_000), &stop)
     });
     let took = rt::now_ns() - start;
     assert!(took < 1_000_000_000, "stopped after {took} ns");
@@ -169,4 +169,52 @@ fn an_idle_guest_stops_at_once() {
     assert!(run.ran_ns > 0 && run.ran_ns <= took, "{} of {took} ns", run.ran_ns);
     let utilisation = run.utilisation();
     assert!((0.0..=1.0).contains(&utilisation), "an idle guest's vCPU used {utilisation} of a core");
+}
+
+/// The names the guest agent receives while `run` runs the first three tasks of a guest "g"
+/// (periods 5 ms, 100 us each) for 300 ms, unprivileged (no reservation).
+fn agent_names(
+    run: impl FnOnce(&protocol::GuestSpec, Option<&crate::agent::jobs::JobReporter>, f64, (u64, u64)),
+) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.sock");
+    let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mut text = "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\n".to_string();
+    for name in ["a", "b", "c"] {
+        text += &format!("[[guest.task]]\nname = \"{name}\"\nperiod = \"5ms\"\nwcet = \"100us\"\n");
+    }
+    let s = Scenario::from_toml(&text, None).unwrap();
+    let spec = protocol::GuestSpec::of(&s.guests[0]);
+    let agent = crate::agent::jobs::JobReporter::to(&path);
+    assert!(agent.is_some());
+    let start = rt::now_ns();
+    run(&spec, agent.as_ref(), super::work::calibrate(), (start, start + 300_000_000));
+    let mut names = vec![];
+    let mut buf = [0u8; 512];
+    while let Ok(n) = listener.recv(&mut buf) {
+        let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+        names.push(line.split_whitespace().next().unwrap_or_default().to_string());
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Issue 17: a vCPU of a partitioned guest of several runs a subset of the guest's tasks and
+/// reports their jobs to the guest agent under their numbers in the whole guest (`g.t1`, `g.t2`
+/// for its tasks 1 and 2; the numbers used to restart at `g.t0` on every vCPU); a global guest's
+/// vCPU reports its jobs too, under the same names.
+#[test]
+fn the_agent_learns_tasks_by_their_number_in_the_whole_guest() {
+    let stop = AtomicBool::new(false);
+    let subset = agent_names(|spec, agent, per_ns, window| {
+        super::guest::run_tasks(&spec.subset(&[1, 2]), agent, per_ns, 1, window, &stop);
+    });
+    assert_eq!(subset, ["g.t1", "g.t2"]);
+    let global = agent_names(|spec, agent, per_ns, window| {
+        let shared = super::global::Shared::new(spec.clone(), 1);
+        super::global::run_vcpu(&shared, (0, 1), agent, per_ns, window, &stop);
+    });
+    assert_eq!(global, ["g.t0", "g.t1", "g.t2"]);
 }

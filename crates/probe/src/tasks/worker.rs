@@ -16,6 +16,7 @@ use super::global;
 use super::guest;
 use super::protocol::{GuestSpec, TaskOutcome, VcpuWork, WorkerOutcome, WorkerSpec};
 use super::work;
+use crate::agent::jobs::JobReporter;
 use crate::error::{Context, Error, Result};
 use crate::rt::{self, Sched};
 use std::io::{BufRead, Write};
@@ -86,6 +87,8 @@ fn worker_run() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(i32, f64)>>();
     let mut starts = Vec::new();
+    // The job-boundary API of the guest agent (`rtvirt guest-agent`), when one runs.
+    let agent = crate::agent::jobs::JobReporter::from_env();
     let shared = spec.global.then(|| global::Shared::new(spec.guest.clone(), spec.seed));
     std::thread::scope(|scope| {
         let handles: Vec<_> = spec
@@ -95,13 +98,13 @@ fn worker_run() -> Result<()> {
             .map(|(me, v)| {
                 let (go_tx, go_rx) = mpsc::channel::<(u64, u64)>();
                 starts.push(go_tx);
-                let (ready, stop, spec) = (ready_tx.clone(), &stop, &spec);
+                let (ready, stop, spec, agent) = (ready_tx.clone(), &stop, &spec, agent.as_ref());
                 let seed = spec.seed.wrapping_add(v.id as u64 * 7919);
                 let run = match &shared {
                     Some(g) => VcpuRun::Global(g, (me, spec.vcpus.len())),
                     None => VcpuRun::Own(spec.guest.subset(&v.tasks), seed),
                 };
-                scope.spawn(move || vcpu_thread(v, run, ready, go_rx, stop))
+                scope.spawn(move || vcpu_thread(v, (run, agent), ready, go_rx, stop))
             })
             .collect();
         drop(ready_tx);
@@ -163,7 +166,7 @@ enum VcpuRun<'a> {
 /// the reservation, run its tasks, go back to SCHED_OTHER. None: never started.
 fn vcpu_thread(
     v: &VcpuWork,
-    work: VcpuRun,
+    (work, agent): (VcpuRun, Option<&JobReporter>),
     ready: mpsc::Sender<Result<(i32, f64)>>,
     go: mpsc::Receiver<(u64, u64)>,
     stop: &AtomicBool,
@@ -187,8 +190,8 @@ fn vcpu_thread(
     rt::set_sched(0, Sched::Deadline(v.reservation))?;
     rt::sleep_until_or_stopped(start, stop);
     let run = match work {
-        VcpuRun::Own(guest, seed) => guest::run_tasks(&guest, per_ns, seed, start, end, stop),
-        VcpuRun::Global(shared, vcpu) => global::run_vcpu(shared, vcpu, per_ns, (start, end), stop),
+        VcpuRun::Own(guest, seed) => guest::run_tasks(&guest, agent, per_ns, seed, (start, end), stop),
+        VcpuRun::Global(shared, vcpu) => global::run_vcpu(shared, vcpu, agent, per_ns, (start, end), stop),
     };
     let _ = rt::set_sched(0, Sched::Other);
     Ok(Some(run))
