@@ -39,7 +39,8 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
         run(rtvirt(&["host", "calibrate", "--step", "300ms", "--working-set", "4KiB", "-o", out.to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
-    for step in ["1/4 release latency", "2/4 context switch", "3/4 SCHED_DEADLINE", "4/4 cache reload"] {
+    for step in ["1/5 release latency", "2/5 context switch", "3/5 SCHED_DEADLINE", "4/5 cache reload", "5/5 vCPU exit"]
+    {
         assert!(stderr.contains(step), "progress {step}: {stderr}");
     }
     let written = std::fs::read_to_string(&out).unwrap();
@@ -64,6 +65,19 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     // a spinning thread with a 200 us runtime runs at least that long per period
     assert!(model.server_overhead_ns > 0, "{written}");
     assert_eq!(model.admission, rtvirt_probe::calibrate::admission_limits());
+    // where KVM can be opened, a vCPU exit is measured with it (in the kernel and to user space),
+    // and the model's figure is the in-kernel exit's p99; elsewhere the environment says why not
+    let said = model.environment["vcpu_exit"].as_str().unwrap().to_string();
+    let kvm = std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm").is_ok();
+    if kvm {
+        let exit = model.measurements.iter().find(|m| m.name == "vcpu_exit").expect("vcpu_exit measured");
+        assert!(model.measurements.iter().any(|m| m.name == "vcpu_exit_to_user"), "{names:?}");
+        assert_eq!(model.vcpu_exit_ns, Some(exit.p99_ns));
+        assert!(said.starts_with("measured with KVM"), "{said}");
+    } else {
+        assert_eq!(model.vcpu_exit_ns, None);
+        assert!(said.starts_with("not measured: KVM could not be used"), "{said}");
+    }
     assert_eq!(host_state(), before, "calibration left the host changed");
     // the model plans
     let p = run(rtvirt(&["plan", "--host-model", out.to_str().unwrap()]));
@@ -76,7 +90,7 @@ fn a_working_set_out_of_range_or_unreadable_is_refused_before_anything_runs() {
         let o = run(rtvirt(&["host", "calibrate", "--working-set", size]));
         assert_eq!(o.status.code(), Some(2), "{size}: {}", text(&o));
         assert!(text(&o).contains(says) && text(&o).contains("--working-set"), "{size}: {}", text(&o));
-        assert!(!text(&o).contains("1/4"), "{size}: nothing measured: {}", text(&o));
+        assert!(!text(&o).contains("1/5"), "{size}: nothing measured: {}", text(&o));
     }
 }
 
@@ -94,11 +108,11 @@ fn ctrl_c_in_the_middle_restores_everything() {
     for line in lines.by_ref() {
         let line = line.unwrap();
         seen += &line;
-        if line.contains("3/4 SCHED_DEADLINE") {
+        if line.contains("3/5 SCHED_DEADLINE") {
             break;
         }
     }
-    assert!(seen.contains("3/4"), "{seen}");
+    assert!(seen.contains("3/5"), "{seen}");
     std::thread::sleep(std::time::Duration::from_millis(1500)); // inside the partition now
                                                                 // SAFETY: kill(2) on the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -126,7 +140,7 @@ fn kill_9_in_the_middle_is_restored_by_revert_and_by_the_next_run() {
             .spawn()
             .expect("spawn rtvirt");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        assert!(lines.by_ref().map_while(|l| l.ok()).any(|l| l.contains("3/4 SCHED_DEADLINE")), "no step 3");
+        assert!(lines.by_ref().map_while(|l| l.ok()).any(|l| l.contains("3/5 SCHED_DEADLINE")), "no step 3");
         let start = std::time::Instant::now();
         while host_state() == before && start.elapsed() < std::time::Duration::from_secs(10) {
             std::thread::sleep(std::time::Duration::from_millis(20));

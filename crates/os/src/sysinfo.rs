@@ -22,6 +22,13 @@ fn cpu_list_file(name: &str) -> CpuList {
     read_opt(Path::new(CPU_DIR).join(name)).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default()
 }
 
+/// Whether this host is itself a virtual machine (the CPU's `hypervisor` flag in /proc/cpuinfo).
+pub fn is_virtual_machine() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|info| {
+        info.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+    })
+}
+
 /// The kernel release, e.g. "6.18.44-fc-v669".
 pub fn kernel_release() -> String {
     read_opt("/proc/sys/kernel/osrelease").unwrap_or_default()

@@ -299,7 +299,7 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
         .map_err(|e| rtvirt_model::InputError::field("--working-set", format!("\"{}\": {e}", args.working_set)))?;
     let working_set = usize::try_from(working_set.as_u64()).unwrap_or(usize::MAX);
     let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir, working_set };
-    eprintln!("rtvirt: calibrating this host (about {} s)...", 2 * step.0 / 1_000_000_000 + 3);
+    eprintln!("rtvirt: calibrating this host (about {} s)...", 3 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
     let text = serde_json::to_string_pretty(&model)? + "\n";
     match args.output {

@@ -26,9 +26,12 @@
 //!    is swept (one write per 64-byte line) warm, and again after a sweep of 32 MiB (or eight times
 //!    the working set, if larger) evicted it (what a preemption by another guest does): cold - warm,
 //!    each the fastest of three sweeps (interrupts in a sweep are left to the release latency).
+//! 5. **vCPU exit and entry** ([`vcpu_exit`]): a minimal KVM VM without a guest kernel exits on
+//!    `cpuid` (handled in the kernel) and on a port write (handled by this process); where KVM
+//!    cannot be used, `environment.vcpu_exit` says why and `vcpu_exit_ns` is absent.
 //!
 //! It also reads the admission limits (sched_rt_runtime_us/period_us, each CPU's fair server,
-//! isolated CPUs). vCPU exit cost is not measured (recorded as such in `environment`).
+//! isolated CPUs).
 //!
 //! Everything it changes is held by a guard that restores it on drop, also on Ctrl-C (the stop
 //! flag of `rtvirt_os::signals` is polled by every loop): memory lock, `cpu_dma_latency`, the
@@ -44,6 +47,7 @@
 //! (no crate measures SCHED_DEADLINE overheads); statistics use the model's `LatencyHistogram`.
 
 pub mod gaps;
+pub mod vcpu_exit;
 
 use crate::error::{Error, Result};
 use crate::rt::{self, LinuxPolicy, Reservation, Sched};
@@ -114,17 +118,22 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     }
     let _affinity = AffinityGuard::save()?;
     let mut measurements = Vec::new();
-    progress(&format!("1/4 release latency on CPUs {} ({})", crate::cpus::format_list(&cfg.cpus), cfg.step));
+    progress(&format!("1/5 release latency on CPUs {} ({})", crate::cpus::format_list(&cfg.cpus), cfg.step));
     let release = release_latency(cfg, &mut measurements)?;
     stop_if_interrupted()?;
-    progress(&format!("2/4 context switch on CPU {cpu}"));
+    progress(&format!("2/5 context switch on CPU {cpu}"));
     let context_switch = context_switch(cpu, &mut measurements)?;
     stop_if_interrupted()?;
-    progress(&format!("3/4 SCHED_DEADLINE period cost and enforcement on CPU {cpu} ({})", cfg.step));
+    progress(&format!("3/5 SCHED_DEADLINE period cost and enforcement on CPU {cpu} ({})", cfg.step));
     let (server_overhead, enforcement) = deadline_period(cpu, cfg, &mut measurements)?;
     stop_if_interrupted()?;
-    progress(&format!("4/4 cache reload on CPU {cpu}"));
+    progress(&format!("4/5 cache reload on CPU {cpu}"));
     let cache_reload = cache_reload(cpu, cfg.working_set, &mut measurements)?;
+    stop_if_interrupted()?;
+    progress(&format!("5/5 vCPU exit and entry with KVM on CPU {cpu}"));
+    let (vcpu_exit, vcpu_exit_note) = vcpu_exit_experiment(cpu, cfg, &mut measurements)?;
+    let mut environment = environment();
+    environment.insert("vcpu_exit".into(), vcpu_exit_note.into());
     Ok(HostModel {
         schema: HOST_MODEL_SCHEMA.to_string(),
         server_overhead_ns: server_overhead,
@@ -132,11 +141,53 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
         release_latency_ns: release,
         enforcement,
         cache_reload_ns: cache_reload,
-        vcpu_exit_ns: None,
+        vcpu_exit_ns: vcpu_exit,
         admission: admission_limits(),
         measurements,
-        environment: environment(),
+        environment,
     })
+}
+
+/// Experiment 5 ([`vcpu_exit`]): the in-kernel exit's p99 and what the environment says about it;
+/// where KVM cannot be used, no figure and why.
+fn vcpu_exit_experiment(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) -> Result<(Option<u64>, String)> {
+    rt::pin_current_thread(cpu)?;
+    let nested = rtvirt_os::sysinfo::is_virtual_machine();
+    let costs = match vcpu_exit::measure(std::time::Duration::from_nanos(cfg.step.0)) {
+        Ok(costs) => costs,
+        Err(why) => {
+            let tcg = "under TCG a vCPU exit would not be representative of KVM";
+            return Ok((None, format!("not measured: KVM could not be used ({why}); {tcg}")));
+        }
+    };
+    let setup = "a minimal KVM VM (no guest kernel: a real-mode loop of cpuid, then a port write) pinned to CPU";
+    out.push(measurement(
+        "vcpu_exit",
+        &format!(
+            "{setup} {cpu}: one run of {} cpuid exits, handled in the kernel, per exit and re-entry (kvm-unit-tests \
+             vmexit/cpuid)",
+            vcpu_exit::EXITS_PER_SAMPLE
+        ),
+        &costs.in_kernel,
+        None,
+    ));
+    out.push(measurement(
+        "vcpu_exit_to_user",
+        &format!(
+            "{setup} {cpu}: one run of a single cpuid and the port write, less the cpuid's median: an exit to \
+                  the VMM process (device emulation, as QEMU's) and back"
+        ),
+        &costs.to_user,
+        None,
+    ));
+    let nested_note = if nested {
+        "; this host is itself a virtual machine (its KVM is nested): these are the exit costs its guests pay, not \
+         those of a bare-metal host"
+    } else {
+        ""
+    };
+    let note = format!("measured with KVM (vcpu_exit, vcpu_exit_to_user){nested_note}");
+    Ok((Some(costs.in_kernel.quantile(0.99)), note))
 }
 
 /// The calling thread's CPU affinity, put back on drop (experiments 2 and 4 pin it).
@@ -688,15 +739,6 @@ fn environment() -> serde_json::Map<String, serde_json::Value> {
     let mut env = serde_json::Map::new();
     env.insert("kernel".into(), rtvirt_os::sysinfo::kernel_release().into());
     env.insert("cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
-    let kvm = std::path::Path::new("/dev/kvm").exists();
-    env.insert(
-        "vcpu_exit".into(),
-        if kvm {
-            "not measured by this version (vcpu_exit_ns absent)".into()
-        } else {
-            "not measured: no /dev/kvm here; under TCG a vCPU exit is not representative of KVM".into()
-        },
-    );
     env
 }
 
