@@ -16,7 +16,8 @@ DOM0 = {"original": None, "rtca1": 1, "rtca64": 64, "rtca238": 238}
 LEVELS = {"base": 0, "light": 1, "medium": 2, "heavy": 3}
 
 
-def scenario(dom0, level, packets=5000):
+def scenario(dom0, level, packets=5000, cap=0.3):
+    """The scenario text; `cap` is the interfering domains' Credit cap (the study: 0.3)."""
     batch = DOM0[dom0]
     active = LEVELS[level]
     lines = [
@@ -67,7 +68,7 @@ def scenario(dom0, level, packets=5000):
                 "priority = 1",
                 f'role = "{role}"',
                 f'peer = "i{peer_core}{k}"',
-                "cap = 0.3",
+                f"cap = {cap}",
             ]
     return "\n".join(lines) + "\n"
 
