@@ -143,3 +143,40 @@ fn bad_input_is_exit_2_and_changes_nothing() {
     assert_eq!(snapshot(&[thread.tid]), before);
     assert!(!journal_exists(&files.state));
 }
+
+/// Issue 17 for guests of several vCPUs: a plan giving guest g1 two reserved vCPUs of different
+/// runtimes (2 and 3 ms per 10 ms); vCPU 1 is a real periodic thread of this process
+/// (`--pid g1=TID,vcpu=1`) whose execution time shifts from 1 to 4 ms per job. It is adapted as a
+/// reservation of its own, `g1/vcpu1`, from its own planned 3 ms (not the guest's first vCPU's
+/// 2 ms), and its runtime rises to the new demand; every setting is restored.
+#[test]
+fn a_reserved_vcpu_of_a_guest_of_several_is_adapted_from_its_own_reservation() {
+    let _g = serial();
+    let files = plan();
+    let mut plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files.plan).unwrap()).unwrap();
+    let vcpu = |id: u32, budget: u64| {
+        serde_json::json!({"id": id, "core": last_cpu(), "model": "prm", "period_ns": 10_000_000u64,
+            "budget_ns": budget, "deadline_ns": 10_000_000u64, "bandwidth": budget as f64 / 1e7, "tasks": []})
+    };
+    plan["guests"][0]["vcpus"] = serde_json::json!([vcpu(0, 2_000_000), vcpu(1, 3_000_000)]);
+    std::fs::write(&files.plan, plan.to_string()).unwrap();
+    let ms = Duration::from_millis;
+    let thread = Periodic::start(None, PERIOD, &[(Duration::ZERO, ms(1)), (ms(3000), ms(4))], Duration::from_secs(30));
+    let before = snapshot(&[thread.tid]);
+    let log = files.dir.path().join("adapt.jsonl");
+    let mut c = rtvirt(&["host", "adapt", files.plan.to_str().unwrap(), "--state-dir", files.state.to_str().unwrap()]);
+    c.args(["--pid", &format!("g1={},vcpu=1", thread.tid)]);
+    let o = run(c.args(["--duration", "7s", "--log", log.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), std::fs::read_to_string(&log).unwrap_or_default());
+    assert_eq!(snapshot(&[thread.tid]), before, "every setting restored");
+    assert!(!journal_exists(&files.state), "{}", text(&o));
+    drop(thread);
+
+    let records = schema_support::json_lines_valid("adapt-log", &log);
+    assert!(records.iter().all(|r| r["guest"] == "g1/vcpu1"), "only vCPU 1 is bound: {records:?}");
+    assert_eq!((records[0]["event"].as_str(), runtime(&records[0])), (Some("start"), 3_000_000), "{records:?}");
+    assert_eq!(records.last().unwrap()["event"], "end", "{records:?}");
+    let changes: Vec<&serde_json::Value> = records.iter().filter(|r| r["event"] == "change").collect();
+    let after = changes.iter().filter(|r| r["time_ns"].as_u64().unwrap() >= 3_000_000_000);
+    assert!(after.map(|r| runtime(r)).max().unwrap_or(0) >= 4_000_000, "rose to the new 4 ms demand: {changes:?}");
+}

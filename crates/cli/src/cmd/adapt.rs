@@ -1,6 +1,12 @@
 //! `rtvirt host adapt PLAN`: the plan applied (rtvirt-host's apply), then rtvirt-host's adapt loop
 //! driving rtvirt-analysis's adaptation controller (the one the simulator runs too), then every
 //! setting of the run restored (rtvirt-host's adapt marker): wiring only.
+//!
+//! What is adapted is a reservation: a guest of one vCPU's, or each reserved vCPU's of a guest of
+//! several (the plan's `vcpus`), named `GUEST/vcpuK` in the decision log. A partitioned guest's vCPU
+//! is sized from the jobs of the tasks the plan runs on it (the guest agent's reports, routed by
+//! task), else from its own CPU time per server period; a global guest's vCPUs, which share every
+//! task, from their own CPU time.
 
 use super::exact_edf::ExactEdf;
 use crate::cli_common::{CmdResult, Outcome};
@@ -143,7 +149,7 @@ fn apply_plan_for_adapt(plan: &Plan, bindings: &[Binding], state_dir: &Path, for
 /// fair server), less a margin for its fixed-point arithmetic: the controller never asks more.
 fn kernel_free(plan: &Plan) -> f64 {
     let kernel = KernelBandwidthCap::of_this_host(FairServers::of_this_host());
-    let cores = plan.guests.iter().filter_map(|g| g.core);
+    let cores = plan.guests.iter().flat_map(|g| g.vcpu_plans().into_iter().filter_map(|v| v.core).chain(g.core));
     cores.filter_map(|c| kernel.free_on(c)).map(|f| f - 0.001).fold(1.0, f64::min)
 }
 
@@ -163,13 +169,14 @@ fn adapt_applied(
     }
     let targets = targets(plan, bindings, &args.agents)?;
     let ranks = scenario.and_then(|s| s.adapt.as_ref()).cloned().unwrap_or_default();
-    let mut controller = PlannerController::new(plan, scenario, &targets, config, &ranks)?;
+    let mut controller = PlannerController::new(scenario, &targets, config, &ranks)?;
+    let targets: Vec<AdaptTarget> = targets.into_iter().map(|(t, _)| t).collect();
     let opts = AdaptOptions {
         state_dir,
         duration: std::time::Duration::from_nanos(args.duration.0),
         step: std::time::Duration::from_nanos(step.0),
     };
-    eprintln!("adapt: {} guest(s) for {} (decisions every {step})", targets.len(), args.duration);
+    eprintln!("adapt: {} reservation(s) for {} (decisions every {step})", targets.len(), args.duration);
     let s = adapt::run(targets, &mut controller, &opts, log)?;
     eprintln!(
         "adapt: {} rounds, {} reservation change(s){}",
@@ -180,71 +187,149 @@ fn adapt_applied(
     Ok(Outcome::Ok)
 }
 
-/// Each bound guest's observer (of the vCPU carrying its reservation), vCPU thread and planned
-/// reservation.
-fn targets(plan: &Plan, bindings: &[Binding], agents: &[String]) -> anyhow::Result<Vec<AdaptTarget>> {
+/// One adapted reservation: a guest of one vCPU, or one reserved vCPU of a guest of several.
+struct Unit {
+    /// The guest's name in the plan and the scenario.
+    guest: String,
+    /// The vCPU of a guest of several (its name is then `GUEST/vcpuK`).
+    vcpu: Option<u32>,
+    /// Its tasks (indices among the guest's; a global guest's vCPUs: none, they share them all).
+    tasks: Option<Vec<String>>,
+    core: u32,
+}
+
+impl Unit {
+    fn name(&self) -> String {
+        match self.vcpu {
+            None => self.guest.clone(),
+            Some(k) => format!("{}/vcpu{k}", self.guest),
+        }
+    }
+}
+
+/// Each bound reservation's observer (of the vCPU carrying it), vCPU thread and planned
+/// reservation: per reserved vCPU for a guest of several (`vcpu=N` selects one; a guest's agent
+/// is read by its first), else the vCPU `vcpu=N` (default 0) carrying the guest's.
+fn targets(plan: &Plan, bindings: &[Binding], agents: &[String]) -> anyhow::Result<Vec<(AdaptTarget, Unit)>> {
     let sockets = super::observe::parse_agents(agents)?;
-    let mut out = Vec::new();
+    let mut out: Vec<(AdaptTarget, Unit)> = Vec::new();
     for b in bindings {
         let g = plan
             .guest(&b.guest)
             .ok_or_else(|| InputError::field("--vm", format!("guest \"{}\" is not in the plan", b.guest)))?;
-        let wanted = b.vcpu.unwrap_or(0);
         let threads = b.threads()?;
-        let vcpu = threads
-            .iter()
-            .find(|t| matches!(t.role, Role::Vcpu { index } if index == wanted))
-            .ok_or_else(|| InputError::field("--vm", format!("guest \"{}\": no vCPU {wanted}", b.guest)))?;
-        let agent = super::observe::agent_socket(b, &sockets);
-        out.push(AdaptTarget {
-            observer: GuestObserver::new(&b.guest, std::slice::from_ref(vcpu), agent),
-            tid: vcpu.tid,
-            starttime: vcpu.starttime,
-            planned: Reservation { runtime_ns: g.budget_ns, deadline_ns: g.deadline_ns, period_ns: g.period_ns },
-        });
+        let only = match b.source {
+            rtvirt_host::apply::GuestSource::Thread(_) => Some(b.vcpu.unwrap_or(0)),
+            _ => b.vcpu,
+        };
+        let several = !g.vcpus.is_empty();
+        let wanted: Vec<rtvirt_model::plan::VcpuPlan> = g
+            .vcpu_plans()
+            .into_iter()
+            .filter(|v| !several || (v.reserved() && only.is_none_or(|n| n == v.id)))
+            .collect();
+        for v in wanted {
+            let index = if several { v.id } else { b.vcpu.unwrap_or(0) };
+            let vcpu = threads
+                .iter()
+                .find(|t| matches!(t.role, Role::Vcpu { index: i } if i == index))
+                .ok_or_else(|| InputError::field("--vm", format!("guest \"{}\": no vCPU {index}", b.guest)))?;
+            let first_of_guest = !out.iter().any(|(_, u)| u.guest == b.guest);
+            let agent = super::observe::agent_socket(b, &sockets).filter(|_| first_of_guest);
+            let global = g.placement == Placement::Global;
+            let unit = Unit {
+                guest: b.guest.clone(),
+                vcpu: several.then_some(v.id),
+                tasks: (several && !global).then(|| v.tasks.clone()),
+                core: v.core.or(g.core).unwrap_or(0),
+            };
+            let target = AdaptTarget {
+                observer: GuestObserver::new(&unit.name(), std::slice::from_ref(vcpu), agent),
+                tid: vcpu.tid,
+                starttime: vcpu.starttime,
+                planned: Reservation { runtime_ns: v.budget_ns, deadline_ns: v.deadline_ns, period_ns: v.period_ns },
+            };
+            out.push((target, unit));
+        }
     }
     Ok(out)
 }
 
-/// rtvirt-analysis's controller, addressed by guest and task names.
+/// rtvirt-analysis's controller, addressed by reservation (guest or `GUEST/vcpuK`) and task names.
 struct PlannerController {
     inner: Controller,
-    names: Vec<String>,
+    units: Vec<Unit>,
+    /// Per unit, the whole guest's index of each of its tasks (the controller's task order).
+    numbers: Vec<Vec<usize>>,
 }
 
 impl PlannerController {
     fn new(
-        plan: &Plan,
         scenario: Option<&Scenario>,
-        targets: &[AdaptTarget],
+        targets: &[(AdaptTarget, Unit)],
         config: AdaptConfig,
         ranks: &AdaptSection,
     ) -> Result<PlannerController, InputError> {
         let mut guests = Vec::new();
-        for t in targets {
-            let name = &t.observer.name;
-            let g = plan.guest(name).expect("bound guests are in the plan");
-            let guest = match scenario.map(|s| s.guests.iter().find(|sg| &sg.name == name)) {
+        let mut numbers = Vec::new();
+        for (t, unit) in targets {
+            let whole = match scenario.map(|s| s.guests.iter().find(|sg| sg.name == unit.guest)) {
                 Some(Some(sg)) => sg.clone(),
                 Some(None) => {
-                    return Err(InputError::field("--scenario", format!("the scenario has no guest \"{name}\"")));
+                    let why = format!("the scenario has no guest \"{}\"", unit.guest);
+                    return Err(InputError::field("--scenario", why));
                 }
-                None => bare_guest(name, g.core.unwrap_or(0)),
+                None => bare_guest(&unit.guest, unit.core),
             };
+            let (guest, mine) = unit_guest(whole, unit);
             guests.push(AdaptGuest {
                 guest,
-                core: g.core.unwrap_or(0),
-                reservation: Interface { period: g.period_ns, budget: g.budget_ns, deadline: g.deadline_ns },
-                rank: ranks.rank(name),
+                core: unit.core,
+                reservation: Interface {
+                    period: t.planned.period_ns,
+                    budget: t.planned.runtime_ns,
+                    deadline: t.planned.deadline_ns,
+                },
+                rank: ranks.rank(&unit.guest),
             });
+            numbers.push(mine);
         }
-        let names = guests.iter().map(|g| g.guest.name.clone()).collect();
-        Ok(PlannerController { inner: Controller::new(config, guests)?, names })
+        let units =
+            targets.iter().map(|(_, u)| Unit { tasks: u.tasks.clone(), guest: u.guest.clone(), ..*u }).collect();
+        Ok(PlannerController { inner: Controller::new(config, guests)?, units, numbers })
     }
 
-    fn index(&self, guest: &str) -> Option<usize> {
-        self.names.iter().position(|n| n == guest)
+    fn index(&self, name: &str) -> Option<usize> {
+        self.units.iter().position(|u| u.name() == name)
     }
+
+    /// The unit of the same guest as `name` that runs task `task` of the guest, and its place
+    /// among that unit's tasks.
+    fn task_of(&self, name: &str, task: &str) -> Option<(usize, usize)> {
+        let guest = &self.units[self.index(name)?].guest;
+        let n = task_index(guest, task)?;
+        (0..self.units.len())
+            .filter(|&u| &self.units[u].guest == guest)
+            .find_map(|u| self.numbers[u].iter().position(|&k| k == n).map(|i| (u, i)))
+    }
+}
+
+/// The guest a unit's controller sizes, named as the unit, and the whole guest's index of each of
+/// its tasks: a partitioned vCPU's tasks only; a global guest's vCPU none (its own CPU time sizes
+/// it); a guest of one vCPU all of them.
+fn unit_guest(mut g: Guest, unit: &Unit) -> (Guest, Vec<usize>) {
+    let mine: Vec<usize> = match (&unit.tasks, unit.vcpu) {
+        (_, None) => (0..g.tasks.len()).collect(),
+        (None, Some(_)) => vec![],
+        (Some(names), Some(_)) => (0..g.tasks.len()).filter(|&i| names.contains(&g.tasks[i].name)).collect(),
+    };
+    g.tasks = mine.iter().map(|&i| g.tasks[i].clone()).collect();
+    if let Some(k) = unit.vcpu {
+        g.vcpus.retain(|v| v.id == k);
+        g.placement = Placement::Partitioned;
+    }
+    g.name = unit.name();
+    (g, mine)
 }
 
 /// A guest known only by name (no scenario): no tasks, so only its vCPU's server-period demand
@@ -273,8 +358,8 @@ fn task_index(guest: &str, task: &str) -> Option<usize> {
 
 impl adapt::Controller for PlannerController {
     fn observe_job(&mut self, guest: &str, task: &str, ns: u64) {
-        if let (Some(g), Some(t)) = (self.index(guest), task_index(guest, task)) {
-            self.inner.observe_job(g, t, ns);
+        if let Some((u, t)) = self.task_of(guest, task) {
+            self.inner.observe_job(u, t, ns);
         }
     }
     fn observe_server_period(&mut self, guest: &str, ns: u64) {
@@ -309,6 +394,41 @@ impl adapt::Controller for PlannerController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A partitioned guest of two vCPUs: each vCPU's controller sizes only the tasks the plan
+    /// runs on it, and an agent report of task N of the guest (read by vCPU 0's observer) goes
+    /// to the vCPU that runs it, at its place there.
+    #[test]
+    fn agent_jobs_go_to_the_vcpu_that_runs_the_task() {
+        let mut text = "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\n".to_string();
+        for (name, vcpu) in [("a", 0), ("b", 1), ("c", 0)] {
+            text += &format!("[[guest.task]]\nname = \"{name}\"\nperiod = \"10ms\"\nwcet = \"1ms\"\nvcpu = {vcpu}\n");
+        }
+        let s = Scenario::from_toml(&text, None).unwrap();
+        let unit = |vcpu: u32, tasks: &[&str]| Unit {
+            guest: "g".into(),
+            vcpu: Some(vcpu),
+            tasks: Some(tasks.iter().map(|t| t.to_string()).collect()),
+            core: vcpu,
+        };
+        let target = |u: &Unit| AdaptTarget {
+            observer: GuestObserver::new(&u.name(), &[], None),
+            tid: 1,
+            starttime: 0,
+            planned: Reservation { runtime_ns: 2_000_000, deadline_ns: 10_000_000, period_ns: 10_000_000 },
+        };
+        let units = [unit(0, &["a", "c"]), unit(1, &["b"])];
+        let targets: Vec<(AdaptTarget, Unit)> =
+            units.iter().map(|u| (target(u), Unit { tasks: u.tasks.clone(), guest: u.guest.clone(), ..*u })).collect();
+        let c = PlannerController::new(Some(&s), &targets, AdaptConfig::default(), &AdaptSection::default()).unwrap();
+        assert_eq!(c.numbers, vec![vec![0, 2], vec![1]]);
+        assert_eq!(c.task_of("g/vcpu0", "g.t2"), Some((0, 1)));
+        assert_eq!(c.task_of("g/vcpu0", "g.t1"), Some((1, 0)));
+        assert_eq!(c.task_of("g/vcpu0", "g.t3"), None);
+        assert_eq!(c.task_of("h/vcpu0", "g.t1"), None);
+        let (guest, mine) = unit_guest(s.guests[0].clone(), &units[1]);
+        assert_eq!((guest.name.as_str(), guest.tasks.len(), guest.vcpus.len(), mine), ("g/vcpu1", 1, 1, vec![1]));
+    }
 
     #[test]
     fn agent_task_names_map_to_scenario_tasks() {
