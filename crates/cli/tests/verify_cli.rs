@@ -203,6 +203,10 @@ fn ctrl_c_compares_the_part_that_ran_and_restores_the_host() {
     let task = &v["tasks"][0];
     let (predicted, measured) =
         (task["predicted"]["jobs"].as_u64().unwrap(), task["measured"]["jobs"].as_u64().unwrap());
-    assert!(predicted.abs_diff(measured) <= 1, "compared over the same time: {predicted} and {measured} jobs");
+    // over the same ~1.5 s (about 30 jobs of 50 ms; the whole 20 s would be 400): a job in flight
+    // at the stop is not measured, and the driver notices the interrupt up to a 20 ms poll later
+    // than the workers stop releasing (a fresh-clone run under load measured 28 against 30)
+    assert!(predicted.abs_diff(measured) <= 2, "compared over the same time: {predicted} and {measured} jobs");
+    assert!((10..=200).contains(&predicted), "about 1.5 s of 50 ms jobs, not the whole 20 s: {predicted}");
     assert_eq!(host_support::cpuset_state(), before, "cpusets restored");
 }
