@@ -132,6 +132,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     stop_if_interrupted()?;
     progress(&format!("5/5 vCPU exit and entry with KVM on CPU {cpu}"));
     let (vcpu_exit, vcpu_exit_note) = vcpu_exit_experiment(cpu, cfg, &mut measurements)?;
+    stop_if_interrupted()?;
     let mut environment = environment();
     environment.insert("vcpu_exit".into(), vcpu_exit_note.into());
     Ok(HostModel {

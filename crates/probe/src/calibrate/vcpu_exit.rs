@@ -111,15 +111,16 @@ impl TinyVm {
     }
 }
 
-/// Measure on the calling thread (pinned by the caller) for at most `budget`. An error says why
-/// KVM could not be used (no /dev/kvm, no permission, a failed ioctl).
+/// Measure on the calling thread (pinned by the caller) for at most `budget` (less after a
+/// Ctrl-C: the caller then stops). An error says why KVM could not be used (no /dev/kvm, no
+/// permission, a failed ioctl).
 pub fn measure(budget: Duration) -> Result<ExitCosts, String> {
     let mut vm = TinyVm::new()?;
     let until = Instant::now() + budget;
     let mut in_kernel = LatencyHistogram::new();
     vm.run(EXITS_PER_SAMPLE)?; // warm: page faults on the guest memory, first entry
     for i in 0..MAX_SAMPLES {
-        if i >= MIN_SAMPLES && Instant::now() >= until {
+        if (i >= MIN_SAMPLES && Instant::now() >= until) || rtvirt_os::signals::interrupted() {
             break;
         }
         in_kernel.record(vm.run(EXITS_PER_SAMPLE)?.as_nanos() as u64 / EXITS_PER_SAMPLE);
@@ -127,7 +128,7 @@ pub fn measure(budget: Duration) -> Result<ExitCosts, String> {
     let one_cpuid = in_kernel.quantile(0.5);
     let mut to_user = LatencyHistogram::new();
     for i in 0..MAX_SAMPLES {
-        if i >= MIN_SAMPLES && Instant::now() >= until + budget / 4 {
+        if (i >= MIN_SAMPLES && Instant::now() >= until + budget / 4) || rtvirt_os::signals::interrupted() {
             break;
         }
         to_user.record((vm.run(1)?.as_nanos() as u64).saturating_sub(one_cpuid));
