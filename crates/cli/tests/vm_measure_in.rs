@@ -90,6 +90,63 @@ fn measure_net_client_in_vm_reaches_a_server_in_the_guest_over_tap_and_bridge() 
     assert_nothing_left(&name);
 }
 
+/// `measure net client --in vm --explain --trace`: each round trip to the server in a real QEMU
+/// guest is split at the guest's tap into the host's segments (`host_receive` up to the request's
+/// transmit into the tap, `guest` until the response comes back through it, `host_send`), adding
+/// up to the round trip; what the host cannot see under TCG is said; the Perfetto trace holds the
+/// `guest` slices.
+#[test]
+fn measure_net_client_in_vm_explain_splits_each_round_trip_at_the_guests_tap() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("net-vm.json");
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "net",
+        "client",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "2s",
+        "--arrivals",
+        "uniform:2ms-5ms",
+        "--explain",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    let e = &r["explain"];
+    let responses = r["rtt_ns"]["count"].as_u64().unwrap();
+    let summary = |name: &str| e["segments"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned();
+    let guest = summary("guest").unwrap_or_else(|| panic!("no guest segment: {e}"));
+    assert!(summary("server").is_none(), "the server is not on this host: {e}");
+    assert!(
+        guest["requests"].as_u64().unwrap() * 2 >= responses,
+        "most round trips are joined through the tap ({} of {responses}): {}",
+        guest["requests"],
+        e["limitations"]
+    );
+    let limits = e["limitations"].to_string();
+    assert!(limits.contains("went to a guest through its tap") && limits.contains("kvm_*"), "{limits}");
+    let samples = e["samples"].as_array().unwrap();
+    for s in samples {
+        let segments = s["segments"].as_array().unwrap();
+        let total: u64 = segments.iter().map(|x| x["duration_ns"].as_u64().unwrap()).sum();
+        assert_eq!(total, s["latency_ns"].as_u64().unwrap(), "the segments add up to the round trip: {s}");
+    }
+    let joined = samples.iter().find(|s| s["segments"].to_string().contains("\"guest\"")).expect("a joined request");
+    let names: Vec<&str> = joined["segments"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["send_lag", "client_send", "host_receive", "guest", "host_send", "client_receive"], "{joined}");
+    assert!(joined["segments"][3]["via"].to_string().contains("rtvtap"), "{joined}");
+    let t = json(&std::fs::read_to_string(&trace).unwrap());
+    assert!(t["traceEvents"].as_array().unwrap().iter().any(|x| x["name"] == "guest"), "guest slices in the trace");
+    assert_nothing_left(&name);
+}
+
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }

@@ -97,7 +97,9 @@ pub struct PathSegment {
     /// network), `client_send` (-> the request queued to the first device),
     /// `host_receive` (-> the server's wake-up: veth/bridge or IRQ, NET_RX softirq/NAPI, socket
     /// enqueue), `server` (-> its send syscall), `host_send` (-> the response leaves the first
-    /// device, `net_dev_xmit`), `client_receive` (-> the client read it), or `unexplained` (the
+    /// device, `net_dev_xmit`), `client_receive` (-> the client read it); to a server in a guest
+    /// behind a tap: `host_receive` (-> the request's transmit into the tap), `guest` (-> the
+    /// response's receive from the tap), `host_send` (-> the client's wake-up); or `unexplained` (the
     /// milestones in `missing` are not in the trace: the segments they bound are merged).
     pub name: String,
     /// Since the start of the run.

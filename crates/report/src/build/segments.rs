@@ -9,11 +9,12 @@ use crate::svg::bars::{BarChart, BarMode};
 use crate::units::fmt_ns;
 use rtvirt_model::results::{FlowResult, Segment, SegmentSummary};
 
-/// (label, the simulator's segment, the measured segment drawn beside it).
-const BESIDE: [(&str, &str, &str); 3] = [
-    ("host receive", "host_receive", "host_receive"),
-    ("guest / server", "guest", "server"),
-    ("host send", "host_send", "host_send"),
+/// (label, the simulator's segment, the measured segments drawn beside it: `guest` when the
+/// server ran in a guest, `server` when it ran on the host or in a container).
+const BESIDE: [(&str, &str, &[&str]); 3] = [
+    ("host receive", "host_receive", &["host_receive"]),
+    ("guest / server", "guest", &["guest", "server"]),
+    ("host send", "host_send", &["host_send"]),
 ];
 
 /// (result name, its measured segments) for every result with some.
@@ -34,6 +35,11 @@ pub fn limitations(inputs: &[Input]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The mean of the first of `names` that a measurement has.
+fn measured_mean(segments: &[SegmentSummary], names: &[&str]) -> Option<f64> {
+    segments.iter().find(|s| names.contains(&s.name.as_str())).map(|s| s.mean_ns)
+}
+
 /// The grouped bars, when a result has measured segments.
 pub fn figure(flows: &[(&str, &FlowResult)], measured: &[(&str, &[SegmentSummary])]) -> Option<Figure> {
     if measured.is_empty() {
@@ -46,7 +52,7 @@ pub fn figure(flows: &[(&str, &FlowResult)], measured: &[(&str, &[SegmentSummary
         .iter()
         .map(|(_, sim, real)| {
             let sims = simulated.iter().map(|(_, f)| f.segments_ns.get(*sim).and_then(Segment::mean));
-            let reals = measured.iter().map(|(_, m)| m.iter().find(|s| s.name == *real).map(|s| s.mean_ns));
+            let reals = measured.iter().map(|(_, m)| measured_mean(m, real));
             sims.chain(reals).collect()
         })
         .collect();
@@ -145,5 +151,15 @@ mod tests {
         assert_eq!(t.rows.len(), 6);
         assert_eq!(t.rows[3][1].text, "server");
         assert!(figure(&flows, &[]).is_none(), "no measured segments, no figure");
+    }
+
+    #[test]
+    fn a_server_in_a_guest_is_drawn_as_the_guest_segment_and_one_on_the_host_as_the_server() {
+        let in_vm = [summary("host_receive", 1.0), summary("guest", 2.0), summary("host_send", 3.0)];
+        let (_, _, guest_or_server) = BESIDE[1];
+        assert_eq!(measured_mean(&in_vm, guest_or_server), Some(2.0));
+        let in_container = [summary("host_receive", 1.0), summary("server", 5.0)];
+        assert_eq!(measured_mean(&in_container, guest_or_server), Some(5.0));
+        assert_eq!(measured_mean(&in_container, &["host_send"]), None);
     }
 }

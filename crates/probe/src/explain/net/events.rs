@@ -172,6 +172,8 @@ pub struct Decoder {
     common_pid: Field,
     /// Device names by [`Device`].
     pub devices: Vec<String>,
+    /// Whether each device is a tun/tap (a guest's: what it transmits leaves this host's stack).
+    taps: Vec<bool>,
     /// IRQ handler names by IRQ number, as seen in `irq_handler_entry`.
     pub irq_names: HashMap<u32, String>,
     /// Whether `sched_waking` is traced (wakers are then known by it, not by `sched_wakeup`).
@@ -193,7 +195,7 @@ impl Decoder {
             }
         }
         let has_waking = instance.present.iter().any(|e| e == "sched/sched_waking");
-        Decoder { kinds, common_pid, devices: Vec::new(), irq_names: HashMap::new(), has_waking }
+        Decoder { kinds, common_pid, devices: Vec::new(), taps: Vec::new(), irq_names: HashMap::new(), has_waking }
     }
 
     /// The event, if it is one of [`EVENTS`].
@@ -201,8 +203,11 @@ impl Decoder {
         let d = raw.data;
         let id = u16::from_le_bytes([*d.first()?, *d.get(1)?]);
         let uint = |f: &Field| f.int(d).map(|v| v as u64);
-        let Decoder { kinds, common_pid, devices, irq_names, .. } = self;
-        let mut device = |name: &Field| intern(devices, data_loc_text(name, d).unwrap_or("?"));
+        let Decoder { kinds, common_pid, devices, taps, irq_names, .. } = self;
+        let mut device = |name: &Field| {
+            let name = data_loc_text(name, d).unwrap_or("?");
+            intern(devices, name, || taps.push(is_tap(name)))
+        };
         let event = match kinds.get(&id)? {
             Kind::Send => NetEvent::Send,
             Kind::Taken => NetEvent::Taken,
@@ -230,27 +235,58 @@ impl Decoder {
     /// A decoder of nothing (for joins of events made by hand).
     pub fn without_events() -> Decoder {
         let common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
-        Decoder { kinds: HashMap::new(), common_pid, devices: Vec::new(), irq_names: HashMap::new(), has_waking: false }
+        let devices = Vec::new();
+        Decoder {
+            kinds: HashMap::new(),
+            common_pid,
+            devices,
+            taps: Vec::new(),
+            irq_names: HashMap::new(),
+            has_waking: false,
+        }
     }
 
     /// A device name's index.
     pub fn intern(&mut self, name: &str) -> Device {
-        intern(&mut self.devices, name)
+        let taps = &mut self.taps;
+        intern(&mut self.devices, name, || taps.push(is_tap(name)))
+    }
+
+    /// A device's index, declared a tun/tap whatever this host has (for joins of events made by hand).
+    pub fn intern_tap(&mut self, name: &str) -> Device {
+        let device = self.intern(name);
+        self.taps[device as usize] = true;
+        device
     }
 
     pub fn device_name(&self, device: Device) -> &str {
         self.devices.get(device as usize).map_or("?", String::as_str)
     }
+
+    /// Whether the device is a tun/tap: a packet it transmits goes to the user-space program
+    /// behind it (QEMU: into a guest), not on through this host's stack.
+    pub fn is_tap(&self, device: Device) -> bool {
+        self.taps.get(device as usize).copied().unwrap_or(false)
+    }
 }
 
-fn intern(devices: &mut Vec<String>, name: &str) -> Device {
+/// A device's index in `devices`; `added` runs when the name is new.
+fn intern(devices: &mut Vec<String>, name: &str, added: impl FnOnce()) -> Device {
     match devices.iter().position(|d| d == name) {
         Some(i) => i as Device,
         None => {
             devices.push(name.to_string());
+            added();
             (devices.len() - 1) as Device
         }
     }
+}
+
+/// Whether this host's device `name` is a tun/tap (the kernel's tun driver gives every one the
+/// attribute `tun_flags`), asked once per device when it first appears in the trace, while the
+/// device exists.
+fn is_tap(name: &str) -> bool {
+    !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).join("tun_flags").exists()
 }
 
 fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {

@@ -189,6 +189,11 @@ fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'s
     let via = vec![path.describe(queue)];
     path.close_at("client_send", queue, via);
     let skb = queue.event.skb().expect("a queued packet");
+    let decoder = path.decoder;
+    let to_guest = |e: &Ev| matches!(e.event, NetEvent::Xmit { skb: s, device } if s == skb && decoder.is_tap(device));
+    if let Some(out) = first(ev, queue.ts, r.read, to_guest) {
+        return through_guest(ev, path, r, skb, out);
+    }
     let (xmit, response) = through_server(ev, path, skb, queue.ts, r.read, Server::Not(r.receiver))?;
     let arrived = first(ev, xmit.ts, r.read, |e| matches!(e.event, NetEvent::Receive { skb, .. } if skb == response))
         .ok_or("netif_receive_skb of the response")?;
@@ -209,7 +214,7 @@ pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
     };
     let this = |e: &Ev| is_receive(e) && e.event.skb() == Some(skb);
     let received = last(ev, lookback, r.received, this).expect("the request was received");
-    let seen = first_sighting(ev, received, lookback);
+    let seen = first_sighting(ev, decoder, received, lookback);
     let (start, mut via) = interrupt_before(ev, decoder, seen);
     let mut path = Path::new(decoder, start);
     let outcome = through_server(ev, &mut path, skb, seen.ts, r.answered, Server::Is(r.server)).map(|_| ());
@@ -242,14 +247,20 @@ fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) ->
 
 /// The first trace of the packet received in `received`: back through its devices (transmits,
 /// `netif_rx`, queues, the receives of a bridge) to the first of this life of its address - an
-/// earlier copy, or a receive before a queue, belongs to a packet that had it before.
-fn first_sighting<'e>(ev: &'e [Ev], received: &'e Ev, from: u64) -> &'e Ev {
+/// earlier copy, a transmit into a tap (to a guest), or a receive before a queue, belongs to a
+/// packet that had it before; a packet received from a tap (from a guest) began there.
+fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u64) -> &'e Ev {
     let skb = received.event.skb();
     let mut seen = received;
     let mut queued = false;
     for e in window(ev, from, received.ts).iter().rev().filter(|e| e.event.skb() == skb) {
         match e.event {
             NetEvent::Copy { .. } => break,
+            NetEvent::Xmit { device, .. } if decoder.is_tap(device) => break,
+            NetEvent::Receive { device, .. } | NetEvent::NetifRx { device, .. } if decoder.is_tap(device) => {
+                seen = e;
+                break;
+            }
             NetEvent::Receive { .. } if queued => break,
             NetEvent::Queue { .. } => queued = true,
             _ => {}
@@ -385,4 +396,50 @@ fn through_server<'e>(
     let via = vec![path.describe(queue), path.describe(xmit)];
     path.close_at("host_send", xmit, via);
     Ok((xmit, response))
+}
+
+/// A server in a guest behind a tap (`--in vm`), from the request's transmit into the tap: the
+/// three segments of the host's view (Garcia Alvarado 2019's host receive, guest, host send) and
+/// the client's read. `host_receive` ends where the request leaves the host's stack into the tap,
+/// to the hypervisor's user-space half (QEMU); the virtual interrupt into the guest is visible
+/// only with `kvm_*` events. `guest` lasts until the response enters the host through the tap
+/// (QEMU's write); the response is the packet the client's receive returned, found back from that
+/// receive, so responses out of order or several requests in flight are not confused. `host_send`
+/// ends at the client's wake-up (its socket enqueue when it was awake).
+fn through_guest(ev: &[Ev], path: &mut Path, r: &ClientRequest, skb: u64, out: &Ev) -> Result<(), &'static str> {
+    let via = path.packet_via(ev, skb, path.cursor, out.ts);
+    path.close_at("host_receive", out, via);
+    let reader = ServerRequest { seq: r.seq, server: r.receiver, received: r.read, answered: r.read };
+    let response = request_of(ev, path.decoder, &reader, out.ts).ok_or("the socket enqueue of the response")?;
+    let is_response = |e: &Ev| is_receive(e) && e.event.skb() == Some(response);
+    let received = last(ev, out.ts, r.read, is_response).expect("the response was received");
+    let entered = first_sighting(ev, path.decoder, received, out.ts);
+    let via = vec![
+        format!("{} (into the guest)", path.describe(out)),
+        format!("{} (from the guest)", path.describe(entered)),
+    ];
+    path.close("guest", entered.ts, None, via);
+    let enqueue = first(ev, received.ts, r.read, |e| same_context(e, received) && is_enqueue(e))
+        .ok_or("the socket enqueue of the response")?;
+    let waking = first(ev, enqueue.ts, r.read, |e| same_context(e, enqueue) && wakes(path.decoder, e, r.receiver));
+    let mut via = path.packet_via(ev, response, entered.ts, received.ts);
+    via.push(path.describe(enqueue));
+    let end = match waking {
+        Some(w) => {
+            let woken = woken_by(ev, w, r.receiver, r.read);
+            via.push(path.describe(w));
+            if woken != w {
+                via.push(path.describe(woken));
+            }
+            woken
+        }
+        None => {
+            via.push(format!("no wake-up: the client (pid {}) was awake", r.receiver));
+            enqueue
+        }
+    };
+    path.close_at("host_send", end, via);
+    let taken = last(ev, end.ts, r.read, |e| e.pid == r.receiver && e.event == NetEvent::Taken);
+    path.close("client_receive", r.read, None, taken.map(|t| path.describe(t)).into_iter().collect());
+    Ok(())
 }

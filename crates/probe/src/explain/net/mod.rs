@@ -10,7 +10,8 @@
 //! still waiting, so memory stays bounded however long the run.
 //!
 //! The client's segments: `send_lag`, `client_send`, `host_receive`, `server`, `host_send`,
-//! `client_receive`; a server's (its host's share, from the first trace of the request): the
+//! `client_receive`; to a server in a guest behind a tap (`--in vm`) `guest` replaces `server`
+//! and `host_send` starts where the response enters the host from the tap; a server's (its host's share, from the first trace of the request): the
 //! middle three. They add up to the round trip (the trace clock `mono` is the client's
 //! CLOCK_MONOTONIC: docs/measure.md states the precision). Each request is in the per-segment
 //! summary; the worst [`ExplainConfig::max_samples`] are kept with their segments.
@@ -277,6 +278,15 @@ impl NetExplainer {
                 "{n} of {} requests partly unexplained: {what} not in the trace (the rest of their round trip is \
                  `unexplained`)",
                 self.requests
+            ));
+        }
+        if let Some((_, h)) = self.segments.iter().find(|(name, _)| *name == "guest") {
+            s.limitations.push(format!(
+                "{} requests went to a guest through its tap: `guest` runs from the request's transmit into the tap \
+                 to the response's receive from it, the hypervisor's user-space handling (QEMU) both ways included; \
+                 the virtual interrupt into the guest and the vCPU's exits are not separated (no kvm_* events are \
+                 traced here, and under TCG there are none)",
+                h.count()
             ));
         }
         if self.out_of_order > 0 {

@@ -1,6 +1,7 @@
 //! Joins of hand-made traces: a UDP round trip from a client on the host to a server in a
 //! container (bridge, veth pair, NET_RX softirq in the sender's context, wake-ups), as this kernel
-//! records it; the same trace with a milestone missing; a server's view from a NIC interrupt.
+//! records it; the same trace with a milestone missing; a server's view from a NIC interrupt; a
+//! server in a guest behind a tap, with two requests in flight and packet addresses reused.
 
 use super::events::{Decoder, Ev, NetEvent, NET_RX};
 use super::join::{self, ClientRequest, ServerRequest};
@@ -232,4 +233,91 @@ fn a_client_sees_the_remote_wake_up_of_the_server_and_of_itself() {
             ("client_receive", 1_320, 1_460),
         ]
     );
+}
+
+/// Two requests in flight to a server in a guest (client on CPU 0, QEMU's writes on CPU 1): each
+/// request leaves through the tap; the responses come back through it in the opposite order, and
+/// the second response's packet reuses the address of the first request's (freed when QEMU read
+/// it). Request `seq`'s response is the packet its read returned.
+fn guest_round_trips(d: &mut Decoder) -> (Vec<Ev>, [ClientRequest; 2]) {
+    let (br, tap) = (d.intern("rtvbr1"), d.intern_tap("rtvtap1"));
+    d.has_waking = true;
+    const QEMU: u32 = 300;
+    let (first, second, back_second) = (0xa1, 0xa2, 0xb2);
+    use NetEvent::*;
+    let trace = vec![
+        at(1_010, 0, CLIENT, Send),
+        at(1_100, 0, CLIENT, Queue { skb: first, device: br }),
+        at(1_120, 0, CLIENT, Queue { skb: first, device: tap }),
+        at(1_140, 0, CLIENT, Xmit { skb: first, device: tap }),
+        at(1_150, 0, CLIENT, Xmit { skb: first, device: br }),
+        at(2_010, 0, CLIENT, Send),
+        at(2_100, 0, CLIENT, Queue { skb: second, device: br }),
+        at(2_140, 0, CLIENT, Xmit { skb: second, device: tap }),
+        // the second request's response first
+        at(5_000, 1, QEMU, Receive { skb: back_second, device: tap }),
+        at(5_010, 1, QEMU, Receive { skb: back_second, device: br }),
+        at(5_020, 1, QEMU, DataReady { sock: 9 }),
+        at(5_030, 1, QEMU, Waking { pid: CLIENT }),
+        at(5_060, 0, 0, Wakeup { pid: CLIENT, target_cpu: 0 }),
+        at(5_100, 0, CLIENT, Taken),
+        // then the first's, in the freed address of the first request
+        at(6_000, 1, QEMU, Receive { skb: first, device: tap }),
+        at(6_010, 1, QEMU, Receive { skb: first, device: br }),
+        at(6_020, 1, QEMU, DataReady { sock: 9 }),
+        at(6_030, 1, QEMU, Waking { pid: CLIENT }),
+        at(6_060, 0, 0, Wakeup { pid: CLIENT, target_cpu: 0 }),
+        at(6_100, 0, CLIENT, Taken),
+    ];
+    let request = |seq, intended, read| ClientRequest {
+        seq,
+        sender: CLIENT,
+        receiver: CLIENT,
+        intended,
+        sent: intended + 5,
+        read,
+    };
+    (trace, [request(0, 1_000, 6_200), request(1, 2_000, 5_200)])
+}
+
+#[test]
+fn a_round_trip_to_a_guest_gets_the_hosts_three_segments_and_its_own_response() {
+    let mut d = Decoder::without_events();
+    let (trace, [first, second]) = guest_round_trips(&mut d);
+    let j = join::client(&trace, &d, &first);
+    assert_eq!(j.missing(), None);
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(
+        short,
+        [
+            ("send_lag", 1_000, 1_010),
+            ("client_send", 1_010, 1_100),
+            ("host_receive", 1_100, 1_140),
+            ("guest", 1_140, 6_000),
+            ("host_send", 6_000, 6_060),
+            ("client_receive", 6_060, 6_200),
+        ],
+        "the first request's response is the one read at 6_100, though the address went out first"
+    );
+    assert_eq!(j.clamped_ns, 0);
+    assert!(j.segments[3].via[0].contains("net_dev_xmit rtvtap1 (into the guest)"), "{:?}", j.segments[3].via);
+    assert!(j.segments[3].via[1].contains("netif_receive_skb rtvtap1"), "{:?}", j.segments[3].via);
+    let send = j.segments[4].via.join(", ");
+    assert!(send.contains("netif_receive_skb rtvbr1") && send.contains("sched_wakeup pid 100"), "{send}");
+    let j = join::client(&trace, &d, &second);
+    let guest = j.segments.iter().find(|s| s.name == "guest").expect("a guest segment");
+    assert_eq!((guest.start, guest.end), (2_140, 5_000), "the second request's response came back first");
+    assert_eq!(j.end() - j.start(), 3_200, "the segments add up to the round trip");
+}
+
+#[test]
+fn a_guests_response_not_in_the_trace_leaves_the_rest_unexplained_from_the_tap() {
+    let mut d = Decoder::without_events();
+    let (mut trace, [first, _]) = guest_round_trips(&mut d);
+    trace.retain(|e| e.ts < 2_000);
+    let j = join::client(&trace, &d, &first);
+    let names: Vec<&str> = j.segments.iter().map(|s| s.name).collect();
+    assert_eq!(names, ["send_lag", "client_send", "host_receive", "unexplained"]);
+    assert_eq!(j.missing(), Some("the socket enqueue of the response"));
+    assert_eq!(j.end(), 6_200);
 }
