@@ -67,6 +67,8 @@ fn host_adapt_follows_a_guests_shifting_demand_heard_through_its_agent() {
         "--agent",
         "--duration",
         "30s",
+        "--interval-report",
+        "5s",
         "--format",
         "json",
     ]));
@@ -127,4 +129,19 @@ fn host_adapt_follows_a_guests_shifting_demand_heard_through_its_agent() {
     assert_eq!(code, 0, "{err}");
     assert!(md.contains("Adapted reservations") && md.contains("Reserved bandwidth over time: adapt"), "{md}");
     assert!(md.contains("adapt rtvm"), "the log's guest in the table: {md}");
+    // The guest's DSR per window, from the guest's real windows, right after the reservation
+    // over time: six windows of 5 s whose jobs and misses add up to the run's.
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &r[0];
+    let windows = r["intervals"].as_array().unwrap_or_else(|| panic!("no windows: {r}"));
+    assert_eq!(windows.len(), 6, "{windows:?}");
+    let sum = |key: &str| -> u64 {
+        windows.iter().flat_map(|w| w["tasks"].as_array().unwrap()).map(|t| t[key].as_u64().unwrap()).sum()
+    };
+    assert_eq!(sum("jobs"), r["jobs"].as_u64().unwrap(), "{windows:?}");
+    assert_eq!(sum("misses"), r["misses"].as_u64().unwrap(), "{windows:?}");
+    let reserved = md.find("Reserved bandwidth over time: adapt").unwrap();
+    let per_window = md.find("DSR per window: vm/nrt/none").unwrap_or_else(|| panic!("no DSR per window: {md}"));
+    assert!(per_window > reserved, "drawn after the reservation over time");
+    assert!(md.lines().any(|l| l.starts_with("| vm/nrt/none rtvm | 6 |")), "the guest's windows in the table: {md}");
 }

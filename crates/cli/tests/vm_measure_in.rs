@@ -373,3 +373,139 @@ fn measure_timer_in_vm_explain_merges_guest_and_host_traces() {
     assert!(names.iter().any(|n| n == "guest cores") && names.iter().any(|n| n == "host (vCPU threads)"), "{names:?}");
     assert_nothing_left(&name);
 }
+
+/// A partitioned guest of two vCPUs (one task bound to each, one placed by the planner) and a
+/// global-EDF guest of two vCPUs, planned on two cores: the QEMU guest gets two vCPUs.
+const TWO_VCPUS: &str = r#"name = "two-vcpus-in-vm"
+[host]
+cores = 2
+
+[[guest]]
+name = "duo"
+scheduler = "edf"
+vcpus = 2
+server_periods = ["5ms"]
+[[guest.task]]
+name = "a"
+period = "10ms"
+wcet = "1ms"
+vcpu = 0
+[[guest.task]]
+name = "b"
+period = "20ms"
+wcet = "2ms"
+vcpu = 1
+[[guest.task]]
+name = "c"
+period = "10ms"
+wcet = "1ms"
+
+[[guest]]
+name = "glob"
+scheduler = "edf"
+vcpus = 2
+placement = "global"
+server_periods = ["5ms"]
+[[guest.task]]
+name = "x"
+period = "10ms"
+wcet = "1ms"
+[[guest.task]]
+name = "y"
+period = "10ms"
+wcet = "1ms"
+[[guest.task]]
+name = "z"
+period = "10ms"
+wcet = "1ms"
+"#;
+
+/// The CPUs a task's work ran on, from the results.
+fn ran_on(task: &serde_json::Value) -> Vec<u64> {
+    let cpus = task["cpus"].as_array().unwrap_or_else(|| panic!("no cpus: {task}"));
+    cpus.iter().map(|c| c.as_u64().unwrap()).collect()
+}
+
+/// `measure tasks --in vm` of guests of two vCPUs, in a QEMU guest of two vCPUs: each vCPU
+/// thread of the partitioned guest runs its planned tasks on the guest CPU the plan puts it on,
+/// the global guest's tasks run on both; per-vCPU results and per-window counts as on the host.
+/// No DSR or latency is asserted (TCG on a loaded machine).
+#[test]
+fn measure_tasks_in_vm_runs_guests_of_two_vcpus_on_the_guest_cpus_the_plan_gives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(&scenario, TWO_VCPUS).unwrap();
+    let (code, plan_text, err) = run(&["plan", scenario.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan = json(&plan_text);
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, &plan_text).unwrap();
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "tasks",
+        scenario.to_str().unwrap(),
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "3s",
+        "--interval-report",
+        "1s",
+        "--format",
+        "json",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    let r = &json(&out)[0];
+    assert_eq!(r["environment"]["in"], "vm");
+    assert_eq!(r["environment"]["vcpus"], 2, "a QEMU guest of two vCPUs");
+    assert!(err.contains("--interval-report 1s"), "the option reached the guest: {err}");
+    let tasks = r["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 6);
+    assert!(tasks.iter().all(|t| t["jobs"].as_u64().unwrap() > 0), "every task ran jobs: {tasks:?}");
+
+    // partitioned: each task on the guest CPU of the vCPU the plan lists it on, and only there
+    let planned = plan["guests"][0]["vcpus"].as_array().unwrap();
+    let cores: Vec<u64> = planned.iter().map(|v| v["core"].as_u64().unwrap()).collect();
+    assert_ne!(cores[0], cores[1], "{planned:?}");
+    for t in tasks.iter().filter(|t| t["guest"] == "duo") {
+        let on = planned.iter().find(|v| v["tasks"].as_array().unwrap().contains(&t["name"])).unwrap();
+        assert_eq!(ran_on(t), [on["core"].as_u64().unwrap()], "{t}");
+    }
+    assert_eq!(ran_on(&tasks[1]), [cores[1]], "b, bound to vCPU 1, ran on its guest CPU");
+    let guests = r["guests"].as_array().unwrap();
+    let duo = guests[0]["vcpus"].as_array().expect("per-vCPU results");
+    for (v, p) in duo.iter().zip(planned) {
+        assert_eq!((&v["id"], &v["core"], &v["tasks"]), (&p["id"], &p["core"], &p["tasks"]));
+        assert_eq!(v["reservation"]["runtime_ns"], p["budget_ns"]);
+        assert!(v["cpu_time_ns"].as_u64().unwrap() > 0, "{v}");
+    }
+
+    // global: the guest's tasks share both vCPUs, on both guest CPUs
+    let glob: Vec<&serde_json::Value> = tasks.iter().filter(|t| t["guest"] == "glob").collect();
+    let mut union: Vec<u64> = glob.iter().flat_map(|t| ran_on(t)).collect();
+    union.sort_unstable();
+    union.dedup();
+    assert_eq!(union, [0, 1], "a global guest's tasks ran on both guest CPUs: {glob:?}");
+    let vcpus = guests[1]["vcpus"].as_array().expect("per-vCPU results");
+    assert_eq!(vcpus.len(), 2);
+    assert!(vcpus.iter().all(|v| v["cpu_time_ns"].as_u64().unwrap() > 0), "both vCPUs ran jobs: {vcpus:?}");
+
+    // three windows of 1 s, adding up to the run's jobs and misses task by task
+    let windows = r["intervals"].as_array().unwrap_or_else(|| panic!("no windows: {r}"));
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    for (i, t) in tasks.iter().enumerate() {
+        let sum = |key: &str| windows.iter().map(|w| w["tasks"][i][key].as_u64().unwrap()).sum::<u64>();
+        assert_eq!((sum("jobs"), sum("misses")), (t["jobs"].as_u64().unwrap(), t["misses"].as_u64().unwrap()));
+    }
+    let file = dir.path().join("tasks.json");
+    std::fs::write(&file, &out).unwrap();
+    let html = dir.path().join("r.html");
+    let (code, _, err) = run(&["report", file.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("data-chart=\"dsr-windows\"") && html.contains("DSR per window: vm/nrt/none"));
+    assert_nothing_left(&name);
+}

@@ -17,7 +17,8 @@
 //!   and two table rows, so this bounds an array's report at about half a gigabyte.
 //!
 //! A results document read here differs from `Results::from_file` in two ways only: its
-//! `intervals` are in [`Input::intervals`] (not in `Results::intervals`), and an `intervals` or
+//! `intervals` are in [`Input::intervals`] (not in `Results::intervals`, which keeps only the
+//! `measure tasks` windows, those with `tasks`), and an `intervals` or
 //! `histogram_ns` that is not the list it should be is an error (rather than an unknown field).
 
 use crate::interval::{interval_points, IntervalPoint};
@@ -368,7 +369,7 @@ struct ResultsVisitor;
 struct Sections {
     results: Results,
     histogram: Option<Option<Vec<HistogramBucket>>>,
-    intervals: Option<Option<Vec<IntervalPoint>>>,
+    intervals: Option<Option<PointsOf>>,
 }
 
 impl<'de> Visitor<'de> for ResultsVisitor {
@@ -393,7 +394,7 @@ impl<'de> Visitor<'de> for ResultsVisitor {
                 "rtt_ns" => r.rtt_ns = map.next_value()?,
                 "environment" => r.environment = map.next_value()?,
                 "histogram_ns" => typed.histogram = Some(map.next_value()?),
-                "intervals" => typed.intervals = Some(map.next_value::<Option<PointsOf>>()?.map(|p| p.0)),
+                "intervals" => typed.intervals = Some(map.next_value::<Option<PointsOf>>()?),
                 // the head fields are checked here, where their line is known
                 "schema" | "kind" | "label" => {
                     let v: Option<String> = map.next_value()?;
@@ -417,7 +418,9 @@ impl<'de> Visitor<'de> for ResultsVisitor {
         if let Some(histogram) = typed.histogram {
             results.histogram_ns = histogram;
         }
-        Ok(LoadedResults { results, intervals: typed.intervals.flatten() })
+        let (points, windows) = typed.intervals.flatten().map_or((None, Vec::new()), |p| (Some(p.points), p.windows));
+        results.intervals = (!windows.is_empty()).then_some(windows);
+        Ok(LoadedResults { results, intervals: points })
     }
 }
 
@@ -437,18 +440,36 @@ impl<'de> Deserialize<'de> for CpusWithoutHistograms {
     }
 }
 
-/// `intervals` as points, each report turned into its points as it is read.
-struct PointsOf(Vec<IntervalPoint>);
+/// `intervals` as points, each report turned into its points as it is read; `measure tasks`
+/// windows (reports with `tasks`, which have no points) are kept whole for the DSR per window.
+struct PointsOf {
+    points: Vec<IntervalPoint>,
+    windows: Vec<Interval>,
+}
+
+/// One interval report as read: a point, or a `measure tasks` window.
+enum ReadInterval {
+    Point(IntervalPoint),
+    Window(Interval),
+}
 
 impl<'de> Deserialize<'de> for PointsOf {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_seq(ElementsVisitor::new(
+        let read = de.deserialize_seq(ElementsVisitor::new(
             "a list of interval reports",
-            |i, report: Interval, out: &mut Vec<IntervalPoint>| {
-                out.extend(interval_points(i, &report));
+            |i, report: Interval, out: &mut Vec<ReadInterval>| match report.tasks {
+                Some(_) => out.push(ReadInterval::Window(report)),
+                None => out.extend(interval_points(i, &report).into_iter().map(ReadInterval::Point)),
             },
-        ))
-        .map(PointsOf)
+        ))?;
+        let mut all = PointsOf { points: Vec::new(), windows: Vec::new() };
+        for r in read {
+            match r {
+                ReadInterval::Point(p) => all.points.push(p),
+                ReadInterval::Window(w) => all.windows.push(w),
+            }
+        }
+        Ok(all)
     }
 }
 

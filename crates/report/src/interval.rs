@@ -26,6 +26,9 @@ pub fn intervals(results: &Results) -> Vec<IntervalPoint> {
 
 /// The points of report `index` (one, or one per CPU of an interval report line).
 pub(crate) fn interval_points(index: usize, it: &Interval) -> Vec<IntervalPoint> {
+    if it.tasks.is_some() {
+        return Vec::new(); // a `measure tasks` window: jobs and misses, no latency
+    }
     let Some(cpus) = &it.cpus else {
         return vec![interval_point(index, it)];
     };

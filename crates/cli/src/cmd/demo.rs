@@ -271,6 +271,7 @@ impl Demo {
             seed: 1,
             force: false,
             state_dir: Some(rtvirt_host::journal::default_state_dir()),
+            window: None,
         };
         let mut r = rtvirt_probe::tasks::run(&self.scenario, &plan, &cfg)?;
         r.label = Some("measured (plan's reservations)".into());

@@ -18,7 +18,7 @@ pub use explain::{
 pub use sections::{
     CpuInterval, Dom0Stats, HistogramBucket, HostThread, Interval, NetSection, NetServerSection, PlanSummary,
     Reservation, ReservationChange, Segment, SegmentStats, ServerStats, SimulationSection, Stall, StreamInterval,
-    StreamReceipt, StreamSection, TaskTotals, TimerSection, XenDomain, XenSection,
+    StreamReceipt, StreamSection, TaskTotals, TaskWindow, TimerSection, XenDomain, XenSection,
 };
 
 use crate::stats::Summary;
@@ -123,6 +123,10 @@ pub struct TaskResult {
     /// Jobs released but not finished when the run ended (measure tasks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished: Option<u64>,
+    /// The CPUs its jobs' work ran on, as the CPU it was on (`sched_getcpu`) at each chunk of work
+    /// (measure tasks; in a guest: the guest's CPUs, i.e. its vCPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
     /// Fields this version does not know, kept as read.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,

@@ -313,7 +313,8 @@ impl HistogramBucket {
 }
 
 /// One report of a long run: either one point (`t_ns`/`end_ns`/`start_ns`, `max_ns`, `cpu`,
-/// `stall`), or a `measure timer --interval-report` line with one entry per CPU in `cpus`.
+/// `stall`), a `measure timer --interval-report` line with one entry per CPU in `cpus`, or a
+/// `measure tasks --interval-report` window with one entry per task in `tasks`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Interval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,9 +343,23 @@ pub struct Interval {
     /// Time since the start of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_ns: Option<u64>,
+    /// Per task, the jobs released in the window and how many of them missed (measure tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Vec<TaskWindow>>,
     /// "interval" for interval report lines.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub r#type: Option<String>,
+}
+
+/// One task in a `measure tasks --interval-report` window: of the jobs released in the window,
+/// how many there were and how many missed their deadline (unfinished at the run's end past
+/// their deadline included), as the whole run's `jobs`/`misses` count them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskWindow {
+    pub guest: String,
+    pub name: String,
+    pub jobs: u64,
+    pub misses: u64,
 }
 
 /// One CPU in an interval report line.

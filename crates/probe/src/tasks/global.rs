@@ -136,6 +136,7 @@ fn give_back(
     let s = guard.as_mut().expect("made by lock");
     s.running[me] = None;
     let task = &mut s.tasks[i];
+    task.ran_on(rt::current_cpu());
     let job = task.queue.front_mut().expect("a claimed job stays at the head");
     job.remaining -= n;
     (job.remaining == 0).then(|| {

@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use rtvirt_model::exec::ExecModel;
 use rtvirt_model::scenario::{GuestScheduler, Phase};
 use rtvirt_model::stats::LatencyHistogram;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Work between two preemption points.
@@ -47,6 +47,12 @@ pub(super) struct TaskState {
     misses: u64,
     unfinished: u64,
     response: LatencyHistogram,
+    /// Report windows (`--interval-report`): their length, and per window since `start` the
+    /// (jobs, misses) of the jobs released in it.
+    window_ns: Option<u64>,
+    windows: Vec<(u64, u64)>,
+    /// The CPUs its work ran on.
+    cpus: BTreeSet<u32>,
 }
 
 /// What one guest's run measured: per task, and the vCPU thread's CPU time over the time it ran.
@@ -103,7 +109,9 @@ pub fn run_tasks(
                 let n = job.remaining.min(chunk_iters);
                 work::burn(n);
                 job.remaining -= n;
-                if job.remaining == 0 {
+                let done = job.remaining == 0;
+                tasks[i].ran_on(rt::current_cpu());
+                if done {
                     let exec_ns = complete(&mut tasks[i], rt::now_ns());
                     if let Some(a) = agent {
                         a.job_done(&names[i], tasks[i].period, tasks[i].deadline, exec_ns);
@@ -124,6 +132,26 @@ pub fn run_tasks(
 }
 
 impl TaskState {
+    /// Count a job released at `release` that met or `missed` its deadline, in the run and in
+    /// its release's window.
+    fn count(&mut self, release: u64, missed: bool) {
+        self.jobs += 1;
+        self.misses += missed as u64;
+        if let Some(w) = self.window_ns {
+            let k = ((release - self.start) / w) as usize;
+            if self.windows.len() <= k {
+                self.windows.resize(k + 1, (0, 0));
+            }
+            self.windows[k].0 += 1;
+            self.windows[k].1 += missed as u64;
+        }
+    }
+
+    /// Note that a chunk of its work just ran on `cpu`.
+    pub(super) fn ran_on(&mut self, cpu: u32) {
+        self.cpus.insert(cpu);
+    }
+
     pub(super) fn period(&self) -> u64 {
         self.period
     }
@@ -153,6 +181,9 @@ pub(super) fn task_states(guest: &GuestSpec, seed: u64, start: u64) -> Vec<TaskS
             misses: 0,
             unfinished: 0,
             response: LatencyHistogram::new(),
+            window_ns: guest.window_ns.filter(|&w| w > 0),
+            windows: Vec::new(),
+            cpus: BTreeSet::new(),
         })
         .collect()
 }
@@ -161,10 +192,9 @@ pub(super) fn task_states(guest: &GuestSpec, seed: u64, start: u64) -> Vec<TaskS
 /// deadline is a miss.
 pub(super) fn outcomes(mut tasks: Vec<TaskState>, end_now: u64) -> Vec<TaskOutcome> {
     for t in &mut tasks {
-        for j in t.queue.drain(..) {
+        for j in std::mem::take(&mut t.queue) {
             if j.deadline <= end_now {
-                t.jobs += 1;
-                t.misses += 1;
+                t.count(j.release, true);
                 t.unfinished += 1;
                 t.response.record(end_now - j.release);
             }
@@ -177,6 +207,8 @@ pub(super) fn outcomes(mut tasks: Vec<TaskState>, end_now: u64) -> Vec<TaskOutco
             misses: t.misses,
             unfinished: t.unfinished,
             response_ns: t.response.summary(),
+            windows: t.windows,
+            cpus: t.cpus.into_iter().collect(),
         })
         .collect()
 }
@@ -218,10 +250,7 @@ pub(super) fn pick_where(tasks: &[TaskState], sched: GuestScheduler, free: impl 
 /// Complete the head job at `now`; its execution time.
 pub(super) fn complete(task: &mut TaskState, now: u64) -> u64 {
     let job = task.queue.pop_front().expect("completing a job");
-    task.jobs += 1;
-    if now > job.deadline {
-        task.misses += 1;
-    }
+    task.count(job.release, now > job.deadline);
     task.response.record(now - job.release);
     job.exec_ns
 }
@@ -246,6 +275,9 @@ mod tests {
             misses: 0,
             unfinished: 0,
             response: LatencyHistogram::new(),
+            window_ns: None,
+            windows: Vec::new(),
+            cpus: BTreeSet::new(),
         };
         t.queue.push_back(Job { release: 0, deadline: deadline_abs, remaining: 1, exec_ns: 1 });
         t

@@ -16,7 +16,7 @@ pub mod worker;
 use crate::error::{Error, Result};
 use crate::rt::Reservation;
 use rtvirt_model::plan::Plan;
-use rtvirt_model::results::{GuestResult, PlanSummary, Results, TaskResult, TaskTotals};
+use rtvirt_model::results::{GuestResult, Interval, PlanSummary, Results, TaskResult, TaskTotals, TaskWindow};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 
@@ -31,11 +31,14 @@ pub struct TasksConfig {
     /// revert` (or the next journaled run) restores them after a kill -9; `None`: restored on
     /// drop only.
     pub state_dir: Option<std::path::PathBuf>,
+    /// `--interval-report`: each task's jobs and misses per window of this length as well, in
+    /// `Results.intervals` (by the job's release since the start).
+    pub window: Option<Nanos>,
 }
 
 impl Default for TasksConfig {
     fn default() -> Self {
-        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false, state_dir: None }
+        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false, state_dir: None, window: None }
     }
 }
 
@@ -100,6 +103,7 @@ fn planned_vcpu(p: &rtvirt_model::plan::GuestPlan, g: &rtvirt_model::scenario::G
 pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Results> {
     plan.check_matches(scenario).map_err(|e| Error::Input(e.under("plan")))?;
     crate::limits::check_duration("--duration", cfg.duration, cfg.force)?;
+    check_window(cfg)?;
     let places = placements(scenario, plan)?;
     let mut cores: Vec<u32> = places.iter().flatten().map(|p| p.core).collect();
     cores.sort_unstable();
@@ -127,7 +131,7 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(protocol::WorkerSpec {
-                guest: protocol::GuestSpec::of(g),
+                guest: protocol::GuestSpec { window_ns: cfg.window.map(|w| w.0), ..protocol::GuestSpec::of(g) },
                 vcpus,
                 seed: cfg.seed.wrapping_add(gi as u64 * 1000),
                 global: g.is_multi_vcpu() && g.placement == rtvirt_model::scenario::Placement::Global,
@@ -152,10 +156,12 @@ fn assemble(
 ) -> Results {
     let mut r = Results::new("tasks", ran_ns);
     let mut runaways = Vec::new();
+    let mut windows = Vec::new();
     r.seed = Some(cfg.seed);
     r.label = Some(scenario.name.clone());
     for ((g, p), o) in scenario.guests.iter().zip(places).zip(outcomes) {
         for (t, w) in g.tasks.iter().zip(o.tasks) {
+            windows.push(w.windows);
             let tr = TaskResult {
                 guest: g.name.clone(),
                 name: t.name.clone(),
@@ -164,6 +170,7 @@ fn assemble(
                 dsr: TaskResult::dsr_of(w.jobs, w.misses),
                 response_ns: w.response_ns,
                 unfinished: Some(w.unfinished),
+                cpus: Some(w.cpus),
                 ..Default::default()
             };
             r.tasks.push(tr);
@@ -194,9 +201,62 @@ fn assemble(
     if !runaways.is_empty() {
         r.runaway_threads_demoted = Some(runaways);
     }
+    if let Some(window) = cfg.window {
+        r.intervals = Some(task_windows(&r.tasks, &windows, window.0, ran_ns));
+    }
     r.interrupted = rtvirt_os::signals::interrupted();
     r.environment = Some(crate::environment::collect());
     r
+}
+
+/// Report windows shorter than this are refused (a job count per window needs jobs in it).
+const MIN_WINDOW: Nanos = Nanos::from_ms(1);
+/// At most this many report windows in a run (each costs every task two counters).
+const MAX_WINDOWS: u64 = 100_000;
+
+/// `--interval-report`: at least [`MIN_WINDOW`], at most [`MAX_WINDOWS`] in the run.
+fn check_window(cfg: &TasksConfig) -> Result<()> {
+    let Some(w) = cfg.window else { return Ok(()) };
+    if w < MIN_WINDOW || cfg.duration.0.div_ceil(w.0) > MAX_WINDOWS {
+        return Err(Error::input(
+            "--interval-report",
+            format!(
+                "{w}: expected a window of at least {MIN_WINDOW} and at most {MAX_WINDOWS} windows in --duration {}",
+                cfg.duration
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The `intervals` of a run with report windows of `window_ns`: one per window of the `ran_ns`
+/// the task sets ran (the last one cut at the end), each with every task's (jobs, misses) of the
+/// jobs released in it (`windows`, per task in `tasks`' order).
+fn task_windows(tasks: &[TaskResult], windows: &[Vec<(u64, u64)>], window_ns: u64, ran_ns: u64) -> Vec<Interval> {
+    let count = ran_ns.div_ceil(window_ns.max(1)).max(windows.iter().map(Vec::len).max().unwrap_or(0) as u64);
+    (0..count)
+        .map(|k| {
+            let start_ns = k * window_ns;
+            let end_ns = ((k + 1) * window_ns).min(ran_ns.max(start_ns));
+            let tasks = tasks
+                .iter()
+                .zip(windows)
+                .map(|(t, w)| {
+                    let (jobs, misses) = w.get(k as usize).copied().unwrap_or((0, 0));
+                    TaskWindow { guest: t.guest.clone(), name: t.name.clone(), jobs, misses }
+                })
+                .collect();
+            Interval {
+                interval: Some(k),
+                start_ns: Some(start_ns),
+                end_ns: Some(end_ns),
+                t_ns: Some(end_ns),
+                tasks: Some(tasks),
+                r#type: Some("interval".into()),
+                ..Default::default()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

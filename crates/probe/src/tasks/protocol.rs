@@ -42,7 +42,7 @@ impl GuestSpec {
     /// The part of the guest one vCPU runs: the tasks at `indices`, in that order.
     pub fn subset(&self, indices: &[usize]) -> GuestSpec {
         let tasks = indices.iter().map(|&i| self.tasks[i].clone()).collect();
-        GuestSpec { name: self.name.clone(), scheduler: self.scheduler, tasks }
+        GuestSpec { name: self.name.clone(), scheduler: self.scheduler, tasks, window_ns: self.window_ns }
     }
 }
 
@@ -52,6 +52,9 @@ pub struct GuestSpec {
     pub name: String,
     pub scheduler: GuestScheduler,
     pub tasks: Vec<TaskSpec>,
+    /// `--interval-report`: count each task's jobs and misses per window of this length too.
+    #[serde(default)]
+    pub window_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,7 +100,7 @@ impl GuestSpec {
                 phases: t.phases.iter().map(|p| (p.at.0, ExecSpec::of(&p.exec))).collect(),
             })
             .collect();
-        GuestSpec { name: guest.name.clone(), scheduler: guest.scheduler, tasks }
+        GuestSpec { name: guest.name.clone(), scheduler: guest.scheduler, tasks, window_ns: None }
     }
 
     pub fn scheduler(&self) -> GuestScheduler {
@@ -164,4 +167,11 @@ pub struct TaskOutcome {
     pub misses: u64,
     pub unfinished: u64,
     pub response_ns: Summary,
+    /// Per report window since the start, (jobs, misses) of the jobs released in it (empty
+    /// without `--interval-report`).
+    #[serde(default)]
+    pub windows: Vec<(u64, u64)>,
+    /// The CPUs its work ran on, ascending.
+    #[serde(default)]
+    pub cpus: Vec<u32>,
 }

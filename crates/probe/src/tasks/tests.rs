@@ -76,8 +76,13 @@ fn run_with(budget_ns: u64) -> Results {
     let _g = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     use_this_binary_as_worker();
     let s = Scenario::from_toml(SCENARIO, None).unwrap();
-    run(&s, &plan(budget_ns), &TasksConfig { duration: Nanos::from_ms(1500), seed: 3, force: false, state_dir: None })
-        .unwrap()
+    let window = Some(Nanos::from_ms(500));
+    run(
+        &s,
+        &plan(budget_ns),
+        &TasksConfig { duration: Nanos::from_ms(1500), seed: 3, window, ..TasksConfig::default() },
+    )
+    .unwrap()
 }
 
 #[test]
@@ -98,6 +103,19 @@ fn enough_budget_meets_deadlines_and_starvation_misses_them() {
     let starved = run_with(500_000);
     assert!(starved.task_totals.as_ref().unwrap().dsr.unwrap() < 0.6, "{:?}", starved.tasks);
     assert!(starved.guests[0].utilisation < 0.2, "the reservation caps the vCPU: {}", starved.guests[0].utilisation);
+    // Three windows of 500 ms whose jobs and misses add up to the run's, per task.
+    for r in [&good, &starved] {
+        let windows = r.intervals.as_ref().expect("report windows");
+        assert_eq!(windows.len(), 3, "{windows:?}");
+        for (i, t) in r.tasks.iter().enumerate() {
+            let per: Vec<(u64, u64)> =
+                windows.iter().map(|w| w.tasks.as_ref().map(|ts| (ts[i].jobs, ts[i].misses)).unwrap()).collect();
+            assert_eq!(per.iter().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1)), (t.jobs, t.misses), "{t:?}: {per:?}");
+            assert!(per.iter().all(|&(jobs, _)| jobs > 0), "jobs are released in every window: {per:?}");
+        }
+    }
+    // Every task's work ran on the guest's one planned core.
+    assert!(good.tasks.iter().all(|t| t.cpus == Some(vec![good.guests[0].core.unwrap()])), "{:?}", good.tasks);
     // The guest ran in its own process.
     let pid = good.guests[0].worker_pid.unwrap();
     assert_ne!(pid, std::process::id());

@@ -1,7 +1,7 @@
 //! Assembling a report from loaded inputs: a verdict (plan -> simulated -> measured misses) when
 //! there is one to give, an overview of the inputs and their settings, then one section per kind
 //! of content found (latency families, tasks, predicted against measured response times, plans,
-//! network segments, adapted reservations, time series, environment). Sections with nothing to show are left out.
+//! network segments, adapted reservations, DSR per window, time series, environment). Sections with nothing to show are left out.
 
 mod adaptation;
 pub mod compare;
@@ -16,6 +16,7 @@ mod prediction;
 mod segments;
 mod tasks;
 mod timeline;
+mod windows;
 
 pub use tasks::dsr_versus_rho_section;
 
@@ -33,6 +34,7 @@ pub fn build_report(title: &str, inputs: &[Input]) -> Report {
     sections.extend(explain::section(inputs));
     sections.extend(network::section(inputs));
     sections.extend(adaptation::section(inputs));
+    sections.extend(windows::section(inputs));
     sections.extend(timeline::section(inputs));
     sections.extend(environment::section(inputs));
     Report { title: title.to_string(), sections }

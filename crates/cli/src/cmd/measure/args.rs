@@ -350,6 +350,10 @@ pub struct TasksArgs {
     /// Seed of the execution-time draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also count each task's jobs and misses per window of D (by release since the start), in
+    /// the results' `intervals`: `rtvirt report` draws the DSR per window.
+    #[arg(long, value_parser = parse_nanos, value_name = "D")]
+    pub interval_report: Option<Nanos>,
     #[command(flatten)]
     pub common: Common,
 }

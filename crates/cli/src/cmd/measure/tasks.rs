@@ -51,6 +51,7 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
         seed: args.seed,
         force: args.common.force,
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
+        window: args.interval_report,
     };
     drive(Tasks { args, scenario, plan, config }, line)
 }
