@@ -450,7 +450,7 @@ struct PointsOf {
 /// One interval report as read: a point, or a `measure tasks` window.
 enum ReadInterval {
     Point(IntervalPoint),
-    Window(Interval),
+    Window(Box<Interval>),
 }
 
 impl<'de> Deserialize<'de> for PointsOf {
@@ -458,7 +458,7 @@ impl<'de> Deserialize<'de> for PointsOf {
         let read = de.deserialize_seq(ElementsVisitor::new(
             "a list of interval reports",
             |i, report: Interval, out: &mut Vec<ReadInterval>| match report.tasks {
-                Some(_) => out.push(ReadInterval::Window(report)),
+                Some(_) => out.push(ReadInterval::Window(Box::new(report))),
                 None => out.extend(interval_points(i, &report).into_iter().map(ReadInterval::Point)),
             },
         ))?;
@@ -466,7 +466,7 @@ impl<'de> Deserialize<'de> for PointsOf {
         for r in read {
             match r {
                 ReadInterval::Point(p) => all.points.push(p),
-                ReadInterval::Window(w) => all.windows.push(w),
+                ReadInterval::Window(w) => all.windows.push(*w),
             }
         }
         Ok(all)
