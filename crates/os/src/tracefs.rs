@@ -55,6 +55,12 @@ impl Instance {
     /// Create `rtvirt-<pid>` with `buffer_kb` per CPU and enable `events` (`system/name`) that
     /// exist. Stale instances of killed rtvirt processes are removed first.
     pub fn create(state_dir: &Path, events: &[&str], buffer_kb: u32) -> Result<Instance> {
+        Instance::create_part(state_dir, None, events, buffer_kb)
+    }
+
+    /// [`Instance::create`] for a second instance of this process, `rtvirt-<pid>-<part>` (one
+    /// that records on other CPUs than the first, say), journaled on its own.
+    pub fn create_part(state_dir: &Path, part: Option<&str>, events: &[&str], buffer_kb: u32) -> Result<Instance> {
         for w in remove_stale(state_dir) {
             eprintln!("rtvirt: {w}");
         }
@@ -62,9 +68,10 @@ impl Instance {
             Some(root) => (root, None),
             None => (PathBuf::from(MOUNT_POINT), Some(PathBuf::from(MOUNT_POINT))),
         };
-        let path = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
+        let suffix = part.map_or(String::new(), |p| format!("-{p}"));
+        let path = root.join("instances").join(format!("{INSTANCE_PREFIX}{}{suffix}", std::process::id()));
         let change = Change::TraceInstance { path: path.clone(), mounted };
-        let record = journal(state_dir, &change)?;
+        let record = journal(state_dir, &change, &suffix)?;
         let header = match change.perform().and_then(|_| read_header(&root)) {
             Ok(h) => h,
             Err(e) => {
@@ -184,11 +191,11 @@ fn cpumask(cpus: &[u32]) -> String {
 }
 
 /// Write the instance's record (fsynced, with its directory) before the instance exists.
-fn journal(state_dir: &Path, change: &Change) -> Result<PathBuf> {
+fn journal(state_dir: &Path, change: &Change, suffix: &str) -> Result<PathBuf> {
     let dir = state_dir.join(JOURNAL_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| OsError::io(&dir, e))?;
     let me = procfs::stat(std::process::id())?;
-    let path = dir.join(format!("{}-{}.json", std::process::id(), me.starttime));
+    let path = dir.join(format!("{}-{}{suffix}.json", std::process::id(), me.starttime));
     let mut f = File::create(&path).map_err(|e| OsError::io(&path, e))?;
     let line = serde_json::to_string(change).expect("changes serialize");
     f.write_all(line.as_bytes()).and_then(|_| f.sync_all()).map_err(|e| OsError::io(&path, e))?;
@@ -203,8 +210,10 @@ pub fn remove_stale(state_dir: &Path) -> Vec<String> {
     let dir = state_dir.join(JOURNAL_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut said = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
+    // A process's second instances before its first: the first may have mounted tracefs.
+    let mut records: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    records.sort_by_key(|p| p.file_name().is_some_and(|n| n.to_string_lossy().matches('-').count() < 2));
+    for path in records {
         let Some((pid, starttime)) = record_owner(&path) else { continue };
         if procfs::stat(pid).is_ok_and(|s| s.starttime == starttime) {
             continue; // its process still runs and removes it itself
@@ -225,11 +234,11 @@ pub fn remove_stale(state_dir: &Path) -> Vec<String> {
     said
 }
 
-/// `<pid>-<starttime>.json` -> (pid, starttime).
+/// `<pid>-<starttime>[-<part>].json` -> (pid, starttime).
 fn record_owner(path: &Path) -> Option<(u32, u64)> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".json")?;
-    let (pid, start) = stem.split_once('-')?;
-    Some((pid.parse().ok()?, start.parse().ok()?))
+    let mut fields = stem.splitn(3, '-');
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
 }
 
 /// Read a tracefs text file with large reads: some (`header_page`) end after a short first read,
@@ -564,6 +573,7 @@ mod tests {
     #[test]
     fn records_name_their_process() {
         assert_eq!(record_owner(Path::new("/x/tracing/123-456.json")), Some((123, 456)));
+        assert_eq!(record_owner(Path::new("/x/tracing/123-456-ipi.json")), Some((123, 456)));
         assert_eq!(record_owner(Path::new("/x/tracing/junk")), None);
     }
 }

@@ -81,10 +81,16 @@ fn the_instance_of_a_killed_process_is_removed_by_the_next_run() {
     change.perform().unwrap();
     std::fs::write(path.join("events/sched/sched_switch/enable"), "1").unwrap();
     assert!(path.is_dir());
+    // its second instance (`--explain`'s IPI senders), made once tracefs was mounted by the first
+    let second = root.join("instances").join(format!("rtvirt-{pid}-ipi"));
+    let second_change = Change::TraceInstance { path: second.clone(), mounted: None };
+    let second_record = state.path().join("tracing").join(format!("{pid}-1-ipi.json"));
+    std::fs::write(&second_record, serde_json::to_string(&second_change).unwrap()).unwrap();
+    second_change.perform().unwrap();
     let said = tracefs::remove_stale(state.path());
-    assert_eq!(said.len(), 1, "{said:?}");
-    assert!(said[0].contains(&pid.to_string()), "{said:?}");
-    assert!(!path.exists(), "the killed process's instance is gone");
-    assert!(!record.exists(), "and its record");
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said.iter().all(|s| s.contains(&pid.to_string())), "{said:?}");
+    assert!(!path.exists() && !second.exists(), "the killed process's instances are gone");
+    assert!(!record.exists() && !second_record.exists(), "and their records");
     assert_eq!(tracefs::mounted_at(), mounted_before);
 }

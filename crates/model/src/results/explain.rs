@@ -135,6 +135,10 @@ pub enum CauseKind {
     TimerIrq,
     /// A hard interrupt handler ran on the CPU.
     Irq,
+    /// An inter-processor interrupt's handler ran on the CPU (`reschedule`, `call_function`,
+    /// `call_function_single`); its name says which CPU and thread sent it and the function it
+    /// asked for, when the trace has the sending (`ipi_send_cpu`/`ipi_send_cpumask`).
+    Ipi,
     /// A softirq ran on the CPU.
     Softirq,
     /// Another thread ran on the CPU before the measuring thread.
@@ -166,6 +170,7 @@ impl CauseKind {
         match self {
             CauseKind::TimerIrq => "timer_irq",
             CauseKind::Irq => "irq",
+            CauseKind::Ipi => "ipi",
             CauseKind::Softirq => "softirq",
             CauseKind::Thread => "thread",
             CauseKind::Wakeup => "wakeup",

@@ -7,8 +7,8 @@
 //! - before the thread's hrtimer expired: an IRQ or vector handler running, else `timer_irq`
 //!   (the interrupt came late: interrupts disabled, the hardware or the hypervisor - this kernel
 //!   has no preemptirq events to say which code disabled them);
-//! - from the expiry to the switch to the thread: hard IRQ and vector handlers, softirqs, other
-//!   threads, else `wakeup` (the scheduler and the switch itself);
+//! - from the expiry to the switch to the thread: hard IRQ and vector handlers (an IPI's:
+//!   `ipi`), softirqs, other threads, else `wakeup` (the scheduler and the switch itself);
 //! - from the switch to the return: handlers, else `return`.
 //!
 //! A window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
@@ -186,6 +186,7 @@ fn classify(
         (Some(v), _) if phase == Phase::BeforeExpiry && VECTORS[v] == "local_timer" => {
             return (CauseKind::TimerIrq, "hrtimer".into(), None)
         }
+        (Some(v), _) if VECTORS[v] != "local_timer" => return (CauseKind::Ipi, VECTORS[v].to_string(), None),
         (Some(v), _) => Some(VECTORS[v].to_string()),
         (None, Some(irq)) => Some(irq_names.get(&irq).cloned().unwrap_or_else(|| format!("irq {irq}"))),
         (None, None) => None,

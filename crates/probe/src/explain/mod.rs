@@ -20,6 +20,7 @@ pub mod attribute;
 pub mod break_trace;
 pub mod clock_sync;
 pub mod decode;
+pub mod ipi;
 pub mod net;
 pub mod vcpu;
 
@@ -116,9 +117,12 @@ pub struct Explainer {
     clock: Option<(clock_sync::Channel, clock_sync::Handshake)>,
 }
 
-/// Fields drop in order: the readers close before the instance is removed.
+/// Fields drop in order: the readers close before the instance is removed, the IPI instance
+/// before the main one (which may have mounted tracefs).
 struct Capture {
     cpus: Vec<CpuTrace>,
+    /// Who sent the IPIs the measured CPUs handled ([`ipi`]); why not, when not.
+    ipi: Result<ipi::Senders, String>,
     instance: Instance,
     decoder: Decoder,
     lost_in_pages: u64,
@@ -146,6 +150,10 @@ impl Explainer {
                 section.events_present = c.instance.present.clone();
                 section.events_absent = c.instance.absent.clone();
                 section.limitations = limitations_of(&c.instance);
+                match &c.ipi {
+                    Ok(senders) => section.events_present.extend(senders.present().iter().cloned()),
+                    Err(why) => section.limitations.push(format!("the senders of IPIs are not named: {why}")),
+                }
                 Some(c)
             }
             Err(why) => {
@@ -236,7 +244,7 @@ impl Explainer {
                 let latency = w.woke.saturating_sub(w.expected);
                 let broke = break_at.is_some_and(|b| latency > b);
                 if latency > threshold || broke {
-                    let sample = explain(t, &capture.decoder, &w, self.run_start);
+                    let sample = explain(t, &capture.decoder, capture.ipi.as_mut().ok(), &w, self.run_start);
                     self.section.samples.push(sample);
                 }
                 if broke && self.section.stopped_by_break_ns.is_none() {
@@ -247,6 +255,9 @@ impl Explainer {
                     }
                 }
                 t.trim_before(w.woke);
+                if let Ok(senders) = capture.ipi.as_mut() {
+                    senders.forget_before(w.cpu, w.woke);
+                }
             }
             t.bound();
         }
@@ -281,6 +292,10 @@ impl Explainer {
                     "{} trace events were lost (ring buffer overrun): samples in their time are partly unexplained",
                     s.events_lost
                 ));
+            }
+            if let Some(lost) = c.ipi.as_ref().ok().map(ipi::Senders::lost).filter(|&n| n > 0) {
+                s.limitations
+                    .push(format!("{lost} IPI sendings were lost: some IPI handlers are not named after theirs"));
             }
         }
         let unseen = s.samples.iter().filter(|x| x.causes.iter().any(|c| c.name.starts_with("no switch"))).count();
@@ -345,11 +360,16 @@ impl Capture {
             .collect::<Result<Vec<_>, String>>()?;
         instance.set_on(true).map_err(|e| e.to_string())?;
         let raw = cfg.break_at.map(|_| break_trace::RawKeeper::new(cpus, cfg.buffer_kb as usize * 1024));
-        Ok(Capture { instance, decoder, cpus: traces, lost_in_pages: 0, raw })
+        let ipi = ipi::Senders::start(cfg, cpus);
+        Ok(Capture { instance, ipi, decoder, cpus: traces, lost_in_pages: 0, raw })
     }
 
-    /// Drain every CPU's buffer.
+    /// Drain every CPU's buffer (the IPI sendings first: a handler read is then never newer
+    /// than the sendings known).
     fn read(&mut self) -> rtvirt_os::Result<()> {
+        if let Ok(senders) = self.ipi.as_mut() {
+            senders.read()?;
+        }
         for t in &mut self.cpus {
             while let Some(page) = t.reader.next_page()? {
                 self.lost_in_pages += page.missed().unwrap_or(0);
@@ -387,10 +407,19 @@ impl CpuTrace {
 }
 
 /// Explain one wake-up from its CPU's events.
-fn explain(t: &mut CpuTrace, decoder: &Decoder, w: &Wakeup, run_start: u64) -> ExplainedSample {
+fn explain(
+    t: &mut CpuTrace,
+    decoder: &Decoder,
+    senders: Option<&mut ipi::Senders>,
+    w: &Wakeup,
+    run_start: u64,
+) -> ExplainedSample {
     let window = Window { cpu: w.cpu, tid: w.tid, expected: w.expected, woke: w.woke };
     let events = t.events.make_contiguous();
-    let shares = attribute::attribute(&t.front, events, &decoder.irq_names, &window);
+    let mut shares = attribute::attribute(&t.front, events, &decoder.irq_names, &window);
+    if let Some(senders) = senders {
+        name_ipi_senders(&mut shares, senders, w.cpu);
+    }
     ExplainedSample {
         cpu: w.cpu,
         latency_ns: w.woke.saturating_sub(w.expected),
@@ -410,6 +439,15 @@ fn explain(t: &mut CpuTrace, decoder: &Decoder, w: &Wakeup, run_start: u64) -> E
             })
             .collect(),
         ..Default::default()
+    }
+}
+
+/// Each IPI handler named after the last sending to its CPU before it.
+fn name_ipi_senders(shares: &mut [attribute::Share], senders: &mut ipi::Senders, cpu: u32) {
+    for share in shares.iter_mut().filter(|s| s.kind == rtvirt_model::results::CauseKind::Ipi) {
+        if let Some(sending) = senders.last_before(cpu, share.start) {
+            share.name = senders.describe(&share.name, &sending);
+        }
     }
 }
 

@@ -1,0 +1,92 @@
+//! An IPI source for `measure timer --explain`, against the real kernel (root, under the host
+//! lock): a thread on another CPU wakes a thread on the measured CPU through a pipe, thousands of
+//! times a second; waking a thread on another CPU sends that CPU an IPI (a reschedule, or a
+//! function call for the remote wake list). The measured CPU's IPI handlers must be among the
+//! causes, named after their sending: from the other CPU, by the waking thread.
+
+use rtvirt_model::results::CauseKind;
+use rtvirt_model::Nanos;
+use rtvirt_probe::explain::ExplainConfig;
+use rtvirt_probe::rt::{self, LinuxPolicy};
+use rtvirt_probe::timer::{self, TimerConfig};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Ping-pong one byte between a thread on `from` and one on `to` until `stop`; the waker's tid.
+fn ping_pong(from: u32, to: u32, stop: &AtomicBool, rounds: &AtomicU64, waker: &AtomicU64) {
+    let (mut here, mut there) = UnixStream::pair().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            rt::pin_current_thread(to).unwrap();
+            let mut b = [0u8; 1];
+            while there.read_exact(&mut b).is_ok() && b[0] == 1 {
+                let _ = there.write_all(&b);
+            }
+        });
+        rt::pin_current_thread(from).unwrap();
+        // SAFETY: gettid has no preconditions.
+        waker.store(unsafe { libc::gettid() } as u64, Ordering::Relaxed);
+        let mut b = [1u8; 1];
+        while !stop.load(Ordering::Relaxed) {
+            if here.write_all(&[1]).is_err() || here.read_exact(&mut b).is_err() {
+                break;
+            }
+            rounds.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = here.write_all(&[0]);
+    });
+}
+
+#[test]
+fn ipis_sent_to_the_measured_cpu_are_named_after_their_sender() {
+    if !is_root() {
+        return;
+    }
+    let allowed = rtvirt_probe::cpus::allowed();
+    let (Some(&other), Some(&cpu)) = (allowed.first(), allowed.last()) else { return };
+    if other == cpu {
+        return; // one CPU: no IPI to send
+    }
+    let state = tempfile::tempdir().unwrap();
+    let mut explain = ExplainConfig::new(state.path().to_path_buf());
+    explain.above = Some(Nanos(0));
+    let cfg = TimerConfig {
+        cpus: vec![cpu],
+        interval: Nanos::from_us(500),
+        priority: 50,
+        policy: LinuxPolicy::Fifo,
+        duration: Nanos::from_ms(2000),
+        explain: Some(explain),
+        ..Default::default()
+    };
+    let (stop, rounds, waker) = (AtomicBool::new(false), AtomicU64::new(0), AtomicU64::new(0));
+    let run = std::thread::scope(|s| {
+        s.spawn(|| ping_pong(other, cpu, &stop, &rounds, &waker));
+        let run = timer::run(&cfg);
+        stop.store(true, Ordering::Relaxed);
+        run
+    })
+    .unwrap();
+    let explain = run.results.explain.expect("an explain section");
+    assert!(rounds.load(Ordering::Relaxed) > 1_000, "a ping-pong: {} rounds", rounds.load(Ordering::Relaxed));
+    assert!(explain.events_present.iter().any(|e| e.starts_with("ipi/")), "{:?}", explain.limitations);
+    let ipis: Vec<_> = explain.samples.iter().flat_map(|s| &s.causes).filter(|c| c.kind == CauseKind::Ipi).collect();
+    assert!(!ipis.is_empty(), "IPI handlers among the causes: {:?} {:?}", explain.summary, explain.limitations);
+    eprintln!("IPI causes seen: {:?}", ipis.iter().take(4).map(|c| (&c.name, c.duration_ns)).collect::<Vec<_>>());
+    let from_waker = format!("from CPU {other} (pid {})", waker.load(Ordering::Relaxed));
+    assert!(
+        ipis.iter().any(|c| c.name.contains(&from_waker) && c.name.contains("sent by ")),
+        "an IPI named after the waking thread ({from_waker}): {:?}",
+        ipis.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+    for sample in &explain.samples {
+        assert_eq!(sample.causes.iter().map(|c| c.duration_ns).sum::<u64>(), sample.latency_ns, "{sample:?}");
+    }
+    assert!(!std::fs::read_dir(state.path().join("tracing")).unwrap().any(|_| true), "both instances removed");
+}
