@@ -245,6 +245,15 @@ pub(crate) enum Ev {
     Tick { core: usize },
 }
 
+/// Move the first `n` packets of `queue` to the end of `out` (slice copies, not one by one).
+pub(crate) fn drain_front(queue: &mut VecDeque<Packet>, n: usize, out: &mut Vec<Packet>) {
+    let (head, tail) = queue.as_slices();
+    let from_head = n.min(head.len());
+    out.extend_from_slice(&head[..from_head]);
+    out.extend_from_slice(&tail[..n - from_head]);
+    queue.drain(..n);
+}
+
 /// Poll lists (and softirq locks) per core: normal and RT.
 pub(crate) const LISTS_PER_CORE: usize = 2;
 const TAP_LIMIT: usize = 1000;
@@ -268,6 +277,10 @@ pub(crate) struct Sim {
     pub rng: SimRng,
     pub trace: Option<TraceWriter>,
     pub inversions: u64,
+    /// Packet buffers of finished work, reused by the next drain (no allocation per poll).
+    pub spare_pkts: Vec<Vec<Packet>>,
+    /// Scratch lists of thread or RX queue indices (cleared before each use).
+    pub scratch: Vec<usize>,
 }
 
 /// Options of one run.
@@ -312,6 +325,8 @@ impl Sim {
             rng: SimRng::new(opt.seed, 0),
             trace: opt.trace.map(TraceWriter::new),
             inversions: 0,
+            spare_pkts: Vec::new(),
+            scratch: Vec::new(),
             net,
         };
         sim.build_cores();
@@ -510,6 +525,17 @@ impl Sim {
                 self.event_queue.schedule_in(TICK, Ev::Tick { core });
             }
         }
+    }
+
+    /// An empty packet buffer: a spare one if any (finished work hands its buffer back).
+    pub(crate) fn take_pkts(&mut self) -> Vec<Packet> {
+        self.spare_pkts.pop().unwrap_or_default()
+    }
+
+    /// Hand back a buffer of finished work (emptied) for the next drain.
+    pub(crate) fn give_pkts(&mut self, mut pkts: Vec<Packet>) {
+        pkts.clear();
+        self.spare_pkts.push(pkts);
     }
 
     /// Bytes moved through the LLC (DMA and copies): feeds the cache interference model.

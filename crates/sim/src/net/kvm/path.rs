@@ -6,7 +6,9 @@
 //! kick or by outsourced RPC, HLT) and the non-virtualized server process.
 
 use super::softirq::NAPI_WEIGHT;
-use super::{Action, Next, Packet, RespPhase, Role, Sim, ThreadIndex, ThreadState, Work, BACKLOG_LIMIT, TAP_LIMIT};
+use super::{
+    drain_front, Action, Next, Packet, RespPhase, Role, Sim, ThreadIndex, ThreadState, Work, BACKLOG_LIMIT, TAP_LIMIT,
+};
 use rtvirt_model::scenario::net::{IrqMode, SocketMode, SoftirqMode};
 use rtvirt_model::Nanos;
 
@@ -63,15 +65,17 @@ impl Sim {
         Next::Sleep
     }
 
-    /// CPU cost of NET_RX delivering `pkts` (driver, bridge or host stack, waking the consumer).
-    pub(crate) fn rx_cost(&self, pkts: &[Packet]) -> Nanos {
+    /// CPU cost of NET_RX delivering `pkts` (driver, bridge or host stack, waking the consumer),
+    /// summed per run of consecutive packets of one flow (one VM, one consumer).
+    pub(crate) fn rx_cost(&mut self, pkts: &[Packet]) -> Nanos {
+        let mut woken = std::mem::take(&mut self.scratch);
+        woken.clear();
         let c = &self.net.costs;
         let mut cost = Nanos::ZERO;
-        let mut woken: Vec<usize> = Vec::new();
-        for p in pkts {
-            let vm = self.net.flows[p.flow as usize].vm;
+        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
+            let vm = self.net.flows[run[0].flow as usize].vm;
             let v = &self.vms[vm];
-            cost += c.rx_per_packet
+            let per_packet = c.rx_per_packet
                 + match v.socket {
                     SocketMode::Vhost => c.bridge_per_packet,
                     SocketMode::Host => c.host_udp_rx,
@@ -80,12 +84,14 @@ impl Sim {
                     SocketMode::Outsourced => c.host_udp_rx + c.virq_inject,
                     SocketMode::OutsourcedRt => c.host_udp_rx + c.event_notify,
                 };
+            cost += Nanos(per_packet.0 * run.len() as u64);
             let consumer = v.vhost.unwrap_or(v.vcpu);
             if !woken.contains(&consumer) && self.threads[consumer].state == ThreadState::Sleeping {
                 woken.push(consumer);
                 cost += c.wakeup;
             }
         }
+        self.scratch = woken;
         cost
     }
 
@@ -103,7 +109,8 @@ impl Sim {
         let batch = self.vms[vm].batch;
         if !self.vms[vm].txq.is_empty() {
             let n = batch.min(self.vms[vm].txq.len());
-            let pkts: Vec<Packet> = self.vms[vm].txq.drain(..n).collect();
+            let mut pkts = self.take_pkts();
+            drain_front(&mut self.vms[vm].txq, n, &mut pkts);
             let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
             return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostTx { pkts });
         }
@@ -113,7 +120,8 @@ impl Sim {
         let room = self.vms[vm].ring_cap.saturating_sub(self.vms[vm].ring.len());
         if !self.vms[vm].tap.is_empty() && room > 0 {
             let n = batch.min(room).min(self.vms[vm].tap.len());
-            let pkts: Vec<Packet> = self.vms[vm].tap.drain(..n).collect();
+            let mut pkts = self.take_pkts();
+            drain_front(&mut self.vms[vm].tap, n, &mut pkts);
             let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
             return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostRx { vm, pkts });
         }
@@ -161,7 +169,8 @@ impl Sim {
         let now = self.event_queue.now();
         if !v.ring.is_empty() {
             let n = NAPI_WEIGHT.min(v.ring.len());
-            let mut pkts: Vec<Packet> = self.vms[vm].ring.drain(..n).collect();
+            let mut pkts = self.take_pkts();
+            drain_front(&mut self.vms[vm].ring, n, &mut pkts);
             let mut cost = Nanos::ZERO;
             for p in pkts.iter_mut() {
                 stamp_entry(p, now);
@@ -211,23 +220,25 @@ impl Sim {
                 self.schedule_on_own_list(t, rxq);
                 self.threads[t].exit_due = true;
             }
-            Action::Poll { list, rxq, pkts } => {
+            Action::Poll { list, rxq, mut pkts } => {
                 let n = pkts.len();
                 let backlog = self.rxqs[rxq].backlog;
-                for p in pkts {
+                for p in pkts.drain(..) {
                     if backlog {
                         self.response_out(p);
                     } else {
                         self.deliver(p);
                     }
                 }
+                self.give_pkts(pkts);
                 self.after_poll(list, rxq, n);
             }
-            Action::VhostRx { vm, pkts } => {
+            Action::VhostRx { vm, mut pkts } => {
                 let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
                 self.copy_bytes(bytes);
                 let was_empty = self.vms[vm].ring.is_empty();
-                self.vms[vm].ring.extend(pkts);
+                self.vms[vm].ring.extend(pkts.drain(..));
+                self.give_pkts(pkts);
                 let vcpu = self.vms[vm].vcpu;
                 if was_empty || self.threads[vcpu].state == ThreadState::Sleeping {
                     self.vms[vm].need_inject = true;
@@ -239,11 +250,11 @@ impl Sim {
                 let vcpu = self.vms[vm].vcpu;
                 self.wake(vcpu);
             }
-            Action::VhostTx { pkts } => {
+            Action::VhostTx { mut pkts } => {
                 let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
                 self.copy_bytes(bytes);
                 let backlog = self.cores[self.threads[t].core].backlog;
-                for p in pkts {
+                for p in pkts.drain(..) {
                     if self.rxqs[backlog].ring.len() >= BACKLOG_LIMIT {
                         self.rxqs[backlog].drops += 1;
                         self.drop_pkt(p);
@@ -251,6 +262,7 @@ impl Sim {
                         self.rxqs[backlog].ring.push_back(p);
                     }
                 }
+                self.give_pkts(pkts);
                 if !self.rxqs[backlog].ring.is_empty() {
                     self.schedule_on_own_list(t, backlog);
                 }
@@ -325,15 +337,23 @@ impl Sim {
         }
     }
 
-    fn guest_rx_done(&mut self, vm: usize, pkts: Vec<Packet>) {
-        let (bulk, rr): (Vec<Packet>, Vec<Packet>) =
-            pkts.into_iter().partition(|p| self.flows[p.flow as usize].is_bulk());
+    /// The guest's stack took `pkts` from its ring: requests go to the server's socket (in
+    /// order), bulk segments are consumed by the receiving application.
+    fn guest_rx_done(&mut self, vm: usize, mut bulk: Vec<Packet>) {
+        let (flows, sock) = (&self.flows, &mut self.vms[vm].sock);
+        bulk.retain(|p| {
+            let is_bulk = flows[p.flow as usize].is_bulk();
+            if !is_bulk {
+                sock.push_back(*p);
+            }
+            is_bulk
+        });
         if !bulk.is_empty() {
             let bytes: u64 = bulk.iter().map(|p| p.bytes as u64).sum();
             self.copy_bytes(bytes);
             self.consumed(&bulk);
         }
-        self.vms[vm].sock.extend(rr);
+        self.give_pkts(bulk);
         if let Some(vh) = self.vms[vm].vhost {
             if !self.vms[vm].tap.is_empty() {
                 self.wake(vh);

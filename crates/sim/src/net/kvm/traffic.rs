@@ -138,21 +138,32 @@ impl Sim {
         self.rxqs[rxq].ring.push_back(pkt);
     }
 
-    /// Materialise the bulk senders' packets that reached the RX queue by now.
+    /// Materialise the bulk senders' packets that reached the RX queue by now (each one as
+    /// [`Sim::put_on_ring`] would: the ring, its drops and the copied bytes, in arrival order).
     pub(crate) fn pull_arrivals(&mut self, rxq: usize) {
         let now = self.event_queue.now().0 as f64;
-        for i in 0..self.rxqs[rxq].senders.len() {
-            let f = self.rxqs[rxq].senders[i];
-            while let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut self.flows[f] {
-                if *inflight >= *window || *next_at > now {
-                    break;
-                }
+        let (q, flows, copied) = (&mut self.rxqs[rxq], &mut self.flows, &mut self.copied);
+        for &f in &q.senders {
+            let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut flows[f] else { continue };
+            while *inflight < *window && *next_at <= now {
                 let t0 = Nanos(next_at.ceil() as u64);
                 *next_at += *gap;
-                *inflight += 1;
                 stats.sent += 1;
-                let pkt = Packet { flow: f as u32, bytes: *frame, t0, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
-                self.put_on_ring(rxq, pkt);
+                if q.ring.len() >= q.ring_cap {
+                    // dropped: counted, and the window slot comes back at once (retransmission)
+                    q.drops += 1;
+                    stats.drops += 1;
+                    continue;
+                }
+                *inflight += 1;
+                *copied += *frame as f64;
+                q.ring.push_back(Packet {
+                    flow: f as u32,
+                    bytes: *frame,
+                    t0,
+                    t_entry: Nanos::ZERO,
+                    t_exit: Nanos::ZERO,
+                });
             }
         }
     }
@@ -210,12 +221,14 @@ impl Sim {
         }
     }
 
-    /// The receiving application consumed bulk packets: payload counted, window opened.
+    /// The receiving application consumed bulk packets: payload counted, window opened (per run
+    /// of consecutive packets of one flow: a run of `k` counts as `k` packets one by one).
     pub(crate) fn consumed(&mut self, pkts: &[Packet]) {
         let now = self.event_queue.now();
-        let mut rxqs: Vec<usize> = Vec::new();
-        for p in pkts {
-            if let Some(r) = self.flows[p.flow as usize].sender_rxq() {
+        let mut rxqs = std::mem::take(&mut self.scratch);
+        rxqs.clear();
+        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
+            if let Some(r) = self.flows[run[0].flow as usize].sender_rxq() {
                 if !rxqs.contains(&r) {
                     rxqs.push(r);
                 }
@@ -226,18 +239,20 @@ impl Sim {
             self.pull_arrivals(r);
         }
         let count = now >= self.warmup;
-        for p in pkts {
-            if let FlowState::Tcp { payload, inflight, next_at, stats, .. } = &mut self.flows[p.flow as usize] {
+        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
+            let k = run.len() as u32;
+            if let FlowState::Tcp { payload, inflight, next_at, stats, .. } = &mut self.flows[run[0].flow as usize] {
                 if count {
-                    stats.delivered_bytes += *payload as u64;
+                    stats.delivered_bytes += *payload as u64 * k as u64;
                 }
-                *inflight = inflight.saturating_sub(1);
+                *inflight = inflight.saturating_sub(k);
                 *next_at = next_at.max(now.0 as f64);
             }
         }
-        for r in rxqs {
+        for &r in &rxqs {
             self.arm_nic_irq(r);
         }
+        self.scratch = rxqs;
     }
 
     /// The server consumed a request: its payload counts as delivered (after the warm-up).
