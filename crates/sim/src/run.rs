@@ -5,6 +5,8 @@
 //!
 //! Within one instant, work is charged first (so a job completing at t completes before a
 //! release or abort at t is handled), then the event, then the touched clusters are re-decided.
+//! Charging is lazy (see [`crate::host`]): the cores whose timer is due, then those of the
+//! cluster an event concerns or of the workload whose work it changes, then those re-decided.
 
 use crate::adapt::AdaptRun;
 use crate::config::{Load, SimConfig, ThreadSpec};
@@ -19,6 +21,9 @@ use rtvirt_model::results::{CoreResult, GuestResult, HostThread, Results, Simula
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
 use std::sync::Arc;
+
+#[cfg(test)]
+mod lazy_charging_tests;
 
 /// Events of the CPU-scheduling model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +181,12 @@ impl Sim {
             owner.push((i as u32, 0));
             loads.push(Workload::load(i as u32, &e.thread.name, owner.len() - 1, periodic));
         }
-        let global = (0..loads.len()).filter(|&w| loads[w].is_global()).collect();
+        let global: Vec<usize> = (0..loads.len()).filter(|&w| loads[w].is_global()).collect();
+        let mut host = host;
+        // a global guest's vCPUs are read and re-assigned at every event
+        for t in global.iter().flat_map(|&w| loads[w].vcpus.iter().map(|v| v.thread)) {
+            host.charge_eagerly(t);
+        }
         if opts.job_log {
             loads.iter_mut().for_each(|w| w.log = Some(Vec::new()));
         }
@@ -218,16 +228,28 @@ impl Sim {
         }
         self.resched(0);
         while let Some((now, ev)) = self.host.next_event(&mut self.q, self.horizon) {
-            self.charge(now);
+            self.host.charge_due(now, progress_of(&mut self.loads, &self.owner, now));
+            self.sync_global(now);
             match ev {
                 None => {}
-                Some(Ev::Host(h)) => self.host.on_event(h, now, &mut self.q),
-                Some(Ev::Release { w, task }) => self.release(w, task, now),
-                Some(Ev::Abort { w, task, k }) if self.loads[w as usize].abort(task, k, now) => {
-                    self.sync_thread(w as usize, now)
+                Some(Ev::Host(h)) => {
+                    self.host.charge_for(h, now, progress_of(&mut self.loads, &self.owner, now));
+                    self.host.on_event(h, now, &mut self.q)
                 }
-                Some(Ev::Abort { .. }) => {}
-                Some(Ev::Adapt) => self.adapt_step(now),
+                Some(Ev::Release { w, task }) => {
+                    self.charge_workload(w as usize, now);
+                    self.release(w, task, now)
+                }
+                Some(Ev::Abort { w, task, k }) => {
+                    self.charge_workload(w as usize, now);
+                    if self.loads[w as usize].abort(task, k, now) {
+                        self.sync_thread(w as usize, now)
+                    }
+                }
+                Some(Ev::Adapt) => {
+                    self.host.charge(now, progress_of(&mut self.loads, &self.owner, now));
+                    self.adapt_step(now)
+                }
             }
             self.resched(now);
             if self.events() & 0xF_FFFF == 0 {
@@ -236,7 +258,8 @@ impl Sim {
                 }
             }
         }
-        self.charge(self.horizon);
+        self.host.charge(self.horizon, progress_of(&mut self.loads, &self.owner, self.horizon));
+        self.sync_global(self.horizon);
         if let Some(tr) = &mut self.tracer {
             tr.close(self.horizon);
         }
@@ -248,14 +271,18 @@ impl Sim {
         self.host.events(&self.q)
     }
 
-    fn charge(&mut self, now: u64) {
-        let (loads, owner) = (&mut self.loads, &self.owner);
-        self.host.charge(now, |t, dt| {
-            let (w, slot) = owner[t];
-            loads[w as usize].progress(slot as usize, dt, now)
-        });
+    /// Global guests follow the charge: their vCPU threads wake or block with their jobs.
+    fn sync_global(&mut self, now: u64) {
         for k in 0..self.global.len() {
             self.sync_thread(self.global[k], now);
+        }
+    }
+
+    /// Charge the cores of workload `w`'s vCPU threads before its work changes.
+    fn charge_workload(&mut self, w: usize, now: u64) {
+        for slot in 0..self.loads[w].vcpus.len() {
+            let t = self.loads[w].vcpus[slot].thread;
+            self.host.charge_thread(t, now, progress_of(&mut self.loads, &self.owner, now));
         }
     }
 
@@ -304,6 +331,7 @@ impl Sim {
     /// may wake or block vCPU threads: repeat until nothing changes (a few rounds at most).
     fn resched(&mut self, now: u64) {
         for _ in 0..8 {
+            self.host.charge_dirty(now, progress_of(&mut self.loads, &self.owner, now));
             let (loads, owner) = (&self.loads, &self.owner);
             self.host.resched(now, &mut self.q, |t| {
                 let (w, slot) = owner[t];
@@ -389,6 +417,19 @@ impl Sim {
         let job_log = self.loads.iter().filter_map(|w| w.log.clone()).flatten().collect();
         let events = self.events();
         Outcome { results: r, trace: self.tracer.map(|t| t.writer), events, job_log }
+    }
+}
+
+/// The owner's side of a charge: `dt` ns of work done by host thread `t` go to its workload's vCPU
+/// (returns whether it still has work).
+fn progress_of<'a>(
+    loads: &'a mut [Workload],
+    owner: &'a [(u32, u32)],
+    now: u64,
+) -> impl FnMut(ThreadId, u64) -> bool + 'a {
+    move |t, dt| {
+        let (w, slot) = owner[t];
+        loads[w as usize].progress(slot as usize, dt, now)
     }
 }
 

@@ -17,6 +17,18 @@
 //!
 //! Host events (core timers, thread timers, cluster ticks) are [`HostEv`] values that the owner's
 //! event type embeds (`From<HostEv>`), so the host runs on any model's queue.
+//!
+//! Charging is lazy: a core's running thread is charged for the time since the core's last
+//! charge only when something on the core may change or be read - its timer is due (work done,
+//! budget or slice used up: the only instants at which a charge changes a thread's state), its
+//! cluster is about to be re-decided, an event concerns its cluster, or the owner is about to
+//! change the work of a thread there ([`Host::charge_due`], [`Host::charge_dirty`],
+//! [`Host::charge_for`], [`Host::charge_thread`]). Charging `a` then `b` equals charging `a + b`
+//! for every policy except CFS weights that do not divide 1024 (integer vruntime scaling): the
+//! cores of such clusters, and of any thread the owner asks for ([`Host::charge_eagerly`]), are
+//! charged at every event, as every core once was ([`Host::charge`] still charges them all). So
+//! the cost of an event no longer grows with the number of cores, and the results are the same
+//! to the last nanosecond.
 
 pub mod policy;
 
@@ -24,6 +36,7 @@ use crate::config::{Settings, ThreadSpec};
 use crate::engine::rng::SimRng;
 use crate::engine::EventQueue;
 use policy::{Ctx, Key, PState, CREDIT_ACCT};
+use std::collections::BTreeSet;
 
 pub type ThreadId = usize;
 
@@ -100,8 +113,20 @@ pub struct Host {
     overhead_draw: Option<(crate::host_costs::HostCosts, SimRng)>,
     seq: u64,
     buf: Vec<(Key, ThreadId)>,
-    /// (time, core) of the earliest core timer.
-    timer_min: (u64, usize),
+    /// Armed core timers as (time, core): the first is the next to fire.
+    timers: BTreeSet<(u64, usize)>,
+    /// Cores whose timer fired and which are not charged since.
+    fired: Vec<usize>,
+    /// Cores charged at every event, ascending (see the module doc).
+    eager: Vec<usize>,
+    /// Scratch list of the cores one charge covers.
+    to_charge: Vec<usize>,
+    /// The instant of the last [`Host::charge_due`]: every core that needed a charge then was
+    /// charged to it, and so is every core armed since at that instant (re-decided, so charged).
+    due_charged_at: Option<u64>,
+    /// Tests: charge every core at every event, as before lazy charging (the reference).
+    #[cfg(test)]
+    charge_all_cores: bool,
     /// Core timers fired so far (they are events too, outside the queue).
     timers_fired: u64,
 }
@@ -170,9 +195,41 @@ impl Host {
             overhead_draw: None,
             seq: 1,
             buf: Vec::new(),
-            timer_min: (u64::MAX, 0),
+            timers: BTreeSet::new(),
+            fired: Vec::new(),
+            eager: Vec::new(),
+            to_charge: Vec::new(),
+            due_charged_at: None,
+            #[cfg(test)]
+            charge_all_cores: false,
             timers_fired: 0,
         }
+        .with_eager_clusters()
+    }
+
+    /// Clusters with a thread whose charge is not additive are charged at every event.
+    fn with_eager_clusters(mut self) -> Host {
+        for t in 0..self.threads.len() {
+            if !self.threads[t].st.charge_is_additive() {
+                self.charge_eagerly(t);
+            }
+        }
+        self
+    }
+
+    /// Tests: charge every core at every event (the reference lazy charging must equal).
+    #[cfg(test)]
+    pub(crate) fn charge_all_cores(&mut self) {
+        self.charge_all_cores = true;
+    }
+
+    /// Charge the cores of `t`'s cluster at every event ([`Host::charge_due`]): for a thread whose
+    /// owner reads or changes its work at every event (a global guest's vCPU).
+    pub fn charge_eagerly(&mut self, t: ThreadId) {
+        let cl = &self.clusters[self.threads[t].cluster as usize];
+        self.eager.extend(cl.cores.iter().map(|&c| c as usize));
+        self.eager.sort_unstable();
+        self.eager.dedup();
     }
 
     /// A host model's costs ([`crate::host_costs`]): a cost per SCHED_DEADLINE server period and
@@ -254,36 +311,100 @@ impl Host {
         self.cores[core].running
     }
 
-    /// Charge every core's running thread for the time since the last charge. `progress(t, dt)`
-    /// gives the owner `dt` ns of work done by thread `t` and returns whether it still has work.
+    /// Charge every core's running thread for the time since the core's last charge.
+    /// `progress(t, dt)` gives the owner `dt` ns of work done by thread `t` and returns whether
+    /// it still has work.
     pub fn charge<F: FnMut(ThreadId, u64) -> bool>(&mut self, now: u64, mut progress: F) {
+        self.fired.clear();
         for c in 0..self.cores.len() {
-            let core = &mut self.cores[c];
-            let dt = now - core.charged_to;
-            core.charged_to = now;
-            let Some(t) = core.running else { continue };
-            if dt == 0 {
-                continue;
-            }
-            let th = &mut self.threads[t];
-            th.st.charge(dt);
-            let cl = &mut self.clusters[th.cluster as usize];
-            if th.st.is_rt() {
-                cl.rt_used += dt;
-            }
-            if !th.runnable {
-                continue;
-            }
-            core.busy += dt;
-            th.cpu_time += dt;
-            let paid = (th.period_overhead + th.overhead).min(dt);
-            let period_paid = th.period_overhead.min(paid);
-            th.period_overhead -= period_paid;
-            th.overhead -= paid - period_paid;
-            if dt > paid && !progress(t, dt - paid) {
-                th.runnable = false;
-                mark(&mut self.dirty, cl, th.cluster);
-            }
+            self.charge_core(c, now, &mut progress);
+        }
+    }
+
+    /// Charge, in ascending order, the cores that must be up to date before an event at `now`
+    /// is handled: those whose timer is due or fired since their last charge, and the eager
+    /// ones. (The others' threads can neither finish their work nor use up a limit before their
+    /// timer: charging them later gives the same results.)
+    pub fn charge_due<F: FnMut(ThreadId, u64) -> bool>(&mut self, now: u64, mut progress: F) {
+        #[cfg(test)]
+        if self.charge_all_cores {
+            return self.charge(now, progress);
+        }
+        if self.due_charged_at.replace(now) == Some(now) {
+            // a second event at the same instant: those cores were charged to `now` already
+            self.fired.clear();
+            return;
+        }
+        let mut cores = std::mem::take(&mut self.to_charge);
+        cores.clear();
+        cores.append(&mut self.fired);
+        cores.extend(self.timers.range(..=(now, usize::MAX)).map(|&(_, c)| c));
+        cores.extend(&self.eager);
+        cores.sort_unstable();
+        cores.dedup();
+        for &c in &cores {
+            self.charge_core(c, now, &mut progress);
+        }
+        self.to_charge = cores;
+    }
+
+    /// Charge the cores of `t`'s cluster: before the owner changes `t`'s work or wakes or
+    /// blocks it.
+    pub fn charge_thread<F: FnMut(ThreadId, u64) -> bool>(&mut self, t: ThreadId, now: u64, progress: F) {
+        self.charge_cluster(self.threads[t].cluster as usize, now, progress);
+    }
+
+    /// Charge the cores of the cluster a host event concerns, before [`Host::on_event`].
+    pub fn charge_for<F: FnMut(ThreadId, u64) -> bool>(&mut self, ev: HostEv, now: u64, progress: F) {
+        let ci = match ev {
+            HostEv::ThreadTimer { thread, .. } => self.threads[thread as usize].cluster,
+            HostEv::RtPeriod { cluster } | HostEv::CreditAcct { cluster } | HostEv::CreditTick { cluster } => cluster,
+        };
+        self.charge_cluster(ci as usize, now, progress);
+    }
+
+    /// Charge the cores of every cluster [`Host::resched`] is about to re-decide.
+    pub fn charge_dirty<F: FnMut(ThreadId, u64) -> bool>(&mut self, now: u64, mut progress: F) {
+        for k in 0..self.dirty.len() {
+            let ci = self.dirty[k] as usize;
+            self.charge_cluster(ci, now, &mut progress);
+        }
+    }
+
+    fn charge_cluster<F: FnMut(ThreadId, u64) -> bool>(&mut self, ci: usize, now: u64, mut progress: F) {
+        for k in 0..self.clusters[ci].cores.len() {
+            let c = self.clusters[ci].cores[k] as usize;
+            self.charge_core(c, now, &mut progress);
+        }
+    }
+
+    /// Charge core `c`'s running thread for the time since the core's last charge.
+    fn charge_core<F: FnMut(ThreadId, u64) -> bool>(&mut self, c: usize, now: u64, progress: &mut F) {
+        let core = &mut self.cores[c];
+        let dt = now - core.charged_to;
+        core.charged_to = now;
+        let Some(t) = core.running else { return };
+        if dt == 0 {
+            return;
+        }
+        let th = &mut self.threads[t];
+        th.st.charge(dt);
+        let cl = &mut self.clusters[th.cluster as usize];
+        if th.st.is_rt() {
+            cl.rt_used += dt;
+        }
+        if !th.runnable {
+            return;
+        }
+        core.busy += dt;
+        th.cpu_time += dt;
+        let paid = (th.period_overhead + th.overhead).min(dt);
+        let period_paid = th.period_overhead.min(paid);
+        th.period_overhead -= period_paid;
+        th.overhead -= paid - period_paid;
+        if dt > paid && !progress(t, dt - paid) {
+            th.runnable = false;
+            mark(&mut self.dirty, cl, th.cluster);
         }
     }
 
@@ -373,7 +494,7 @@ impl Host {
 
     /// Earliest armed core timer: (time, core).
     pub fn next_core_timer(&self) -> Option<(u64, usize)> {
-        (self.timer_min.0 != u64::MAX).then_some(self.timer_min)
+        self.timers.first().copied()
     }
 
     /// The next thing to happen up to `horizon`: the earliest queued event, or a core timer
@@ -399,16 +520,26 @@ impl Host {
         q.delivered() + self.timers_fired
     }
 
-    /// The core timer of `core` expired: its cluster is re-decided at the next `resched`.
+    /// The core timer of `core` expired: its cluster is re-decided at the next `resched`, and
+    /// the core is charged by the next [`Host::charge_due`].
     pub fn fire_core_timer(&mut self, core: usize) {
-        self.cores[core].timer_at = u64::MAX;
+        self.set_core_timer(core, u64::MAX);
+        self.fired.push(core);
         let ci = self.cores[core].cluster;
         mark(&mut self.dirty, &mut self.clusters[ci as usize], ci);
-        self.update_timer_min();
     }
 
-    fn update_timer_min(&mut self) {
-        self.timer_min = self.cores.iter().enumerate().map(|(i, c)| (c.timer_at, i)).min().unwrap_or((u64::MAX, 0));
+    /// Arm (or with u64::MAX disarm) the timer of core `c`.
+    fn set_core_timer(&mut self, c: usize, at: u64) {
+        let before = std::mem::replace(&mut self.cores[c].timer_at, at);
+        if before != at {
+            if before != u64::MAX {
+                self.timers.remove(&(before, c));
+            }
+            if at != u64::MAX {
+                self.timers.insert((at, c));
+            }
+        }
     }
 
     /// Credit refill: each thread of the cluster gets m * 30ms * weight / total weight.
@@ -426,8 +557,9 @@ impl Host {
         mark(&mut self.dirty, cl, ci as u32);
     }
 
-    /// Re-decide every cluster touched since the last call: enforce limits, pick the most urgent
-    /// eligible threads, dispatch them, and arm each core's timer. `work_left(t)`: how long the
+    /// Re-decide every cluster touched since the last call (charged first: [`Host::charge_dirty`]):
+    /// enforce limits, pick the most urgent eligible threads, dispatch them, and arm each core's
+    /// timer. `work_left(t)`: how long the
     /// owner's current work of `t` still needs (u64::MAX: unbounded).
     pub fn resched<E: From<HostEv>, W: Fn(ThreadId) -> u64>(&mut self, now: u64, q: &mut EventQueue<E>, work_left: W) {
         if self.dirty.is_empty() {
@@ -443,7 +575,6 @@ impl Host {
                 self.arm_core_timer(c, now, &work_left);
             }
         }
-        self.update_timer_min();
     }
 
     fn enforce<E: From<HostEv>>(&mut self, ci: usize, now: u64, q: &mut EventQueue<E>) {
@@ -613,7 +744,7 @@ impl Host {
                 now.saturating_add(d)
             }
         };
-        self.cores[c].timer_at = at;
+        self.set_core_timer(c, at);
     }
 
     fn arm_thread_timer<E: From<HostEv>>(&mut self, t: ThreadId, at: u64, q: &mut EventQueue<E>) {

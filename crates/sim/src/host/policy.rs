@@ -162,6 +162,15 @@ impl PState {
         matches!(self, PState::Rt { .. })
     }
 
+    /// Whether charging `a` then `b` leaves the same state as charging `a + b` (all but CFS
+    /// weights that do not divide 1024, whose vruntime is scaled with integer division).
+    pub fn charge_is_additive(&self) -> bool {
+        match self {
+            PState::Other { weight, .. } => 1024 % *weight == 0,
+            _ => true,
+        }
+    }
+
     /// Priority key, or None if not eligible now. `running`: currently on a core; `ran`: how
     /// long since it was dispatched; `seq`: its FIFO position.
     pub fn key(&self, now: u64, running: bool, ran: u64, seq: u64, rt_throttled: bool, ctx: &Ctx) -> Option<Key> {
