@@ -180,3 +180,45 @@ fn a_reserved_vcpu_of_a_guest_of_several_is_adapted_from_its_own_reservation() {
     let after = changes.iter().filter(|r| r["time_ns"].as_u64().unwrap() >= 3_000_000_000);
     assert!(after.map(|r| runtime(r)).max().unwrap_or(0) >= 4_000_000, "rose to the new 4 ms demand: {changes:?}");
 }
+
+/// Two vCPU threads of one guest (threads of this process) on one core, planned at 0.35 of it in
+/// all, whose demand rises together to 0.8: every change is admitted by the kernel (a step's
+/// shrinks are made before its grows; before, a grow made first was refused with EBUSY although
+/// the step fitted the core), both grow, and the two reservations never exceed the core's cap.
+#[test]
+fn two_vcpu_threads_of_one_guest_on_one_core_grow_together_without_a_refusal() {
+    let _g = serial();
+    let files = plan();
+    let mut plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files.plan).unwrap()).unwrap();
+    let vcpu = |id: u32, budget: u64| {
+        serde_json::json!({"id": id, "core": last_cpu(), "model": "prm", "period_ns": 10_000_000u64,
+            "budget_ns": budget, "deadline_ns": 10_000_000u64, "bandwidth": budget as f64 / 1e7, "tasks": []})
+    };
+    plan["guests"][0]["vcpus"] = serde_json::json!([vcpu(0, 2_000_000), vcpu(1, 1_500_000)]);
+    std::fs::write(&files.plan, plan.to_string()).unwrap();
+    let ms = Duration::from_millis;
+    let phases = [(Duration::ZERO, ms(1)), (ms(1000), ms(4))];
+    let a = Periodic::start(None, PERIOD, &phases, Duration::from_secs(30));
+    let b = Periodic::start(None, PERIOD, &phases, Duration::from_secs(30));
+    let before = snapshot(&[a.tid, b.tid]);
+    let log = files.dir.path().join("adapt.jsonl");
+    let mut c = rtvirt(&["host", "adapt", files.plan.to_str().unwrap(), "--state-dir", files.state.to_str().unwrap()]);
+    c.args(["--pid", &format!("g1={},vcpu=0", a.tid), "--pid", &format!("g1={},vcpu=1", b.tid)]);
+    let o = run(c.args(["--duration", "5s", "--log", log.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), std::fs::read_to_string(&log).unwrap_or_default());
+    assert_eq!(snapshot(&[a.tid, b.tid]), before, "every setting restored");
+    assert!(!journal_exists(&files.state), "{}", text(&o));
+    drop((a, b));
+
+    let records = schema_support::json_lines_valid("adapt-log", &log);
+    let mut now = std::collections::BTreeMap::new();
+    for r in records.iter().filter(|r| r["new"].is_object()) {
+        now.insert(r["guest"].as_str().unwrap().to_string(), runtime(r));
+        let total: u64 = now.values().sum();
+        assert!(total < 9_500_000, "the two reservations stay under the core's cap: {total} at {r}");
+    }
+    for vcpu in ["g1/vcpu0", "g1/vcpu1"] {
+        let grown = records.iter().filter(|r| r["guest"] == vcpu && r["event"] == "change").map(runtime).max();
+        assert!(grown.unwrap_or(0) >= 3_000_000, "{vcpu} grew with its demand: {records:?}");
+    }
+}

@@ -178,7 +178,8 @@ fn decide(
     log: &mut dyn Write,
     summary: &mut AdaptSummary,
 ) -> Result<()> {
-    for d in controller.step(t) {
+    let current = |name: &str| live.iter().find(|l| l.target.observer.name == name && !l.ended).map(|l| l.current);
+    for d in admissible_order(controller.step(t), current) {
         let Some(l) = live.iter_mut().find(|l| l.target.observer.name == d.guest && !l.ended) else { continue };
         let before = sched::get(l.target.tid).map_err(HostError::from)?;
         let after = SchedAttr::deadline(d.new.runtime_ns, d.new.deadline_ns, d.new.period_ns);
@@ -195,6 +196,17 @@ fn decide(
         summary.changes += 1;
     }
     Ok(())
+}
+
+/// A step's decisions in an order the kernel admits: every one that lowers a reservation's
+/// bandwidth (`current`: the one in force) before any that raises it. The kernel admits each
+/// `sched_setattr` against the bandwidth in force at that moment, so a grow made before the shrink
+/// of another reservation on its core can exceed the core's cap (EBUSY) although the step as a
+/// whole fits it - as seen with two vCPU threads of one guest on one core.
+fn admissible_order(mut decisions: Vec<Decision>, current: impl Fn(&str) -> Option<Reservation>) -> Vec<Decision> {
+    let bandwidth = |r: &Reservation| r.runtime_ns as f64 / r.period_ns.max(1) as f64;
+    decisions.sort_by_key(|d| current(&d.guest).is_none_or(|c| bandwidth(&d.new) > bandwidth(&c)));
+    decisions
 }
 
 fn record(
@@ -226,6 +238,27 @@ fn write(log: &mut dyn Write, r: &AdaptRecord) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shrinks_are_made_before_grows_whatever_order_the_controller_gave() {
+        let r = |runtime_ns: u64| Reservation { runtime_ns, deadline_ns: 10, period_ns: 10 };
+        let d = |guest: &str, runtime_ns: u64| Decision {
+            guest: guest.into(),
+            new: r(runtime_ns),
+            demand: 0.0,
+            reason: String::new(),
+            change: ChangeKind::Grow,
+        };
+        let now = |g: &str| match g {
+            "a" => Some(r(4)),
+            "b" => Some(r(5)),
+            "c" => Some(r(2)),
+            _ => None,
+        };
+        let order = admissible_order(vec![d("a", 6), d("b", 3), d("c", 3), d("d", 1), d("e", 1)], now);
+        let names: Vec<&str> = order.iter().map(|d| d.guest.as_str()).collect();
+        assert_eq!(names, ["b", "a", "c", "d", "e"], "the shrink first, the rest in the controller's order");
+    }
 
     #[test]
     fn windows_are_whole_server_periods_of_at_least_5ms() {
