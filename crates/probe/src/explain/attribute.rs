@@ -9,7 +9,9 @@
 //!   has no preemptirq events to say which code disabled them);
 //! - from the expiry to the switch to the thread: hard IRQ and vector handlers (an IPI's:
 //!   `ipi`), softirqs, other threads, else `wakeup` (the scheduler and the switch itself);
-//! - from the switch to the return: handlers, else `return`.
+//! - from the switch to the return: handlers, else `return` (`clock_nanosleep return` in the
+//!   kernel up to the thread's `sys_exit`, then `user space after clock_nanosleep` up to its time
+//!   stamp, when the measuring threads' syscall events are traced).
 //!
 //! A window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
 //! was seen and calls the rest `unexplained`.
@@ -42,6 +44,8 @@ pub struct CpuState {
     pub softirq: Option<u32>,
     /// The hrtimer each thread armed last on this CPU, and its programmed expiry.
     pub timers: HashMap<u32, (u64, u64)>,
+    /// The measuring threads in `clock_nanosleep` (their syscall events traced).
+    pub sleeping: std::collections::HashSet<u32>,
 }
 
 impl CpuState {
@@ -59,6 +63,12 @@ impl CpuState {
             Event::SoftirqExit => self.softirq = None,
             Event::VectorEntry { vector } => self.vector = Some(vector),
             Event::VectorExit => self.vector = None,
+            Event::SleepEnter { pid } => {
+                self.sleeping.insert(pid);
+            }
+            Event::SleepExit { pid } => {
+                self.sleeping.remove(&pid);
+            }
             Event::Wakeup { .. } | Event::TimerExpire { .. } => {}
         }
     }
@@ -94,6 +104,8 @@ enum Phase {
     BeforeExpiry,
     Woken,
     Running,
+    /// Back in user space (its `clock_nanosleep` returned), not yet at its time stamp.
+    Returned,
 }
 
 /// Split `w` into causes. `state` is the CPU's state before `events[0]`; events before the
@@ -103,7 +115,8 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     let first = events.partition_point(|e| e.ts < w.expected);
     events[..first].iter().for_each(|e| st.apply(&e.event));
     let mut armed = st.timers.get(&w.tid).filter(|&&(_, expires)| expires >= w.expected).map(|&(timer, _)| timer);
-    let mut phase = if armed.is_some() { Phase::BeforeExpiry } else { Phase::NotAsleep };
+    let asleep = armed.is_some() || st.sleeping.contains(&w.tid);
+    let mut phase = if asleep { Phase::BeforeExpiry } else { Phase::NotAsleep };
     let (mut cursor, mut out, mut woken_at) = (w.expected, Vec::new(), None);
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
         if phase == Phase::Woken {
@@ -114,10 +127,12 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
         let on_cpu = st.running.is_some_and(|r| r.pid == w.tid);
         let woken = if on_cpu { Phase::Running } else { Phase::Woken };
         phase = match e.event {
-            Event::TimerStart { by_pid, timer, .. } if by_pid == w.tid && phase == Phase::NotAsleep => {
+            Event::TimerStart { by_pid, timer, .. } if by_pid == w.tid && arming(phase, armed) => {
                 armed = Some(timer);
                 Phase::BeforeExpiry
             }
+            Event::SleepEnter { pid } if pid == w.tid && phase == Phase::NotAsleep => Phase::BeforeExpiry,
+            Event::SleepExit { pid } if pid == w.tid && phase == Phase::Running => Phase::Returned,
             Event::TimerExpire { timer } if phase == Phase::BeforeExpiry && Some(timer) == armed => woken,
             Event::Wakeup { pid } if pid == w.tid && phase <= Phase::BeforeExpiry => woken,
             Event::Switch { next_pid, .. } if next_pid == w.tid && phase == Phase::Woken => Phase::Running,
@@ -129,10 +144,16 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
         st.apply(&e.event);
     }
     push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
-    if phase != Phase::Running {
+    if phase < Phase::Running {
         unexplain(&mut out, phase, woken_at);
     }
     out
+}
+
+/// Whether the thread's `hrtimer_start` arms the timer of this window: before it went to sleep,
+/// or once in `clock_nanosleep` (its entry seen) before any timer was known.
+fn arming(phase: Phase, armed: Option<u64>) -> bool {
+    phase == Phase::NotAsleep || (phase == Phase::BeforeExpiry && armed.is_none())
 }
 
 /// The switch to the woken thread names the thread it preempted (`prev_*`). When the switch that
@@ -210,6 +231,7 @@ fn classify(
             _ => (CauseKind::Wakeup, "wake-up to switch-in".into(), None),
         },
         Phase::Running => (CauseKind::Return, "clock_nanosleep return".into(), None),
+        Phase::Returned => (CauseKind::Return, "user space after clock_nanosleep".into(), None),
     }
 }
 
@@ -393,5 +415,34 @@ mod tests {
         let kinds: Vec<(CauseKind, u64)> =
             attribute(&CpuState::default(), &trace, &HashMap::new(), &w).iter().map(|c| (c.kind, c.duration)).collect();
         assert_eq!(kinds, vec![(CauseKind::TimerIrq, 30), (CauseKind::Wakeup, 10), (CauseKind::Return, 1)]);
+    }
+
+    /// With the measuring thread's own syscall events: it enters `clock_nanosleep` at 5 (no
+    /// `hrtimer_start` traced), returns to user space at 1045 and stamps its time at 1050.
+    #[test]
+    fn the_syscall_events_split_the_return_and_stand_for_a_missing_timer_start() {
+        let trace = vec![
+            at(5, Event::SleepEnter { pid: ME }),
+            switch(11, ME, 0, "swapper/1", 120),
+            at(1030, Event::TimerExpire { timer: 7 }),
+            at(1031, Event::Wakeup { pid: ME }),
+            switch(1040, 0, ME, "rtvirt-timer1", 9),
+            at(1045, Event::SleepExit { pid: ME }),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1050 };
+        let causes: Vec<(CauseKind, String, u64)> = attribute(&CpuState::default(), &trace, &HashMap::new(), &w)
+            .into_iter()
+            .map(|c| (c.kind, c.name, c.duration))
+            .collect();
+        let named = |k, n: &str, d| (k, n.to_string(), d);
+        assert_eq!(
+            causes,
+            vec![
+                named(CauseKind::TimerIrq, "hrtimer", 31),
+                named(CauseKind::Wakeup, "wake-up to switch-in", 9),
+                named(CauseKind::Return, "clock_nanosleep return", 5),
+                named(CauseKind::Return, "user space after clock_nanosleep", 5),
+            ]
+        );
     }
 }

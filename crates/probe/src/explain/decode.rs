@@ -27,10 +27,20 @@ pub const EVENTS: &[&str] = &[
     "irq_vectors/call_function_exit",
     "irq_vectors/call_function_single_entry",
     "irq_vectors/call_function_single_exit",
+    "syscalls/sys_enter_clock_nanosleep",
+    "syscalls/sys_exit_clock_nanosleep",
     "preemptirq/irq_disable",
     "preemptirq/irq_enable",
     "osnoise/thread_noise",
 ];
+
+/// Kernel-side filters: the measuring threads' own `clock_nanosleep` entries and returns only
+/// (`rtvirt-timerN`, named by `probe::timer`).
+pub const FILTERS: &[(&str, &str)] = &[
+    ("syscalls/sys_enter_clock_nanosleep", MEASURING_THREADS),
+    ("syscalls/sys_exit_clock_nanosleep", MEASURING_THREADS),
+];
+const MEASURING_THREADS: &str = "comm ~ \"rtvirt-timer*\"";
 
 /// A thread's command name as the kernel records it (16 bytes, NUL-padded).
 pub type Comm = [u8; 16];
@@ -70,6 +80,14 @@ pub enum Event {
         vector: usize,
     },
     VectorExit,
+    /// A measuring thread entered `clock_nanosleep`.
+    SleepEnter {
+        pid: u32,
+    },
+    /// A measuring thread returned from `clock_nanosleep` (to user space).
+    SleepExit {
+        pid: u32,
+    },
 }
 
 /// The x86 interrupt vectors traced by `irq_vectors` events, by name.
@@ -90,6 +108,8 @@ enum Kind {
     SoftirqExit,
     VectorEntry(usize),
     VectorExit,
+    SleepEnter,
+    SleepExit,
 }
 
 /// Decodes the records of one instance.
@@ -148,6 +168,8 @@ impl Decoder {
             Kind::SoftirqExit => Event::SoftirqExit,
             Kind::VectorEntry(v) => Event::VectorEntry { vector: *v },
             Kind::VectorExit => Event::VectorExit,
+            Kind::SleepEnter => Event::SleepEnter { pid: uint(&self.common_pid)? as u32 },
+            Kind::SleepExit => Event::SleepExit { pid: uint(&self.common_pid)? as u32 },
         })
     }
 }
@@ -170,6 +192,8 @@ fn kind_of(event: &str, f: &EventFormat) -> Option<Kind> {
         "irq/irq_handler_exit" => Kind::IrqExit,
         "irq/softirq_entry" => Kind::SoftirqEntry { vector: field("vec")? },
         "irq/softirq_exit" => Kind::SoftirqExit,
+        "syscalls/sys_enter_clock_nanosleep" => Kind::SleepEnter,
+        "syscalls/sys_exit_clock_nanosleep" => Kind::SleepExit,
         _ => {
             let name = event.strip_prefix("irq_vectors/")?;
             if let Some(v) = name.strip_suffix("_entry") {

@@ -128,6 +128,8 @@ struct Capture {
     lost_in_pages: u64,
     /// `--break`: every page read, the newest `buffer_kb` per CPU.
     raw: Option<break_trace::RawKeeper>,
+    /// Events whose kernel-side filter could not be set.
+    unfiltered: Vec<String>,
 }
 
 struct CpuTrace {
@@ -150,6 +152,7 @@ impl Explainer {
                 section.events_present = c.instance.present.clone();
                 section.events_absent = c.instance.absent.clone();
                 section.limitations = limitations_of(&c.instance);
+                section.limitations.extend(c.unfiltered.iter().cloned());
                 match &c.ipi {
                     Ok(senders) => section.events_present.extend(senders.present().iter().cloned()),
                     Err(why) => section.limitations.push(format!("the senders of IPIs are not named: {why}")),
@@ -345,6 +348,12 @@ impl Capture {
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
             return Err(format!("the kernel has no {missing} event"));
         }
+        let mut unfiltered = Vec::new();
+        for (event, filter) in decode::FILTERS.iter().filter(|(e, _)| instance.present.iter().any(|p| p == e)) {
+            if let Err(e) = instance.filter(event, filter) {
+                unfiltered.push(format!("{event} recorded unfiltered (more events, more overhead): {e}"));
+            }
+        }
         let decoder = Decoder::new(&instance);
         let traces = cpus
             .iter()
@@ -361,7 +370,7 @@ impl Capture {
         instance.set_on(true).map_err(|e| e.to_string())?;
         let raw = cfg.break_at.map(|_| break_trace::RawKeeper::new(cpus, cfg.buffer_kb as usize * 1024));
         let ipi = ipi::Senders::start(cfg, cpus);
-        Ok(Capture { instance, ipi, decoder, cpus: traces, lost_in_pages: 0, raw })
+        Ok(Capture { instance, ipi, decoder, cpus: traces, lost_in_pages: 0, raw, unfiltered })
     }
 
     /// Drain every CPU's buffer (the IPI sendings first: a handler read is then never newer
