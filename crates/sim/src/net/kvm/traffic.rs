@@ -100,6 +100,13 @@ pub(crate) fn build(net: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
         .collect()
 }
 
+/// `x.ceil() as u64` for a time `0 <= x < 2^53` ns, without a libm call per packet (a truncation
+/// is exact there, and one below `x` means `x` has a fraction).
+fn ceil_ns(x: f64) -> Nanos {
+    let t = x as u64;
+    Nanos(if (t as f64) < x { t + 1 } else { t })
+}
+
 impl Sim {
     pub(crate) fn start_flow(&mut self, f: usize) {
         match &mut self.flows[f] {
@@ -146,7 +153,7 @@ impl Sim {
         for &f in &q.senders {
             let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut flows[f] else { continue };
             while *inflight < *window && *next_at <= now {
-                let t0 = Nanos(next_at.ceil() as u64);
+                let t0 = ceil_ns(*next_at);
                 *next_at += *gap;
                 stats.sent += 1;
                 if q.ring.len() >= q.ring_cap {
@@ -174,9 +181,7 @@ impl Sim {
             .senders
             .iter()
             .filter_map(|&f| match &self.flows[f] {
-                FlowState::Tcp { next_at, inflight, window, .. } if inflight < window => {
-                    Some(Nanos(next_at.ceil() as u64))
-                }
+                FlowState::Tcp { next_at, inflight, window, .. } if inflight < window => Some(ceil_ns(*next_at)),
                 _ => None,
             })
             .min()
@@ -270,6 +275,26 @@ impl Sim {
         }
         if let FlowState::Rr { stats, .. } = &mut self.flows[pkt.flow as usize] {
             stats.record(pkt.t0, pkt.t_entry, pkt.t_exit, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceil_ns;
+
+    #[test]
+    fn ceil_ns_is_f64_ceil_on_simulated_times() {
+        let mut next_at = 0.0f64;
+        let mut xs = vec![0.0, 0.5, 1.0, 1.0 - f64::EPSILON, 2f64.powi(52) - 0.5, 2f64.powi(52), 2f64.powi(53)];
+        // a bulk sender's arrival times: a non-integral gap accumulated over 30 s
+        while next_at < 30e9 {
+            xs.push(next_at);
+            next_at += 1_232.340_425_531_9 * 7.0;
+        }
+        xs.extend(xs.iter().map(|x| x.next_up()).collect::<Vec<_>>());
+        for x in xs {
+            assert_eq!(ceil_ns(x).0, x.ceil() as u64, "{x}");
         }
     }
 }
