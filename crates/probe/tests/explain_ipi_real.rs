@@ -3,7 +3,7 @@
 //! times a second; waking a thread on another CPU sends that CPU an IPI (a reschedule, or a
 //! function call for the remote wake list). The measured CPU's IPI handlers must be among the
 //! causes, named after their sending: from the other CPU, by the waking thread. The measuring
-//! thread's own `clock_nanosleep` return (its syscall events) splits the return in most samples.
+//! thread's own `clock_nanosleep` return (its syscall events) splits the return, user space last.
 
 use rtvirt_model::results::CauseKind;
 use rtvirt_model::Nanos;
@@ -92,12 +92,12 @@ fn ipis_sent_to_the_measured_cpu_are_named_after_their_sender() {
     // the measuring thread's own clock_nanosleep return, filtered in the kernel to it
     if explain.events_present.iter().any(|e| e == "syscalls/sys_exit_clock_nanosleep") {
         let user = |c: &&rtvirt_model::results::Cause| c.kind == CauseKind::Return && c.name.starts_with("user space");
-        let returned = explain.samples.iter().filter(|s| s.causes.iter().any(|c| user(&c))).count();
-        assert!(
-            returned * 2 >= explain.samples.len(),
-            "{returned} of {} samples split their return",
-            explain.samples.len()
-        );
+        // not every sample: the kernel leaves out some switches into the thread (docs/measure.md)
+        let split: Vec<_> = explain.samples.iter().filter(|s| s.causes.iter().any(|c| user(&c))).collect();
+        assert!(!split.is_empty(), "a return split at the thread's sys_exit: {:?}", explain.summary);
+        for s in split {
+            assert!(user(&s.causes.last().expect("causes")), "user space is the window's last part: {s:?}");
+        }
     }
     assert!(!std::fs::read_dir(state.path().join("tracing")).unwrap().any(|_| true), "both instances removed");
 }
