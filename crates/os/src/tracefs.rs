@@ -469,6 +469,11 @@ impl EventFormat {
 }
 
 impl Field {
+    /// `common_pid` where every event has it (offset 4, 4 bytes), for when no format says.
+    pub fn common_pid() -> Field {
+        Field { name: "common_pid".into(), offset: 4, size: 4, signed: true }
+    }
+
     /// The field's integer value (sign-extended when signed).
     pub fn int(&self, data: &[u8]) -> Option<i64> {
         let raw = read_uint(data, self.offset, self.size)?;

@@ -124,7 +124,7 @@ impl Decoder {
     /// Locate the fields of every present event the attribution reads.
     pub fn new(instance: &Instance) -> Decoder {
         let mut kinds = HashMap::new();
-        let mut common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        let mut common_pid = Field::common_pid();
         for event in &instance.present {
             let Ok(format) = instance.format(event) else { continue };
             if let Some(f) = format.field("common_pid") {
@@ -216,11 +216,17 @@ fn comm(f: &Field, data: &[u8]) -> Comm {
 
 /// A `__data_loc char[]` field: a u32 of (length << 16 | offset) pointing into the record.
 pub(crate) fn data_loc_text<'a>(f: &Field, data: &'a [u8]) -> Option<&'a str> {
-    let loc = f.int(data)? as u32;
-    let (offset, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-    let b = data.get(offset..offset + len)?;
+    let b = data_loc_bytes(f, data)?;
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     std::str::from_utf8(&b[..end]).ok()
+}
+
+/// The bytes a `__data_loc` field points to (its value: offset in the low 16 bits, length in
+/// the high 16).
+pub(crate) fn data_loc_bytes<'a>(f: &Field, data: &'a [u8]) -> Option<&'a [u8]> {
+    let loc = f.int(data)? as u32;
+    let (offset, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+    data.get(offset..offset + len)
 }
 
 /// A command name as text.

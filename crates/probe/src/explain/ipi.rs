@@ -70,7 +70,7 @@ impl Senders {
         let _ = instance.filter("ipi/ipi_send_cpu", &one);
         let _ = instance.filter("ipi/ipi_send_cpumask", &mask);
         let mut layouts = HashMap::new();
-        let mut common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        let mut common_pid = Field::common_pid();
         for event in &instance.present {
             let Ok(format) = instance.format(event) else { continue };
             let field = |name: &str| format.field(name).cloned();
@@ -177,9 +177,7 @@ fn decode(
 
 /// The CPUs of a `__data_loc cpumask_t` field (a bitmap of little-endian words).
 fn mask_cpus(field: &Field, data: &[u8]) -> Vec<u32> {
-    let Some(loc) = field.int(data).map(|v| v as u32) else { return Vec::new() };
-    let (offset, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-    let Some(bytes) = data.get(offset..offset + len) else { return Vec::new() };
+    let Some(bytes) = super::decode::data_loc_bytes(field, data) else { return Vec::new() };
     let bit = |i: usize| bytes[i / 8] & (1 << (i % 8)) != 0;
     (0..bytes.len() * 8).filter(|&i| bit(i)).map(|i| i as u32).collect()
 }

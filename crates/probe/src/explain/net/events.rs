@@ -183,7 +183,7 @@ pub struct Decoder {
 impl Decoder {
     pub fn new(instance: &Instance) -> Decoder {
         let mut kinds = HashMap::new();
-        let mut common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        let mut common_pid = Field::common_pid();
         for event in &instance.present {
             let Ok(format) = instance.format(event) else { continue };
             if let Some(f) = format.field("common_pid") {
@@ -234,7 +234,7 @@ impl Decoder {
 
     /// A decoder of nothing (for joins of events made by hand).
     pub fn without_events() -> Decoder {
-        let common_pid = Field { name: "common_pid".into(), offset: 4, size: 4, signed: true };
+        let common_pid = Field::common_pid();
         let devices = Vec::new();
         Decoder {
             kinds: HashMap::new(),
