@@ -273,3 +273,21 @@ fn kill_9_of_the_run_is_restored_by_host_revert() {
     assert!(said.contains("restored what ended process"), "{said}");
     assert_eq!((host_support::cpuset_state(), std::fs::read_to_string(&balance).ok()), before, "revert restored it");
 }
+
+/// `--interval-report`'s windows (jobs and misses per task by release window) and each task's
+/// CPUs, from a real run, are valid `results` and add up to the run's totals.
+#[test]
+fn interval_windows_of_a_real_run_are_valid_results_and_add_up() {
+    let sc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml");
+    let out = rtvirt(&["measure", "tasks", sc, "--duration", "1s", "--interval-report", "250ms", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
+    let windows = v["intervals"].as_array().expect("interval windows");
+    assert!(windows.len() >= 3, "{}", v["intervals"]);
+    let jobs_in_windows: u64 =
+        windows.iter().flat_map(|w| w["tasks"].as_array().unwrap()).map(|t| t["jobs"].as_u64().unwrap()).sum();
+    let jobs: u64 = v["tasks"].as_array().unwrap().iter().map(|t| t["jobs"].as_u64().unwrap()).sum();
+    assert_eq!(jobs_in_windows, jobs, "every job in the window of its release");
+    assert!(v["tasks"].as_array().unwrap().iter().all(|t| !t["cpus"].as_array().unwrap().is_empty()));
+}
