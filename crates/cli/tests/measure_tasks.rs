@@ -206,7 +206,12 @@ fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(workers.len(), 3, "one worker process per guest");
+    if workers.len() != 3 {
+        let mut child = child;
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("one worker process per guest, found {workers:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // While running, the parent holds the exclusive cpusets and root load balancing is off.
     let ours = |root: &std::path::Path| {
@@ -278,6 +283,7 @@ fn kill_9_of_the_run_is_restored_by_host_revert() {
 /// CPUs, from a real run, are valid `results` and add up to the run's totals.
 #[test]
 fn interval_windows_of_a_real_run_are_valid_results_and_add_up() {
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     let sc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml");
     let out = rtvirt(&["measure", "tasks", sc, "--duration", "1s", "--interval-report", "250ms", "--format", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
