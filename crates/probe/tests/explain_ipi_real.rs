@@ -95,6 +95,25 @@ fn ipis_sent_to_the_measured_cpu_are_named_after_their_sender() {
         // not every sample: the kernel leaves out some switches into the thread (docs/measure.md)
         let split: Vec<_> = explain.samples.iter().filter(|s| s.causes.iter().any(|c| user(&c))).collect();
         assert!(!split.is_empty(), "a return split at the thread's sys_exit: {:?}", explain.summary);
+        let unexplained_last = explain
+            .samples
+            .iter()
+            .filter(|s| s.causes.last().is_some_and(|c| c.kind == CauseKind::Unexplained))
+            .count();
+        let total: u64 = explain.samples.iter().map(|s| s.latency_ns).sum();
+        let unexplained: u64 = explain
+            .samples
+            .iter()
+            .flat_map(|s| &s.causes)
+            .filter(|c| c.kind == CauseKind::Unexplained)
+            .map(|c| c.duration_ns)
+            .sum();
+        eprintln!(
+            "{} of {} samples split at sys_exit, {unexplained_last} unexplained to the end, {:.1}% of their time unexplained",
+            split.len(),
+            explain.samples.len(),
+            100.0 * unexplained as f64 / total.max(1) as f64
+        );
         for s in split {
             assert!(user(&s.causes.last().expect("causes")), "user space is the window's last part: {s:?}");
         }

@@ -14,7 +14,9 @@
 //!   stamp, when the measuring threads' syscall events are traced).
 //!
 //! A window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
-//! was seen and calls the rest `unexplained`.
+//! was seen and calls the rest `unexplained`. When only the switch is missing, the thread's own
+//! `sys_exit` still proves it ran from then on: what follows is explained as `user space after
+//! clock_nanosleep`, and only the time from the wake-up to that `sys_exit` is `unexplained`.
 
 use super::decode::{comm_text, Comm, Event, SOFTIRQS, VECTORS};
 use rtvirt_model::results::CauseKind;
@@ -118,6 +120,8 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     let asleep = armed.is_some() || st.sleeping.contains(&w.tid);
     let mut phase = if asleep { Phase::BeforeExpiry } else { Phase::NotAsleep };
     let (mut cursor, mut out, mut woken_at) = (w.expected, Vec::new(), None);
+    // The thread's `sys_exit` seen while its switch-in was not: the switch happened unseen before.
+    let mut returned_unseen = None;
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
         if phase == Phase::Woken {
             credit_unseen_runner(&mut st, &mut out, &e.event, w.tid, woken_at.unwrap_or(w.expected));
@@ -133,6 +137,10 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
             }
             Event::SleepEnter { pid } if pid == w.tid && phase == Phase::NotAsleep => Phase::BeforeExpiry,
             Event::SleepExit { pid } if pid == w.tid && phase == Phase::Running => Phase::Returned,
+            Event::SleepExit { pid } if pid == w.tid && phase == Phase::Woken => {
+                returned_unseen = Some(e.ts);
+                Phase::Returned
+            }
             Event::TimerExpire { timer } if phase == Phase::BeforeExpiry && Some(timer) == armed => woken,
             Event::Wakeup { pid } if pid == w.tid && phase <= Phase::BeforeExpiry => woken,
             Event::Switch { next_pid, .. } if next_pid == w.tid && phase == Phase::Woken => Phase::Running,
@@ -145,7 +153,9 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     }
     push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
     if phase < Phase::Running {
-        unexplain(&mut out, phase, woken_at);
+        unexplain(&mut out, phase, woken_at, u64::MAX);
+    } else if let Some(until) = returned_unseen {
+        unexplain(&mut out, Phase::Woken, woken_at, until);
     }
     out
 }
@@ -178,11 +188,12 @@ fn credit_unseen_runner(st: &mut CpuState, out: &mut [Share], event: &Event, tid
 
 /// The thread returned without the trace showing how it got there: what only the missing
 /// milestone would tell (the timer's delay, the wake-up, and after the wake-up who held the CPU,
-/// since the switch to the thread may have happened unseen) becomes `unexplained`.
-fn unexplain(out: &mut Vec<Share>, phase: Phase, woken_at: Option<u64>) {
+/// since the switch to the thread may have happened unseen) becomes `unexplained`, up to `until`
+/// (the thread's own `sys_exit`, when that was seen).
+fn unexplain(out: &mut Vec<Share>, phase: Phase, woken_at: Option<u64>, until: u64) {
     let missing = if phase <= Phase::BeforeExpiry { "no expiry or wake-up" } else { "no switch to the thread" };
     let after_wakeup = |s: &Share| woken_at.is_some_and(|t| s.start >= t);
-    for s in out.iter_mut() {
+    for s in out.iter_mut().filter(|s| s.start < until) {
         let doubtful = matches!(s.kind, CauseKind::TimerIrq | CauseKind::Wakeup)
             || (s.kind == CauseKind::Thread && after_wakeup(s));
         if doubtful {
@@ -444,5 +455,37 @@ mod tests {
                 named(CauseKind::Return, "user space after clock_nanosleep", 5),
             ]
         );
+    }
+
+    /// The switch into the measuring thread is missing, but its own `sys_exit` at 1045 proves it
+    /// ran by then: from there on it is user space; only wake-up to `sys_exit` is unexplained.
+    #[test]
+    fn the_threads_own_sys_exit_explains_the_rest_when_its_switch_in_is_missing() {
+        let trace = vec![
+            at(5, Event::SleepEnter { pid: ME }),
+            switch(11, ME, 0, "swapper/1", 120),
+            at(1030, Event::TimerExpire { timer: 7 }),
+            at(1031, Event::Wakeup { pid: ME }),
+            at(1045, Event::SleepExit { pid: ME }),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1050 };
+        let causes = attribute(&CpuState::default(), &trace, &HashMap::new(), &w);
+        assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 50, "the causes add up to the latency");
+        let last = causes.last().unwrap();
+        assert_eq!(
+            (last.kind, last.name.as_str(), last.start, last.duration),
+            (CauseKind::Return, "user space after clock_nanosleep", 1045, 5)
+        );
+        let unexplained: Vec<&Share> = causes.iter().filter(|c| c.kind == CauseKind::Unexplained).collect();
+        assert!(!unexplained.is_empty() && unexplained.iter().all(|c| c.start + c.duration <= 1045), "{causes:?}");
+        assert!(
+            unexplained.iter().any(|c| c.start <= 1031 && c.start + c.duration >= 1045),
+            "wake-up to sys_exit: {causes:?}"
+        );
+
+        let mut without_exit = trace.clone();
+        without_exit.pop();
+        let causes = attribute(&CpuState::default(), &without_exit, &HashMap::new(), &w);
+        assert_eq!(causes.last().unwrap().kind, CauseKind::Unexplained, "without it, the rest stays unexplained");
     }
 }
