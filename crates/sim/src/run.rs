@@ -131,6 +131,9 @@ struct Sim {
 }
 
 impl Sim {
+    /// Rounds of [`Sim::resched`] before it gives up settling.
+    const RESCHED_ROUNDS: usize = 8;
+
     /// Charge a host model's costs: per server period and enforcement on the host, task switches
     /// and cache reloads in the guests, release latency per guest job.
     fn set_costs(&mut self, costs: &HostCosts, seed: u64) {
@@ -328,9 +331,11 @@ impl Sim {
     }
 
     /// Re-decide the host; global guests then give their jobs to the vCPUs the host runs, which
-    /// may wake or block vCPU threads: repeat until nothing changes (a few rounds at most).
+    /// may wake or block vCPU threads: repeat until nothing changes (a few rounds at most; a
+    /// round left undecided would leave a core's timer armed for work its thread no longer has).
     fn resched(&mut self, now: u64) {
-        for _ in 0..8 {
+        let mut settled = false;
+        for _ in 0..Self::RESCHED_ROUNDS {
             self.host.charge_dirty(now, progress_of(&mut self.loads, &self.owner, now));
             let (loads, owner) = (&self.loads, &self.owner);
             self.host.resched(now, &mut self.q, |t| {
@@ -348,9 +353,11 @@ impl Sim {
                 }
             }
             if !changed {
+                settled = true;
                 break;
             }
         }
+        debug_assert!(settled, "the host and its global guests did not settle at {now} ns");
         if let Some(tr) = &mut self.tracer {
             tr.observe(now, &self.host, &self.loads);
         }

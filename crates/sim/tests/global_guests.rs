@@ -360,3 +360,30 @@ fn overhead_aware_global_plans_meet_every_deadline_under_the_models_worst_case()
     eprintln!("{}", report.join("\n"));
     assert!(checked >= 8, "too few schedulable random guests ({checked})");
 }
+
+/// Regression (issue 18): two vCPUs of one global guest on one core, each a server that holds
+/// the core while idle (a supply window late in each 4 ms, a polling server of equal priority).
+/// When the window opens, the idle vCPU that gets the core takes the waiting job; woken by it,
+/// it kept re-queueing behind its idle peer, the host handed the core back and forth until the
+/// re-decision gave up with the core's timer armed for the idle vCPU: the 300 us job then ran
+/// for the whole 1 ms window ("a job ran past its completion" in debug builds, a job completed
+/// 700 us late in release builds). Each job must complete 300 us after the window opens.
+#[test]
+fn a_job_given_to_an_idle_server_holding_the_core_completes_on_time() {
+    let servers = [
+        ("supply", "budget = \"1ms\"\nperiod = \"4ms\"\nsupply = \"late\"", 3_000_000),
+        ("ps", "priority = 10\nbudget = \"1ms\"\nperiod = \"4ms\"", 0),
+    ];
+    for (policy, fields, window) in servers {
+        let src = format!(
+            "[host]\ncores = 2\n[[guest]]\nname = \"g\"\nscheduler = \"edf\"\nvcpus = 2\nplacement = \"global\"\n\
+             [guest.vcpu]\ncore = 0\npolicy = \"{policy}\"\n{fields}\n\
+             [[guest.task]]\nname = \"t\"\nperiod = \"4ms\"\nwcet = \"300us\"\n"
+        );
+        let s = Scenario::from_toml(&src, None).unwrap();
+        let cfg = SimConfig::new(&s, None, Overrides { duration: Some(Nanos::from_ms(40)), seed: Some(1) }).unwrap();
+        let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
+        let ends: Vec<u64> = out.job_log.iter().filter_map(|j| j.end.map(|e| e - j.release)).collect();
+        assert_eq!(ends, vec![window + 300_000; 10], "{policy}: response times");
+    }
+}

@@ -420,8 +420,14 @@ impl Host {
         };
         let th = &mut self.threads[t];
         th.runnable = true;
-        th.seq = self.seq;
-        self.seq += 1;
+        // a server holding its core idle (polling server, supply window) that gets work is
+        // already on the core: it keeps its place in the FIFO order instead of queueing behind
+        // its peers (re-queued, it would hand the core to an idle peer, whose owner may then
+        // move the work there, and so on)
+        if th.core.is_none() || !th.st.holds_core_when_idle() {
+            th.seq = self.seq;
+            self.seq += 1;
+        }
         let deadline_before = th.st.deadline();
         if let Some(at) = th.st.wake(now, minv) {
             self.arm_thread_timer(t, at, q);
