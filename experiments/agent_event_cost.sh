@@ -1,18 +1,22 @@
 #!/bin/sh
 # Cost per reported event of the guest agent (issue 17, docs/PERFORMANCE.md "Observation
 # overhead"): the CPU time (user + system) of `rtvirt guest-agent` while a sender pushes N job
-# datagrams (`NAME TID PERIOD_NS DEADLINE_NS EXEC_NS`, 4 tasks, as `measure tasks` sends one per
-# job) through its job-boundary API over SECS seconds, less its CPU time over the same run with
-# none; divided by N. The agent writes its lines to a file standing for the virtio-serial port.
+# records (4 tasks, as `measure tasks` reports one per job) through its job-boundary API over
+# SECS seconds, less its CPU time over the same run with none; divided by N. The sender is the
+# example crates/probe/examples/agent_jobs.rs (`cargo build -p rtvirt-probe --examples`): it
+# reports through the agent's shared-memory ring when the agent made one, else as datagrams (an
+# agent built before the ring), and prints the time per record spent in the task's reporting
+# call. The agent writes its lines to a file standing for the virtio-serial port.
 # Usage: RTVIRT=target/debug/rtvirt N=20000 SECS=10 sh experiments/agent_event_cost.sh
 set -eu
 RTVIRT=${RTVIRT:-target/debug/rtvirt}
+SENDER=${SENDER:-target/debug/examples/agent_jobs}
 N=${N:-20000}
 SECS=${SECS:-10}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-# CPU seconds of one agent run while `$1` datagrams are sent.
+# CPU seconds of one agent run while `$1` records are sent.
 agent_cpu() {
     rm -f "$dir/api.sock"
     : >"$dir/port.jsonl"
@@ -21,20 +25,7 @@ agent_cpu() {
     pid=$!
     i=0
     while [ ! -S "$dir/api.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-    python3 - "$dir/api.sock" "$1" "$SECS" <<'PY'
-import socket, sys, time
-path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-t0 = time.monotonic()
-for i in range(n):
-    delay = t0 + 0.8 * secs * i / n - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-    try:
-        s.sendto(b"g.t%d %d 10000000 10000000 2000000" % (i % 4, 1000 + i % 4), path)
-    except OSError:
-        pass
-PY
+    "$SENDER" "$dir/api.sock" "$1" "$SECS" >&2
     wait $pid
     awk '{print $1 + $2}' "$dir/time"
 }

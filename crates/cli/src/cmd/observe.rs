@@ -191,8 +191,9 @@ pub fn run_guest_agent(args: GuestAgentArgs) -> CmdResult {
     };
     let s = rtvirt_probe::agent::run(&cfg)?;
     eprintln!(
-        "guest-agent: {} lines sent, {} dropped by the port; {} jobs through the API ({} malformed)",
-        s.lines, s.dropped, s.api_jobs, s.api_malformed
+        "guest-agent: {} lines sent, {} dropped by the port; {} jobs through the API ({} malformed; {} the ring \
+         had no room for, {} lost in it)",
+        s.lines, s.dropped, s.api_jobs, s.api_malformed, s.ring_full, s.ring_lost
     );
     Ok(Outcome::Ok)
 }

@@ -1,8 +1,12 @@
-//! The job-boundary API a guest task may call: at the end of each job it sends one datagram
-//! `NAME TID PERIOD_NS DEADLINE_NS EXEC_NS` (TID: the thread that ran the job) to the agent's Unix datagram socket ([`SOCKET_ENV`],
-//! default [`DEFAULT_SOCKET`]). Sending never blocks and never fails the task: a missing agent or
-//! a full socket drops the datagram. The agent reads them with [`JobInbox`] (bounded per poll).
+//! The job-boundary API a guest task may call: at the end of each job it hands the agent one
+//! record `NAME TID PERIOD_NS DEADLINE_NS EXEC_NS` (TID: the thread that ran the job). A
+//! [`JobReporter`] appends it to the agent's shared-memory ring ([`super::ring`], no system call,
+//! no wake-up) and, when there is no ring or it is full, sends it as one datagram of that text to
+//! the agent's Unix datagram socket ([`SOCKET_ENV`], default [`DEFAULT_SOCKET`]); any task may
+//! send such datagrams itself. Reporting never blocks and never fails the task: a missing agent
+//! or a full socket drops the record. The agent reads both with [`JobInbox`] (bounded per poll).
 
+use super::ring::{self, JobRing, RingWriter};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ const MAX_PER_POLL: usize = 100_000;
 
 /// A task's end of the API.
 pub struct JobReporter {
+    ring: Option<RingWriter>,
     socket: UnixDatagram,
     target: PathBuf,
 }
@@ -31,16 +36,30 @@ impl JobReporter {
     pub fn to(target: &Path) -> Option<JobReporter> {
         let socket = UnixDatagram::unbound().ok()?;
         socket.set_nonblocking(true).ok()?;
-        Some(JobReporter { socket, target: target.to_path_buf() })
+        let ring = RingWriter::open(&ring::path_for(target));
+        Some(JobReporter { ring, socket, target: target.to_path_buf() })
+    }
+
+    /// Whether records go to the agent's shared-memory ring (else datagrams only).
+    pub fn has_ring(&self) -> bool {
+        self.ring.is_some()
     }
 
     /// One job of task `name` ended after `exec_ns` of execution.
     pub fn job_done(&self, name: &str, period_ns: u64, deadline_ns: u64, exec_ns: u64) {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
+        let tid = THREAD_ID.with(|t| *t);
+        if self.ring.as_ref().is_some_and(|r| r.push(name, tid as u32, period_ns, deadline_ns, exec_ns)) {
+            return;
+        }
         let msg = format!("{name} {tid} {period_ns} {deadline_ns} {exec_ns}");
         let _ = self.socket.send_to(msg.as_bytes(), &self.target);
     }
+}
+
+thread_local! {
+    /// This thread's id, asked once (a system call per job would undo what the ring saves).
+    // SAFETY: gettid has no preconditions.
+    static THREAD_ID: i32 = unsafe { libc::gettid() };
 }
 
 /// One job as a task reported it.
@@ -64,8 +83,10 @@ pub fn parse(datagram: &[u8]) -> Option<JobDone> {
     w.next().is_none().then_some(JobDone { name, tid, period_ns, deadline_ns, exec_ns })
 }
 
-/// The agent's end: a bound datagram socket (removed on drop).
+/// The agent's end: the ring ([`ring::path_for`] the socket) and a bound datagram socket, both
+/// removed on drop.
 pub struct JobInbox {
+    ring: JobRing,
     socket: UnixDatagram,
     path: PathBuf,
     /// Datagrams that did not parse.
@@ -73,30 +94,41 @@ pub struct JobInbox {
 }
 
 impl JobInbox {
+    /// The ring first, then the socket: a task that finds the socket finds the ring.
     pub fn bind(path: &Path) -> std::io::Result<JobInbox> {
+        let ring = JobRing::create(&ring::path_for(path), ring::CAPACITY)?;
         let _ = std::fs::remove_file(path);
         let socket = UnixDatagram::bind(path)?;
         socket.set_nonblocking(true)?;
-        Ok(JobInbox { socket, path: path.to_path_buf(), malformed: 0 })
+        Ok(JobInbox { ring, socket, path: path.to_path_buf(), malformed: 0 })
     }
 
-    /// Every job reported since the last call (at most a bounded number).
+    /// Ring records that did not check, ring slots given up, records the full ring refused.
+    pub fn ring_counts(&self) -> (u64, u64, u64) {
+        (self.ring.malformed, self.ring.lost, self.ring.full())
+    }
+
+    /// Every job reported since the last call (at most a bounded number): the ring's, then the
+    /// socket's.
     pub fn drain(&mut self) -> Vec<JobDone> {
         let mut out = Vec::new();
+        self.ring.drain(crate::rt::now_ns(), &mut out);
         self.drain_into(&mut out);
         out
     }
 
-    /// Every job reported until `deadline_ns` (CLOCK_MONOTONIC), read as the datagrams arrive:
-    /// a Unix datagram socket queues only `net.unix.max_dgram_qlen` of them (10 by default), and
+    /// Every job reported until `deadline_ns` (CLOCK_MONOTONIC): datagrams as they arrive (a
+    /// Unix datagram socket queues only `net.unix.max_dgram_qlen` of them, 10 by default, and
     /// tasks never wait for the agent, so a socket read once per interval would drop every job
-    /// beyond the tenth. At most [`MAX_PER_POLL`] (returns early then).
+    /// beyond the tenth), the ring once, at the end. At most [`MAX_PER_POLL`] datagrams (returns
+    /// early then).
     pub fn collect_until(&mut self, deadline_ns: u64) -> Vec<JobDone> {
         let mut out = Vec::new();
         loop {
             self.drain_into(&mut out);
             let now = crate::rt::now_ns();
             if now >= deadline_ns || out.len() >= MAX_PER_POLL || rtvirt_os::signals::interrupted() {
+                self.ring.drain(now, &mut out);
                 return out;
             }
             let wait_ms = (deadline_ns - now).div_ceil(1_000_000).min(1_000) as i32;
@@ -138,11 +170,12 @@ mod tests {
         let sender = std::thread::spawn({
             let path = path.clone();
             move || {
-                let r = JobReporter::to(&path).unwrap();
+                let s = UnixDatagram::unbound().unwrap();
+                s.set_nonblocking(true).unwrap();
                 // ten times net.unix.max_dgram_qlen (10), 2 ms apart; the non-blocking sender
-                // drops what finds the queue full, as a task does
+                // drops what finds the queue full, as a task without the ring does
                 for i in 0..100 {
-                    r.job_done("g.t0", 1_000_000, 1_000_000, i);
+                    let _ = s.send_to(format!("g.t0 1 1000000 1000000 {i}").as_bytes(), &path);
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
             }
@@ -154,6 +187,28 @@ mod tests {
         got.extend(inbox.drain());
         // read once at the end, the queue would have kept 10
         assert!(got.len() >= 50, "{} of 100 jobs read", got.len());
+    }
+
+    #[test]
+    fn a_burst_through_the_ring_is_all_read_at_once_and_datagrams_still_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("api.sock");
+        let mut inbox = JobInbox::bind(&path).unwrap();
+        let r = JobReporter::to(&path).unwrap();
+        assert!(r.has_ring());
+        // a thousand times the socket's queue, with nobody reading until the end
+        for i in 0..10_000 {
+            r.job_done("g.t1", 1_000_000, 900_000, i);
+        }
+        UnixDatagram::unbound().unwrap().send_to(b"other 5 1000 1000 7", &path).unwrap();
+        let got = inbox.drain();
+        assert_eq!(got.len(), 10_001);
+        let ring_execs: Vec<u64> = got.iter().filter(|j| j.name == "g.t1").map(|j| j.exec_ns).collect();
+        assert_eq!(ring_execs, (0..10_000).collect::<Vec<_>>());
+        assert_eq!(got.last().map(|j| (j.name.as_str(), j.exec_ns)), Some(("other", 7)));
+        assert_eq!(inbox.ring_counts(), (0, 0, 0));
+        drop(inbox);
+        assert!(!ring::path_for(&path).exists(), "the ring is removed with the inbox");
     }
 
     #[test]
