@@ -6,6 +6,7 @@
 //! send such datagrams itself. Reporting never blocks and never fails the task: a missing agent
 //! or a full socket drops the record. The agent reads both with [`JobInbox`] (bounded per poll).
 
+pub use super::record::JobDone;
 use super::ring::{self, JobRing, RingWriter};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
@@ -60,16 +61,6 @@ thread_local! {
     /// This thread's id, asked once (a system call per job would undo what the ring saves).
     // SAFETY: gettid has no preconditions.
     static THREAD_ID: i32 = unsafe { libc::gettid() };
-}
-
-/// One job as a task reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobDone {
-    pub name: String,
-    pub tid: u32,
-    pub period_ns: u64,
-    pub deadline_ns: u64,
-    pub exec_ns: u64,
 }
 
 /// Parse one datagram (None if it is not `NAME TID PERIOD DEADLINE EXEC` with numbers).

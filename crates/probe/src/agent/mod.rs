@@ -11,6 +11,7 @@
 //! segments; this agent is the cooperative equivalent: only job boundaries cross to the host.
 
 pub mod jobs;
+pub mod record;
 pub mod ring;
 pub mod threads;
 

@@ -18,7 +18,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::jobs::JobDone;
+use super::record::JobDone;
 
 /// "RTVJOBR1": the layout below, version 1.
 const MAGIC: u64 = u64::from_le_bytes(*b"RTVJOBR1");
