@@ -103,6 +103,25 @@ impl<E> EventQueue<E> {
         self.schedule(Nanos(self.now.0.saturating_add(delay.0)), event)
     }
 
+    /// Take the next insertion number without queueing anything: for a timer the model keeps
+    /// outside the queue that must still pop in (time, insertion) order among queued events.
+    pub fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// (time, insertion number) of the next pending event.
+    pub fn peek_key(&mut self) -> Option<(Nanos, u64)> {
+        self.skip_cancelled();
+        self.heap.peek().map(|e| (Nanos(e.at), e.seq))
+    }
+
+    /// A timer kept outside the queue ([`EventQueue::take_seq`]) fires: the clock moves to its
+    /// time (never backwards).
+    pub fn advance_to(&mut self, at: Nanos) {
+        self.now = self.now.max(at);
+    }
+
     /// Cancel a pending event. The caller must not cancel an event that was already delivered
     /// (models keep the id only while the event is pending).
     pub fn cancel(&mut self, id: EventId) {

@@ -174,7 +174,9 @@ pub(crate) struct Thread {
 pub(crate) struct Core {
     pub current: Option<ThreadIndex>,
     pub started: Nanos,
-    pub gen: u64,
+    /// The running thread's completion timer: (time, the queue's insertion number), kept out of
+    /// the event queue so that a re-armed timer leaves no stale event to pop.
+    pub done: Option<(Nanos, u64)>,
     pub ready: Vec<ThreadIndex>,
     pub busy: u64,
     pub prev: Option<ThreadIndex>,
@@ -239,7 +241,6 @@ pub(crate) enum RespPhase {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ev {
-    Done { core: usize, gen: u64 },
     Arrival { flow: usize },
     NicIrq { rxq: usize },
     Tick { core: usize },
@@ -274,6 +275,10 @@ pub(crate) struct Sim {
     pub seq: u64,
     pub warmup: Nanos,
     pub end: Nanos,
+    /// Completion timers fired ([`Core::done`]).
+    timers_fired: u64,
+    /// Completion timers dropped before firing, due by the end ([`Core::done`]).
+    superseded: u64,
     pub rng: SimRng,
     pub trace: Option<TraceWriter>,
     pub inversions: u64,
@@ -302,8 +307,15 @@ pub struct KvmRun {
 pub fn run(net: &KvmNet, opt: &KvmRunOptions) -> KvmRun {
     let mut sim = Sim::build(net.clone(), opt);
     sim.start();
-    while let Some((_, ev)) = sim.event_queue.pop_until(sim.end) {
-        sim.handle(ev);
+    loop {
+        let queued = sim.event_queue.peek_key().filter(|k| k.0 <= sim.end);
+        let timer = sim.next_done().filter(|&(at, _, _)| at <= sim.end);
+        match (queued, timer) {
+            (Some(q), Some((at, seq, _))) if q < (at, seq) => sim.pop_and_handle(),
+            (_, Some((at, _, core))) => sim.fire_done(core, at),
+            (Some(_), None) => sim.pop_and_handle(),
+            (None, None) => break,
+        }
     }
     sim.finish(opt)
 }
@@ -322,6 +334,8 @@ impl Sim {
             seq: 0,
             warmup: opt.warmup.min(opt.duration),
             end: opt.duration,
+            timers_fired: 0,
+            superseded: 0,
             rng: SimRng::new(opt.seed, 0),
             trace: opt.trace.map(TraceWriter::new),
             inversions: 0,
@@ -351,7 +365,7 @@ impl Sim {
             self.cores.push(Core {
                 current: None,
                 started: Nanos::ZERO,
-                gen: 0,
+                done: None,
                 ready: Vec::new(),
                 busy: 0,
                 prev: None,
@@ -511,13 +525,33 @@ impl Sim {
         }
     }
 
+    /// The earliest completion timer: (time, insertion number, core).
+    fn next_done(&self) -> Option<(Nanos, u64, usize)> {
+        self.cores.iter().enumerate().filter_map(|(c, core)| core.done.map(|(at, seq)| (at, seq, c))).min()
+    }
+
+    /// Core `c`'s completion timer fires at `at`: its running thread finished its work.
+    fn fire_done(&mut self, c: usize, at: Nanos) {
+        self.cores[c].done = None;
+        self.event_queue.advance_to(at);
+        self.timers_fired += 1;
+        self.work_done(c);
+    }
+
+    fn pop_and_handle(&mut self) {
+        if let Some((_, ev)) = self.event_queue.pop() {
+            self.handle(ev);
+        }
+    }
+
+    /// Events handled: the queue's, the completion timers fired, and the superseded ones (each
+    /// was an event once, popped and ignored: counted so that `events` keeps its meaning).
+    fn events(&self) -> u64 {
+        self.event_queue.delivered() + self.timers_fired + self.superseded
+    }
+
     fn handle(&mut self, ev: Ev) {
         match ev {
-            Ev::Done { core, gen } => {
-                if self.cores[core].gen == gen {
-                    self.work_done(core);
-                }
-            }
             Ev::Arrival { flow } => self.arrival(flow),
             Ev::NicIrq { rxq } => self.nic_irq(rxq),
             Ev::Tick { core } => {
@@ -582,12 +616,12 @@ impl Sim {
             })
             .collect();
         results.simulation = Some(SimulationSection {
-            events: Some(self.event_queue.delivered()),
+            events: Some(self.events()),
             softirq_lock_inversions: Some(self.inversions),
             threads: Some(threads),
             ..Default::default()
         });
-        let events = self.event_queue.delivered();
+        let events = self.events();
         KvmRun { results, trace: self.trace.take().map(TraceWriter::finish), events }
     }
 }

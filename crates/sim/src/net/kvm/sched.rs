@@ -10,7 +10,7 @@
 //! thread it is allowed to run. A thread switched in pays the context-switch cost and the cache
 //! reload penalty for the bytes others copied since it last ran.
 
-use super::{Action, Ev, Next, Role, Sim, ThreadIndex, ThreadState};
+use super::{Action, Next, Role, Sim, ThreadIndex, ThreadState};
 use crate::net::cache::reload_penalty;
 use rtvirt_model::scenario::net::IrqMode;
 use rtvirt_model::Nanos;
@@ -165,7 +165,7 @@ impl Sim {
         }
         self.trace_run(c, t, self.cores[c].trace_since, now);
         self.threads[t].mark = self.copied;
-        self.cores[c].gen += 1;
+        self.supersede_done(c);
         Some(t)
     }
 
@@ -235,9 +235,17 @@ impl Sim {
     fn arm(&mut self, c: usize) {
         let t = self.cores[c].current.expect("arm on a busy core");
         let left = self.threads[t].work.as_ref().map_or(Nanos::ZERO, |w| w.left);
-        self.cores[c].gen += 1;
-        let gen = self.cores[c].gen;
-        self.event_queue.schedule_in(left, Ev::Done { core: c, gen });
+        self.supersede_done(c);
+        let at = Nanos(self.event_queue.now().0.saturating_add(left.0));
+        self.cores[c].done = Some((at, self.event_queue.take_seq()));
+    }
+
+    /// Drop core `c`'s completion timer. A timer due by the end counts as an event: queued, it
+    /// would have been popped and ignored there.
+    fn supersede_done(&mut self, c: usize) {
+        if let Some((at, _)) = self.cores[c].done.take() {
+            self.superseded += (at <= self.end) as u64;
+        }
     }
 
     /// Ask the running thread `t` of `c` for its next work (with `overhead` added), or let it
