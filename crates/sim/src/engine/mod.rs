@@ -194,6 +194,22 @@ mod tests {
     }
 
     #[test]
+    fn a_timer_outside_the_queue_keeps_its_insertion_place() {
+        let mut q = EventQueue::new();
+        q.schedule(Nanos(5), "a");
+        let timer = (Nanos(5), q.take_seq());
+        q.schedule(Nanos(5), "b");
+        // the timer sorts after "a" and before "b", as if it had been queued
+        assert!(q.peek_key().unwrap() < timer);
+        assert_eq!(q.pop(), Some((Nanos(5), "a")));
+        assert!(timer < q.peek_key().unwrap());
+        q.advance_to(Nanos(4));
+        assert_eq!(q.now(), Nanos(5), "the clock never goes back");
+        q.advance_to(timer.0);
+        assert_eq!((q.now(), q.delivered()), (Nanos(5), 1), "a timer is not a queue delivery");
+    }
+
+    #[test]
     fn never_goes_back_in_time() {
         let mut q = EventQueue::new();
         q.schedule(Nanos(10), 1);
