@@ -8,6 +8,7 @@
 # FIFO=N (default 1) puts every thread of the guest's QEMU under SCHED_FIFO priority N on the host
 # for the run (they end with it; RT throttling keeps 5% for the rest): the vCPU is then shielded
 # from the other work on a shared host, as a deployment reserves it; FIFO=0 leaves it in CFS.
+# OBSERVE=0 leaves `host observe` out of "on" (the guest agent alone).
 # Every run reports per 1 s window (--interval-report 1s); the steady DSR leaves out the first
 # WARMUP windows (default 2), where a TCG guest is still translating the code it runs (the first
 # second of a run missed 85% of its jobs, the rest under 1%). Prints, per pair, off, on and their
@@ -22,6 +23,7 @@ SECS=${SECS:-20}
 WARMUP=${WARMUP:-2}
 LOCK=${LOCK:-/tmp/rtvirt-host.lock}
 FIFO=${FIFO:-1}
+OBSERVE=${OBSERVE:-1}
 
 # One run: $1 off|on, $2 pair number.
 run() {
@@ -40,8 +42,8 @@ run() {
   if [ "$1" = on ]; then
     i=0
     while [ ! -S "$d/agent.sock" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
-    "$R" host observe --vm "rtvirt-measure-$pid" --duration 120s --format json > "observe-$2.json" \
-      2> "observe-err-$2.txt" &
+    [ "$OBSERVE" = 1 ] && "$R" host observe --vm "rtvirt-measure-$pid" --duration 120s --format json \
+      > "observe-$2.json" 2> "observe-err-$2.txt" &
   fi
   wait $pid
   wait
