@@ -46,6 +46,8 @@ fn explain_json_table_and_trace_and_nothing_left_enabled() {
     let present: Vec<&str> = e["events_present"].as_array().unwrap().iter().filter_map(|x| x.as_str()).collect();
     assert!(present.contains(&"sched/sched_switch") && present.contains(&"timer/hrtimer_expire_entry"), "{present:?}");
     let absent: Vec<&str> = e["events_absent"].as_array().unwrap().iter().filter_map(|x| x.as_str()).collect();
+    let syscall_events = |list: &[&str]| list.iter().filter(|x| x.starts_with("syscalls/")).count();
+    assert_eq!(syscall_events(&present) + syscall_events(&absent), 0, "syscalls only with --explain-syscalls");
     let limits = e["limitations"].to_string();
     if absent.contains(&"preemptirq/irq_disable") {
         assert!(limits.contains("no preemptirq events"), "{limits}");
@@ -67,6 +69,19 @@ fn explain_json_table_and_trace_and_nothing_left_enabled() {
     let table = rtvirt(state.path(), &["measure", "timer", "--cpus", "1", "--duration", "300ms", "--explain"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(table.status.success() && text.contains("late wake-ups explained:"), "{text}");
+    let with_syscalls =
+        ["measure", "timer", "--cpus", "1", "--duration", "300ms", "--explain-syscalls", "--format", "json"];
+    let out = rtvirt(state.path(), &with_syscalls);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = |key: &str| {
+        v["explain"][key].as_array().unwrap().iter().filter_map(|x| x.as_str()).map(String::from).collect::<Vec<_>>()
+    };
+    let recorded = [listed("events_present"), listed("events_absent")].concat();
+    assert!(
+        recorded.iter().any(|x| x == "syscalls/sys_exit_clock_nanosleep"),
+        "implies --explain, asks for them: {recorded:?}"
+    );
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
     assert_eq!(rtvirt_os::tracefs::mounted_at(), mounted_before, "tracefs mounted as before");
 }

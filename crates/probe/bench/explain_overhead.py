@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Tracing on vs off, interleaved: `rtvirt measure timer` with and without `--explain`.
 
-usage: explain_overhead.py RTVIRT ROUNDS SECONDS [CPU] [--tracepoints-only]
+usage: explain_overhead.py RTVIRT ROUNDS SECONDS [CPU] [--tracepoints-only] [--syscalls]
 Prints per round and mode p50/p99/max (us), wake-ups and CPU per wake-up of the whole process
 (user + system of the child, so the explainer thread's reading and decoding is included).
 With --tracepoints-only a third mode runs between the two: the same events as `--explain`
 (crates/probe/src/explain/decode.rs) enabled in a tracefs instance of this script's, limited to
 CPU, with no reader at all - what the tracepoints cost on their own, beside what reading and
-explaining them adds. Run as root, under the host lock, alone on the machine as far as possible
+explaining them adds. With --syscalls a last mode runs `--explain --explain-syscalls` (the
+measuring threads' clock_nanosleep events too, which put every task's syscalls on the kernel's
+slow path). Run as root, under the host lock, alone on the machine as far as possible
 (docs/PERFORMANCE.md); the instance is removed and tracefs unmounted if this script mounted it.
 """
 import json
@@ -55,10 +57,9 @@ class TracepointsOnly:
             subprocess.run(["umount", str(TRACING)], check=True)
 
 
-def run(rtvirt, seconds, cpu, explain):
+def run(rtvirt, seconds, cpu, explain_flags):
     args = [rtvirt, "measure", "timer", "--cpus", cpu, "--duration", f"{seconds}s", "--format", "json"]
-    if explain:
-        args.append("--explain")
+    args += explain_flags
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -76,15 +77,20 @@ def main():
     rtvirt, rounds, seconds = args[0], int(args[1]), int(args[2])
     cpu = args[3] if len(args) > 3 else "1"
     tracepoints = TracepointsOnly(cpu) if "--tracepoints-only" in flags else None
-    modes = ["off"] + (["tracepoints only"] if tracepoints else []) + ["on (--explain)"]
+    modes = {"off": []}
+    if tracepoints:
+        modes["tracepoints only"] = []
+    modes["on (--explain)"] = ["--explain"]
+    if "--syscalls" in flags:
+        modes["on (--explain --explain-syscalls)"] = ["--explain", "--explain-syscalls"]
     print("| round | tracing | p50 us | p99 us | max us | wake-ups | CPU us/wake-up | events lost |")
     print("|---|---|---|---|---|---|---|---|")
     try:
         for k in range(1, rounds + 1):
-            for mode in modes:
+            for mode, explain_flags in modes.items():
                 if tracepoints:
                     tracepoints.enable(mode == "tracepoints only")
-                p50, p99, mx, w, cpu_us, lost = run(rtvirt, seconds, cpu, mode.startswith("on"))
+                p50, p99, mx, w, cpu_us, lost = run(rtvirt, seconds, cpu, explain_flags)
                 print(f"| {k} | {mode} | {p50:.1f} | {p99:.1f} | {mx:.0f} | {w} | {cpu_us:.2f} | {lost} |", flush=True)
     finally:
         if tracepoints:

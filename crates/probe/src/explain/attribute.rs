@@ -13,7 +13,12 @@
 //!   kernel up to the thread's `sys_exit`, then `user space after clock_nanosleep` up to its time
 //!   stamp, when the measuring threads' syscall events are traced).
 //!
-//! A window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
+//! A thread woken on an idle CPU that returns with no switch in the trace after its wake-up was
+//! switched in from the idle task: some kernels record no switch out of idle on some CPUs (this
+//! host's does not on CPU 1), and any other thread would have been switched out to it, in the
+//! trace. Its wake-up and return are one `wakeup` ("wake-up from idle ...").
+//!
+//! Otherwise a window whose wake-up or switch is missing from the trace (events lost or absent) keeps what
 //! was seen and calls the rest `unexplained`. When only the switch is missing, the thread's own
 //! `sys_exit` still proves it ran from then on: what follows is explained as `user space after
 //! clock_nanosleep`, and only the time from the wake-up to that `sys_exit` is `unexplained`.
@@ -122,6 +127,7 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
     let (mut cursor, mut out, mut woken_at) = (w.expected, Vec::new(), None);
     // The thread's `sys_exit` seen while its switch-in was not: the switch happened unseen before.
     let mut returned_unseen = None;
+    let mut switched_since_wakeup = false;
     for e in events[first..].iter().take_while(|e| e.ts < w.woke) {
         if phase == Phase::Woken {
             credit_unseen_runner(&mut st, &mut out, &e.event, w.tid, woken_at.unwrap_or(w.expected));
@@ -148,17 +154,36 @@ pub fn attribute(state: &CpuState, events: &[Timed], irq_names: &HashMap<u32, St
         };
         if phase >= Phase::Woken && woken_at.is_none() {
             woken_at = Some(e.ts);
+        } else if woken_at.is_some() && matches!(e.event, Event::Switch { .. }) {
+            switched_since_wakeup = true;
         }
         st.apply(&e.event);
     }
     push(&mut out, classify(&st, phase, w.tid, irq_names), cursor, w.woke);
-    if phase < Phase::Running {
+    let switch_unseen = phase == Phase::Woken || returned_unseen.is_some();
+    if switch_unseen && !switched_since_wakeup && st.running.is_some_and(|r| r.pid == 0) {
+        from_idle_unseen(&mut out, woken_at);
+    } else if phase < Phase::Running {
         unexplain(&mut out, phase, woken_at, u64::MAX);
     } else if let Some(until) = returned_unseen {
         unexplain(&mut out, Phase::Woken, woken_at, until);
     }
     out
 }
+
+/// Woken on an idle CPU, the thread returned with no switch in the trace since its wake-up: the
+/// switch it ran after can only have been the one out of the idle task (any other thread that ran
+/// first would have been switched out to it, in the trace), which some kernels do not record
+/// (docs/measure.md). The time from the wake-up is the wake-up from idle and the return, apart.
+fn from_idle_unseen(out: &mut [Share], woken_at: Option<u64>) {
+    let since_wakeup = |s: &Share| woken_at.is_some_and(|t| s.start >= t);
+    for share in out.iter_mut().filter(|s| s.kind == CauseKind::Wakeup && since_wakeup(s)) {
+        share.name = WAKEUP_FROM_IDLE.into();
+    }
+}
+
+/// [`from_idle_unseen`]'s name for the wake-up whose switch out of idle is not in the trace.
+pub const WAKEUP_FROM_IDLE: &str = "wake-up from idle to the return (switch-in not traced)";
 
 /// Whether the thread's `hrtimer_start` arms the timer of this window: before it went to sleep,
 /// or once in `clock_nanosleep` (its entry seen) before any timer was known.
@@ -457,13 +482,63 @@ mod tests {
         );
     }
 
+    /// Woken on an idle CPU, the thread returns with no switch in the trace (the kernel records no
+    /// switch out of idle): the time from the wake-up is the wake-up from idle, nothing is
+    /// unexplained; with its `sys_exit`, the rest is still user space.
+    #[test]
+    fn a_wakeup_from_idle_whose_switch_in_is_not_traced_is_the_wakeup() {
+        let trace = vec![
+            at(10, Event::TimerStart { by_pid: ME, timer: 7, expires: 1000 }),
+            switch(11, ME, 0, "swapper/1", 120),
+            at(1030, Event::TimerExpire { timer: 7 }),
+            at(1031, Event::Wakeup { pid: ME }),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1050 };
+        let named = |c: Share| (c.kind, c.name, c.start, c.duration);
+        let causes: Vec<_> =
+            attribute(&CpuState::default(), &trace, &HashMap::new(), &w).into_iter().map(named).collect();
+        assert_eq!(
+            causes,
+            vec![
+                (CauseKind::TimerIrq, "hrtimer".to_string(), 1000, 30),
+                (CauseKind::Wakeup, WAKEUP_FROM_IDLE.to_string(), 1030, 20)
+            ]
+        );
+
+        let mut with_exit = trace.clone();
+        with_exit.push(at(1045, Event::SleepExit { pid: ME }));
+        let causes: Vec<_> =
+            attribute(&CpuState::default(), &with_exit, &HashMap::new(), &w).into_iter().map(named).collect();
+        assert_eq!(causes[1], (CauseKind::Wakeup, WAKEUP_FROM_IDLE.to_string(), 1030, 15));
+        assert_eq!(causes[2], (CauseKind::Return, "user space after clock_nanosleep".to_string(), 1045, 5));
+    }
+
+    /// After the wake-up a thread was switched in from idle (that switch traced): who held the CPU
+    /// until the measuring thread ran is unknown, so it stays unexplained.
+    #[test]
+    fn another_switch_after_the_wakeup_keeps_a_missing_switch_in_unexplained() {
+        let trace = vec![
+            at(10, Event::TimerStart { by_pid: ME, timer: 7, expires: 1000 }),
+            switch(11, ME, 0, "swapper/1", 120),
+            at(1030, Event::TimerExpire { timer: 7 }),
+            at(1031, Event::Wakeup { pid: ME }),
+            switch(1035, 0, 77, "batch", 120),
+        ];
+        let w = Window { cpu: 1, tid: ME, expected: 1000, woke: 1050 };
+        let causes = attribute(&CpuState::default(), &trace, &HashMap::new(), &w);
+        assert_eq!(causes.iter().map(|c| c.duration).sum::<u64>(), 50);
+        assert!(!causes.iter().any(|c| c.name == WAKEUP_FROM_IDLE), "{causes:?}");
+        assert_eq!(causes.last().unwrap().kind, CauseKind::Unexplained, "{causes:?}");
+    }
+
     /// The switch into the measuring thread is missing, but its own `sys_exit` at 1045 proves it
-    /// ran by then: from there on it is user space; only wake-up to `sys_exit` is unexplained.
+    /// ran by then: from there on it is user space; only wake-up to `sys_exit` is unexplained (a
+    /// thread, not idle, held the CPU: it may have run on after the wake-up).
     #[test]
     fn the_threads_own_sys_exit_explains_the_rest_when_its_switch_in_is_missing() {
         let trace = vec![
             at(5, Event::SleepEnter { pid: ME }),
-            switch(11, ME, 0, "swapper/1", 120),
+            switch(11, ME, 77, "batch", 120),
             at(1030, Event::TimerExpire { timer: 7 }),
             at(1031, Event::Wakeup { pid: ME }),
             at(1045, Event::SleepExit { pid: ME }),

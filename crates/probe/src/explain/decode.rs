@@ -5,7 +5,8 @@ use rtvirt_os::tracefs::{EventFormat, Field, Instance, RawEvent};
 use std::collections::HashMap;
 
 /// The events the attribution reads (`system/name`), and those it records as present or absent
-/// only to say what could not be explained without them.
+/// only to say what could not be explained without them. The measuring threads' syscall events
+/// ([`SYSCALL_EVENTS`]) are not among them by default: see there.
 pub const EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_wakeup",
@@ -27,12 +28,24 @@ pub const EVENTS: &[&str] = &[
     "irq_vectors/call_function_exit",
     "irq_vectors/call_function_single_entry",
     "irq_vectors/call_function_single_exit",
-    "syscalls/sys_enter_clock_nanosleep",
-    "syscalls/sys_exit_clock_nanosleep",
     "preemptirq/irq_disable",
     "preemptirq/irq_enable",
     "osnoise/thread_noise",
 ];
+
+/// The measuring threads' own `clock_nanosleep` entries and returns (`--explain-syscalls`): they
+/// split the return into kernel and user space, stand for a missing `hrtimer_start` and for a
+/// missing switch-in. Opt-in because of their price: while any syscall event is enabled, every
+/// system call of every task on the host takes the kernel's slow path (the filter is applied
+/// after it), which costs the measured wake-up about a third of the tracing shift
+/// (docs/PERFORMANCE.md).
+pub const SYSCALL_EVENTS: &[&str] = &["syscalls/sys_enter_clock_nanosleep", "syscalls/sys_exit_clock_nanosleep"];
+
+/// The events traced: [`EVENTS`], and [`SYSCALL_EVENTS`] when asked for.
+pub fn events(syscalls: bool) -> Vec<&'static str> {
+    let extra = if syscalls { SYSCALL_EVENTS } else { &[] };
+    EVENTS.iter().chain(extra).copied().collect()
+}
 
 /// Kernel-side filters: the measuring threads' own `clock_nanosleep` entries and returns only
 /// (`rtvirt-timerN`, named by `probe::timer`).

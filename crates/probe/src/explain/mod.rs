@@ -25,7 +25,7 @@ pub mod net;
 pub mod vcpu;
 
 use attribute::{CpuState, Timed, Window};
-use decode::Decoder;
+use decode::{Decoder, Event};
 use rtvirt_model::results::{Cause, ExplainSection, ExplainedSample};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
@@ -54,6 +54,8 @@ pub struct ExplainConfig {
     pub buffer_kb: u32,
     /// Explained samples kept (the worst).
     pub max_samples: usize,
+    /// Also trace the measuring threads' `clock_nanosleep` syscalls ([`decode::SYSCALL_EVENTS`]).
+    pub syscalls: bool,
 }
 
 impl ExplainConfig {
@@ -66,6 +68,7 @@ impl ExplainConfig {
             state_dir,
             buffer_kb: 4096,
             max_samples: 1000,
+            syscalls: false,
         }
     }
 }
@@ -139,6 +142,29 @@ struct CpuTrace {
     /// Time of the newest event read.
     watermark: u64,
     pending: VecDeque<Wakeup>,
+    idle: IdleSwitches,
+}
+
+/// Switches into and out of the idle task seen on a CPU: some kernels record none out of it on
+/// some CPUs (this host's, on CPU 1), which [`attribute`] works around and the section says.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdleSwitches {
+    into: u64,
+    out_of: u64,
+}
+
+impl IdleSwitches {
+    fn count(&mut self, event: &Event) {
+        if let Event::Switch { prev_pid, next_pid, .. } = *event {
+            self.into += u64::from(next_pid == 0);
+            self.out_of += u64::from(prev_pid == 0);
+        }
+    }
+
+    /// Enough switches into idle to tell, and not one out of it.
+    fn exits_untraced(&self) -> bool {
+        self.into >= 20 && self.out_of == 0
+    }
 }
 
 impl Explainer {
@@ -296,6 +322,15 @@ impl Explainer {
                     s.events_lost
                 ));
             }
+            for t in c.cpus.iter().filter(|t| t.idle.exits_untraced()) {
+                s.limitations.push(format!(
+                    "CPU {}: the kernel recorded {} switches into the idle task and none out of it: a wake-up \
+                     from idle whose switch-in is therefore missing is explained as `{}`",
+                    t.reader.cpu,
+                    t.idle.into,
+                    attribute::WAKEUP_FROM_IDLE
+                ));
+            }
             if let Some(lost) = c.ipi.as_ref().ok().map(ipi::Senders::lost).filter(|&n| n > 0) {
                 s.limitations
                     .push(format!("{lost} IPI sendings were lost: some IPI handlers are not named after theirs"));
@@ -306,7 +341,8 @@ impl Explainer {
             s.limitations.push(format!(
                 "{unseen} explained wake-up(s) have no switch to the measuring thread in the trace although it ran \
                  (an event the kernel did not record or the reader did not get): \
-                 after their wake-up they are unexplained"
+                 after their wake-up they are unexplained{}",
+                if self.cfg.syscalls { "" } else { " (--explain-syscalls would explain their return)" }
             ));
         }
         self.write_break_trace(&mut s);
@@ -342,7 +378,8 @@ impl Explainer {
 
 impl Capture {
     fn start(cfg: &ExplainConfig, cpus: &[u32]) -> Result<Capture, String> {
-        let instance = Instance::create(&cfg.state_dir, decode::EVENTS, cfg.buffer_kb).map_err(|e| e.to_string())?;
+        let instance = Instance::create(&cfg.state_dir, &decode::events(cfg.syscalls), cfg.buffer_kb)
+            .map_err(|e| e.to_string())?;
         instance.limit_to_cpus(cpus).map_err(|e| e.to_string())?;
         let needed = ["sched/sched_switch", "sched/sched_wakeup"];
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
@@ -364,6 +401,7 @@ impl Capture {
                     events: VecDeque::new(),
                     watermark: 0,
                     pending: VecDeque::new(),
+                    idle: IdleSwitches::default(),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -385,6 +423,7 @@ impl Capture {
                 for raw in page.events() {
                     t.watermark = t.watermark.max(raw.ts);
                     if let Some(event) = self.decoder.decode(&raw) {
+                        t.idle.count(&event);
                         t.events.push_back(Timed { ts: raw.ts, event });
                     }
                 }

@@ -35,6 +35,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
             break_at: args.break_at,
             break_trace: args.break_at.map(|_| break_trace_file(&args)),
             clock_sync: args.clock_sync.clone(),
+            syscalls: args.explain_syscalls,
             ..rtvirt_probe::explain::ExplainConfig::new(rtvirt_host::journal::default_state_dir())
         }),
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
