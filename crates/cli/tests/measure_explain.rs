@@ -189,7 +189,7 @@ fn in_mount_namespace(state: &Path, setup: &str, args: &str) -> std::process::Ou
 }
 
 /// tracefs locked down (mounted read-only, as /sys in many containers) or missing (nothing to
-/// mount it on): the measurement runs with the exit code it has without --explain, the results say
+/// mount it on, or its mount hidden under another): the measurement runs with the exit code it has without --explain, the results say
 /// why nothing was explained, and no instance or journal record is left. The mounts live in a
 /// private mount namespace: the host's tracefs is untouched.
 #[test]
@@ -206,6 +206,12 @@ fn tracefs_read_only_or_missing_the_run_goes_on_and_says_why() {
             "Read-only",
         ),
         ("mount -t tmpfs -o ro,size=64k none /sys/kernel", "cannot mount tracefs"),
+        // tracefs mounted but hidden under a later mount: listed in /proc/self/mounts, not there
+        (
+            "(mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing) && \
+             mount -t tmpfs -o ro,size=64k none /sys/kernel",
+            "cannot mount tracefs",
+        ),
     ];
     for (setup, why) in cases {
         let state = tempfile::tempdir().unwrap();

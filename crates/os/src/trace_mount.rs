@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 /// Where rtvirt mounts tracefs when it is not mounted.
 pub const MOUNT_POINT: &str = "/sys/kernel/tracing";
 
-/// Where tracefs is mounted in this mount namespace, if it is.
+/// Where tracefs is mounted in this mount namespace and can be reached, if it is: a mount listed
+/// in `/proc/self/mounts` may be hidden under a later one on a parent path (a tmpfs over
+/// `/sys/kernel`, say), so the path itself must be tracefs (statfs(2)'s magic number).
 pub fn mounted_at() -> Option<PathBuf> {
-    procfs::mounts().into_iter().find(|m| m.fstype == "tracefs").map(|m| m.path)
+    procfs::mounts().into_iter().filter(|m| m.fstype == "tracefs").map(|m| m.path).find(|p| is_tracefs(p))
+}
+
+fn is_tracefs(path: &Path) -> bool {
+    nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TRACEFS_MAGIC)
 }
 
 /// Mount tracefs if asked, then create the instance directory (the kernel fills it).
