@@ -14,11 +14,14 @@
 //!   IP/UDP/TCP, socket, server, send through VM exit), socket outsourcing (host stack, single
 //!   copy, virtual interrupt or shared event queue + halted-vCPU wake-up), the send path.
 //! - `traffic`: the critical UDP request/response client and the window-limited TCP senders.
+//! - `packets`: packets and their FIFO queues, stored as runs of identical packets (bulk
+//!   segments move a poll's worth at a time).
 //!
 //! Why a scheduler of its own: the network path needs hard-IRQ context, per-CPU IRQ threads,
 //! softirq locks with priority inheritance and non-preemptible vanilla softirq sections, which
 //! a task-level host scheduler does not offer; this one is small and focused on exactly that.
 
+mod packets;
 mod path;
 mod sched;
 mod softirq;
@@ -29,25 +32,13 @@ mod traffic;
 use crate::engine::rng::SimRng;
 use crate::engine::trace::{TraceWindow, TraceWriter, Track};
 use crate::engine::EventQueue;
+use packets::{Packet, PacketQueue};
 use rtvirt_model::results::{CoreResult, HostThread, Results, SimulationSection};
 use rtvirt_model::scenario::net::{IrqMode, KvmNet, SocketMode};
 use rtvirt_model::Nanos;
 use std::collections::VecDeque;
 
 pub(crate) type ThreadIndex = usize;
-
-/// One packet (request, response, or bulk segment).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Packet {
-    pub flow: u32,
-    pub bytes: u32,
-    /// Arrival on the wire at the NIC.
-    pub t0: Nanos,
-    /// VM entry / first guest touch (end of "host receive").
-    pub t_entry: Nanos,
-    /// VM exit that sends the response (end of "guest").
-    pub t_exit: Nanos,
-}
 
 /// What a thread is (decides its behaviour in `path.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,17 +85,17 @@ pub(crate) enum Action {
     Poll {
         list: usize,
         rxq: usize,
-        pkts: Vec<Packet>,
+        pkts: PacketQueue,
     },
     VhostRx {
         vm: usize,
-        pkts: Vec<Packet>,
+        pkts: PacketQueue,
     },
     Inject {
         vm: usize,
     },
     VhostTx {
-        pkts: Vec<Packet>,
+        pkts: PacketQueue,
     },
     VmEntry {
         vm: usize,
@@ -114,7 +105,7 @@ pub(crate) enum Action {
     },
     GuestRx {
         vm: usize,
-        pkts: Vec<Packet>,
+        pkts: PacketQueue,
     },
     Serve {
         vm: usize,
@@ -202,7 +193,7 @@ pub(crate) struct Core {
 pub(crate) struct RxQ {
     pub nic: usize,
     pub core: usize,
-    pub ring: VecDeque<Packet>,
+    pub ring: PacketQueue,
     pub ring_cap: usize,
     pub irq_enabled: bool,
     pub irq_event: bool,
@@ -219,11 +210,11 @@ pub(crate) struct VmState {
     pub vhost: Option<ThreadIndex>,
     pub vcpu: ThreadIndex,
     pub batch: usize,
-    pub tap: VecDeque<Packet>,
-    pub txq: VecDeque<Packet>,
-    pub ring: VecDeque<Packet>,
+    pub tap: PacketQueue,
+    pub txq: PacketQueue,
+    pub ring: PacketQueue,
     pub ring_cap: usize,
-    pub sock: VecDeque<Packet>,
+    pub sock: PacketQueue,
     pub virq: bool,
     pub in_guest: bool,
     pub needs_resume: bool,
@@ -244,15 +235,6 @@ pub(crate) enum Ev {
     Arrival { flow: usize },
     NicIrq { rxq: usize },
     Tick { core: usize },
-}
-
-/// Move the first `n` packets of `queue` to the end of `out` (slice copies, not one by one).
-pub(crate) fn drain_front(queue: &mut VecDeque<Packet>, n: usize, out: &mut Vec<Packet>) {
-    let (head, tail) = queue.as_slices();
-    let from_head = n.min(head.len());
-    out.extend_from_slice(&head[..from_head]);
-    out.extend_from_slice(&tail[..n - from_head]);
-    queue.drain(..n);
 }
 
 /// Poll lists (and softirq locks) per core: normal and RT.
@@ -283,7 +265,7 @@ pub(crate) struct Sim {
     pub trace: Option<TraceWriter>,
     pub inversions: u64,
     /// Packet buffers of finished work, reused by the next drain (no allocation per poll).
-    pub spare_pkts: Vec<Vec<Packet>>,
+    pub spare_pkts: Vec<PacketQueue>,
     /// Scratch lists of thread or RX queue indices (cleared before each use).
     pub scratch: Vec<usize>,
 }
@@ -401,7 +383,7 @@ impl Sim {
                 self.rxqs.push(RxQ {
                     nic: n,
                     core: c,
-                    ring: VecDeque::new(),
+                    ring: PacketQueue::default(),
                     ring_cap: nic.ring as usize,
                     irq_enabled: true,
                     irq_event: false,
@@ -418,7 +400,7 @@ impl Sim {
             self.rxqs.push(RxQ {
                 nic: usize::MAX,
                 core: c,
-                ring: VecDeque::new(),
+                ring: PacketQueue::default(),
                 ring_cap: BACKLOG_LIMIT,
                 irq_enabled: false,
                 irq_event: false,
@@ -460,11 +442,11 @@ impl Sim {
                 vhost,
                 vcpu,
                 batch: vm.vhost.batch as usize,
-                tap: VecDeque::new(),
-                txq: VecDeque::new(),
-                ring: VecDeque::new(),
+                tap: PacketQueue::default(),
+                txq: PacketQueue::default(),
+                ring: PacketQueue::default(),
                 ring_cap: vm.ring as usize,
-                sock: VecDeque::new(),
+                sock: PacketQueue::default(),
                 virq: false,
                 in_guest: false,
                 needs_resume: false,
@@ -562,12 +544,12 @@ impl Sim {
     }
 
     /// An empty packet buffer: a spare one if any (finished work hands its buffer back).
-    pub(crate) fn take_pkts(&mut self) -> Vec<Packet> {
+    pub(crate) fn take_pkts(&mut self) -> PacketQueue {
         self.spare_pkts.pop().unwrap_or_default()
     }
 
     /// Hand back a buffer of finished work (emptied) for the next drain.
-    pub(crate) fn give_pkts(&mut self, mut pkts: Vec<Packet>) {
+    pub(crate) fn give_pkts(&mut self, mut pkts: PacketQueue) {
         pkts.clear();
         self.spare_pkts.push(pkts);
     }

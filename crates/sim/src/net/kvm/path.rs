@@ -7,7 +7,7 @@
 
 use super::softirq::NAPI_WEIGHT;
 use super::{
-    drain_front, Action, Next, Packet, RespPhase, Role, Sim, ThreadIndex, ThreadState, Work, BACKLOG_LIMIT, TAP_LIMIT,
+    Action, Next, Packet, PacketQueue, RespPhase, Role, Sim, ThreadIndex, ThreadState, Work, BACKLOG_LIMIT, TAP_LIMIT,
 };
 use rtvirt_model::scenario::net::{IrqMode, SocketMode, SoftirqMode};
 use rtvirt_model::Nanos;
@@ -67,13 +67,13 @@ impl Sim {
 
     /// CPU cost of NET_RX delivering `pkts` (driver, bridge or host stack, waking the consumer),
     /// summed per run of consecutive packets of one flow (one VM, one consumer).
-    pub(crate) fn rx_cost(&mut self, pkts: &[Packet]) -> Nanos {
+    pub(crate) fn rx_cost(&mut self, pkts: &PacketQueue) -> Nanos {
         let mut woken = std::mem::take(&mut self.scratch);
         woken.clear();
         let c = &self.net.costs;
         let mut cost = Nanos::ZERO;
-        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
-            let vm = self.net.flows[run[0].flow as usize].vm;
+        for run in pkts.runs() {
+            let vm = self.net.flows[run.pkt.flow as usize].vm;
             let v = &self.vms[vm];
             let per_packet = c.rx_per_packet
                 + match v.socket {
@@ -84,7 +84,7 @@ impl Sim {
                     SocketMode::Outsourced => c.host_udp_rx + c.virq_inject,
                     SocketMode::OutsourcedRt => c.host_udp_rx + c.event_notify,
                 };
-            cost += Nanos(per_packet.0 * run.len() as u64);
+            cost += Nanos(per_packet.0 * run.count as u64);
             let consumer = v.vhost.unwrap_or(v.vcpu);
             if !woken.contains(&consumer) && self.threads[consumer].state == ThreadState::Sleeping {
                 woken.push(consumer);
@@ -110,8 +110,8 @@ impl Sim {
         if !self.vms[vm].txq.is_empty() {
             let n = batch.min(self.vms[vm].txq.len());
             let mut pkts = self.take_pkts();
-            drain_front(&mut self.vms[vm].txq, n, &mut pkts);
-            let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+            self.vms[vm].txq.move_front(n, &mut pkts);
+            let bytes = pkts.bytes();
             return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostTx { pkts });
         }
         if std::mem::take(&mut self.vms[vm].need_inject) {
@@ -121,8 +121,8 @@ impl Sim {
         if !self.vms[vm].tap.is_empty() && room > 0 {
             let n = batch.min(room).min(self.vms[vm].tap.len());
             let mut pkts = self.take_pkts();
-            drain_front(&mut self.vms[vm].tap, n, &mut pkts);
-            let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
+            self.vms[vm].tap.move_front(n, &mut pkts);
+            let bytes = pkts.bytes();
             return work(Nanos(c.vhost_per_packet.0 * n as u64) + self.copy_cost(bytes), Action::VhostRx { vm, pkts });
         }
         self.exit_or_sleep(t)
@@ -170,15 +170,16 @@ impl Sim {
         if !v.ring.is_empty() {
             let n = NAPI_WEIGHT.min(v.ring.len());
             let mut pkts = self.take_pkts();
-            drain_front(&mut self.vms[vm].ring, n, &mut pkts);
+            self.vms[vm].ring.move_front(n, &mut pkts);
+            pkts.for_each_mut(|p| stamp_entry(p, now));
             let mut cost = Nanos::ZERO;
-            for p in pkts.iter_mut() {
-                stamp_entry(p, now);
-                cost += if self.flows[p.flow as usize].is_bulk() {
-                    c.guest_tcp_rx_per_packet + self.copy_cost(p.bytes as u64)
+            for run in pkts.runs() {
+                let per_packet = if self.flows[run.pkt.flow as usize].is_bulk() {
+                    c.guest_tcp_rx_per_packet + self.copy_cost(run.pkt.bytes as u64)
                 } else {
                     c.guest_udp_rx
                 };
+                cost += Nanos(per_packet.0 * run.count as u64);
             }
             return work(cost + debt, Action::GuestRx { vm, pkts });
         }
@@ -220,24 +221,23 @@ impl Sim {
                 self.schedule_on_own_list(t, rxq);
                 self.threads[t].exit_due = true;
             }
-            Action::Poll { list, rxq, mut pkts } => {
+            Action::Poll { list, rxq, pkts } => {
                 let n = pkts.len();
                 let backlog = self.rxqs[rxq].backlog;
-                for p in pkts.drain(..) {
+                for run in pkts.runs() {
                     if backlog {
-                        self.response_out(p);
+                        (0..run.count).for_each(|_| self.response_out(run.pkt));
                     } else {
-                        self.deliver(p);
+                        self.deliver_run(run.pkt, run.count);
                     }
                 }
                 self.give_pkts(pkts);
                 self.after_poll(list, rxq, n);
             }
             Action::VhostRx { vm, mut pkts } => {
-                let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
-                self.copy_bytes(bytes);
+                self.copy_bytes(pkts.bytes());
                 let was_empty = self.vms[vm].ring.is_empty();
-                self.vms[vm].ring.extend(pkts.drain(..));
+                pkts.append_to(&mut self.vms[vm].ring);
                 self.give_pkts(pkts);
                 let vcpu = self.vms[vm].vcpu;
                 if was_empty || self.threads[vcpu].state == ThreadState::Sleeping {
@@ -250,17 +250,16 @@ impl Sim {
                 let vcpu = self.vms[vm].vcpu;
                 self.wake(vcpu);
             }
-            Action::VhostTx { mut pkts } => {
-                let bytes: u64 = pkts.iter().map(|p| p.bytes as u64).sum();
-                self.copy_bytes(bytes);
+            Action::VhostTx { pkts } => {
+                self.copy_bytes(pkts.bytes());
                 let backlog = self.cores[self.threads[t].core].backlog;
-                for p in pkts.drain(..) {
-                    if self.rxqs[backlog].ring.len() >= BACKLOG_LIMIT {
-                        self.rxqs[backlog].drops += 1;
-                        self.drop_pkt(p);
-                    } else {
-                        self.rxqs[backlog].ring.push_back(p);
-                    }
+                for run in pkts.runs() {
+                    // netif_rx: queued while the backlog holds fewer than netdev_max_backlog
+                    let room = BACKLOG_LIMIT.saturating_sub(self.rxqs[backlog].ring.len());
+                    let queued = room.min(run.count as usize) as u32;
+                    self.rxqs[backlog].ring.push_n(run.pkt, queued);
+                    self.rxqs[backlog].drops += (run.count - queued) as u64;
+                    self.drop_pkts(run.pkt, run.count - queued);
                 }
                 self.give_pkts(pkts);
                 if !self.rxqs[backlog].ring.is_empty() {
@@ -272,7 +271,8 @@ impl Sim {
                 let now = self.event_queue.now();
                 let v = &mut self.vms[vm];
                 v.in_guest = true;
-                v.ring.iter_mut().chain(v.sock.iter_mut()).for_each(|p| stamp_entry(p, now));
+                v.ring.for_each_mut(|p| stamp_entry(p, now));
+                v.sock.for_each_mut(|p| stamp_entry(p, now));
             }
             Action::GuestIrq { vm } => self.vms[vm].virq = false,
             Action::GuestRx { vm, pkts } => self.guest_rx_done(vm, pkts),
@@ -314,7 +314,7 @@ impl Sim {
     }
 
     /// NET_RX hands one packet to its consumer: a VM's tap (vhost) or the host stack's socket.
-    fn deliver(&mut self, p: Packet) {
+    pub(super) fn deliver(&mut self, p: Packet) {
         let vm = self.net.flows[p.flow as usize].vm;
         match self.vms[vm].socket {
             SocketMode::Vhost => {
@@ -337,20 +337,53 @@ impl Sim {
         }
     }
 
+    /// `n` copies of `p`, as `n` calls of [`Sim::deliver`]: one by one while a delivery may
+    /// still wake the consumer (a woken consumer may take packets at once), then the rest
+    /// together.
+    pub(super) fn deliver_run(&mut self, p: Packet, n: u32) {
+        for i in 0..n {
+            if self.delivery_wakes_nobody(p) {
+                self.deliver_quietly(p, n - i);
+                return;
+            }
+            self.deliver(p);
+        }
+    }
+
+    /// Whether [`Sim::deliver`] of `p` would wake no thread: the consumer is awake already, or
+    /// the tap is full (a drop; only the consumer empties the tap).
+    fn delivery_wakes_nobody(&self, p: Packet) -> bool {
+        let v = &self.vms[self.net.flows[p.flow as usize].vm];
+        let consumer = v.vhost.unwrap_or(v.vcpu);
+        let asleep = matches!(self.threads[consumer].state, ThreadState::Sleeping | ThreadState::Blocked);
+        !asleep || (v.socket == SocketMode::Vhost && v.tap.len() >= TAP_LIMIT)
+    }
+
+    /// [`Sim::deliver`] of `n` copies of `p` when none of them wakes a thread.
+    fn deliver_quietly(&mut self, p: Packet, n: u32) {
+        let vm = self.net.flows[p.flow as usize].vm;
+        match self.vms[vm].socket {
+            SocketMode::Vhost => {
+                let queued = TAP_LIMIT.saturating_sub(self.vms[vm].tap.len()).min(n as usize) as u32;
+                self.vms[vm].tap.push_n(p, queued);
+                self.drop_pkts(p, n - queued);
+            }
+            mode => {
+                self.vms[vm].sock.push_n(p, n);
+                if mode == SocketMode::Outsourced {
+                    self.vms[vm].virq = true;
+                }
+            }
+        }
+    }
+
     /// The guest's stack took `pkts` from its ring: requests go to the server's socket (in
     /// order), bulk segments are consumed by the receiving application.
-    fn guest_rx_done(&mut self, vm: usize, mut bulk: Vec<Packet>) {
+    fn guest_rx_done(&mut self, vm: usize, mut bulk: PacketQueue) {
         let (flows, sock) = (&self.flows, &mut self.vms[vm].sock);
-        bulk.retain(|p| {
-            let is_bulk = flows[p.flow as usize].is_bulk();
-            if !is_bulk {
-                sock.push_back(*p);
-            }
-            is_bulk
-        });
+        bulk.split_off_where(|p| flows[p.flow as usize].is_bulk(), |r| sock.push_n(r.pkt, r.count));
         if !bulk.is_empty() {
-            let bytes: u64 = bulk.iter().map(|p| p.bytes as u64).sum();
-            self.copy_bytes(bytes);
+            self.copy_bytes(bulk.bytes());
             self.consumed(&bulk);
         }
         self.give_pkts(bulk);

@@ -21,7 +21,7 @@
 //! included.
 
 use super::sched::PRIO_IRQ;
-use super::{drain_front, Action, Next, Role, Sim, ThreadIndex, ThreadState, Work, LISTS_PER_CORE};
+use super::{Action, Next, Role, Sim, ThreadIndex, ThreadState, Work, LISTS_PER_CORE};
 use rtvirt_model::scenario::net::IrqMode;
 use rtvirt_model::Nanos;
 use serde_json::json;
@@ -276,7 +276,7 @@ impl Sim {
         self.pull_arrivals(rxq);
         let n = NAPI_WEIGHT.min(self.rxqs[rxq].ring.len());
         let mut pkts = self.take_pkts();
-        drain_front(&mut self.rxqs[rxq].ring, n, &mut pkts);
+        self.rxqs[rxq].ring.move_front(n, &mut pkts);
         let cost = self.net.costs.napi_poll
             + if self.rxqs[rxq].backlog { self.backlog_cost(pkts.len()) } else { self.rx_cost(&pkts) };
         sc.budget -= n as i64;

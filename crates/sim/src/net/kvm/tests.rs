@@ -1,16 +1,22 @@
 //! Mechanism tests of the KVM network path, driven step by step on a built (not started)
 //! simulator: NAPI weight, the net_rx_action budget / time limit and time_squeeze, repoll to the
 //! tail, the softnet backlog limit, the partitioned rt_poll_list choice and the 4.x PREEMPT_RT
-//! softirq-lock hand-over.
+//! softirq-lock hand-over; and delivery of a run of packets against delivery one by one.
 
 use super::softirq::{BUDGET, NAPI_WEIGHT};
 use super::*;
+use proptest::prelude::*;
 use rtvirt_model::scenario::net::NetModel;
 use rtvirt_model::scenario::Scenario;
 
 /// A built simulator of a 2-core host: `nics` = (irq_prio, irq core) of NICs n0, n1, ...; one
 /// vhost VM `v` on NIC n0 (threads on core 1) with a request/response flow `f` (not started).
 fn sim(softirq: &str, nics: &[(Option<u8>, u32)]) -> Sim {
+    sim_with(softirq, nics, "vhost")
+}
+
+/// [`sim`] with VM `v`'s socket mode `socket`.
+fn sim_with(softirq: &str, nics: &[(Option<u8>, u32)], socket: &str) -> Sim {
     let mut src = format!(
         "[host]\ncores = 2\n[net]\nkind = \"kvm\"\nirq = \"threaded\"\nsoftirq = \"{softirq}\"\nrtnet_prio = 47\n"
     );
@@ -20,7 +26,9 @@ fn sim(softirq: &str, nics: &[(Option<u8>, u32)]) -> Sim {
             src += &format!("irq_prio = {p}\n");
         }
     }
-    src += "[[net.vm]]\nname = \"v\"\nnic = \"n0\"\nvhost = { cores = [1] }\nvcpu = { cores = [1] }\n";
+    src += &format!(
+        "[[net.vm]]\nname = \"v\"\nnic = \"n0\"\nsocket = \"{socket}\"\nvhost = {{ cores = [1] }}\nvcpu = {{ cores = [1] }}\n"
+    );
     src += "[[net.flow]]\nname = \"f\"\nkind = \"udp_rr\"\nto = \"v\"\n";
     let s = Scenario::from_toml(&src, None).expect("scenario");
     let net = s.net.clone().expect("a [net] section");
@@ -141,7 +149,7 @@ fn two_jiffies_end_the_round_with_time_squeeze() {
 fn softnet_backlog_holds_1000_packets_and_drops_beyond() {
     let mut s = sim("shared", &[(None, 0)]);
     let vh = s.vms[0].vhost.expect("vhost VM");
-    let pkts: Vec<Packet> = (0..1005)
+    let pkts: PacketQueue = (0..1005)
         .map(|_| Packet { flow: 0, bytes: 64, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO })
         .collect();
     s.apply(vh, Action::VhostTx { pkts });
@@ -211,4 +219,49 @@ fn rt_contender_boosts_the_holder_then_drains_the_non_rt_entries() {
         "the RT thread polls the 136 packets left on n1"
     );
     assert!(s.lists[list].holder.is_none() && s.lists[list].napis.is_empty());
+}
+
+/// What a delivery may change: the VM's queues, the flow's drops, every thread's state and work,
+/// every core's running thread and completion timer.
+fn delivery_state(s: &Sim) -> String {
+    let v = &s.vms[0];
+    let threads: Vec<_> = s.threads.iter().map(|t| (t.state, t.core, t.work.as_ref().map(|w| w.left))).collect();
+    let cores: Vec<_> = s.cores.iter().map(|c| (c.current, c.done, c.ready.clone())).collect();
+    format!("{:?}", (v.tap.len(), v.ring.len(), v.sock.len(), v.virq, s.flows[0].drops(), threads, cores))
+}
+
+proptest! {
+    /// The run-length delivery (one by one while a delivery may wake the consumer, then the rest
+    /// at once) against `deliver` called once per packet, on two identical simulators: with the
+    /// consumer asleep or awake, a tap near or at its limit, and a full guest ring (the vhost
+    /// thread then goes back to sleep at once, so that every packet wakes it again).
+    #[test]
+    fn a_delivered_run_is_its_packets_delivered_one_by_one(
+        n in 1u32..150,
+        tap in prop_oneof![Just(0u32), 900u32..=TAP_LIMIT as u32],
+        ring_full in any::<bool>(),
+        awake in any::<bool>(),
+        socket in prop_oneof![Just("vhost"), Just("outsourced"), Just("outsourced_rt"), Just("host")],
+    ) {
+        let p = Packet { flow: 0, bytes: 64, t0: Nanos(5), t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
+        let build = || {
+            let mut s = sim_with("shared", &[(None, 0)], socket);
+            s.vms[0].tap.push_n(p, tap);
+            if ring_full {
+                let cap = s.vms[0].ring_cap as u32;
+                s.vms[0].ring.push_n(p, cap);
+            }
+            if awake {
+                let consumer = s.vms[0].vhost.unwrap_or(s.vms[0].vcpu);
+                s.wake(consumer);
+            }
+            s
+        };
+        let (mut runs, mut one_by_one) = (build(), build());
+        runs.deliver_run(p, n);
+        for _ in 0..n {
+            one_by_one.deliver(p);
+        }
+        prop_assert_eq!(delivery_state(&runs), delivery_state(&one_by_one));
+    }
 }

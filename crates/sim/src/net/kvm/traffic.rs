@@ -5,10 +5,10 @@
 //! looked at, so 1.6 Mpps cost no per-packet events). NIC interrupts follow NAPI: one IRQ when
 //! packets are present and the queue's IRQ is enabled, none while it is being polled.
 
-use super::{Ev, Packet, RxQ, Sim};
+use super::{Ev, Packet, PacketQueue, RxQ, Sim};
 use crate::engine::rng::SimRng;
 use crate::net::stats::FlowStats;
-use rtvirt_model::scenario::net::{FlowKind, KvmNet};
+use rtvirt_model::scenario::net::{FlowKind, KvmNet, SocketMode};
 use rtvirt_model::Nanos;
 
 /// Ethernet framing on the wire beyond the MTU (header, FCS, preamble, inter-frame gap).
@@ -17,8 +17,29 @@ const WIRE_OVERHEAD: u32 = 38;
 const TCP_HEADERS: u32 = 52;
 
 pub(crate) enum FlowState {
-    Rr { rxq: usize, req: u32, resp: u32, min: Nanos, max: Nanos, rng: SimRng, stats: FlowStats },
-    Tcp { rxq: usize, frame: u32, payload: u32, gap: f64, next_at: f64, inflight: u32, window: u32, stats: FlowStats },
+    Rr {
+        rxq: usize,
+        req: u32,
+        resp: u32,
+        min: Nanos,
+        max: Nanos,
+        rng: SimRng,
+        stats: FlowStats,
+    },
+    Tcp {
+        rxq: usize,
+        frame: u32,
+        payload: u32,
+        gap: f64,
+        next_at: f64,
+        inflight: u32,
+        window: u32,
+        /// Whether a segment carries its arrival time: only on the host-stack socket path, whose
+        /// server reads it as a request's. Unstamped segments of a flow are identical packets
+        /// and queue as runs.
+        stamped: bool,
+        stats: FlowStats,
+    },
 }
 
 impl FlowState {
@@ -92,6 +113,7 @@ pub(crate) fn build(net: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {
                         next_at: 0.0,
                         inflight: 0,
                         window: (window_bytes / payload as u64).max(1) as u32,
+                        stamped: net.vms[f.vm].socket != SocketMode::Vhost,
                         stats: FlowStats::default(),
                     }
                 }
@@ -146,17 +168,23 @@ impl Sim {
     }
 
     /// Materialise the bulk senders' packets that reached the RX queue by now (each one as
-    /// [`Sim::put_on_ring`] would: the ring, its drops and the copied bytes, in arrival order).
+    /// [`Sim::put_on_ring`] would: the ring, its drops and the copied bytes, in arrival order;
+    /// a flow's unstamped segments as one run).
     pub(crate) fn pull_arrivals(&mut self, rxq: usize) {
         let now = self.event_queue.now().0 as f64;
         let (q, flows, copied) = (&mut self.rxqs[rxq], &mut self.flows, &mut self.copied);
         for &f in &q.senders {
-            let FlowState::Tcp { frame, gap, next_at, inflight, window, stats, .. } = &mut flows[f] else { continue };
+            let FlowState::Tcp { frame, gap, next_at, inflight, window, stamped, stats, .. } = &mut flows[f] else {
+                continue;
+            };
+            let pkt =
+                Packet { flow: f as u32, bytes: *frame, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
+            let mut run = 0u32;
             while *inflight < *window && *next_at <= now {
-                let t0 = ceil_ns(*next_at);
+                let at = *next_at;
                 *next_at += *gap;
                 stats.sent += 1;
-                if q.ring.len() >= q.ring_cap {
+                if q.ring.len() + run as usize >= q.ring_cap {
                     // dropped: counted, and the window slot comes back at once (retransmission)
                     q.drops += 1;
                     stats.drops += 1;
@@ -164,14 +192,13 @@ impl Sim {
                 }
                 *inflight += 1;
                 *copied += *frame as f64;
-                q.ring.push_back(Packet {
-                    flow: f as u32,
-                    bytes: *frame,
-                    t0,
-                    t_entry: Nanos::ZERO,
-                    t_exit: Nanos::ZERO,
-                });
+                if *stamped {
+                    q.ring.push_back(Packet { t0: ceil_ns(at), ..pkt });
+                } else {
+                    run += 1;
+                }
             }
+            q.ring.push_n(pkt, run);
         }
     }
 
@@ -219,21 +246,26 @@ impl Sim {
 
     /// A packet was dropped: counted; a bulk sender gets its window slot back (retransmission).
     pub(crate) fn drop_pkt(&mut self, pkt: Packet) {
+        self.drop_pkts(pkt, 1);
+    }
+
+    /// `n` copies of `pkt` were dropped (as `n` calls of [`Sim::drop_pkt`]).
+    pub(crate) fn drop_pkts(&mut self, pkt: Packet, n: u32) {
         let f = pkt.flow as usize;
-        self.flows[f].stats_mut().drops += 1;
+        self.flows[f].stats_mut().drops += n as u64;
         if let FlowState::Tcp { inflight, .. } = &mut self.flows[f] {
-            *inflight = inflight.saturating_sub(1);
+            *inflight = inflight.saturating_sub(n);
         }
     }
 
     /// The receiving application consumed bulk packets: payload counted, window opened (per run
     /// of consecutive packets of one flow: a run of `k` counts as `k` packets one by one).
-    pub(crate) fn consumed(&mut self, pkts: &[Packet]) {
+    pub(crate) fn consumed(&mut self, pkts: &PacketQueue) {
         let now = self.event_queue.now();
         let mut rxqs = std::mem::take(&mut self.scratch);
         rxqs.clear();
-        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
-            if let Some(r) = self.flows[run[0].flow as usize].sender_rxq() {
+        for run in pkts.runs() {
+            if let Some(r) = self.flows[run.pkt.flow as usize].sender_rxq() {
                 if !rxqs.contains(&r) {
                     rxqs.push(r);
                 }
@@ -244,9 +276,9 @@ impl Sim {
             self.pull_arrivals(r);
         }
         let count = now >= self.warmup;
-        for run in pkts.chunk_by(|a, b| a.flow == b.flow) {
-            let k = run.len() as u32;
-            if let FlowState::Tcp { payload, inflight, next_at, stats, .. } = &mut self.flows[run[0].flow as usize] {
+        for run in pkts.runs() {
+            let k = run.count;
+            if let FlowState::Tcp { payload, inflight, next_at, stats, .. } = &mut self.flows[run.pkt.flow as usize] {
                 if count {
                     stats.delivered_bytes += *payload as u64 * k as u64;
                 }
