@@ -169,7 +169,8 @@ impl Sim {
 
     /// Materialise the bulk senders' packets that reached the RX queue by now (each one as
     /// [`Sim::put_on_ring`] would: the ring, its drops and the copied bytes, in arrival order;
-    /// a flow's unstamped segments as one run).
+    /// a flow's unstamped segments as one run). The per-packet loop works on local copies (in
+    /// registers, not memory): its cost is the sequence of f64 additions of the arrival times.
     pub(crate) fn pull_arrivals(&mut self, rxq: usize) {
         let now = self.event_queue.now().0 as f64;
         let (q, flows, copied) = (&mut self.rxqs[rxq], &mut self.flows, &mut self.copied);
@@ -179,26 +180,29 @@ impl Sim {
             };
             let pkt =
                 Packet { flow: f as u32, bytes: *frame, t0: Nanos::ZERO, t_entry: Nanos::ZERO, t_exit: Nanos::ZERO };
-            let mut run = 0u32;
-            while *inflight < *window && *next_at <= now {
-                let at = *next_at;
-                *next_at += *gap;
-                stats.sent += 1;
-                if q.ring.len() + run as usize >= q.ring_cap {
-                    // dropped: counted, and the window slot comes back at once (retransmission)
-                    q.drops += 1;
-                    stats.drops += 1;
-                    continue;
-                }
-                *inflight += 1;
-                *copied += *frame as f64;
-                if *stamped {
-                    q.ring.push_back(Packet { t0: ceil_ns(at), ..pkt });
+            let (gap, frame, open) = (*gap, *frame as f64, window.saturating_sub(*inflight));
+            let room = q.ring_cap.saturating_sub(q.ring.len()).min(u32::MAX as usize) as u32;
+            let (mut at, mut bytes, mut queued, mut dropped) = (*next_at, *copied, 0u32, 0u64);
+            while queued < open && at <= now {
+                if queued < room {
+                    if *stamped {
+                        q.ring.push_back(Packet { t0: ceil_ns(at), ..pkt });
+                    }
+                    queued += 1;
+                    bytes += frame;
                 } else {
-                    run += 1;
+                    // dropped: counted, and the window slot comes back at once (retransmission)
+                    dropped += 1;
                 }
+                at += gap;
             }
-            q.ring.push_n(pkt, run);
+            if !*stamped {
+                q.ring.push_n(pkt, queued);
+            }
+            (*next_at, *copied, *inflight) = (at, bytes, *inflight + queued);
+            stats.sent += queued as u64 + dropped;
+            stats.drops += dropped;
+            q.drops += dropped;
         }
     }
 
