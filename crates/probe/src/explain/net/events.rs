@@ -174,10 +174,15 @@ pub struct Decoder {
     pub devices: Vec<String>,
     /// Whether each device is a tun/tap (a guest's: what it transmits leaves this host's stack).
     taps: Vec<bool>,
+    /// Whether each device is a NIC (a guest's virtio-net too): what it receives begins there.
+    nics: Vec<bool>,
     /// IRQ handler names by IRQ number, as seen in `irq_handler_entry`.
     pub irq_names: HashMap<u32, String>,
     /// Whether `sched_waking` is traced (wakers are then known by it, not by `sched_wakeup`).
     pub has_waking: bool,
+    /// Whether `sk_data_ready` is traced (Linux 6.4 on; without it a server's request is known
+    /// by its copy to user space, and its socket enqueue by the wake-up it caused).
+    pub has_data_ready: bool,
 }
 
 impl Decoder {
@@ -194,8 +199,10 @@ impl Decoder {
                 kinds.insert(format.id, kind);
             }
         }
-        let has_waking = instance.present.iter().any(|e| e == "sched/sched_waking");
-        Decoder { kinds, common_pid, devices: Vec::new(), taps: Vec::new(), irq_names: HashMap::new(), has_waking }
+        let has = |event: &str| instance.present.iter().any(|e| e == event);
+        let (has_waking, has_data_ready) = (has("sched/sched_waking"), has("sock/sk_data_ready"));
+        let (devices, taps, nics, irq_names) = (Vec::new(), Vec::new(), Vec::new(), HashMap::new());
+        Decoder { kinds, common_pid, devices, taps, nics, irq_names, has_waking, has_data_ready }
     }
 
     /// The event, if it is one of [`EVENTS`].
@@ -203,10 +210,13 @@ impl Decoder {
         let d = raw.data;
         let id = u16::from_le_bytes([*d.first()?, *d.get(1)?]);
         let uint = |f: &Field| f.int(d).map(|v| v as u64);
-        let Decoder { kinds, common_pid, devices, taps, irq_names, .. } = self;
+        let Decoder { kinds, common_pid, devices, taps, nics, irq_names, .. } = self;
         let mut device = |name: &Field| {
             let name = data_loc_text(name, d).unwrap_or("?");
-            intern(devices, name, || taps.push(is_tap(name)))
+            intern(devices, name, || {
+                taps.push(is_tap(name));
+                nics.push(is_nic(name));
+            })
         };
         let event = match kinds.get(&id)? {
             Kind::Send => NetEvent::Send,
@@ -241,15 +251,20 @@ impl Decoder {
             common_pid,
             devices,
             taps: Vec::new(),
+            nics: Vec::new(),
             irq_names: HashMap::new(),
             has_waking: false,
+            has_data_ready: true,
         }
     }
 
     /// A device name's index.
     pub fn intern(&mut self, name: &str) -> Device {
-        let taps = &mut self.taps;
-        intern(&mut self.devices, name, || taps.push(is_tap(name)))
+        let (taps, nics) = (&mut self.taps, &mut self.nics);
+        intern(&mut self.devices, name, || {
+            taps.push(is_tap(name));
+            nics.push(is_nic(name));
+        })
     }
 
     /// A device's index, declared a tun/tap whatever this host has (for joins of events made by hand).
@@ -267,6 +282,19 @@ impl Decoder {
     /// behind it (QEMU: into a guest), not on through this host's stack.
     pub fn is_tap(&self, device: Device) -> bool {
         self.taps.get(device as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether the device is a NIC (it has a bus device: a guest's virtio-net too, not a veth,
+    /// bridge, tap or loopback): a packet it receives came from outside this kernel.
+    pub fn is_nic(&self, device: Device) -> bool {
+        self.nics.get(device as usize).copied().unwrap_or(false)
+    }
+
+    /// A device's index, declared a NIC whatever this host has (for joins of events made by hand).
+    pub fn intern_nic(&mut self, name: &str) -> Device {
+        let device = self.intern(name);
+        self.nics[device as usize] = true;
+        device
     }
 }
 
@@ -287,6 +315,11 @@ fn intern(devices: &mut Vec<String>, name: &str, added: impl FnOnce()) -> Device
 /// device exists.
 fn is_tap(name: &str) -> bool {
     !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).join("tun_flags").exists()
+}
+
+/// Whether this host's device `name` is a NIC: sysfs links it to its bus device.
+fn is_nic(name: &str) -> bool {
+    !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).join("device").exists()
 }
 
 fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {

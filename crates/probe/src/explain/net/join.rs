@@ -213,7 +213,9 @@ pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
         return Path::new(decoder, r.received).finish(r.answered, Err("the socket enqueue of the request"));
     };
     let this = |e: &Ev| is_receive(e) && e.event.skb() == Some(skb);
-    let received = last(ev, lookback, r.received, this).expect("the request was received");
+    let Some(received) = last(ev, lookback, r.received, this) else {
+        return Path::new(decoder, r.received).finish(r.answered, Err("netif_receive_skb of the request"));
+    };
     let seen = first_sighting(ev, decoder, received, lookback);
     let (start, mut via) = interrupt_before(ev, decoder, seen);
     let mut path = Path::new(decoder, start);
@@ -232,6 +234,16 @@ fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) ->
     let by_server = |e: &Ev| e.pid == r.server && e.event == NetEvent::Taken;
     let taken = last(ev, lookback, r.received, by_server)?;
     let before = last(ev, lookback, taken.ts.saturating_sub(1), by_server).map_or(lookback, |e| e.ts);
+    if !decoder.has_data_ready {
+        // the packet the server's receive copied to user space, else the one received where the
+        // server was woken
+        let copied = |e: &Ev| e.pid == r.server && matches!(e.event, NetEvent::Copy { .. });
+        if let Some(skb) = last(ev, before, taken.ts, copied).and_then(|e| e.event.skb()) {
+            return Some(skb);
+        }
+        let woke = last(ev, before, taken.ts, |e| wakes(decoder, e, r.server))?;
+        return last(ev, lookback, woke.ts, |e| same_context(e, woke) && is_receive(e))?.event.skb();
+    }
     let woke_server = |e: &Ev| wakes(decoder, e, r.server);
     let enqueue_before = |w: &Ev| last(ev, lookback, w.ts, |e| same_context(e, w) && is_enqueue(e));
     let enqueue = match last(ev, before, taken.ts, woke_server) {
@@ -248,7 +260,8 @@ fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) ->
 /// The first trace of the packet received in `received`: back through its devices (transmits,
 /// `netif_rx`, queues, the receives of a bridge) to the first of this life of its address - an
 /// earlier copy, a transmit into a tap (to a guest), or a receive before a queue, belongs to a
-/// packet that had it before; a packet received from a tap (from a guest) began there.
+/// packet that had it before; a packet received from a tap (from a guest) or a NIC (in a guest:
+/// virtio-net) began there.
 fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u64) -> &'e Ev {
     let skb = received.event.skb();
     let mut seen = received;
@@ -257,7 +270,9 @@ fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u
         match e.event {
             NetEvent::Copy { .. } => break,
             NetEvent::Xmit { device, .. } if decoder.is_tap(device) => break,
-            NetEvent::Receive { device, .. } | NetEvent::NetifRx { device, .. } if decoder.is_tap(device) => {
+            NetEvent::Receive { device, .. } | NetEvent::NetifRx { device, .. }
+                if decoder.is_tap(device) || decoder.is_nic(device) =>
+            {
                 seen = e;
                 break;
             }
@@ -314,7 +329,8 @@ fn is_receive(e: &Ev) -> bool {
 }
 
 /// Where a packet first seen in `netif_receive_skb` started: the NET_RX softirq that took it in
-/// and the hard IRQ that raised it (a NIC's), when the trace has them on that CPU.
+/// and the hard IRQ that raised it (a NIC's), when the trace has them on that CPU and it is the
+/// first packet that softirq took in (else its own receive).
 fn interrupt_before(ev: &[Ev], decoder: &Decoder, seen: &Ev) -> (u64, Vec<String>) {
     let path = Path::new(decoder, 0);
     if !matches!(seen.event, NetEvent::Receive { .. }) {
@@ -326,6 +342,12 @@ fn interrupt_before(ev: &[Ev], decoder: &Decoder, seen: &Ev) -> (u64, Vec<String
     let exited =
         entry.and_then(|s| first(ev, s.ts, seen.ts, on_cpu(|x| *x == NetEvent::SoftirqExit { vector: NET_RX })));
     let Some(entry) = entry.filter(|_| exited.is_none()) else { return (seen.ts, Vec::new()) };
+    // a packet taken in after others in the same NET_RX run (NAPI polling on) was not this
+    // interrupt's: it begins at its own receive
+    let other = |e: &Ev| e.cpu == seen.cpu && is_receive(e) && e.event.skb() != seen.event.skb();
+    if window(ev, entry.ts, seen.ts).iter().any(other) {
+        return (seen.ts, vec![format!("{} (after other packets in it)", path.describe(entry))]);
+    }
     let raise = last(ev, from, entry.ts, on_cpu(|x| *x == NetEvent::SoftirqRaise { vector: NET_RX }));
     let irq = raise.and_then(|r| last(ev, from, r.ts, on_cpu(|x| matches!(x, NetEvent::IrqEntry { .. }))));
     match irq {
@@ -348,8 +370,11 @@ fn through_server<'e>(
 ) -> Result<(&'e Ev, u64), &'static str> {
     let this = |e: &Ev| matches!(e.event, NetEvent::Receive { skb: s, .. } if s == skb);
     let arrived = first(ev, from, until, this).ok_or("netif_receive_skb of the request")?;
-    let enqueue = first(ev, arrived.ts, until, |e| same_context(e, arrived) && is_enqueue(e))
-        .ok_or("the socket enqueue of the request (sk_data_ready)")?;
+    let enqueue = match (path.decoder.has_data_ready, server) {
+        (false, Server::Is(pid)) => enqueue_without_data_ready(ev, path.decoder, arrived, until, pid),
+        _ => first(ev, arrived.ts, until, |e| same_context(e, arrived) && is_enqueue(e))
+            .ok_or("the socket enqueue of the request (sk_data_ready)")?,
+    };
     let received = last(ev, arrived.ts, enqueue.ts, this).unwrap_or(arrived);
     let (server, wakeup) = match server {
         Server::Is(pid) => {
@@ -372,7 +397,9 @@ fn through_server<'e>(
     };
     let wakeup = wakeup.map(|w| (w, woken_by(ev, w, server, until)));
     let mut via = path.packet_via(ev, skb, from, received.ts);
-    via.push(path.describe(enqueue));
+    if is_enqueue(enqueue) {
+        via.push(path.describe(enqueue));
+    }
     match wakeup {
         Some((waking, woken)) => {
             via.push(path.describe(waking));
@@ -396,6 +423,14 @@ fn through_server<'e>(
     let via = vec![path.describe(queue), path.describe(xmit)];
     path.close_at("host_send", xmit, via);
     Ok((xmit, response))
+}
+
+/// A kernel without `sk_data_ready` (before Linux 6.4): the socket enqueue of the request received
+/// in `arrived` stands as the server's wake-up in that context, before the server's receive
+/// returns; the server awake, as `arrived` itself.
+fn enqueue_without_data_ready<'e>(ev: &'e [Ev], decoder: &Decoder, arrived: &'e Ev, until: u64, pid: u32) -> &'e Ev {
+    let taken = first(ev, arrived.ts, until, |e| e.pid == pid && e.event == NetEvent::Taken).map_or(until, |t| t.ts);
+    first(ev, arrived.ts, taken, |e| same_context(e, arrived) && wakes(decoder, e, pid)).unwrap_or(arrived)
 }
 
 /// A server in a guest behind a tap (`--in vm`), from the request's transmit into the tap: the

@@ -136,6 +136,73 @@ fn a_server_sees_its_host_share_from_the_nic_interrupt() {
     assert!(j.segments[0].via[0].starts_with("irq virtio0-input.0"), "{:?}", j.segments[0].via);
 }
 
+/// A guest kernel before Linux 6.4 has no `sk_data_ready`: the request is the packet the server's
+/// receive copied, its socket enqueue the wake-up in the receiving context (the server awake: the
+/// packet's `netif_receive_skb`).
+#[test]
+fn without_sk_data_ready_a_server_knows_its_request_by_the_copy_and_its_wake_up() {
+    let mut d = Decoder::without_events();
+    d.has_data_ready = false;
+    let eth = d.intern("eth0");
+    use NetEvent::*;
+    let mut trace = vec![
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_190, 1, SERVER, Copy { skb: REQUEST }),
+        at(1_200, 1, SERVER, Taken),
+        at(1_400, 1, SERVER, Send),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+    ];
+    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let short = |j: join::Joined| j.segments.iter().map(|s| (s.name, s.start, s.end)).collect::<Vec<_>>();
+    let woken = [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)];
+    assert_eq!(short(join::server(&trace, &d, &r)), woken);
+    trace.remove(4);
+    let awake = [("host_receive", 900, 1_000), ("server", 1_000, 1_400), ("host_send", 1_400, 1_600)];
+    assert_eq!(short(join::server(&trace, &d, &r)), awake);
+    trace.retain(|e| !matches!(e.event, Copy { .. }));
+    assert_eq!(join::server(&trace, &d, &r).missing(), Some("the socket enqueue of the request"), "no copy, no wake");
+    trace.insert(4, at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }));
+    assert_eq!(short(join::server(&trace, &d, &r)), woken, "no copy: the packet received where the server was woken");
+}
+
+/// In a guest, a request's packet address was the previous response's: received from the NIC
+/// (virtio-net), its life begins at that receive, not at the earlier transmit.
+#[test]
+fn a_packet_received_from_a_nic_begins_there_whatever_its_address_did_before() {
+    let mut d = Decoder::without_events();
+    let eth = d.intern_nic("virtio-eth");
+    use NetEvent::*;
+    let trace = vec![
+        at(100, 1, SERVER, Queue { skb: REQUEST, device: eth }),
+        at(150, 1, SERVER, Xmit { skb: REQUEST, device: eth }),
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
+        at(1_050, 1, 0, DataReady { sock: 1 }),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_200, 1, SERVER, Taken),
+        at(1_400, 1, SERVER, Send),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+    ];
+    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let j = join::server(&trace, &d, &r);
+    assert_eq!(j.segments.first().map(|s| (s.name, s.start, s.end)), Some(("host_receive", 900, 1_100)), "{j:?}");
+    // a packet taken in after another in the same NET_RX run: the interrupt was the other's
+    let mut polled = trace.clone();
+    polled.insert(5, at(960, 1, 0, Receive { skb: 0xccc0, device: eth }));
+    let j = join::server(&polled, &d, &r);
+    assert_eq!(j.segments.first().map(|s| (s.name, s.start, s.end)), Some(("host_receive", 1_000, 1_100)), "{j:?}");
+}
+
 /// Loopback, the server busy when the request comes: its socket (7) is known from the request
 /// before, which woke it; the address of this request's packet was used before (an older life);
 /// a response to the client is enqueued on another socket (9) in between.
