@@ -288,6 +288,8 @@ fn net_cmd(args: NetArgs) -> CmdResult {
         duration: args.duration,
         loads: &args.loads,
         client_args: &args.client_args,
+        explain: false,
+        trace: None,
     };
     net_in_guest(flavour, &args.guest, &params, args.format)
 }

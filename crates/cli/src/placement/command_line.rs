@@ -68,6 +68,16 @@ impl CommandLine {
         self
     }
 
+    /// Whether the argument of this id was given.
+    pub fn has(&self, id: &str) -> bool {
+        self.given.iter().any(|g| g.id == id)
+    }
+
+    /// The first value given to the argument of this id.
+    pub fn value(&self, id: &str) -> Option<&OsString> {
+        self.given.iter().find(|g| g.id == id).and_then(|g| g.values.first())
+    }
+
     /// With option `--long` (id `id`) set to `value`, in the place of what was given.
     pub fn with_option(self, id: &str, long: &str, value: impl Into<OsString>) -> CommandLine {
         self.with(Given { id: id.into(), long: Some(long.into()), values: vec![value.into()] })

@@ -4,12 +4,13 @@
 //! (rtvirt-probe's `explain::vcpu::HostRecorder`). When the guest's results come back, the host
 //! side of each explained sample (the vCPU thread's preemption, sleep, wake-up, host IRQs) is laid
 //! beside its guest causes on the host clock, and `--trace` writes one Perfetto trace with guest
-//! and host tracks.
+//! and host tracks. A net server in a guest (`measure net client --in vm --explain`) gets the
+//! clock line alone ([`answer_clock`]).
 
 use rtvirt_model::results::Results;
 use rtvirt_probe::explain::vcpu::{HostRecorder, HostTrace};
 use rtvirt_vm::{measure, GuestConfig};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -18,37 +19,51 @@ pub const GUEST_CLOCK_DEVICE: &str = "/dev/ttyS2";
 /// Host ring buffer per CPU.
 const HOST_BUFFER_KB: u32 = 4096;
 
-/// The host side of one guest run; stopped when dropped.
-struct Watcher {
+/// Host-side work beside one guest run, on its own thread; stopped when dropped.
+pub struct Watcher<T> {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Result<HostTrace, String>>>,
+    thread: Option<std::thread::JoinHandle<Result<T, String>>>,
 }
 
-impl Watcher {
-    fn start(guest_dir: PathBuf, state_dir: PathBuf) -> Watcher {
+impl<T: Send + 'static> Watcher<T> {
+    /// Run `work` (told to stop by the flag it gets) on a thread named `rtvirt-vm-watch`.
+    pub fn start(work: impl FnOnce(&AtomicBool) -> Result<T, String> + Send + 'static) -> Watcher<T> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
             .name("rtvirt-vm-watch".into())
-            .spawn(move || watch(&guest_dir, &state_dir, &stopping))
+            .spawn(move || work(&stopping))
             .expect("spawn the host watcher");
         Watcher { stop, thread: Some(thread) }
     }
 
-    fn finish(mut self) -> Result<HostTrace, String> {
+    pub fn finish(mut self) -> Result<T, String> {
         self.stop.store(true, Ordering::Release);
         let thread = self.thread.take().expect("finished once");
         thread.join().unwrap_or_else(|_| Err("the host watcher panicked".into()))
     }
 }
 
-impl Drop for Watcher {
+impl<T> Drop for Watcher<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
+}
+
+/// Answer the clock line of the guest named `name` (QEMU started after this call, within
+/// `rtvirt_vm::clock::connect`'s bound) until stopped: the handshakes answered.
+pub fn answer_clock(name: &str) -> Watcher<u64> {
+    let dir = rtvirt_vm::paths::guest_run_dir(name);
+    Watcher::start(move |stop| {
+        let line = rtvirt_vm::clock::connect(&dir).map_err(|e| e.to_string())?;
+        match rtvirt_vm::clock::serve(line, stop, |_| {}) {
+            0 => Err("the guest never asked the host's time (its clock line did not work)".into()),
+            answered => Ok(answered),
+        }
+    })
 }
 
 /// Answer the clock line; trace the host from the first question until the guest ends.
@@ -80,7 +95,10 @@ pub fn measure_explained(
     args: &[String],
 ) -> anyhow::Result<measure::Measured> {
     let state_dir = rtvirt_host::journal::default_state_dir();
-    let outcome = measure::run_beside(image, cfg, args, |guest| Watcher::start(guest.dir().to_path_buf(), state_dir));
+    let outcome = measure::run_beside(image, cfg, args, |guest| {
+        let dir = guest.dir().to_path_buf();
+        Watcher::start(move |stop| watch(&dir, &state_dir, stop))
+    });
     let (mut m, watcher) = outcome?;
     merge(&mut m.results, watcher.finish());
     Ok(m)

@@ -329,6 +329,10 @@ pub struct NetParams<'a> {
     pub duration: Nanos,
     pub loads: &'a [LoadSpec],
     pub client_args: &'a [String],
+    /// `--explain`: the server in the guest explains its side too, merged into the client's.
+    pub explain: bool,
+    /// `--trace FILE.json` of an explaining client: written here, from the merged explanation.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Extra time the guest's server runs beyond the client's duration (client start-up).
@@ -338,8 +342,15 @@ pub const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, format: Format) -> CmdResult {
     let (image, cfg) = boot_config(flavour, guest)?;
     let accel = cfg.accel;
-    let server =
-        command_line::net_server(&format!("0.0.0.0:{}", params.port), params.duration + SERVER_MARGIN, params.tcp, &[]);
+    let more: &[&str] = match params.explain {
+        true => &["--explain", "--clock-sync", super::explain_host::GUEST_CLOCK_DEVICE],
+        false => &[],
+    };
+    let listen = format!("0.0.0.0:{}", params.port);
+    let server = command_line::net_server(&listen, params.duration + SERVER_MARGIN, params.tcp, more);
+    let cfg = GuestConfig { clock_line: params.explain, ..cfg };
+    // `--explain`: the guest's server relates its clock to the host's over its clock line
+    let clock = params.explain.then(|| super::explain_host::answer_clock(&cfg.name));
     eprintln!(
         "vm: booting {} ({} kernel, {}, virtio-net{}) to serve {} on port {}",
         cfg.name,
@@ -365,14 +376,42 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, for
             let (results, rc) = client?;
             Ok::<_, String>((results, rc, reports))
         })?;
+    let clock = clock.map(|c| c.finish());
     measure::annotate_from(&mut client, &served.results);
     let env = note_host_loads(&mut client, params.loads, loads);
     env.vhost_net = Some(rtvirt_vm::net::vhost_available());
+    if params.explain {
+        split_guest(&mut client, &served.results, clock);
+    }
+    if let (Some(e), Some(path)) = (&client.explain, &params.trace) {
+        crate::cmd::measure::explain::write_net_trace(e, "client", path)?;
+    }
     match format {
         Format::Json => print_json(&client)?,
-        Format::Table => print_rows(&[(flavour, load_label(params.loads), client)]),
+        Format::Table => {
+            let explain = client.explain.take();
+            print_rows(&[(flavour, load_label(params.loads), client)]);
+            if let Some(e) = &explain {
+                crate::cmd::measure::net::print_segments(e);
+            }
+        }
     }
     Ok(if client_rc == 1 { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Split the client's `guest` segments with the server's own explanation from the guest (or say
+/// why they stay whole).
+fn split_guest(client: &mut Results, guest: &Results, clock: Option<Result<u64, String>>) {
+    let Some(e) = client.explain.as_mut() else { return };
+    if let Some(Err(why)) = clock {
+        e.limitations.push(format!("the guest's clock line was not answered: {why}"));
+    }
+    match &guest.explain {
+        Some(g) => rtvirt_probe::explain::net::guest::split(e, g),
+        None => e.limitations.push(
+            "the server in the guest returned no explanation of its side: every `guest` segment stays whole".into(),
+        ),
+    }
 }
 
 /// Run `rtvirt measure net client` on the host against the guest; its results and exit status.

@@ -61,17 +61,26 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
 
 /// A client on this host (`line`, run as a child process without its host-side options) against
 /// a server on `port` in a networked guest.
+/// With `--explain` (or `--trace`) the server in the guest explains its side too and the host
+/// splits each round trip's `guest` segment with it; the trace is then written here, merged.
 pub fn client(line: &CommandLine, port: u16, tcp: bool, common: &Common, duration: Nanos) -> CmdResult {
     let flavour = one_kernel(&common.guest_kernel)?;
+    let explain = line.has("explain") || line.has("trace");
+    let trace = line.value("trace").map(std::path::PathBuf::from);
     let client_args = client_arguments(line)?;
-    let params = NetParams { tcp, port, duration, loads: &common.load, client_args: &client_args };
+    let params = NetParams { tcp, port, duration, loads: &common.load, client_args: &client_args, explain, trace };
     net_in_guest(flavour, &hook_guest_opts(common, duration + SERVER_MARGIN), &params, common.format)
 }
 
 /// The options of the client `line` for the client on the host, without those that stay on
-/// the host and those `net_in_guest` sets itself.
+/// the host and those `net_in_guest` sets itself (`--trace` becomes `--explain`: the trace is
+/// written once the guest's side is merged).
 pub fn client_arguments(line: &CommandLine) -> anyhow::Result<Vec<String>> {
-    line.clone().without(HOST_SIDE).without(&["connect", "duration", "udp", "tcp"]).arguments_text()
+    let mut line = line.clone().without(HOST_SIDE).without(&["connect", "duration", "udp", "tcp"]);
+    if line.has("trace") {
+        line = line.without(&["trace"]).with_flag("explain", "explain");
+    }
+    line.arguments_text()
 }
 
 /// A server (`line`, listening on `port` of all the guest's addresses) in a networked guest (tap

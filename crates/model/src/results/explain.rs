@@ -48,6 +48,10 @@ pub struct ExplainSection {
     /// `--in vm`: how the guest's times were put on the host's clock (guest side of the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_clock: Option<ClockSync>,
+    /// `measure net`: the run's start on the measuring machine's CLOCK_MONOTONIC, ns (the zero
+    /// of `expected_ns` and `start_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_start_ns: Option<u64>,
 }
 
 /// A guest clock related to the host's by timed handshakes (`--in vm --explain`).
@@ -99,7 +103,10 @@ pub struct PathSegment {
     /// enqueue), `server` (-> its send syscall), `host_send` (-> the response leaves the first
     /// device, `net_dev_xmit`), `client_receive` (-> the client read it); to a server in a guest
     /// behind a tap: `host_receive` (-> the request's transmit into the tap), `guest` (-> the
-    /// response's receive from the tap), `host_send` (-> the client's wake-up); or `unexplained` (the
+    /// response's receive from the tap), `host_send` (-> the client's wake-up) - with the guest
+    /// server's own records joined, `guest` is `virtualization` (QEMU and the virtual interrupt
+    /// both ways: the rest of `guest`), `guest_receive`, `guest_server`, `guest_send` (the
+    /// guest's own segments, on its CPUs and clock); or `unexplained` (the
     /// milestones in `missing` are not in the trace: the segments they bound are merged).
     pub name: String,
     /// Since the start of the run.

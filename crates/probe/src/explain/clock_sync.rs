@@ -98,6 +98,43 @@ impl Channel {
     }
 }
 
+/// A guest's clock line with the handshake made before its run.
+pub struct Line {
+    channel: Channel,
+    start: Handshake,
+}
+
+impl Line {
+    /// Open `device` and shake hands; on failure say so in `limitations`, with what is lost
+    /// without the host's clock (`without`).
+    pub fn open(device: &Path, limitations: &mut Vec<String>, without: &str) -> Option<Line> {
+        let shaken = Channel::open(device).and_then(|mut c| Ok((c.best_of(ROUNDS)?, c)));
+        match shaken {
+            Ok((start, channel)) => Some(Line { channel, start }),
+            Err(e) => {
+                limitations.push(format!(
+                    "the guest clock could not be related to the host's over {}: {e} ({without})",
+                    device.display()
+                ));
+                None
+            }
+        }
+    }
+
+    /// Shake hands again after the run: the run's start (`run_start`, this guest's clock) on
+    /// the host's clock.
+    pub fn close(mut self, run_start: u64) -> ClockSync {
+        let end = self.channel.best_of(ROUNDS).ok();
+        conversion(self.start, end, run_start)
+    }
+}
+
+/// The host time of `guest_ns` since the run's start (`clock`'s conversion, its drift included).
+pub fn to_host(clock: &ClockSync, guest_ns: u64) -> u64 {
+    let rate = 1.0 + clock.drift_ppm / 1e6;
+    clock.run_start_host_ns.saturating_add((guest_ns as f64 * rate) as u64)
+}
+
 /// The run's start on the host clock from the handshakes before (and, when it worked, after) it.
 pub fn conversion(start: Handshake, end: Option<Handshake>, run_start: u64) -> ClockSync {
     let drift = match end {

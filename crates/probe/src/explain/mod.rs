@@ -117,7 +117,7 @@ pub struct Explainer {
     latencies: LatencyHistogram,
     threshold: u64,
     /// The guest's line to the host and the handshake before the run.
-    clock: Option<(clock_sync::Channel, clock_sync::Handshake)>,
+    clock: Option<clock_sync::Line>,
 }
 
 /// Fields drop in order: the readers close before the instance is removed, the IPI instance
@@ -190,19 +190,10 @@ impl Explainer {
                 None
             }
         };
-        let clock = cfg.clock_sync.as_ref().and_then(|device| {
-            let shaken = clock_sync::Channel::open(device).and_then(|mut c| Ok((c.best_of(clock_sync::ROUNDS)?, c)));
-            match shaken {
-                Ok((h, channel)) => Some((channel, h)),
-                Err(e) => {
-                    section.limitations.push(format!(
-                        "the guest clock could not be related to the host's over {}: {e} (no host-side causes)",
-                        device.display()
-                    ));
-                    None
-                }
-            }
-        });
+        let clock = cfg
+            .clock_sync
+            .as_ref()
+            .and_then(|device| clock_sync::Line::open(device, &mut section.limitations, "no host-side causes"));
         Explainer {
             cfg,
             clock,
@@ -346,9 +337,8 @@ impl Explainer {
             ));
         }
         self.write_break_trace(&mut s);
-        if let Some((mut channel, start)) = self.clock.take() {
-            let end = channel.best_of(clock_sync::ROUNDS).ok();
-            s.guest_clock = Some(clock_sync::conversion(start, end, self.run_start));
+        if let Some(line) = self.clock.take() {
+            s.guest_clock = Some(line.close(self.run_start));
         }
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {

@@ -226,6 +226,10 @@ pub struct ServerArgs {
     /// veth, NET_RX softirq, socket enqueue, wake-up), server, host send (section `explain`).
     #[arg(long)]
     pub explain: bool,
+    /// Internal (`measure net client --in vm --explain`, in the guest): the serial device over
+    /// which the host tells its time.
+    #[arg(long, hide = true, value_name = "DEVICE", requires = "explain")]
+    pub clock_sync: Option<PathBuf>,
     /// Write the explained requests as a Perfetto / Chrome trace (the track layout of
     /// `rtvirt simulate --trace` of a network scenario: a track per CPU with the path segments,
     /// a track per measuring thread with its requests). Implies --explain.

@@ -112,21 +112,28 @@ pub fn write_trace(e: &ExplainSection, cpus: &[u32], duration: Nanos, path: &Pat
 
 /// `measure net --explain --trace`: the group "threads" of the simulator's network trace.
 const THREADS_PID: u32 = 2;
+/// `measure net client --in vm --explain --trace`: the guest's CPUs, where its segments ran.
+const GUEST_CORES_PID: u32 = 3;
 
 /// Write the explained requests of `measure net` as a Chrome trace, in the layout of
 /// `rtvirt simulate --trace` of a network scenario: group "cores" with a track per CPU holding
 /// each path segment on the CPU whose event ended it, group "threads" with a track per measuring
 /// thread (`role` and its tid) holding each request's round trip and the segments no CPU's event
-/// ends (the client's own clock readings, `unexplained`). The requests at or above the p99 of
-/// those kept are marked `late request`.
+/// ends (the client's own clock readings, `unexplained`). With a server in a guest, group
+/// "guest cores" holds the guest's segments (`guest_*`) on the guest CPU whose event ended each.
+/// The requests at or above the p99 of those kept are marked `late request`.
 pub fn write_net_trace(e: &ExplainSection, role: &str, path: &Path) -> anyhow::Result<()> {
     let end = e.samples.iter().map(|s| s.expected_ns + s.latency_ns).max().unwrap_or(0);
     let window = TraceWindow { from: Nanos::ZERO, to: Nanos(end + 1), max_events: 2_000_000 };
     let mut w = TraceWriter::new(window);
-    let cpus: std::collections::BTreeSet<u32> =
-        e.samples.iter().flat_map(|s| s.segments.iter().filter_map(|x| x.cpu)).collect();
-    for &cpu in &cpus {
-        w.name_track(Track { pid: CORES_PID, tid: cpu }, "cores", &format!("core {cpu}"));
+    let all = || e.samples.iter().flat_map(|s| s.segments.iter());
+    let cpus: std::collections::BTreeSet<(bool, u32)> =
+        all().filter_map(|x| Some((is_guests(&x.name), x.cpu?))).collect();
+    for &(guest, cpu) in &cpus {
+        match guest {
+            true => w.name_track(Track { pid: GUEST_CORES_PID, tid: cpu }, "guest cores", &format!("guest core {cpu}")),
+            false => w.name_track(Track { pid: CORES_PID, tid: cpu }, "cores", &format!("core {cpu}")),
+        }
     }
     let threads: std::collections::BTreeSet<u32> = e.samples.iter().map(|s| s.tid).collect();
     for &tid in &threads {
@@ -142,7 +149,8 @@ pub fn write_net_trace(e: &ExplainSection, role: &str, path: &Path) -> anyhow::R
         w.slice(thread, &request, start, end, Some(json!({"round_trip_ns": s.latency_ns})));
         for x in &s.segments {
             let args = json!({"request": s.request, "duration_ns": x.duration_ns, "via": x.via, "missing": x.missing});
-            let track = x.cpu.map_or(thread, |cpu| Track { pid: CORES_PID, tid: cpu });
+            let cores = if is_guests(&x.name) { GUEST_CORES_PID } else { CORES_PID };
+            let track = x.cpu.map_or(thread, |cpu| Track { pid: cores, tid: cpu });
             w.slice(track, &x.name, Nanos(x.start_ns), Nanos(x.start_ns + x.duration_ns), Some(args));
         }
         if s.latency_ns >= late {
@@ -153,6 +161,11 @@ pub fn write_net_trace(e: &ExplainSection, role: &str, path: &Path) -> anyhow::R
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
     w.write_json(&mut out).with_context(cannot)?;
     std::io::Write::flush(&mut out).with_context(cannot)
+}
+
+/// Whether a path segment was measured in the guest (its CPU is the guest's).
+fn is_guests(segment: &str) -> bool {
+    segment.starts_with("guest_")
 }
 
 /// The p99 of the kept requests' round trips.

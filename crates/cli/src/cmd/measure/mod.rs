@@ -5,7 +5,7 @@
 
 mod args;
 pub(crate) mod explain;
-mod net;
+pub(crate) mod net;
 mod output;
 mod stream;
 mod tasks;
@@ -90,5 +90,8 @@ mod tests {
         let l =
             line("measure net client --in=vm --tcp --connect 1.2.3.4:9 --arrivals poisson:100 --duration 3s --size 64");
         assert_eq!(client_arguments(&l).unwrap(), ["--arrivals", "poisson:100", "--size", "64"]);
+        let l = line("measure net client --in vm --duration 3s --trace t.json --format json");
+        assert_eq!(client_arguments(&l).unwrap(), ["--explain"], "the trace is written on the host, merged");
+        assert!(l.has("trace") && l.value("trace") == Some(&std::ffi::OsString::from("t.json")));
     }
 }

@@ -46,7 +46,8 @@ impl Measurement for Server {
         let listen = inside_container_listen(a.listen);
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
         let mut srv = server::Server::bind(&cfg)?;
-        let mut explainer = a.explains().then(|| NetExplainer::start(explain_config()));
+        let config = || ExplainConfig { clock_sync: a.clock_sync.clone(), ..explain_config() };
+        let mut explainer = a.explains().then(|| NetExplainer::start(config()));
         if let Some(e) = explainer.as_mut() {
             e.set_run_start(rtvirt_probe::rt::now_ns());
             srv.explain_to(e.sink());
@@ -109,7 +110,7 @@ fn explain_config() -> ExplainConfig {
 
 /// The path segments: mean, p99 and max of each, the worst request broken down, what could not
 /// be explained.
-fn print_segments(e: &ExplainSection) {
+pub(crate) fn print_segments(e: &ExplainSection) {
     println!();
     println!("requests explained: {}; trace events lost: {}", e.samples_above, e.events_lost);
     if !e.segments.is_empty() {

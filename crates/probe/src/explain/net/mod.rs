@@ -17,6 +17,7 @@
 //! summary; the worst [`ExplainConfig::max_samples`] are kept with their segments.
 
 pub mod events;
+pub mod guest;
 pub mod join;
 
 use super::ExplainConfig;
@@ -98,6 +99,9 @@ pub struct NetExplainer {
     missing: BTreeMap<&'static str, u64>,
     out_of_order: u64,
     forgotten_events: u64,
+    /// In a guest (`--in vm`): the line over which the host tells its time, and the handshake
+    /// before the run.
+    clock: Option<super::clock_sync::Line>,
 }
 
 /// Fields drop in order: the readers close before the instance is removed.
@@ -125,8 +129,12 @@ impl NetExplainer {
                 None
             }
         };
+        let clock = cfg.clock_sync.as_ref().and_then(|device| {
+            super::clock_sync::Line::open(device, &mut section.limitations, "the host checks the join without it")
+        });
         NetExplainer {
             cfg,
+            clock,
             capture,
             rx,
             sink: NetSink { tx, dropped: Default::default() },
@@ -258,6 +266,10 @@ impl NetExplainer {
     fn finish(mut self) -> ExplainSection {
         let mut s = std::mem::take(&mut self.section);
         s.samples_above = self.requests;
+        s.run_start_ns = (self.run_start > 0).then_some(self.run_start);
+        if let Some(line) = self.clock.take() {
+            s.guest_clock = Some(line.close(self.run_start));
+        }
         keep_worst(&mut s.samples, self.cfg.max_samples);
         s.segments = self
             .segments
@@ -327,7 +339,6 @@ impl Capture {
             "net/net_dev_queue",
             "net/net_dev_xmit",
             "net/netif_receive_skb",
-            "sock/sk_data_ready",
             "sched/sched_wakeup",
         ];
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
@@ -342,7 +353,14 @@ impl Capture {
             }
         }
         for e in &instance.absent {
-            limitations.push(format!("event {e} absent: the path is joined without it"));
+            limitations.push(match e.as_str() {
+                "sock/sk_data_ready" => format!(
+                    "event {e} absent: a server's request is known by its copy to user space, its socket enqueue by \
+                     the wake-up it caused (the server awake: host_receive ends at netif_receive_skb); a client's \
+                     response cannot be joined without it"
+                ),
+                _ => format!("event {e} absent: the path is joined without it"),
+            });
         }
         let decoder = Decoder::new(&instance);
         let readers = crate::cpus::online()
