@@ -63,12 +63,33 @@ fn free_subnet() -> Result<u8> {
         .ok_or_else(|| VmError::Net("no free 10.213.N.0/24 subnet".into()))
 }
 
+/// An exclusive lock, across processes, on choosing a subnet (held until dropped).
+fn subnet_lock() -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let dir = crate::paths::run_dir().join("vm");
+    let io = |e| VmError::Net(format!("cannot lock {}/subnet.lock: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("subnet.lock"))
+        .map_err(io)?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(io(std::io::Error::last_os_error()));
+    }
+    Ok(f)
+}
+
 impl Bridge {
     /// Create `rtvbr<pid>` (deleting a stale one of ours first) with the host address, up.
     pub fn create() -> Result<Bridge> {
         sweep_stale();
         let name = format!("{BRIDGE_PREFIX}{}", std::process::id());
         let _ = ip(&["link", "del", &name]);
+        // two guests started at once must not both find the same subnet free
+        let _choosing = subnet_lock()?;
         let n = free_subnet()?;
         let bridge =
             Bridge { name, host_ip: format!("10.213.{n}.1"), guest_ip: format!("10.213.{n}.2"), prefix_len: 24 };

@@ -98,7 +98,10 @@ pub fn split(client: &mut ExplainSection, guest: &ExplainSection) {
              number to the guest server's own trace: their `guest` segment is split into `{VIRTUALIZATION}` (QEMU \
              and the virtual interrupt both ways: the host's `guest` segment minus what the guest measured; drawn \
              first, the host cannot tell how it divides between the way in and the way out), `guest_receive`, \
-             `guest_server` and `guest_send` (durations on the guest's clock)"
+             `guest_server` and `guest_send` (durations on the guest's clock); the guest explained {} requests, {} \
+             records came back",
+            guest.samples_above,
+            guest.samples.len()
         ));
     }
     if split_count > 0 {
