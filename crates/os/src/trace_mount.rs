@@ -20,11 +20,19 @@ fn is_tracefs(path: &Path) -> bool {
     nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TRACEFS_MAGIC)
 }
 
+/// Set while tracefs is mounted by rtvirt (volatile, like the mount): whichever rtvirt instance
+/// goes last unmounts it, also when the process that mounted it finished before another one's
+/// instance (two runs at once, or two instances of one run removed in either order).
+const MOUNTED_BY_RTVIRT: &str = "/run/rtvirt/tracefs-mounted";
+
 /// Mount tracefs if asked, then create the instance directory (the kernel fills it).
 pub(crate) fn create_instance(path: &Path, mount_point: Option<&Path>) -> Result<()> {
     if let Some(m) = mount_point {
         if mounted_at().is_none() {
             mount_tracefs(m)?;
+            let marker = Path::new(MOUNTED_BY_RTVIRT);
+            let _ = std::fs::create_dir_all(marker.parent().unwrap_or(Path::new("/")));
+            let _ = std::fs::write(marker, m.as_os_str().as_encoded_bytes());
         }
     }
     if path.is_dir() {
@@ -49,8 +57,15 @@ pub(crate) fn remove_instance(path: &Path, mount_point: Option<&Path>) -> Result
     if !removed {
         std::fs::remove_dir(path).map_err(|e| OsError::io(path, e))?;
     }
-    match mount_point {
-        Some(m) if mounted_at().as_deref() == Some(m) && !has_other_instances(m) => unmount(m),
+    let ours = mount_point.map(Path::to_path_buf).or_else(|| {
+        let marked = std::fs::read(MOUNTED_BY_RTVIRT).ok()?;
+        Some(PathBuf::from(std::ffi::OsStr::new(std::str::from_utf8(&marked).ok()?)))
+    });
+    match ours {
+        Some(m) if mounted_at().as_deref() == Some(m.as_path()) && !has_other_instances(&m) => {
+            let _ = std::fs::remove_file(MOUNTED_BY_RTVIRT);
+            unmount(&m)
+        }
         _ => Ok(()),
     }
 }

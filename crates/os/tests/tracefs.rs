@@ -94,3 +94,19 @@ fn the_instance_of_a_killed_process_is_removed_by_the_next_run() {
     assert!(!record.exists() && !second_record.exists(), "and their records");
     assert_eq!(tracefs::mounted_at(), mounted_before);
 }
+
+/// Two instances at once, the one whose creation mounted tracefs removed first (two runs at once,
+/// or one run's two instances in that order): the one removed last unmounts it. Before, tracefs
+/// stayed mounted: the first saw the other instance, the last had not mounted it.
+#[test]
+fn the_last_instance_out_unmounts_what_rtvirt_mounted() {
+    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let mounted_before = tracefs::mounted_at();
+    let state = tempfile::tempdir().unwrap();
+    let first = tracefs::Instance::create(state.path(), &["sched/sched_switch"], 64).unwrap();
+    let second = tracefs::Instance::create_part(state.path(), Some("second"), &["sched/sched_switch"], 64).unwrap();
+    drop(first);
+    assert!(second.path().is_dir() && tracefs::mounted_at().is_some(), "still in use by the second");
+    drop(second);
+    assert_eq!(tracefs::mounted_at(), mounted_before, "tracefs left mounted as it was");
+}
