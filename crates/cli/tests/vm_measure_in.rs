@@ -1,5 +1,6 @@
 //! `rtvirt measure ... --in vm`: the measure commands' hook into the guest runner.
 
+mod schema_support;
 mod vm_support;
 use vm_support::{assert_nothing_left, rtvirt, run, Running, BOUND};
 
@@ -121,6 +122,7 @@ fn measure_net_client_in_vm_explain_splits_each_round_trip_with_the_guests_own_t
     ]);
     assert_eq!(code, 0, "{err}");
     let r = json(&out);
+    schema_support::assert_valid("results", &r);
     let e = &r["explain"];
     let responses = r["rtt_ns"]["count"].as_u64().unwrap();
     let summary = |name: &str| e["segments"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned();
