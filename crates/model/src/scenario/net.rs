@@ -317,6 +317,10 @@ pub(crate) struct RawXen {
     pub tx_cost: Option<Nanos>,
     pub softnet_cost: Option<Nanos>,
     pub rx_cost: Option<Nanos>,
+    /// Dom0 per-round costs of netback (default 0): one GNTTABOP_copy hypercall and the
+    /// event-channel notifications per TX / RX round, on top of the per-packet costs.
+    pub tx_round_cost: Option<Nanos>,
+    pub rx_round_cost: Option<Nanos>,
     /// Guest vCPU time per packet sent (default 6us) and received (8us); event-channel
     /// latency (4us). Shared by the measured and the interfering domains (docs/netsim.md).
     pub guest_send: Option<Nanos>,
@@ -504,6 +508,8 @@ pub struct XenNet {
     pub tx_cost: Nanos,
     pub softnet_cost: Nanos,
     pub rx_cost: Nanos,
+    pub tx_round_cost: Nanos,
+    pub rx_round_cost: Nanos,
     pub guest_send: Nanos,
     pub guest_recv: Nanos,
     pub event_channel: Nanos,
@@ -931,6 +937,8 @@ impl RawXen {
             tx_cost: self.tx_cost.unwrap_or(Nanos(5_000)),
             softnet_cost: self.softnet_cost.unwrap_or(Nanos(2_000)),
             rx_cost: self.rx_cost.unwrap_or(Nanos(5_000)),
+            tx_round_cost: self.tx_round_cost.unwrap_or(Nanos::ZERO),
+            rx_round_cost: self.rx_round_cost.unwrap_or(Nanos::ZERO),
             guest_send: self.guest_send.unwrap_or(Nanos(6_000)),
             guest_recv: self.guest_recv.unwrap_or(Nanos(8_000)),
             event_channel: self.event_channel.unwrap_or(Nanos(4_000)),
