@@ -3,7 +3,9 @@
 //! tracefs: every request gets its path segments, they add up to the measured round trip, the
 //! milestones come in order within the trace's precision (1 us: the trace clock is the client's
 //! CLOCK_MONOTONIC), the output is valid against the results schema, the `--trace` file has the
-//! simulator's network track layout, and nothing stays enabled or mounted.
+//! simulator's network track layout, and nothing stays enabled or mounted. Syscall events are
+//! traced only with `--explain-syscalls` (the server test: its `server` then ends at its send
+//! syscall, not at its response's `net_dev_queue`).
 //!
 //! "Nearly every request explained in full" is at least 90%: a real trace can miss an event of
 //! a request (a ring-buffer page read while the kernel still writes it); such a request is one
@@ -72,6 +74,8 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
     assert_eq!(e["samples_above"], responses);
     let limits = e["limitations"].to_string();
     assert!(!limits.contains("before the previous one"), "milestones in order within 1 us: {limits}");
+    let present = e["events_present"].as_array().unwrap();
+    assert!(!present.iter().any(|x| x.as_str().unwrap().starts_with("syscalls/")), "no syscall event by default: {e}");
     let veth = v["environment"]["container"]["veth"][1].as_str().unwrap().to_string();
     let bridge = v["environment"]["container"]["bridge"].as_str().unwrap().to_string();
     // Every request is accounted; one whose trace misses an event is one `unexplained` segment
@@ -117,8 +121,8 @@ fn a_server_explains_its_hosts_share_of_each_request() {
     let listen = format!("127.0.0.1:{port}");
     let trace = state.path().join("server.json");
     let server = rtvirt(state.path())
-        .args(["measure", "net", "server", "--listen", &listen, "--duration", "2s", "--explain", "--format", "json"])
-        .arg("--trace")
+        .args(["measure", "net", "server", "--listen", &listen, "--duration", "2s", "--explain-syscalls"])
+        .args(["--format", "json", "--trace"])
         .arg(&trace)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -138,6 +142,11 @@ fn a_server_explains_its_hosts_share_of_each_request() {
     assert_eq!(samples.len() as u64, answered, "{}", v["explain"]["limitations"]);
     let explained = explained_server_requests(samples, "lo");
     assert!(explained * 10 >= samples.len() * 9, "{explained} of {} explained in full: {v}", samples.len());
+    let present = v["explain"]["events_present"].to_string();
+    assert!(present.contains("syscalls/sys_enter_sendto"), "--explain-syscalls traces them: {present}");
+    let ends_at_send =
+        samples.iter().filter(|s| !cut_short(s, &SERVER_PATH) && via(s, "server").contains("send syscall"));
+    assert_eq!(ends_at_send.count(), explained, "`server` ends at the send syscall");
     assert_trace_layout(&trace, samples, "server");
     assert!(rtvirt_instances().is_empty(), "left: {:?}", rtvirt_instances());
 }

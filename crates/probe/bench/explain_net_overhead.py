@@ -2,23 +2,27 @@
 """Tracing on vs off, interleaved: `rtvirt measure net client --in container` with and without
 `--explain` (the server in a fresh container, over its veth pair and bridge).
 
-usage: explain_net_overhead.py RTVIRT ROUNDS SECONDS RATE
+usage: explain_net_overhead.py RTVIRT ROUNDS SECONDS RATE [--syscalls] [--baseline OTHER_RTVIRT]
 Prints per round and mode the round trip's p50/p99/max (us), responses, and CPU per request of
 the whole process tree (user + system of the client, its trace reader and the container's server,
-so reading and decoding the trace and joining the requests are included). Run as root, alone on
-the machine as far as possible (docs/PERFORMANCE.md).
+so reading and decoding the trace and joining the requests are included), then each mode's mean
+p50 and its shift from off. With --syscalls a third mode, --explain-syscalls, runs in each round
+too; with --baseline, OTHER_RTVIRT's --explain (an earlier build) runs beside them in each round.
+Run as root, alone on the machine as far as possible (docs/PERFORMANCE.md).
 """
 import json
 import resource
+import statistics
 import subprocess
 import sys
 
 
-def run(rtvirt, seconds, rate, explain):
+def run(rtvirt, seconds, rate, flag):
+    rtvirt, flag = flag if isinstance(flag, tuple) else (rtvirt, flag)
     args = [rtvirt, "measure", "net", "client", "--in", "container", "--duration", f"{seconds}s",
             "--arrivals", f"fixed:{rate}", "--format", "json"]
-    if explain:
-        args.append("--explain")
+    if flag:
+        args.append(flag)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -32,14 +36,27 @@ def run(rtvirt, seconds, rate, explain):
 
 def main():
     rtvirt, rounds, seconds, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    modes = [("off", None), ("on (--explain)", "--explain")]
+    if "--syscalls" in sys.argv[5:]:
+        modes.append(("--explain-syscalls", "--explain-syscalls"))
+    if "--baseline" in sys.argv[5:]:
+        other = sys.argv[sys.argv.index("--baseline") + 1]
+        modes.append(("baseline --explain", (other, "--explain")))
+    p50s = {mode: [] for mode, _ in modes}
     print("| round | tracing | p50 us | p99 us | max us | responses | CPU us/request | explained | events lost |")
     print("|---|---|---|---|---|---|---|---|---|")
     for k in range(1, rounds + 1):
-        for explain in (False, True):
-            p50, p99, mx, n, cpu_us, explained, lost = run(rtvirt, seconds, rate, explain)
-            mode = "on (--explain)" if explain else "off"
+        for mode, flag in modes:
+            p50, p99, mx, n, cpu_us, explained, lost = run(rtvirt, seconds, rate, flag)
+            p50s[mode].append(p50)
             print(f"| {k} | {mode} | {p50:.1f} | {p99:.1f} | {mx:.0f} | {n} | {cpu_us:.1f} | {explained} | {lost} |",
                   flush=True)
+    off = statistics.mean(p50s["off"])
+    for mode, values in p50s.items():
+        mean = statistics.mean(values)
+        ratios = [v / o for v, o in zip(values, p50s["off"])]
+        print(f"{mode}: mean p50 {mean:.1f} us over {len(values)} rounds, shift {100 * (mean / off - 1):+.1f}% "
+              f"(median of the rounds' own shifts {100 * (statistics.median(ratios) - 1):+.1f}%)")
 
 
 if __name__ == "__main__":

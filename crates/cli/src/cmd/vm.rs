@@ -289,6 +289,7 @@ fn net_cmd(args: NetArgs) -> CmdResult {
         loads: &args.loads,
         client_args: &args.client_args,
         explain: false,
+        explain_syscalls: false,
         trace: None,
     };
     net_in_guest(flavour, &args.guest, &params, args.format)

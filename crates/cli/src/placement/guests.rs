@@ -331,6 +331,8 @@ pub struct NetParams<'a> {
     pub client_args: &'a [String],
     /// `--explain`: the server in the guest explains its side too, merged into the client's.
     pub explain: bool,
+    /// `--explain-syscalls`: both sides trace their send and receive syscalls too.
+    pub explain_syscalls: bool,
     /// `--trace FILE.json` of an explaining client: written here, from the merged explanation.
     pub trace: Option<std::path::PathBuf>,
 }
@@ -342,12 +344,15 @@ pub const SERVER_MARGIN: Nanos = Nanos::from_secs(3);
 pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, format: Format) -> CmdResult {
     let (image, cfg) = boot_config(flavour, guest)?;
     let accel = cfg.accel;
-    let more: &[&str] = match params.explain {
-        true => &["--explain", "--clock-sync", super::explain_host::GUEST_CLOCK_DEVICE],
-        false => &[],
+    let mut more: Vec<&str> = match params.explain {
+        true => vec!["--explain", "--clock-sync", super::explain_host::GUEST_CLOCK_DEVICE],
+        false => Vec::new(),
     };
+    if params.explain_syscalls {
+        more.push("--explain-syscalls");
+    }
     let listen = format!("0.0.0.0:{}", params.port);
-    let server = command_line::net_server(&listen, params.duration + SERVER_MARGIN, params.tcp, more);
+    let server = command_line::net_server(&listen, params.duration + SERVER_MARGIN, params.tcp, &more);
     let cfg = GuestConfig { clock_line: params.explain, ..cfg };
     // `--explain`: the guest's server relates its clock to the host's over its clock line
     let clock = params.explain.then(|| super::explain_host::answer_clock(&cfg.name));

@@ -65,10 +65,12 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
 /// splits each round trip's `guest` segment with it; the trace is then written here, merged.
 pub fn client(line: &CommandLine, port: u16, tcp: bool, common: &Common, duration: Nanos) -> CmdResult {
     let flavour = one_kernel(&common.guest_kernel)?;
-    let explain = line.has("explain") || line.has("trace");
+    let explain_syscalls = line.has("explain_syscalls");
+    let explain = line.has("explain") || line.has("trace") || explain_syscalls;
     let trace = line.value("trace").map(std::path::PathBuf::from);
     let client_args = client_arguments(line)?;
-    let params = NetParams { tcp, port, duration, loads: &common.load, client_args: &client_args, explain, trace };
+    let loads = &common.load;
+    let params = NetParams { tcp, port, duration, loads, client_args: &client_args, explain, explain_syscalls, trace };
     net_in_guest(flavour, &hook_guest_opts(common, duration + SERVER_MARGIN), &params, common.format)
 }
 

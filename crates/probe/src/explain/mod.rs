@@ -54,7 +54,8 @@ pub struct ExplainConfig {
     pub buffer_kb: u32,
     /// Explained samples kept (the worst).
     pub max_samples: usize,
-    /// Also trace the measuring threads' `clock_nanosleep` syscalls ([`decode::SYSCALL_EVENTS`]).
+    /// Also trace the measuring threads' syscalls: `clock_nanosleep` ([`decode::SYSCALL_EVENTS`]) of
+    /// `measure timer`, send and receive ([`net::events::SYSCALL_EVENTS`]) of `measure net`.
     pub syscalls: bool,
 }
 

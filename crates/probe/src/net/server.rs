@@ -97,11 +97,13 @@ impl Server {
         self.explaining = Some(sink);
     }
 
-    /// Tell the explainer about a request answered between `received` and now.
-    fn answered(&self, message: &[u8], received: u64) {
+    /// Tell the explainer about a request answered between `received` and now, taken by a
+    /// receive entered at `waiting`.
+    fn answered(&self, message: &[u8], waiting: u64, received: u64) {
         let (Some(sink), Some(header)) = (&self.explaining, wire::decode(message)) else { return };
         let server = rt::gettid() as u32;
-        sink.send(Request::Server(ServerRequest { seq: header.seq, server, received, answered: rt::now_ns() }));
+        let answered = rt::now_ns();
+        sink.send(Request::Server(ServerRequest { seq: header.seq, server, waiting, received, answered }));
     }
 
     /// The address really bound (port 0 resolved).
@@ -129,6 +131,7 @@ impl Server {
         let st = &self.stats;
         let mut streams = stream_wire::Streams::default();
         while !Self::stopped(stop) {
+            let waiting = rt::now_ns();
             let (n, peer) = match socket.recv_from(&mut buf) {
                 Ok(x) => x,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
@@ -160,7 +163,7 @@ impl Server {
             self.service(stop);
             if socket.send_to(&buf[..n], peer).is_ok() {
                 st.responses.fetch_add(1, Ordering::Relaxed);
-                self.answered(&buf[..n], received);
+                self.answered(&buf[..n], waiting, received);
             }
         }
         Ok(())
@@ -218,6 +221,7 @@ impl Server {
         let quit = || Self::stopped(stop) || slot.closing.load(Ordering::Relaxed);
         loop {
             let idle_until = slot.idle_since_ns.load(Ordering::Relaxed) + IDLE_TIMEOUT.as_nanos() as u64;
+            let waiting = rt::now_ns();
             if read_by(&mut stream, &mut buf[..1], idle_until, &quit) != Received::All {
                 return;
             }
@@ -252,7 +256,7 @@ impl Server {
                 return;
             }
             st.responses.fetch_add(1, Ordering::Relaxed);
-            self.answered(&buf[4..4 + len], received);
+            self.answered(&buf[4..4 + len], waiting, received);
             slot.idle();
         }
     }

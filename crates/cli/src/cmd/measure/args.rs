@@ -226,6 +226,12 @@ pub struct ServerArgs {
     /// veth, NET_RX softirq, socket enqueue, wake-up), server, host send (section `explain`).
     #[arg(long)]
     pub explain: bool,
+    /// Also trace rtvirt's threads' send and receive syscalls (filtered to them in the kernel):
+    /// `server` then ends at the server's send syscall instead of its response's net_dev_queue.
+    /// Costs more: while on, every system call of every task on the host takes the kernel's
+    /// slow path. Implies --explain.
+    #[arg(long)]
+    pub explain_syscalls: bool,
     /// Internal (`measure net client --in vm --explain`, in the guest): the serial device over
     /// which the host tells its time.
     #[arg(long, hide = true, value_name = "DEVICE", requires = "explain")]
@@ -242,7 +248,7 @@ pub struct ServerArgs {
 impl ServerArgs {
     /// Whether a kernel trace is taken.
     pub fn explains(&self) -> bool {
-        self.explain || self.trace.is_some()
+        self.explain || self.explain_syscalls || self.trace.is_some()
     }
 }
 
@@ -306,6 +312,12 @@ pub struct ClientArgs {
     /// client receive (section `explain`; with --in container the server's side is traced too).
     #[arg(long, conflicts_with = "stream")]
     pub explain: bool,
+    /// Also trace rtvirt's threads' send and receive syscalls (filtered to them in the kernel):
+    /// `server` then ends at the server's send syscall instead of its response's net_dev_queue.
+    /// Costs more: while on, every system call of every task on the host takes the kernel's
+    /// slow path. Implies --explain.
+    #[arg(long, conflicts_with = "stream")]
+    pub explain_syscalls: bool,
     /// Write the explained round trips as a Perfetto / Chrome trace (the track layout of
     /// `rtvirt simulate --trace` of a network scenario: a track per CPU with the path segments,
     /// a track per measuring thread with its requests). Implies --explain.
@@ -333,7 +345,7 @@ pub struct ClientArgs {
 impl ClientArgs {
     /// Whether a kernel trace is taken.
     pub fn explains(&self) -> bool {
-        self.explain || self.trace.is_some()
+        self.explain || self.explain_syscalls || self.trace.is_some()
     }
 }
 

@@ -46,7 +46,7 @@ impl Measurement for Server {
         let listen = inside_container_listen(a.listen);
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
         let mut srv = server::Server::bind(&cfg)?;
-        let config = || ExplainConfig { clock_sync: a.clock_sync.clone(), ..explain_config() };
+        let config = || ExplainConfig { clock_sync: a.clock_sync.clone(), ..explain_config(a.explain_syscalls) };
         let mut explainer = a.explains().then(|| NetExplainer::start(config()));
         if let Some(e) = explainer.as_mut() {
             e.set_run_start(rtvirt_probe::rt::now_ns());
@@ -103,9 +103,9 @@ impl Measurement for Server {
     }
 }
 
-/// Where the tracing instance is journaled.
-fn explain_config() -> ExplainConfig {
-    ExplainConfig::new(rtvirt_host::journal::default_state_dir())
+/// Where the tracing instance is journaled; whether syscalls are traced too.
+fn explain_config(syscalls: bool) -> ExplainConfig {
+    ExplainConfig { syscalls, ..ExplainConfig::new(rtvirt_host::journal::default_state_dir()) }
 }
 
 /// The path segments: mean, p99 and max of each, the worst request broken down, what could not
@@ -203,7 +203,7 @@ impl Measurement for Client {
         if let Some(server) = server {
             self.config.connect = server;
         }
-        let explain = self.args.explains().then(explain_config);
+        let explain = self.args.explains().then(|| explain_config(self.args.explain_syscalls));
         Ok(client::run_explained(&self.config, explain.as_ref())?)
     }
 

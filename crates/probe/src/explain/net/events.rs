@@ -6,19 +6,15 @@ use crate::explain::decode::data_loc_text;
 use rtvirt_os::tracefs::{Field, Instance, RawEvent};
 use std::collections::HashMap;
 
-/// The events a request's path is joined from (`system/name`).
+/// The events a request's path is joined from (`system/name`). rtvirt's threads' send and
+/// receive syscalls ([`SYSCALL_EVENTS`]) are not among them by default: see there. Nor is
+/// `napi/napi_poll`: it names no packet, the NET_RX softirq's entry and exit already bound each
+/// poll, and it would add two events to every request's path.
 pub const EVENTS: &[&str] = &[
-    "syscalls/sys_enter_sendto",
-    "syscalls/sys_enter_sendmsg",
-    "syscalls/sys_enter_write",
-    "syscalls/sys_exit_recvfrom",
-    "syscalls/sys_exit_recvmsg",
-    "syscalls/sys_exit_read",
     "net/net_dev_queue",
     "net/net_dev_xmit",
     "net/netif_rx",
     "net/netif_receive_skb",
-    "napi/napi_poll",
     "sock/sk_data_ready",
     "skb/skb_copy_datagram_iovec",
     "sched/sched_waking",
@@ -28,6 +24,26 @@ pub const EVENTS: &[&str] = &[
     "irq/softirq_raise",
     "irq/irq_handler_entry",
 ];
+
+/// rtvirt's threads' send syscall entries and receive syscall returns (`--explain-syscalls`).
+/// While any syscall event is enabled every system call of every task on the host takes the
+/// kernel's slow path (the filter to rtvirt's threads is applied after it), so by default the
+/// join does without them: the client's send by its own clock, a server's receive by its copy of
+/// the packet to user space, its send by the response's `net_dev_queue`.
+pub const SYSCALL_EVENTS: &[&str] = &[
+    "syscalls/sys_enter_sendto",
+    "syscalls/sys_enter_sendmsg",
+    "syscalls/sys_enter_write",
+    "syscalls/sys_exit_recvfrom",
+    "syscalls/sys_exit_recvmsg",
+    "syscalls/sys_exit_read",
+];
+
+/// The events traced: [`EVENTS`], and [`SYSCALL_EVENTS`] when asked for.
+pub fn traced(syscalls: bool) -> Vec<&'static str> {
+    let extra = if syscalls { SYSCALL_EVENTS } else { &[] };
+    EVENTS.iter().chain(extra).copied().collect()
+}
 
 /// The name of the thread that reads the trace: its own syscalls are filtered out.
 pub const READER_THREAD: &str = "rtvirt-explain";
@@ -87,10 +103,6 @@ pub enum NetEvent {
     Receive {
         skb: u64,
         device: Device,
-    },
-    NapiPoll {
-        device: Device,
-        work: i32,
     },
     /// `sk_data_ready`: data queued on socket `sock` (its readers are woken next).
     DataReady {
@@ -157,7 +169,6 @@ enum Kind {
     Xmit { skb: Field, name: Field },
     NetifRx { skb: Field, name: Field },
     Receive { skb: Field, name: Field },
-    NapiPoll { name: Field, work: Field },
     DataReady { sock: Field },
     Copy { skb: Field },
     Waking { pid: Field },
@@ -183,6 +194,9 @@ pub struct Decoder {
     /// Whether `sk_data_ready` is traced (Linux 6.4 on; without it a server's request is known
     /// by its copy to user space, and its socket enqueue by the wake-up it caused).
     pub has_data_ready: bool,
+    /// Whether the send and receive syscalls are traced ([`SYSCALL_EVENTS`]); without them a
+    /// receive is known by its copy to user space and a send by its `net_dev_queue`.
+    pub has_syscalls: bool,
 }
 
 impl Decoder {
@@ -201,11 +215,12 @@ impl Decoder {
         }
         let has = |event: &str| instance.present.iter().any(|e| e == event);
         let (has_waking, has_data_ready) = (has("sched/sched_waking"), has("sock/sk_data_ready"));
+        let has_syscalls = has("syscalls/sys_enter_sendto") && has("syscalls/sys_exit_recvfrom");
         let (devices, taps, nics, irq_names) = (Vec::new(), Vec::new(), Vec::new(), HashMap::new());
-        Decoder { kinds, common_pid, devices, taps, nics, irq_names, has_waking, has_data_ready }
+        Decoder { kinds, common_pid, devices, taps, nics, irq_names, has_waking, has_data_ready, has_syscalls }
     }
 
-    /// The event, if it is one of [`EVENTS`].
+    /// The event, if it is one of [`EVENTS`] or [`SYSCALL_EVENTS`].
     pub fn decode(&mut self, raw: &RawEvent, cpu: u32) -> Option<Ev> {
         let d = raw.data;
         let id = u16::from_le_bytes([*d.first()?, *d.get(1)?]);
@@ -225,7 +240,6 @@ impl Decoder {
             Kind::Xmit { skb, name } => NetEvent::Xmit { skb: uint(skb)?, device: device(name) },
             Kind::NetifRx { skb, name } => NetEvent::NetifRx { skb: uint(skb)?, device: device(name) },
             Kind::Receive { skb, name } => NetEvent::Receive { skb: uint(skb)?, device: device(name) },
-            Kind::NapiPoll { name, work } => NetEvent::NapiPoll { device: device(name), work: work.int(d)? as i32 },
             Kind::DataReady { sock } => NetEvent::DataReady { sock: uint(sock)? },
             Kind::Copy { skb } => NetEvent::Copy { skb: uint(skb)? },
             Kind::Waking { pid } => NetEvent::Waking { pid: uint(pid)? as u32 },
@@ -255,6 +269,7 @@ impl Decoder {
             irq_names: HashMap::new(),
             has_waking: false,
             has_data_ready: true,
+            has_syscalls: true,
         }
     }
 
@@ -331,7 +346,6 @@ fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
         "net/net_dev_xmit" => Kind::Xmit { skb: skb()?, name: field("name")? },
         "net/netif_rx" => Kind::NetifRx { skb: skb()?, name: field("name")? },
         "net/netif_receive_skb" => Kind::Receive { skb: skb()?, name: field("name")? },
-        "napi/napi_poll" => Kind::NapiPoll { name: field("dev_name")?, work: field("work")? },
         "sock/sk_data_ready" => Kind::DataReady { sock: field("skaddr")? },
         "skb/skb_copy_datagram_iovec" => Kind::Copy { skb: skb()? },
         "sched/sched_waking" => Kind::Waking { pid: field("pid")? },

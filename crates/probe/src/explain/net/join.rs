@@ -32,6 +32,8 @@ pub struct ClientRequest {
 pub struct ServerRequest {
     pub seq: u64,
     pub server: u32,
+    /// Just before the receive syscall that returned the request.
+    pub waiting: u64,
     /// Just after the receive syscall returned.
     pub received: u64,
     /// Just after the send syscall returned.
@@ -117,7 +119,6 @@ impl<'a> Path<'a> {
             NetEvent::Xmit { device, .. } => format!("net_dev_xmit {}", d(device)),
             NetEvent::NetifRx { device, .. } => format!("netif_rx {}", d(device)),
             NetEvent::Receive { device, .. } => format!("netif_receive_skb {} (cpu {})", d(device), e.cpu),
-            NetEvent::NapiPoll { device, work } => format!("napi_poll {} work {work} (cpu {})", d(device), e.cpu),
             NetEvent::DataReady { .. } => format!("socket enqueue (cpu {})", e.cpu),
             NetEvent::Copy { .. } => format!("copy to user (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Waking { pid } => format!("sched_waking pid {pid} (cpu {})", e.cpu),
@@ -181,11 +182,17 @@ pub fn client(ev: &[Ev], decoder: &Decoder, r: &ClientRequest) -> Joined {
 }
 
 fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'static str> {
-    let send = first(ev, r.sent, r.read, |e| e.pid == r.sender && e.event == NetEvent::Send)
-        .ok_or("the client's send syscall")?;
-    path.close_at("send_lag", send, vec![path.describe(send)]);
-    let queue =
-        first(ev, send.ts, r.read, |e| e.pid == r.sender && is_queue(e)).ok_or("net_dev_queue of the request")?;
+    let sent = match first(ev, r.sent, r.read, |e| e.pid == r.sender && e.event == NetEvent::Send) {
+        Some(send) => {
+            path.close_at("send_lag", send, vec![path.describe(send)]);
+            send.ts
+        }
+        None => {
+            path.close("send_lag", r.sent, None, vec![format!("send syscall (pid {}, by its own clock)", r.sender)]);
+            r.sent
+        }
+    };
+    let queue = first(ev, sent, r.read, |e| e.pid == r.sender && is_queue(e)).ok_or("net_dev_queue of the request")?;
     let via = vec![path.describe(queue)];
     path.close_at("client_send", queue, via);
     let skb = queue.event.skb().expect("a queued packet");
@@ -194,7 +201,7 @@ fn client_steps(ev: &[Ev], path: &mut Path, r: &ClientRequest) -> Result<(), &'s
     if let Some(out) = first(ev, queue.ts, r.read, to_guest) {
         return through_guest(ev, path, r, skb, out);
     }
-    let (xmit, response) = through_server(ev, path, skb, queue.ts, r.read, Server::Not(r.receiver))?;
+    let (xmit, response) = through_server(ev, path, skb, queue.ts, r.read, Server::Not([r.sender, r.receiver]))?;
     let arrived = first(ev, xmit.ts, r.read, |e| matches!(e.event, NetEvent::Receive { skb, .. } if skb == response))
         .ok_or("netif_receive_skb of the response")?;
     let mut via = path.packet_via(ev, response, xmit.ts + 1, r.read);
@@ -219,7 +226,7 @@ pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
     let seen = first_sighting(ev, decoder, received, lookback);
     let (start, mut via) = interrupt_before(ev, decoder, seen);
     let mut path = Path::new(decoder, start);
-    let outcome = through_server(ev, &mut path, skb, seen.ts, r.answered, Server::Is(r.server)).map(|_| ());
+    let outcome = through_server(ev, &mut path, skb, seen.ts, r.answered, Server::Is(*r)).map(|_| ());
     if let Some(first) = path.segments.first_mut() {
         via.append(&mut first.via);
         first.via = via;
@@ -231,26 +238,24 @@ pub fn server(ev: &[Ev], decoder: &Decoder, r: &ServerRequest) -> Joined {
 /// The packet a server's receive returned: the one whose socket enqueue woke the server for it;
 /// the server awake, the last enqueued before it on the socket whose enqueues wake the server.
 fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) -> Option<u64> {
-    let by_server = |e: &Ev| e.pid == r.server && e.event == NetEvent::Taken;
-    let taken = last(ev, lookback, r.received, by_server)?;
-    let before = last(ev, lookback, taken.ts.saturating_sub(1), by_server).map_or(lookback, |e| e.ts);
+    let (before, taken) = (r.waiting.max(lookback), r.received);
     if !decoder.has_data_ready {
         // the packet the server's receive copied to user space, else the one received where the
         // server was woken
         let copied = |e: &Ev| e.pid == r.server && matches!(e.event, NetEvent::Copy { .. });
-        if let Some(skb) = last(ev, before, taken.ts, copied).and_then(|e| e.event.skb()) {
+        if let Some(skb) = last(ev, before, taken, copied).and_then(|e| e.event.skb()) {
             return Some(skb);
         }
-        let woke = last(ev, before, taken.ts, |e| wakes(decoder, e, r.server))?;
+        let woke = last(ev, before, taken, |e| wakes(decoder, e, r.server))?;
         return last(ev, lookback, woke.ts, |e| same_context(e, woke) && is_receive(e))?.event.skb();
     }
     let woke_server = |e: &Ev| wakes(decoder, e, r.server);
     let enqueue_before = |w: &Ev| last(ev, lookback, w.ts, |e| same_context(e, w) && is_enqueue(e));
-    let enqueue = match last(ev, before, taken.ts, woke_server) {
+    let enqueue = match last(ev, before, taken, woke_server) {
         Some(w) => enqueue_before(w)?,
         None => {
-            let socket = last(ev, lookback, taken.ts, woke_server).and_then(enqueue_before)?.event;
-            last(ev, lookback, taken.ts, |e| e.event == socket)?
+            let socket = last(ev, lookback, taken, woke_server).and_then(enqueue_before)?.event;
+            last(ev, lookback, taken, |e| e.event == socket)?
         }
     };
     let received = last(ev, lookback, enqueue.ts, |e| same_context(e, enqueue) && is_receive(e))?;
@@ -288,11 +293,11 @@ fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u
 /// Who the server is.
 #[derive(Debug, Clone, Copy)]
 enum Server {
-    /// This thread (a server on this host explaining its own requests).
-    Is(u32),
-    /// The thread the socket enqueue woke, else the first to return from a receive syscall after
-    /// it, other than this one (the client's reader).
-    Not(u32),
+    /// A server on this host explaining its own requests: this one's thread and times.
+    Is(ServerRequest),
+    /// The thread the socket enqueue woke, else ([`server_awake`]) the one that took the request
+    /// in; not these (the client's sender and reader).
+    Not([u32; 2]),
 }
 
 fn is_wakeup_of(e: &Ev, thread: u32) -> bool {
@@ -314,6 +319,22 @@ fn wakes(decoder: &Decoder, e: &Ev, thread: u32) -> bool {
 /// `waking` itself.
 fn woken_by<'e>(ev: &'e [Ev], waking: &'e Ev, thread: u32, until: u64) -> &'e Ev {
     first(ev, waking.ts, until, |e| is_wakeup_of(e, thread)).unwrap_or(waking)
+}
+
+/// Whether `e` is thread `pid` taking a packet in: its receive syscall's return or its copy of
+/// a packet to user space (what the trace has of it; for the segments' `via`).
+fn takes_in(e: &Ev, pid: u32) -> bool {
+    e.pid == pid && matches!(e.event, NetEvent::Taken | NetEvent::Copy { .. })
+}
+
+/// Whether `e` is thread `pid` sending: its send syscall's entry when syscalls are traced, else
+/// the `net_dev_queue` of its packet (the protocol's send work before it is then the server's).
+fn sends(decoder: &Decoder, e: &Ev, pid: u32) -> bool {
+    e.pid == pid
+        && match decoder.has_syscalls {
+            true => e.event == NetEvent::Send,
+            false => is_queue(e),
+        }
 }
 
 fn is_enqueue(e: &Ev) -> bool {
@@ -371,27 +392,19 @@ fn through_server<'e>(
     let this = |e: &Ev| matches!(e.event, NetEvent::Receive { skb: s, .. } if s == skb);
     let arrived = first(ev, from, until, this).ok_or("netif_receive_skb of the request")?;
     let enqueue = match (path.decoder.has_data_ready, server) {
-        (false, Server::Is(pid)) => enqueue_without_data_ready(ev, path.decoder, arrived, until, pid),
+        (false, Server::Is(r)) => enqueue_without_data_ready(ev, path.decoder, arrived, &r),
         _ => first(ev, arrived.ts, until, |e| same_context(e, arrived) && is_enqueue(e))
             .ok_or("the socket enqueue of the request (sk_data_ready)")?,
     };
     let received = last(ev, arrived.ts, enqueue.ts, this).unwrap_or(arrived);
     let (server, wakeup) = match server {
-        Server::Is(pid) => {
-            let taken = first(ev, enqueue.ts, until, |e| e.pid == pid && e.event == NetEvent::Taken)
-                .ok_or("the server's receive syscall return")?;
-            (pid, first(ev, enqueue.ts, taken.ts, |e| wakes(path.decoder, e, pid)))
-        }
+        Server::Is(r) => (r.server, first(ev, enqueue.ts, r.received, |e| wakes(path.decoder, e, r.server))),
         Server::Not(client) => {
             let next_here = window(ev, enqueue.ts, until).iter().skip(1).find(|e| e.cpu == enqueue.cpu);
-            let woke = |pid| pid != client && next_here.is_some_and(|e| wakes(path.decoder, e, pid));
+            let woke = |pid| !client.contains(&pid) && next_here.is_some_and(|e| wakes(path.decoder, e, pid));
             match next_here.filter(|e| same_context(e, enqueue)).map(|e| (e, e.event)) {
                 Some((w, NetEvent::Waking { pid } | NetEvent::Wakeup { pid, .. })) if woke(pid) => (pid, Some(w)),
-                _ => {
-                    let taken = first(ev, enqueue.ts, until, |e| e.event == NetEvent::Taken && e.pid != client)
-                        .ok_or("the server's receive syscall return")?;
-                    (taken.pid, first(ev, enqueue.ts, taken.ts, |e| wakes(path.decoder, e, taken.pid)))
-                }
+                _ => (server_awake(ev, path.decoder, arrived, enqueue.ts, until, client)?, None),
             }
         }
     };
@@ -411,9 +424,12 @@ fn through_server<'e>(
     }
     let end = wakeup.map_or(enqueue, |(_, woken)| woken);
     path.close_at("host_receive", end, via);
-    let send = first(ev, end.ts, until, |e| e.pid == server && e.event == NetEvent::Send)
-        .ok_or("the server's send syscall")?;
-    let taken = first(ev, end.ts, send.ts, |e| e.pid == server && e.event == NetEvent::Taken);
+    let send_missing = match path.decoder.has_syscalls {
+        true => "the server's send syscall",
+        false => "net_dev_queue of the response",
+    };
+    let send = first(ev, end.ts, until, |e| sends(path.decoder, e, server)).ok_or(send_missing)?;
+    let taken = first(ev, end.ts, send.ts, |e| takes_in(e, server));
     let via = taken.into_iter().chain([send]).map(|e| path.describe(e)).collect();
     path.close_at("server", send, via);
     let queue = first(ev, send.ts, until, |e| e.pid == server && is_queue(e)).ok_or("net_dev_queue of the response")?;
@@ -428,9 +444,46 @@ fn through_server<'e>(
 /// A kernel without `sk_data_ready` (before Linux 6.4): the socket enqueue of the request received
 /// in `arrived` stands as the server's wake-up in that context, before the server's receive
 /// returns; the server awake, as `arrived` itself.
-fn enqueue_without_data_ready<'e>(ev: &'e [Ev], decoder: &Decoder, arrived: &'e Ev, until: u64, pid: u32) -> &'e Ev {
-    let taken = first(ev, arrived.ts, until, |e| e.pid == pid && e.event == NetEvent::Taken).map_or(until, |t| t.ts);
-    first(ev, arrived.ts, taken, |e| same_context(e, arrived) && wakes(decoder, e, pid)).unwrap_or(arrived)
+fn enqueue_without_data_ready<'e>(ev: &'e [Ev], decoder: &Decoder, arrived: &'e Ev, r: &ServerRequest) -> &'e Ev {
+    let woken = |e: &Ev| same_context(e, arrived) && wakes(decoder, e, r.server);
+    first(ev, arrived.ts, r.received, woken).unwrap_or(arrived)
+}
+
+/// The server of a request whose socket enqueue (at `enqueued`, of the packet `arrived`) woke no
+/// one: the thread that took it in, other than the client's - by its receive syscall's return
+/// when syscalls are traced, else by its copy of this packet to user space, else (a small UDP
+/// datagram is copied untraced) by the first packet queued after it, by a thread not the
+/// client's, on the device the request arrived on: the response.
+fn server_awake(
+    ev: &[Ev],
+    decoder: &Decoder,
+    arrived: &Ev,
+    enqueued: u64,
+    until: u64,
+    client: [u32; 2],
+) -> Result<u32, &'static str> {
+    let other = |e: &Ev| !client.contains(&e.pid);
+    let skb = arrived.event.skb();
+    let device = match arrived.event {
+        NetEvent::Receive { device, .. } => Some(device),
+        _ => None,
+    };
+    let taken = match decoder.has_syscalls {
+        true => first(ev, enqueued, until, |e| other(e) && e.event == NetEvent::Taken),
+        false => {
+            first(ev, enqueued, until, |e| other(e) && matches!(e.event, NetEvent::Copy { .. }) && e.event.skb() == skb)
+                .or_else(|| {
+                    first(ev, enqueued, until, |e| {
+                        other(e) && matches!(e.event, NetEvent::Queue { device: d, .. } if Some(d) == device)
+                    })
+                })
+        }
+    };
+    taken.map(|e| e.pid).ok_or(if decoder.has_syscalls {
+        "the server's receive syscall return"
+    } else {
+        "the server's response (net_dev_queue)"
+    })
 }
 
 /// A server in a guest behind a tap (`--in vm`), from the request's transmit into the tap: the
@@ -444,7 +497,7 @@ fn enqueue_without_data_ready<'e>(ev: &'e [Ev], decoder: &Decoder, arrived: &'e 
 fn through_guest(ev: &[Ev], path: &mut Path, r: &ClientRequest, skb: u64, out: &Ev) -> Result<(), &'static str> {
     let via = path.packet_via(ev, skb, path.cursor, out.ts);
     path.close_at("host_receive", out, via);
-    let reader = ServerRequest { seq: r.seq, server: r.receiver, received: r.read, answered: r.read };
+    let reader = ServerRequest { seq: r.seq, server: r.receiver, waiting: r.sent, received: r.read, answered: r.read };
     let response = request_of(ev, path.decoder, &reader, out.ts).ok_or("the socket enqueue of the response")?;
     let is_response = |e: &Ev| is_receive(e) && e.event.skb() == Some(response);
     let received = last(ev, out.ts, r.read, is_response).expect("the response was received");
@@ -474,7 +527,7 @@ fn through_guest(ev: &[Ev], path: &mut Path, r: &ClientRequest, skb: u64, out: &
         }
     };
     path.close_at("host_send", end, via);
-    let taken = last(ev, end.ts, r.read, |e| e.pid == r.receiver && e.event == NetEvent::Taken);
+    let taken = last(ev, end.ts, r.read, |e| takes_in(e, r.receiver));
     path.close("client_receive", r.read, None, taken.map(|t| path.describe(t)).into_iter().collect());
     Ok(())
 }

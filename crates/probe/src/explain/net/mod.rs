@@ -2,19 +2,23 @@
 //! kernel's own trace ([`events`], joined per request by [`join`]).
 //!
 //! A tracing instance of rtvirt's own records, on every CPU, the packets' device, softirq, socket
-//! and copy events, the wake-ups and send syscalls of rtvirt's threads (filtered in the kernel by
-//! thread name, the trace reader excluded). The client (or server) hands each request's times to
-//! an explainer thread through a bounded queue that never blocks it; the explainer streams the
-//! per-CPU buffers into one time-ordered window and joins a request once its events have surely
-//! been read ([`SETTLE_NS`] after its end), then forgets the events before the oldest request
-//! still waiting, so memory stays bounded however long the run.
+//! and copy events and the wake-ups of rtvirt's threads (filtered in the kernel by thread name,
+//! the trace reader excluded); their send and receive syscalls only with `--explain-syscalls`
+//! ([`events::SYSCALL_EVENTS`]: they slow every system call on the host). The client (or server)
+//! hands each request's times to an explainer thread through a bounded queue that never blocks
+//! it; the explainer, at the lowest priority of SCHED_OTHER so that it delays no measured thread,
+//! streams the per-CPU buffers into one time-ordered window and joins a request once its events
+//! have surely been read ([`SETTLE_NS`] after its end), then forgets the events before the oldest
+//! request still waiting, so memory stays bounded however long the run.
 //!
 //! The client's segments: `send_lag`, `client_send`, `host_receive`, `server`, `host_send`,
 //! `client_receive`; to a server in a guest behind a tap (`--in vm`) `guest` replaces `server`
-//! and `host_send` starts where the response enters the host from the tap; a server's (its host's share, from the first trace of the request): the
-//! middle three. They add up to the round trip (the trace clock `mono` is the client's
-//! CLOCK_MONOTONIC: docs/measure.md states the precision). Each request is in the per-segment
-//! summary; the worst [`ExplainConfig::max_samples`] are kept with their segments.
+//! and `host_send` starts where the response enters the host from the tap; a server's (its
+//! host's share, from the first trace of the request): the middle three. `server` ends at the
+//! server's send syscall, or without syscall events at its response's `net_dev_queue`. They add
+//! up to the round trip (the trace clock `mono` is the client's CLOCK_MONOTONIC: docs/measure.md
+//! states the precision). Each request is in the per-segment summary; the worst
+//! [`ExplainConfig::max_samples`] are kept with their segments.
 
 pub mod events;
 pub mod guest;
@@ -39,8 +43,10 @@ pub const SETTLE_NS: u64 = 20_000_000;
 const QUEUE: usize = 65_536;
 /// Events kept at most when requests do not let them go (a stalled client).
 const MAX_EVENTS: usize = 2_000_000;
-/// How often the explainer drains the buffers.
-const POLL: Duration = Duration::from_millis(5);
+/// How often the explainer drains the buffers: rarely enough that its wake-ups and reads come in
+/// few, large batches (4 MiB per CPU holds seconds of a busy path), often enough that requests
+/// are joined soon after they [`SETTLE_NS`].
+const POLL: Duration = Duration::from_millis(20);
 /// A milestone earlier than the one before it by more than this is a clock disagreement worth
 /// saying (the trace and the client read the same clock: only the events' own cost separates them).
 pub const PRECISION_NS: u64 = 1_000;
@@ -161,6 +167,11 @@ impl NetExplainer {
 
     /// Stream and join until `done` is set (the measuring threads have ended), then finish.
     pub fn run(mut self, done: &AtomicBool) -> ExplainSection {
+        if let Err(e) = yield_to_measured_threads() {
+            self.section.limitations.push(format!(
+                "the trace reader could not lower its priority ({e}): it competed with the measured threads"
+            ));
+        }
         while !done.load(Ordering::Acquire) {
             std::thread::sleep(POLL);
             self.step(false);
@@ -333,14 +344,9 @@ impl NetExplainer {
 
 impl Capture {
     fn start(cfg: &ExplainConfig, limitations: &mut Vec<String>) -> Result<Capture, String> {
-        let instance = Instance::create(&cfg.state_dir, events::EVENTS, cfg.buffer_kb).map_err(|e| e.to_string())?;
-        let needed = [
-            "syscalls/sys_enter_sendto",
-            "net/net_dev_queue",
-            "net/net_dev_xmit",
-            "net/netif_receive_skb",
-            "sched/sched_wakeup",
-        ];
+        let instance = Instance::create(&cfg.state_dir, &events::traced(cfg.syscalls), cfg.buffer_kb)
+            .map_err(|e| e.to_string())?;
+        let needed = ["net/net_dev_queue", "net/net_dev_xmit", "net/netif_receive_skb", "sched/sched_wakeup"];
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
             return Err(format!("the kernel has no {missing} event"));
         }
@@ -386,6 +392,15 @@ impl Capture {
         }
         Ok(())
     }
+}
+
+/// Make the calling thread (the trace reader) give way to the measured threads, which run at
+/// SCHED_OTHER's default: SCHED_BATCH (its wake-ups preempt no one) at nice 19 (the smallest
+/// share). The setting is the thread's own and ends with it; nothing on the host changes. The
+/// ring buffers absorb the time it waits; what they cannot hold is counted as lost.
+fn yield_to_measured_threads() -> Result<(), rtvirt_os::KernelError> {
+    let batch = rtvirt_os::sched::SchedAttr { policy: rtvirt_os::sched::SCHED_BATCH, nice: 19, ..Default::default() };
+    rtvirt_os::sched::set(0, &batch)
 }
 
 /// Insert `e` after every event not later than it (CPUs are read one after the other).

@@ -98,6 +98,98 @@ fn a_missing_milestone_makes_the_rest_unexplained_and_names_it() {
     assert_eq!((j.segments[3].start, j.segments[3].end), (1_400, 2_400));
 }
 
+/// The round trip as traced without syscall events (the default): each receive is known by the
+/// receiver's copy of the packet to user space, just before its return.
+fn round_trip_without_syscalls(d: &mut Decoder) -> Vec<Ev> {
+    d.has_syscalls = false;
+    let mut trace = round_trip(d);
+    trace.retain(|e| !matches!(e.event, NetEvent::Send | NetEvent::Taken));
+    trace.push(at(1_490, 1, SERVER, NetEvent::Copy { skb: REQUEST }));
+    trace.push(at(2_290, 0, CLIENT, NetEvent::Copy { skb: RESPONSE }));
+    trace.sort_by_key(|e| e.ts);
+    trace
+}
+
+/// Without syscall events the client's send is its own clock's and the server's ends at its
+/// response's `net_dev_queue`: still six segments adding up to the round trip.
+#[test]
+fn without_syscall_events_the_server_ends_at_its_responses_queue() {
+    let mut d = Decoder::without_events();
+    let trace = round_trip_without_syscalls(&mut d);
+    let j = join::client(&trace, &d, &request());
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(
+        short,
+        [
+            ("send_lag", 1_000, 1_005),
+            ("client_send", 1_005, 1_100),
+            ("host_receive", 1_100, 1_400),
+            ("server", 1_400, 1_900),
+            ("host_send", 1_900, 2_000),
+            ("client_receive", 2_000, 2_400),
+        ]
+    );
+    assert!(j.segments[3].via.iter().any(|v| v.contains("copy to user (pid 200")), "{:?}", j.segments[3].via);
+    assert!(j.segments[0].via[0].contains("by its own clock"), "{:?}", j.segments[0].via);
+    let mut lost = trace.clone();
+    lost.retain(|e| !(e.pid == SERVER && matches!(e.event, NetEvent::Queue { .. })));
+    assert_eq!(join::client(&lost, &d, &request()).missing(), Some("net_dev_queue of the response"));
+}
+
+/// The server not woken (awake) and another rtvirt thread copying another packet first: the
+/// server is the thread that copied this request's packet, else the one that queued the
+/// response.
+#[test]
+fn without_syscall_events_the_server_is_who_copied_the_request() {
+    let mut d = Decoder::without_events();
+    let mut trace = round_trip_without_syscalls(&mut d);
+    trace.retain(|e| !matches!(e.event, NetEvent::Wakeup { pid: SERVER, .. }));
+    trace.push(at(1_450, 1, 300, NetEvent::Copy { skb: 0xccc0 }));
+    trace.sort_by_key(|e| e.ts);
+    let j = join::client(&trace, &d, &request());
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(short[2..4], [("host_receive", 1_100, 1_300), ("server", 1_300, 1_900)]);
+    assert!(j.segments[2].via.iter().any(|v| v.contains("server (pid 200) was awake")), "{:?}", j.segments[2].via);
+    // a small UDP datagram's copy is not traced: the server is then who queued the response on
+    // the device the request arrived on
+    trace.retain(|e| !(e.pid == SERVER && matches!(e.event, NetEvent::Copy { .. })));
+    let j = join::client(&trace, &d, &request());
+    assert!(j.segments[2].via.iter().any(|v| v.contains("server (pid 200) was awake")), "{:?}", j.segments[2].via);
+    assert_eq!(j.segments[3].end, 1_900);
+    trace.retain(|e| !(e.pid == SERVER && matches!(e.event, NetEvent::Queue { .. })));
+    let j = join::client(&trace, &d, &request());
+    assert_eq!(j.missing(), Some("the server's response (net_dev_queue)"), "not the other thread's copy");
+}
+
+/// A server explaining its own requests without syscall events: its request is the packet it
+/// copied (the second of one NET_RX run: it begins at its own receive), its send the response's
+/// queue.
+#[test]
+fn without_syscall_events_a_server_sees_its_host_share() {
+    let mut d = Decoder::without_events();
+    d.has_syscalls = false;
+    let eth = d.intern("eth0");
+    use NetEvent::*;
+    let trace = vec![
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb: 0x1230, device: eth }),
+        at(1_010, 1, 0, DataReady { sock: 1 }),
+        at(1_040, 1, 0, Receive { skb: REQUEST, device: eth }),
+        at(1_050, 1, 0, DataReady { sock: 1 }),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_190, 1, SERVER, Copy { skb: REQUEST }),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+    ];
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
+    let j = join::server(&trace, &d, &r);
+    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    assert_eq!(short, [("host_receive", 1_040, 1_100), ("server", 1_100, 1_500), ("host_send", 1_500, 1_600)]);
+}
+
 #[test]
 fn a_response_packet_received_after_the_read_is_not_this_requests() {
     let mut d = Decoder::without_events();
@@ -129,7 +221,7 @@ fn a_server_sees_its_host_share_from_the_nic_interrupt() {
         at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
         at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
     ];
-    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
     let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
     assert_eq!(short, [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)]);
@@ -158,7 +250,7 @@ fn without_sk_data_ready_a_server_knows_its_request_by_the_copy_and_its_wake_up(
         at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
         at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
     ];
-    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let short = |j: join::Joined| j.segments.iter().map(|s| (s.name, s.start, s.end)).collect::<Vec<_>>();
     let woken = [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)];
     assert_eq!(short(join::server(&trace, &d, &r)), woken);
@@ -193,7 +285,7 @@ fn a_packet_received_from_a_nic_begins_there_whatever_its_address_did_before() {
         at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
         at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
     ];
-    let r = ServerRequest { seq: 1, server: SERVER, received: 1_250, answered: 1_650 };
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
     assert_eq!(j.segments.first().map(|s| (s.name, s.start, s.end)), Some(("host_receive", 900, 1_100)), "{j:?}");
     // a packet taken in after another in the same NET_RX run: the interrupt was the other's
@@ -230,7 +322,7 @@ fn a_busy_server_takes_the_packet_of_its_own_socket_and_of_this_life_only() {
         at(1_310, 1, SERVER, Queue { skb: 0xccc0, device: lo }),
         at(1_320, 1, SERVER, Xmit { skb: 0xccc0, device: lo }),
     ];
-    let r = ServerRequest { seq: 2, server: SERVER, received: 1_250, answered: 1_350 };
+    let r = ServerRequest { seq: 2, server: SERVER, waiting: 1_150, received: 1_250, answered: 1_350 };
     let j = join::server(&trace, &d, &r);
     let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
     assert_eq!(short, [("host_receive", 1_010, 1_050), ("server", 1_050, 1_300), ("host_send", 1_300, 1_320)]);
@@ -273,7 +365,7 @@ fn quiet_host_request(d: &mut Decoder) -> Vec<Ev> {
 fn a_server_woken_on_its_idle_cpu_is_joined_by_the_wakers_sched_waking() {
     let mut d = Decoder::without_events();
     let trace = quiet_host_request(&mut d);
-    let r = ServerRequest { seq: 3, server: SERVER, received: 1_250, answered: 1_330 };
+    let r = ServerRequest { seq: 3, server: SERVER, waiting: 800, received: 1_250, answered: 1_330 };
     let j = join::server(&trace, &d, &r);
     let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
     assert_eq!(short, [("host_receive", 1_010, 1_100), ("server", 1_100, 1_300), ("host_send", 1_300, 1_320)]);
