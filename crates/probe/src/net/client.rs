@@ -410,7 +410,7 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, explaining: Option<&Ex
     let done = AtomicBool::new(false);
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(cfg.seed);
     std::thread::scope(|s| {
-        let sender = s.spawn(|| -> Result<LatencyHistogram> {
+        let sending = || -> Result<LatencyHistogram> {
             if let Some(e) = explaining {
                 e.sender.store(rt::gettid() as u32, Ordering::Relaxed);
             }
@@ -440,7 +440,11 @@ fn open_loop(cfg: &ClientConfig, conn: &Conn, start: u64, explaining: Option<&Ex
             }
             done.store(true, Ordering::SeqCst);
             Ok(lag)
-        });
+        };
+        let sender = std::thread::Builder::new()
+            .name(crate::explain::net::events::SENDER_THREAD.into())
+            .spawn_scoped(s, sending)
+            .expect("spawn the sender thread");
         let mut tally = Tally::default();
         let mut rx = Receiver::new(cfg.size);
         let mut drain_until = u64::MAX;

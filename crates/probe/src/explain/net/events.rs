@@ -48,10 +48,17 @@ pub fn traced(syscalls: bool) -> Vec<&'static str> {
 /// The name of the thread that reads the trace: its own syscalls are filtered out.
 pub const READER_THREAD: &str = "rtvirt-explain";
 
+/// The name of an open-loop client's sender thread: its wake-ups (at each intended send time)
+/// are not traced, the join does not use them.
+pub const SENDER_THREAD: &str = "rtvirt-sender";
+
 /// rtvirt's threads (a client, a server in a container, their sender threads) but not the
 /// trace reader. `comm` is the running thread's name, or for `sched_waking`/`sched_wakeup` the
 /// woken one's.
 const RTVIRT_THREADS: &str = "comm ~ \"rtvirt*\" && comm != \"rtvirt-explain\"";
+/// The wake-ups of rtvirt's threads but a client's sender (one pair of events fewer on every
+/// request's way: the trace's own cost lands on the round trip).
+const WOKEN_RTVIRT_THREADS: &str = "comm ~ \"rtvirt*\" && comm != \"rtvirt-explain\" && comm != \"rtvirt-sender\"";
 /// NET_TX and NET_RX (include/linux/interrupt.h).
 const NET_SOFTIRQS: &str = "vec == 2 || vec == 3";
 
@@ -64,8 +71,8 @@ pub const FILTERS: &[(&str, &str)] = &[
     ("syscalls/sys_exit_recvmsg", RTVIRT_THREADS),
     ("syscalls/sys_exit_read", RTVIRT_THREADS),
     ("skb/skb_copy_datagram_iovec", RTVIRT_THREADS),
-    ("sched/sched_waking", RTVIRT_THREADS),
-    ("sched/sched_wakeup", RTVIRT_THREADS),
+    ("sched/sched_waking", WOKEN_RTVIRT_THREADS),
+    ("sched/sched_wakeup", WOKEN_RTVIRT_THREADS),
     ("irq/softirq_entry", NET_SOFTIRQS),
     ("irq/softirq_exit", NET_SOFTIRQS),
     ("irq/softirq_raise", NET_SOFTIRQS),
