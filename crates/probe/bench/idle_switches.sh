@@ -6,17 +6,10 @@
 #   crates/probe/bench/idle_switches.sh [SECONDS]
 set -euo pipefail
 seconds=${1:-2}
-tracing=/sys/kernel/tracing mounted_here=0
-mountpoint -q $tracing || { mount -t tracefs nodev $tracing; mounted_here=1; }
-instance=$tracing/instances/rtvirt-idle-switches-$$
-close() {
-    [ -d "$instance" ] && { echo 0 > "$instance/events/sched/sched_switch/enable"; rmdir "$instance"; }
-    [ $mounted_here = 1 ] && umount $tracing
-    return 0
-}
-trap close EXIT
-mkdir "$instance"
-echo 1 > "$instance/events/sched/sched_switch/enable"
+cd "$(dirname "$0")/../../.."
+. crates/probe/bench/tracepoint_instance.sh
+open_instance "rtvirt-idle-switches-$$"
+enable_only sched/sched_switch
 sleep "$seconds"
 echo 0 > "$instance/tracing_on"
 echo "cpu into_idle out_of_idle"

@@ -1,20 +1,31 @@
-# Sourced by the tracepoint_*.sh benches: a tracefs instance of the bench's own, limited to one
-# CPU, with the `--explain` event set (crates/probe/src/explain/decode.rs) to switch on and off,
-# and one `rtvirt measure timer` run printing "p50_us p99_us". Removed (and tracefs unmounted if
-# it was mounted here) when the bench exits. Call from the repository root.
-#   open_instance NAME CPU [TRACE_CLOCK]; enable_only "EVENTS"; timer_p50_p99 RTVIRT CPU SECONDS
-explain_events=$(sed -n '/^pub const EVENTS/,/^];/p' crates/probe/src/explain/decode.rs | grep -o '"[a-z_]*/[a-z_]*"' | tr -d '"')
+# Sourced by the benches: a tracefs instance of the bench's own (limited to one CPU if given), an
+# event set to switch on and off, and one `rtvirt measure timer` run printing "p50_us p99_us".
+# Removed (and tracefs unmounted if it was mounted here) when the bench exits. Call from the
+# repository root.
+#   open_instance NAME [CPU] [TRACE_CLOCK]; enable_only "EVENTS"; timer_p50_p99 RTVIRT CPU SECONDS
+# `explain_events` is `measure timer --explain`'s set (crates/probe/src/explain/decode.rs). A bench
+# of another set assigns `known_events` (all that `enable_only` may have to switch off) and
+# redefines `filter_for EVENT` (the event's kernel-side filter as rtvirt sets it; none if empty).
+events_of() { sed -n "/^pub const $1/,/^];/p" "$2" | grep -o '"[a-z_]*/[a-z_]*"' | tr -d '"'; }
+explain_events=$(events_of EVENTS crates/probe/src/explain/decode.rs)
+known_events="$explain_events $(events_of SYSCALL_EVENTS crates/probe/src/explain/decode.rs)"
 mounted_here=0
 instance=
 
-# Enable exactly EVENTS (those the kernel has); the measuring threads' syscall events are filtered
-# to them as `--explain` does.
+# The timer's syscall events are filtered to its measuring threads, as `--explain-syscalls` does.
+filter_for() {
+    case $1 in syscalls/*) echo 'comm ~ "rtvirt-timer*"' ;; esac
+}
+
+# Enable exactly EVENTS (those the kernel has), each with its filter.
 enable_only() {
-    for e in $explain_events; do [ -e "$instance/events/$e/enable" ] && echo 0 > "$instance/events/$e/enable"; done
+    for e in $known_events; do [ -e "$instance/events/$e/enable" ] && echo 0 > "$instance/events/$e/enable"; done
     for e in $1; do
         [ -e "$instance/events/$e/enable" ] || continue
         echo 1 > "$instance/events/$e/enable"
-        case $e in syscalls/*) echo 'comm ~ "rtvirt-timer*"' > "$instance/events/$e/filter" ;; esac
+        local filter
+        filter=$(filter_for "$e")
+        [ -z "$filter" ] || echo "$filter" > "$instance/events/$e/filter"
     done
     echo > "$instance/trace"
 }
@@ -32,7 +43,7 @@ open_instance() {
     mkdir "$instance"
     echo 4096 > "$instance/buffer_size_kb"
     echo "${3:-mono}" > "$instance/trace_clock"
-    printf '%x\n' $((1 << $2)) > "$instance/tracing_cpumask"
+    [ -z "${2:-}" ] || printf '%x\n' $((1 << $2)) > "$instance/tracing_cpumask"
 }
 
 timer_p50_p99() {
