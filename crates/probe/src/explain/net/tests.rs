@@ -46,6 +46,11 @@ fn round_trip(d: &mut Decoder) -> Vec<Ev> {
     ]
 }
 
+/// A joined request's segments as (name, start, end).
+fn short(j: &join::Joined) -> Vec<(&'static str, u64, u64)> {
+    j.segments.iter().map(|s| (s.name, s.start, s.end)).collect()
+}
+
 fn request() -> ClientRequest {
     ClientRequest { seq: 7, sender: CLIENT, receiver: CLIENT, intended: 1_000, sent: 1_005, read: 2_400 }
 }
@@ -55,7 +60,7 @@ fn a_round_trip_through_a_container_gets_six_segments_that_add_up() {
     let mut d = Decoder::without_events();
     let trace = round_trip(&mut d);
     let j = join::client(&trace, &d, &request());
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(
         short,
         [
@@ -117,7 +122,7 @@ fn without_syscall_events_the_server_ends_at_its_responses_queue() {
     let mut d = Decoder::without_events();
     let trace = round_trip_without_syscalls(&mut d);
     let j = join::client(&trace, &d, &request());
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(
         short,
         [
@@ -147,7 +152,7 @@ fn without_syscall_events_the_server_is_who_copied_the_request() {
     trace.push(at(1_450, 1, 300, NetEvent::Copy { skb: 0xccc0 }));
     trace.sort_by_key(|e| e.ts);
     let j = join::client(&trace, &d, &request());
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(short[2..4], [("host_receive", 1_100, 1_300), ("server", 1_300, 1_900)]);
     assert!(j.segments[2].via.iter().any(|v| v.contains("server (pid 200) was awake")), "{:?}", j.segments[2].via);
     // a small UDP datagram's copy is not traced: the server is then who queued the response on
@@ -186,7 +191,7 @@ fn without_syscall_events_a_server_sees_its_host_share() {
     ];
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(short, [("host_receive", 1_040, 1_100), ("server", 1_100, 1_500), ("host_send", 1_500, 1_600)]);
 }
 
@@ -223,7 +228,7 @@ fn a_server_sees_its_host_share_from_the_nic_interrupt() {
     ];
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(short, [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)]);
     assert!(j.segments[0].via[0].starts_with("irq virtio0-input.0"), "{:?}", j.segments[0].via);
 }
@@ -251,16 +256,15 @@ fn without_sk_data_ready_a_server_knows_its_request_by_the_copy_and_its_wake_up(
         at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
     ];
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
-    let short = |j: join::Joined| j.segments.iter().map(|s| (s.name, s.start, s.end)).collect::<Vec<_>>();
     let woken = [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)];
-    assert_eq!(short(join::server(&trace, &d, &r)), woken);
+    assert_eq!(short(&join::server(&trace, &d, &r)), woken);
     trace.remove(4);
     let awake = [("host_receive", 900, 1_000), ("server", 1_000, 1_400), ("host_send", 1_400, 1_600)];
-    assert_eq!(short(join::server(&trace, &d, &r)), awake);
+    assert_eq!(short(&join::server(&trace, &d, &r)), awake);
     trace.retain(|e| !matches!(e.event, Copy { .. }));
     assert_eq!(join::server(&trace, &d, &r).missing(), Some("the socket enqueue of the request"), "no copy, no wake");
     trace.insert(4, at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }));
-    assert_eq!(short(join::server(&trace, &d, &r)), woken, "no copy: the packet received where the server was woken");
+    assert_eq!(short(&join::server(&trace, &d, &r)), woken, "no copy: the packet received where the server was woken");
 }
 
 /// In a guest, a request's packet address was the previous response's: received from the NIC
@@ -324,7 +328,7 @@ fn a_busy_server_takes_the_packet_of_its_own_socket_and_of_this_life_only() {
     ];
     let r = ServerRequest { seq: 2, server: SERVER, waiting: 1_150, received: 1_250, answered: 1_350 };
     let j = join::server(&trace, &d, &r);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(short, [("host_receive", 1_010, 1_050), ("server", 1_050, 1_300), ("host_send", 1_300, 1_320)]);
 }
 
@@ -367,7 +371,7 @@ fn a_server_woken_on_its_idle_cpu_is_joined_by_the_wakers_sched_waking() {
     let trace = quiet_host_request(&mut d);
     let r = ServerRequest { seq: 3, server: SERVER, waiting: 800, received: 1_250, answered: 1_330 };
     let j = join::server(&trace, &d, &r);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(short, [("host_receive", 1_010, 1_100), ("server", 1_100, 1_300), ("host_send", 1_300, 1_320)]);
     let receive = j.segments[0].via.join(", ");
     assert!(receive.contains("sched_waking pid 200 (cpu 0)"), "{receive}");
@@ -380,7 +384,7 @@ fn a_client_sees_the_remote_wake_up_of_the_server_and_of_itself() {
     let trace = quiet_host_request(&mut d);
     let r = ClientRequest { seq: 3, sender: CLIENT, receiver: CLIENT, intended: 990, sent: 995, read: 1_460 };
     let j = join::client(&trace, &d, &r);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(
         short,
         [
@@ -445,7 +449,7 @@ fn a_round_trip_to_a_guest_gets_the_hosts_three_segments_and_its_own_response() 
     let (trace, [first, second]) = guest_round_trips(&mut d);
     let j = join::client(&trace, &d, &first);
     assert_eq!(j.missing(), None);
-    let short: Vec<(&str, u64, u64)> = j.segments.iter().map(|s| (s.name, s.start, s.end)).collect();
+    let short = short(&j);
     assert_eq!(
         short,
         [
