@@ -18,7 +18,6 @@ import sys
 
 
 def run(rtvirt, seconds, rate, flag):
-    rtvirt, flag = flag if isinstance(flag, tuple) else (rtvirt, flag)
     args = [rtvirt, "measure", "net", "client", "--in", "container", "--duration", f"{seconds}s",
             "--arrivals", f"fixed:{rate}", "--format", "json"]
     if flag:
@@ -36,18 +35,17 @@ def run(rtvirt, seconds, rate, flag):
 
 def main():
     rtvirt, rounds, seconds, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    modes = [("off", None), ("on (--explain)", "--explain")]
+    modes = [("off", rtvirt, None), ("on (--explain)", rtvirt, "--explain")]
     if "--syscalls" in sys.argv[5:]:
-        modes.append(("--explain-syscalls", "--explain-syscalls"))
+        modes.append(("--explain-syscalls", rtvirt, "--explain-syscalls"))
     if "--baseline" in sys.argv[5:]:
-        other = sys.argv[sys.argv.index("--baseline") + 1]
-        modes.append(("baseline --explain", (other, "--explain")))
-    p50s = {mode: [] for mode, _ in modes}
+        modes.append(("baseline --explain", sys.argv[sys.argv.index("--baseline") + 1], "--explain"))
+    p50s = {mode: [] for mode, _, _ in modes}
     print("| round | tracing | p50 us | p99 us | max us | responses | CPU us/request | explained | events lost |")
     print("|---|---|---|---|---|---|---|---|---|")
     for k in range(1, rounds + 1):
-        for mode, flag in modes:
-            p50, p99, mx, n, cpu_us, explained, lost = run(rtvirt, seconds, rate, flag)
+        for mode, binary, flag in modes:
+            p50, p99, mx, n, cpu_us, explained, lost = run(binary, seconds, rate, flag)
             p50s[mode].append(p50)
             print(f"| {k} | {mode} | {p50:.1f} | {p99:.1f} | {mx:.0f} | {n} | {cpu_us:.1f} | {explained} | {lost} |",
                   flush=True)

@@ -28,8 +28,8 @@ pub const EVENTS: &[&str] = &[
 /// rtvirt's threads' send syscall entries and receive syscall returns (`--explain-syscalls`).
 /// While any syscall event is enabled every system call of every task on the host takes the
 /// kernel's slow path (the filter to rtvirt's threads is applied after it), so by default the
-/// join does without them: the client's send by its own clock, a server's receive by its copy of
-/// the packet to user space, its send by the response's `net_dev_queue`.
+/// join does without them: the client's send and a server's receive by their own clocks (the
+/// trace clock is theirs), a server's send by its response's `net_dev_queue`.
 pub const SYSCALL_EVENTS: &[&str] = &[
     "syscalls/sys_enter_sendto",
     "syscalls/sys_enter_sendmsg",
@@ -367,4 +367,24 @@ fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
         "irq/irq_handler_entry" => Kind::IrqEntry { irq: field("irq")?, name: field("name")? },
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel-side filters spell the thread names out: they must be the names the reader and
+    /// the sender threads are given.
+    #[test]
+    fn the_filters_leave_out_the_reader_and_the_senders_wake_ups_by_their_names() {
+        let filter = |event: &str| FILTERS.iter().find(|(e, _)| *e == event).map(|(_, f)| *f).unwrap();
+        let excluded = |name: &str| format!("comm != \"{name}\"");
+        for event in ["syscalls/sys_enter_sendto", "skb/skb_copy_datagram_iovec", "sched/sched_waking"] {
+            assert!(filter(event).contains(&excluded(READER_THREAD)), "{event}");
+        }
+        for event in ["sched/sched_waking", "sched/sched_wakeup"] {
+            assert!(filter(event).contains(&excluded(SENDER_THREAD)), "{event}");
+        }
+        assert!(!filter("skb/skb_copy_datagram_iovec").contains(SENDER_THREAD), "the sender's own events stay");
+    }
 }
