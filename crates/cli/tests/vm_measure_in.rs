@@ -139,7 +139,12 @@ fn measure_net_client_in_vm_explain_splits_each_round_trip_with_the_guests_own_t
     assert!(limits.contains("were joined by sequence number to the guest server's own trace"), "{limits}");
     assert!(limits.contains("clock check of the joins"), "{limits}");
     assert_eq!(e["guest_clock"]["method"], "serial handshake", "{e}");
-    assert!(e["events_present"].to_string().contains("\"guest:net/net_dev_xmit\""), "{}", e["events_present"]);
+    let present = e["events_present"].to_string();
+    // the guest's kernel (6.1) has no sk_data_ready: its server also traces the packets its
+    // receives free, and where virtio-net's driver is handed each response
+    for event in ["net/net_dev_xmit", "skb/consume_skb", "net/net_dev_start_xmit"] {
+        assert!(present.contains(&format!("\"guest:{event}\"")), "{event}: {present}");
+    }
     let samples = e["samples"].as_array().unwrap();
     let names = |s: &serde_json::Value| -> Vec<String> {
         s["segments"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect()
@@ -167,12 +172,13 @@ fn measure_net_client_in_vm_explain_splits_each_round_trip_with_the_guests_own_t
             assert_eq!(n, expected, "{s}");
             assert!(segments[3]["via"].to_string().contains("rtvtap"), "{s}");
             assert!(segments[4]["via"].to_string().contains("guest: "), "the guest's own milestones: {s}");
+            assert!(segments[6]["via"].to_string().contains("net_dev_start_xmit eth0"), "ends at the driver: {s}");
         }
     }
-    // the rest is said: no guest record, a milestone the guest's trace lacks, or the guest's
-    // transmit returning after QEMU wrote the response to the tap (docs/measure.md)
+    // the rest is said: no guest record, or a milestone the guest's trace lacks (docs/measure.md;
+    // 535 of 535 were joined in a 3 s run here)
     assert!(
-        split > 0 && split * 4 >= through_tap,
+        split > 0 && split * 4 >= through_tap * 3,
         "requests joined to the guest's records ({split} of {through_tap}): {limits}"
     );
     for name in ["virtualization", "guest_receive", "guest_server", "guest_send"] {

@@ -90,15 +90,22 @@ impl Instance {
         self.write("buffer_size_kb", &buffer_kb.to_string())?;
         self.write("trace_clock", "mono")?;
         for &event in events {
-            let enable = self.path.join("events").join(event).join("enable");
-            if enable.exists() {
-                crate::restore::write_file(&enable, "1", crate::error::Op::WriteFile)?;
-                self.present.push(event.to_string());
-            } else {
-                self.absent.push(event.to_string());
-            }
+            self.enable(event)?;
         }
         Ok(())
+    }
+
+    /// Enable one more event (`system/name`) if this kernel has it, before recording starts (an
+    /// event that only some kernels need); listed in `present` or `absent` like the others.
+    pub fn enable(&mut self, event: &str) -> Result<bool> {
+        let enable = self.path.join("events").join(event).join("enable");
+        if !enable.exists() {
+            self.absent.push(event.to_string());
+            return Ok(false);
+        }
+        crate::restore::write_file(&enable, "1", crate::error::Op::WriteFile)?;
+        self.present.push(event.to_string());
+        Ok(true)
     }
 
     pub fn path(&self) -> &Path {

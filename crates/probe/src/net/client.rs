@@ -8,7 +8,7 @@ use super::arrivals::Arrivals;
 use super::{timestamps, wire, Protocol};
 use crate::error::{Context, Error, Result};
 use crate::explain::net::join::ClientRequest;
-use crate::explain::net::{NetExplainer, NetSink, Request};
+use crate::explain::net::{NetExplainer, NetSink, Request, Side};
 use crate::explain::ExplainConfig;
 use crate::rt;
 use rand::SeedableRng;
@@ -165,7 +165,7 @@ pub fn run(cfg: &ClientConfig) -> Result<Results> {
 /// must have names starting with `rtvirt` (the trace keeps only rtvirt's threads' syscalls).
 pub fn run_explained(cfg: &ClientConfig, explain: Option<&ExplainConfig>) -> Result<Results> {
     cfg.validate()?;
-    let mut explainer = explain.map(|e| NetExplainer::start(e.clone()));
+    let mut explainer = explain.map(|e| NetExplainer::start(e.clone(), Side::Client));
     let conn = Conn::open(cfg)?;
     let start = rt::now_ns();
     if let Some(e) = explainer.as_mut() {

@@ -9,7 +9,7 @@ use crate::placement::{drive, Measurement, Role};
 use rtvirt_model::results::{ExplainSection, NetServerSection, Results};
 use rtvirt_model::Nanos;
 use rtvirt_probe::explain::net::events::READER_THREAD;
-use rtvirt_probe::explain::net::NetExplainer;
+use rtvirt_probe::explain::net::{NetExplainer, Side};
 use rtvirt_probe::explain::ExplainConfig;
 use rtvirt_probe::net::{client, server};
 use std::net::SocketAddr;
@@ -47,7 +47,7 @@ impl Measurement for Server {
         let cfg = server::ServerConfig { listen, protocol: a.proto.protocol(), service_time_ns: a.service_time.0 };
         let mut srv = server::Server::bind(&cfg)?;
         let config = || ExplainConfig { clock_sync: a.clock_sync.clone(), ..explain_config(a.explain_syscalls) };
-        let mut explainer = a.explains().then(|| NetExplainer::start(config()));
+        let mut explainer = a.explains().then(|| NetExplainer::start(config(), Side::Server));
         if let Some(e) = explainer.as_mut() {
             e.set_run_start(rtvirt_probe::rt::now_ns());
             srv.explain_to(e.sink());

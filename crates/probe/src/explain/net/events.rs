@@ -39,6 +39,19 @@ pub const SYSCALL_EVENTS: &[&str] = &[
     "syscalls/sys_exit_read",
 ];
 
+/// A server's response handed to a NIC's driver (`net_dev_start_xmit`, before the driver's own
+/// transmit; filtered to this kernel's NICs by [`nic_filter`]). A server traces it when this
+/// kernel has a NIC: in a guest the driver's transmit is virtio-net's kick into the hypervisor,
+/// which under TCG can return after QEMU has already written the response to the host's tap, so
+/// the guest's `host_send` ends where the driver takes the packet.
+pub const START_XMIT: &str = "net/net_dev_start_xmit";
+
+/// A packet freed after its use (`consume_skb`; filtered to rtvirt's threads). A server traces it
+/// on a kernel without `sk_data_ready` (before Linux 6.4): a UDP receive frees the datagram it
+/// returned, so the server's request is known by it when nothing else names it (a small
+/// datagram's copy to user space has no trace event, and a server awake was woken by nobody).
+pub const CONSUME: &str = "skb/consume_skb";
+
 /// The events traced: [`EVENTS`], and [`SYSCALL_EVENTS`] when asked for.
 pub fn traced(syscalls: bool) -> Vec<&'static str> {
     let extra = if syscalls { SYSCALL_EVENTS } else { &[] };
@@ -71,12 +84,25 @@ pub const FILTERS: &[(&str, &str)] = &[
     ("syscalls/sys_exit_recvmsg", RTVIRT_THREADS),
     ("syscalls/sys_exit_read", RTVIRT_THREADS),
     ("skb/skb_copy_datagram_iovec", RTVIRT_THREADS),
+    (CONSUME, RTVIRT_THREADS),
     ("sched/sched_waking", WOKEN_RTVIRT_THREADS),
     ("sched/sched_wakeup", WOKEN_RTVIRT_THREADS),
     ("irq/softirq_entry", NET_SOFTIRQS),
     ("irq/softirq_exit", NET_SOFTIRQS),
     ("irq/softirq_raise", NET_SOFTIRQS),
 ];
+
+/// The filter that keeps [`START_XMIT`] to this kernel's NICs (`/sys/class/net/*/device`), or
+/// None when it has none. A name the filter syntax cannot quote is left out.
+pub fn nic_filter() -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| is_nic(name) && !name.contains(['"', '\\']))
+        .collect();
+    names.sort();
+    (!names.is_empty()).then(|| names.iter().map(|n| format!("name == \"{n}\"")).collect::<Vec<_>>().join(" || "))
+}
 
 /// NET_RX's softirq vector.
 pub const NET_RX: u32 = 3;
@@ -93,6 +119,11 @@ pub enum NetEvent {
     Taken,
     /// `net_dev_queue`: a packet handed to a device (`dev_queue_xmit`).
     Queue {
+        skb: u64,
+        device: Device,
+    },
+    /// `net_dev_start_xmit`: a NIC's driver is handed a packet ([`START_XMIT`]).
+    StartXmit {
         skb: u64,
         device: Device,
     },
@@ -117,6 +148,10 @@ pub enum NetEvent {
     },
     /// `skb_copy_datagram_iovec`: a packet's data copied to user space by the event's thread.
     Copy {
+        skb: u64,
+    },
+    /// `consume_skb`: a packet freed by the event's thread after its use ([`CONSUME`]).
+    Consume {
         skb: u64,
     },
     /// `sched_waking`: thread `pid` is being woken, recorded in the waker's context (the socket
@@ -150,10 +185,12 @@ impl NetEvent {
     pub fn skb(&self) -> Option<u64> {
         match *self {
             NetEvent::Queue { skb, .. }
+            | NetEvent::StartXmit { skb, .. }
             | NetEvent::Xmit { skb, .. }
             | NetEvent::NetifRx { skb, .. }
             | NetEvent::Receive { skb, .. }
-            | NetEvent::Copy { skb } => Some(skb),
+            | NetEvent::Copy { skb }
+            | NetEvent::Consume { skb } => Some(skb),
             _ => None,
         }
     }
@@ -173,11 +210,13 @@ enum Kind {
     Send,
     Taken,
     Queue { skb: Field, name: Field },
+    StartXmit { skb: Field, name: Field },
     Xmit { skb: Field, name: Field },
     NetifRx { skb: Field, name: Field },
     Receive { skb: Field, name: Field },
     DataReady { sock: Field },
     Copy { skb: Field },
+    Consume { skb: Field },
     Waking { pid: Field },
     Wakeup { pid: Field, target_cpu: Field },
     Softirq { vector: Field, what: fn(u32) -> NetEvent },
@@ -244,11 +283,13 @@ impl Decoder {
             Kind::Send => NetEvent::Send,
             Kind::Taken => NetEvent::Taken,
             Kind::Queue { skb, name } => NetEvent::Queue { skb: uint(skb)?, device: device(name) },
+            Kind::StartXmit { skb, name } => NetEvent::StartXmit { skb: uint(skb)?, device: device(name) },
             Kind::Xmit { skb, name } => NetEvent::Xmit { skb: uint(skb)?, device: device(name) },
             Kind::NetifRx { skb, name } => NetEvent::NetifRx { skb: uint(skb)?, device: device(name) },
             Kind::Receive { skb, name } => NetEvent::Receive { skb: uint(skb)?, device: device(name) },
             Kind::DataReady { sock } => NetEvent::DataReady { sock: uint(sock)? },
             Kind::Copy { skb } => NetEvent::Copy { skb: uint(skb)? },
+            Kind::Consume { skb } => NetEvent::Consume { skb: uint(skb)? },
             Kind::Waking { pid } => NetEvent::Waking { pid: uint(pid)? as u32 },
             Kind::Wakeup { pid, target_cpu } => {
                 NetEvent::Wakeup { pid: uint(pid)? as u32, target_cpu: uint(target_cpu)? as u32 }
@@ -350,11 +391,13 @@ fn kind_of(event: &str, field: &dyn Fn(&str) -> Option<Field>) -> Option<Kind> {
         "syscalls/sys_enter_sendto" | "syscalls/sys_enter_sendmsg" | "syscalls/sys_enter_write" => Kind::Send,
         "syscalls/sys_exit_recvfrom" | "syscalls/sys_exit_recvmsg" | "syscalls/sys_exit_read" => Kind::Taken,
         "net/net_dev_queue" => Kind::Queue { skb: skb()?, name: field("name")? },
+        START_XMIT => Kind::StartXmit { skb: skb()?, name: field("name")? },
         "net/net_dev_xmit" => Kind::Xmit { skb: skb()?, name: field("name")? },
         "net/netif_rx" => Kind::NetifRx { skb: skb()?, name: field("name")? },
         "net/netif_receive_skb" => Kind::Receive { skb: skb()?, name: field("name")? },
         "sock/sk_data_ready" => Kind::DataReady { sock: field("skaddr")? },
         "skb/skb_copy_datagram_iovec" => Kind::Copy { skb: skb()? },
+        CONSUME => Kind::Consume { skb: skb()? },
         "sched/sched_waking" => Kind::Waking { pid: field("pid")? },
         "sched/sched_wakeup" => Kind::Wakeup { pid: field("pid")?, target_cpu: field("target_cpu")? },
         "irq/softirq_entry" => {

@@ -56,9 +56,9 @@ impl Unsplit {
             Unsplit::Malformed => "their guest record is malformed (not receive, server, send; or durations overflow)",
             Unsplit::Longer => {
                 "the guest measured more than the host's `guest` segment, `virtualization` would be negative: the \
-                 guest's transmit (`net_dev_xmit` into virtio-net) can return after QEMU has written the response \
-                 to the tap (the device's kick is handled before the guest goes on), or the two clocks' rates \
-                 disagree"
+                 two clocks' rates disagree, or the guest's send ended at its transmit's return (`net_dev_xmit`: \
+                 its kernel has no `net_dev_start_xmit`), which can come after QEMU has written the response to \
+                 the tap"
             }
         }
     }

@@ -116,11 +116,13 @@ impl<'a> Path<'a> {
             NetEvent::Send => format!("send syscall (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Taken => format!("receive syscall returns (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Queue { device, .. } => format!("net_dev_queue {}", d(device)),
+            NetEvent::StartXmit { device, .. } => format!("net_dev_start_xmit {} (to its driver)", d(device)),
             NetEvent::Xmit { device, .. } => format!("net_dev_xmit {}", d(device)),
             NetEvent::NetifRx { device, .. } => format!("netif_rx {}", d(device)),
             NetEvent::Receive { device, .. } => format!("netif_receive_skb {} (cpu {})", d(device), e.cpu),
             NetEvent::DataReady { .. } => format!("socket enqueue (cpu {})", e.cpu),
             NetEvent::Copy { .. } => format!("copy to user (pid {}, cpu {})", e.pid, e.cpu),
+            NetEvent::Consume { .. } => format!("packet freed after use (pid {}, cpu {})", e.pid, e.cpu),
             NetEvent::Waking { pid } => format!("sched_waking pid {pid} (cpu {})", e.cpu),
             NetEvent::Wakeup { pid, target_cpu } => format!("sched_wakeup pid {pid} on cpu {target_cpu}"),
             NetEvent::SoftirqEntry { vector } => format!("softirq {} (cpu {})", softirq_name(vector), e.cpu),
@@ -242,7 +244,7 @@ fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) ->
     if !decoder.has_data_ready {
         // the packet the server's receive copied to user space, else the one received where the
         // server was woken
-        let copied = |e: &Ev| e.pid == r.server && matches!(e.event, NetEvent::Copy { .. });
+        let copied = |e: &Ev| took_in_packet(ev, e, r.server, lookback);
         if let Some(skb) = last(ev, before, taken, copied).and_then(|e| e.event.skb()) {
             return Some(skb);
         }
@@ -262,9 +264,25 @@ fn request_of(ev: &[Ev], decoder: &Decoder, r: &ServerRequest, lookback: u64) ->
     received.event.skb()
 }
 
+/// Whether `e` is `server` taking a packet in: its copy of the packet to user space, or its
+/// freeing of a packet it received (a UDP receive frees the datagram it returned). A packet it
+/// frees that was last transmitted - an earlier response, freed by the driver in the server's
+/// context - is not one.
+fn took_in_packet(ev: &[Ev], e: &Ev, server: u32, from: u64) -> bool {
+    let own = |x: &Ev| matches!(x.event, NetEvent::Copy { .. } | NetEvent::Consume { .. });
+    match e.event {
+        _ if e.pid != server => false,
+        NetEvent::Copy { .. } => true,
+        NetEvent::Consume { skb } => {
+            last(ev, from, e.ts, |x| x.event.skb() == Some(skb) && !own(x)).is_some_and(is_receive)
+        }
+        _ => false,
+    }
+}
+
 /// The first trace of the packet received in `received`: back through its devices (transmits,
 /// `netif_rx`, queues, the receives of a bridge) to the first of this life of its address - an
-/// earlier copy, a transmit into a tap (to a guest), or a receive before a queue, belongs to a
+/// earlier copy or freeing, a transmit into a tap (to a guest), or a receive before a queue, belongs to a
 /// packet that had it before; a packet received from a tap (from a guest) or a NIC (in a guest:
 /// virtio-net) began there.
 fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u64) -> &'e Ev {
@@ -273,7 +291,7 @@ fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u
     let mut queued = false;
     for e in window(ev, from, received.ts).iter().rev().filter(|e| e.event.skb() == skb) {
         match e.event {
-            NetEvent::Copy { .. } => break,
+            NetEvent::Copy { .. } | NetEvent::Consume { .. } => break,
             NetEvent::Xmit { device, .. } if decoder.is_tap(device) => break,
             NetEvent::Receive { device, .. } | NetEvent::NetifRx { device, .. }
                 if decoder.is_tap(device) || decoder.is_nic(device) =>
@@ -321,10 +339,10 @@ fn woken_by<'e>(ev: &'e [Ev], waking: &'e Ev, thread: u32, until: u64) -> &'e Ev
     first(ev, waking.ts, until, |e| is_wakeup_of(e, thread)).unwrap_or(waking)
 }
 
-/// Whether `e` is thread `pid` taking a packet in: its receive syscall's return or its copy of
-/// a packet to user space (what the trace has of it; for the segments' `via`).
+/// Whether `e` is thread `pid` taking a packet in: its receive syscall's return, its copy of a
+/// packet to user space or its freeing of one (what the trace has of it; for the segments' `via`).
 fn takes_in(e: &Ev, pid: u32) -> bool {
-    e.pid == pid && matches!(e.event, NetEvent::Taken | NetEvent::Copy { .. })
+    e.pid == pid && matches!(e.event, NetEvent::Taken | NetEvent::Copy { .. } | NetEvent::Consume { .. })
 }
 
 /// Whether `e` is thread `pid` sending: its send syscall's entry when syscalls are traced, else
@@ -379,8 +397,9 @@ fn interrupt_before(ev: &[Ev], decoder: &Decoder, seen: &Ev) -> (u64, Vec<String
 
 /// From the request's packet `skb` queued (or first seen) at `from`: `host_receive` (to the
 /// server's wake-up, or the socket enqueue when the server was awake), `server` (to its send
-/// syscall) and `host_send` (to the response's `net_dev_xmit` on its first device). Returns that
-/// event and the response's packet.
+/// syscall) and `host_send` (to the response's `net_dev_xmit` on its first device, or its
+/// `net_dev_start_xmit` when that device is a NIC: in a guest the driver's transmit is the kick
+/// into the hypervisor, the host's to see). Returns that event and the response's packet.
 fn through_server<'e>(
     ev: &'e [Ev],
     path: &mut Path,
@@ -434,8 +453,13 @@ fn through_server<'e>(
     path.close_at("server", send, via);
     let queue = first(ev, send.ts, until, |e| e.pid == server && is_queue(e)).ok_or("net_dev_queue of the response")?;
     let response = queue.event.skb().expect("a queued packet");
-    let xmit = first(ev, queue.ts, until, |e| matches!(e.event, NetEvent::Xmit { skb, .. } if skb == response))
-        .ok_or("net_dev_xmit of the response")?;
+    let decoder = path.decoder;
+    let leaves = |e: &Ev| match e.event {
+        NetEvent::Xmit { skb, .. } => skb == response,
+        NetEvent::StartXmit { skb, device } => skb == response && decoder.is_nic(device),
+        _ => false,
+    };
+    let xmit = first(ev, queue.ts, until, leaves).ok_or("net_dev_xmit of the response")?;
     let via = vec![path.describe(queue), path.describe(xmit)];
     path.close_at("host_send", xmit, via);
     Ok((xmit, response))

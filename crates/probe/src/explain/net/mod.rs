@@ -15,7 +15,10 @@
 //! `client_receive`; to a server in a guest behind a tap (`--in vm`) `guest` replaces `server`
 //! and `host_send` starts where the response enters the host from the tap; a server's (its
 //! host's share, from the first trace of the request): the middle three. `server` ends at the
-//! server's send syscall, or without syscall events at its response's `net_dev_queue`. They add
+//! server's send syscall, or without syscall events at its response's `net_dev_queue`; `host_send`
+//! at the response's first `net_dev_xmit`, or where a NIC's driver is handed it (a server traces
+//! a NIC's `net_dev_start_xmit`, and on a kernel without `sk_data_ready` the packets its
+//! receives free: [`Side::Server`]). They add
 //! up to the round trip (the trace clock `mono` is the client's CLOCK_MONOTONIC: docs/measure.md
 //! states the precision). Each request is in the per-segment summary; the worst
 //! [`ExplainConfig::max_samples`] are kept with their segments.
@@ -50,6 +53,15 @@ const POLL: Duration = Duration::from_millis(20);
 /// A milestone earlier than the one before it by more than this is a clock disagreement worth
 /// saying (the trace and the client read the same clock: only the events' own cost separates them).
 pub const PRECISION_NS: u64 = 1_000;
+
+/// Which end of the round trips this host's measuring threads are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    /// A server explaining its own requests: it also traces, where this kernel needs them,
+    /// [`events::START_XMIT`] and [`events::CONSUME`].
+    Server,
+}
 
 /// One request's times, from the thread that measured it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,10 +133,10 @@ struct Capture {
 impl NetExplainer {
     /// Start tracing every CPU. Without tracefs (or the events the join needs) the measurement
     /// still runs: the section then says what could not be explained and why.
-    pub fn start(cfg: ExplainConfig) -> NetExplainer {
+    pub fn start(cfg: ExplainConfig, side: Side) -> NetExplainer {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let mut section = ExplainSection::default();
-        let capture = match Capture::start(&cfg, &mut section.limitations) {
+        let capture = match Capture::start(&cfg, side, &mut section.limitations) {
             Ok(c) => {
                 section.events_present = c.instance.present.clone();
                 section.events_absent = c.instance.absent.clone();
@@ -343,9 +355,12 @@ impl NetExplainer {
 }
 
 impl Capture {
-    fn start(cfg: &ExplainConfig, limitations: &mut Vec<String>) -> Result<Capture, String> {
-        let instance = Instance::create(&cfg.state_dir, &events::traced(cfg.syscalls), cfg.buffer_kb)
+    fn start(cfg: &ExplainConfig, side: Side, limitations: &mut Vec<String>) -> Result<Capture, String> {
+        let mut instance = Instance::create(&cfg.state_dir, &events::traced(cfg.syscalls), cfg.buffer_kb)
             .map_err(|e| e.to_string())?;
+        if side == Side::Server {
+            add_server_events(&mut instance, limitations).map_err(|e| e.to_string())?;
+        }
         let needed = ["net/net_dev_queue", "net/net_dev_xmit", "net/netif_receive_skb", "sched/sched_wakeup"];
         if let Some(missing) = needed.iter().find(|e| !instance.present.iter().any(|p| p == *e)) {
             return Err(format!("the kernel has no {missing} event"));
@@ -361,9 +376,10 @@ impl Capture {
         for e in &instance.absent {
             limitations.push(match e.as_str() {
                 "sock/sk_data_ready" => format!(
-                    "event {e} absent: a server's request is known by its copy to user space, its socket enqueue by \
-                     the wake-up it caused (the server awake: host_receive ends at netif_receive_skb); a client's \
-                     response cannot be joined without it"
+                    "event {e} absent: a server's request is known by its copy to user space or the received packet \
+                     its receive freed ({}), its socket enqueue by the wake-up it caused (the server awake: host_receive ends at netif_receive_skb); a client's \
+                     response cannot be joined without it",
+                    events::CONSUME
                 ),
                 _ => format!("event {e} absent: the path is joined without it"),
             });
@@ -392,6 +408,22 @@ impl Capture {
         }
         Ok(())
     }
+}
+
+/// A server's events that only some kernels need: a NIC's `net_dev_start_xmit` where this kernel
+/// has a NIC, `consume_skb` where it has no `sk_data_ready`.
+fn add_server_events(instance: &mut Instance, limitations: &mut Vec<String>) -> rtvirt_os::Result<()> {
+    if let Some(nics) = events::nic_filter() {
+        if instance.enable(events::START_XMIT)? {
+            if let Err(e) = instance.filter(events::START_XMIT, &nics) {
+                limitations.push(format!("{} recorded unfiltered (every device's): {e}", events::START_XMIT));
+            }
+        }
+    }
+    if instance.absent.iter().any(|e| e == "sock/sk_data_ready") {
+        instance.enable(events::CONSUME)?;
+    }
+    Ok(())
 }
 
 /// Make the calling thread (the trace reader) give way to the measured threads, which run at

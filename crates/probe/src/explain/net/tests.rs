@@ -267,6 +267,62 @@ fn without_sk_data_ready_a_server_knows_its_request_by_the_copy_and_its_wake_up(
     assert_eq!(short(&join::server(&trace, &d, &r)), woken, "no copy: the packet received where the server was woken");
 }
 
+/// A guest's server, as its kernel (6.1: no `sk_data_ready`) records a request that came while
+/// the server was busy: no wake-up, no copy event (a small UDP datagram), no syscall events. The
+/// request is the received packet its receive freed - not the earlier response the driver freed
+/// in its context -, and `host_send` ends where virtio-net's driver is handed the response.
+fn busy_guest_server(d: &mut Decoder) -> Vec<Ev> {
+    d.has_data_ready = false;
+    d.has_syscalls = false;
+    let eth = d.intern_nic("eth0");
+    const EARLIER_RESPONSE: u64 = 0xccc0;
+    use NetEvent::*;
+    vec![
+        at(400, 1, SERVER, Queue { skb: EARLIER_RESPONSE, device: eth }),
+        at(450, 1, SERVER, Xmit { skb: EARLIER_RESPONSE, device: eth }),
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_190, 1, SERVER, Consume { skb: REQUEST }),
+        at(1_195, 1, SERVER, Consume { skb: EARLIER_RESPONSE }),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+        at(1_550, 1, SERVER, StartXmit { skb: RESPONSE, device: eth }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+    ]
+}
+
+#[test]
+fn a_busy_guest_server_knows_its_request_by_the_received_packet_its_receive_freed() {
+    let mut d = Decoder::without_events();
+    let mut trace = busy_guest_server(&mut d);
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 1_150, received: 1_250, answered: 1_650 };
+    let j = join::server(&trace, &d, &r);
+    assert_eq!(short(&j), [("host_receive", 900, 1_000), ("server", 1_000, 1_500), ("host_send", 1_500, 1_550)]);
+    let send = j.segments[2].via.join(", ");
+    assert!(send.contains("net_dev_start_xmit eth0 (to its driver)"), "{send}");
+    assert!(j.segments[1].via.iter().any(|v| v.contains("packet freed after use")), "{:?}", j.segments[1].via);
+    // only the freed transmit: not a request
+    trace.retain(|e| e.event != NetEvent::Consume { skb: REQUEST });
+    assert_eq!(join::server(&trace, &d, &r).missing(), Some("the socket enqueue of the request"));
+}
+
+#[test]
+fn a_response_ends_at_its_first_transmit_or_where_a_nics_driver_is_handed_it() {
+    let mut d = Decoder::without_events();
+    let mut trace = busy_guest_server(&mut d);
+    let r = ServerRequest { seq: 1, server: SERVER, waiting: 1_150, received: 1_250, answered: 1_650 };
+    trace.retain(|e| !matches!(e.event, NetEvent::StartXmit { .. }));
+    let host_send = |trace: &[Ev], d: &Decoder| join::server(trace, d, &r).segments.last().map(|s| (s.name, s.end));
+    assert_eq!(host_send(&trace, &d), Some(("host_send", 1_600)), "no start_xmit traced: the transmit's return");
+    // a device that is not a NIC (a veth): its start is not where the packet leaves the stack
+    let veth = d.intern("rtvc1");
+    trace.push(at(1_520, 1, SERVER, NetEvent::StartXmit { skb: RESPONSE, device: veth }));
+    trace.sort_by_key(|e| e.ts);
+    assert_eq!(host_send(&trace, &d), Some(("host_send", 1_600)));
+}
+
 /// In a guest, a request's packet address was the previous response's: received from the NIC
 /// (virtio-net), its life begins at that receive, not at the earlier transmit.
 #[test]
