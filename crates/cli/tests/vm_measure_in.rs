@@ -192,6 +192,44 @@ fn measure_net_client_in_vm_explain_splits_each_round_trip_with_the_guests_own_t
     assert_nothing_left(&name);
 }
 
+/// `--in vm --break`: the guest stops at its first wake-up above LAT and keeps the whole trace
+/// there; the file comes back behind the results and is written to `--break-trace` on the host,
+/// which the results then name; the whole guest trace as text, the breaking CPU's scheduler
+/// events included.
+#[test]
+fn measure_timer_in_vm_break_brings_the_guests_whole_trace_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guest-late.trace");
+    let (code, out, err, name) = run_in_vm(&[
+        "measure",
+        "timer",
+        "--in",
+        "vm",
+        "--guest-kernel",
+        "nrt",
+        "--duration",
+        "20s",
+        "--break",
+        "1us",
+        "--break-trace",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows = json(&out);
+    let e = &rows[0]["explain"];
+    assert!(e["stopped_by_break_ns"].as_u64().expect("a TCG guest breaks at 1 us") > 1_000, "{e}");
+    assert!(rows[0]["latency_ns"]["count"].as_u64().unwrap() < 20_000 / 2, "stopped early");
+    assert_eq!(e["break_trace_file"], file.to_str().unwrap(), "the results name the host's copy");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let events = text.lines().filter(|l| !l.starts_with('#')).count() as u64;
+    assert_eq!(Some(events), e["break_trace_events"].as_u64(), "every event the guest kept came back");
+    assert!(text.lines().any(|l| l.contains(" sched_switch: prev_comm=")), "{}", &text[..text.len().min(2000)]);
+    assert!(err.contains(&format!("vm: wrote {}", file.display())), "{err}");
+    assert_nothing_left(&name);
+}
+
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }

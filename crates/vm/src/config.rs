@@ -52,6 +52,9 @@ pub struct GuestConfig {
     /// runtime directory, and `rtvirt guest-agent` started in the guest before the job
     /// ([`crate::agent`]).
     pub agent: bool,
+    /// A file the job writes (its path in the guest, without quotes or newlines): after the job
+    /// it comes back on the job's output behind the results (`measure::Measured::file`).
+    pub bring_back: Option<String>,
 }
 
 /// A file handed to the guest's job (as a QEMU fw_cfg entry, see [`crate::init`]).
@@ -127,6 +130,7 @@ impl GuestConfig {
             files: Vec::new(),
             clock_line: false,
             agent: false,
+            bring_back: None,
         }
     }
 }

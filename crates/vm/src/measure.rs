@@ -11,15 +11,30 @@ use crate::image::Image;
 use crate::init::shell_line;
 use rtvirt_model::results::{Environment, Interval, Results, VcpuPinning, RESULTS_SCHEMA};
 
-/// The guest job running `rtvirt <args>` with JSON output.
-pub fn guest_job(args: &[String]) -> String {
+/// The guest job running `rtvirt <args>` with JSON output; then, if `cfg.bring_back` names a
+/// file the job wrote, that file framed behind the results ([`FILE_BEGIN`], [`FILE_END`] with
+/// its size in the guest), at most [`MAX_FILE`] bytes of it.
+pub fn guest_job(args: &[String], cfg: &GuestConfig) -> String {
     let mut argv: Vec<String> = vec!["rtvirt".into()];
     argv.extend(args.iter().cloned());
     if !args.iter().any(|a| a == "--format" || a.starts_with("--format=")) {
         argv.extend(["--format".into(), "json".into()]);
     }
-    shell_line(&argv)
+    let job = shell_line(&argv);
+    let Some(file) = &cfg.bring_back else { return job };
+    let f = shell_line(std::slice::from_ref(file));
+    format!(
+        "{job}\nrc=$?\nif [ -f {f} ]; then echo; echo {FILE_BEGIN}; head -c {MAX_FILE} {f}; echo; echo \"{FILE_END} $(wc -c < {f})\"; fi\nexit $rc"
+    )
 }
+
+/// The line before a file brought back, and the start of the line after it (with the file's
+/// size in the guest).
+pub const FILE_BEGIN: &str = "RTVIRT-FILE-BEGIN";
+pub const FILE_END: &str = "RTVIRT-FILE-END";
+/// Bytes of a file brought back, at most (the guest's serial line carries about a MiB a second
+/// under TCG).
+pub const MAX_FILE: u64 = 64 << 20;
 
 /// A measurement made in a guest.
 #[derive(Debug, Clone)]
@@ -27,11 +42,33 @@ pub struct Measured {
     pub results: Results,
     /// Exit status of rtvirt in the guest: 0, or 1 when the thing measured failed.
     pub rc: i32,
+    /// The file of `GuestConfig::bring_back`, if the job wrote it.
+    pub file: Option<BroughtBack>,
+}
+
+/// A file the job wrote, as it came back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BroughtBack {
+    pub text: String,
+    /// Its size in the guest: more than `text` when it was cut at [`MAX_FILE`] or damaged on the way.
+    pub guest_bytes: u64,
+}
+
+/// Split a job's output into the results before [`FILE_BEGIN`] and the file framed behind them
+/// (the last [`FILE_END`] line ends it, so the file may hold anything).
+pub fn split_file(stdout: &str) -> (&str, Option<BroughtBack>) {
+    let begin = format!("\n{FILE_BEGIN}\n");
+    let Some(b) = stdout.find(&begin) else { return (stdout, None) };
+    let body = &stdout[b + begin.len()..];
+    let end = format!("\n{FILE_END} ");
+    let Some(e) = body.rfind(&end) else { return (&stdout[..b], None) };
+    let size = body[e + end.len()..].trim().parse().unwrap_or(0);
+    (&stdout[..b], Some(BroughtBack { text: body[..e].to_string(), guest_bytes: size }))
 }
 
 /// Boot a guest, run `rtvirt <args>` in it, return the annotated results.
 pub fn run(image: &Image, cfg: &GuestConfig, args: &[String]) -> Result<Measured> {
-    let mut guest = Guest::start(image, cfg, &guest_job(args))?;
+    let mut guest = Guest::start(image, cfg, &guest_job(args, cfg))?;
     collect(image, cfg, &mut guest)
 }
 
@@ -60,7 +97,7 @@ pub fn run_beside<T>(
     args: &[String],
     beside: impl FnOnce(&Guest) -> T,
 ) -> Result<(Measured, T)> {
-    let mut guest = Guest::start(image, cfg, &guest_job(args))?;
+    let mut guest = Guest::start(image, cfg, &guest_job(args, cfg))?;
     let watching = beside(&guest);
     Ok((collect(image, cfg, &mut guest)?, watching))
 }
@@ -88,17 +125,20 @@ pub fn serve(
 /// console (where the job's stderr goes) shows `ready`: the configuration it runs with, and the guest.
 fn start_serving(image: &Image, cfg: &GuestConfig, args: &[String], ready: &str) -> Result<(GuestConfig, Guest)> {
     let cfg = GuestConfig { network: true, ..cfg.clone() };
-    let mut guest = Guest::start(image, &cfg, &guest_job(args))?;
+    let mut guest = Guest::start(image, &cfg, &guest_job(args, &cfg))?;
     guest.wait_for_console(ready)?;
     Ok((cfg, guest))
 }
 
 /// Wait for the guest's job to end; its results, annotated.
 fn collect(image: &Image, cfg: &GuestConfig, guest: &mut Guest) -> Result<Measured> {
-    let out = guest.wait_done()?;
+    let mut out = guest.wait_done()?;
+    let (results, file) = split_file(&out.stdout);
+    let file = file.filter(|_| cfg.bring_back.is_some());
+    out.stdout = results.to_string();
     let mut results = parse(&cfg.name, &out)?;
     annotate(&mut results, image, cfg, guest, &out);
-    Ok(Measured { results, rc: out.rc })
+    Ok(Measured { results, rc: out.rc, file })
 }
 
 /// Complete `results` (measured on the host against a guest) with the guest's environment.
@@ -218,8 +258,33 @@ mod tests {
 
     #[test]
     fn guest_job_asks_for_json_once() {
-        assert_eq!(guest_job(&["measure".into(), "timer".into()]), "rtvirt measure timer --format json");
-        assert_eq!(guest_job(&["measure".into(), "--format".into(), "json".into()]), "rtvirt measure --format json");
+        let cfg = GuestConfig::new("t", Accel::Tcg, std::time::Duration::from_secs(1));
+        assert_eq!(guest_job(&["measure".into(), "timer".into()], &cfg), "rtvirt measure timer --format json");
+        assert_eq!(
+            guest_job(&["measure".into(), "--format".into(), "json".into()], &cfg),
+            "rtvirt measure --format json"
+        );
+    }
+
+    /// A file the job wrote comes back behind the results, framed; the frame's end is the last
+    /// one, so the file may hold anything, even the frame's own lines.
+    #[test]
+    fn a_file_brought_back_is_framed_behind_the_results() {
+        let cfg = GuestConfig {
+            bring_back: Some("/tmp/late trace".into()),
+            ..GuestConfig::new("t", Accel::Tcg, std::time::Duration::from_secs(1))
+        };
+        let job = guest_job(&["measure".into(), "timer".into()], &cfg);
+        assert!(job.starts_with("rtvirt measure timer --format json\nrc=$?\nif [ -f '/tmp/late trace' ]"), "{job}");
+        assert!(job.contains(&format!("head -c {MAX_FILE} '/tmp/late trace'")) && job.ends_with("exit $rc"), "{job}");
+        let file = "# tracer: nop\nRTVIRT-FILE-END 3\n  <idle>-0 [000] sched_switch\n";
+        let stdout = format!("{{\"a\": 1}}\n\n{FILE_BEGIN}\n{file}\n{FILE_END} {}\n", file.len());
+        let (results, back) = split_file(&stdout);
+        assert_eq!(results, "{\"a\": 1}\n");
+        assert_eq!(back, Some(BroughtBack { text: file.to_string(), guest_bytes: file.len() as u64 }));
+        assert_eq!(split_file("{}\n"), ("{}\n", None), "no file written");
+        let cut = format!("{{}}\n\n{FILE_BEGIN}\n# tracer");
+        assert_eq!(split_file(&cut), ("{}\n", None), "a frame without its end is no file");
     }
 
     #[test]

@@ -276,7 +276,14 @@ fn matrix_cmd(args: MatrixArgs) -> CmdResult {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create --out-dir {}", dir.display()))?;
         crate::output_file::check("--out-dir", &dir.join("vm-write-check.json"), &[])?;
     }
-    let job = Job { args: args.guest_args.clone(), files: Vec::new(), explain: false, trace: None, agent: false };
+    let job = Job {
+        args: args.guest_args.clone(),
+        files: Vec::new(),
+        explain: false,
+        trace: None,
+        agent: false,
+        bring_back: None,
+    };
     matrix(&args.kernels, &args.loads, &args.guest, &job, args.format, args.out_dir.as_deref())
 }
 

@@ -53,6 +53,16 @@ impl<T> Drop for Watcher<T> {
     }
 }
 
+/// A matrix cell's file: `path` itself for a single cell, else the cell's `label` added to its
+/// name (`late.trace` of cell `vm/rt/none`: `late-vm_rt_none.trace`).
+pub fn cell_path(path: &Path, label: Option<&str>, several: bool) -> std::path::PathBuf {
+    let (true, Some(label)) = (several, label) else { return path.to_path_buf() };
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let label = label.replace(['/', ':', '@', ',', '+'], "_");
+    let extension = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    path.with_file_name(format!("{stem}-{label}{extension}"))
+}
+
 /// Answer the clock line of the guest named `name` (QEMU started after this call, within
 /// `rtvirt_vm::clock::connect`'s bound) until stopped: the handshakes answered.
 pub fn answer_clock(name: &str) -> Watcher<u64> {
@@ -121,14 +131,7 @@ fn merge(results: &mut Results, host: Result<HostTrace, String>) {
 /// matrix has several cells. A trace that cannot be written is said, the cell's results stand.
 pub fn write_cell_trace(results: &Results, path: &Path, several: bool) {
     let Some(e) = &results.explain else { return };
-    let path = match (several, results.label.as_deref()) {
-        (true, Some(label)) => {
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let label = label.replace(['/', ':', '@', ',', '+'], "_");
-            path.with_file_name(format!("{stem}-{label}.json"))
-        }
-        _ => path.to_path_buf(),
-    };
+    let path = cell_path(path, results.label.as_deref(), several);
     let cpus: Vec<u32> = results.cpus.iter().map(|c| c.cpu).collect();
     let duration = rtvirt_model::Nanos(results.duration_ns);
     match crate::cmd::measure::explain::write_trace(e, &cpus, duration, &path) {

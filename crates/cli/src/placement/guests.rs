@@ -209,6 +209,16 @@ pub struct Job {
     /// Run the guest agent before the job (`--agent`): `host observe`/`host adapt` hear the
     /// job's tasks through the guest's agent port.
     pub agent: bool,
+    /// A file the job writes that comes back to this host (`--break-trace`).
+    pub bring_back: Option<BringBack>,
+}
+
+/// A file a guest's job writes, and where it goes on this host (one per cell of a matrix, the
+/// cell's label in its name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BringBack {
+    pub guest: String,
+    pub host: std::path::PathBuf,
 }
 
 /// Abeni 2023: `job` in a guest of each kernel, without and with each host load. A cell that
@@ -234,10 +244,14 @@ pub fn matrix(
         let booted = boot_config(flavour, guest);
         for loads in &columns {
             let label = format!("vm/{}/{}", flavour.name(), load_label(loads));
+            let several = kernels.len() * columns.len() > 1;
             let results = match matrix_cell(&booted, job, loads) {
                 Ok(mut m) => {
                     failed |= m.rc == 1;
                     m.results.label = Some(label);
+                    if let Some(wanted) = &job.bring_back {
+                        unwritten.extend(write_brought_back(&mut m, wanted, several));
+                    }
                     m.results
                 }
                 Err(e) => {
@@ -259,7 +273,7 @@ pub fn matrix(
                 }
             }
             if let Some(path) = &job.trace {
-                super::explain_host::write_cell_trace(&results, path, kernels.len() * columns.len() > 1);
+                super::explain_host::write_cell_trace(&results, path, several);
             }
             rows.push((flavour, load_label(loads), results));
         }
@@ -294,8 +308,34 @@ fn matrix_cell(
         anyhow::bail!("not run: interrupted (Ctrl-C)");
     }
     let (image, cfg) = booted.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let cfg = GuestConfig { files: job.files.clone(), clock_line: job.explain, agent: job.agent, ..cfg.clone() };
+    let bring_back = job.bring_back.as_ref().map(|b| b.guest.clone());
+    let cfg =
+        GuestConfig { files: job.files.clone(), clock_line: job.explain, agent: job.agent, bring_back, ..cfg.clone() };
     measure_in_guest(image, &cfg, loads, &job.args)
+}
+
+/// Write the file a cell's guest brought back where `wanted` says, and name it in the results
+/// (`explain.break_trace_file`) instead of its path in the guest; what could not be written.
+fn write_brought_back(m: &mut measure::Measured, wanted: &BringBack, several: bool) -> Option<String> {
+    let file = m.file.take()?;
+    let path = super::explain_host::cell_path(&wanted.host, m.results.label.as_deref(), several);
+    if let Err(e) = std::fs::write(&path, &file.text) {
+        return Some(format!("{}: {e}", path.display()));
+    }
+    eprintln!("vm: wrote {} (the guest's {})", path.display(), wanted.guest);
+    if file.text.len() as u64 != file.guest_bytes {
+        eprintln!(
+            "vm: warning: {} holds {} of the guest's {} bytes (cut at {} MiB, or changed on the serial line)",
+            path.display(),
+            file.text.len(),
+            file.guest_bytes,
+            measure::MAX_FILE >> 20
+        );
+    }
+    if let Some(e) = m.results.explain.as_mut().filter(|e| e.break_trace_file.as_deref() == Some(&wanted.guest)) {
+        e.break_trace_file = Some(path.display().to_string());
+    }
+    None
 }
 
 /// The results document of a failed cell: its label, the measurement's kind (`measure timer`:
@@ -497,5 +537,40 @@ mod pin_tests {
         assert_eq!(super::parse_pin("3,1").unwrap().0, [3, 1]);
         assert_eq!(super::parse_pin("0-7:2,1").unwrap().0, [0, 2, 4, 6, 1]);
         assert!(super::parse_pin("x").is_err());
+    }
+}
+
+#[cfg(test)]
+mod bring_back_tests {
+    use super::*;
+    use rtvirt_model::results::{ExplainSection, Results};
+    use rtvirt_vm::measure::{BroughtBack, Measured};
+
+    fn measured(text: &str, guest_bytes: u64) -> Measured {
+        let mut results = Results::new("timer", 1);
+        results.label = Some("vm/rt/cpu:1".into());
+        let explain = ExplainSection { break_trace_file: Some("/tmp/rtvirt-break.trace".into()), ..Default::default() };
+        results.explain = Some(explain);
+        Measured { results, rc: 0, file: Some(BroughtBack { text: text.into(), guest_bytes }) }
+    }
+
+    /// Each cell's file gets the cell's label in its name when there are several; the results
+    /// then name the host's copy, not the guest's path.
+    #[test]
+    fn a_brought_back_file_is_written_per_cell_and_named_in_the_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = BringBack { guest: "/tmp/rtvirt-break.trace".into(), host: dir.path().join("late.trace") };
+        let mut m = measured("# tracer\n", 9);
+        assert_eq!(write_brought_back(&mut m, &wanted, true), None);
+        let path = dir.path().join("late-vm_rt_cpu_1.trace");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# tracer\n");
+        let named = m.results.explain.as_ref().and_then(|e| e.break_trace_file.clone());
+        assert_eq!(named.as_deref(), path.to_str());
+        let mut single = measured("x", 1);
+        assert_eq!(write_brought_back(&mut single, &wanted, false), None);
+        assert_eq!(std::fs::read_to_string(&wanted.host).unwrap(), "x");
+        let nowhere = BringBack { host: dir.path().join("missing/late.trace"), ..wanted };
+        let unwritten = write_brought_back(&mut measured("x", 1), &nowhere, false).expect("a directory that is not");
+        assert!(unwritten.contains("missing/late.trace"), "{unwritten}");
     }
 }

@@ -48,7 +48,7 @@ pub trait Measurement {
     /// What each guest runs with `--in vm`: by default this very command, without the options
     /// that stay on the host, on one vCPU.
     fn guest_job(&self, line: CommandLine) -> anyhow::Result<GuestJob> {
-        Ok(GuestJob { line, files: Vec::new(), vcpus: 1, explain: false, trace: None })
+        Ok(GuestJob { line, files: Vec::new(), vcpus: 1, explain: false, trace: None, bring_back: None })
     }
     /// Measure here (the loads already run); a client gets the address of its peer server
     /// when one was placed for it (`None`: its own `--connect`).

@@ -24,6 +24,8 @@ pub struct GuestJob {
     pub explain: bool,
     /// `--trace FILE.json`, written on the host from the merged explanation.
     pub trace: Option<std::path::PathBuf>,
+    /// A file the job writes that comes back to this host.
+    pub bring_back: Option<super::guests::BringBack>,
 }
 
 /// Margin of the derived job bound over the measurement's duration: rtvirt starting in the
@@ -55,6 +57,7 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
         explain: job.explain,
         trace: job.trace,
         agent: common.vm.agent,
+        bring_back: job.bring_back,
     };
     matrix(&kernels, &common.load, &opts, &job, common.format, None)
 }

@@ -112,7 +112,8 @@ pub struct TimerArgs {
     #[arg(long = "break", value_parser = parse_nanos, value_name = "LAT")]
     pub break_at: Option<Nanos>,
     /// With --break: the file the whole trace goes to, as text in ftrace's layout (default:
-    /// rtvirt-break-PID.trace in the current directory).
+    /// rtvirt-break-PID.trace in the current directory). With --in vm the guest's trace comes
+    /// back here (one file per guest kernel and load, their label in its name, when several).
     #[arg(long, value_name = "FILE", requires = "break_at")]
     pub break_trace: Option<PathBuf>,
     /// Internal (`--in vm --explain`, in the guest): the serial device over which the host tells

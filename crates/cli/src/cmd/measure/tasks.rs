@@ -84,7 +84,7 @@ impl Measurement for Tasks {
             None => line = line.without(&["scenario"]),
         }
         let vcpus = planned_cores(&self.plan).max().map_or(1, |c| c + 1);
-        Ok(GuestJob { line, files, vcpus, explain: false, trace: None })
+        Ok(GuestJob { line, files, vcpus, explain: false, trace: None, bring_back: None })
     }
 
     fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {

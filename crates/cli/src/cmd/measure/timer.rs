@@ -5,6 +5,7 @@ use super::explain;
 use super::output::{output, progress};
 use crate::cli_common::{CmdResult, Format, Outcome};
 use crate::placement::command_line::CommandLine;
+use crate::placement::guests::BringBack;
 use crate::placement::options::Common;
 use crate::placement::{drive, Measurement};
 use anyhow::Context as _;
@@ -49,6 +50,9 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     }
     drive(Timer { args, config, histograms: Vec::new() }, line)
 }
+
+/// Where a guest's `--break` keeps the whole trace before it comes back to this host.
+const GUEST_BREAK_TRACE: &str = "/tmp/rtvirt-break.trace";
 
 /// Where `--break` keeps the whole trace: `--break-trace`, else `rtvirt-break-PID.trace` here.
 fn break_trace_file(args: &TimerArgs) -> std::path::PathBuf {
@@ -105,10 +109,12 @@ impl Measurement for Timer {
     }
 
     /// With `--explain`, the guest explains and asks the host's time over its clock line; the
-    /// Perfetto trace is written on the host (from the merged explanation).
+    /// Perfetto trace is written on the host (from the merged explanation). With `--break`, the
+    /// guest keeps the whole trace in [`GUEST_BREAK_TRACE`], which comes back to `--break-trace`
+    /// here.
     fn guest_job(&self, line: CommandLine) -> anyhow::Result<crate::placement::vm::GuestJob> {
         let explain = self.args.explains();
-        let line = match explain {
+        let mut line = match explain {
             true => line.without(&["trace", "break_trace"]).with_flag("explain", "explain").with_option(
                 "clock_sync",
                 "clock-sync",
@@ -116,12 +122,17 @@ impl Measurement for Timer {
             ),
             false => line,
         };
+        let bring_back = self.args.break_at.map(|_| {
+            line = line.clone().with_option("break_trace", "break-trace", GUEST_BREAK_TRACE);
+            BringBack { guest: GUEST_BREAK_TRACE.into(), host: break_trace_file(&self.args) }
+        });
         Ok(crate::placement::vm::GuestJob {
             line,
             files: Vec::new(),
             vcpus: 1,
             explain,
             trace: self.args.trace.clone(),
+            bring_back,
         })
     }
 
