@@ -3,7 +3,7 @@
 //! records it; the same trace with a milestone missing; a server's view from a NIC interrupt; a
 //! server in a guest behind a tap, with two requests in flight and packet addresses reused.
 
-use super::events::{Decoder, Ev, NetEvent, NET_RX};
+use super::events::{Decoder, Device, Ev, NetEvent, NET_RX};
 use super::join::{self, ClientRequest, ServerRequest};
 
 const CLIENT: u32 = 100;
@@ -13,6 +13,35 @@ const RESPONSE: u64 = 0xbbb0;
 
 fn at(ts: u64, cpu: u32, pid: u32, event: NetEvent) -> Ev {
     Ev { ts, cpu, pid, event }
+}
+
+/// `rest` with a packet `skb` taken in from NIC `device` on CPU 1: the NIC's IRQ (24) at 900 raises
+/// NET_RX, which runs at 950 and receives the packet at 1_000; in time order.
+fn with_nic_interrupt(skb: u64, device: Device, mut rest: Vec<Ev>) -> Vec<Ev> {
+    use NetEvent::*;
+    rest.extend([
+        at(900, 1, 0, IrqEntry { irq: 24 }),
+        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
+        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
+        at(1_000, 1, 0, Receive { skb, device }),
+    ]);
+    rest.sort_by_key(|e| e.ts);
+    rest
+}
+
+/// After [`with_nic_interrupt`]: the request's socket enqueue wakes the server, which answers on
+/// `device` (with syscall events).
+fn woken_server_answers(device: Device) -> Vec<Ev> {
+    use NetEvent::*;
+    vec![
+        at(1_050, 1, 0, DataReady { sock: 1 }),
+        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+        at(1_200, 1, SERVER, Taken),
+        at(1_400, 1, SERVER, Send),
+        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device }),
+        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device }),
+    ]
 }
 
 /// Client on CPU 0, server on CPU 1; the request goes rtvbr -> rtvh -> (veth) -> rtvc, the
@@ -175,20 +204,20 @@ fn without_syscall_events_a_server_sees_its_host_share() {
     d.has_syscalls = false;
     let eth = d.intern("eth0");
     use NetEvent::*;
-    let trace = vec![
-        at(900, 1, 0, IrqEntry { irq: 24 }),
-        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
-        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
-        at(1_000, 1, 0, Receive { skb: 0x1230, device: eth }),
-        at(1_010, 1, 0, DataReady { sock: 1 }),
-        at(1_040, 1, 0, Receive { skb: REQUEST, device: eth }),
-        at(1_050, 1, 0, DataReady { sock: 1 }),
-        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
-        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
-        at(1_190, 1, SERVER, Copy { skb: REQUEST }),
-        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
-        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
-    ];
+    let trace = with_nic_interrupt(
+        0x1230,
+        eth,
+        vec![
+            at(1_010, 1, 0, DataReady { sock: 1 }),
+            at(1_040, 1, 0, Receive { skb: REQUEST, device: eth }),
+            at(1_050, 1, 0, DataReady { sock: 1 }),
+            at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+            at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+            at(1_190, 1, SERVER, Copy { skb: REQUEST }),
+            at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+            at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+        ],
+    );
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
     let short = short(&j);
@@ -212,20 +241,7 @@ fn a_server_sees_its_host_share_from_the_nic_interrupt() {
     let mut d = Decoder::without_events();
     let eth = d.intern("eth0");
     d.irq_names.insert(24, "virtio0-input.0".into());
-    use NetEvent::*;
-    let trace = vec![
-        at(900, 1, 0, IrqEntry { irq: 24 }),
-        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
-        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
-        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
-        at(1_050, 1, 0, DataReady { sock: 1 }),
-        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
-        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
-        at(1_200, 1, SERVER, Taken),
-        at(1_400, 1, SERVER, Send),
-        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
-        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
-    ];
+    let trace = with_nic_interrupt(REQUEST, eth, woken_server_answers(eth));
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
     let short = short(&j);
@@ -242,19 +258,19 @@ fn without_sk_data_ready_a_server_knows_its_request_by_the_copy_and_its_wake_up(
     d.has_data_ready = false;
     let eth = d.intern("eth0");
     use NetEvent::*;
-    let mut trace = vec![
-        at(900, 1, 0, IrqEntry { irq: 24 }),
-        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
-        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
-        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
-        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
-        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
-        at(1_190, 1, SERVER, Copy { skb: REQUEST }),
-        at(1_200, 1, SERVER, Taken),
-        at(1_400, 1, SERVER, Send),
-        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
-        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
-    ];
+    let mut trace = with_nic_interrupt(
+        REQUEST,
+        eth,
+        vec![
+            at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
+            at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+            at(1_190, 1, SERVER, Copy { skb: REQUEST }),
+            at(1_200, 1, SERVER, Taken),
+            at(1_400, 1, SERVER, Send),
+            at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+            at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+        ],
+    );
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let woken = [("host_receive", 900, 1_100), ("server", 1_100, 1_400), ("host_send", 1_400, 1_600)];
     assert_eq!(short(&join::server(&trace, &d, &r)), woken);
@@ -277,20 +293,20 @@ fn busy_guest_server(d: &mut Decoder) -> Vec<Ev> {
     let eth = d.intern_nic("eth0");
     const EARLIER_RESPONSE: u64 = 0xccc0;
     use NetEvent::*;
-    vec![
-        at(400, 1, SERVER, Queue { skb: EARLIER_RESPONSE, device: eth }),
-        at(450, 1, SERVER, Xmit { skb: EARLIER_RESPONSE, device: eth }),
-        at(900, 1, 0, IrqEntry { irq: 24 }),
-        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
-        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
-        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
-        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
-        at(1_190, 1, SERVER, Consume { skb: REQUEST }),
-        at(1_195, 1, SERVER, Consume { skb: EARLIER_RESPONSE }),
-        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
-        at(1_550, 1, SERVER, StartXmit { skb: RESPONSE, device: eth }),
-        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
-    ]
+    with_nic_interrupt(
+        REQUEST,
+        eth,
+        vec![
+            at(400, 1, SERVER, Queue { skb: EARLIER_RESPONSE, device: eth }),
+            at(450, 1, SERVER, Xmit { skb: EARLIER_RESPONSE, device: eth }),
+            at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
+            at(1_190, 1, SERVER, Consume { skb: REQUEST }),
+            at(1_195, 1, SERVER, Consume { skb: EARLIER_RESPONSE }),
+            at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
+            at(1_550, 1, SERVER, StartXmit { skb: RESPONSE, device: eth }),
+            at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
+        ],
+    )
 }
 
 #[test]
@@ -330,21 +346,18 @@ fn a_packet_received_from_a_nic_begins_there_whatever_its_address_did_before() {
     let mut d = Decoder::without_events();
     let eth = d.intern_nic("virtio-eth");
     use NetEvent::*;
-    let trace = vec![
-        at(100, 1, SERVER, Queue { skb: REQUEST, device: eth }),
-        at(150, 1, SERVER, Xmit { skb: REQUEST, device: eth }),
-        at(900, 1, 0, IrqEntry { irq: 24 }),
-        at(910, 1, 0, SoftirqRaise { vector: NET_RX }),
-        at(950, 1, 0, SoftirqEntry { vector: NET_RX }),
-        at(1_000, 1, 0, Receive { skb: REQUEST, device: eth }),
-        at(1_050, 1, 0, DataReady { sock: 1 }),
-        at(1_100, 1, 0, Wakeup { pid: SERVER, target_cpu: 1 }),
-        at(1_110, 1, 0, SoftirqExit { vector: NET_RX }),
-        at(1_200, 1, SERVER, Taken),
-        at(1_400, 1, SERVER, Send),
-        at(1_500, 1, SERVER, Queue { skb: RESPONSE, device: eth }),
-        at(1_600, 1, SERVER, Xmit { skb: RESPONSE, device: eth }),
-    ];
+    let trace = with_nic_interrupt(
+        REQUEST,
+        eth,
+        [
+            vec![
+                at(100, 1, SERVER, Queue { skb: REQUEST, device: eth }),
+                at(150, 1, SERVER, Xmit { skb: REQUEST, device: eth }),
+            ],
+            woken_server_answers(eth),
+        ]
+        .concat(),
+    );
     let r = ServerRequest { seq: 1, server: SERVER, waiting: 800, received: 1_250, answered: 1_650 };
     let j = join::server(&trace, &d, &r);
     assert_eq!(j.segments.first().map(|s| (s.name, s.start, s.end)), Some(("host_receive", 900, 1_100)), "{j:?}");
