@@ -154,7 +154,8 @@ pub enum CauseKind {
     Wakeup,
     /// Switch-in to the return from `clock_nanosleep`.
     Return,
-    /// A KVM exit of the measuring vCPU.
+    /// `--in vm` under KVM, host side: the vCPU thread out of the guest, from `kvm_exit` to its
+    /// next `kvm_entry` (or its switch out); named by the exit reason.
     KvmExit,
     /// No trace event explains it (events lost or absent, or outside what is traced).
     Unexplained,
@@ -197,6 +198,7 @@ impl CauseKind {
         matches!(
             self,
             CauseKind::HostThread
+                | CauseKind::KvmExit
                 | CauseKind::HostIrq
                 | CauseKind::HostSoftirq
                 | CauseKind::VcpuWakeup

@@ -76,7 +76,7 @@ impl CpuState {
             Event::SleepExit { pid } => {
                 self.sleeping.remove(&pid);
             }
-            Event::Wakeup { .. } | Event::TimerExpire { .. } => {}
+            Event::Wakeup { .. } | Event::TimerExpire { .. } | Event::KvmExit { .. } | Event::KvmEntry => {}
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Raw ring-buffer records -> the few event kinds the attribution needs, each field located once
 //! from the event's `format` file (rtvirt-os's [`EventFormat`]).
 
+use super::kvm_exit::ExitReasons;
 use rtvirt_os::tracefs::{EventFormat, Field, Instance, RawEvent};
 use std::collections::HashMap;
 
@@ -101,6 +102,14 @@ pub enum Event {
     SleepExit {
         pid: u32,
     },
+    /// `kvm_exit`: the vCPU running on this CPU left the guest (`reason`, on `isa`: VMX or SVM,
+    /// named by [`super::kvm_exit::ExitReasons`]).
+    KvmExit {
+        reason: u32,
+        isa: Option<u32>,
+    },
+    /// `kvm_entry`: the vCPU running on this CPU entered the guest again.
+    KvmEntry,
 }
 
 /// The x86 interrupt vectors traced by `irq_vectors` events, by name.
@@ -123,6 +132,8 @@ enum Kind {
     VectorExit,
     SleepEnter,
     SleepExit,
+    KvmExit { reason: Field, isa: Option<Field> },
+    KvmEntry,
 }
 
 /// Decodes the records of one instance.
@@ -131,6 +142,8 @@ pub struct Decoder {
     common_pid: Field,
     /// IRQ handler names by IRQ number, as seen in `irq_handler_entry`.
     pub irq_names: HashMap<u32, String>,
+    /// KVM exit reasons' names, from `kvm_exit`'s format (when traced).
+    pub exit_reasons: ExitReasons,
 }
 
 impl Decoder {
@@ -138,7 +151,11 @@ impl Decoder {
     pub fn new(instance: &Instance) -> Decoder {
         let mut kinds = HashMap::new();
         let mut common_pid = Field::common_pid();
+        let mut exit_reasons = ExitReasons::default();
         for event in &instance.present {
+            if event == "kvm/kvm_exit" {
+                exit_reasons = instance.format_text(event).map(|t| ExitReasons::parse(&t)).unwrap_or_default();
+            }
             let Ok(format) = instance.format(event) else { continue };
             if let Some(f) = format.field("common_pid") {
                 common_pid = f.clone();
@@ -147,7 +164,7 @@ impl Decoder {
                 kinds.insert(format.id, kind);
             }
         }
-        Decoder { kinds, common_pid, irq_names: HashMap::new() }
+        Decoder { kinds, common_pid, irq_names: HashMap::new(), exit_reasons }
     }
 
     /// The event, if it is one the attribution reads.
@@ -183,6 +200,10 @@ impl Decoder {
             Kind::VectorExit => Event::VectorExit,
             Kind::SleepEnter => Event::SleepEnter { pid: uint(&self.common_pid)? as u32 },
             Kind::SleepExit => Event::SleepExit { pid: uint(&self.common_pid)? as u32 },
+            Kind::KvmExit { reason, isa } => {
+                Event::KvmExit { reason: uint(reason)? as u32, isa: isa.as_ref().and_then(uint).map(|v| v as u32) }
+            }
+            Kind::KvmEntry => Event::KvmEntry,
         })
     }
 }
@@ -207,6 +228,8 @@ fn kind_of(event: &str, f: &EventFormat) -> Option<Kind> {
         "irq/softirq_exit" => Kind::SoftirqExit,
         "syscalls/sys_enter_clock_nanosleep" => Kind::SleepEnter,
         "syscalls/sys_exit_clock_nanosleep" => Kind::SleepExit,
+        "kvm/kvm_exit" => Kind::KvmExit { reason: field("exit_reason")?, isa: field("isa") },
+        "kvm/kvm_entry" => Kind::KvmEntry,
         _ => {
             let name = event.strip_prefix("irq_vectors/")?;
             if let Some(v) = name.strip_suffix("_entry") {

@@ -9,17 +9,20 @@
 //!   its timer interrupt, which QEMU delivers by waking the thread), then, until the switch back
 //!   in, `host_thread` (who ran on the CPU it last ran on) or `vcpu_wakeup` (that CPU idle);
 //! - switched out and in again without a wake-up (preempted): `host_thread` for who ran;
-//! - running: `host_irq` / `host_softirq` for the host handlers that interrupted it.
+//! - running: `host_irq` / `host_softirq` for the host handlers that interrupted it, and under
+//!   KVM `kvm_exit` from each `kvm_exit` to the next `kvm_entry` (or the switch out), named by
+//!   the exit reason ([`super::kvm_exit`]).
 //!
 //! A switch out of the thread after its wake-up with no switch into it in the trace (some kernels
 //! record no switch out of the idle task: docs/measure.md) still closes its sleep at the wake-up;
 //! what ran until its unseen switch-in, and the handlers while it ran, are then not known.
 //!
-//! Under KVM the exits would come from `kvm_exit`/`kvm_entry`; under TCG (this machine) the guest
-//! is QEMU's own code and there are no such events: the section says so.
+//! Under TCG (this machine) the guest is QEMU's own code and there are no exits: the section says
+//! so; under KVM a host kernel without the `kvm_exit` event is said too.
 
 use super::attribute::Running;
 use super::decode::{comm_text, Decoder, Event, SOFTIRQS, VECTORS};
+use super::kvm_exit::ExitReasons;
 use rtvirt_model::results::{Cause, CauseKind, ClockSync, ExplainSection};
 use rtvirt_os::tracefs::{CpuReader, Instance};
 use std::collections::{HashMap, VecDeque};
@@ -93,6 +96,7 @@ impl HostRecorder {
         HostTrace {
             events,
             irq_names: self.decoder.irq_names.clone(),
+            exit_reasons: self.decoder.exit_reasons.clone(),
             present: self.instance.present.clone(),
             absent: self.instance.absent.clone(),
             limitations,
@@ -104,6 +108,7 @@ impl HostRecorder {
 pub struct HostTrace {
     pub events: Vec<(u64, u32, Event)>,
     irq_names: HashMap<u32, String>,
+    exit_reasons: ExitReasons,
     pub present: Vec<String>,
     pub absent: Vec<String>,
     pub limitations: Vec<String>,
@@ -139,6 +144,8 @@ impl HostTrace {
         let mut at = Where::Unknown;
         let mut runners: HashMap<u32, (u64, Running)> = HashMap::new();
         let mut handlers: HashMap<u32, (u64, CauseKind, String)> = HashMap::new();
+        // the thread's KVM exit being handled: since, CPU, its name
+        let mut exit: Option<(u64, u32, String)> = None;
         let (mut out, mut pending) = (Vec::new(), Vec::<Segment>::new());
         for &(ts, cpu, e) in &self.events {
             match e {
@@ -151,6 +158,7 @@ impl HostTrace {
                     }
                     runners.insert(cpu, (ts, runner));
                     if prev_pid == tid && next_pid != tid {
+                        out.extend(exit.take().and_then(|x| exit_segment(x, ts)));
                         if let Where::Off { cpu: waited, since, woken: Some(w) } = at {
                             out.push(asleep(since, w, waited, tid)); // its switch-in not traced
                         }
@@ -180,6 +188,12 @@ impl HostTrace {
                         SOFTIRQS.get(vector as usize).map_or_else(|| format!("softirq {vector}"), |s| s.to_string());
                     handlers.insert(cpu, (ts, CauseKind::HostSoftirq, name));
                 }
+                Event::KvmExit { reason, isa } if matches!(at, Where::On(on) if on == cpu) => {
+                    exit = Some((ts, cpu, self.exit_reasons.name(reason, isa)));
+                }
+                Event::KvmEntry if matches!(at, Where::On(on) if on == cpu) => {
+                    out.extend(exit.take().and_then(|x| exit_segment(x, ts)));
+                }
                 Event::IrqExit | Event::VectorExit | Event::SoftirqExit => {
                     if let (Some((start, kind, name)), Where::On(on)) = (handlers.remove(&cpu), at) {
                         if on == cpu && ts > start {
@@ -204,6 +218,13 @@ impl HostTrace {
             section.events_absent.push(format!("host:{e}"));
         }
         section.limitations.extend(self.limitations.iter().map(|l| format!("host side: {l}")));
+        if accel == "kvm" && !self.present.iter().any(|e| e == "kvm/kvm_exit") {
+            section.limitations.push(
+                "host side under kvm without the kvm/kvm_exit event: the vCPU threads' exits are not separated \
+                 from their running"
+                    .into(),
+            );
+        }
         if accel != "kvm" {
             section.limitations.push(format!(
                 "host side under {accel}: no kvm_* events (the guest runs as QEMU's own code): the vCPU threads' \
@@ -230,6 +251,13 @@ impl HostTrace {
         }
         section.summary = ExplainSection::summarize(&section.samples);
     }
+}
+
+/// A KVM exit (since, CPU, reason) handled until `end`: the vCPU thread's next entry into the
+/// guest, or its switch out (then asleep or preempted).
+fn exit_segment((start, cpu, reason): (u64, u32, String), end: u64) -> Option<Segment> {
+    let name = format!("KVM exit {reason}");
+    (end > start).then_some(Segment { kind: CauseKind::KvmExit, name, pid: None, cpu, start, end })
 }
 
 /// Close the runner segment of `cpu` (who ran there since its switch-in) at `ts`.
@@ -336,6 +364,7 @@ mod tests {
         HostTrace {
             events,
             irq_names: HashMap::from([(5, "eth0".to_string())]),
+            exit_reasons: ExitReasons::default(),
             present: vec!["sched/sched_switch".into()],
             absent: vec!["kvm/kvm_exit".into()],
             limitations: Vec::new(),
@@ -381,6 +410,32 @@ mod tests {
                 (CauseKind::VcpuWakeup, 900, 950),
             ]
         );
+    }
+
+    /// Under KVM: the vCPU thread leaves the guest at 460 for an external interrupt (the host's
+    /// handler 500-520 inside it) until its entry at 530, and at 550 for HLT, which it handles
+    /// until it is switched out at 600; an exit of another CPU's vCPU is not this one's.
+    #[test]
+    fn kvm_exits_of_a_running_vcpu_thread_last_until_its_entry_or_its_switch_out() {
+        let format = "print fmt: \"reason %s\", (REC->isa == 1) ? __print_symbolic(REC->exit_reason & 0xffff, \
+                      { 1, \"EXTERNAL_INTERRUPT\" }, { 12, \"HLT\" }) : __print_symbolic(REC->exit_reason, { 0x78, \"hlt\" })";
+        let mut events = trace().events;
+        events.extend([
+            (460, 1, Event::KvmExit { reason: 1, isa: Some(1) }),
+            (470, 2, Event::KvmExit { reason: 12, isa: Some(1) }),
+            (530, 1, Event::KvmEntry),
+            (550, 1, Event::KvmExit { reason: 12, isa: Some(1) }),
+        ]);
+        events.sort_by_key(|(ts, cpu, _)| (*ts, *cpu));
+        let host = HostTrace { events, exit_reasons: ExitReasons::parse(format), ..trace() };
+        let exits: Vec<(String, u64, u64)> = host
+            .segments(VCPU)
+            .into_iter()
+            .filter(|s| s.kind == CauseKind::KvmExit)
+            .map(|s| (s.name, s.start, s.end))
+            .collect();
+        assert_eq!(exits, [("KVM exit EXTERNAL_INTERRUPT".into(), 460, 530), ("KVM exit HLT".into(), 550, 600)]);
+        assert!(CauseKind::KvmExit.is_host_side(), "an overlay of the guest's causes, as the other host ones");
     }
 
     #[test]
