@@ -17,7 +17,7 @@ use std::ffi::OsString;
 
 /// A command of this binary as the user gave it: the subcommand path (`measure timer`) and each
 /// argument given explicitly (defaults are left to the command that runs it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommandLine {
     path: Vec<String>,
     given: Vec<Given>,

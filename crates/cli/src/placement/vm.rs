@@ -49,8 +49,7 @@ pub fn guest_line(line: CommandLine) -> CommandLine {
 /// `job` in a guest of each `--guest-kernel` (both by default) x host load, bounded by `duration`.
 pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
     let kernels = parse_kernels(&common.guest_kernel)?;
-    let mut opts = hook_guest_opts(common, duration);
-    opts.vcpus = job.vcpus;
+    let opts = job_guest_opts(&job, common, duration);
     let job = Job {
         args: job.line.argv_text()?,
         files: job.files,
@@ -60,6 +59,18 @@ pub fn in_guests(job: GuestJob, common: &Common, duration: Nanos) -> CmdResult {
         bring_back: job.bring_back,
     };
     matrix(&kernels, &common.load, &opts, &job, common.format, None)
+}
+
+/// The guest options of `job`: its vCPUs, and a job bound that also covers bringing its file
+/// back over the serial line (unless `--job-timeout` is given).
+fn job_guest_opts(job: &GuestJob, common: &Common, duration: Nanos) -> GuestOpts {
+    let mut opts = hook_guest_opts(common, duration);
+    opts.vcpus = job.vcpus;
+    if job.bring_back.is_some() && common.vm.job_timeout.is_none() {
+        let transfer = measure::MAX_FILE_TIME.as_nanos() as u64;
+        opts.timeout = Nanos(opts.timeout.0.saturating_add(transfer));
+    }
+    opts
 }
 
 /// A client on this host (`line`, run as a child process without its host-side options) against
@@ -199,5 +210,18 @@ mod tests {
         let opts =
             hook_guest_opts(&common(&["--boot-timeout", "150s", "--job-timeout", "60min"]), Nanos::from_secs(600));
         assert_eq!((opts.timeout, opts.boot_timeout), (Nanos::from_secs(3600), Nanos::from_secs(150)));
+    }
+
+    #[test]
+    fn a_file_to_bring_back_extends_the_job_bound_unless_given() {
+        let line = CommandLine::default();
+        let mut job = GuestJob { line, files: Vec::new(), vcpus: 2, explain: false, trace: None, bring_back: None };
+        let ten = Nanos::from_secs(10);
+        assert_eq!(job_guest_opts(&job, &common(&[]), ten).timeout, Nanos::from_secs(130));
+        assert_eq!(job_guest_opts(&job, &common(&[]), ten).vcpus, 2);
+        job.bring_back = Some(super::super::guests::BringBack { guest: "/tmp/x".into(), host: "x".into() });
+        assert_eq!(job_guest_opts(&job, &common(&[]), ten).timeout, Nanos::from_secs(130 + 90), "+ the transfer");
+        let given = job_guest_opts(&job, &common(&["--job-timeout", "5s"]), ten);
+        assert_eq!(given.timeout, Nanos::from_secs(5), "the user's bound is the bound");
     }
 }
