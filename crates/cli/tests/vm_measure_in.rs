@@ -218,6 +218,7 @@ fn measure_timer_in_vm_break_brings_the_guests_whole_trace_back() {
     ]);
     assert_eq!(code, 0, "{err}");
     let rows = json(&out);
+    schema_support::assert_valid("results", &rows[0]);
     let e = &rows[0]["explain"];
     assert!(e["stopped_by_break_ns"].as_u64().expect("a TCG guest breaks at 1 us") > 1_000, "{e}");
     assert!(rows[0]["latency_ns"]["count"].as_u64().unwrap() < 20_000 / 2, "stopped early");

@@ -114,7 +114,7 @@ impl Measurement for Timer {
     /// here.
     fn guest_job(&self, line: CommandLine) -> anyhow::Result<crate::placement::vm::GuestJob> {
         let explain = self.args.explains();
-        let mut line = match explain {
+        let line = match explain {
             true => line.without(&["trace", "break_trace"]).with_flag("explain", "explain").with_option(
                 "clock_sync",
                 "clock-sync",
@@ -122,10 +122,14 @@ impl Measurement for Timer {
             ),
             false => line,
         };
-        let bring_back = self.args.break_at.map(|_| {
-            line = line.clone().with_option("break_trace", "break-trace", GUEST_BREAK_TRACE);
-            BringBack { guest: GUEST_BREAK_TRACE.into(), host: break_trace_file(&self.args) }
-        });
+        let bring_back = self
+            .args
+            .break_at
+            .map(|_| BringBack { guest: GUEST_BREAK_TRACE.into(), host: break_trace_file(&self.args) });
+        let line = match bring_back {
+            Some(_) => line.with_option("break_trace", "break-trace", GUEST_BREAK_TRACE),
+            None => line,
+        };
         Ok(crate::placement::vm::GuestJob {
             line,
             files: Vec::new(),

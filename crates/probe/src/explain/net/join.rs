@@ -282,8 +282,8 @@ fn took_in_packet(ev: &[Ev], e: &Ev, server: u32, from: u64) -> bool {
 
 /// The first trace of the packet received in `received`: back through its devices (transmits,
 /// `netif_rx`, queues, the receives of a bridge) to the first of this life of its address - an
-/// earlier copy or freeing, a transmit into a tap (to a guest), or a receive before a queue, belongs to a
-/// packet that had it before; a packet received from a tap (from a guest) or a NIC (in a guest:
+/// earlier copy or freeing, a transmit into a tap (to a guest), or a receive before a queue,
+/// belongs to a packet that had it before; a packet received from a tap (from a guest) or a NIC (in a guest:
 /// virtio-net) began there.
 fn first_sighting<'e>(ev: &'e [Ev], decoder: &Decoder, received: &'e Ev, from: u64) -> &'e Ev {
     let skb = received.event.skb();

@@ -15,13 +15,13 @@
 //! `client_receive`; to a server in a guest behind a tap (`--in vm`) `guest` replaces `server`
 //! and `host_send` starts where the response enters the host from the tap; a server's (its
 //! host's share, from the first trace of the request): the middle three. `server` ends at the
-//! server's send syscall, or without syscall events at its response's `net_dev_queue`; `host_send`
-//! at the response's first `net_dev_xmit`, or where a NIC's driver is handed it (a server traces
-//! a NIC's `net_dev_start_xmit`, and on a kernel without `sk_data_ready` the packets its
-//! receives free: [`Side::Server`]). They add
-//! up to the round trip (the trace clock `mono` is the client's CLOCK_MONOTONIC: docs/measure.md
-//! states the precision). Each request is in the per-segment summary; the worst
-//! [`ExplainConfig::max_samples`] are kept with their segments.
+//! server's send syscall, or without syscall events at its response's `net_dev_queue`;
+//! `host_send` at the response's first `net_dev_xmit`, or where a NIC's driver is handed it (a
+//! server traces a NIC's `net_dev_start_xmit`, and on a kernel without `sk_data_ready` the
+//! packets its receives free: [`Side::Server`]). They add up to the round trip (the trace clock
+//! `mono` is the client's CLOCK_MONOTONIC: docs/measure.md states the precision). Each request
+//! is in the per-segment summary; the worst [`ExplainConfig::max_samples`] are kept with their
+//! segments.
 
 pub mod events;
 pub mod guest;
@@ -376,9 +376,10 @@ impl Capture {
         for e in &instance.absent {
             limitations.push(match e.as_str() {
                 "sock/sk_data_ready" => format!(
-                    "event {e} absent: a server's request is known by its copy to user space or the received packet \
-                     its receive freed ({}), its socket enqueue by the wake-up it caused (the server awake: host_receive ends at netif_receive_skb); a client's \
-                     response cannot be joined without it",
+                    "event {e} absent: a server's request is known by its copy to user space or the received \
+                     packet its receive freed ({}), its socket enqueue by the wake-up it caused (the server \
+                     awake: host_receive ends at netif_receive_skb); a client's response cannot be joined \
+                     without it",
                     events::CONSUME
                 ),
                 _ => format!("event {e} absent: the path is joined without it"),
