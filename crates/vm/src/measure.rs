@@ -33,7 +33,7 @@ pub fn guest_job(args: &[String], cfg: &GuestConfig) -> String {
 pub const FILE_BEGIN: &str = "RTVIRT-FILE-BEGIN";
 pub const FILE_END: &str = "RTVIRT-FILE-END";
 /// Bytes of a file brought back, at most: a `--break` trace of one vCPU's 4 MiB of ring-buffer
-/// pages is about 8 MB of text (57 bytes an event here).
+/// pages is some 6 MB of text (about 60 bytes an event here; docs/PERFORMANCE.md).
 pub const MAX_FILE: u64 = 16 << 20;
 /// What [`MAX_FILE`] takes on the job's serial line: measured here under TCG, 392 KB in 1.72 s
 /// (0.23 MB/s: the output log's growth while a guest sent its break trace), so 16 MiB in ~73 s.
