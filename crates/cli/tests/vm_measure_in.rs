@@ -12,6 +12,13 @@ fn run_in_vm(args: &[&str]) -> (i32, String, String, String) {
     (code, out, err, name)
 }
 
+/// `measure timer --in vm` in an `nrt` guest for `duration`, with `options`, results as JSON.
+fn timer_in_nrt_guest(duration: &str, options: &[&str]) -> (i32, String, String, String) {
+    let command =
+        ["measure", "timer", "--in", "vm", "--guest-kernel", "nrt", "--duration", duration, "--format", "json"];
+    run_in_vm(&[&command[..], options].concat())
+}
+
 #[test]
 fn measure_timer_in_vm_runs_the_matrix_of_the_given_guest_kernel_and_host_loads() {
     let (code, out, err, name) = run_in_vm(&[
@@ -200,22 +207,8 @@ fn measure_net_client_in_vm_explain_splits_each_round_trip_with_the_guests_own_t
 fn measure_timer_in_vm_break_brings_the_guests_whole_trace_back() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("guest-late.trace");
-    let (code, out, err, name) = run_in_vm(&[
-        "measure",
-        "timer",
-        "--in",
-        "vm",
-        "--guest-kernel",
-        "nrt",
-        "--duration",
-        "20s",
-        "--break",
-        "1us",
-        "--break-trace",
-        file.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let (code, out, err, name) =
+        timer_in_nrt_guest("20s", &["--break", "1us", "--break-trace", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let rows = json(&out);
     schema_support::assert_valid("results", &rows[0]);
@@ -402,21 +395,7 @@ fn measure_net_server_in_vm_is_torn_down_on_ctrl_c() {
 fn measure_timer_in_vm_explain_merges_guest_and_host_traces() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("vm.json");
-    let (code, out, err, name) = run_in_vm(&[
-        "measure",
-        "timer",
-        "--in",
-        "vm",
-        "--guest-kernel",
-        "nrt",
-        "--duration",
-        "2s",
-        "--explain",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let (code, out, err, name) = timer_in_nrt_guest("2s", &["--explain", "--trace", trace.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let e = &rows[0]["explain"];
