@@ -45,8 +45,13 @@ pub struct Guest {
 /// Poll interval of the wait loops.
 const POLL: Duration = Duration::from_millis(25);
 
-/// Bound on QEMU creating its QMP socket and answering on it.
-const QMP_BOUND: Duration = Duration::from_secs(10);
+/// Bound on QEMU creating its QMP socket and answering on it. QEMU greets a QMP client only once
+/// its machine is set up (ROMs, kernel and initramfs loaded); on this 2-core machine under a
+/// parallel build that took more than 10 s. Each try waits [`QMP_TRY`], then QEMU's liveness is
+/// checked before the next.
+const QMP_BOUND: Duration = Duration::from_secs(60);
+/// Bound on one QMP answer while waiting for QEMU's first.
+const QMP_TRY: Duration = Duration::from_secs(2);
 
 impl Guest {
     /// Start QEMU running `job` (a shell script) in `image`.
@@ -152,7 +157,10 @@ impl Guest {
                 Err(e) => {
                     self.poll()?;
                     if t0.elapsed() > QMP_BOUND {
-                        return Err(VmError::Spawn(e.to_string()));
+                        return Err(VmError::Spawn(format!(
+                            "QEMU did not answer on QMP within {} s: {e}",
+                            QMP_BOUND.as_secs()
+                        )));
                     }
                     std::thread::sleep(POLL * 4);
                 }
@@ -343,7 +351,7 @@ impl Drop for Guest {
 
 /// vCPU thread ids (in vCPU index order) and whether KVM is on, over QMP.
 fn query_qmp(sock: &Path) -> rtvirt_os::Result<(Vec<i32>, bool)> {
-    let mut qmp = Qmp::connect(sock)?;
+    let mut qmp = Qmp::connect_with_timeout(sock, QMP_TRY)?;
     let mut vcpus = qmp.vcpus()?;
     vcpus.sort_by_key(|v| v.index);
     let kvm = qmp.kvm_enabled()?;

@@ -18,6 +18,8 @@ use std::sync::Arc;
 pub const GUEST_CLOCK_DEVICE: &str = "/dev/ttyS2";
 /// Host ring buffer per CPU.
 const HOST_BUFFER_KB: u32 = 4096;
+/// How often the host trace is drained while the guest runs.
+const READ_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Host-side work beside one guest run, on its own thread; stopped when dropped.
 pub struct Watcher<T> {
@@ -79,22 +81,49 @@ pub fn answer_clock(name: &str) -> Watcher<u64> {
 /// Answer the clock line; trace the host from the first question until the guest ends.
 fn watch(guest_dir: &Path, state_dir: &Path, stop: &AtomicBool) -> Result<HostTrace, String> {
     let line = rtvirt_vm::clock::connect(guest_dir).map_err(|e| e.to_string())?;
-    let mut recorder: Option<Result<HostRecorder, String>> = None;
-    rtvirt_vm::clock::serve(line, stop, |asked| {
-        if asked && recorder.is_none() {
-            recorder = Some(HostRecorder::start(state_dir, HOST_BUFFER_KB));
-        }
-        if let Some(Ok(r)) = recorder.as_mut() {
-            if let Err(e) = r.read() {
-                recorder = Some(Err(format!("reading the host trace failed: {e}")));
-            }
-        }
-    });
-    match recorder {
+    let recorded = serve_beside(line, stop, || HostRecorder::start(state_dir, HOST_BUFFER_KB), HostRecorder::read)?;
+    match recorded {
         Some(Ok(r)) => Ok(r.finish()),
         Some(Err(e)) => Err(e),
         None => Err("the guest never asked the host's time (its clock line did not work)".into()),
     }
+}
+
+/// Answer the clock `line` on a thread of its own until it ends or `stop` is set, and meanwhile
+/// on this thread `start` a recorder at the first question and `read` it every [`READ_EVERY`].
+/// The answers never wait for the recorder: starting it journals (fsync) and allocates ring
+/// buffers, which on a loaded machine took longer than a guest waits for an answer.
+/// None: no question was asked; Some(Err): the recorder failed to start or to read.
+fn serve_beside<R>(
+    line: std::os::unix::net::UnixStream,
+    stop: &AtomicBool,
+    start: impl FnOnce() -> Result<R, String>,
+    mut read: impl FnMut(&mut R) -> Result<(), String>,
+) -> Result<Option<Result<R, String>>, String> {
+    let (asked, ended) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let server = std::thread::Builder::new()
+            .name("rtvirt-vm-clock".into())
+            .spawn_scoped(s, || {
+                rtvirt_vm::clock::serve(line, stop, |a| asked.store(a, Ordering::Release));
+                ended.store(true, Ordering::Release);
+            })
+            .map_err(|e| format!("cannot start the clock line's thread: {e}"))?;
+        while !asked.load(Ordering::Acquire) && !ended.load(Ordering::Acquire) {
+            std::thread::sleep(READ_EVERY);
+        }
+        let mut recorder = asked.load(Ordering::Acquire).then(start);
+        while !ended.load(Ordering::Acquire) {
+            if let Some(Ok(r)) = recorder.as_mut() {
+                if let Err(e) = read(r) {
+                    recorder = Some(Err(format!("reading the host trace failed: {e}")));
+                }
+            }
+            std::thread::sleep(READ_EVERY);
+        }
+        server.join().map_err(|_| "the clock line's thread panicked".to_string())?;
+        Ok(recorder)
+    })
 }
 
 /// Boot, measure with `--explain` while the host side is traced (the caller runs the host
@@ -137,5 +166,49 @@ pub fn write_cell_trace(results: &Results, path: &Path, several: bool) {
     match crate::cmd::measure::explain::write_trace(e, &cpus, duration, &path) {
         Ok(()) => eprintln!("vm: wrote trace {}", path.display()),
         Err(err) => eprintln!("vm: warning: {err:#}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// The guest's handshakes are answered while the recorder is still starting: here it starts
+    /// only once the guest has had every answer (answering and starting on one thread, as before,
+    /// would leave the guest waiting for as long as the start takes).
+    #[test]
+    fn the_clock_is_answered_while_the_recorder_starts() {
+        let (host, guest) = UnixStream::pair().unwrap();
+        let (answered, all_answered) = mpsc::channel();
+        let (was_read, read_once) = mpsc::channel();
+        let guest = std::thread::spawn(move || {
+            let mut reader = BufReader::new(guest.try_clone().unwrap());
+            let mut writer = guest;
+            for _ in 0..16 {
+                writer.write_all(b"T\n").unwrap();
+                let mut time = String::new();
+                reader.read_line(&mut time).unwrap();
+                assert!(time.trim().parse::<u64>().is_ok(), "{time:?}");
+            }
+            answered.send(()).unwrap();
+            read_once.recv_timeout(Duration::from_secs(60)).expect("the recorder is read while the guest runs");
+        });
+        let stop = AtomicBool::new(false);
+        let start = || {
+            all_answered.recv_timeout(Duration::from_secs(60)).map_err(|e| format!("not every answer came: {e}"))?;
+            Ok(0u32)
+        };
+        let recorded = serve_beside(host, &stop, start, |reads| {
+            *reads += 1;
+            let _ = was_read.send(());
+            Ok(())
+        });
+        guest.join().unwrap();
+        let reads = recorded.unwrap().expect("the guest asked").unwrap();
+        assert!(reads > 0);
     }
 }
