@@ -2,6 +2,9 @@
 //! `query-cpus-fast`, fallback thread names "CPU n/KVM"), iothreads, vhost workers (kernel threads
 //! `vhost-<pid>` before Linux 6.4, threads of the QEMU process after), IRQ threads `irq/<n>-<name>`,
 //! NAPI threads `napi/<dev>-<id>`, ksoftirqd/ktimers/rcuc, and container processes (by cgroup).
+//! A QEMU's thread ids are taken only from a QEMU rtvirt trusts ([`trust`]).
+
+mod trust;
 
 use crate::error::{HostError, Result};
 use rtvirt_os::cpulist::CpuList;
@@ -122,7 +125,7 @@ pub enum Target {
 pub fn discover(target: &Target) -> Result<Vec<ThreadInfo>> {
     match target {
         Target::System => Ok(system()),
-        Target::Qmp(socket) => qemu_via_qmp(socket, rtvirt_os::qmp::TIMEOUT),
+        Target::Qmp(socket) => qemu_via_qmp(socket, rtvirt_os::qmp::TIMEOUT, None),
         Target::Pid(pid) => by_pid(*pid),
         Target::Vm(name) => by_vm_name(name),
     }
@@ -237,18 +240,24 @@ fn qemu_threads_by_name(pid: u32, guest: Option<String>) -> Vec<ThreadInfo> {
 }
 
 /// The QEMU behind a QMP socket: vCPUs and iothreads from QMP, the rest of its threads and its
-/// vhost workers (in-process since 6.4, kernel threads `vhost-<pid>` before) from /proc.
-fn qemu_via_qmp(socket: &Path, timeout: std::time::Duration) -> Result<Vec<ThreadInfo>> {
+/// vhost workers (in-process since 6.4, kernel threads `vhost-<pid>` before) from /proc. The
+/// QEMU is process `expected` if known (found by name or PID), else the one of its first vCPU;
+/// either way it must be trusted with the thread ids it answered ([`trust`]).
+fn qemu_via_qmp(socket: &Path, timeout: std::time::Duration, expected: Option<u32>) -> Result<Vec<ThreadInfo>> {
     let (vcpus, iothreads, name) = {
         let mut q = Qmp::connect_with_timeout(socket, timeout)?;
         let vcpus = q.vcpus()?;
         let iothreads = q.iothreads().unwrap_or_default();
         (vcpus, iothreads, q.name().unwrap_or(None))
     };
-    let first = vcpus
-        .first()
-        .ok_or_else(|| HostError::Os(OsError::Qmp { socket: socket.into(), message: "the VM has no vCPUs".into() }))?;
-    let pid = procfs::tgid(first.thread_id)?;
+    let qmp_error = |message: String| HostError::Os(OsError::Qmp { socket: socket.into(), message });
+    let first = vcpus.first().ok_or_else(|| qmp_error("the VM has no vCPUs".into()))?;
+    let pid = match expected {
+        Some(pid) => pid,
+        None => procfs::tgid(first.thread_id)?,
+    };
+    let tids: Vec<u32> = vcpus.iter().map(|v| v.thread_id).chain(iothreads.iter().map(|i| i.thread_id)).collect();
+    trust::verify(pid, socket, &tids).map_err(|why| qmp_error(format!("not trusted, nothing done: {why}")))?;
     let guest = name.or_else(|| qemu_guest_name(&procfs::cmdline(pid)));
     let mut out = Vec::new();
     for tid in procfs::tids(pid) {
@@ -297,14 +306,30 @@ fn by_pid(pid: u32) -> Result<Vec<ThreadInfo>> {
 }
 
 /// The QEMU started with `-name NAME`: via its QMP socket if it has one, else by thread names.
+/// It must be the only process that says `-name NAME`, and a trusted QEMU ([`trust`]).
 fn by_vm_name(name: &str) -> Result<Vec<ThreadInfo>> {
-    let pid = procfs::pids()
+    let found: Vec<u32> = procfs::pids()
         .into_iter()
-        .find(|&p| is_qemu(p) && qemu_guest_name(&procfs::cmdline(p)).as_deref() == Some(name))
-        .ok_or_else(|| HostError::input(format!("no running QEMU process with -name {name} (is the VM running?)")))?;
+        .filter(|&p| is_qemu(p) && qemu_guest_name(&procfs::cmdline(p)).as_deref() == Some(name))
+        .collect();
+    let pid = match found[..] {
+        [] => return Err(HostError::input(format!("no running QEMU process with -name {name} (is the VM running?)"))),
+        [pid] => pid,
+        _ => {
+            let pids: Vec<String> = found.iter().map(u32::to_string).collect();
+            return Err(HostError::input(format!(
+                "{} processes say -name {name} (PIDs {}): refusing to choose one (stop the one that is not the VM, \
+                 or give its QMP socket: --vm {name}=SOCKET)",
+                found.len(),
+                pids.join(", ")
+            )));
+        }
+    };
+    trust::qemu_binary(pid)
+        .map_err(|why| HostError::input(format!("-name {name}: not trusted, nothing done: {why}")))?;
     let cmd = procfs::cmdline(pid);
     match qemu_qmp_socket(&cmd) {
-        Some(sock) => qemu_via_qmp(&sock, rtvirt_os::qmp::TIMEOUT),
+        Some(sock) => qemu_via_qmp(&trust::from_cwd_of(pid, sock), rtvirt_os::qmp::TIMEOUT, Some(pid)),
         None => Ok(qemu_process(pid, &cmd, DISCOVERY_QMP_TIMEOUT)),
     }
 }
@@ -314,11 +339,11 @@ fn by_vm_name(name: &str) -> Result<Vec<ThreadInfo>> {
 const DISCOVERY_QMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A QEMU process found by PID or by a scan: labelled through the `-qmp`/`-mon` socket of its
-/// command line when it answers, else by thread names (with its kernel vhost workers).
+/// command line when it answers and is trusted with the thread ids it gives ([`trust`]), else by
+/// thread names (with its kernel vhost workers).
 fn qemu_process(pid: u32, cmd: &[String], timeout: std::time::Duration) -> Vec<ThreadInfo> {
-    if let Some(v) = qemu_qmp_socket(cmd)
-        .and_then(|sock| qemu_via_qmp(&sock, timeout).ok())
-        .filter(|v| v.iter().any(|t| t.pid == pid))
+    if let Some(v) =
+        qemu_qmp_socket(cmd).and_then(|sock| qemu_via_qmp(&trust::from_cwd_of(pid, sock), timeout, Some(pid)).ok())
     {
         return v;
     }

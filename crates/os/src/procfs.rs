@@ -141,6 +141,67 @@ pub fn cmdline(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A process's real, effective, saved and filesystem user ids (`Uid:` of `/proc/<pid>/status`).
+pub fn uids(pid: u32) -> Result<[u32; 4]> {
+    let path = task_dir(pid).join("status");
+    let text = read(&path)?;
+    let bad = || OsError::io(&path, std::io::Error::other("no Uid line of four ids"));
+    let line = text.lines().find_map(|l| l.strip_prefix("Uid:")).ok_or_else(bad)?;
+    let ids: Vec<u32> = line.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    ids.try_into().map_err(|_| bad())
+}
+
+/// The inodes of the sockets process `pid` holds open (`/proc/<pid>/fd/N -> socket:[INODE]`).
+pub fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(fds) = std::fs::read_dir(task_dir(pid).join("fd")) else { return Vec::new() };
+    fds.flatten()
+        .filter_map(|fd| {
+            let link = std::fs::read_link(fd.path()).ok()?;
+            link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect()
+}
+
+/// One bound unix socket of `/proc/<pid>/net/unix` (the network namespace of `pid`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnixSocket {
+    pub inode: u64,
+    /// Listening (`__SO_ACCEPTCON` in the flags): a server's socket, not a connection.
+    pub listening: bool,
+    /// The path as bound (relative to the binder's working directory if relative; `@...`:
+    /// abstract).
+    pub path: String,
+}
+
+/// The bound unix sockets in the network namespace of process `pid`.
+pub fn unix_sockets(pid: u32) -> Vec<UnixSocket> {
+    parse_unix_sockets(&read_opt(task_dir(pid).join("net/unix")).unwrap_or_default())
+}
+
+/// `Num RefCount Protocol Flags Type St Inode Path` lines; unbound sockets (no path) are left out.
+fn parse_unix_sockets(text: &str) -> Vec<UnixSocket> {
+    const ACCEPTCON: u32 = 0x0001_0000;
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            // seven fields (the inode padded with spaces), then the path, which may hold spaces
+            let mut rest = line.trim_start();
+            let mut f = Vec::with_capacity(7);
+            for _ in 0..7 {
+                let (field, tail) = rest.split_once(char::is_whitespace)?;
+                f.push(field);
+                rest = tail.trim_start();
+            }
+            let path = rest.trim_end();
+            Some(UnixSocket {
+                inode: f[6].parse().ok()?,
+                listening: u32::from_str_radix(f[3], 16).ok()? & ACCEPTCON != 0,
+                path: (!path.is_empty()).then(|| path.to_string())?,
+            })
+        })
+        .collect()
+}
+
 /// The unified (v2) cgroup path of a thread, or the first non-root v1 path when it has none.
 pub fn cgroup(tid: u32) -> String {
     let paths = cgroup_paths(tid);
@@ -244,6 +305,29 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn parses_unix_sockets_and_this_process_ids() {
+        let text = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 4242 /run/q m.sock\n\
+                    0000000000000000: 00000003 00000000 00000000 0001 03 4243 /run/q m.sock\n\
+                    0000000000000000: 00000002 00000000 00000000 0002 01    17\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01    18 @abstract\n";
+        let v = parse_unix_sockets(text);
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(v[2], UnixSocket { inode: 18, listening: true, path: "@abstract".into() });
+        assert_eq!(v[0], UnixSocket { inode: 4242, listening: true, path: "/run/q m.sock".into() });
+        assert!(!v[1].listening);
+        let me = std::process::id();
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(uids(me).unwrap()[1], euid);
+        let dir = tempfile::tempdir().unwrap();
+        let l = std::os::unix::net::UnixListener::bind(dir.path().join("s")).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+        let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(format!("/proc/self/fd/{fd}")).unwrap());
+        assert!(socket_inodes(me).contains(&ino));
+        assert!(unix_sockets(me).iter().any(|s| s.inode == ino && s.listening));
+    }
 
     #[test]
     fn parses_stat_with_odd_comm() {
