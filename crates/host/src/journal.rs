@@ -9,6 +9,20 @@
 //! Applying again on top of an applied state appends a new session: reverse-order undo restores
 //! the values recorded by the first session last, so `revert` still yields the original host.
 //!
+//! Trust: a journal is root's instructions to itself (a `file` entry is written back as root, a
+//! `sched` entry sets any thread's policy, a `trace_instance` entry unmounts), so a journal is
+//! read, and written, only in a state directory no one else can have written: the directory and
+//! every directory above it owned by root or by this process's user and writable by no group or
+//! other user (a sticky directory above it, like `/tmp`, may be: there no one renames or removes
+//! what is not theirs), and the journal, `guards/` and `tracing/` in it likewise (and not
+//! symlinks). rtvirt creates state directories with mode 0755 whatever the umask. Anything else is
+//! refused before anything is read or changed, naming the directory and why ([`check_trusted`]).
+//! And a revert writes only where rtvirt makes changes: every path of an entry, symlinks resolved,
+//! must lie under `/sys/devices` (device attributes: a NIC's threaded NAPI), `/proc/irq` (IRQ
+//! affinities), a cgroup or cgroup2 mount, a tracefs mount or `/sys/kernel/tracing` (where rtvirt
+//! mounts tracefs). An entry with any other path (`/etc/...`, `/tmp/...`, `/proc/sys/...`,
+//! `/proc/1/root/...`) refuses the whole revert, naming its line, before anything is undone.
+//!
 //! Test hook (documented, used by the crash tests): `RTVIRT_TEST_CRASH_AFTER=N` makes the
 //! applying process abort (no unwinding, no cleanup, like SIGKILL) right after the N-th change of
 //! this run has been journaled and before it is performed.
@@ -19,7 +33,8 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
 
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 const LOCK_FILE: &str = "lock";
@@ -63,7 +78,12 @@ impl Journal {
             // A process killed mid-write left a partial last line: drop it before appending.
             rewrite(&path, &previous)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| HostError::io(&path, e))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| HostError::io(&path, e))?;
         fsync_dir(dir)?;
         let crash_after = std::env::var(CRASH_HOOK_ENV).ok().and_then(|v| v.parse().ok());
         Ok(Journal {
@@ -163,6 +183,10 @@ pub struct RevertReport {
 pub fn revert(dir: &Path) -> Result<RevertReport> {
     let path = dir.join(JOURNAL_FILE);
     let mut report = RevertReport { schema: "rtvirt.revert/v1", journal: path.clone(), ..Default::default() };
+    if !dir.exists() {
+        return Ok(report);
+    }
+    check_trusted(dir)?;
     // Tracing instances of measurements killed before they could remove them (`--explain`), and
     // the cpusets of guards killed before they could restore them (`host calibrate`).
     let stale = rtvirt_os::tracefs::remove_stale(dir).into_iter().chain(rtvirt_os::guard_journal::restore_stale(dir));
@@ -176,7 +200,7 @@ pub fn revert(dir: &Path) -> Result<RevertReport> {
         return Ok(report);
     }
     let _lock = lock_dir(dir)?;
-    let entries = read_entries(&path)?;
+    let entries = revertable_entries(&path)?;
     let mut failures = Vec::new();
     for e in entries.iter().rev() {
         match e.change.undo() {
@@ -211,7 +235,7 @@ pub fn revert_from(dir: &Path, first_session: u64) -> Result<Vec<String>> {
     }
     let _lock = lock_dir(dir)?;
     let (undo, keep): (Vec<Entry>, Vec<Entry>) =
-        read_entries(&path)?.into_iter().partition(|e| e.session >= first_session);
+        revertable_entries(&path)?.into_iter().partition(|e| e.session >= first_session);
     let failures = undo_all(undo.iter().rev().map(|e| &e.change));
     if !failures.is_empty() {
         return Err(HostError::Journal {
@@ -231,21 +255,165 @@ pub fn next_session(dir: &Path) -> Result<u64> {
 /// The journal's entries; a torn last line (process killed mid-write) is ignored, since that
 /// change had not been performed.
 pub fn read_entries(path: &Path) -> Result<Vec<Entry>> {
+    Ok(read_lines(path)?.into_iter().map(|(_, e)| e).collect())
+}
+
+/// The journal's entries with their line numbers (1-based), as [`read_entries`].
+fn read_lines(path: &Path) -> Result<Vec<(usize, Entry)>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(HostError::io(path, e)),
     };
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
     let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
+    for (i, &(n, line)) in lines.iter().enumerate() {
         match serde_json::from_str::<Entry>(line) {
-            Ok(e) => out.push(e),
+            Ok(e) => out.push((n + 1, e)),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(HostError::Journal { path: path.into(), message: format!("line {}: {e}", i + 1) }),
+            Err(e) => return Err(HostError::Journal { path: path.into(), message: format!("line {}: {e}", n + 1) }),
         }
     }
     Ok(out)
+}
+
+/// The journal's entries, once every path they would write is one rtvirt changes (module doc);
+/// else the first entry that is not, by its line.
+fn revertable_entries(path: &Path) -> Result<Vec<Entry>> {
+    let roots = change_roots();
+    let lines = read_lines(path)?;
+    for (n, e) in &lines {
+        if let Err(why) = check_paths(&e.change, &roots) {
+            return Err(HostError::Journal {
+                path: path.into(),
+                message: format!("line {n}: refusing to revert, nothing was undone: {why}"),
+            });
+        }
+    }
+    Ok(lines.into_iter().map(|(_, e)| e).collect())
+}
+
+/// Where rtvirt makes the changes it journals: device attributes, IRQ affinities, the cgroup
+/// and tracefs mounts (and where rtvirt mounts tracefs).
+fn change_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> =
+        ["/sys/devices", "/proc/irq", rtvirt_os::trace_mount::MOUNT_POINT].map(PathBuf::from).to_vec();
+    let mounts = rtvirt_os::procfs::mounts().into_iter();
+    roots.extend(mounts.filter(|m| matches!(m.fstype.as_str(), "cgroup" | "cgroup2" | "tracefs")).map(|m| m.path));
+    // The unit tests' file changes stand in for sysfs files with temporary files.
+    #[cfg(test)]
+    roots.extend(std::env::temp_dir().canonicalize());
+    roots
+}
+
+/// Whether every path `change` writes (or removes, or unmounts) lies under one of `roots`,
+/// symlinks resolved; why not.
+fn check_paths(change: &Change, roots: &[PathBuf]) -> Result<(), String> {
+    let paths: Vec<&Path> = match change {
+        Change::Sched { .. } | Change::Affinity { .. } => Vec::new(),
+        Change::File { path, .. } | Change::LoadBalanceOff { path, .. } | Change::EnableController { path, .. } => {
+            vec![path]
+        }
+        Change::Cgroup { path, tasks_file, parent_tasks, .. } => {
+            if Path::new(tasks_file).components().count() != 1 || tasks_file.starts_with('.') {
+                return Err(format!("cgroup tasks file {tasks_file:?} is not a file name"));
+            }
+            vec![path, parent_tasks]
+        }
+        Change::MoveThread { before_tasks, after_tasks, .. } => vec![before_tasks, after_tasks],
+        Change::TraceInstance { path, mounted } => std::iter::once(path.as_path()).chain(mounted.as_deref()).collect(),
+    };
+    for p in paths {
+        match resolve(p) {
+            Some(real) if roots.iter().any(|r| real.starts_with(r)) => {}
+            resolved => {
+                let shown = resolved.filter(|r| r != p).map(|r| format!(" (resolved: {})", r.display()));
+                return Err(format!(
+                    "{}{} is not a file rtvirt changes (only under /sys/devices, /proc/irq, the cgroup and tracefs \
+                     mounts)",
+                    p.display(),
+                    shown.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` with symlinks resolved (its missing tail, if any, appended to its deepest existing
+/// ancestor); None if it is relative or has `.`/`..` components.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let plain = path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !path.is_absolute() || !plain {
+        return None;
+    }
+    let mut missing = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return Some(missing.iter().rev().fold(real, |p, name| p.join(name)));
+        }
+        missing.push(at.file_name()?);
+        at = at.parent()?;
+    }
+}
+
+/// Refuse a state directory someone else may have written (module doc): it and every directory
+/// above it owned by root or this user, not writable by group or others (sticky ones above it
+/// may be); its journal, `guards/` and `tracing/` likewise, and no symlinks.
+pub fn check_trusted(dir: &Path) -> Result<()> {
+    let users = trusted_users();
+    let refuse = |what: &Path, why: String| HostError::Journal {
+        path: dir.join(JOURNAL_FILE),
+        message: format!(
+            "not trusted, nothing done: {} {why}; rtvirt uses a journal only in a state directory owned by uid {}, \
+             with every directory above it, none writable by group or others (sticky ones like /tmp above it \
+             excepted)",
+            what.display(),
+            users.iter().map(u32::to_string).collect::<Vec<_>>().join(" or ")
+        ),
+    };
+    let real = dir.canonicalize().map_err(|e| HostError::io(dir, e))?;
+    for (i, d) in real.ancestors().enumerate() {
+        let m = std::fs::metadata(d).map_err(|e| HostError::io(d, e))?;
+        if let Some(why) = untrusted(&m, &users, i > 0) {
+            return Err(refuse(d, why));
+        }
+    }
+    for name in [JOURNAL_FILE, rtvirt_os::guard_journal::JOURNAL_DIR, rtvirt_os::tracefs::JOURNAL_DIR] {
+        let p = real.join(name);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => return Err(refuse(&p, "is a symlink".into())),
+            Ok(m) => {
+                if let Some(why) = untrusted(&m, &users, false) {
+                    return Err(refuse(&p, why));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(HostError::io(&p, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Root and this process's user. (Not the user who ran `sudo`: a sudoer allowed only rtvirt must
+/// not get root's writes through a journal of theirs.)
+fn trusted_users() -> Vec<u32> {
+    // SAFETY: geteuid cannot fail.
+    let mut users = vec![0, unsafe { libc::geteuid() }];
+    users.dedup();
+    users
+}
+
+/// Why a file or directory with metadata `m` may have been written by someone other than
+/// `users` (`sticky_ok`: a sticky directory may be writable by others).
+fn untrusted(m: &std::fs::Metadata, users: &[u32], sticky_ok: bool) -> Option<String> {
+    if !users.contains(&m.uid()) {
+        return Some(format!("is owned by uid {}", m.uid()));
+    }
+    let sticky = m.is_dir() && m.mode() & 0o1000 != 0;
+    (m.mode() & 0o022 != 0 && !(sticky_ok && sticky))
+        .then(|| format!("is writable by group or others (mode {:o})", m.mode() & 0o7777))
 }
 
 /// Replace the journal atomically with `entries` (removing it when empty).
@@ -256,7 +424,13 @@ fn rewrite(path: &Path, entries: &[Entry]) -> Result<()> {
         return fsync_dir(dir);
     }
     let tmp = path.with_extension("jsonl.tmp");
-    let mut f = File::create(&tmp).map_err(|e| HostError::io(&tmp, e))?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(&tmp)
+        .map_err(|e| HostError::io(&tmp, e))?;
     for e in entries {
         writeln!(f, "{}", serde_json::to_string(e).expect("journal entries serialize"))
             .map_err(|e| HostError::io(&tmp, e))?;
@@ -266,9 +440,11 @@ fn rewrite(path: &Path, entries: &[Entry]) -> Result<()> {
     fsync_dir(dir)
 }
 
-/// Create the state directory if needed and take its exclusive lock (one apply/revert at a time).
+/// Create the state directory if needed (mode 0755), check that it is trusted
+/// ([`check_trusted`]) and take its exclusive lock (one apply/revert at a time).
 fn lock_dir(dir: &Path) -> Result<File> {
-    std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+    create_dir(dir)?;
+    check_trusted(dir)?;
     let path = dir.join(LOCK_FILE);
     let f =
         OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| HostError::io(&path, e))?;
@@ -280,6 +456,13 @@ fn lock_dir(dir: &Path) -> Result<File> {
         });
     }
     Ok(f)
+}
+
+/// Create `dir` and its missing parents with mode 0755 whatever the umask (a group-writable state
+/// directory would not be trusted).
+pub fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o755).create(dir).map_err(|e| HostError::io(dir, e))?;
+    Ok(())
 }
 
 fn fsync_dir(dir: &Path) -> Result<()> {
@@ -399,6 +582,36 @@ mod tests {
             }
             proptest::prop_assert!(!state.join(JOURNAL_FILE).exists());
         }
+    }
+
+    #[test]
+    fn only_paths_under_the_roots_are_revertable_symlinks_resolved() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap().join("sys");
+        std::fs::create_dir(&root).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
+        let roots = [root.clone()];
+        let ok = |p: PathBuf| check_paths(&file_change(&p, "", ""), &roots);
+        assert_eq!(ok(root.join("a")), Ok(()));
+        assert_eq!(ok(root.join("missing/dir/a")), Ok(()), "a path that no longer exists resolves by its parent");
+        for bad in [root.join("out/passwd"), root.join("../x"), PathBuf::from("/etc/x"), PathBuf::from("sys/a")] {
+            assert!(ok(bad.clone()).unwrap_err().contains("is not a file rtvirt changes"), "{}", bad.display());
+        }
+        assert!(ok(root.join("out/passwd")).unwrap_err().contains("(resolved: /etc/passwd)"));
+        let cgroup = |tasks_file: &str| Change::Cgroup {
+            path: root.join("g"),
+            files: Vec::new(),
+            tasks_file: tasks_file.into(),
+            parent_tasks: root.join("tasks"),
+        };
+        assert_eq!(check_paths(&cgroup("tasks"), &roots), Ok(()));
+        assert!(check_paths(&cgroup("../../etc/shadow"), &roots).is_err());
+        let users = trusted_users();
+        std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+        let m = std::fs::metadata(&root).unwrap();
+        assert_eq!(untrusted(&m, &users, true), None, "a sticky directory above the state directory");
+        assert!(untrusted(&m, &users, false).unwrap().contains("mode 1777"));
+        assert!(untrusted(&m, &[12345], true).unwrap().contains("is owned by uid"));
     }
 
     #[test]

@@ -293,6 +293,10 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     let step = rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
     let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
     let state_dir = Some(args.state_dir.unwrap_or_else(journal::default_state_dir));
+    // the guards restore the journals they find there (rtvirt_os::guard_journal): only trusted ones
+    if let Some(dir) = state_dir.as_deref().filter(|d| d.exists()) {
+        journal::check_trusted(dir)?;
+    }
     let working_set = args
         .working_set
         .parse::<bytesize::ByteSize>()

@@ -80,7 +80,9 @@ pub fn run(args: StudyArgs, parse: &dyn Fn(&[String]) -> Result<(), String>) -> 
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(&study.name));
     let mut index = open_index(&study, &cells, &args, &out)?;
     let journal_dir = out.join("journal");
-    // A session killed before it could revert (SIGKILL, power): revert first.
+    // A session killed before it could revert (SIGKILL, power): revert first - only a journal of
+    // a state directory no one else can have written, and only paths rtvirt changes (a journal
+    // planted in --out is refused, naming it and why).
     journal::revert(&journal_dir)?;
     let mut progress = Progress::new(&index, study.repeats, study.duration);
     eprintln!(
@@ -141,7 +143,8 @@ fn open_index(study: &Study, cells: &[Cell], args: &StudyArgs, out: &Path) -> an
             )
             .into());
         }
-        std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
+        // mode 0755 whatever the umask: the journal in it must be trusted (rtvirt_host::journal)
+        journal::create_dir(out)?;
         fresh.write(&path).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         return Ok(fresh);
     }
