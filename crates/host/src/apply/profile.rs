@@ -173,7 +173,10 @@ fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
             id: s.id.clone(),
         },
         "irq" => Selector::Irq { device: need(s.device.clone(), "device")? },
-        "napi" => Selector::Napi { device: need(s.device.clone(), "device")?, threaded: s.threaded.unwrap_or(true) },
+        "napi" => Selector::Napi {
+            device: interface_name(need(s.device.clone(), "device")?)?,
+            threaded: s.threaded.unwrap_or(true),
+        },
         "ksoftirqd" | "ktimers" | "rcuc" => {
             if s.cpus.is_some() {
                 return Err(InputError::field(
@@ -183,7 +186,7 @@ fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
             }
             Selector::PerCpu { role: s.role.clone(), cpu: s.cpu }
         }
-        "container" => Selector::Container { cgroup: need(s.cgroup.clone(), "cgroup")? },
+        "container" => Selector::Container { cgroup: cgroup_path(need(s.cgroup.clone(), "cgroup")?)? },
         other => {
             return Err(InputError::field(
                 "role",
@@ -206,6 +209,34 @@ fn rule(index: usize, s: RawSet) -> Result<Rule, InputError> {
         return Err(InputError::field("policy", "this entry changes nothing: give `policy` and/or `cpus`"));
     }
     Ok(Rule { index, select, sched, cpus })
+}
+
+/// A network interface name as Linux accepts one (`dev_valid_name`): 1..=15 bytes (IFNAMSIZ - 1),
+/// not `.` or `..`, no `/`, `:` or whitespace (and, here, no control characters). It names
+/// `/sys/class/net/NAME`, so nothing else may reach outside that directory.
+fn interface_name(name: String) -> Result<String, InputError> {
+    let odd = |c: char| c == '/' || c == ':' || c.is_whitespace() || c.is_control();
+    if name.is_empty() || name.len() > 15 || name == "." || name == ".." || name.chars().any(odd) {
+        return Err(InputError::field(
+            "device",
+            format!(
+                "{name:?} is not a network interface name (expected 1 to 15 bytes, not \".\" or \"..\", without '/', \
+                 ':', whitespace or control characters)"
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+/// A cgroup path below the cpuset hierarchy: no `.` or `..` component may lead out of it.
+fn cgroup_path(path: String) -> Result<String, InputError> {
+    if path.split('/').any(|c| c == "." || c == "..") || path.chars().any(char::is_control) {
+        return Err(InputError::field(
+            "cgroup",
+            format!("{path:?}: expected a cgroup path below the cpuset hierarchy (no \".\" or \"..\" components)"),
+        ));
+    }
+    Ok(path)
 }
 
 /// The scheduling attributes an entry asks for.
@@ -590,6 +621,27 @@ mod tests {
             }
         }
         assert!(n >= 2);
+    }
+
+    #[test]
+    fn device_and_cgroup_names_cannot_leave_their_directories() {
+        let profile = |role: &str, field: &str, value: &str| {
+            format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"{role}\"\ncpus = \"0\"\n{field} = {value:?}\n")
+        };
+        for bad in ["../../../../tmp/x", "..", ".", "", "eth0:1", "a b", "sixteen-bytes-xx", "tab\t"] {
+            let e = Profile::from_toml(&profile("napi", "device", bad)).unwrap_err();
+            assert_eq!(e.at.field.as_deref(), Some("set[0].device"), "{bad:?}: {e}");
+            assert_eq!(e.at.line_col.map(|l| l.0), Some(5), "{bad:?}: {e}");
+            assert!(e.to_string().contains("not a network interface name"), "{e}");
+        }
+        for good in ["eth0", "veth-rt0", "fifteen-bytes-x", "enp0s31f6", "wl\u{e9}"] {
+            Profile::from_toml(&profile("napi", "device", good)).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+        }
+        for bad in ["../../../tmp", "docker/../../x", "a/./b"] {
+            let e = Profile::from_toml(&profile("container", "cgroup", bad)).unwrap_err();
+            assert_eq!(e.at.field.as_deref(), Some("set[0].cgroup"), "{bad:?}: {e}");
+        }
+        Profile::from_toml(&profile("container", "cgroup", "/machine.slice/x.scope")).unwrap();
     }
 
     #[test]
