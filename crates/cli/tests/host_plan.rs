@@ -230,9 +230,9 @@ fn without_permission_the_kernels_answer_is_explained_and_nothing_changes() {
     let files = PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, last_cpu())]);
     let (plan, state) = (files.plan.clone(), files.state.clone());
     std::fs::create_dir(&state).unwrap();
-    for p in [files.dir.path(), state.as_path()] {
-        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    }
+    // a state directory of nobody's own (one others may write is not trusted)
+    std::fs::set_permissions(files.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
     let before = snapshot(&[a.pid()]);
     let o = run(std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_rtvirt"), "host", "apply"])
