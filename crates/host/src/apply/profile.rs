@@ -644,6 +644,28 @@ mod tests {
         Profile::from_toml(&profile("container", "cgroup", "/machine.slice/x.scope")).unwrap();
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+        /// Oracle: Linux's interface-name rule; an accepted device's `threaded` file is a file of
+        /// a direct child of /sys/class/net.
+        #[test]
+        fn a_napi_device_is_accepted_exactly_when_linux_would_name_an_interface_so(
+            device in "[a./: \t\u{0}\u{7f}\u{e9}0-]{0,17}"
+        ) {
+            let toml_device = toml::Value::String(device.clone()).to_string();
+            let src = format!("schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"napi\"\ndevice = {toml_device}\n");
+            let linux = !device.is_empty() && device.len() <= 15 && device != "." && device != ".."
+                && !device.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control());
+            let accepted = Profile::from_toml(&src).is_ok();
+            proptest::prop_assert_eq!(accepted, linux, "{:?}", device);
+            if accepted {
+                let path = Path::new("/sys/class/net").join(&device).join("threaded");
+                let plain = path.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+                proptest::prop_assert!(plain && path.parent().and_then(Path::parent) == Some(Path::new("/sys/class/net")));
+            }
+        }
+    }
+
     #[test]
     fn unknown_role_and_bad_priority_are_located() {
         let src = "schema = \"rtvirt.profile/v1\"\n[[set]]\nrole = \"vcpu\"\nguest = \"a\"\npolicy = \"fifo\"\n\
