@@ -224,6 +224,18 @@ fn a_journal_planted_in_a_study_out_dir_stops_the_study_before_anything() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's");
     assert!(!out.join("runs").exists(), "no cell ran");
 
+    // nobody's --out with no journal yet: nothing is written there (a symlink planted as the
+    // index would have root create any file)
+    let out = dir.path().join("out1");
+    std::fs::create_dir(&out).unwrap();
+    let created = dir.path().join("created-by-root");
+    std::os::unix::fs::symlink(&created, out.join("index.json")).unwrap();
+    std::os::unix::fs::lchown(out.join("index.json"), Some(NOBODY), Some(NOBODY)).unwrap();
+    std::os::unix::fs::chown(&out, Some(NOBODY), Some(NOBODY)).unwrap();
+    let o = run(rtvirt(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    refused(&o, &format!("{} is owned by uid {NOBODY}", out.display()));
+    assert!(!created.exists(), "nothing written through the planted symlink");
+
     // a journal group-writable in a directory root owns is no better
     let out = dir.path().join("out2");
     std::fs::create_dir_all(out.join("journal")).unwrap();

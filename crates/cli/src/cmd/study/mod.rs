@@ -78,8 +78,13 @@ pub fn run(args: StudyArgs, parse: &dyn Fn(&[String]) -> Result<(), String>) -> 
         return Ok(Outcome::Ok);
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(&study.name));
-    let mut index = open_index(&study, &cells, &args, &out)?;
     let journal_dir = out.join("journal");
+    // The host journal lives in --out: it must be a directory no one else can write before
+    // anything is written there (a symlink planted as index.json would take root's write).
+    if let Some(dir) = [&journal_dir, &out].into_iter().find(|d| d.exists()) {
+        journal::check_trusted(dir)?;
+    }
+    let mut index = open_index(&study, &cells, &args, &out)?;
     // A session killed before it could revert (SIGKILL, power): revert first - only a journal of
     // a state directory no one else can have written, and only paths rtvirt changes (a journal
     // planted in --out is refused, naming it and why).
