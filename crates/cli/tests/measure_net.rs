@@ -190,3 +190,53 @@ fn round_trips_between_host_and_container_over_the_bridge() {
     assert!(!std::path::Path::new("/sys/class/net").join(c["bridge"].as_str().unwrap()).exists());
     assert!(!std::path::Path::new("/run/netns").join(c["netns"].as_str().unwrap()).exists());
 }
+
+/// "Maximum resident set size" (KiB) from `/usr/bin/time -v`'s report on stderr.
+fn max_rss_kib(stderr: &str) -> u64 {
+    let line = stderr.lines().find(|l| l.contains("Maximum resident set size")).expect("a time -v report");
+    line.rsplit(':').next().unwrap().trim().parse().unwrap()
+}
+
+/// A hostile TCP "server" (with `--in vm`, the guest's): it announces a 0xFFFFFFF0-byte response
+/// and then sends up to 1 GiB of it as fast as loopback takes it, holding the connection open.
+fn hostile_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for conn in listener.incoming() {
+            std::thread::spawn(move || {
+                let mut c = conn.unwrap();
+                let _ = c.write_all(&0xFFFF_FFF0u32.to_be_bytes());
+                let junk = vec![0u8; 1 << 16];
+                for _ in 0..(1 << 14) {
+                    if c.write_all(&junk).is_err() {
+                        return;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_secs(300));
+            });
+        }
+    });
+    addr
+}
+
+/// The client refuses a response longer than its request (the server echoes requests) as soon
+/// as the length is read: it buffers none of it and exits 2 on its own, in either loop.
+#[test]
+fn a_server_announcing_a_huge_response_is_refused_unbuffered() {
+    let addr = hostile_server().to_string();
+    for arrivals in ["back-to-back", "fixed:100"] {
+        let out = Command::new("timeout")
+            .args(["120", "/usr/bin/time", "-v", env!("CARGO_BIN_EXE_rtvirt")])
+            .args(["measure", "net", "client", "--tcp", "--connect", &addr, "--arrivals", arrivals])
+            .args(["--duration", "3s", "--timeout", "1s"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{arrivals}: the run must end on its own with an error: {err}");
+        assert!(err.contains("4294967280-byte response to 64-byte requests"), "{arrivals}: {err}");
+        let rss = max_rss_kib(&err);
+        assert!(rss < 100 * 1024, "{arrivals}: {rss} KiB resident");
+    }
+}

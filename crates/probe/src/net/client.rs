@@ -269,8 +269,11 @@ struct Response {
     kernel_tx: Option<u64>,
 }
 
-/// Reads responses (one receiving side per connection).
+/// Reads responses (one receiving side per connection). TCP: at most one read per call, and
+/// only while no whole frame is pending, so `pending` stays below two frames' worth.
 struct Receiver {
+    /// The request size: the only length a response can have (the server echoes requests).
+    size: usize,
     buf: Vec<u8>,
     pending: Vec<u8>,
     last_kernel_rx: Option<u64>,
@@ -280,6 +283,7 @@ struct Receiver {
 impl Receiver {
     fn new(size: usize) -> Receiver {
         Receiver {
+            size,
             buf: vec![0u8; size.max(wire::HEADER) + 4 + 1024],
             pending: Vec::new(),
             last_kernel_rx: None,
@@ -324,32 +328,46 @@ impl Receiver {
                 Err(e) => Err(Error::os("receive failed", e)),
             };
         }
-        let t = conn.tcp.as_ref().expect("tcp");
-        loop {
-            if self.pending.len() >= 4 {
-                let len = u32::from_be_bytes(self.pending[..4].try_into().expect("4")) as usize;
-                if self.pending.len() >= 4 + len {
-                    let h = wire::decode(&self.pending[4..4 + len]);
-                    self.pending.drain(..4 + len);
-                    let now = rt::now_ns();
-                    return match h {
-                        Some(h) => Ok(Some(self.response(conn, t.as_raw_fd(), h, now, self.last_kernel_rx))),
-                        None => Err(Error::Failed("the server sent a malformed response".into())),
-                    };
-                }
+        let fd = conn.tcp.as_ref().expect("tcp").as_raw_fd();
+        if let Some(r) = self.frame(conn, fd)? {
+            return Ok(Some(r));
+        }
+        match timestamps::recv(fd, &mut self.buf, false) {
+            Ok(r) if r.len == 0 => return Err(Error::Failed("the server closed the connection".into())),
+            Ok(r) => {
+                self.pending.extend_from_slice(&self.buf[..r.len]);
+                // The stamp of the segment that completed the frame (the last one read).
+                self.last_kernel_rx = r.kernel_rx_realtime_ns.map(|k| conn.clock.to_monotonic(k));
             }
-            match timestamps::recv(t.as_raw_fd(), &mut self.buf, false) {
-                Ok(r) if r.len == 0 => return Err(Error::Failed("the server closed the connection".into())),
-                Ok(r) => {
-                    self.pending.extend_from_slice(&self.buf[..r.len]);
-                    // The stamp of the segment that completed the frame (the last one read).
-                    self.last_kernel_rx = r.kernel_rx_realtime_ns.map(|k| conn.clock.to_monotonic(k));
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
-                    return Ok(None)
-                }
-                Err(e) => return Err(Error::os("receive failed", e)),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                return Ok(None)
             }
+            Err(e) => return Err(Error::os("receive failed", e)),
+        }
+        self.frame(conn, fd)
+    }
+
+    /// The TCP response whole in `pending`, taken out of it; None while it is incomplete. A
+    /// length other than the request size is refused as soon as it is read, never buffered.
+    fn frame(&mut self, conn: &Conn, fd: std::os::fd::RawFd) -> Result<Option<Response>> {
+        let Some(length) = self.pending.first_chunk::<4>() else { return Ok(None) };
+        let len = u32::from_be_bytes(*length) as usize;
+        if len != self.size {
+            return Err(Error::Failed(format!(
+                "the server announced a {len}-byte response to {}-byte requests: an rtvirt net server echoes each \
+                 request unchanged (is it one?)",
+                self.size
+            )));
+        }
+        if self.pending.len() < 4 + len {
+            return Ok(None);
+        }
+        let h = wire::decode(&self.pending[4..4 + len]);
+        self.pending.drain(..4 + len);
+        let now = rt::now_ns();
+        match h {
+            Some(h) => Ok(Some(self.response(conn, fd, h, now, self.last_kernel_rx))),
+            None => Err(Error::Failed("the server sent a malformed response".into())),
         }
     }
 }

@@ -245,15 +245,42 @@ fn tcp(cfg: &StreamConfig, stream_id: u64) -> Result<(Sent, Option<StreamReceipt
     let msg = vec![0u8; cfg.size()];
     let sent = send_for(cfg, |_| (&socket).write(&msg))?;
     socket.shutdown(Shutdown::Write).context(what)?;
-    socket.set_read_timeout(Some(Duration::from_nanos(cfg.timeout.0))).context(what)?;
+    let give_up = rt::now_ns() + cfg.timeout.0;
     let mut length = [0u8; 4];
-    let receipt = socket.read_exact(&mut length).ok().and_then(|()| {
-        let len = (u32::from_be_bytes(length) as usize).min(1 << 20);
-        let mut body = vec![0u8; len];
-        socket.read_exact(&mut body).ok()?;
-        stream_wire::decode_receipt(stream_id, &body)
-    });
+    if !read_exact_by(&mut socket, &mut length, give_up) {
+        return Ok((sent, None));
+    }
+    let len = u32::from_be_bytes(length) as usize;
+    if len > stream_wire::MAX_RECEIPT {
+        return Err(Error::Failed(format!(
+            "the server announced a {len}-byte receipt (at most {} bytes): is it an rtvirt net server?",
+            stream_wire::MAX_RECEIPT
+        )));
+    }
+    let mut body = vec![0u8; len];
+    let receipt =
+        read_exact_by(&mut socket, &mut body, give_up).then(|| stream_wire::decode_receipt(stream_id, &body)).flatten();
     Ok((sent, receipt))
+}
+
+/// Fill `buf` from `socket` before `deadline_ns` (CLOCK_MONOTONIC): false if the deadline
+/// passed, the peer closed or the read failed first. A peer trickling bytes cannot hold the
+/// reader past the deadline.
+fn read_exact_by(socket: &mut TcpStream, buf: &mut [u8], deadline_ns: u64) -> bool {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let left = deadline_ns.saturating_sub(rt::now_ns());
+        if left == 0 || socket.set_read_timeout(Some(Duration::from_nanos(left))).is_err() {
+            return false;
+        }
+        match socket.read(&mut buf[filled..]) {
+            Ok(0) => return false,
+            Ok(n) => filled += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 fn bits_per_second(bytes: u64, ns: u64) -> f64 {

@@ -16,6 +16,9 @@ pub const MAGIC: u32 = 0x5254_5653;
 pub const HEADER: usize = 32;
 /// Intervals a receiver counts per stream (more: counted in the totals only).
 pub const MAX_INTERVALS: usize = 3600;
+/// Longest receipt message (header + JSON of at most [`MAX_INTERVALS`] intervals is far less);
+/// a TCP client refuses a longer announced length.
+pub const MAX_RECEIPT: usize = 1 << 20;
 /// Streams a UDP server keeps at once (the oldest is forgotten for a new one).
 pub const MAX_STREAMS: usize = 16;
 

@@ -346,3 +346,35 @@ fn slow_and_silent_connections_cannot_starve_a_well_behaved_tcp_client() {
         drop(silent);
     });
 }
+
+/// A TCP stream's server that announces a receipt longer than any receipt can be (and then
+/// trickles it) is refused at once, not read for the timeout.
+#[test]
+fn a_stream_receipt_longer_than_the_bound_is_refused() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let _ = std::io::copy(&mut c, &mut std::io::sink()); // the stream, up to the sender's shutdown
+        let _ = c.write_all(&0xFFFF_FFF0u32.to_be_bytes());
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if c.write_all(b"x").is_err() {
+                break;
+            }
+        }
+    });
+    let cfg = super::stream::StreamConfig {
+        connect: addr,
+        protocol: Protocol::Tcp,
+        message_size: None,
+        duration: Nanos::from_ms(200),
+        interval: Nanos::from_ms(100),
+        timeout: Nanos::from_secs(30),
+        force: false,
+        target_bits_per_second: None,
+    };
+    let err = super::stream::run(&cfg).unwrap_err().to_string();
+    assert!(err.contains("4294967280-byte receipt"), "{err}");
+    server.join().unwrap();
+}
