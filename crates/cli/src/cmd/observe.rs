@@ -168,7 +168,8 @@ pub struct GuestAgentArgs {
     /// [default: the virtio-serial port named org.rtvirt.agent].
     #[arg(long, value_name = "PATH")]
     pub port: Option<PathBuf>,
-    /// The job-boundary API's datagram socket (tasks send `NAME TID PERIOD_NS DEADLINE_NS EXEC_NS`).
+    /// The job-boundary API's datagram socket (tasks send `NAME TID PERIOD_NS DEADLINE_NS EXEC_NS`),
+    /// and its ring PATH.ring. Only a stale socket and ring an agent left there are replaced.
     #[arg(long, value_name = "PATH", default_value = rtvirt_probe::agent::jobs::DEFAULT_SOCKET)]
     pub api_socket: PathBuf,
     /// How often to report (10ms..10s).

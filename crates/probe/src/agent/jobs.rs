@@ -8,7 +8,9 @@
 
 pub use super::record::JobDone;
 use super::ring::{self, JobRing, RingWriter};
+use crate::error::{Error, Result};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 
@@ -85,12 +87,18 @@ pub struct JobInbox {
 }
 
 impl JobInbox {
-    /// The ring first, then the socket: a task that finds the socket finds the ring.
-    pub fn bind(path: &Path) -> std::io::Result<JobInbox> {
+    /// The ring first, then the socket: a task that finds the socket finds the ring. A stale
+    /// socket (nobody bound to it) and a stale ring of this user are replaced; any other file
+    /// at either path is an error, and neither is touched.
+    pub fn bind(path: &Path) -> Result<JobInbox> {
+        let stale = stale_socket(path)?;
         let ring = JobRing::create(&ring::path_for(path), ring::CAPACITY)?;
-        let _ = std::fs::remove_file(path);
-        let socket = UnixDatagram::bind(path)?;
-        socket.set_nonblocking(true)?;
+        let io = |e| Error::os(format!("binding the job API socket {}", path.display()), e);
+        if stale {
+            std::fs::remove_file(path).map_err(io)?;
+        }
+        let socket = UnixDatagram::bind(path).map_err(io)?;
+        socket.set_nonblocking(true).map_err(io)?;
         Ok(JobInbox { ring, socket, path: path.to_path_buf(), malformed: 0 })
     }
 
@@ -140,6 +148,27 @@ impl JobInbox {
                 Err(_) => break,
             }
         }
+    }
+}
+
+/// Whether `path` holds a socket left by an agent that is gone (to be replaced); false if
+/// nothing is there. Anything but a socket, or a socket something is bound to, is an error.
+fn stale_socket(path: &Path) -> Result<bool> {
+    let refuse = |what: &str| {
+        Err(Error::input(
+            "--api-socket",
+            format!("{} {what}: refusing to replace it (give another --api-socket)", path.display()),
+        ))
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::os(format!("checking {}", path.display()), e)),
+        Ok(m) if !m.file_type().is_socket() => refuse("exists and is not a socket"),
+        // Only a socket that nobody is bound to refuses the connection.
+        Ok(_) => match UnixDatagram::unbound().and_then(|s| s.connect(path)) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(true),
+            _ => refuse("is a socket in use (another guest-agent?)"),
+        },
     }
 }
 

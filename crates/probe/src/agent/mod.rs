@@ -64,8 +64,7 @@ pub fn run(cfg: &AgentConfig) -> Result<AgentSummary> {
         None => find_port()?,
     };
     let mut port = open_port(&port_path)?;
-    let mut inbox = JobInbox::bind(&cfg.api_socket)
-        .map_err(|e| Error::os(format!("binding the job API socket {}", cfg.api_socket.display()), e))?;
+    let mut inbox = JobInbox::bind(&cfg.api_socket)?;
     let mut rt_threads = RtThreads::default();
     let mut summary = AgentSummary::default();
     let start = rt::now_ns();

@@ -12,9 +12,11 @@
 //! [`STUCK_NS`] (its task died halfway) is skipped and counted. A full ring refuses the record;
 //! the task then sends it as a datagram ([`super::jobs::JobReporter`]).
 
+use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
+use std::io::Read;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -175,12 +177,14 @@ pub struct JobRing {
 
 impl JobRing {
     /// A fresh ring of `capacity` slots (a power of two) at `path`, readable by its owner only.
-    pub fn create(path: &Path, capacity: u64) -> std::io::Result<JobRing> {
+    /// What is at `path` already is replaced only if it is a ring an agent of this user made.
+    pub fn create(path: &Path, capacity: u64) -> Result<JobRing> {
         assert!(capacity.is_power_of_two(), "ring capacity {capacity}");
-        let _ = std::fs::remove_file(path);
-        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)?;
-        file.set_len(words_for(capacity) as u64 * 8)?;
-        let map = Mapping::map(&file, words_for(capacity))?;
+        remove_stale(path)?;
+        let io = |e| Error::os(format!("creating the job ring {}", path.display()), e);
+        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path).map_err(io)?;
+        file.set_len(words_for(capacity) as u64 * 8).map_err(io)?;
+        let map = Mapping::map(&file, words_for(capacity)).map_err(io)?;
         for pos in 0..capacity {
             map.slot(capacity, pos, 0).store(pos, Ordering::Relaxed);
         }
@@ -247,6 +251,40 @@ impl JobRing {
         let (period_ns, deadline_ns, exec_ns) = (field(2), field(3), field(4));
         Some(JobDone { name: name.to_string(), tid, period_ns, deadline_ns, exec_ns })
     }
+}
+
+/// Remove the ring a previous agent left at `path`: only a regular file of this user that starts
+/// with the ring's magic; anything else there is refused, untouched.
+fn remove_stale(path: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::os(format!("checking {}", path.display()), e)),
+        Ok(m) => m,
+    };
+    // SAFETY: geteuid has no preconditions.
+    let mine = meta.uid() == unsafe { libc::geteuid() };
+    if !(meta.file_type().is_file() && mine && starts_with_magic(path)) {
+        return Err(Error::input(
+            "--api-socket",
+            format!(
+                "{} exists and is not a job ring that rtvirt guest-agent made: refusing to replace it (give another \
+                 --api-socket, or remove it yourself)",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::remove_file(path).map_err(|e| Error::os(format!("removing the stale job ring {}", path.display()), e))
+}
+
+/// Whether the file at `path` (not followed if a symbolic link) starts with the ring's magic.
+fn starts_with_magic(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == MAGIC.to_ne_bytes())
 }
 
 impl Drop for JobRing {
