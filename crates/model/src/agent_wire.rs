@@ -124,11 +124,33 @@ fn clamp(r: &mut AgentReport) -> u32 {
         r.jobs.truncate(MAX_JOBS_PER_REPORT);
         clamped += 1;
     }
-    if r.name.chars().count() > MAX_NAME || r.name.chars().any(char::is_control) {
-        r.name = r.name.chars().filter(|c| !c.is_control()).take(MAX_NAME).collect();
+    let shown = visible_name(&r.name);
+    if shown != r.name {
+        r.name = shown;
         clamped += 1;
     }
     clamped
+}
+
+/// A guest's task name as the host keeps and shows it: each control, format or separator
+/// character (Unicode Cc, Cf, Zl, Zp: terminal escapes, newlines, bidi controls such as U+202E
+/// that would reorder a table row) escaped visibly as `\u{202e}`, then cut to [`MAX_NAME`]
+/// characters (never inside an escape).
+pub fn visible_name(name: &str) -> String {
+    use unicode_general_category::{get_general_category, GeneralCategory as G};
+    let mut out = String::new();
+    let mut count = 0;
+    for c in name.chars() {
+        let hidden =
+            matches!(get_general_category(c), G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator);
+        let piece = if hidden { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() };
+        count += piece.chars().count();
+        if count > MAX_NAME {
+            break;
+        }
+        out.push_str(&piece);
+    }
+    out
 }
 
 /// What the host made of one guest's agent lines.
@@ -220,6 +242,39 @@ mod tests {
         let wrong_version = line(1_000_000, 1_000_000, &[]).replace("\"v\":1", "\"v\":9");
         assert!(matches!(check_line(wrong_version.as_bytes()), Err(Fault::Malformed(_))));
         assert_eq!(check_line(&vec![b' '; MAX_LINE + 1]), Err(Fault::Oversized));
+    }
+
+    #[test]
+    fn names_show_control_and_bidi_characters_escaped() {
+        let named =
+            |name: &str| line(1_000_000, 1_000_000, &[]).replace("\"ctl\"", &serde_json::to_string(name).unwrap());
+        for (name, shown) in [
+            ("ctl\u{202e}lortnoc", "ctl\\u{202e}lortnoc"),
+            ("\u{2066}a\u{2069}\u{200e}\u{200f}", "\\u{2066}a\\u{2069}\\u{200e}\\u{200f}"),
+            ("a\u{1b}[31mb\nc\u{2028}", "a\\u{1b}[31mb\\u{a}c\\u{2028}"),
+            ("\u{feff}x\u{200b}", "\\u{feff}x\\u{200b}"),
+        ] {
+            let c = check_line(named(name).as_bytes()).unwrap();
+            assert_eq!((c.report.name.as_str(), c.clamped), (shown, 1), "{name:?}");
+        }
+        let plain = check_line(named("tâche-1.ctl").as_bytes()).unwrap();
+        assert_eq!((plain.report.name.as_str(), plain.clamped), ("tâche-1.ctl", 0));
+        let long = visible_name(&"\u{202e}".repeat(MAX_NAME));
+        assert_eq!(long, "\\u{202e}".repeat(MAX_NAME / 8), "cut between whole escapes");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        /// Whatever a name holds, the name kept has no control, format or separator character
+        /// and at most MAX_NAME characters.
+        #[test]
+        fn kept_names_hide_nothing(name in "\\PC{0,40}|[\\x00-\\x1f\\u{200b}-\\u{200f}\\u{202a}-\\u{202e}\\u{2066}-\\u{2069}a]{0,80}") {
+            use unicode_general_category::{get_general_category, GeneralCategory as G};
+            let shown = visible_name(&name);
+            prop_assert!(shown.chars().count() <= MAX_NAME);
+            prop_assert!(shown.chars().all(|c| !matches!(get_general_category(c),
+                G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator)), "{:?}", shown);
+        }
     }
 
     proptest! {
