@@ -97,8 +97,9 @@ pub(crate) struct RawPhase {
     pub exec: RawExec,
 }
 
+/// An execution-time model: a table only (see its `Deserialize`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub(crate) struct RawExec {
     pub dist: Option<String>,
     pub mean: Option<Nanos>,
@@ -106,6 +107,27 @@ pub(crate) struct RawExec {
     pub min: Option<Nanos>,
     pub max: Option<Nanos>,
     pub samples: Option<String>,
+}
+
+/// serde's derived structs also read a list as their fields in order, so a six-item list read
+/// as `dist`..`samples` and was refused for giving both: read a table only, and say which.
+impl<'de> Deserialize<'de> for RawExec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Table;
+        impl<'de> serde::de::Visitor<'de> for Table {
+            type Value = RawExec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a table with `dist` and its parameters or with `samples`, e.g. { dist = \"normal\", mean = \
+                     \"200us\", sd = \"50us\" } or { samples = \"exec.csv\" }",
+                )
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawExec, A::Error> {
+                RawExec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Table)
+    }
 }
 
 /// `[sim]`: simulator settings.

@@ -234,6 +234,28 @@ fn hostile_inputs_get_located_plain_errors() {
     assert!(e.to_string().starts_with("s.toml:line 19"), "{e}");
 }
 
+/// Issue 36: an `exec` list of six items read as the table's six fields in order and was
+/// refused for giving both `dist` and `samples`, with no line; any list or string is refused
+/// as not a table, with its line and field.
+#[test]
+fn an_exec_that_is_not_a_table_says_a_table_is_expected_where() {
+    let exec = "exec = { dist = \"normal\", mean = \"200us\", sd = \"50us\" }";
+    let six = "exec = [\"normal\", \"1ms\", \"1ms\", \"1ms\", \"1ms\", \"x.csv\"]";
+    let phase = format!("{exec}\n[[guest.task.phase]]\nat = \"1s\"\n{six}");
+    for (src, field, line) in [
+        (MINI.replace(exec, six), "guest[0].task[1].exec", 19),
+        (MINI.replace(exec, "exec = []"), "guest[0].task[1].exec", 19),
+        (MINI.replace(exec, "exec = \"1ms\""), "guest[0].task[1].exec", 19),
+        (MINI.replace(exec, &phase), "guest[0].task[1].phase[0].exec", 22),
+    ] {
+        let e = err(&src);
+        assert_eq!((e.at.field.as_deref(), e.at.line_col.map(|l| l.0)), (Some(field), Some(line)), "{e}");
+        assert!(e.message.contains("expected a table with `dist`") && e.message.contains("`samples`"), "{e}");
+        assert!(!e.message.contains("not both") && !e.message.contains("Raw"), "{e}");
+        assert!(e.to_string().starts_with(&format!("s.toml:line {line}")), "{e}");
+    }
+}
+
 /// Issue 14: a Xen Credit `cap` beyond i64 had no line.
 #[test]
 fn a_huge_xen_cap_is_located() {
