@@ -67,12 +67,13 @@ fn a_stale_socket_and_ring_are_replaced_and_a_live_socket_is_not() {
         .arg(&socket)
         .spawn()
         .unwrap();
-    for _ in 0..1000 {
-        if ring(&socket).exists() {
-            break;
-        }
+    // the agent binds its socket once its ring is made: wait until the socket takes datagrams
+    let probe = std::os::unix::net::UnixDatagram::unbound().unwrap();
+    let bound = (0..2000).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        probe.connect(&socket).is_ok()
+    });
+    assert!(bound, "the agent never bound its socket");
     killed.kill().unwrap(); // SIGKILL: nothing is cleaned up
     killed.wait().unwrap();
     assert!(ring(&socket).exists(), "the killed agent's ring is left behind");
