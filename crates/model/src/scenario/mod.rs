@@ -363,13 +363,17 @@ fn most_nested_line(src: &str) -> usize {
 }
 
 /// serde's words for a list where a table belongs ("invalid length 1, expected struct RawExec
-/// with 6 elements") name a private type: say what the file needs instead.
+/// with 6 elements", "invalid type: sequence") name a private type or serde's terms: say what
+/// the file needs instead.
 fn plain_words(msg: &str) -> String {
     match msg.find("expected struct Raw") {
         Some(_) if msg.starts_with("invalid length") || msg.starts_with("invalid type") => {
             "expected a table such as { key = value, ... } here, not a list".to_string()
         }
-        _ => msg.to_string(),
+        _ => match msg.strip_prefix("invalid type: sequence, expected ") {
+            Some(expected) => format!("a list here; expected {expected}"),
+            None => msg.to_string(),
+        },
     }
 }
 

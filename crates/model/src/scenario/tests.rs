@@ -252,6 +252,7 @@ fn an_exec_that_is_not_a_table_says_a_table_is_expected_where() {
         assert_eq!((e.at.field.as_deref(), e.at.line_col.map(|l| l.0)), (Some(field), Some(line)), "{e}");
         assert!(e.message.contains("expected a table with `dist`") && e.message.contains("`samples`"), "{e}");
         assert!(!e.message.contains("not both") && !e.message.contains("Raw"), "{e}");
+        assert!(!e.message.contains("sequence"), "serde's word for a list: {e}");
         assert!(e.to_string().starts_with(&format!("s.toml:line {line}")), "{e}");
     }
 }
