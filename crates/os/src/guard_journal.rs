@@ -83,6 +83,10 @@ fn restore_file(pid: u32, path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     // a torn last line: the process died while recording it, before making that change
     let changes: Vec<Change> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let roots = crate::restore::change_roots();
+    if let Some(why) = changes.iter().find_map(|c| c.check_paths(&roots).err()) {
+        return format!("warning: refusing to restore what process {pid} recorded in {}: {why}", path.display());
+    }
     let mut restored = Vec::new();
     let mut failed = Vec::new();
     for change in changes.iter().rev() {
@@ -120,6 +124,21 @@ mod tests {
     use crate::restore::Restorer;
 
     /// A file change recorded by a "process" that has ended (pid 0 never runs a user process).
+    #[test]
+    fn a_record_of_a_change_outside_rtvirts_files_is_refused_and_kept() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join(JOURNAL_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let planted = Change::File { path: "/etc/rtvirt-no-such-file".into(), before: "x".into(), after: "y".into() };
+        let record = dir.join("0-1-0.jsonl");
+        std::fs::write(&record, serde_json::to_string(&planted).unwrap() + "\n").unwrap();
+        let said = restore_stale(state.path());
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("warning: refusing to restore"), "{said:?}");
+        assert!(said[0].contains("/etc/rtvirt-no-such-file is not a file rtvirt changes"), "{said:?}");
+        assert!(record.exists() && !Path::new("/etc/rtvirt-no-such-file").exists());
+    }
+
     #[test]
     fn a_dead_owners_changes_are_undone_and_a_live_owners_are_not() {
         let state = tempfile::tempdir().unwrap();

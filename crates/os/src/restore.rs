@@ -6,13 +6,16 @@
 //! is what lets `revert` finish the work of a process killed halfway; the probe's guards hold a
 //! [`Restorer`], which records each change before performing it and undoes them all, last first,
 //! when dropped (and, made with a [`ChangeLog`], journals them for `revert` after a kill -9).
+//!
+//! A change read back from a record (a journal) is undone only if [`Change::check_paths`] finds
+//! every path it writes under [`change_roots`]: where rtvirt makes changes, never `/etc` or `/tmp`.
 
 use crate::cpulist::CpuList;
 use crate::error::{KernelError, Op, OsError, Result};
 use crate::procfs;
 use crate::sched::{self, SchedAttr};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -215,6 +218,76 @@ impl Change {
     }
 }
 
+/// Where rtvirt makes the changes it records: device attributes under `/sys/devices` (a NIC's
+/// threaded NAPI), IRQ affinities under `/proc/irq`, the cgroup and tracefs mounts, and
+/// `/sys/kernel/tracing` (where rtvirt mounts tracefs). (The unit tests add the temporary
+/// directory, whose files stand in for sysfs files.)
+pub fn change_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> =
+        ["/sys/devices", "/proc/irq", crate::trace_mount::MOUNT_POINT].map(PathBuf::from).to_vec();
+    let mounts = procfs::mounts().into_iter();
+    roots.extend(mounts.filter(|m| matches!(m.fstype.as_str(), "cgroup" | "cgroup2" | "tracefs")).map(|m| m.path));
+    #[cfg(test)]
+    roots.extend(std::env::temp_dir().canonicalize());
+    roots
+}
+
+impl Change {
+    /// Whether every path this change's undo writes, removes or unmounts lies under one of
+    /// `roots` ([`change_roots`]), symlinks resolved; why not.
+    pub fn check_paths(&self, roots: &[PathBuf]) -> std::result::Result<(), String> {
+        let paths: Vec<&Path> = match self {
+            Change::Sched { .. } | Change::Affinity { .. } => Vec::new(),
+            Change::File { path, .. } | Change::LoadBalanceOff { path, .. } | Change::EnableController { path, .. } => {
+                vec![path]
+            }
+            Change::Cgroup { path, tasks_file, parent_tasks, .. } => {
+                if Path::new(tasks_file).components().count() != 1 || tasks_file.starts_with('.') {
+                    return Err(format!("cgroup tasks file {tasks_file:?} is not a file name"));
+                }
+                vec![path, parent_tasks]
+            }
+            Change::MoveThread { before_tasks, after_tasks, .. } => vec![before_tasks, after_tasks],
+            Change::TraceInstance { path, mounted } => {
+                std::iter::once(path.as_path()).chain(mounted.as_deref()).collect()
+            }
+        };
+        for p in paths {
+            match resolve(p) {
+                Some(real) if roots.iter().any(|r| real.starts_with(r)) => {}
+                resolved => {
+                    let shown = resolved.filter(|r| r != p).map(|r| format!(" (resolved: {})", r.display()));
+                    return Err(format!(
+                        "{}{} is not a file rtvirt changes (only under /sys/devices, /proc/irq, the cgroup and \
+                         tracefs mounts)",
+                        p.display(),
+                        shown.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` with symlinks resolved (its missing tail, if any, appended to its deepest existing
+/// ancestor); None if it is relative or has `.`/`..` components.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let plain = path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !path.is_absolute() || !plain {
+        return None;
+    }
+    let mut missing = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return Some(missing.iter().rev().fold(real, |p, name| p.join(name)));
+        }
+        missing.push(at.file_name()?);
+        at = at.parent()?;
+    }
+}
+
 /// The changes of a batch that must be made: a no-op is skipped unless an earlier change of the
 /// batch set the same thing (then it sets it back).
 pub fn needed(changes: &[Change]) -> Vec<&Change> {
@@ -377,6 +450,31 @@ fn remove_cgroup(path: &Path, tasks_file: &str, parent_tasks: &Path) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_paths_under_the_roots_are_revertable_symlinks_resolved() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap().join("sys");
+        std::fs::create_dir(&root).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
+        let roots = [root.clone()];
+        let file = |p: PathBuf| Change::File { path: p, before: String::new(), after: String::new() };
+        let ok = |p: PathBuf| file(p).check_paths(&roots);
+        assert_eq!(ok(root.join("a")), Ok(()));
+        assert_eq!(ok(root.join("missing/dir/a")), Ok(()), "a path that no longer exists resolves by its parent");
+        for bad in [root.join("out/passwd"), root.join("../x"), PathBuf::from("/etc/x"), PathBuf::from("sys/a")] {
+            assert!(ok(bad.clone()).unwrap_err().contains("is not a file rtvirt changes"), "{}", bad.display());
+        }
+        assert!(ok(root.join("out/passwd")).unwrap_err().contains("(resolved: /etc/passwd)"));
+        let cgroup = |tasks_file: &str| Change::Cgroup {
+            path: root.join("g"),
+            files: Vec::new(),
+            tasks_file: tasks_file.into(),
+            parent_tasks: root.join("tasks"),
+        };
+        assert_eq!(cgroup("tasks").check_paths(&roots), Ok(()));
+        assert!(cgroup("../../etc/shadow").check_paths(&roots).is_err());
+    }
 
     /// A fake cgroup v1 cpuset root in a temporary directory: the root's sched_load_balance and
     /// child cpusets with their cpu_exclusive flag.

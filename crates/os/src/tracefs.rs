@@ -217,6 +217,7 @@ pub fn remove_stale(state_dir: &Path) -> Vec<String> {
     let dir = state_dir.join(JOURNAL_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut said = Vec::new();
+    let roots = crate::restore::change_roots();
     // A process's second instances before its first: the first may have mounted tracefs.
     let mut records: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     records.sort_by_key(|p| p.file_name().is_some_and(|n| n.to_string_lossy().matches('-').count() < 2));
@@ -230,6 +231,10 @@ pub fn remove_stale(state_dir: &Path) -> Vec<String> {
             let _ = std::fs::remove_file(&path);
             continue;
         };
+        if let Err(why) = change.check_paths(&roots) {
+            said.push(format!("warning: refusing the tracing record {}: {why}", path.display()));
+            continue;
+        }
         match change.undo() {
             Ok(_) => {
                 let _ = std::fs::remove_file(&path);
@@ -519,6 +524,21 @@ fn parse_fields(text: &str) -> Vec<Field> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_of_an_instance_outside_tracefs_is_refused_and_kept() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join(JOURNAL_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let planted = Change::TraceInstance { path: "/etc/rtvirt-no-such-dir".into(), mounted: Some("/etc".into()) };
+        let record = dir.join("0-1.json");
+        std::fs::write(&record, serde_json::to_string(&planted).unwrap()).unwrap();
+        let said = remove_stale(state.path());
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("warning: refusing the tracing record"), "{said:?}");
+        assert!(said[0].contains("/etc/rtvirt-no-such-dir is not a file rtvirt changes"), "{said:?}");
+        assert!(record.exists());
+    }
 
     const SCHED_SWITCH: &str = "name: sched_switch\nID: 372\nformat:\n\
         \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
