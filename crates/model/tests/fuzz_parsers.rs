@@ -2,7 +2,7 @@
 //! budget): the scenario (TOML, every section: `[host]`, `[[guest]]`, `[guest.vcpu]`, `[sim]`,
 //! `[[sim.thread]]`, `[net]`), CARTS XML, the plan (`rtvirt.plan/v1`), results
 //! (`rtvirt.results/v1`), execution-time samples, sweep files and the host model
-//! (`rtvirt.hostmodel/v1`). Each parser gets
+//! (`rtvirt.hostmodel/v1`) and study files (`rtvirt study`). Each parser gets
 //! `RTVIRT_FUZZ_CASES` cases (default 20,000), half structure-aware, half raw.
 
 mod fuzz;
@@ -13,6 +13,7 @@ use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
 use rtvirt_model::scenario::Scenario;
+use rtvirt_model::study::Study;
 use rtvirt_model::sweep::Sweep;
 use rtvirt_model::InputError;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,15 @@ fn parse_samples(p: &Path) -> Result<(), InputError> {
 }
 fn parse_sweep(p: &Path) -> Result<(), InputError> {
     Sweep::from_file(p).map(drop)
+}
+
+fn parse_study(p: &Path) -> Result<(), InputError> {
+    Study::from_file(p).map(drop)
+}
+
+/// The shipped studies (`studies/*.toml`).
+fn study_corpus() -> Vec<PathBuf> {
+    files_in(&workspace().join("studies"), ".toml")
 }
 
 fn parse_host_model(p: &Path) -> Result<(), InputError> {
@@ -149,4 +159,12 @@ fn host_model_structure_aware() {
 #[test]
 fn host_model_raw() {
     run("host model", "case.hostmodel.json", host_model_corpus(), Structure::Json, false, &parse_host_model);
+}
+#[test]
+fn study_structure_aware() {
+    run("study", "case.study.toml", study_corpus(), Structure::Toml, true, &parse_study);
+}
+#[test]
+fn study_raw() {
+    run("study", "case.study.toml", study_corpus(), Structure::Toml, false, &parse_study);
 }

@@ -214,6 +214,43 @@ impl Study {
         self.source.locate(error)
     }
 
+    /// Run each cell `repeats` times (the `--repeats` option, named `option` in errors), within
+    /// the study's limit of [`MAX_RUNS`].
+    pub fn set_repeats(&mut self, repeats: u32, option: &str) -> Result<(), InputError> {
+        if repeats == 0 {
+            return Err(InputError::field(option, "0: expected at least 1 run per cell"));
+        }
+        self.check_runs(option, repeats)?;
+        self.repeats = repeats;
+        Ok(())
+    }
+
+    /// The number of cells (None: more than a u64 counts).
+    fn cell_count(&self) -> Option<u64> {
+        let vm = self.places.contains(&Place::Vm);
+        let places = self.places.len() as u64 - u64::from(vm) + if vm { self.guest_kernels.len() as u64 } else { 0 };
+        [self.configurations.len(), self.loads.len(), self.measurements.len()]
+            .into_iter()
+            .try_fold(places, |n, axis| n.checked_mul(axis as u64))
+    }
+
+    /// At most [`MAX_RUNS`] runs (cells x `repeats`, counted without overflow); else an error at
+    /// `field`.
+    fn check_runs(&self, field: &str, repeats: u32) -> Result<(), InputError> {
+        let cells = self.cell_count();
+        match cells.and_then(|c| c.checked_mul(u64::from(repeats))) {
+            Some(runs) if runs <= MAX_RUNS => Ok(()),
+            runs => {
+                let runs = runs.map_or("more than 2^64".into(), |r| r.to_string());
+                let cells = cells.map_or("more than 2^64".into(), |c| c.to_string());
+                Err(InputError::field(
+                    field,
+                    format!("{repeats} runs of each of {cells} cells = {runs} runs: at most {MAX_RUNS} per study"),
+                ))
+            }
+        }
+    }
+
     /// Every cell, in the order they run.
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
@@ -283,10 +320,12 @@ fn check(raw: RawStudy, base: &Path, source: Source) -> Result<Study, InputError
     if places.is_empty() {
         return Err(InputError::field("where", "empty list: expected host, container and/or vm"));
     }
+    no_repeats("where", &places, |p| p.as_str())?;
     let guest_kernels = raw.guest_kernels.unwrap_or_else(|| vec!["rt".into()]);
     if let Some((i, k)) = guest_kernels.iter().enumerate().find(|(_, k)| !matches!(k.as_str(), "rt" | "nrt")) {
         return Err(InputError::field(format!("guest_kernels[{i}]"), format!("\"{k}\": expected \"rt\" or \"nrt\"")));
     }
+    no_repeats("guest_kernels", &guest_kernels, String::as_str)?;
     if places.contains(&Place::Vm) && guest_kernels.is_empty() {
         return Err(InputError::field("guest_kernels", "empty list: a vm cell needs \"rt\" and/or \"nrt\""));
     }
@@ -328,17 +367,7 @@ fn check(raw: RawStudy, base: &Path, source: Source) -> Result<Study, InputError
             }
         }
     }
-    let per_repeat = configurations.len() as u64
-        * places.iter().map(|p| if *p == Place::Vm { guest_kernels.len() as u64 } else { 1 }).sum::<u64>()
-        * loads.len() as u64
-        * measurements.len() as u64;
-    if per_repeat * u64::from(raw.repeats) > MAX_RUNS {
-        return Err(InputError::field(
-            "repeats",
-            format!("{} runs: at most {MAX_RUNS} per study", per_repeat * u64::from(raw.repeats)),
-        ));
-    }
-    Ok(Study {
+    let study = Study {
         name: raw.name,
         description: raw.description,
         repeats: raw.repeats,
@@ -349,7 +378,24 @@ fn check(raw: RawStudy, base: &Path, source: Source) -> Result<Study, InputError
         loads,
         measurements,
         source,
-    })
+    };
+    study.check_runs("repeats", study.repeats)?;
+    Ok(study)
+}
+
+/// The first entry of `items` listed before (with its index), as a located error: two equal
+/// places or guest kernels would give two cells one id, and their runs one file.
+fn no_repeats<T: PartialEq>(field: &str, items: &[T], show: impl Fn(&T) -> &str) -> Result<(), InputError> {
+    match items.iter().enumerate().find(|(i, item)| items[..*i].contains(item)) {
+        Some((i, item)) => Err(InputError::field(
+            format!("{field}[{i}]"),
+            format!(
+                "\"{}\" is listed twice: expected each once (its cells would share their ids and run files)",
+                show(item)
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

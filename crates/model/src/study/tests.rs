@@ -93,3 +93,28 @@ fn a_huge_matrix_is_refused() {
     let e = error("name = \"x\"\nrepeats = 100001\nduration = \"1s\"\n[[measure]]\nname = \"t\"\nkind = \"timer\"\n");
     assert!(e.message.contains("at most 100000"), "{e}");
 }
+
+#[test]
+fn a_place_or_guest_kernel_listed_twice_is_refused() {
+    let m = "[[measure]]\nname = \"t\"\nkind = \"timer\"\n";
+    for (lists, field) in [
+        ("where = [\"host\", \"host\"]\n", "where[1]"),
+        ("where = [\"vm\", \"host\"]\nguest_kernels = [\"nrt\", \"nrt\"]\n", "guest_kernels[1]"),
+    ] {
+        let e = error(&format!("name = \"x\"\nrepeats = 1\nduration = \"1s\"\n{lists}{m}"));
+        assert_eq!(e.at.field.as_deref(), Some(field), "{e}");
+        assert!(e.at.line_col.is_some() && e.message.contains("listed twice"), "{e}");
+    }
+}
+
+#[test]
+fn runs_are_counted_without_overflow_also_for_repeats_given_later() {
+    let mut s = Study::from_toml(GOOD, None).unwrap();
+    for repeats in [u32::MAX, 1 << 31, 8334, 0] {
+        let e = s.set_repeats(repeats, "--repeats").unwrap_err();
+        assert_eq!(e.at.field.as_deref(), Some("--repeats"), "{e}");
+    }
+    assert_eq!(s.repeats, 3, "a refused --repeats changes nothing");
+    s.set_repeats(8333, "--repeats").unwrap();
+    assert_eq!(s.repeats, 8333, "12 cells x 8333 runs = 99,996 runs");
+}

@@ -43,7 +43,7 @@ pub struct StudyArgs {
     /// Continue the study in --out: completed runs are kept and skipped.
     #[arg(long)]
     pub resume: bool,
-    /// Runs per cell (overrides the file's `repeats`).
+    /// Runs per cell (overrides the file's `repeats`; cells x runs at most 100,000).
     #[arg(long)]
     pub repeats: Option<u32>,
     /// Length of each run (overrides the file's `duration`).
@@ -60,7 +60,7 @@ pub fn run(args: StudyArgs, parse: &dyn Fn(&[String]) -> Result<(), String>) -> 
     rtvirt_os::signals::install();
     let mut study = Study::from_file(&args.file)?;
     if let Some(r) = args.repeats {
-        study.repeats = r.max(1);
+        study.set_repeats(r, "--repeats")?;
     }
     if let Some(d) = args.duration {
         if d.0 == 0 || d > rtvirt_model::study::MAX_RUN {
