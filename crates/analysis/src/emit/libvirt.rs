@@ -7,7 +7,8 @@
 //! scenario runs the vCPU under FIFO/RR (`[guest.vcpu] policy`, the policy libvirt gives it at
 //! start), and `<memoryBacking>` with `<hugepages/>` and `<locked/>`. With `--libvirt-domain
 //! FILE.xml` the user's own domain is patched instead: its `<name>` picks the guest, its `<vcpu>`
-//! count and `<iothreads>`/`<iothreadids>` decide the pins; existing `vcpupin`, `emulatorpin`,
+//! count and `<iothreads>`/`<iothreadids>` decide the pins (at most [`MAX_DOMAIN_VCPUS`] and
+//! [`MAX_DOMAIN_IOTHREADS`]: a pin is written for each); existing `vcpupin`, `emulatorpin`,
 //! `iothreadpin` and `vcpusched` are replaced, every other byte of the file is kept (edits are
 //! spliced at the byte ranges roxmltree reports, the new elements written by quick-xml).
 //!
@@ -32,6 +33,14 @@ pub struct DomainFile<'a> {
     pub path: &'a Path,
     pub text: &'a str,
 }
+
+/// Most vCPUs of a domain rtvirt patches: the most KVM (x86 `CONFIG_KVM_MAX_NR_VCPUS`) and
+/// QEMU's q35 machine (`max_cpus`) can give one guest; a `vcpupin` is written for each.
+pub const MAX_DOMAIN_VCPUS: u32 = 4096;
+
+/// Most I/O threads of a domain rtvirt patches (an `iothreadpin` is written for each): as many as
+/// vCPUs, far beyond any real guest's.
+pub const MAX_DOMAIN_IOTHREADS: u32 = 4096;
 
 /// Where the hook keeps the plan and one `rtvirt host apply` journal per domain.
 pub const HOOK_STATE_DIR: &str = "/run/rtvirt/libvirt";
@@ -64,15 +73,29 @@ pub fn files(scenario: &Scenario, plan: &Plan, domains: &[DomainFile]) -> Result
         }
     }
     let mut out = Vec::new();
-    for (g, core) in placed(plan) {
+    let names = file_names(placed(plan).map(|(g, _)| g.name.as_str()));
+    for ((g, core), name) in placed(plan).zip(names) {
         let text = match patched.remove(&g.name) {
             Some(text) => text,
             None => generated_patch(&tune(scenario, plan, g, core)).map_err(|e| e.under(&guest_field(plan, g)))?,
         };
-        out.push(EmittedFile { name: file_name(&g.name, &out), text, executable: false });
+        out.push(EmittedFile { name, text, executable: false });
     }
-    out.push(EmittedFile { name: "qemu".into(), text: hook(plan)?, executable: true });
+    out.push(EmittedFile { name: HOOK_FILE.into(), text: hook(plan)?, executable: true });
     Ok(out)
+}
+
+/// The file name of the hook script.
+pub const HOOK_FILE: &str = "qemu";
+
+/// The names of the domain files of these guests, in order (the hook's is [`HOOK_FILE`]).
+pub fn file_names<'a>(guests: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut names = Vec::new();
+    for guest in guests {
+        let name = file_name(guest, &names);
+        names.push(name);
+    }
+    names
 }
 
 /// A guest name libvirt takes as a domain name (its schema: no newline), XML can carry, and the
@@ -95,13 +118,13 @@ fn check_domain_name(plan: &Plan, g: &GuestPlan) -> Result<(), InputError> {
 
 /// `<guest>.xml` with every character outside `[A-Za-z0-9._-]` as `_` (and a number when two
 /// guests give the same name).
-fn file_name(guest: &str, taken: &[EmittedFile]) -> String {
+fn file_name(guest: &str, taken: &[String]) -> String {
     let stem: String =
         guest.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
     let stem = stem.trim_start_matches('.').to_string();
     let mut name = format!("{stem}.xml");
     let mut n = 2;
-    while taken.iter().any(|f| f.name == name) || name == ".xml" {
+    while taken.contains(&name) || name == ".xml" {
         name = format!("{stem}-{n}.xml");
         n += 1;
     }
@@ -255,9 +278,7 @@ fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
     let child = |name: &str| root.children().find(|n| n.has_tag_name(name));
     let vcpus = match child("vcpu") {
         None => 1,
-        Some(n) => n.text().unwrap_or("").trim().parse::<u32>().ok().filter(|&v| v >= 1).ok_or_else(|| {
-            at_node(text, n, format!("<vcpu>{}</vcpu>: expected the number of vCPUs", n.text().unwrap_or("")))
-        })?,
+        Some(n) => count(text, n, "vcpu", MAX_DOMAIN_VCPUS, "the number of vCPUs")?,
     };
     if t.guest.vcpus.len() > vcpus as usize {
         let at = child("vcpu").unwrap_or(root);
@@ -308,9 +329,16 @@ fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
 /// The domain's I/O thread ids: `<iothreadids><iothread id=N/>`, else 1..=`<iothreads>`.
 fn iothread_ids(text: &str, root: roxmltree::Node) -> Result<Vec<u32>, InputError> {
     if let Some(ids) = root.children().find(|n| n.has_tag_name("iothreadids")) {
-        return ids
-            .children()
-            .filter(|n| n.has_tag_name("iothread"))
+        let threads: Vec<roxmltree::Node> = ids.children().filter(|n| n.has_tag_name("iothread")).collect();
+        if let Some(n) = threads.get(MAX_DOMAIN_IOTHREADS as usize) {
+            return Err(at_node(
+                text,
+                *n,
+                format!("more than {MAX_DOMAIN_IOTHREADS} <iothread>s: expected at most that"),
+            ));
+        }
+        return threads
+            .into_iter()
             .map(|n| {
                 n.attribute("id").and_then(|v| v.trim().parse::<u32>().ok()).ok_or_else(|| {
                     at_node(text, n, "<iothread> without a numeric id: expected <iothread id=\"N\"/>".into())
@@ -319,10 +347,21 @@ fn iothread_ids(text: &str, root: roxmltree::Node) -> Result<Vec<u32>, InputErro
             .collect();
     }
     let Some(n) = root.children().find(|n| n.has_tag_name("iothreads")) else { return Ok(Vec::new()) };
-    let count = n.text().unwrap_or("").trim().parse::<u32>().map_err(|_| {
-        at_node(text, n, format!("<iothreads>{}</iothreads>: expected a number", n.text().unwrap_or("")))
-    })?;
-    Ok((1..=count).collect())
+    if n.text().unwrap_or("").trim() == "0" {
+        return Ok(Vec::new());
+    }
+    Ok((1..=count(text, n, "iothreads", MAX_DOMAIN_IOTHREADS, "the number of I/O threads")?).collect())
+}
+
+/// The count in element `n` (`<name>N</name>`): 1 to `max`, else an error at the element.
+fn count(text: &str, n: roxmltree::Node, name: &str, max: u32, what: &str) -> Result<u32, InputError> {
+    let value = n.text().unwrap_or("");
+    value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|v| (1..=max).contains(v))
+        .ok_or_else(|| at_node(text, n, format!("<{name}>{value}</{name}>: expected {what}, 1 to {max}")))
 }
 
 /// Replace `range` of the text by `with`.
