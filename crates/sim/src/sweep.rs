@@ -67,10 +67,22 @@ impl SweepSpec {
     }
 }
 
+/// Most worker threads of a sweep (`simulate --sweep --threads`): more would only cost memory and
+/// process ids.
+pub const MAX_THREADS: usize = 1024;
+
+/// Worker threads for `cells` cells: `threads` (None: all cores), at most [`MAX_THREADS`] and
+/// one per cell.
+fn workers(threads: Option<usize>, cells: usize) -> usize {
+    let wanted = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    wanted.min(MAX_THREADS).min(cells).max(1)
+}
+
 /// Plans a scenario at a uniform rho.
 pub type Planner<'a> = &'a (dyn Fn(&Scenario, f64) -> Result<Plan, InputError> + Sync);
 
-/// Run every cell on `threads` threads (None: all cores). `progress(done, total)` is called as
+/// Run every cell on `threads` threads (None: all cores; at most [`MAX_THREADS`] and one per
+/// cell). `progress(done, total)` is called as
 /// cells finish. Results are in [`SweepSpec::cells`] order, each labelled with its cell. A cell
 /// that cannot run (its rho has no feasible plan, its configuration is refused) does not stop the
 /// others: its document carries the cell (scenario, rho, seed) and the reason in `"error"`.
@@ -80,13 +92,13 @@ pub fn run_sweep(
     threads: Option<usize>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<Results>, InputError> {
+    let cells = spec.cells();
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
+        .num_threads(workers(threads, cells.len()))
         .build()
         .map_err(|e| InputError::new(format!("cannot start worker threads: {e}")))?;
     pool.install(|| {
         let plans = plan_all(spec, planner);
-        let cells = spec.cells();
         let done = AtomicUsize::new(0);
         Ok(cells
             .par_iter()
@@ -175,4 +187,29 @@ fn plan_all(spec: &SweepSpec, planner: Planner) -> Plans {
             (s, r, planner(sc, r).map_err(|e| e.in_file(path)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_starts_no_more_threads_than_cells_or_the_maximum() {
+        let scenario = Scenario::default_scenario();
+        let spec = SweepSpec {
+            scenarios: vec![(PathBuf::from("default.toml"), scenario)],
+            seeds: vec![1, 2],
+            rho: vec![],
+            duration: Some(Nanos::from_ms(10)),
+        };
+        let never = |_: &Scenario, _: f64| -> Result<Plan, InputError> { unreachable!("no rho: no planning") };
+        for (asked, pool) in [(Some(64), 2), (Some(1), 1)] {
+            let sizes = std::sync::Mutex::new(Vec::new());
+            let progress = |_: usize, _: usize| sizes.lock().unwrap().push(rayon::current_num_threads());
+            let results = run_sweep(&spec, &never, asked, &progress).unwrap();
+            assert_eq!(results.len(), 2);
+            assert_eq!(sizes.into_inner().unwrap(), vec![pool; 2], "--threads {asked:?}");
+        }
+        assert_eq!(workers(Some(5000), 1_000_000), MAX_THREADS);
+    }
 }

@@ -59,7 +59,8 @@ pub struct SimulateArgs {
     /// Run a grid of simulations described by a sweep file (scenarios x rho x seeds).
     #[arg(long, value_name = "SWEEP.toml")]
     pub sweep: Option<PathBuf>,
-    /// Worker threads for --sweep (default: all cores). Results do not depend on it.
+    /// Worker threads for --sweep: 1 to 1024 (default: all cores), never more than the sweep's
+    /// cells. Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
 }

@@ -6,7 +6,7 @@ use crate::progress;
 use crate::table::Table;
 use rtvirt_model::results::Results;
 use rtvirt_model::InputError;
-use rtvirt_sim::sweep::{run_sweep, SweepSpec};
+use rtvirt_sim::sweep::{run_sweep, SweepSpec, MAX_THREADS};
 
 pub fn run_grid(path: &std::path::Path, args: &SimulateArgs) -> CmdResult {
     if args.plan.is_some() || args.trace.is_some() || args.seed.is_some() || args.host_model.is_some() {
@@ -20,8 +20,8 @@ pub fn run_grid(path: &std::path::Path, args: &SimulateArgs) -> CmdResult {
     if args.duration.is_some() {
         spec.duration = args.duration;
     }
-    if args.threads == Some(0) {
-        return Err(InputError::field("--threads", "0: expected at least one worker thread").into());
+    if let Some(n) = args.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
+        return Err(InputError::field("--threads", format!("{n}: expected 1 to {MAX_THREADS} worker threads")).into());
     }
     let planner = rtvirt_analysis::requests::plan_sweep_cell;
     let bar = progress::bar("{pos}/{len} runs {bar:40} {elapsed}");
