@@ -127,9 +127,16 @@ fn analyse_vcpus(g: &Guest, o: &PlanOptions, cap: f64, candidates: &[u64], budge
             crate::vcpus::global(g, &inflated, candidates, &test)
         }
         Placement::Partitioned => {
-            let order = analysis_order(g);
+            // each task's place in the analysis order: a set is ordered in O(k log k), not by a
+            // scan of every task of the guest per set
+            let mut rank = vec![0; g.tasks.len()];
+            for (r, &i) in analysis_order(g).iter().enumerate() {
+                rank[i] = r;
+            }
             let mut analyse = |set: &[usize]| {
-                let on: Vec<Sporadic> = order.iter().filter(|i| set.contains(i)).map(|&i| tasks[i]).collect();
+                let mut ordered = set.to_vec();
+                ordered.sort_unstable_by_key(|&i| rank[i]);
+                let on: Vec<Sporadic> = ordered.iter().map(|&i| tasks[i]).collect();
                 let a = analyse_server(on, g.scheduler, o, candidates);
                 Server { interface: a.interface, menu: a.menu, too_large: a.too_large }
             };
@@ -644,14 +651,22 @@ fn place(
         if !servers_placed {
             continue;
         }
+        // the cores the guest's vCPUs hold so far (a flag per core: one pass per vCPU, not a
+        // search of the guest's list for every core)
+        let mut taken = vec![false; cores as usize];
+        for p in places[gi].iter().flatten() {
+            taken[p.0 as usize] = true;
+        }
         for k in (0..v.vcpus.len()).filter(|&k| v.vcpus[k].menu.is_empty()) {
-            let taken: Vec<u32> = places[gi].iter().flatten().map(|p| p.0).collect();
-            let free = |c: &u32| !scenario.guests[gi].spread || !taken.contains(c);
+            let free = |c: &u32| !scenario.guests[gi].spread || !taken[*c as usize];
             let least = |cs: &mut dyn Iterator<Item = u32>| {
                 cs.min_by(|&a, &b| load[a as usize].total_cmp(&load[b as usize]).then(a.cmp(&b)))
             };
             let core = least(&mut (0..cores).filter(free)).or_else(|| least(&mut (0..cores)));
             places[gi][k] = core.map(|c| (c, None));
+            if let Some(c) = core {
+                taken[c as usize] = true;
+            }
         }
     }
     places
@@ -684,16 +699,25 @@ fn fits(scenario: &Scenario, options: &PlanOptions, rho: f64) -> bool {
 /// Largest uniform rho (multiple of [`RHO_RESOLUTION`], or 1.0 when WCET budgets fit) with a
 /// feasible plan; None when not even rho = RHO_RESOLUTION fits.
 pub fn max_rho(scenario: &Scenario, options: &PlanOptions) -> Option<f64> {
+    max_rho_with(scenario, options, &mut |_, _| {})
+}
+
+/// [`max_rho`], calling `step(lo, hi)` before each plan it makes: the rhos between which the
+/// answer lies so far (for progress; about 16 plans).
+pub fn max_rho_with(scenario: &Scenario, options: &PlanOptions, step: &mut dyn FnMut(f64, f64)) -> Option<f64> {
+    step(0.0, 1.0);
     if fits(scenario, options, 1.0) {
         return Some(1.0);
     }
     let steps = (1.0 / RHO_RESOLUTION).round() as u64;
     // invariant: lo fits, hi does not (in units of RHO_RESOLUTION)
     let (mut lo, mut hi) = (1u64, steps);
+    step(0.0, 1.0);
     if !fits(scenario, options, lo as f64 * RHO_RESOLUTION) {
         return None;
     }
     while hi - lo > 1 {
+        step(lo as f64 * RHO_RESOLUTION, hi as f64 * RHO_RESOLUTION);
         let mid = lo + (hi - lo) / 2;
         if fits(scenario, options, mid as f64 * RHO_RESOLUTION) {
             lo = mid;
