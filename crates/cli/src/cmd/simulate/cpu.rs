@@ -45,11 +45,7 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
             .into());
     }
     let (bar, progress) = progress_bar();
-    let opts = RunOptions {
-        trace: args.trace_window()?,
-        progress: (!bar.is_hidden()).then_some(progress),
-        ..Default::default()
-    };
+    let opts = RunOptions { trace: args.trace_window()?, progress: Some(progress), ..Default::default() };
     // the trace file is created before the run, so that a bad path fails before the work
     let trace_file = match &args.trace {
         Some(path) => {
@@ -104,17 +100,28 @@ fn planned(scenario: &Scenario) -> Result<Plan, InputError> {
     Ok(p.plan)
 }
 
-/// A progress bar on stderr (terminals only), for runs that take more than a couple of seconds.
+/// Progress on stderr for runs that take more than a couple of seconds: a bar on terminals, else
+/// a line at every tenth of the horizon.
 fn progress_bar() -> (ProgressBar, Arc<dyn Fn(u64, u64) + Send + Sync>) {
     let bar = progress::bar("{bar:40} {percent:>3}% simulated {msg}");
     let shown = bar.clone();
     let started = Instant::now();
+    let tenths = std::sync::atomic::AtomicU64::new(0);
     let report = move |now: u64, horizon: u64| {
-        if started.elapsed().as_secs() >= 2 {
-            shown.set_length(horizon);
-            shown.set_position(now);
-            shown.set_message(format!("{} / {}", Nanos(now), Nanos(horizon)));
+        if started.elapsed().as_secs() < 2 {
+            return;
         }
+        let what = format!("{} / {}", Nanos(now), Nanos(horizon));
+        if shown.is_hidden() {
+            let tenth = (u128::from(now) * 10 / u128::from(horizon.max(1))) as u64;
+            if tenth > tenths.fetch_max(tenth, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("rtvirt: simulated {what} ({}s wall)", started.elapsed().as_secs());
+            }
+            return;
+        }
+        shown.set_length(horizon);
+        shown.set_position(now);
+        shown.set_message(what);
     };
     (bar, Arc::new(report))
 }
