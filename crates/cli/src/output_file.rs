@@ -13,21 +13,46 @@ pub fn check(option: &str, path: &Path, inputs: &[&Path]) -> Result<(), InputErr
     if path == Path::new("-") {
         return Ok(());
     }
-    let shown = path.display();
-    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
-        let also = if input == &path { String::new() } else { format!(" (as {})", input.display()) };
-        return Err(InputError::field(
-            option,
-            format!("{shown} is an input of this command{also}: writing it would overwrite it; choose another file"),
-        ));
+    not_an_input(option, path, inputs, "file")?;
+    writable(option, path)
+}
+
+/// Check the files `names` a command writes into the directory `dir` (given as `option`) before
+/// any work, each as [`check`] does; a directory not made yet holds no input, and is not probed.
+pub fn check_in_dir(option: &str, dir: &Path, names: &[impl AsRef<str>], inputs: &[&Path]) -> Result<(), InputError> {
+    for name in names {
+        let path = dir.join(name.as_ref());
+        not_an_input(option, &path, inputs, "directory")?;
+        if dir.is_dir() {
+            writable(option, &path)?;
+        }
     }
+    Ok(())
+}
+
+/// `path` is none of `inputs` (the same device and inode).
+fn not_an_input(option: &str, path: &Path, inputs: &[&Path], other: &str) -> Result<(), InputError> {
+    let Some(input) = inputs.iter().find(|input| same_file(path, input)) else { return Ok(()) };
+    let also = if input == &path { String::new() } else { format!(" (as {})", input.display()) };
+    Err(InputError::field(
+        option,
+        format!(
+            "{} is an input of this command{also}: writing it would overwrite it; choose another {other}",
+            path.display()
+        ),
+    ))
+}
+
+/// `path` can be opened for writing (a missing file is created and removed again; an existing
+/// one is not truncated).
+fn writable(option: &str, path: &Path) -> Result<(), InputError> {
     let existed = path.exists();
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(|e| InputError::field(option, format!("cannot write {shown}: {e}")))?;
+        .map_err(|e| InputError::field(option, format!("cannot write {}: {e}", path.display())))?;
     if !existed {
         let _ = std::fs::remove_file(path);
     }
@@ -64,5 +89,18 @@ mod tests {
         check("-o", &fresh, &[&input]).unwrap();
         assert!(!fresh.exists(), "the check leaves no file behind");
         check("-o", Path::new("-"), &[&input]).unwrap();
+    }
+
+    #[test]
+    fn files_written_into_a_directory_are_checked_against_the_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("vm1.xml");
+        std::fs::write(&input, "x").unwrap();
+        let e = check_in_dir("--output-dir", dir.path(), &["qemu", "vm1.xml"], &[&input]).unwrap_err().to_string();
+        assert!(e.contains("--output-dir") && e.contains("vm1.xml is an input") && e.contains("directory"), "{e}");
+        check_in_dir("--output-dir", dir.path(), &["qemu", "vm2.xml"], &[&input]).unwrap();
+        check_in_dir("--output-dir", &dir.path().join("new"), &["vm1.xml"], &[&input]).unwrap();
+        assert!(!dir.path().join("qemu").exists() && !dir.path().join("new").exists(), "nothing left behind");
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), "x");
     }
 }

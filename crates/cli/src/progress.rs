@@ -14,3 +14,15 @@ pub fn bar(template: &str) -> ProgressBar {
     bar.set_style(ProgressStyle::with_template(template).expect("a valid progress template"));
     bar
 }
+
+/// A spinner of `template` ticking on its own (for work of unknown length), hidden unless stderr
+/// is a terminal.
+pub fn spinner(template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template(template).expect("a valid progress template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}

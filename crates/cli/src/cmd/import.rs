@@ -33,6 +33,8 @@ pub struct ImportArgs {
 }
 
 pub fn run(args: ImportArgs) -> CmdResult {
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    crate::output_file::check("--output", &args.output, &inputs)?;
     let mut docs = Vec::new();
     for path in &args.files {
         docs.push((path, import_file(path, args.tool)?));

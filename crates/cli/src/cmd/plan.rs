@@ -12,7 +12,7 @@ use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{
-    max_rho, overheads_beyond_a_period, plan, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
+    max_rho, max_rho_with, overheads_beyond_a_period, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
 };
 use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
 use rtvirt_model::hostmodel::HostModel;
@@ -226,23 +226,20 @@ pub fn run(args: PlanArgs) -> CmdResult {
         }
     }
     let pid_map = pids(&args, &s)?;
+    let inputs = inputs(&args);
+    if let (Some(emit), Some(dir)) = (args.emit, &args.output_dir) {
+        crate::output_file::check_in_dir("--output-dir", dir, &emitted_names(emit, &s), &inputs)?;
+    }
     if args.max_rho {
         return print_max_rho(&s, &o, args.format);
     }
-    let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
-    if tasks >= 2000 {
-        eprintln!(
-            "rtvirt: planning {} guests ({tasks} tasks), then searching the largest uniform rho...",
-            s.guests.len()
-        );
-    }
     let domains = libvirt_domains(&args)?;
-    let p = plan(&s, &o);
+    let p = plan_with_progress(&s, &o);
     too_large(&s, &p)?;
     match args.emit {
         Some(e) if p.plan.feasible => {
             let files = emitted(e, &s, &p.plan, &pid_map, &domains).map_err(|e| s.locate(e))?;
-            write_emitted(e, &files, args.output_dir.as_deref())?;
+            write_emitted(e, &files, args.output_dir.as_deref(), &inputs)?;
         }
         Some(_) => {}
         None if args.format == Format::Json => print_json(&p.plan)?,
@@ -250,6 +247,63 @@ pub fn run(args: PlanArgs) -> CmdResult {
     }
     report_infeasible(&p);
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
+}
+
+/// The files this command reads.
+fn inputs(args: &PlanArgs) -> Vec<&Path> {
+    let files = args.scenario.iter().chain(&args.import_carts).chain(&args.host_model).chain(&args.libvirt_domains);
+    files.map(PathBuf::as_path).collect()
+}
+
+/// The name of the one file an `--emit` writes (None: libvirt's several).
+fn single_file(emit: EmitArg) -> Option<&'static str> {
+    match emit {
+        EmitArg::Chrt => Some("deploy.sh"),
+        EmitArg::Rtds => Some("rtds.sh"),
+        EmitArg::Tuned => Some("tuned.conf"),
+        EmitArg::Carts => Some("carts.xml"),
+        EmitArg::Libvirt => None,
+    }
+}
+
+/// The files `--emit` writes into `--output-dir`, known before planning (an emitted plan places
+/// every guest).
+fn emitted_names(emit: EmitArg, scenario: &Scenario) -> Vec<String> {
+    match single_file(emit) {
+        Some(name) => vec![name.into()],
+        None => {
+            let mut names = emit::libvirt::file_names(scenario.guests.iter().map(|g| g.name.as_str()));
+            names.push(emit::libvirt::HOOK_FILE.into());
+            names
+        }
+    }
+}
+
+/// Scenarios of at least this many tasks get a line on stderr per step of their planning when
+/// stderr is not a terminal (a terminal gets a spinner with the step for any scenario).
+const LONG_PLAN_TASKS: usize = 2000;
+
+/// [`plan`] with its progress on stderr: the plan at the scenario's rhos, then each step of the
+/// largest uniform rho's bisection.
+fn plan_with_progress(s: &Scenario, o: &PlanOptions) -> Planned {
+    let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
+    let bar = crate::progress::spinner("{spinner} rtvirt: {msg} ({elapsed})");
+    let lines = bar.is_hidden() && tasks >= LONG_PLAN_TASKS;
+    let say = |message: String| {
+        if lines {
+            eprintln!("rtvirt: {message}");
+        }
+        bar.set_message(message);
+    };
+    say(format!("planning {} guests ({tasks} tasks)...", s.guests.len()));
+    let mut p = plan_at(s, o, None);
+    if !p.unplaced.iter().any(|u| u.too_large) {
+        p.plan.max_rho = max_rho_with(s, o, &mut |lo, hi| {
+            say(format!("searching the largest uniform rho: between {lo:.4} and {hi:.4}..."))
+        });
+    }
+    bar.finish_and_clear();
+    p
 }
 
 /// `--libvirt-domain` files, read (path, text); only with `--emit libvirt`.
@@ -287,21 +341,24 @@ fn emitted(
     pids: &BTreeMap<String, u32>,
     domains: &[(PathBuf, String)],
 ) -> Result<Vec<EmittedFile>, InputError> {
-    let one = |name: &str, text: String, executable: bool| vec![EmittedFile { name: name.into(), text, executable }];
+    let one = |text: String, executable: bool| {
+        let name = single_file(emit).unwrap_or_default().into();
+        vec![EmittedFile { name, text, executable }]
+    };
     Ok(match emit {
-        EmitArg::Chrt => one("deploy.sh", emit::chrt::script(plan, pids)?, true),
-        EmitArg::Rtds => one("rtds.sh", emit::rtds(plan)?, true),
+        EmitArg::Chrt => one(emit::chrt::script(plan, pids)?, true),
+        EmitArg::Rtds => one(emit::rtds(plan)?, true),
         EmitArg::Libvirt => {
             let files: Vec<DomainFile> = domains.iter().map(|(path, text)| DomainFile { path, text }).collect();
             emit::libvirt::files(scenario, plan, &files)?
         }
-        EmitArg::Tuned => one("tuned.conf", emit::tuned::profile(plan), false),
-        EmitArg::Carts => one("carts.xml", emit::carts(scenario, plan), false),
+        EmitArg::Tuned => one(emit::tuned::profile(plan), false),
+        EmitArg::Carts => one(emit::carts(scenario, plan), false),
     })
 }
 
 /// The emitted files into `dir` (listed on stdout), or the one file's text on stdout.
-fn write_emitted(emit: EmitArg, files: &[EmittedFile], dir: Option<&Path>) -> anyhow::Result<()> {
+fn write_emitted(emit: EmitArg, files: &[EmittedFile], dir: Option<&Path>, inputs: &[&Path]) -> anyhow::Result<()> {
     let Some(dir) = dir else {
         if let [file] = files {
             print!("{}", file.text);
@@ -316,6 +373,8 @@ fn write_emitted(emit: EmitArg, files: &[EmittedFile], dir: Option<&Path>) -> an
         .into());
     };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create --output-dir {}", dir.display()))?;
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    crate::output_file::check_in_dir("--output-dir", dir, &names, inputs)?;
     for f in files {
         let path = dir.join(&f.name);
         std::fs::write(&path, &f.text).with_context(|| format!("cannot write {}", path.display()))?;

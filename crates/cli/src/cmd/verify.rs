@@ -79,7 +79,15 @@ fn parse_nanos(text: &str) -> Result<Nanos, String> {
 /// Exit code after Ctrl-C (128 + SIGINT).
 const INTERRUPTED_EXIT: i32 = 130;
 
+/// The files `--keep` writes.
+const KEPT: [&str; 3] = ["simulated.json", "measured.json", "verify.json"];
+
 pub fn run(args: VerifyArgs) -> CmdResult {
+    let inputs: Vec<&Path> =
+        args.scenario.iter().chain(&args.plan).chain(&args.host_model).map(|p| p.as_path()).collect();
+    if let Some(dir) = &args.keep {
+        crate::output_file::check_in_dir("--keep", dir, &KEPT, &inputs)?;
+    }
     let scenario = load_scenario(args.scenario.as_deref())?;
     let tolerance = Tolerance::parse(&args.tolerance)?;
     let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
@@ -87,7 +95,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     warn_payback(&plan, host.as_ref());
     if let Some(dir) = &args.keep {
         std::fs::create_dir_all(dir).with_context(|| format!("--keep: cannot create {}", dir.display()))?;
-        crate::output_file::check("--keep", &dir.join("verify.json"), &[])?;
+        crate::output_file::check_in_dir("--keep", dir, &KEPT, &inputs)?;
     }
     // every input is checked before the measurement: the simulation's configuration too
     sim_config(&scenario, &plan, &args, args.duration)?;
