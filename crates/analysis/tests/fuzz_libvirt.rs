@@ -1,10 +1,12 @@
 //! Fuzzing the libvirt domain XML reader of `plan --emit libvirt --libvirt-domain FILE.xml`
 //! (`emit::libvirt::files`: read with the bounded input reader, parsed, patched) in-process with
 //! the model crate's harness (`crates/model/tests/fuzz/`: budget, limits and what a case must do
-//! are described there): `RTVIRT_FUZZ_CASES` cases (default 20,000), half structure-aware
-//! mutations of `tests/fuzz/*.xml` (a `virsh dumpxml`-like domain, one with `<iothreadids>` and
-//! every element rtvirt replaces), half raw byte mutations. Every case either patches the domain
-//! or is refused with its file and line; none panics or holds memory sized by a count it names.
+//! are described there): `RTVIRT_FUZZ_CASES` cases (default 20,000) from `tests/fuzz/*.xml` (a
+//! `virsh dumpxml`-like domain, one with `<iothreadids>` and every element rtvirt replaces), half
+//! line-level mutations (elements removed, repeated up to 10,000 times, replaced by hostile
+//! numbers and strings: the harness' XML mutator keeps attributes only, and a domain's `<name>`
+//! and `<vcpu>` are text), half raw byte mutations. Every case either patches the domain or is
+//! refused with its file and line; none panics or holds memory sized by a count it names.
 
 #[path = "../../model/tests/fuzz/mod.rs"]
 mod fuzz;
@@ -66,7 +68,7 @@ fn run(structured: bool) {
         name: "libvirt domain",
         file: dir.path().join("case.xml"),
         corpus: corpus(&corpus_files),
-        structure: Structure::Xml,
+        structure: Structure::Lines,
         parse: &patch,
     };
     let outcome = fuzz::fuzz(&target, structured, cases() / 2);
