@@ -42,6 +42,23 @@ impl Moments {
         self.sum_sq += v * v * count as f64;
     }
 
+    fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum / self.count as f64
+        }
+    }
+
+    /// Population standard deviation.
+    fn sd(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
+    }
+
     fn merge(&mut self, other: &Moments) {
         self.count += other.count;
         self.min = self.min.min(other.min);
@@ -102,19 +119,11 @@ impl LatencyHistogram {
         (self.moments.count > 0).then_some(self.moments.max)
     }
     pub fn mean(&self) -> f64 {
-        if self.moments.count == 0 {
-            0.0
-        } else {
-            self.moments.sum / self.moments.count as f64
-        }
+        self.moments.mean()
     }
     /// Population standard deviation.
     pub fn sd(&self) -> f64 {
-        if self.moments.count == 0 {
-            return 0.0;
-        }
-        let m = self.mean();
-        (self.moments.sum_sq / self.moments.count as f64 - m * m).max(0.0).sqrt()
+        self.moments.sd()
     }
 
     /// Value at quantile q in [0, 1] (upper bound of the bucket, clamped to the exact max).
@@ -133,6 +142,13 @@ impl LatencyHistogram {
     pub fn summary(&self) -> Summary {
         Summary::from_histogram(self)
     }
+}
+
+/// The HDR layout every [`LatencyHistogram`] uses, for its bucket arithmetic (which does not
+/// depend on the values recorded).
+fn layout() -> &'static Histogram<u64> {
+    static LAYOUT: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    LAYOUT.get_or_init(hdr)
 }
 
 /// The samples of a [`LatencyHistogram`] in a fraction of its memory, for many small streams (one
@@ -154,8 +170,7 @@ impl CompactHistogram {
     /// Record `sorted` (ascending), each run of equal values as one `record_n`: the same
     /// histogram and moments as [`LatencyHistogram::record_n`] on those runs in that order.
     pub fn record_sorted(&mut self, sorted: &[u64]) {
-        static LAYOUT: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
-        let layout = LAYOUT.get_or_init(hdr);
+        let layout = layout();
         let mut added: Vec<(u64, u64)> = Vec::new();
         for run in sorted.chunk_by(|a, b| a == b) {
             self.moments.add(run[0], run.len() as u64);
@@ -170,6 +185,51 @@ impl CompactHistogram {
 
     pub fn count(&self) -> u64 {
         self.moments.count
+    }
+
+    /// The histogram of `runs` of `(value, count)`, ascending by value: the buckets and moments
+    /// of [`LatencyHistogram::record_n`] on them in that order, in memory that follows the runs
+    /// (a dense histogram of one value near 2^64 holds ~400 KiB).
+    pub fn from_sorted_runs(runs: &[(u64, u64)]) -> Self {
+        let layout = layout();
+        let mut h = CompactHistogram::new();
+        for &(value, n) in runs.iter().filter(|r| r.1 > 0) {
+            h.moments.add(value, n);
+            let bucket = layout.lowest_equivalent(value);
+            match h.buckets.last_mut() {
+                Some(last) if last.0 == bucket => last.1 += n,
+                _ => h.buckets.push((bucket, n)),
+            }
+        }
+        h
+    }
+
+    /// The value at quantile `q` that [`LatencyHistogram::quantile`] gives for the same samples:
+    /// HDR's rule (the first bucket whose cumulative count reaches `ceil(q * count)`, at least 1;
+    /// its highest equivalent value, its lowest for q = 0), walking the non-empty buckets only.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.moments.count == 0 {
+            return 0;
+        }
+        let q = q.min(1.0);
+        let target = ((q * self.moments.count as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        let bucket = self.buckets.iter().find(|(_, n)| {
+            seen = seen.saturating_add(*n);
+            seen >= target
+        });
+        let value = match bucket {
+            Some(&(b, _)) if q == 0.0 => layout().lowest_equivalent(b),
+            Some(&(b, _)) => layout().highest_equivalent(b),
+            None => 0, // as HDR: a target beyond the count (float rounding)
+        };
+        value.min(self.moments.max).max(self.moments.min)
+    }
+
+    /// The summary [`LatencyHistogram::summary`] gives for the same samples.
+    pub fn summary(&self) -> Summary {
+        let m = &self.moments;
+        Summary::of(m.count, (m.count > 0).then_some((m.min, m.max)), m.mean(), m.sd(), |q| self.quantile(q))
     }
 
     /// Bytes held on the heap (the bucket list).
@@ -234,26 +294,29 @@ pub const PERCENTILES: &[(&str, f64)] =
 
 impl Summary {
     pub fn from_histogram(histogram: &LatencyHistogram) -> Summary {
-        let q = |p| histogram.quantile(p);
-        let low_confidence = PERCENTILES
-            .iter()
-            .filter(|(_, p)| (histogram.count() as f64) * (1.0 - p) < 10.0)
-            .map(|(k, _)| k.to_string())
-            .collect();
+        let range = histogram.min().zip(histogram.max());
+        Summary::of(histogram.count(), range, histogram.mean(), histogram.sd(), |q| histogram.quantile(q))
+    }
+
+    /// The summary of `count` samples between `range` (min, max; None when there are none)
+    /// whose quantiles `q` gives.
+    fn of(count: u64, range: Option<(u64, u64)>, mean: f64, sd: f64, q: impl Fn(f64) -> u64) -> Summary {
+        let low_confidence =
+            PERCENTILES.iter().filter(|(_, p)| (count as f64) * (1.0 - p) < 10.0).map(|(k, _)| k.to_string()).collect();
         Summary {
-            count: histogram.count(),
-            min: histogram.min().unwrap_or(0),
-            mean: histogram.mean(),
-            sd: histogram.sd(),
+            count,
+            min: range.map_or(0, |r| r.0),
+            mean,
+            sd,
             p50: q(0.5),
             p75: q(0.75),
-            p25: (histogram.count() > 0).then(|| q(0.25)),
+            p25: (count > 0).then(|| q(0.25)),
             p90: q(0.9),
             p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
             p9999: q(0.9999),
-            max: histogram.max().unwrap_or(0),
+            max: range.map_or(0, |r| r.1),
             low_confidence,
         }
     }
@@ -329,10 +392,27 @@ mod tests {
                 compact.record_sorted(&chunk);
             }
             let expanded = compact.expand();
+            prop_assert_eq!(compact.summary(), dense.summary());
             prop_assert_eq!(expanded.summary(), dense.summary());
             prop_assert_eq!(expanded.buckets(), dense.buckets());
             prop_assert_eq!(expanded.mean().to_bits(), dense.mean().to_bits());
             prop_assert_eq!(expanded.sd().to_bits(), dense.sd().to_bits());
+        }
+
+        /// The sparse summary of (value, count) runs is the dense one, to the bit.
+        #[test]
+        fn compact_runs_summarise_as_the_dense_histogram(mut runs in proptest::collection::vec(
+            (prop_oneof![0u64..3000, 0u64..50_000_000, 0u64..=u64::MAX], 0u64..1_000_000), 0..40)) {
+            runs.sort_unstable();
+            let mut dense = LatencyHistogram::new();
+            runs.iter().for_each(|&(v, n)| dense.record_n(v, n));
+            let compact = CompactHistogram::from_sorted_runs(&runs);
+            let (c, d) = (compact.summary(), dense.summary());
+            prop_assert_eq!((c.mean.to_bits(), c.sd.to_bits()), (d.mean.to_bits(), d.sd.to_bits()));
+            prop_assert_eq!(c, d);
+            for q in [0.0, 0.001, 0.25, 0.5, 0.999_999, 1.0] {
+                prop_assert_eq!(compact.quantile(q), dense.quantile(q), "q = {}", q);
+            }
         }
 
         #[test]
