@@ -10,7 +10,7 @@
 //! more), kept at 400 us except the maximum, which is exact.
 
 use crate::summary::{self, Exact, Series};
-use crate::text::{number, Source};
+use crate::text::{ns_f64, number, times, total, Source};
 use crate::Part;
 use rtvirt_model::results::{Environment, Results, TimerSection};
 use rtvirt_model::stats::Summary;
@@ -51,6 +51,8 @@ pub(crate) fn import_cyclicdeadline(src: &Source) -> Result<Vec<Part>, InputErro
 /// A `T:` status line: (thread, priority, interval us, cycles, min, avg, max us).
 #[derive(Debug, Clone, Copy, Default)]
 struct Status {
+    /// The line it was read from.
+    line: usize,
     thread: u32,
     priority: Option<u32>,
     interval_us: Option<u64>,
@@ -63,7 +65,7 @@ struct Status {
 /// The fields of a `T:` line ("T: 0 (28189) P:95 I:200 C:   4961 Min:      9 Act:   25 Avg:   22 Max:    1640").
 fn parse_status(src: &Source, line_no: usize, line: &str) -> Result<Status, InputError> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let mut status = Status::default();
+    let mut status = Status { line: line_no, ..Default::default() };
     let mut found = [false; 4];
     let mut i = 0;
     while i < words.len() {
@@ -118,19 +120,25 @@ fn last_status(src: &Source) -> Result<BTreeMap<u32, Status>, InputError> {
 }
 
 /// The run's length as the status lines tell it: cycles x interval of the longest thread (0
-/// when they do not say).
-fn status_duration(status: &BTreeMap<u32, Status>) -> u64 {
-    status.values().filter_map(|s| Some(s.cycles * s.interval_us? * US)).max().unwrap_or(0)
+/// when they do not say); an error at a line whose product is beyond 2^64 ns.
+fn status_duration(src: &Source, status: &BTreeMap<u32, Status>) -> Result<u64, InputError> {
+    let mut longest = 0;
+    for s in status.values() {
+        if let Some(interval) = s.interval_us {
+            longest = longest.max(times(src, s.line, times(src, s.line, s.cycles, interval)?, US)?);
+        }
+    }
+    Ok(longest)
 }
 
-fn timer_section(status: &BTreeMap<u32, Status>) -> Option<TimerSection> {
-    let first = status.values().next()?;
-    Some(TimerSection {
-        interval_ns: first.interval_us.map(|i| i * US),
+fn timer_section(src: &Source, status: &BTreeMap<u32, Status>) -> Result<Option<TimerSection>, InputError> {
+    let Some(first) = status.values().next() else { return Ok(None) };
+    Ok(Some(TimerSection {
+        interval_ns: first.interval_us.map(|i| times(src, first.line, i, US)).transpose()?,
         priority: first.priority.filter(|&p| p > 0),
         policy: first.priority.map(|p| if p > 0 { "fifo".to_string() } else { "other".to_string() }),
         ..Default::default()
-    })
+    }))
 }
 
 /// Status lines only (no histogram): min, mean and max per thread; no percentiles.
@@ -143,14 +151,14 @@ fn status_lines(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
     }
     let series = status
         .values()
-        .map(|s| Series {
-            cpu: s.thread,
-            summary: min_avg_max(s.cycles, s.min * US, s.avg as f64 * US as f64, s.max * US),
-            histogram: None,
+        .map(|s| {
+            let ns = |us: u64| times(src, s.line, us, US);
+            let summary = min_avg_max(s.cycles, ns(s.min)?, ns(s.avg)? as f64, ns(s.max)?);
+            Ok(Series { cpu: s.thread, summary, histogram: None })
         })
-        .collect();
-    let mut r = summary::per_cpu("timer", status_duration(&status), series);
-    r.timer = timer_section(&status);
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let mut r = summary::per_cpu(src, "timer", status_duration(src, &status)?, series)?;
+    r.timer = timer_section(src, &status)?;
     if tool == "cyclicdeadline" {
         r.timer.get_or_insert_with(Default::default).policy = Some("deadline".into());
     }
@@ -205,8 +213,8 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
         summary_line(src, name)?.ok_or_else(|| src.truncated(&format!("the \"# {name}:\" line after the histogram")))
     };
     let (total_line, totals) = need("Total")?;
-    let (_, mins) = need("Min Latencies")?;
-    let (_, avgs) = need("Avg Latencies")?;
+    let (min_line, mins) = need("Min Latencies")?;
+    let (avg_line, avgs) = need("Avg Latencies")?;
     let (max_line, maxes) = need("Max Latencies")?;
     let overflows = summary_line(src, "Histogram Overflows")?.map(|(_, v)| v);
     let threads = mins.len();
@@ -249,13 +257,14 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
             );
         }
         next_row += 1;
+        let low = times(src, *n, row[0], US)?;
         for (t, b) in buckets.iter_mut().enumerate() {
-            b.push((row[0] * US, row[t + 1]));
+            b.push((low, row[t + 1]));
         }
     }
     let series = (0..threads)
         .map(|t| {
-            let sum: u64 = buckets[t].iter().map(|b| b.1).sum();
+            let sum = total(src, total_line, buckets[t].iter().map(|b| b.1), &format!("thread {t}'s rows"))?;
             if sum != totals[t] {
                 return Err(src.error(
                     total_line,
@@ -266,14 +275,19 @@ fn histogram(src: &Source) -> Result<Vec<Part>, InputError> {
                 ));
             }
             let overflow = overflows.as_ref().and_then(|o| o.get(t).copied()).unwrap_or(0);
-            let exact = Exact { min: Some(mins[t] * US), mean: Some((avgs[t] * US) as f64), max: Some(maxes[t] * US) };
-            let (kept, h) = summary::histogram(&buckets[t], overflow, next_row * US, exact);
-            Ok(Series { cpu: t as u32, summary: summary::of_histogram(&h, exact), histogram: Some((kept, h)) })
+            total(src, total_line, [sum, overflow], &format!("thread {t}'s total and overflows"))?;
+            let exact = Exact {
+                min: Some(times(src, min_line, mins[t], US)?),
+                mean: Some(times(src, avg_line, avgs[t], US)? as f64),
+                max: Some(times(src, max_line, maxes[t], US)?),
+            };
+            let kept = summary::histogram(&buckets[t], overflow, next_row.saturating_mul(US), exact);
+            Ok(Series { cpu: t as u32, summary: summary::of_buckets(&kept, exact), histogram: Some(kept) })
         })
         .collect::<Result<Vec<_>, InputError>>()?;
     let status = last_status(src)?;
-    let mut r = summary::per_cpu("timer", status_duration(&status), series);
-    r.timer = timer_section(&status);
+    let mut r = summary::per_cpu(src, "timer", status_duration(src, &status)?, series)?;
+    r.timer = timer_section(src, &status)?;
     r.environment = Some(Environment { warning: Some(thread_warning("cyclictest")), ..Default::default() });
     let mut part = Part::new(r);
     part.version = version_line(src);
@@ -321,7 +335,11 @@ fn json(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
     for (key, t) in &doc.thread {
         let index: u32 =
             key.parse().map_err(|_| src.error(1, format!("thread \"{key}\": expected a thread number")))?;
-        let exact = Exact { min: Some(t.min * US), mean: Some(t.avg * US as f64), max: Some(t.max * US) };
+        let exact = Exact {
+            min: Some(times(src, 1, t.min, US)?),
+            mean: Some(ns_f64(src, 1, t.avg, US as f64)?),
+            max: Some(times(src, 1, t.max, US)?),
+        };
         let histogram = if t.histogram.is_empty() {
             None
         } else {
@@ -330,26 +348,27 @@ fn json(src: &Source, tool: &str) -> Result<Vec<Part>, InputError> {
                 let us: u64 = k.parse().map_err(|_| {
                     src.error(1, format!("thread {key}: histogram key \"{k}\": expected a latency in microseconds"))
                 })?;
-                b.push((us * US, n));
+                b.push((times(src, 1, us, US)?, n));
             }
-            let sum: u64 = b.iter().map(|x| x.1).sum();
+            let sum = total(src, 1, b.iter().map(|x| x.1), &format!("thread {key}'s histogram counts"))?;
             let last = b.iter().map(|x| x.0).max().unwrap_or(0);
-            let bound = histogram_size(doc.cmdline.as_deref()).map_or(last + US, |n| n * US);
+            let bound =
+                histogram_size(doc.cmdline.as_deref()).map_or(last.saturating_add(US), |n| n.saturating_mul(US));
             Some(summary::histogram(&b, t.cycles.saturating_sub(sum), bound, exact))
         };
         let summary = match &histogram {
-            Some((_, h)) => summary::of_histogram(h, exact),
-            None => min_avg_max(t.cycles, t.min * US, t.avg * US as f64, t.max * US),
+            Some(kept) => summary::of_buckets(kept, exact),
+            None => min_avg_max(t.cycles, exact.min.unwrap_or(0), exact.mean.unwrap_or(0.0), exact.max.unwrap_or(0)),
         };
         series.push(Series { cpu: t.cpu.unwrap_or(index), summary, histogram });
     }
     let line = doc.cmdline.clone().unwrap_or_default();
     let duration_ns = option(&line, "-D", "--duration").and_then(|d| cyclictest_duration(&d)).unwrap_or(0);
-    let mut r: Results = summary::per_cpu("timer", duration_ns, series);
+    let mut r: Results = summary::per_cpu(src, "timer", duration_ns, series)?;
     let priority = option(&line, "-p", "--priority").and_then(|p| p.parse::<u32>().ok());
     let interval_us = option(&line, "-i", "--interval").and_then(|p| p.parse::<u64>().ok());
     r.timer = Some(TimerSection {
-        interval_ns: interval_us.map(|i| i * US),
+        interval_ns: interval_us.and_then(|i| i.checked_mul(US)),
         priority: priority.filter(|&p| p > 0),
         policy: Some(
             if tool == "cyclicdeadline" {
@@ -422,7 +441,7 @@ fn cyclictest_duration(text: &str) -> Option<u64> {
         "d" => 86_400,
         _ => return None,
     };
-    Some(n * scale * 1_000_000_000)
+    n.checked_mul(scale)?.checked_mul(1_000_000_000)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! totals (`end.sum_received` for TCP, `end.sum` for UDP with its lost packets) as one flow
 //! with its throughput; an `"error"` iperf3 recorded is an input error.
 
-use crate::text::Source;
+use crate::text::{ns_f64, s_to_ns, Source};
 use crate::Part;
 use rtvirt_model::results::{Environment, FlowResult, NetSection, Results};
 use rtvirt_model::InputError;
@@ -79,7 +79,9 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         src.error(1, "\"end\" has no \"sum_received\" (TCP) or \"sum\" (UDP): expected iperf3's totals")
     })?;
     let protocol = test.protocol.to_lowercase();
-    let mut r = Results::new("net", (total.seconds * 1e9).round() as u64);
+    ns_f64(src, 1, total.bits_per_second, 1.0)
+        .map_err(|_| src.error(1, format!("bits_per_second {}: expected at least 0", total.bits_per_second)))?;
+    let mut r = Results::new("net", s_to_ns(src, 1, total.seconds)?);
     let direction = if test.reverse != 0 { "reverse" } else { "forward" };
     r.flows.push(FlowResult {
         name: format!("iperf3 {protocol} {direction}, {} stream(s)", test.num_streams),

@@ -128,7 +128,9 @@ pub fn import_file(path: &Path, tool: Option<Tool>) -> Result<Vec<Results>, Inpu
 }
 
 /// The results documents of one tool output (`path` names it in errors and labels): one, or
-/// several when the output holds distinct latencies (rtla timerlat: IRQ and thread).
+/// several when the output holds distinct latencies (rtla timerlat: IRQ and thread); never none.
+/// Every number is checked where it is read (finite, at least 0, below 2^64 ns, counts without
+/// overflow), so a document imported is one `report` and `export` read back.
 pub fn import_text(path: &Path, text: &str, tool: Option<Tool>) -> Result<Vec<Results>, InputError> {
     let tool = match tool.or_else(|| detect(text)) {
         Some(t) => t,
@@ -145,7 +147,34 @@ pub fn import_text(path: &Path, text: &str, tool: Option<Tool>) -> Result<Vec<Re
         Tool::Netperf => netperf::import(&source)?,
         Tool::Iperf3 => iperf3::import(&source)?,
     };
-    Ok(parts.into_iter().map(|part| part.finish(tool)).collect())
+    if parts.is_empty() {
+        return Err(source.truncated(&format!("a result in this {} output", tool.name())));
+    }
+    let docs: Vec<Results> = parts.into_iter().map(|part| part.finish(tool)).collect();
+    for (i, r) in docs.iter().enumerate() {
+        if let Some(field) = not_finite(r) {
+            let field = if docs.len() > 1 { format!("[{i}].{field}") } else { field };
+            let message = "not a finite number: expected every statistic read to be one (a number the importer missed)";
+            return Err(InputError::field(field, message).in_file(path));
+        }
+    }
+    Ok(docs)
+}
+
+/// The first statistic of `r` that JSON cannot hold (NaN or infinite) or that is negative, if any.
+fn not_finite(r: &Results) -> Option<String> {
+    let bad = |x: f64| !x.is_finite() || x < 0.0;
+    let summaries = [("latency_ns", r.latency_ns.as_ref()), ("rtt_ns", r.rtt_ns.as_ref())];
+    let cpus = r.cpus.iter().enumerate().map(|(i, c)| (format!("cpus[{i}].latency_ns"), Some(&c.latency_ns)));
+    for (name, s) in summaries.into_iter().map(|(n, s)| (n.to_string(), s)).chain(cpus) {
+        if let Some(s) = s.filter(|s| bad(s.mean) || bad(s.sd)) {
+            return Some(format!("{name}.{}", if bad(s.mean) { "mean" } else { "sd" }));
+        }
+    }
+    if let Some(i) = r.flows.iter().position(|f| f.throughput_bps.is_some_and(bad)) {
+        return Some(format!("flows[{i}].throughput_bps"));
+    }
+    r.net.as_ref().and_then(|n| n.achieved_rate).filter(|&x| bad(x)).map(|_| "achieved_rate".into())
 }
 
 fn unknown_format() -> String {

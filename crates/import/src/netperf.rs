@@ -7,7 +7,7 @@
 //! give one flow with its throughput.
 
 use crate::summary;
-use crate::text::{number, us_to_ns, Source};
+use crate::text::{decimal, ns_f64, s_to_ns, Source};
 use crate::Part;
 use rtvirt_model::results::{FlowResult, NetSection, Results};
 use rtvirt_model::InputError;
@@ -92,16 +92,18 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         .or_else(|| test.as_ref().map(|t| t.0.clone()))
         .unwrap_or_else(|| "tcp".into());
     let num = |key: &str, what: &str| -> Result<Option<f64>, InputError> {
-        values.get(key).map(|(n, v)| number::<f64>(src, *n, v, what)).transpose()
+        values.get(key).map(|(n, v)| decimal(src, *n, v, what)).transpose()
     };
     let elapsed = num("ELAPSED_TIME", "seconds")?;
-    let mut r = Results::new("net", elapsed.map_or(0, |s| (s * 1e9).round() as u64));
+    let elapsed_ns = values.get("ELAPSED_TIME").zip(elapsed).map(|((n, _), s)| s_to_ns(src, *n, s)).transpose()?;
+    let mut r = Results::new("net", elapsed_ns.unwrap_or(0));
     let mut net = NetSection { protocol: Some(protocol.clone()), ..Default::default() };
     if rr {
         let rate =
             num("TRANSACTION_RATE", "transactions per second")?.or(num("THROUGHPUT", "transactions per second")?);
         net.achieved_rate = rate;
         net.arrivals = Some("back-to-back".into());
+        // transactions in the run: a float product of two finite numbers, saturating at u64::MAX
         r.rtt_ns = latency(src, &values, elapsed.zip(rate).map(|(e, r)| (e * r).round() as u64))?;
         if r.rtt_ns.is_none() && rate.is_none() {
             return Err(src.truncated(
@@ -117,6 +119,9 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             * bits_per_unit(units).ok_or_else(|| {
                 src.error(*line, format!("throughput unit \"{units}\": expected 10^Nbits/s or K/M/GBytes/s"))
             })?;
+        if !bps.is_finite() {
+            return Err(src.error(*line, format!("{throughput} {units}: expected a finite throughput in bits/s")));
+        }
         let retransmits = num("LOCAL_TRANSPORT_RETRANS", "a count")?.map(|x| x as u64);
         r.flows.push(FlowResult {
             name: format!("netperf {protocol} stream"),
@@ -191,19 +196,21 @@ fn latency(
     values: &BTreeMap<&'static str, (usize, String)>,
     count: Option<u64>,
 ) -> Result<Option<rtvirt_model::stats::Summary>, InputError> {
-    let us = |key: &str| -> Result<Option<f64>, InputError> {
-        values.get(key).map(|(n, v)| number::<f64>(src, *n, v, "microseconds")).transpose()
+    // nanoseconds of a selector in microseconds: finite, at least 0, below 2^64 ns
+    let ns_f = |key: &str| -> Result<Option<f64>, InputError> {
+        values.get(key).map(|(n, v)| ns_f64(src, *n, decimal(src, *n, v, "microseconds")?, 1000.0)).transpose()
     };
-    let (min, max, mean) = (us("MIN_LATENCY")?, us("MAX_LATENCY")?, us("MEAN_LATENCY")?);
+    let ns = |key: &str| Ok::<_, InputError>(ns_f(key)?.map(|v| v.round() as u64));
+    let (min, max, mean) = (ns("MIN_LATENCY")?, ns("MAX_LATENCY")?, ns_f("MEAN_LATENCY")?);
     let known: Vec<(f64, u64)> = [(0.5, "P50_LATENCY"), (0.9, "P90_LATENCY"), (0.99, "P99_LATENCY")]
         .into_iter()
-        .filter_map(|(q, k)| us(k).transpose().map(|v| v.map(|v| (q, us_to_ns(v)))))
+        .filter_map(|(q, k)| ns(k).transpose().map(|v| v.map(|v| (q, v))))
         .collect::<Result<_, _>>()?;
     if min.is_none() && max.is_none() && mean.is_none() && known.is_empty() {
         return Ok(None);
     }
-    let max_ns = max.map(us_to_ns).or_else(|| known.last().map(|k| k.1)).unwrap_or(0);
-    let mean_ns = mean.map_or_else(|| known.first().map_or(0.0, |k| k.1 as f64), |m| m * 1000.0);
-    let sd = us("STDDEV_LATENCY")?.unwrap_or(0.0) * 1000.0;
-    Ok(Some(summary::of_percentiles(count.unwrap_or(0), min.map_or(0, us_to_ns), mean_ns, sd, max_ns, &known)))
+    let max_ns = max.or_else(|| known.last().map(|k| k.1)).unwrap_or(0);
+    let mean_ns = mean.unwrap_or_else(|| known.first().map_or(0.0, |k| k.1 as f64));
+    let sd = ns_f("STDDEV_LATENCY")?.unwrap_or(0.0);
+    Ok(Some(summary::of_percentiles(count.unwrap_or(0), min.unwrap_or(0), mean_ns, sd, max_ns, &known)))
 }

@@ -5,15 +5,15 @@
 //! loop lost, not a timer's lateness.
 
 use crate::summary::{self, Exact, Series};
-use crate::text::{number, us_to_ns, Source};
+use crate::text::{decimal, number, s_to_ns, times, total, us_to_ns, Source};
 use crate::Part;
 use rtvirt_model::InputError;
 
 pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
     let mut cores: Option<(usize, Vec<u32>)> = None;
     let mut rows: Vec<(usize, u64, Vec<u64>, bool)> = Vec::new();
-    let mut stats: [Option<Vec<f64>>; 3] = [None, None, None];
-    let mut duration_s: Option<f64> = None;
+    let mut stats: [Option<(usize, Vec<f64>)>; 3] = [None, None, None];
+    let mut duration_ns: Option<u64> = None;
     let mut version = None;
     for (n, line) in &src.lines {
         let t = line.trim();
@@ -25,6 +25,7 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             cores = Some((*n, list));
         } else if let Some((label, rest)) = t.split_once("(us):") {
             let bucket: u64 = number(src, *n, label, "a bucket in microseconds before \"(us):\"")?;
+            let bucket = times(src, *n, bucket, 1000)?;
             let overflow = rest.contains("including overflows");
             let counts = rest
                 .replace("(including overflows)", "")
@@ -40,7 +41,7 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
                 "Duration" => {
                     let v = rest.replace("(sec)", "");
                     let first = v.split_whitespace().next().unwrap_or("");
-                    duration_s = Some(number(src, *n, first, "seconds")?);
+                    duration_ns = Some(s_to_ns(src, *n, decimal(src, *n, first, "seconds")?)?);
                     continue;
                 }
                 _ => continue,
@@ -48,9 +49,12 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             let values = rest
                 .replace("(us)", "")
                 .split_whitespace()
-                .map(|w| number(src, *n, w, "microseconds per core"))
+                .map(|w| decimal(src, *n, w, "microseconds per core"))
                 .collect::<Result<Vec<f64>, _>>()?;
-            stats[slot] = Some(values);
+            for &us in &values {
+                us_to_ns(src, *n, us)?;
+            }
+            stats[slot] = Some((*n, values));
         }
     }
     let (core_line, cores) = cores.ok_or_else(|| src.truncated("oslat's \"Core:\" line and its histogram"))?;
@@ -76,9 +80,10 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         avg.ok_or_else(|| src.truncated(&what("Average")))?,
         max.ok_or_else(|| src.truncated(&what("Maximum")))?,
     );
-    if [&min, &avg, &max].iter().any(|v| v.len() != cores.len()) {
+    if [&min, &avg, &max].iter().any(|v| v.1.len() != cores.len()) {
         return Err(src.truncated(&format!("Minimum, Average and Maximum with {} values each", cores.len())));
     }
+    let last_row = rows.last().map_or(0, |r| r.0);
     let series = cores
         .iter()
         .enumerate()
@@ -87,18 +92,22 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             let (mut overflow, mut overflow_from) = (0, 0);
             for (_, bucket, counts, is_overflow) in &rows {
                 if *is_overflow {
-                    (overflow, overflow_from) = (counts[i], bucket * 1000);
+                    (overflow, overflow_from) = (counts[i], *bucket);
                 } else {
-                    buckets.push((bucket * 1000, counts[i]));
+                    buckets.push((*bucket, counts[i]));
                 }
             }
-            let exact = Exact { min: Some(us_to_ns(min[i])), mean: Some(avg[i] * 1000.0), max: Some(us_to_ns(max[i])) };
-            let (kept, h) = summary::histogram(&buckets, overflow, overflow_from, exact);
-            Series { cpu, summary: summary::of_histogram(&h, exact), histogram: Some((kept, h)) }
+            total(src, last_row, buckets.iter().map(|b| b.1).chain([overflow]), &format!("core {cpu}'s counts"))?;
+            let exact = Exact {
+                min: Some(us_to_ns(src, min.0, min.1[i])?),
+                mean: Some(avg.1[i] * 1000.0),
+                max: Some(us_to_ns(src, max.0, max.1[i])?),
+            };
+            let kept = summary::histogram(&buckets, overflow, overflow_from, exact);
+            Ok(Series { cpu, summary: summary::of_buckets(&kept, exact), histogram: Some(kept) })
         })
-        .collect();
-    let duration_ns = duration_s.map_or(0, |s| (s * 1e9).round() as u64);
-    let mut part = Part::new(summary::per_cpu("noise", duration_ns, series));
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let mut part = Part::new(summary::per_cpu(src, "noise", duration_ns.unwrap_or(0), series)?);
     part.version = version;
     Ok(vec![part])
 }

@@ -14,7 +14,7 @@
 //! Durations are read from the `0 00:10:00` (days hh:mm:ss) header.
 
 use crate::summary::{self, Exact, Series};
-use crate::text::{number, Source};
+use crate::text::{decimal, number, times, total, us_to_ns, Source};
 use crate::Part;
 use rtvirt_model::InputError;
 use std::collections::BTreeMap;
@@ -35,19 +35,24 @@ pub(crate) fn import_osnoise(src: &Source) -> Result<Vec<Part>, InputError> {
     }
 }
 
-/// "0 00:10:00" (days hh:mm:ss) anywhere in `line`, in nanoseconds.
-fn duration_in(line: &str) -> Option<u64> {
+/// "0 00:10:00" (days hh:mm:ss) anywhere in `line`, in nanoseconds (`Some(None)` beyond 2^64 ns).
+fn duration_in(line: &str) -> Option<Option<u64>> {
     let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == '|').filter(|w| !w.is_empty()).collect();
     words.windows(2).find_map(|w| {
         let days: u64 = w[0].parse().ok()?;
         let hms: Vec<u64> = w[1].split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
         let [h, m, s] = hms[..] else { return None };
-        Some((((days * 24 + h) * 60 + m) * 60 + s) * 1_000_000_000)
+        let sum = |a: u64, scale: u64, b: u64| a.checked_mul(scale)?.checked_add(b);
+        Some(sum(sum(sum(days, 24, h)?, 60, m)?, 60, s).and_then(|s| s.checked_mul(1_000_000_000)))
     })
 }
 
-fn duration(src: &Source) -> u64 {
-    src.lines.iter().find_map(|(_, l)| duration_in(l)).unwrap_or(0)
+fn duration(src: &Source) -> Result<u64, InputError> {
+    match src.lines.iter().find_map(|(n, l)| duration_in(l).map(|d| (n, d))) {
+        None => Ok(0),
+        Some((_, Some(ns))) => Ok(ns),
+        Some((n, None)) => Err(src.error(*n, "a duration (days hh:mm:ss) beyond 2^64 ns: expected one a run can have")),
+    }
 }
 
 /// Column prefix -> part name and document kind.
@@ -78,6 +83,13 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
             Ok((prefix.to_string(), number(src, header_line, cpu, "a CPU number after the column's '-'")?))
         })
         .collect::<Result<_, InputError>>()?;
+    if columns.is_empty() {
+        return Err(src.error(
+            header_line,
+            "no columns after \"Index\": expected one per CPU (IRQ-000 Thr-000 ..., or CPU-000 ...); did rtla \
+             measure any CPU?",
+        ));
+    }
     let mut buckets: Vec<Vec<(u64, u64)>> = vec![Vec::new(); columns.len()];
     let mut totals: BTreeMap<&str, (usize, Vec<u64>)> = BTreeMap::new();
     for (n, line) in src.lines.iter().filter(|(n, _)| *n > header_line) {
@@ -108,8 +120,15 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
             }
             None => {
                 let low: u64 = number(src, *n, first, "the bucket's value in the first column")?;
+                let low = times(src, *n, low, unit_ns)?;
+                if let Some(&(previous, _)) = buckets[0].last().filter(|b| b.0 >= low) {
+                    return Err(src.error(
+                        *n,
+                        format!("bucket {first} after bucket {}: expected rows in ascending order", previous / unit_ns),
+                    ));
+                }
                 for (b, count) in buckets.iter_mut().zip(parsed) {
-                    b.push((low * unit_ns, count));
+                    b.push((low, count));
                 }
             }
         }
@@ -119,44 +138,40 @@ fn hist(src: &Source, kind: &str) -> Result<Vec<Part>, InputError> {
             return Err(src.truncated(&format!("the \"{name}:\" line after rtla's histogram")));
         }
     }
-    let row = |name: &str, i: usize| totals[name].1[i];
+    let row = |name: &str, i: usize| times(src, totals[name].0, totals[name].1[i], unit_ns);
     let bucket_width = buckets
         .first()
         .map_or(unit_ns, |b| b.windows(2).map(|w| w[1].0 - w[0].0).filter(|&d| d > 0).min().unwrap_or(unit_ns));
     let mut groups: BTreeMap<Option<&'static str>, Vec<Series>> = BTreeMap::new();
     for (i, (prefix, cpu)) in columns.iter().enumerate() {
-        let (count, over) = (row("count", i), row("over", i));
-        let sum: u64 = buckets[i].iter().map(|b| b.1).sum();
-        if sum + over != count {
-            let (line, _) = totals["count"];
+        let (line, _) = totals["count"];
+        let (count, over) = (totals["count"].1[i], totals["over"].1[i]);
+        let sum =
+            total(src, line, buckets[i].iter().map(|b| b.1).chain([over]), &format!("column {}'s rows", header[i]))?;
+        if sum != count {
             return Err(src.error(
                 line,
                 format!(
-                    "column {}: count {count} but its rows and over: add up to {}: expected equal (rows missing?)",
+                    "column {}: count {count} but its rows and over: add up to {sum}: expected equal (rows missing?)",
                     header[i],
-                    sum + over
                 ),
             ));
         }
-        let exact = Exact {
-            min: Some(row("min", i) * unit_ns),
-            mean: Some((row("avg", i) * unit_ns) as f64),
-            max: Some(row("max", i) * unit_ns),
-        };
-        let bound = buckets[i].last().map_or(0, |b| b.0 + bucket_width);
-        let (kept, h) = summary::histogram(&buckets[i], over, bound, exact);
-        let series = Series { cpu: *cpu, summary: summary::of_histogram(&h, exact), histogram: Some((kept, h)) };
+        let exact = Exact { min: Some(row("min", i)?), mean: Some(row("avg", i)? as f64), max: Some(row("max", i)?) };
+        let bound = buckets[i].last().map_or(0, |b| b.0.saturating_add(bucket_width));
+        let kept = summary::histogram(&buckets[i], over, bound, exact);
+        let series = Series { cpu: *cpu, summary: summary::of_buckets(&kept, exact), histogram: Some(kept) };
         groups.entry(part_of(prefix)).or_default().push(series);
     }
-    let duration = duration(src);
-    Ok(groups
+    let duration = duration(src)?;
+    groups
         .into_iter()
         .map(|(part, series)| {
-            let mut p = Part::new(summary::per_cpu(kind, duration, series));
+            let mut p = Part::new(summary::per_cpu(src, kind, duration, series)?);
             p.part = part;
-            p
+            Ok(p)
         })
-        .collect())
+        .collect()
 }
 
 fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
@@ -196,19 +211,20 @@ fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
                     src.error(*n, format!("{} values in group {}: expected 4 (cur min avg max)", v.len(), g + 1))
                 );
             };
-            let summary = crate::cyclictest::min_avg_max(count, min * unit_ns, (avg * unit_ns) as f64, max * unit_ns);
+            let ns = |v: u64| times(src, *n, v, unit_ns);
+            let summary = crate::cyclictest::min_avg_max(count, ns(min)?, ns(avg)? as f64, ns(max)?);
             per_group[g].push(Series { cpu, summary, histogram: None });
         }
     }
     if per_group.iter().all(|g| g.is_empty()) {
         return Err(src.truncated("rtla timerlat top's rows \"CPU #COUNT | cur min avg max | ...\""));
     }
-    let duration = duration(src);
-    Ok(groups
+    let duration = duration(src)?;
+    groups
         .iter()
         .zip(per_group)
         .map(|(name, series)| {
-            let mut p = Part::new(summary::per_cpu("timer", duration, series));
+            let mut p = Part::new(summary::per_cpu(src, "timer", duration, series)?);
             p.part = Some(if name.starts_with("IRQ") {
                 "IRQ"
             } else if name.starts_with("Thread") {
@@ -216,9 +232,9 @@ fn timerlat_top(src: &Source) -> Result<Vec<Part>, InputError> {
             } else {
                 "user"
             });
-            p
+            Ok(p)
         })
-        .collect())
+        .collect()
 }
 
 fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
@@ -227,8 +243,8 @@ fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
             src.truncated("rtla osnoise top's header \"CPU Period Runtime Noise % CPU Aval Max Noise Max Single ...\"")
         })?;
     let mut series = Vec::new();
-    let mut noise_total = 0u64;
-    let mut runtime_total = 0u64;
+    let mut noise_total = 0f64;
+    let mut runtime_total = 0f64;
     for (n, line) in src.lines.iter().filter(|(n, _)| n > header_line) {
         let words: Vec<&str> = line.split_whitespace().collect();
         let Some(cpu) = words.first().and_then(|c| c.parse::<u32>().ok()) else { continue };
@@ -242,26 +258,29 @@ fn osnoise_top(src: &Source) -> Result<Vec<Part>, InputError> {
                 ),
             ));
         }
-        let us = |i: usize, what: &str| number::<f64>(src, *n, words[i], what);
+        let us = |i: usize, what: &str| us_to_ns(src, *n, decimal(src, *n, words[i], what)?);
         let (runtime, noise, max_single) =
             (us(2, "the runtime in us")?, us(3, "the noise in us")?, us(6, "the max single noise in us")?);
-        let interferences: u64 =
-            words[7..].iter().map(|w| number::<u64>(src, *n, w, "an interference count")).sum::<Result<u64, _>>()?;
-        runtime_total += (runtime * 1000.0) as u64;
-        noise_total += (noise * 1000.0) as u64;
-        let mean = if interferences > 0 { noise * 1000.0 / interferences as f64 } else { 0.0 };
-        let summary = crate::cyclictest::min_avg_max(interferences, 0, mean, (max_single * 1000.0) as u64);
+        let counts = words[7..]
+            .iter()
+            .map(|w| number::<u64>(src, *n, w, "an interference count"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let interferences = total(src, *n, counts, "the interference counts")?;
+        runtime_total += runtime as f64;
+        noise_total += noise as f64;
+        let mean = if interferences > 0 { noise as f64 / interferences as f64 } else { 0.0 };
+        let summary = crate::cyclictest::min_avg_max(interferences, 0, mean, max_single);
         series.push(Series { cpu, summary, histogram: None });
     }
     if series.is_empty() {
         return Err(src.truncated("rtla osnoise top's rows, one per CPU"));
     }
-    let mut r = summary::per_cpu("noise", duration(src), series);
+    let mut r = summary::per_cpu(src, "noise", duration(src)?, series)?;
     r.environment = Some(rtvirt_model::results::Environment {
         warning: Some(format!(
             "rtla osnoise top prints no distribution: per CPU, count = interferences, mean = noise / \
              interferences, max = max single noise; {:.3}% of the runtime was noise",
-            100.0 * noise_total as f64 / runtime_total.max(1) as f64
+            100.0 * noise_total / runtime_total.max(1.0)
         )),
         ..Default::default()
     });

@@ -8,7 +8,7 @@
 //! always the whole round trip (the halves are doubled), as `measure net` measures it.
 
 use crate::summary::{self, Exact};
-use crate::text::{number, us_to_ns, Source};
+use crate::text::{decimal, ns_f64, number, s_to_ns, us_to_ns, Source};
 use crate::Part;
 use rtvirt_model::results::{Environment, NetSection, Results};
 use rtvirt_model::InputError;
@@ -16,6 +16,7 @@ use rtvirt_model::InputError;
 #[derive(Default)]
 struct Summary {
     half: Option<bool>,
+    /// Microseconds, each checked to be below 2^64 ns when doubled (see [`us`]).
     mean_us: Option<(usize, f64)>,
     sd_us: f64,
     observations: Option<u64>,
@@ -25,7 +26,14 @@ struct Summary {
     sent: Option<u64>,
     dropped: Option<u64>,
     duplicates: Option<u64>,
-    run_s: Option<f64>,
+    run_ns: Option<u64>,
+}
+
+/// Microseconds at `line`: finite, at least 0, and below 2^64 ns even doubled (half round trips).
+fn us(src: &Source, line: usize, word: &str, what: &str) -> Result<f64, InputError> {
+    let v = decimal(src, line, word, what)?;
+    ns_f64(src, line, v, 2000.0)?;
+    Ok(v)
 }
 
 pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
@@ -44,16 +52,16 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         } else if t.contains("PORT =") && t.contains('#') {
             protocol = t.rsplit('#').next().map(|p| p.trim().to_lowercase());
         } else if t.starts_with("[Valid Duration]") {
-            s.run_s = field(t, "RunTime=")
-                .map(|v| number(src, *n, v.trim_end_matches("sec").trim(), "seconds"))
+            s.run_ns = field(t, "RunTime=")
+                .map(|v| s_to_ns(src, *n, decimal(src, *n, v.trim_end_matches("sec").trim(), "seconds")?))
                 .transpose()?;
             s.sent = field(t, "SentMessages=").map(|v| number(src, *n, v, "a count")).transpose()?;
         } else if let Some(rest) = t.strip_prefix("====> avg-") {
             s.half = Some(!rest.starts_with("rtt"));
             let value = rest.split_once('=').map(|x| x.1).unwrap_or("");
             let (mean, sd) = value.split_once("(std-dev=").unwrap_or((value, "0)"));
-            s.mean_us = Some((*n, number(src, *n, mean, "the mean latency in usec")?));
-            s.sd_us = number(src, *n, sd.trim_end_matches(')'), "the standard deviation in usec")?;
+            s.mean_us = Some((*n, us(src, *n, mean, "the mean latency in usec")?));
+            s.sd_us = us(src, *n, sd.trim_end_matches(')'), "the standard deviation in usec")?;
         } else if t.starts_with("# dropped messages") {
             s.dropped = field(t, "# dropped messages = ").map(|v| number(src, *n, v, "a count")).transpose()?;
             s.duplicates = field(t, "# duplicated messages = ").map(|v| number(src, *n, v, "a count")).transpose()?;
@@ -63,14 +71,14 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
         } else if let Some(rest) = t.strip_prefix("---> ") {
             let (key, value) =
                 rest.split_once('=').ok_or_else(|| src.error(*n, "expected \"---> percentile P = VALUE\""))?;
-            let v: f64 = number(src, *n, value, "microseconds")?;
+            let v = us(src, *n, value, "microseconds")?;
             let key = key.trim();
             if key.contains("MAX") {
                 s.max_us = Some(v);
             } else if key.contains("MIN") {
                 s.min_us = Some(v);
             } else if let Some(p) = key.strip_prefix("percentile") {
-                s.percentiles.push((number::<f64>(src, *n, p, "a percentile")? / 100.0, v));
+                s.percentiles.push((decimal(src, *n, p, "a percentile")? / 100.0, v));
             }
         } else if t.starts_with("packet,") && t.contains("txTime") {
             log_header = Some(*n);
@@ -84,13 +92,13 @@ pub(crate) fn import(src: &Source) -> Result<Vec<Part>, InputError> {
             }
             log.push((
                 *n,
-                number(src, *n, cells[1], "txTime in seconds")?,
-                number(src, *n, cells[2], "rxTime in seconds")?,
+                decimal(src, *n, cells[1], "txTime in seconds")?,
+                decimal(src, *n, cells[2], "rxTime in seconds")?,
             ));
         }
     }
     let rtt = if !log.is_empty() { full_log(src, &log)? } else { percentiles(src, &s)? };
-    let mut r = Results::new("net", s.run_s.map_or(0, |x| (x * 1e9).round() as u64));
+    let mut r = Results::new("net", s.run_ns.unwrap_or(0));
     r.rtt_ns = Some(rtt);
     r.net = Some(NetSection {
         protocol: protocol.clone(),
@@ -123,14 +131,16 @@ fn field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
 }
 
 fn full_log(src: &Source, log: &[(usize, f64, f64)]) -> Result<rtvirt_model::stats::Summary, InputError> {
-    let mut h = rtvirt_model::stats::LatencyHistogram::new();
+    let mut rtts = Vec::with_capacity(log.len());
     for &(n, tx, rx) in log {
         if rx < tx {
             return Err(src.error(n, format!("rxTime {rx} before txTime {tx}: expected a reply after its request")));
         }
-        h.record(((rx - tx) * 1e9).round() as u64);
+        rtts.push(s_to_ns(src, n, rx - tx)?);
     }
-    Ok(summary::of_histogram(&h, Exact::default()))
+    rtts.sort_unstable();
+    let runs: Vec<(u64, u64)> = rtts.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)).collect();
+    Ok(summary::of_buckets(&runs, Exact::default()))
 }
 
 fn percentiles(src: &Source, s: &Summary) -> Result<rtvirt_model::stats::Summary, InputError> {
@@ -141,13 +151,8 @@ fn percentiles(src: &Source, s: &Summary) -> Result<rtvirt_model::stats::Summary
         .min_us
         .ok_or_else(|| src.truncated("sockperf's \"---> <MIN> observation\" line (the last of its percentiles)"))?;
     let k = if s.half == Some(false) { 1.0 } else { 2.0 };
-    let known: Vec<(f64, u64)> = s.percentiles.iter().map(|&(q, v)| (q, us_to_ns(v * k))).collect();
-    Ok(summary::of_percentiles(
-        count,
-        us_to_ns(min * k),
-        mean * k * 1000.0,
-        s.sd_us * k * 1000.0,
-        us_to_ns(max * k),
-        &known,
-    ))
+    // each value was checked below 2^64 ns doubled when read
+    let ns = |us: f64| us_to_ns(src, 1, us * k);
+    let known: Vec<(f64, u64)> = s.percentiles.iter().map(|&(q, v)| Ok((q, ns(v)?))).collect::<Result<_, _>>()?;
+    Ok(summary::of_percentiles(count, ns(min)?, mean * k * 1000.0, s.sd_us * k * 1000.0, ns(max)?, &known))
 }

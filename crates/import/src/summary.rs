@@ -1,7 +1,14 @@
 //! Summaries of imported latencies: from a histogram the tool printed (exact buckets, with the
 //! tool's own minimum, mean and maximum), or from the percentiles it printed.
+//!
+//! Memory and time follow the input, not the values: a column keeps only its non-empty buckets
+//! (16 bytes each) and is summarised by `CompactHistogram` (the statistics of the model's HDR
+//! histogram, from the non-empty buckets only), never by a dense histogram, which holds ~400 KiB
+//! for one value near 2^64 ns.
 
-use rtvirt_model::stats::{LatencyHistogram, Summary, PERCENTILES};
+use crate::text::{self, Source};
+use rtvirt_model::stats::{CompactHistogram, Summary, PERCENTILES};
+use rtvirt_model::InputError;
 
 /// The tool's own statistics of all samples (nanoseconds), overriding what buckets give.
 #[derive(Debug, Clone, Copy, Default)]
@@ -13,13 +20,9 @@ pub(crate) struct Exact {
 
 /// Buckets `(low_ns, count)` and `overflow` samples at or above `overflow_from_ns`, of which
 /// the largest is `exact.max`: the buckets as they are kept (overflows at their bound, the
-/// maximum exact; empty buckets dropped) and their histogram.
-pub(crate) fn histogram(
-    buckets: &[(u64, u64)],
-    overflow: u64,
-    overflow_from_ns: u64,
-    exact: Exact,
-) -> (Vec<(u64, u64)>, LatencyHistogram) {
+/// maximum exact; empty buckets dropped). The caller has checked that the counts and the
+/// overflows add up to at most 2^64 - 1 (see [`text::total`]).
+pub(crate) fn histogram(buckets: &[(u64, u64)], overflow: u64, overflow_from_ns: u64, exact: Exact) -> Vec<(u64, u64)> {
     let mut kept: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
     for &(v, n) in buckets.iter().filter(|b| b.1 > 0) {
         *kept.entry(v).or_default() += n;
@@ -34,15 +37,16 @@ pub(crate) fn histogram(
         }
     }
     kept.retain(|_, n| *n > 0);
-    let mut h = LatencyHistogram::new();
-    for (&v, &n) in &kept {
-        h.record_n(v, n);
-    }
-    (kept.into_iter().collect(), h)
+    kept.into_iter().collect()
+}
+
+/// The summary of `buckets` (ascending) with the tool's exact statistics where it gave them.
+pub(crate) fn of_buckets(buckets: &[(u64, u64)], exact: Exact) -> Summary {
+    of_histogram(&CompactHistogram::from_sorted_runs(buckets), exact)
 }
 
 /// The summary of `h` with the tool's exact statistics where it gave them.
-pub(crate) fn of_histogram(h: &LatencyHistogram, exact: Exact) -> Summary {
+pub(crate) fn of_histogram(h: &CompactHistogram, exact: Exact) -> Summary {
     let mut s = h.summary();
     if h.count() == 0 {
         return s;
@@ -89,8 +93,9 @@ pub(crate) fn of_percentiles(count: u64, min: u64, mean: f64, sd: f64, max: u64,
 }
 
 /// Several summaries as one (for results over all CPUs): count-weighted mean, smallest minimum,
-/// largest maximum; percentiles from the merged histogram when every part has one.
-pub(crate) fn merged(parts: &[(Summary, Option<LatencyHistogram>)]) -> Option<Summary> {
+/// largest maximum; percentiles from the merged buckets when every part has them. The caller
+/// has checked that the counts add up to at most 2^64 - 1.
+fn merged(parts: &[Pooled]) -> Option<Summary> {
     if parts.is_empty() {
         return None;
     }
@@ -103,14 +108,12 @@ pub(crate) fn merged(parts: &[(Summary, Option<LatencyHistogram>)]) -> Option<Su
         max: parts.iter().map(|(s, _)| s.max).max(),
     };
     if parts.iter().all(|(_, h)| h.is_some()) {
-        let mut all = LatencyHistogram::new();
-        for (_, h) in parts {
-            all.merge(h.as_ref().expect("checked"));
-        }
-        return Some(of_histogram(&all, exact));
+        let mut pooled: Vec<(u64, u64)> = parts.iter().flat_map(|(_, h)| h.expect("checked").iter().copied()).collect();
+        pooled.sort_unstable_by_key(|b| b.0);
+        return Some(of_buckets(&pooled, exact));
     }
     // percentiles only: the largest of each (an upper bound of the pooled one)
-    let mut s = parts.iter().max_by_key(|(s, _)| s.max).map(|(s, _)| s.clone()).expect("not empty");
+    let mut s = parts.iter().max_by_key(|(s, _)| s.max).map(|(s, _)| (*s).clone()).expect("not empty");
     s.count = count;
     s.mean = mean;
     s.min = exact.min.unwrap_or(0);
@@ -122,26 +125,35 @@ pub(crate) fn merged(parts: &[(Summary, Option<LatencyHistogram>)]) -> Option<Su
     Some(s)
 }
 
+/// A series' summary and buckets (when it has them), as [`merged`] pools them.
+type Pooled<'a> = (&'a Summary, Option<&'a [(u64, u64)]>);
+
 /// One CPU's (or thread's) latency as imported.
 pub(crate) struct Series {
     pub cpu: u32,
     pub summary: Summary,
-    /// Exact buckets `(low_ns, count)` and their histogram, when the tool printed a histogram.
-    pub histogram: Option<(Vec<(u64, u64)>, LatencyHistogram)>,
+    /// Exact buckets `(low_ns, count)`, when the tool printed a histogram.
+    pub histogram: Option<Vec<(u64, u64)>>,
 }
 
 /// A results document of `kind` with one entry per CPU in `cpus` and the pooled latency (and
-/// pooled buckets when every CPU has them) in `latency_ns` / `histogram_ns`.
-pub(crate) fn per_cpu(kind: &str, duration_ns: u64, series: Vec<Series>) -> rtvirt_model::results::Results {
+/// pooled buckets when every CPU has them) in `latency_ns` / `histogram_ns`; an error (at the
+/// last line) when the samples of all CPUs add up to more than 2^64 - 1.
+pub(crate) fn per_cpu(
+    src: &Source,
+    kind: &str,
+    duration_ns: u64,
+    series: Vec<Series>,
+) -> Result<rtvirt_model::results::Results, InputError> {
     use rtvirt_model::results::{CpuLatency, HistogramBucket, Results};
+    text::total(src, src.lines.len(), series.iter().map(|s| s.summary.count), "the sample counts of all columns")?;
     let mut r = Results::new(kind, duration_ns);
-    let parts: Vec<(Summary, Option<LatencyHistogram>)> =
-        series.iter().map(|s| (s.summary.clone(), s.histogram.as_ref().map(|h| h.1.clone()))).collect();
+    let parts: Vec<Pooled> = series.iter().map(|s| (&s.summary, s.histogram.as_deref())).collect();
     r.latency_ns = merged(&parts);
     if series.iter().all(|s| s.histogram.is_some()) && !series.is_empty() {
         let mut pooled: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
         for s in &series {
-            for &(v, n) in &s.histogram.as_ref().expect("checked").0 {
+            for &(v, n) in s.histogram.as_ref().expect("checked") {
                 *pooled.entry(v).or_default() += n;
             }
         }
@@ -152,11 +164,11 @@ pub(crate) fn per_cpu(kind: &str, duration_ns: u64, series: Vec<Series>) -> rtvi
         .map(|s| CpuLatency {
             cpu: s.cpu,
             latency_ns: s.summary,
-            histogram_ns: s.histogram.map(|(b, _)| HistogramBucket::from_pairs(b)),
+            histogram_ns: s.histogram.map(HistogramBucket::from_pairs),
             ..Default::default()
         })
         .collect();
-    r
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -166,9 +178,9 @@ mod tests {
     #[test]
     fn overflows_sit_at_their_bound_and_the_maximum_is_exact() {
         let exact = Exact { min: Some(1000), mean: Some(5000.0), max: Some(90_000) };
-        let (kept, h) = histogram(&[(1000, 8), (2000, 1), (3000, 0)], 3, 40_000, exact);
+        let kept = histogram(&[(1000, 8), (2000, 1), (3000, 0)], 3, 40_000, exact);
         assert_eq!(kept, [(1000, 8), (2000, 1), (40_000, 2), (90_000, 1)]);
-        let s = of_histogram(&h, exact);
+        let s = of_buckets(&kept, exact);
         assert_eq!((s.count, s.min, s.max, s.mean), (12, 1000, 90_000, 5000.0));
     }
 

@@ -53,7 +53,10 @@ pub fn run(args: ImportArgs) -> CmdResult {
             all.push(r);
         }
     }
-    let text = if several { serde_json::to_string_pretty(&all)? } else { serde_json::to_string_pretty(&all[0])? };
+    let text = match &all[..] {
+        [one] => serde_json::to_string_pretty(one)?,
+        _ => serde_json::to_string_pretty(&all)?,
+    };
     if args.output == Path::new("-") {
         println!("{text}");
     } else {
