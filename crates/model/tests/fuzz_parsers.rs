@@ -1,7 +1,8 @@
 //! Fuzzing every parser of the model crate in-process (see `fuzz/mod.rs` for the harness and the
 //! budget): the scenario (TOML, every section: `[host]`, `[[guest]]`, `[guest.vcpu]`, `[sim]`,
 //! `[[sim.thread]]`, `[net]`), CARTS XML, the plan (`rtvirt.plan/v1`), results
-//! (`rtvirt.results/v1`), execution-time samples, sweep files and the host model
+//! (`rtvirt.results/v1`), the results reader of `rtvirt export` (`tables::read`: documents,
+//! arrays, interval report lines), execution-time samples, sweep files, the host model
 //! (`rtvirt.hostmodel/v1`) and study files (`rtvirt study`). Each parser gets
 //! `RTVIRT_FUZZ_CASES` cases (default 20,000), half structure-aware, half raw.
 
@@ -60,6 +61,9 @@ fn parse_plan(p: &Path) -> Result<(), InputError> {
 }
 fn parse_results(p: &Path) -> Result<(), InputError> {
     Results::from_file(p).map(drop)
+}
+fn parse_export_input(p: &Path) -> Result<(), InputError> {
+    rtvirt_model::tables::read::results_documents(p).map(drop)
 }
 fn parse_samples(p: &Path) -> Result<(), InputError> {
     Samples::load(p).map(drop)
@@ -133,6 +137,22 @@ fn results_structure_aware() {
 #[test]
 fn results_raw() {
     run("results", "case.json", fixtures(false), Structure::Json, false, &parse_results);
+}
+/// The results fixtures, an array of results and an interval-report stream (the report's fuzzing
+/// corpus).
+fn export_corpus() -> Vec<PathBuf> {
+    let mut files = fixtures(false);
+    files.extend(files_in(&workspace().join("crates/report/tests/fuzz"), ".json"));
+    files
+}
+
+#[test]
+fn export_input_structure_aware() {
+    run("export input", "case.json", export_corpus(), Structure::Json, true, &parse_export_input);
+}
+#[test]
+fn export_input_raw() {
+    run("export input", "case.json", export_corpus(), Structure::Json, false, &parse_export_input);
 }
 #[test]
 fn samples_structure_aware() {

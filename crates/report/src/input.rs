@@ -227,6 +227,13 @@ fn input_of(path: &Path, text: &str) -> Result<Input, InputError> {
             }
             main = Some((span, schema));
         } else if probe.r#type.as_ref().and_then(Value::as_str) == Some("interval") {
+            if main.is_some() {
+                let (line, col) = rtvirt_model::error::line_col(text, span.start);
+                let message = "an interval report line after the document: expected the lines before the \
+                               rtvirt.results/v1 document they belong to (as `measure timer --interval-report N \
+                               --format json` writes them)";
+                return Err(InputError::new(message).at_line(line, col).in_file(path));
+            }
             lines.push(span);
         }
     }
@@ -359,7 +366,66 @@ fn in_time_order(mut points: Vec<IntervalPoint>) -> Vec<IntervalPoint> {
 /// `cores`, `flows`, `cpus`, `histogram_ns`, `intervals`) and the head fields straight into their
 /// types (errors at their line), everything else (small) through `Results`' own reading.
 pub fn results_doc<'de, D: serde::Deserializer<'de>>(de: D) -> Result<LoadedResults, D::Error> {
-    de.deserialize_map(ResultsVisitor)
+    match de.deserialize_map(ResultsVisitor)? {
+        Read::Results(loaded) => Ok(*loaded),
+        Read::NotResults(schema) => Err(de::Error::custom(schema_message(schema.as_ref()))),
+    }
+}
+
+fn schema_message(schema: Option<&Value>) -> String {
+    format!("schema {}: expected \"{RESULTS_SCHEMA}\"", schema.map_or_else(|| "missing".into(), Value::to_string))
+}
+
+/// What [`ResultsVisitor`] read: a results document, or an object whose `schema` (None: missing)
+/// says it is not one (the rest of it skipped as read).
+enum Read {
+    Results(Box<LoadedResults>),
+    NotResults(Option<Value>),
+}
+
+/// An element of a results array, read by [`ResultsVisitor`].
+struct Element(Read);
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_any(ElementVisitor).map(Element)
+    }
+}
+
+/// An object is read by [`ResultsVisitor`]; any other value has no `schema` (skipped as read).
+struct ElementVisitor;
+
+impl<'de> Visitor<'de> for ElementVisitor {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an rtvirt.results/v1 document (a JSON object)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Read, A::Error> {
+        ResultsVisitor.visit_map(map)
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Read, S::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Read::NotResults(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Read, E> {
+        Ok(Read::NotResults(None))
+    }
 }
 
 struct ResultsVisitor;
@@ -373,13 +439,13 @@ struct Sections {
 }
 
 impl<'de> Visitor<'de> for ResultsVisitor {
-    type Value = LoadedResults;
+    type Value = Read;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an rtvirt.results/v1 document (a JSON object)")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LoadedResults, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
         let mut typed = Sections::default();
         let r = &mut typed.results;
         let mut rest = serde_json::Map::new();
@@ -395,8 +461,16 @@ impl<'de> Visitor<'de> for ResultsVisitor {
                 "environment" => r.environment = map.next_value()?,
                 "histogram_ns" => typed.histogram = Some(map.next_value()?),
                 "intervals" => typed.intervals = Some(map.next_value::<Option<PointsOf>>()?),
+                "schema" => {
+                    let v: Value = map.next_value()?;
+                    if v.as_str() != Some(RESULTS_SCHEMA) {
+                        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                        return Ok(Read::NotResults(Some(v)));
+                    }
+                    rest.insert(key, v);
+                }
                 // the head fields are checked here, where their line is known
-                "schema" | "kind" | "label" => {
+                "kind" | "label" => {
                     let v: Option<String> = map.next_value()?;
                     rest.insert(key, v.map_or(Value::Null, Value::String));
                 }
@@ -404,11 +478,18 @@ impl<'de> Visitor<'de> for ResultsVisitor {
                     let v: Option<u64> = map.next_value()?;
                     rest.insert(key, v.map_or(Value::Null, Value::from));
                 }
-                _ => {
+                known if rtvirt_model::results::is_known_field(known) => {
                     let v: Value = map.next_value()?;
                     rest.insert(key, v);
                 }
+                // a field this version does not know: never drawn, skipped as read
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
+        }
+        if !rest.contains_key("schema") {
+            return Ok(Read::NotResults(None));
         }
         let mut results = Results::deserialize(Value::Object(rest)).map_err(de::Error::custom)?;
         let r = typed.results;
@@ -420,7 +501,7 @@ impl<'de> Visitor<'de> for ResultsVisitor {
         }
         let (points, windows) = typed.intervals.flatten().map_or((None, Vec::new()), |p| (Some(p.points), p.windows));
         results.intervals = (!windows.is_empty()).then_some(windows);
-        Ok(LoadedResults { results, intervals: points })
+        Ok(Read::Results(Box::new(LoadedResults { results, intervals: points })))
     }
 }
 
@@ -516,7 +597,7 @@ fn load_array(path: &Path, reader: BufReader<Limited>) -> Result<Vec<Input>, Inp
         de.deserialize_seq(ArrayVisitor { path, failure: &failure }).and_then(|inputs| de.end().map(|()| inputs));
     read.map_err(|e| match failure.take() {
         // an element at fault is named by its index (the reader is past its end by now)
-        Some(error) if error.at.field.is_some() => error.in_file(path),
+        Some(error) if error.at.field.is_some() => error.at_line(e.line(), e.column()).in_file(path),
         error => error
             .unwrap_or_else(|| InputError::new(format!("not a JSON document: {e}")))
             .at_line(e.line(), e.column())
@@ -539,14 +620,20 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
 
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Vec<Input>, S::Error> {
         let mut inputs = Vec::new();
-        while let Some(value) = seq.next_element::<Value>()? {
-            if inputs.len() == MAX_ARRAY_DOCUMENTS {
+        loop {
+            let i = inputs.len();
+            let read = seq.next_element::<Element>().inspect_err(|e| {
+                let message = format!("not an {RESULTS_SCHEMA} document: {e}");
+                *self.failure.borrow_mut() = Some(InputError::field(format!("[{i}]"), message));
+            })?;
+            let Some(Element(read)) = read else { break };
+            if i == MAX_ARRAY_DOCUMENTS {
                 let message = format!("more than {MAX_ARRAY_DOCUMENTS} documents in one array: split the file");
-                let e = InputError::field(format!("[{}]", inputs.len()), message.clone());
+                let e = InputError::field(format!("[{i}]"), message.clone());
                 *self.failure.borrow_mut() = Some(e);
                 return Err(de::Error::custom(message));
             }
-            match array_element(self.path, inputs.len(), value) {
+            match array_element(self.path, i, read) {
                 Ok(input) => inputs.push(input),
                 Err(e) => {
                     let message = e.to_string();
@@ -564,26 +651,25 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
     }
 }
 
-/// Why element `i` of a results array is not a results document, if it is not.
-fn array_element_error(i: usize, value: &Value) -> Option<InputError> {
+/// Why element `i` of a results array, whose `schema` is `schema`, is not a results document.
+fn array_element_error(i: usize, schema: Option<Value>) -> InputError {
     let wrong = |name: &str| format!("\"{name}\": an array may only hold \"{RESULTS_SCHEMA}\" documents");
-    let message = match schema_of(value) {
-        Schema::Results => return None,
+    let value = Value::Object(schema.map(|s| ("schema".to_string(), s)).into_iter().collect());
+    let message = match schema_of(&value) {
+        Schema::Results => format!("\"{RESULTS_SCHEMA}\" but not read as one"),
         Schema::Plan => wrong(PLAN_SCHEMA),
         Schema::Other(Value::String(name)) => wrong(name),
         Schema::Other(_) | Schema::Missing => format!("missing: expected \"{RESULTS_SCHEMA}\""),
     };
-    Some(InputError::field(format!("[{i}].schema"), message))
+    InputError::field(format!("[{i}].schema"), message)
 }
 
 /// Element `i` of a results array, its intervals turned into points.
-fn array_element(path: &Path, i: usize, v: Value) -> Result<Input, InputError> {
-    let at = |e: InputError| e.in_file(path);
-    if let Some(e) = array_element_error(i, &v) {
-        return Err(at(e));
-    }
-    let loaded = results_doc(v)
-        .map_err(|e| at(InputError::field(format!("[{i}]"), format!("not an {RESULTS_SCHEMA} document: {e}"))))?;
+fn array_element(path: &Path, i: usize, read: Read) -> Result<Input, InputError> {
+    let loaded = match read {
+        Read::Results(loaded) => *loaded,
+        Read::NotResults(schema) => return Err(array_element_error(i, schema).in_file(path)),
+    };
     let r = loaded.results;
     let name = array_name(&r).unwrap_or_else(|| format!("{}[{i}]", file_stem(path)));
     Ok(Input {

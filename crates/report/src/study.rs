@@ -11,24 +11,36 @@ use crate::units::{fmt_bps, fmt_ns, fmt_plain, fmt_probability};
 use rtvirt_model::results::Results;
 use rtvirt_model::study::index::{StudyCell, StudyIndex};
 use rtvirt_model::InputError;
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// A study index and the results of its completed runs.
 pub struct StudyData {
     pub index: StudyIndex,
-    /// Per cell (index order), the results of its successful runs, in repeat order.
-    pub runs: Vec<Vec<Results>>,
+    /// Per cell (index order), the results of its successful runs, in repeat order; a file that
+    /// several runs name is read once and shared.
+    pub runs: Vec<Vec<Rc<Results>>>,
 }
 
-/// Read the index and every successful run it lists (paths relative to the index).
+/// Read the index and every successful run it lists (paths relative to the index). Memory
+/// follows the distinct files (each read once, without the fields this version does not know:
+/// `Results::from_file_known`) plus a pointer per run, however often the index names a file.
 pub fn load(index_path: &Path) -> Result<StudyData, InputError> {
     let index = StudyIndex::from_file(index_path)?;
     let base = index_path.parent().unwrap_or(Path::new(""));
+    let mut read: HashMap<PathBuf, Rc<Results>> = HashMap::new();
     let mut runs = Vec::with_capacity(index.cells.len());
     for cell in &index.cells {
         let mut results = Vec::new();
         for run in cell.runs.iter().filter(|r| r.ok) {
-            results.push(Results::from_file(&base.join(&run.file))?);
+            let path = base.join(&run.file);
+            let key = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let r = match read.get(&key) {
+                Some(r) => r.clone(),
+                None => read.entry(key).or_insert(Rc::new(Results::from_file_known(&path)?)).clone(),
+            };
+            results.push(r);
         }
         runs.push(results);
     }
@@ -163,7 +175,7 @@ pub fn build(title: &str, data: &StudyData) -> Report {
     report.sections.push(overview(data));
     for metric in METRICS {
         let values: Vec<(usize, Vec<f64>)> = (0..data.index.cells.len())
-            .map(|c| (c, data.runs[c].iter().filter_map(metric.value).collect::<Vec<f64>>()))
+            .map(|c| (c, data.runs[c].iter().filter_map(|r| (metric.value)(r)).collect::<Vec<f64>>()))
             .filter(|(_, v)| !v.is_empty())
             .collect();
         if !values.is_empty() {

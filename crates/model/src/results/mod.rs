@@ -11,6 +11,8 @@ pub mod explain;
 pub mod sections;
 mod wire;
 
+pub use wire::{is_known_field, KnownFields};
+
 pub use environment::{ContainerDetail, Environment, LoadReport, VcpuPinning};
 pub use explain::{
     Cause, CauseKind, CauseSummary, ClockSync, ExplainSection, ExplainedSample, PathSegment, SegmentSummary,
@@ -290,6 +292,21 @@ impl Results {
                 .in_file(path));
         }
         Ok(r)
+    }
+
+    /// [`Results::from_file`] for readers of the typed sections only (reports): fields this
+    /// version does not know are skipped as read, not kept in `extra` (see [`KnownFields`]).
+    pub fn from_file_known(path: &Path) -> Result<Results, crate::InputError> {
+        let text = crate::input::read_text(path, crate::input::InputKind::Results)?;
+        let read: KnownFields = serde_json::from_str(&text).map_err(|e| {
+            crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}"))
+                .in_file(path)
+                .at_line(e.line(), e.column())
+        })?;
+        read.results.ok_or_else(|| {
+            let schema = read.schema.map_or_else(|| "missing".to_string(), |s| s.to_string());
+            crate::InputError::field("schema", format!("{schema}: expected \"{RESULTS_SCHEMA}\"")).in_file(path)
+        })
     }
 }
 

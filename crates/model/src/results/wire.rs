@@ -223,3 +223,85 @@ fn take<T: DeserializeOwned + Serialize>(rest: &mut Map<String, Value>) -> Optio
     }
     Some(section)
 }
+
+// ---- reading only the fields this version knows ----
+
+/// Whether `key` is a top-level field this version of `rtvirt.results/v1` knows: a property of
+/// the schema generated from the types (computed once).
+pub fn is_known_field(key: &str) -> bool {
+    static KNOWN: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    KNOWN
+        .get_or_init(|| {
+            let schema = serde_json::to_value(schemars::schema_for!(Results)).unwrap_or_default();
+            let properties = schema.get("properties").and_then(Value::as_object);
+            properties.map(|p| p.keys().cloned().collect()).unwrap_or_default()
+        })
+        .contains(key)
+}
+
+/// A JSON object read as a results document for tables and reports, which look at the typed
+/// sections only: fields this version does not know are skipped as they are read (serde's
+/// `IgnoredAny`), and the sections that grow with the run (`tasks`, `guests`, `cores`, `flows`,
+/// `cpus`, `histogram_ns`, `intervals`) go straight into their types, so memory follows the
+/// known fields, not the file (no JSON tree of the document is built, and `extra` stays empty).
+/// When the object's `schema` is not `rtvirt.results/v1`, the rest of it is skipped and
+/// `results` is None.
+pub struct KnownFields {
+    /// The `schema` field as written (None: missing).
+    pub schema: Option<Value>,
+    pub results: Option<Results>,
+}
+
+impl<'de> Deserialize<'de> for KnownFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KnownFields, D::Error> {
+        deserializer.deserialize_map(KnownVisitor)
+    }
+}
+
+struct KnownVisitor;
+
+impl<'de> serde::de::Visitor<'de> for KnownVisitor {
+    type Value = KnownFields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an rtvirt.results/v1 document (a JSON object)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<KnownFields, A::Error> {
+        use serde::de::IgnoredAny;
+        let (mut typed, mut histogram, mut intervals) = (Results::default(), None, None);
+        let mut rest = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "schema" => {
+                    let schema: Value = map.next_value()?;
+                    if schema.as_str() != Some(RESULTS_SCHEMA) {
+                        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                        return Ok(KnownFields { schema: Some(schema), results: None });
+                    }
+                    rest.insert(key, schema);
+                }
+                "tasks" => typed.tasks = map.next_value()?,
+                "guests" => typed.guests = map.next_value()?,
+                "cores" => typed.cores = map.next_value()?,
+                "flows" => typed.flows = map.next_value()?,
+                "cpus" => typed.cpus = map.next_value()?,
+                "histogram_ns" => histogram = map.next_value()?,
+                "intervals" => intervals = map.next_value()?,
+                known if is_known_field(known) => {
+                    let value: Value = map.next_value()?;
+                    rest.insert(key, value);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let Some(schema) = rest.get("schema").cloned() else { return Ok(KnownFields { schema: None, results: None }) };
+        let mut results = Results::deserialize(Value::Object(rest)).map_err(serde::de::Error::custom)?;
+        (results.tasks, results.guests, results.cores, results.flows, results.cpus) =
+            (typed.tasks, typed.guests, typed.cores, typed.flows, typed.cpus);
+        (results.histogram_ns, results.intervals) = (histogram, intervals);
+        Ok(KnownFields { schema: Some(schema), results: Some(results) })
+    }
+}

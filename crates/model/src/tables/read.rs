@@ -1,12 +1,21 @@
 //! The results documents of a file, for tables: one `rtvirt.results/v1` document, a JSON array
 //! of them (`simulate --sweep`, `vm matrix`), or JSON lines (`measure timer --interval-report`
-//! lines, then the document; the lines become its `intervals` when it has none).
+//! lines, then the document; the lines become its `intervals` when it has none). Interval lines
+//! with no document after them are refused, as `rtvirt report` refuses them.
+//!
+//! Memory: the text (at most the results size limit of `crate::input`), plus the typed
+//! documents. No JSON tree is built: the top-level values are found with serde's `IgnoredAny`,
+//! and each document is read by [`KnownFields`], which skips the fields this version does not
+//! know as it reads them.
 
-use crate::document::{is_interval_report, schema_of, Schema};
+use crate::document::{schema_of, Schema};
 use crate::input::{read_text, InputKind};
-use crate::results::{Interval, Results};
+use crate::results::{Interval, KnownFields, Results};
 use crate::InputError;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
+use std::ops::Range;
 use std::path::Path;
 
 /// Every results document of the file at `path`, in file order.
@@ -18,46 +27,106 @@ pub fn results_documents(path: &Path) -> Result<Vec<Results>, InputError> {
 /// Every results document of JSON `text`.
 pub fn results_of_text(text: &str) -> Result<Vec<Results>, InputError> {
     let mut documents = Vec::new();
+    // interval report lines waiting for their document, and where the first of them starts
     let mut lines: Vec<Interval> = Vec::new();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    for value in stream {
-        let value = value.map_err(|e| {
-            InputError::new(format!("not JSON: {e}: expected rtvirt.results/v1 documents"))
-                .at_line(e.line(), e.column())
-        })?;
-        match value {
-            Value::Array(items) => {
-                for (i, item) in items.into_iter().enumerate() {
-                    documents.push(document(item).map_err(|e| e.under(&format!("[{i}]")))?);
-                }
+    let mut first_line = 0;
+    for span in value_spans(text)? {
+        let json = &text[span.clone()];
+        let at = |e: serde_json::Error, what: &str| located(text, &span, e, what);
+        if json.starts_with('[') {
+            let items: Vec<KnownFields> =
+                serde_json::from_str(json).map_err(|e| at(e, "rtvirt.results/v1 documents"))?;
+            for (i, item) in items.into_iter().enumerate() {
+                documents.push(document(item).map_err(|e| e.under(&format!("[{i}]")))?);
             }
-            value if is_interval_report(&value) => lines.push(
-                serde_json::from_value(value)
-                    .map_err(|e| InputError::new(format!("not an interval report line: {e}")))?,
-            ),
-            value => {
-                let mut r = document(value)?;
-                if r.intervals.is_none() && !lines.is_empty() {
-                    r.intervals = Some(std::mem::take(&mut lines));
-                }
-                documents.push(r);
+        } else if probe(json).map_err(|e| at(e, "rtvirt.results/v1 documents"))?.is_interval_report() {
+            if lines.is_empty() {
+                first_line = span.start;
             }
+            lines.push(serde_json::from_str(json).map_err(|e| at(e, "an interval report line"))?);
+        } else {
+            let mut r = document(serde_json::from_str(json).map_err(|e| at(e, "an rtvirt.results/v1 document"))?)?;
+            if r.intervals.is_none() && !lines.is_empty() {
+                r.intervals = Some(std::mem::take(&mut lines));
+            }
+            lines.clear();
+            documents.push(r);
         }
+    }
+    if !lines.is_empty() {
+        let (line, col) = crate::error::line_col(text, first_line);
+        let message = format!(
+            "{} interval report line(s) {}: expected them before the rtvirt.results/v1 document they belong to (as \
+             `measure timer --interval-report N --format json` writes them)",
+            lines.len(),
+            if documents.is_empty() { "and no results document" } else { "after the last document" }
+        );
+        return Err(InputError::new(message).at_line(line, col));
     }
     Ok(documents)
 }
 
-fn document(value: Value) -> Result<Results, InputError> {
-    match schema_of(&value) {
-        Schema::Results => serde_json::from_value(value)
-            .map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}"))),
+/// The byte ranges of the top-level JSON values of `text`, found without building them.
+fn value_spans(text: &str) -> Result<Vec<Range<usize>>, InputError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<IgnoredAny>();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while let Some(value) = stream.next() {
+        value.map_err(|e| {
+            InputError::new(format!("not JSON: {e}: expected rtvirt.results/v1 documents"))
+                .at_line(e.line(), e.column())
+        })?;
+        let end = stream.byte_offset();
+        let skipped = text[start..end].len() - text[start..end].trim_start().len();
+        spans.push(start + skipped..end);
+        start = end;
+    }
+    Ok(spans)
+}
+
+/// A serde error in the value at `span`, located in the whole `text`.
+fn located(text: &str, span: &Range<usize>, e: serde_json::Error, what: &str) -> InputError {
+    let (first_line, first_col) = crate::error::line_col(text, span.start);
+    let (line, col) = (e.line().max(1), e.column().max(1));
+    let at = if line == 1 { (first_line, first_col + col - 1) } else { (first_line + line - 1, col) };
+    InputError::new(format!("not {what}: {e}")).at_line(at.0, at.1)
+}
+
+/// The `type` tag of a top-level object (the rest skipped as read).
+#[derive(Deserialize, Default)]
+struct Probe {
+    r#type: Option<Value>,
+}
+
+impl Probe {
+    fn is_interval_report(&self) -> bool {
+        self.r#type.as_ref().and_then(Value::as_str) == Some("interval")
+    }
+}
+
+fn probe(json: &str) -> Result<Probe, serde_json::Error> {
+    if json.starts_with('{') {
+        serde_json::from_str(json)
+    } else {
+        Ok(Probe::default())
+    }
+}
+
+fn document(read: KnownFields) -> Result<Results, InputError> {
+    if let Some(r) = read.results {
+        return Ok(r);
+    }
+    let schema = read.schema.map(|s| Value::Object([("schema".to_string(), s)].into_iter().collect()));
+    match schema.as_ref().map_or(Schema::Missing, schema_of) {
         Schema::Plan => Err(InputError::field(
             "schema",
             "a plan (rtvirt.plan/v1): expected results (rtvirt.results/v1); a plan's tables come from `rtvirt.plan` \
              in Python",
         )),
         Schema::Other(s) => Err(InputError::field("schema", format!("{s}: expected \"rtvirt.results/v1\""))),
-        Schema::Missing => Err(InputError::field("schema", "missing: expected an rtvirt.results/v1 document")),
+        Schema::Results | Schema::Missing => {
+            Err(InputError::field("schema", "missing: expected an rtvirt.results/v1 document"))
+        }
     }
 }
 
