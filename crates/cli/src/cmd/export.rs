@@ -111,7 +111,8 @@ fn create(path: &Path) -> anyhow::Result<std::fs::File> {
     std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// CSV: a header of column names, then one line per row; missing values are empty fields.
+/// CSV: a header of column names, then one line per row; missing values are empty fields. A
+/// text that a spreadsheet would run as a formula is neutralised (see [`neutralised`]).
 fn write_csv(table: &Table, out: impl Write) -> anyhow::Result<()> {
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(table.columns.iter().map(|c| c.spec.name))?;
@@ -126,10 +127,21 @@ fn csv_field(column: &Column, row: usize) -> String {
     match &column.values {
         Values::Int(v) => v[row].map(|x| x.to_string()),
         Values::Float(v) => v[row].map(|x| x.to_string()),
-        Values::Text(v) => v[row].clone(),
+        Values::Text(v) => v[row].as_deref().map(neutralised),
         Values::Bool(v) => v[row].map(|x| x.to_string()),
     }
     .unwrap_or_default()
+}
+
+/// A text cell as a spreadsheet shows it rather than runs it (OWASP, "CSV Injection"): one
+/// starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`. Only text
+/// columns (names, labels, errors) are touched; numbers in numeric columns stay numbers.
+fn neutralised(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    }
 }
 
 /// Parquet through one Arrow record batch.
