@@ -62,7 +62,9 @@ fn parse_plan(p: &Path) -> Result<(), InputError> {
 fn parse_results(p: &Path) -> Result<(), InputError> {
     Results::from_file(p).map(drop)
 }
+/// Both readers of `tables::read`: export's (unknown fields skipped) and the Python package's.
 fn parse_export_input(p: &Path) -> Result<(), InputError> {
+    rtvirt_model::tables::read::results_documents_known(p)?;
     rtvirt_model::tables::read::results_documents(p).map(drop)
 }
 fn parse_samples(p: &Path) -> Result<(), InputError> {

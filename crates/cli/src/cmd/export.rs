@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int64Ar
 use arrow_schema::{DataType, Field, Schema};
 use clap::{Args, ValueEnum};
 use rtvirt_model::tables::column::{Column, Kind, Table, Values};
-use rtvirt_model::tables::read::results_documents;
+use rtvirt_model::tables::read::results_documents_known;
 use rtvirt_model::tables::results::{table, TableName};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -92,7 +92,7 @@ pub fn run(args: ExportArgs) -> CmdResult {
     }
     let mut documents = Vec::new();
     for path in &args.files {
-        documents.extend(results_documents(path)?);
+        documents.extend(results_documents_known(path)?);
     }
     let refs: Vec<_> = documents.iter().collect();
     let table = table(args.table.name(), &refs);

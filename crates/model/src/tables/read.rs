@@ -3,10 +3,12 @@
 //! lines, then the document; the lines become its `intervals` when it has none). Interval lines
 //! with no document after them are refused, as `rtvirt report` refuses them.
 //!
-//! Memory: the text (at most the results size limit of `crate::input`), plus the typed
-//! documents. No JSON tree is built: the top-level values are found with serde's `IgnoredAny`,
-//! and each document is read by [`KnownFields`], which skips the fields this version does not
-//! know as it reads them.
+//! Two readers: [`results_documents_known`] (`rtvirt export`) reads each document with
+//! [`KnownFields`], which skips the fields this version does not know as it reads them - memory:
+//! the text (at most the results size limit of `crate::input`) plus the typed documents, no JSON
+//! tree; [`results_documents`] (the Python package's `load`, whose documents are written back)
+//! keeps those fields in `Results::extra`, through a JSON tree per document. Both find the
+//! top-level values with serde's `IgnoredAny`.
 
 use crate::document::{schema_of, Schema};
 use crate::input::{read_text, InputKind};
@@ -18,14 +20,57 @@ use serde_json::Value;
 use std::ops::Range;
 use std::path::Path;
 
-/// Every results document of the file at `path`, in file order.
+/// Every results document of the file at `path`, in file order, fields this version does not
+/// know kept in `extra`.
 pub fn results_documents(path: &Path) -> Result<Vec<Results>, InputError> {
     let text = read_text(path, InputKind::Results)?;
     results_of_text(&text).map_err(|e| e.in_file(path))
 }
 
-/// Every results document of JSON `text`.
+/// [`results_documents`] without the fields this version does not know (skipped as read).
+pub fn results_documents_known(path: &Path) -> Result<Vec<Results>, InputError> {
+    let text = read_text(path, InputKind::Results)?;
+    results_of_text_known(&text).map_err(|e| e.in_file(path))
+}
+
+/// Every results document of JSON `text`, unknown fields kept.
 pub fn results_of_text(text: &str) -> Result<Vec<Results>, InputError> {
+    read::<Value>(text)
+}
+
+/// Every results document of JSON `text`, unknown fields skipped.
+pub fn results_of_text_known(text: &str) -> Result<Vec<Results>, InputError> {
+    read::<KnownFields>(text)
+}
+
+/// How one document is read.
+trait Document: serde::de::DeserializeOwned {
+    fn results(self) -> Result<Results, InputError>;
+}
+
+impl Document for KnownFields {
+    fn results(self) -> Result<Results, InputError> {
+        match self.results {
+            Some(r) => Ok(r),
+            None => {
+                let schema = self.schema.map(|s| Value::Object([("schema".to_string(), s)].into_iter().collect()));
+                Err(schema_error(schema.as_ref().map_or(Schema::Missing, schema_of)))
+            }
+        }
+    }
+}
+
+impl Document for Value {
+    fn results(self) -> Result<Results, InputError> {
+        match schema_of(&self) {
+            Schema::Results => serde_json::from_value(self)
+                .map_err(|e| InputError::new(format!("not an rtvirt.results/v1 document: {e}"))),
+            other => Err(schema_error(other)),
+        }
+    }
+}
+
+fn read<D: Document>(text: &str) -> Result<Vec<Results>, InputError> {
     let mut documents = Vec::new();
     // interval report lines waiting for their document, and where the first of them starts
     let mut lines: Vec<Interval> = Vec::new();
@@ -34,10 +79,9 @@ pub fn results_of_text(text: &str) -> Result<Vec<Results>, InputError> {
         let json = &text[span.clone()];
         let at = |e: serde_json::Error, what: &str| located(text, &span, e, what);
         if json.starts_with('[') {
-            let items: Vec<KnownFields> =
-                serde_json::from_str(json).map_err(|e| at(e, "rtvirt.results/v1 documents"))?;
+            let items: Vec<D> = serde_json::from_str(json).map_err(|e| at(e, "rtvirt.results/v1 documents"))?;
             for (i, item) in items.into_iter().enumerate() {
-                documents.push(document(item).map_err(|e| e.under(&format!("[{i}]")))?);
+                documents.push(item.results().map_err(|e| e.under(&format!("[{i}]")))?);
             }
         } else if probe(json).map_err(|e| at(e, "rtvirt.results/v1 documents"))?.is_interval_report() {
             if lines.is_empty() {
@@ -45,7 +89,8 @@ pub fn results_of_text(text: &str) -> Result<Vec<Results>, InputError> {
             }
             lines.push(serde_json::from_str(json).map_err(|e| at(e, "an interval report line"))?);
         } else {
-            let mut r = document(serde_json::from_str(json).map_err(|e| at(e, "an rtvirt.results/v1 document"))?)?;
+            let read: D = serde_json::from_str(json).map_err(|e| at(e, "an rtvirt.results/v1 document"))?;
+            let mut r = read.results()?;
             if r.intervals.is_none() && !lines.is_empty() {
                 r.intervals = Some(std::mem::take(&mut lines));
             }
@@ -112,20 +157,17 @@ fn probe(json: &str) -> Result<Probe, serde_json::Error> {
     }
 }
 
-fn document(read: KnownFields) -> Result<Results, InputError> {
-    if let Some(r) = read.results {
-        return Ok(r);
-    }
-    let schema = read.schema.map(|s| Value::Object([("schema".to_string(), s)].into_iter().collect()));
-    match schema.as_ref().map_or(Schema::Missing, schema_of) {
-        Schema::Plan => Err(InputError::field(
+/// Why a value with `schema` is not a results document.
+fn schema_error(schema: Schema) -> InputError {
+    match schema {
+        Schema::Plan => InputError::field(
             "schema",
             "a plan (rtvirt.plan/v1): expected results (rtvirt.results/v1); a plan's tables come from `rtvirt.plan` \
              in Python",
-        )),
-        Schema::Other(s) => Err(InputError::field("schema", format!("{s}: expected \"rtvirt.results/v1\""))),
+        ),
+        Schema::Other(s) => InputError::field("schema", format!("{s}: expected \"rtvirt.results/v1\"")),
         Schema::Results | Schema::Missing => {
-            Err(InputError::field("schema", "missing: expected an rtvirt.results/v1 document"))
+            InputError::field("schema", "missing: expected an rtvirt.results/v1 document")
         }
     }
 }
@@ -134,24 +176,50 @@ fn document(read: KnownFields) -> Result<Results, InputError> {
 mod tests {
     use super::*;
 
+    type Reader = fn(&str) -> Result<Vec<Results>, InputError>;
+    const READERS: [Reader; 2] = [results_of_text, results_of_text_known];
+
     #[test]
     fn single_documents_arrays_and_interval_lines_are_read() {
         let doc = r#"{"schema":"rtvirt.results/v1","kind":"simulation","duration_ns":5}"#;
-        assert_eq!(results_of_text(doc).unwrap().len(), 1);
-        assert_eq!(results_of_text(&format!("[{doc},{doc}]")).unwrap().len(), 2);
-        let line = r#"{"type":"interval","interval":0,"cpus":[{"cpu":0,"count":3}]}"#;
-        let read = results_of_text(&format!("{line}\n{doc}\n")).unwrap();
-        assert_eq!(read[0].intervals.as_ref().map(Vec::len), Some(1));
+        for read in READERS {
+            assert_eq!(read(doc).unwrap().len(), 1);
+            assert_eq!(read(&format!("[{doc},{doc}]")).unwrap().len(), 2);
+            let line = r#"{"type":"interval","interval":0,"cpus":[{"cpu":0,"count":3}]}"#;
+            let documents = read(&format!("{line}\n{doc}\n")).unwrap();
+            assert_eq!(documents[0].intervals.as_ref().map(Vec::len), Some(1));
+            // lines with no document after them are refused, with the line of the first
+            let e = read(&format!("{line}\n{doc}\n{line}\n{line}\n")).unwrap_err();
+            assert!(e.message.contains("2 interval report line(s) after the last document"), "{e}");
+            assert_eq!(e.at.line_col.map(|l| l.0), Some(3), "{e}");
+            let e = read(&format!("{line}\n")).unwrap_err();
+            assert!(e.message.contains("and no results document"), "{e}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_kept_or_skipped() {
+        let doc =
+            r#"{"schema":"rtvirt.results/v1","kind":"timer","duration_ns":5,"later":[1,{"a":2}],"interval_ns":7}"#;
+        let kept = results_of_text(doc).unwrap().remove(0);
+        assert_eq!(kept.extra.get("later"), Some(&serde_json::json!([1, {"a": 2}])));
+        let skipped = results_of_text_known(doc).unwrap().remove(0);
+        assert!(skipped.extra.is_empty(), "{:?}", skipped.extra);
+        assert_eq!(skipped, Results { extra: Default::default(), ..kept });
+        assert_eq!(skipped.timer.and_then(|t| t.interval_ns), Some(7));
     }
 
     #[test]
     fn other_documents_are_refused_with_their_place() {
-        let e = results_of_text(r#"[{"schema":"rtvirt.results/v1","kind":"x","duration_ns":1},{"schema":"x"}]"#)
-            .unwrap_err();
-        assert_eq!(e.at.field.as_deref(), Some("[1].schema"), "{e}");
-        let e = results_of_text("{\"schema\": \"rtvirt.results/v1\",\n \"kind\": 3}").unwrap_err();
-        assert!(e.message.contains("not an rtvirt.results/v1 document"), "{e}");
-        let e = results_of_text("{\n  oops").unwrap_err();
-        assert_eq!(e.at.line_col.map(|l| l.0), Some(2), "{e}");
+        for read in READERS {
+            let e = read(r#"[{"schema":"rtvirt.results/v1","kind":"x","duration_ns":1},{"schema":"x"}]"#).unwrap_err();
+            assert_eq!(e.at.field.as_deref(), Some("[1].schema"), "{e}");
+            let e = read(r#"[{"schema":"rtvirt.plan/v1"}]"#).unwrap_err();
+            assert!(e.message.contains("a plan (rtvirt.plan/v1)"), "{e}");
+            let e = read("{\"schema\": \"rtvirt.results/v1\",\n \"kind\": 3}").unwrap_err();
+            assert!(e.message.contains("rtvirt.results/v1 document"), "{e}");
+            let e = read("{\n  oops").unwrap_err();
+            assert_eq!(e.at.line_col.map(|l| l.0), Some(2), "{e}");
+        }
     }
 }
