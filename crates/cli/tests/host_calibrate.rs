@@ -94,6 +94,17 @@ fn a_working_set_out_of_range_or_unreadable_is_refused_before_anything_runs() {
     }
 }
 
+/// An output that cannot be written is found before the calibration, not after it.
+#[test]
+fn an_unwritable_output_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("missing-dir").join("host.json");
+    let o = run(rtvirt(&["host", "calibrate", "-o", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--output") && text(&o).contains("cannot write"), "{}", text(&o));
+    assert!(!text(&o).contains("1/5"), "nothing measured: {}", text(&o));
+}
+
 #[test]
 fn ctrl_c_in_the_middle_restores_everything() {
     let _g = serial();

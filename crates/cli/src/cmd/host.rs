@@ -302,6 +302,9 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
         .parse::<bytesize::ByteSize>()
         .map_err(|e| rtvirt_model::InputError::field("--working-set", format!("\"{}\": {e}", args.working_set)))?;
     let working_set = usize::try_from(working_set.as_u64()).unwrap_or(usize::MAX);
+    if let Some(path) = &args.output {
+        crate::output_file::check("--output", path, &[])?; // before the calibration, not after it
+    }
     let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir, working_set };
     eprintln!("rtvirt: calibrating this host (about {} s)...", 3 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
