@@ -33,6 +33,7 @@ APT_PACKAGES=(
     stress-ng
     iproute2        # ip netns / veth / bridge for containers
     procps
+    time            # /usr/bin/time -v: peak memory of the real binary in the bound tests
     util-linux      # chrt, taskset
     libvirt-clients # virt-xml-validate: plan --emit libvirt's domains checked against libvirt's schema
     libxml2-utils   # xmllint, which virt-xml-validate runs
