@@ -2,6 +2,8 @@
 //! items 6, 7, 9, 12): each is refused with exit 2 at its place, before any allocation sized by
 //! it. Memory is read from `/usr/bin/time -v` ("Maximum resident set size") of the real binary.
 
+mod rss_support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -19,19 +21,7 @@ fn text(o: &Output) -> String {
 
 /// Run rtvirt under `/usr/bin/time -v`: its output and its peak resident set in KiB.
 fn measured(args: &[&str]) -> (Output, u64) {
-    let o = Command::new("/usr/bin/time")
-        .arg("-v")
-        .arg(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(args)
-        .output()
-        .expect("/usr/bin/time (Debian package time)");
-    let e = String::from_utf8_lossy(&o.stderr);
-    let kib = e
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or_else(|| panic!("no peak RSS from /usr/bin/time: {}", text(&o)));
-    (o, kib)
+    rss_support::rtvirt_peak_kib(args)
 }
 
 /// `args` exits 2 within [`BOUND_KIB`] and its stderr holds each of `parts`.

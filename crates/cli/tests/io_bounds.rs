@@ -4,6 +4,8 @@
 //! document refused by export as by report, and CSV cells that a spreadsheet would run as
 //! formulas neutralised.
 
+mod rss_support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,20 +15,7 @@ fn rtvirt(args: &[&str]) -> Output {
 
 /// Run rtvirt under `/usr/bin/time -v`: its output and its peak resident set size in MiB.
 fn rtvirt_rss(args: &[&str]) -> (Output, u64) {
-    let out = Command::new("/usr/bin/time")
-        .arg("-v")
-        .arg(env!("CARGO_BIN_EXE_rtvirt"))
-        .args(args)
-        .output()
-        .expect("/usr/bin/time (package `time`) runs rtvirt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let kib: u64 = stderr
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
-        .unwrap_or_else(|| panic!("no peak RSS in /usr/bin/time's output: {stderr}"))
-        .trim()
-        .parse()
-        .unwrap();
+    let (out, kib) = rss_support::rtvirt_peak_kib(args);
     (out, kib / 1024)
 }
 

@@ -1,6 +1,8 @@
 //! `rtvirt measure net` end to end over real sockets (loopback, and host <-> container bridge).
 
+mod rss_support;
 mod schema_support;
+use rss_support::max_rss_kib;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
@@ -189,12 +191,6 @@ fn round_trips_between_host_and_container_over_the_bridge() {
     assert!(v["responses"].as_u64().unwrap() > 200, "{v}");
     assert!(!std::path::Path::new("/sys/class/net").join(c["bridge"].as_str().unwrap()).exists());
     assert!(!std::path::Path::new("/run/netns").join(c["netns"].as_str().unwrap()).exists());
-}
-
-/// "Maximum resident set size" (KiB) from `/usr/bin/time -v`'s report on stderr.
-fn max_rss_kib(stderr: &str) -> u64 {
-    let line = stderr.lines().find(|l| l.contains("Maximum resident set size")).expect("a time -v report");
-    line.rsplit(':').next().unwrap().trim().parse().unwrap()
 }
 
 /// A hostile TCP "server" (with `--in vm`, the guest's): it announces a 0xFFFFFFF0-byte response
