@@ -2,7 +2,10 @@
 //! with `sh` on real threads of a stand-in process (threads that sleep 2 ms in a loop, as an idle
 //! vCPU wakes for its guest's timer), the reservations are read back with sched_getattr and the
 //! cpusets from /sys and /proc, and the undo script the deployment wrote puts the host back
-//! exactly as it was. Guest names carry shell code that must not run. A [`Cleanup`] guard runs the
+//! exactly as it was. A run the kernel refuses (EINVAL: a period below its minimum; EBUSY:
+//! admission; EPERM: a thread that sleeps on its old core) or that is interrupted (SIGINT,
+//! SIGTERM, SIGHUP) names the errno and rolls itself back: the host as before, no undo script
+//! left. Guest names carry shell code that must not run. A [`Cleanup`] guard runs the
 //! undo script and removes any partition left behind even when an assertion fails. The
 //! `--emit libvirt` hook runs against a QEMU started as libvirt starts one: `started` reserves its
 //! vCPU through `rtvirt host apply`, `release` reverts it.
@@ -31,15 +34,10 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Why this host cannot run the test, if it cannot.
-fn unsupported() -> Option<&'static str> {
-    if !is_root() {
-        return Some("not root");
-    }
-    if Hierarchy::find("cpuset").is_none() {
-        return Some("no cpuset controller mounted");
-    }
-    None
+/// These tests need root and a mounted cpuset controller: a host without them fails them.
+fn supported() {
+    assert!(is_root(), "run as root: the scripts make cpusets and SCHED_DEADLINE reservations");
+    assert!(Hierarchy::find("cpuset").is_some(), "no cpuset controller is mounted");
 }
 
 fn rtvirt(args: &[&str]) -> Output {
@@ -112,10 +110,10 @@ struct Cleanup {
 }
 
 impl Cleanup {
-    fn new(undo: PathBuf, stand_in: StandIn) -> Cleanup {
+    fn new(undo: PathBuf, stand_in: Option<StandIn>) -> Cleanup {
         Cleanup {
             undo,
-            stand_in: Some(stand_in),
+            stand_in,
             partitions_before: partitions(),
             load_balance_before: load_balance_file().and_then(procfs::read_opt),
         }
@@ -232,13 +230,10 @@ fn check_deployed(plan: &serde_json::Value, tids: &[u32]) {
 
 #[test]
 fn emitted_chrt_script_deploys_on_real_threads_and_its_undo_restores_the_host() {
-    if let Some(why) = unsupported() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    supported();
     let _serial = host_support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), StandIn::start(NAMES.len()));
+    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), Some(StandIn::start(NAMES.len())));
     let tids = guard.tids();
     let before = snapshot(&tids);
     let (script, plan, env) = emit(dir.path(), &NAMES, &tids);
@@ -267,14 +262,11 @@ fn emitted_chrt_script_deploys_on_real_threads_and_its_undo_restores_the_host() 
 }
 
 #[test]
-fn a_deployment_stopped_halfway_is_undone_by_the_undo_script() {
-    if let Some(why) = unsupported() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+fn a_deployment_refused_halfway_names_ebusy_and_rolls_itself_back() {
+    supported();
     let _serial = host_support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), StandIn::start(2));
+    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), Some(StandIn::start(2)));
     let tids = guard.tids();
     let before = snapshot(&tids);
     let (script, plan, env) = emit(dir.path(), &NAMES[..2], &tids);
@@ -290,23 +282,108 @@ fn a_deployment_stopped_halfway_is_undone_by_the_undo_script() {
     let o = sh(dir.path(), &script, &env);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("chrt -d refused") && err.contains("puts back"), "{}", text(&o));
-    assert!(sched::get(tids[0]).unwrap().is_deadline(), "the first guest was deployed before the stop");
-    let undo = sh(dir.path(), &guard.undo, &[]);
-    assert_eq!(undo.status.code(), Some(0), "{}", text(&undo));
-    assert_eq!(snapshot(&tids), before, "the host is as it was");
+    assert!(err.contains("EBUSY: admission") && err.contains("sched_rt_runtime_us"), "{}", text(&o));
+    assert!(err.contains("rolled back"), "{}", text(&o));
+    assert!(!guard.undo.exists(), "the rollback restored everything and removed the undo script");
+    assert_eq!(snapshot(&tids), before, "the first guest's deployment was rolled back too");
     no_injected_file(dir.path());
+}
+
+/// The `--emit chrt` script of a plan of one guest with this reservation on `core`, for `tid`.
+fn script_for(dir: &Path, tid: u32, (runtime, deadline, period): (u64, u64, u64), core: u32) -> PathBuf {
+    let plan = rtvirt_model::plan::Plan::from_json(&host_support::plan_json(&[("g", runtime, deadline, period, core)]))
+        .unwrap();
+    let pids = std::collections::BTreeMap::from([("g".to_string(), tid)]);
+    let script = dir.join("deploy.sh");
+    std::fs::write(&script, rtvirt_analysis::emit::chrt::script(&plan, &pids).unwrap()).unwrap();
+    script
+}
+
+#[test]
+fn a_period_below_the_kernel_minimum_is_named_einval_and_rolled_back() {
+    supported();
+    let _serial = host_support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = host_support::Sleeper::start();
+    let tid = sleeper.pid();
+    let before = snapshot(&[tid]);
+    let min = procfs::read_opt("/proc/sys/kernel/sched_deadline_period_min_us").unwrap();
+    let max = procfs::read_opt("/proc/sys/kernel/sched_deadline_period_max_us").unwrap();
+    assert!(min.trim().parse::<u64>().unwrap() > 50, "the kernel's minimum period is above the plan's 50 us");
+    let script = script_for(dir.path(), tid, (10_000, 50_000, 50_000), host_support::last_cpu());
+    let _guard = Cleanup::new(dir.path().join("deploy-undo.sh"), None);
+
+    let o = sh(dir.path(), &script, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for part in ["EINVAL", "period 50000 ns", &format!("{} us (sched_deadline_period_min_us)", min.trim())] {
+        assert!(err.contains(part), "{part:?} in {}", text(&o));
+    }
+    assert!(err.contains(&format!("{} us (sched_deadline_period_max_us)", max.trim())), "{}", text(&o));
+    assert!(err.contains("rolled back"), "{}", text(&o));
+    assert!(!dir.path().join("deploy-undo.sh").exists(), "the rollback removed the undo script");
+    assert_eq!(snapshot(&[tid]), before, "policy, affinity, cpuset and the partitions as before");
+}
+
+/// A thread that sleeps on CPU 0 and a script that puts it on another core: `chrt -d` answers
+/// EPERM until the thread wakes, which it does not, so the script retries for 5 s.
+#[test]
+fn a_deployment_refused_with_eperm_or_interrupted_rolls_itself_back() {
+    supported();
+    assert!(host_support::last_cpu() > 0, "two online CPUs");
+    let _serial = host_support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new("taskset").args(["-c", "0", "sleep", "600"]).stdin(Stdio::null()).spawn().unwrap();
+    let sleeper = host_support::Sleeper(child);
+    let tid = sleeper.pid();
+    // taskset has exec'd sleep, which sleeps on CPU 0
+    while procfs::read_opt(format!("/proc/{tid}/comm")).is_none_or(|c| c.trim() != "sleep") {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let before = snapshot(&[tid]);
+    let core = host_support::last_cpu();
+    let script = script_for(dir.path(), tid, (1_000_000, 10_000_000, 10_000_000), core);
+    let undo = dir.path().join("deploy-undo.sh");
+    let _guard = Cleanup::new(undo.clone(), None);
+
+    let o = sh(dir.path(), &script, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("for 5 s: EPERM") && err.contains("root domain"), "{}", text(&o));
+    assert!(err.contains("rolled back") && !undo.exists(), "{}", text(&o));
+    assert_eq!(snapshot(&[tid]), before);
+
+    for (signal, status) in [(libc::SIGINT, 130), (libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let run = Command::new("sh")
+            .arg(&script)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // mid-way: the thread is in its partition, chrt is being retried
+        let start = std::time::Instant::now();
+        while !procfs::read_opt(format!("/proc/{tid}/cgroup")).unwrap().contains("rtvirt-core") {
+            assert!(start.elapsed() < std::time::Duration::from_secs(4), "the script moved the thread");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: kill on the id of a child of this process, not yet waited for.
+        assert_eq!(unsafe { libc::kill(run.id() as i32, signal) }, 0);
+        let o = run.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(status), "signal {signal}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("stopped (exit {status})")) && err.contains("rolled back"), "{}", text(&o));
+        assert!(!undo.exists(), "signal {signal}: the undo script is gone");
+        assert_eq!(snapshot(&[tid]), before, "signal {signal}: the host is as it was");
+    }
 }
 
 #[test]
 fn a_missing_thread_stops_the_script_before_any_change() {
-    if let Some(why) = unsupported() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    supported();
     let _serial = host_support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), StandIn::start(1));
+    let guard = Cleanup::new(dir.path().join("deploy-undo.sh"), Some(StandIn::start(1)));
     let tids = guard.tids();
     let state = cpuset_state();
     // the second thread id is above pid_max: no such thread
@@ -380,10 +457,7 @@ impl Drop for HookStateGuard {
 
 #[test]
 fn the_libvirt_hook_reserves_the_vcpu_of_a_started_domain_and_reverts_on_release() {
-    if let Some(why) = unsupported() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    supported();
     let _serial = host_support::serial();
     let dir = tempfile::tempdir().unwrap();
     let name = format!("rtvirt-hook-{}", std::process::id());

@@ -13,15 +13,22 @@
 //!    which one is found in /proc/mounts when the script runs (only v1 is tested here; on v2 a
 //!    thread moves only within its threaded domain: threads of processes in the root cgroup);
 //! 3. moves each vCPU thread into its core's partition, sets its affinity (`taskset`) and its
-//!    reservation (`chrt -d`), retrying `chrt` for up to 5 s: a sleeping thread reaches its new
-//!    core only when it next wakes, and until then the kernel answers EPERM (`rtvirt host apply`
-//!    wakes it with a ptrace interrupt instead; a shell has no such means).
+//!    reservation (`chrt -d`), retrying `chrt` for up to 5 s while it answers EPERM: a sleeping
+//!    thread reaches its new core only when it next wakes (`rtvirt host apply` wakes it with a
+//!    ptrace interrupt instead; a shell has no such means). Any other refusal stops at once,
+//!    naming the errno (chrt's message in the C locale) and its cause: EINVAL the values outside
+//!    the kernel's range (the period limits read from /proc/sys/kernel), EBUSY admission, EPERM
+//!    the thread's affinity or root domain.
 //!
 //! Before each change the script rewrites `<script>-undo.sh` (next to itself, or
 //! `$RTVIRT_UNDO`), which restores the recorded originals in reverse: policies, cpusets and
 //! affinities of the threads still alive (thread id + start time), then the partitions it made,
 //! then the root's load balancing or `cgroup.subtree_control`; it deletes itself when everything
-//! was restored. A script whose undo file exists refuses to run (deployed already).
+//! was restored. A run that fails or is interrupted (`set -e`, or SIGHUP/SIGINT/SIGTERM: their
+//! traps exit, and the EXIT trap catches every exit; POSIX sh has no ERR trap) after its first
+//! change runs that undo script itself, so the host is as before and the file gone; it is kept
+//! only when some setting could not be restored. A script whose undo file exists refuses to run
+//! (deployed already).
 //!
 //! Quoting: the values rtvirt did not write are guest names (in comments as `comment_word`, in
 //! messages as one quoted word) and thread ids (`--pid` numbers, or `VCPU_PID_<GUEST>` checked to
@@ -116,8 +123,28 @@ say "restored"
 UNDO_TAIL
     } > "$UNDO.tmp"
     mv -f -- "$UNDO.tmp" "$UNDO"
+    CHANGED=1
 }
-trap 'rc=$?; if [ "$rc" -ne 0 ] && [ -e "$UNDO" ]; then say "stopped (exit $rc): $UNDO puts back what this run changed"; fi' EXIT
+
+# rollback STATUS: on any failure or signal after this run's first change, run the undo script
+# written so far (it deletes itself when it restored everything), then exit with STATUS
+rollback() {
+    trap - EXIT
+    trap '' HUP INT TERM
+    if [ "$1" -eq 0 ] || [ "$CHANGED" -eq 0 ] || [ ! -e "$UNDO" ]; then exit "$1"; fi
+    say "stopped (exit $1): rolling back this run's changes with $UNDO"
+    if sh "$UNDO"; then
+        say "rolled back: every setting this run changed is as it was"
+    else
+        say "the rollback could not restore everything (see above): $UNDO is kept, run it again"
+    fi
+    exit "$1"
+}
+CHANGED=0
+trap 'rollback $?' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # partition CORE: the exclusive cpuset of CORE (its own root domain), made unless it exists
 partition() {
@@ -166,6 +193,22 @@ $UNDO_HIERARCHY"
     fi
 }
 
+# kernel TUNABLE: /proc/sys/kernel/TUNABLE, or "?" when unreadable
+kernel() { cat "/proc/sys/kernel/$1" 2>/dev/null || echo '?'; }
+
+# refused TID CORE RUNTIME DEADLINE PERIOD GUEST: stop, naming the errno of chrt's refusal ($err,
+# in the C locale) and its cause
+refused() {
+    what="guest $6: thread $1: chrt -d refused runtime $3 ns, deadline $4 ns, period $5 ns"
+    case $err in
+        *"Invalid argument"*) die "$what: EINVAL: the kernel refuses these values: it takes a period from $(kernel sched_deadline_period_min_us) us (sched_deadline_period_min_us) to $(kernel sched_deadline_period_max_us) us (sched_deadline_period_max_us), a runtime of at least 1024 ns, and runtime <= deadline <= period" ;;
+        *"Device or resource busy"*) die "$what: EBUSY: admission: core $2's deadline bandwidth is full: its share sched_rt_runtime_us/sched_rt_period_us = $(kernel sched_rt_runtime_us)/$(kernel sched_rt_period_us), less the fair server's reservation (/sys/kernel/debug/sched/fair_server/cpu$2, 50 ms per 1 s by default) and the other deadline threads' on the core, cannot take this one" ;;
+        *"Operation not permitted"*) die "$what for 5 s: EPERM: the thread's affinity or cpuset is not its whole root domain (it has not woken on core $2 since it was moved into partition rtvirt-core$2), or this is not root" ;;
+        *"No such process"*) die "$what: ESRCH: the thread has exited" ;;
+        *) die "$what: $err" ;;
+    esac
+}
+
 # deploy TID CORE RUNTIME DEADLINE PERIOD GUEST: thread into the partition, pinned, reserved
 deploy() {
     case $(stat_field "$1" 41) in
@@ -190,9 +233,11 @@ $UNDO_THREADS"
         return 0
     fi
     tries=0
-    while ! err=$(chrt -d --sched-runtime "$3" --sched-deadline "$4" --sched-period "$5" -p 0 "$1" 2>&1); do
+    while ! err=$(LC_ALL=C chrt -d --sched-runtime "$3" --sched-deadline "$4" --sched-period "$5" -p 0 "$1" 2>&1); do
+        # EPERM until a sleeping thread wakes on its new core: retried for up to 5 s
+        case $err in *"Operation not permitted"*) ;; *) refused "$@" ;; esac
         tries=$((tries + 1))
-        [ "$tries" -lt 50 ] || die "guest $6: thread $1: chrt -d refused for 5 s: $err (EPERM: the thread has not woken on core $2 since it was moved; EBUSY: the core's deadline bandwidth is taken)"
+        [ "$tries" -lt 50 ] || refused "$@"
         sleep 0.1
     done
     say "guest $6: thread $1 on core $2, SCHED_DEADLINE runtime $3 ns, deadline $4 ns, period $5 ns"
@@ -209,7 +254,8 @@ fn header(s: &mut String) {
         "# threads move into them, then taskset and chrt -d.",
         "# Run as root from a file named *.sh while the guests run: sudo sh deploy.sh",
         "# Before its first change it writes deploy-undo.sh next to itself (or $RTVIRT_UNDO), which",
-        "# puts back every setting it changed: sudo sh deploy-undo.sh",
+        "# puts back every setting it changed: sudo sh deploy-undo.sh. A run that fails or is interrupted",
+        "# runs it itself (the host as before, the file gone) and names the errno of a refused chrt.",
         "# A vCPU thread id without --pid NAME=PID is read from VCPU_PID_<GUEST> (e.g. from QMP",
         "# query-cpus-fast \"thread-id\", or ps -T -p <qemu pid>). rtvirt host apply does the same,",
         "# journaled, and finds the QEMU vCPU threads itself.",
