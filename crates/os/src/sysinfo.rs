@@ -18,6 +18,12 @@ pub fn isolated_cpus() -> CpuList {
     cpu_list_file("isolated")
 }
 
+/// CPUs whose tick stops while one task runs (nohz_full=), /sys/devices/system/cpu/nohz_full
+/// (empty when the kernel has no such file or none is set).
+pub fn nohz_full_cpus() -> CpuList {
+    cpu_list_file("nohz_full")
+}
+
 fn cpu_list_file(name: &str) -> CpuList {
     read_opt(Path::new(CPU_DIR).join(name)).and_then(|s| CpuList::parse(&s).ok()).unwrap_or_default()
 }
@@ -188,6 +194,16 @@ pub fn rt_period_us() -> Option<i64> {
     read_opt("/proc/sys/kernel/sched_rt_period_us")?.parse().ok()
 }
 
+/// kernel.sched_deadline_period_min_us: the shortest SCHED_DEADLINE period the kernel accepts.
+pub fn deadline_period_min_us() -> Option<u64> {
+    read_opt("/proc/sys/kernel/sched_deadline_period_min_us")?.parse().ok()
+}
+
+/// kernel.sched_deadline_period_max_us: the longest.
+pub fn deadline_period_max_us() -> Option<u64> {
+    read_opt("/proc/sys/kernel/sched_deadline_period_max_us")?.parse().ok()
+}
+
 /// The per-CPU deadline bandwidth the kernel admits (rt_runtime/rt_period), None when admission
 /// control is disabled.
 pub fn dl_bandwidth_cap() -> Option<f64> {
@@ -315,6 +331,8 @@ mod tests {
     #[test]
     fn reads_this_hosts_cpus_and_irqs() {
         assert!(!online_cpus().is_empty());
+        // the kernel's defaults, not changed on this host
+        assert_eq!((deadline_period_min_us(), deadline_period_max_us()), (Some(100), Some(4_194_304)));
         for i in irqs() {
             assert!(!i.actions.is_empty());
         }

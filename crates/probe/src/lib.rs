@@ -41,6 +41,7 @@ pub mod load;
 pub mod net;
 pub mod rt;
 pub mod tasks;
+pub mod this_host;
 pub mod timer;
 
 pub use error::{Error, Result};

@@ -22,7 +22,8 @@
 //!   job's deadline still counts from its nominal release). The draw is a documented piecewise
 //!   uniform distribution (the piecewise-linear CDF through `(0, 0)`, `(p50, 0.5)`,
 //!   `(p99, 0.99)`, `(max, 1)`): with probability 0.5 uniform in `[0, p50]`, 0.49 in
-//!   `[p50, p99]`, 0.01 in `[p99, max]`. One random stream per task (deterministic by seed);
+//!   `[p50, p99]`, 0.01 in `[p99, max]` (`LatencySummary::quantile` of the draw). One random
+//!   stream per task (deterministic by seed);
 //!   [`LatencyDraw::Worst`] makes every draw `max` (plan-consistency checks).
 //! - **Enforcement** as docs/sim-deadline-consistency.md found it: `tick` - runtime depletion is
 //!   noticed at the next scheduler tick, the tick being `overrun_max_ns` long (4 ms: HZ = 250);
@@ -132,7 +133,7 @@ impl HostCosts {
     /// [`HostCosts::preempted_spread`] (the constant charge without one).
     pub fn overhead(&self, u: f64) -> u64 {
         match self.preempted_spread() {
-            Some(spread) => piecewise(spread, u),
+            Some(spread) => spread.quantile(u),
             None => self.owed_by_preempted(),
         }
     }
@@ -170,7 +171,7 @@ impl HostCosts {
     pub fn latency(&self, u: f64) -> u64 {
         match self.latency_draw {
             LatencyDraw::Worst => self.release_latency.max,
-            LatencyDraw::Distribution => piecewise(self.release_latency, u),
+            LatencyDraw::Distribution => self.release_latency.quantile(u),
         }
     }
 }
@@ -181,19 +182,6 @@ fn measured_spread(model: &HostModel, name: &str, figure: u64) -> Option<Latency
     let m = model.measurements.iter().find(|m| m.name == name)?;
     let ordered = m.count > 0 && m.p50_ns <= m.p99_ns && m.p99_ns <= m.max_ns;
     (ordered && m.p99_ns == figure).then_some(LatencySummary { p50: m.p50_ns, p99: m.p99_ns, max: m.max_ns })
-}
-
-/// The piecewise-uniform distribution through `(0, 0)`, `(p50, 0.5)`, `(p99, 0.99)`, `(max, 1)`
-/// at a uniform draw `u` in [0, 1) (see the module doc).
-fn piecewise(r: LatencySummary, u: f64) -> u64 {
-    let segment = |from: u64, to: u64, fraction: f64| from + ((to - from) as f64 * fraction).round() as u64;
-    if u < 0.5 {
-        segment(0, r.p50, u / 0.5)
-    } else if u < 0.99 {
-        segment(r.p50, r.p99, (u - 0.5) / 0.49)
-    } else {
-        segment(r.p99, r.max, ((u - 0.99) / 0.01).min(1.0))
-    }
 }
 
 #[cfg(test)]

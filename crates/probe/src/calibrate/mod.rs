@@ -144,6 +144,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
         cache_reload_ns: cache_reload,
         vcpu_exit_ns: vcpu_exit,
         admission: admission_limits(),
+        cpus: crate::this_host::live_cpus(),
         measurements,
         environment,
     })
@@ -728,11 +729,14 @@ pub fn admission_limits() -> AdmissionLimits {
         // not readable: left unknown, the stock fair server is assumed
         _ => None,
     };
+    let defaults = AdmissionLimits::default();
     AdmissionLimits {
         rt_runtime_us: sysinfo::rt_runtime_us().unwrap_or(950_000),
         rt_period_us: sysinfo::rt_period_us().unwrap_or(1_000_000),
         fair_servers,
         isolated_cpus: sysinfo::isolated_cpus().iter().collect(),
+        deadline_period_min_us: sysinfo::deadline_period_min_us().unwrap_or(defaults.deadline_period_min_us),
+        deadline_period_max_us: sysinfo::deadline_period_max_us().unwrap_or(defaults.deadline_period_max_us),
     }
 }
 
