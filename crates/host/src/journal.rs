@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 pub const JOURNAL_FILE: &str = "journal.jsonl";
@@ -300,7 +300,7 @@ fn revertable_entries(path: &Path) -> Result<Vec<Entry>> {
 /// above it owned by root or this user, not writable by group or others (sticky ones above it
 /// may be); its journal, `guards/` and `tracing/` likewise, and no symlinks.
 pub fn check_trusted(dir: &Path) -> Result<()> {
-    let users = trusted_users();
+    use rtvirt_os::trust;
     let refuse = |what: &Path, why: String| HostError::Journal {
         path: dir.join(JOURNAL_FILE),
         message: format!(
@@ -308,50 +308,20 @@ pub fn check_trusted(dir: &Path) -> Result<()> {
              with every directory above it, none writable by group or others (sticky ones like /tmp above it \
              excepted)",
             what.display(),
-            users.iter().map(u32::to_string).collect::<Vec<_>>().join(" or ")
+            trust::trusted_users().iter().map(u32::to_string).collect::<Vec<_>>().join(" or ")
         ),
     };
-    let real = dir.canonicalize().map_err(|e| HostError::io(dir, e))?;
-    for (i, d) in real.ancestors().enumerate() {
-        let m = std::fs::metadata(d).map_err(|e| HostError::io(d, e))?;
-        if let Some(why) = untrusted(&m, &users, i > 0) {
-            return Err(refuse(d, why));
-        }
+    if let Some((d, why)) = trust::untrusted_dir(dir).map_err(|e| HostError::io(dir, e))? {
+        return Err(refuse(&d, why));
     }
+    let real = dir.canonicalize().map_err(|e| HostError::io(dir, e))?;
     for name in [JOURNAL_FILE, rtvirt_os::guard_journal::JOURNAL_DIR, rtvirt_os::tracefs::JOURNAL_DIR] {
         let p = real.join(name);
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => return Err(refuse(&p, "is a symlink".into())),
-            Ok(m) => {
-                if let Some(why) = untrusted(&m, &users, false) {
-                    return Err(refuse(&p, why));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(HostError::io(&p, e)),
+        if let Some(why) = trust::untrusted_entry(&p).map_err(|e| HostError::io(&p, e))? {
+            return Err(refuse(&p, why));
         }
     }
     Ok(())
-}
-
-/// Root and this process's user. (Not the user who ran `sudo`: a sudoer allowed only rtvirt must
-/// not get root's writes through a journal of theirs.)
-fn trusted_users() -> Vec<u32> {
-    // SAFETY: geteuid cannot fail.
-    let mut users = vec![0, unsafe { libc::geteuid() }];
-    users.dedup();
-    users
-}
-
-/// Why a file or directory with metadata `m` may have been written by someone other than
-/// `users` (`sticky_ok`: a sticky directory may be writable by others).
-fn untrusted(m: &std::fs::Metadata, users: &[u32], sticky_ok: bool) -> Option<String> {
-    if !users.contains(&m.uid()) {
-        return Some(format!("is owned by uid {}", m.uid()));
-    }
-    let sticky = m.is_dir() && m.mode() & 0o1000 != 0;
-    (m.mode() & 0o022 != 0 && !(sticky_ok && sticky))
-        .then(|| format!("is writable by group or others (mode {:o})", m.mode() & 0o7777))
 }
 
 /// Replace the journal atomically with `entries` (removing it when empty).
@@ -527,6 +497,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().join("sys");
         std::fs::create_dir(&root).unwrap();
+        use rtvirt_os::trust::{trusted_users, untrusted};
         let users = trusted_users();
         std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
         let m = std::fs::metadata(&root).unwrap();

@@ -14,6 +14,7 @@
 //! - [`tracefs`]: kernel tracing in an instance of rtvirt's own (journaled, removed after a kill
 //!   -9 by the next run or `rtvirt host revert`), read from the per-CPU binary ring buffers.
 //! - [`qmp`]: a small synchronous QMP client; [`signals`]: the process-wide Ctrl-C stop flag.
+//! - [`trust`]: whether a state directory or a file in it may have been written by someone else.
 //! - [`error`]: [`KernelError`] (errno in words) and [`OsError`].
 //!
 //! Invariant: only this crate performs the system calls that change scheduling or cgroup state
@@ -39,6 +40,7 @@ pub mod signals;
 pub mod sysinfo;
 pub mod trace_mount;
 pub mod tracefs;
+pub mod trust;
 
 pub use cpulist::CpuList;
 pub use error::{KernelError, Op, OsError, Result};

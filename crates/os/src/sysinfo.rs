@@ -40,6 +40,26 @@ pub fn kernel_release() -> String {
     read_opt("/proc/sys/kernel/osrelease").unwrap_or_default()
 }
 
+/// This boot's id (/proc/sys/kernel/random/boot_id), new at every boot.
+pub fn boot_id() -> String {
+    read_opt("/proc/sys/kernel/random/boot_id").unwrap_or_default()
+}
+
+/// The CPU's model as /proc/cpuinfo names it ("model name", else "Hardware" or "cpu model"), or
+/// "" when it does not.
+pub fn cpu_model() -> String {
+    let info = read_opt("/proc/cpuinfo").unwrap_or_default();
+    ["model name", "Hardware", "cpu model"]
+        .iter()
+        .find_map(|key| {
+            info.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == *key).then(|| v.trim().to_string())
+            })
+        })
+        .unwrap_or_default()
+}
+
 /// (major, minor) of the running kernel.
 pub fn kernel_version() -> (u32, u32) {
     parse_version(&kernel_release())
@@ -333,6 +353,8 @@ mod tests {
         assert!(!online_cpus().is_empty());
         // the kernel's defaults, not changed on this host
         assert_eq!((deadline_period_min_us(), deadline_period_max_us()), (Some(100), Some(4_194_304)));
+        assert_eq!(boot_id().len(), 36, "{}", boot_id());
+        assert!(!cpu_model().is_empty());
         for i in irqs() {
             assert!(!i.actions.is_empty());
         }

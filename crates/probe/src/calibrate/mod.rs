@@ -740,11 +740,30 @@ pub fn admission_limits() -> AdmissionLimits {
     }
 }
 
-fn environment() -> serde_json::Map<String, serde_json::Value> {
+/// Where the model is made: the kernel release, boot id and CPU model (the calibration cache's
+/// key, [`crate::this_host`]) and the online CPUs.
+pub fn environment() -> serde_json::Map<String, serde_json::Value> {
     let mut env = serde_json::Map::new();
-    env.insert("kernel".into(), rtvirt_os::sysinfo::kernel_release().into());
+    let key = crate::this_host::CacheKey::now();
+    env.insert("kernel".into(), key.kernel.into());
+    env.insert("boot_id".into(), key.boot_id.into());
+    env.insert("cpu_model".into(), key.cpu_model.into());
     env.insert("cpus".into(), crate::cpus::format_list(&crate::cpus::online()).into());
     env
+}
+
+/// How this kernel enforces a reservation's runtime now, without measuring it: `tick` with a
+/// tick's overrun (CONFIG_HZ; `default` when unreadable), or `hrtick` (HRTICK_DL on) with
+/// `hrtick_overrun_ns`; and how that was found.
+pub fn live_enforcement(default: Enforcement, hrtick_overrun_ns: u64) -> (Enforcement, String) {
+    let (kind, how) = enforcement_kind();
+    match kind {
+        EnforcementKind::Hrtick => (Enforcement { kind, overrun_max_ns: hrtick_overrun_ns }, how),
+        EnforcementKind::Tick => match tick_ns() {
+            Some(t) => (Enforcement { kind, overrun_max_ns: t }, format!("{how}; one tick {} (CONFIG_HZ)", Nanos(t))),
+            None => (Enforcement { kind, ..default }, format!("{how}; CONFIG_HZ not readable, the default overrun")),
+        },
+    }
 }
 
 #[cfg(test)]
