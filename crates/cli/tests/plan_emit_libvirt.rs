@@ -1,6 +1,8 @@
 //! `rtvirt plan --emit libvirt` and `--emit tuned`: the domain patches (generated, and a user's
 //! real-looking domain patched with `--libvirt-domain`) validate with libvirt's own schema
-//! (`virt-xml-validate FILE domain`, Debian's libvirt-clients); the qemu hook runs with `sh`
+//! (`virt-xml-validate FILE domain`, Debian's libvirt-clients), pin the emulator and I/O threads
+//! off the reserved cores, run the vCPUs without a reservation under FIFO, turn the virtual PMU
+//! off, and warn (stderr) for each of the user's pins the plan contradicts; the qemu hook runs with `sh`
 //! against a stub `rtvirt` for hostile guest names (one argument each, nothing injected); the
 //! tuned profile parses as INI (Python's configparser) and isolates exactly the plan's cores; bad
 //! input exits 2 naming the file and line.
@@ -80,6 +82,26 @@ fn cputune(xml: &str) -> Vec<(String, Vec<(String, String)>)> {
         .collect()
 }
 
+/// (name, attributes) of every child element of `<features>`.
+fn features(xml: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let doc = roxmltree::Document::parse(xml).unwrap();
+    let features = doc.descendants().find(|n| n.has_tag_name("features")).expect("a <features>");
+    features
+        .children()
+        .filter(|n| n.is_element())
+        .map(|n| {
+            let attributes = n.attributes().map(|a| (a.name().to_string(), a.value().to_string())).collect();
+            (n.tag_name().name().to_string(), attributes)
+        })
+        .collect()
+}
+
+/// The `rtvirt: warning:` lines of stderr.
+fn warnings(o: &Output) -> Vec<String> {
+    let err = String::from_utf8_lossy(&o.stderr);
+    err.lines().filter_map(|l| l.strip_prefix("rtvirt: warning: ")).map(String::from).collect()
+}
+
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
@@ -118,6 +140,7 @@ fn generated_domain_patches_validate_and_pin_everything() {
         let backing = doc.descendants().find(|n| n.has_tag_name("memoryBacking")).expect("memoryBacking");
         let kinds: Vec<&str> = backing.children().filter(|n| n.is_element()).map(|n| n.tag_name().name()).collect();
         assert_eq!(kinds, ["hugepages", "locked"]);
+        assert_eq!(features(&xml), [("pmu".to_string(), pairs(&[("state", "off")]))], "{xml}");
         let g = &p["guests"][i];
         let reservation =
             format!("runtime {} ns, deadline {} ns, period {} ns", g["budget_ns"], g["deadline_ns"], g["period_ns"]);
@@ -220,6 +243,13 @@ fn a_users_domain_is_patched_in_place_and_validates() {
     let used: BTreeSet<u64> = p["guests"].as_array().unwrap().iter().map(|g| g["core"].as_u64().unwrap()).collect();
     let free: Vec<String> = (0..4).filter(|c| !used.contains(c)).map(|c| c.to_string()).collect();
     let free = free.join(",");
+    // the user's emulator pin lets the emulator threads onto the reserved cores
+    let line = USER_DOMAIN.lines().position(|l| l.contains("<emulatorpin")).unwrap() + 1;
+    let emulator = format!(
+        "plc.xml:line {line}, column 5: <emulatorpin cpuset='0-3'> contradicts the plan, which puts the emulator \
+         threads on CPUs {free}: replaced"
+    );
+    assert!(warnings(&o).iter().any(|w| w.ends_with(&emulator)), "{}", text(&o));
     let mut expected = vec![("shares".to_string(), vec![])];
     expected.push(("vcpupin".into(), pairs(&[("vcpu", "0"), ("cpuset", &core)])));
     for vcpu in ["1", "2", "3"] {
@@ -237,9 +267,10 @@ fn a_users_domain_is_patched_in_place_and_validates() {
         ),
         "{xml}"
     );
-    // everything else is byte for byte the user's
-    let after_cputune = &USER_DOMAIN[USER_DOMAIN.find("  <os>").unwrap()..];
-    assert!(xml.ends_with(after_cputune), "{xml}");
+    // everything else is byte for byte the user's, with the virtual PMU off in its <features>
+    let after_cputune = &USER_DOMAIN[USER_DOMAIN.find("  <os>").unwrap()..]
+        .replace("    <apic/>\n  </features>", "    <apic/>\n    <pmu state=\"off\"/>\n  </features>");
+    assert!(xml.ends_with(after_cputune.as_str()), "{xml}");
     let before_backing = &USER_DOMAIN[..USER_DOMAIN.find("  <memoryBacking>").unwrap()];
     assert!(xml.starts_with(before_backing), "{xml}");
 }
@@ -307,6 +338,104 @@ fn bad_domain_files_and_flags_exit_2_naming_the_file_and_line() {
         assert!(text(&o).contains("guest[1].name") && text(&o).contains(why), "{}", text(&o));
         assert!(!out.exists(), "{name:?}: nothing written");
     }
+}
+
+/// A guest of two vCPUs, vCPU 1 housekeeping, on a host of two cores: vCPU 0 reserved on one
+/// core, vCPU 1 (no reservation) on the other.
+const HOUSEKEEPING_VCPU: &str = "[host]\ncores = 2\n[[guest]]\nname = \"rt\"\nscheduler = \"edf\"\nserver_periods = \
+                                 [\"5ms\"]\nvcpus = 2\nhousekeeping = [1]\n[[guest.task]]\nname = \"t\"\nperiod = \
+                                 \"10ms\"\nwcet = \"2ms\"\n";
+
+#[test]
+fn vcpus_without_a_reservation_run_fifo_and_the_emulator_stays_off_reserved_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "s.toml", HOUSEKEEPING_VCPU);
+    let p = plan(&file, &[]);
+    let vcpus = p["guests"][0]["vcpus"].as_array().unwrap();
+    let (reserved, other) = (vcpus[0]["core"].to_string(), vcpus[1]["core"].to_string());
+    assert_eq!((vcpus[1]["model"].as_str(), reserved != other), (Some("none"), true), "{p}");
+    let out = dir.path().join("out");
+    let o = rtvirt(&["plan", file.to_str().unwrap(), "--emit", "libvirt", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(warnings(&o).is_empty(), "a core without a reservation is left: {}", text(&o));
+    let patch = out.join("rt.xml");
+    validates(&patch);
+    // no core is free of vCPUs: the emulator and I/O threads go to the one without a reservation
+    let expected = vec![
+        ("vcpupin".to_string(), pairs(&[("vcpu", "0"), ("cpuset", &reserved)])),
+        ("vcpupin".to_string(), pairs(&[("vcpu", "1"), ("cpuset", &other)])),
+        ("emulatorpin".to_string(), pairs(&[("cpuset", &other)])),
+        ("iothreadpin".to_string(), pairs(&[("iothread", "1"), ("cpuset", &other)])),
+        ("vcpusched".to_string(), pairs(&[("vcpus", "1"), ("scheduler", "fifo"), ("priority", "1")])),
+    ];
+    assert_eq!(cputune(&read(&patch)), expected, "{}", read(&patch));
+
+    // every core reserved: the emulator threads can only share one, and a warning says so
+    let heavy = scenario(&["a", "b"], 2, "").replace("wcet = \"2ms\"", "wcet = \"4ms\"");
+    let file = write(dir.path(), "heavy.toml", &heavy);
+    let p = plan(&file, &[]);
+    assert_ne!(p["guests"][0]["core"], p["guests"][1]["core"], "{p}");
+    let o = rtvirt(&["plan", file.to_str().unwrap(), "--emit", "libvirt", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let w = warnings(&o);
+    assert_eq!(w.len(), 1, "{}", text(&o));
+    assert!(w[0].starts_with("every core of the plan's host (2) holds a vCPU with a reservation"), "{w:?}");
+    assert!(w[0].contains("--cores 3"), "{w:?}");
+    validates(&out.join("a.xml"));
+}
+
+#[test]
+fn each_user_pin_the_plan_contradicts_is_warned_about_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "s.toml", HOUSEKEEPING_VCPU);
+    let p = plan(&file, &[]);
+    let vcpus = p["guests"][0]["vcpus"].as_array().unwrap();
+    let (reserved, other) = (vcpus[0]["core"].to_string(), vcpus[1]["core"].to_string());
+    // vCPU 0 and the emulator as planned; vCPU 1 and the I/O thread on the reserved core; a PMU
+    let domain = format!(
+        "<domain type='kvm'>\n  <name>rt</name>\n  <memory>1048576</memory>\n  <vcpu>2</vcpu>\n  \
+         <iothreads>1</iothreads>\n  <cputune>\n    <vcpupin vcpu='0' cpuset='{reserved}'/>\n    <vcpupin vcpu='1' \
+         cpuset='0-1'/>\n    <emulatorpin cpuset='{other}'/>\n    <iothreadpin iothread='1' cpuset='{reserved}'/>\n  \
+         </cputune>\n  <os>\n    <type arch='x86_64'>hvm</type>\n  </os>\n  <features>\n    <acpi/>\n    <pmu \
+         state='on'/>\n  </features>\n</domain>\n"
+    );
+    let user = write(dir.path(), "rt.xml", &domain);
+    validates(&user);
+    let out = dir.path().join("out");
+    let args = ["plan", file.to_str().unwrap(), "--emit", "libvirt", "--libvirt-domain", user.to_str().unwrap()];
+    let o = rtvirt(&[&args[..], &["--output-dir", out.to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let at = |line: usize| format!("{}:line {line}, column 5: ", user.display());
+    let expected = [
+        format!(
+            "{}<vcpupin vcpu='1' cpuset='0-1'> contradicts the plan, which puts vCPU 1 on CPU {other}: replaced",
+            at(8)
+        ),
+        format!(
+            "{}<iothreadpin iothread='1' cpuset='{reserved}'> contradicts the plan, which puts the I/O threads on CPU \
+             {other}: replaced",
+            at(10)
+        ),
+        format!("{}<pmu state=\"on\"> is replaced by <pmu state='off'/>: no virtual PMU in an RT guest", at(17)),
+    ];
+    assert_eq!(warnings(&o), expected, "{}", text(&o));
+    let patched = out.join("rt.xml");
+    validates(&patched);
+    assert_eq!(
+        features(&read(&patched)),
+        [("acpi".to_string(), vec![]), ("pmu".to_string(), pairs(&[("state", "off")]))]
+    );
+
+    // a pin libvirt would not read is refused, located
+    let bad = write(dir.path(), "bad.xml", &domain.replace("cpuset='0-1'", "cpuset='1-0'"));
+    let args = ["plan", file.to_str().unwrap(), "--emit", "libvirt", "--libvirt-domain", bad.to_str().unwrap()];
+    let o = rtvirt(&[&args[..], &["--output-dir", dir.path().join("out2").to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("bad.xml:line 8, column 5: <vcpupin cpuset=\"1-0\">: expected a libvirt CPU list"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Names that create a file in the working directory if a script ever evaluates them.

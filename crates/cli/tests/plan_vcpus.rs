@@ -226,7 +226,10 @@ fn every_vcpu_is_emitted_for_chrt_and_libvirt() {
         assert_eq!(pin.attribute("cpuset"), Some(core.as_str()), "{xml}");
     }
     let sched = doc.descendants().find(|n| n.has_tag_name("vcpusched")).expect("vcpusched");
-    assert_eq!(sched.attribute("vcpus"), Some("1,2"), "the reserved vCPUs: {xml}");
+    // `[guest.vcpu]` runs every vCPU under FIFO 10: the housekeeping vCPU 0 keeps it, the hook
+    // replaces it by the reservation on the others
+    assert_eq!(sched.attribute("vcpus"), Some("0,1,2"), "every planned vCPU: {xml}");
+    assert_eq!((sched.attribute("scheduler"), sched.attribute("priority")), (Some("fifo"), Some("10")), "{xml}");
     // the qemu hook reserves every planned vCPU (`host apply --vm=GUEST`, no vcpu= selector)
     let hook = std::fs::read_to_string(out.join("qemu")).unwrap();
     assert!(hook.contains("vCPUs, each reserved vCPU on its planned core") && hook.contains(" vcpu= ;;"), "{hook}");

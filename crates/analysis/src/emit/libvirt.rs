@@ -1,16 +1,20 @@
 //! `--emit libvirt`: per guest a domain patch, and a libvirt qemu hook script.
 //!
 //! The patch is a `<domain>` document holding only what rtvirt sets (it validates with libvirt's
-//! schema on its own): `<cputune>` with a `vcpupin` for every vCPU (vCPU 0, which carries the
-//! reservation, on its planned core; any other vCPU and the emulator and I/O threads on the cores
-//! no guest uses), `emulatorpin`, an `iothreadpin` per I/O thread, a `vcpusched` when the
-//! scenario runs the vCPU under FIFO/RR (`[guest.vcpu] policy`, the policy libvirt gives it at
-//! start), and `<memoryBacking>` with `<hugepages/>` and `<locked/>`. With `--libvirt-domain
-//! FILE.xml` the user's own domain is patched instead: its `<name>` picks the guest, its `<vcpu>`
-//! count and `<iothreads>`/`<iothreadids>` decide the pins (at most [`MAX_DOMAIN_VCPUS`] and
+//! schema on its own): `<cputune>` with a `vcpupin` for every planned vCPU on its core, and for
+//! the unplanned vCPUs, `emulatorpin` and an `iothreadpin` per I/O thread the housekeeping cores
+//! (no vCPU on them, else no reserved vCPU: never a reserved core unless every core holds one,
+//! which is warned about); a `vcpusched` over the planned vCPUs with the scenario's FIFO/RR policy
+//! (`[guest.vcpu] policy`, the policy libvirt gives them at start), else FIFO
+//! [`FIFO_PRIORITY`] for the vCPUs without a reservation; `<features>` with `<pmu state='off'/>`;
+//! and `<memoryBacking>` with `<hugepages/>` and `<locked/>`. With `--libvirt-domain FILE.xml`
+//! the user's own domain is patched instead: its `<name>` picks the guest, its `<vcpu>` count and
+//! `<iothreads>`/`<iothreadids>` decide the pins (at most [`MAX_DOMAIN_VCPUS`] and
 //! [`MAX_DOMAIN_IOTHREADS`]: a pin is written for each); existing `vcpupin`, `emulatorpin`,
-//! `iothreadpin` and `vcpusched` are replaced, every other byte of the file is kept (edits are
-//! spliced at the byte ranges roxmltree reports, the new elements written by quick-xml).
+//! `iothreadpin`, `vcpusched` and `pmu` are replaced, each pin whose cpuset lets its threads on a
+//! CPU the plan does not give them (and a `pmu` not off) with a located warning; every other byte
+//! of the file is kept (edits are spliced at the byte ranges roxmltree reports, the new elements
+//! written by quick-xml).
 //!
 //! libvirt has no deadline policy (`vcpusched` offers fifo, rr, batch, idle), so the hook
 //! (`/etc/libvirt/hooks/qemu`) runs `rtvirt host apply` on the plan for a planned domain when it
@@ -18,12 +22,12 @@
 //! domain, and `rtvirt host revert` when it is `release`d. Domain names appear in the hook only
 //! as single shell words (`case` patterns and arguments).
 
-use super::words::{comment_word, guest_field, housekeeping, placed, shell_word, EmittedFile};
+use super::words::{comment_word, guest_field, housekeeping, placed, shell_word, unreserved_cores, EmittedFile};
 use rtvirt_model::plan::{GuestPlan, Plan, VcpuPlan};
 use rtvirt_model::scenario::sim::Policy;
-use rtvirt_model::scenario::Scenario;
+use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{error::line_col, xml, InputError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::ops::Range;
 use std::path::Path;
@@ -45,25 +49,47 @@ pub const MAX_DOMAIN_IOTHREADS: u32 = 4096;
 /// Where the hook keeps the plan and one `rtvirt host apply` journal per domain.
 pub const HOOK_STATE_DIR: &str = "/run/rtvirt/libvirt";
 
+/// FIFO priority of the vCPUs without a reservation when the scenario gives none: the lowest, above
+/// every SCHED_OTHER thread and below the kernel's threaded IRQs (50).
+pub const FIFO_PRIORITY: u8 = 1;
+
 /// What rtvirt sets in one guest's domain.
 struct Tune<'a> {
     guest: &'a GuestPlan,
     core: u32,
-    /// Cores for everything that is not vCPU 0 (the planned core when no core is free).
+    /// Cores of the emulator and I/O threads and of the vCPUs the plan does not place: the cores
+    /// no vCPU uses, else those without a reserved vCPU, else (a warning) the guest's core.
     housekeeping: String,
-    /// `(scheduler, priority)` for `vcpusched`.
+    /// `(scheduler, priority)` the scenario gives the guest's vCPU threads (`[guest.vcpu]`).
     rt: Option<(&'static str, u8)>,
+}
+
+/// What `--emit libvirt` makes: the files, and warnings for stderr (the user's pins that the plan
+/// contradicts, emulator threads that must share a reserved core).
+pub struct Emitted {
+    pub files: Vec<EmittedFile>,
+    pub warnings: Vec<String>,
 }
 
 /// `--emit libvirt`: the domain patches (user domains patched, the other guests' patches
 /// generated) and the hook script `qemu`.
-pub fn files(scenario: &Scenario, plan: &Plan, domains: &[DomainFile]) -> Result<Vec<EmittedFile>, InputError> {
+pub fn files(scenario: &Scenario, plan: &Plan, domains: &[DomainFile]) -> Result<Emitted, InputError> {
     for (g, _) in placed(plan) {
         check_domain_name(plan, g)?;
     }
+    let mut warnings = Vec::new();
+    if housekeeping(plan).or_else(|| unreserved_cores(plan)).is_none() {
+        let n = plan.settings.cores.unwrap_or(0);
+        warnings.push(format!(
+            "every core of the plan's host ({n}) holds a vCPU with a reservation: each domain's emulator and I/O \
+             threads are pinned to its vCPU 0's core, where they get only what the reservations leave; plan with a \
+             core to spare (--cores {}) to keep them apart",
+            n + 1
+        ));
+    }
     let mut patched: BTreeMap<String, String> = BTreeMap::new();
     for d in domains {
-        let (name, text) = patch_user_domain(scenario, plan, d)?;
+        let (name, text) = patch_user_domain(scenario, plan, d, &mut warnings)?;
         if patched.insert(name.clone(), text).is_some() {
             return Err(InputError::new(format!(
                 "two --libvirt-domain files are domain {}: give one per guest",
@@ -82,7 +108,7 @@ pub fn files(scenario: &Scenario, plan: &Plan, domains: &[DomainFile]) -> Result
         out.push(EmittedFile { name, text, executable: false });
     }
     out.push(EmittedFile { name: HOOK_FILE.into(), text: hook(plan)?, executable: true });
-    Ok(out)
+    Ok(Emitted { files: out, warnings })
 }
 
 /// The file name of the hook script.
@@ -137,7 +163,8 @@ fn tune<'a>(scenario: &Scenario, plan: &Plan, guest: &'a GuestPlan, core: u32) -
         Policy::Rt { prio, rr_quantum: Some(_) } => Some(("rr", prio)),
         _ => None,
     });
-    Tune { guest, core, housekeeping: housekeeping(plan).unwrap_or_else(|| core.to_string()), rt }
+    let housekeeping = housekeeping(plan).or_else(|| unreserved_cores(plan)).unwrap_or_else(|| core.to_string());
+    Tune { guest, core, housekeeping, rt }
 }
 
 /// One empty element written by quick-xml (attribute values escaped by it).
@@ -153,7 +180,8 @@ fn empty_element(name: &str, attributes: &[(&str, String)]) -> String {
 
 /// The `<cputune>` children rtvirt sets, for a domain of `vcpus` vCPUs and these I/O threads:
 /// every planned vCPU pinned to its core, the others and the emulator and I/O threads to the
-/// housekeeping cores.
+/// housekeeping cores; a `vcpusched` over every planned vCPU with the scenario's FIFO/RR policy,
+/// else FIFO [`FIFO_PRIORITY`] for the planned vCPUs without a reservation.
 fn cputune_children(t: &Tune, vcpus: u32, iothreads: &[u32]) -> Vec<String> {
     let g = t.guest;
     let planned = g.vcpu_plans();
@@ -175,11 +203,15 @@ fn cputune_children(t: &Tune, vcpus: u32, iothreads: &[u32]) -> Vec<String> {
     for id in iothreads {
         out.push(empty_element("iothreadpin", &[("iothread", id.to_string()), ("cpuset", t.housekeeping.clone())]));
     }
-    if let Some((scheduler, priority)) = t.rt {
-        let reserved: Vec<String> = planned.iter().filter(|v| v.reserved()).map(|v| v.id.to_string()).collect();
+    let ((scheduler, priority), fifo) = match t.rt {
+        Some(rt) => (rt, planned.iter().collect::<Vec<_>>()),
+        None => (("fifo", FIFO_PRIORITY), planned.iter().filter(|v| !v.reserved()).collect()),
+    };
+    let ids: Vec<String> = fifo.iter().filter(|v| v.id < vcpus).map(|v| v.id.to_string()).collect();
+    if !ids.is_empty() {
         out.push(empty_element(
             "vcpusched",
-            &[("vcpus", reserved.join(",")), ("scheduler", scheduler.into()), ("priority", priority.to_string())],
+            &[("vcpus", ids.join(",")), ("scheduler", scheduler.into()), ("priority", priority.to_string())],
         ));
     }
     out
@@ -193,7 +225,7 @@ fn vcpu_comment(v: &VcpuPlan) -> String {
     }
     format!(
         "<!-- rtvirt: vCPU {} gets SCHED_DEADLINE runtime {} ns, deadline {} ns, period {} ns on core {core} \
-         (rtvirt plan, emit chrt, deploys it per vCPU thread; the qemu hook does not) -->",
+         from the qemu hook (libvirt has no deadline policy) -->",
         v.id, v.budget_ns, v.deadline_ns, v.period_ns
     )
 }
@@ -203,6 +235,12 @@ const MEMORY_BACKING: [&str; 2] = ["hugepages", "locked"];
 
 /// `<cputune>` children rtvirt replaces.
 const REPLACED: [&str; 4] = ["vcpupin", "emulatorpin", "iothreadpin", "vcpusched"];
+
+/// The `<features>` child rtvirt sets: no virtual PMU (KVM emulates its counters with host perf
+/// events, work at VM exits and entries that an RT guest does not need).
+fn pmu_off() -> String {
+    empty_element("pmu", &[("state", "off".into())])
+}
 
 /// The patch of a guest without a domain file: a one-vCPU, one-I/O-thread domain holding only
 /// what rtvirt sets.
@@ -222,11 +260,17 @@ fn generated_patch(t: &Tune) -> Result<String, InputError> {
         xml::escape(&g.name),
         g.vcpus.len().max(1)
     );
-    patch(&skeleton, t)
+    Ok(patch(&skeleton, t)?.0)
 }
 
-/// The guest a user's domain file is for (by its `<name>`), and the file patched.
-fn patch_user_domain(scenario: &Scenario, plan: &Plan, d: &DomainFile) -> Result<(String, String), InputError> {
+/// The guest a user's domain file is for (by its `<name>`), and the file patched; a warning for
+/// each of its settings the plan contradicts (located in the file).
+fn patch_user_domain(
+    scenario: &Scenario,
+    plan: &Plan,
+    d: &DomainFile,
+    warnings: &mut Vec<String>,
+) -> Result<(String, String), InputError> {
     let doc = parse(d.text).map_err(|e| e.in_file(d.path))?;
     let at = |node: roxmltree::Node, message: String| at_node(d.text, node, message).in_file(d.path);
     let name_node = domain(&doc)
@@ -242,7 +286,8 @@ fn patch_user_domain(scenario: &Scenario, plan: &Plan, d: &DomainFile) -> Result
             format!("domain {} is not a guest of the plan (guests: {})", comment_word(&name), names.join(", ")),
         ));
     };
-    let text = patch(d.text, &tune(scenario, plan, guest, core)).map_err(|e| e.in_file(d.path))?;
+    let (text, contradicted) = patch(d.text, &tune(scenario, plan, guest, core)).map_err(|e| e.in_file(d.path))?;
+    warnings.extend(contradicted.into_iter().map(|w| w.in_file(d.path).to_string()));
     Ok((name, text))
 }
 
@@ -271,8 +316,9 @@ fn domain<'a, 'input>(doc: &'a roxmltree::Document<'input>) -> Result<roxmltree:
     Ok(root)
 }
 
-/// `text` (a domain document) with rtvirt's settings for `t`.
-fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
+/// `text` (a domain document) with rtvirt's settings for `t`, and the settings it had that the
+/// plan contradicts (located warnings).
+fn patch(text: &str, t: &Tune) -> Result<(String, Vec<InputError>), InputError> {
     let doc = parse(text)?;
     let root = domain(&doc)?;
     let child = |name: &str| root.children().find(|n| n.has_tag_name(name));
@@ -294,10 +340,12 @@ fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
     }
     let iothreads = iothread_ids(text, root)?;
     let mut edits = Vec::new();
+    let mut warnings = Vec::new();
     let tune_children = cputune_children(t, vcpus, &iothreads);
     match child("cputune") {
         Some(cputune) => {
             for old in cputune.children().filter(|n| REPLACED.iter().any(|r| n.has_tag_name(*r))) {
+                warnings.extend(contradicted_pin(text, old, t)?);
                 edits.push(removal(text, old));
             }
             edits.push(append(text, cputune, &tune_children));
@@ -320,10 +368,101 @@ fn patch(text: &str, t: &Tune) -> Result<String, InputError> {
             edits.push(append(text, root, &[container(text, root, "memoryBacking", &children)]));
         }
     }
+    match child("features") {
+        Some(features) => {
+            for old in features.children().filter(|n| n.has_tag_name("pmu")) {
+                if old.attribute("state") != Some("off") {
+                    let state = old.attribute("state").unwrap_or("");
+                    warnings.push(at_node(
+                        text,
+                        old,
+                        format!(
+                            "<pmu state={state:?}> is replaced by <pmu state='off'/>: no virtual PMU in an RT guest"
+                        ),
+                    ));
+                }
+                edits.push(removal(text, old));
+            }
+            edits.push(append(text, features, &[pmu_off()]));
+        }
+        None => edits.push(append(text, root, &[container(text, root, "features", &[pmu_off()])])),
+    }
     let patched = apply(text, edits);
     parse(&patched)
         .map_err(|e| InputError::new(format!("rtvirt wrote an ill-formed domain (a bug): {}", e.message)))?;
-    Ok(patched)
+    Ok((patched, warnings))
+}
+
+/// A warning when the user's pin `node` (`vcpupin`, `emulatorpin`, `iothreadpin`) lets its
+/// threads run on a CPU the plan does not give them; an error when it is not a pin libvirt reads.
+fn contradicted_pin(text: &str, node: roxmltree::Node, t: &Tune) -> Result<Option<InputError>, InputError> {
+    let name = node.tag_name().name();
+    if name == "vcpusched" {
+        return Ok(None);
+    }
+    let value = node.attribute("cpuset").unwrap_or("");
+    let Some(cpus) = cpuset(value) else {
+        let message = format!(
+            "<{name} cpuset={value:?}>: expected a libvirt CPU list of CPUs below {MAX_CORES} (e.g. \"1-3,^2,6\")"
+        );
+        return Err(at_node(text, node, message));
+    };
+    let number = |attribute: &str| {
+        node.attribute(attribute).and_then(|v| v.trim().parse::<u32>().ok()).ok_or_else(|| {
+            let message =
+                format!("<{name}> without a numeric {attribute}: expected <{name} {attribute}='N' cpuset=...>");
+            at_node(text, node, message)
+        })
+    };
+    let (element, planned, what) = match name {
+        "vcpupin" => {
+            let id = number("vcpu")?;
+            let core = t.guest.vcpu_plans().iter().find(|v| v.id == id).and_then(|v| v.core);
+            let planned = core.map_or_else(|| t.housekeeping.clone(), |c| c.to_string());
+            (format!("<vcpupin vcpu='{id}' cpuset='{value}'>"), planned, format!("vCPU {id}"))
+        }
+        "emulatorpin" => {
+            (format!("<emulatorpin cpuset='{value}'>"), t.housekeeping.clone(), "the emulator threads".into())
+        }
+        _ => {
+            let id = number("iothread")?;
+            (
+                format!("<iothreadpin iothread='{id}' cpuset='{value}'>"),
+                t.housekeeping.clone(),
+                "the I/O threads".into(),
+            )
+        }
+    };
+    if cpuset(&planned).is_some_and(|p| cpus.is_subset(&p)) {
+        return Ok(None);
+    }
+    let cpu = if planned.contains(',') { "CPUs" } else { "CPU" };
+    Ok(Some(at_node(
+        text,
+        node,
+        format!("{element} contradicts the plan, which puts {what} on {cpu} {planned}: replaced"),
+    )))
+}
+
+/// A libvirt cpuset (`0-3,^2,6`: CPUs, ranges, `^N` excluded) as its CPUs; None when it is not
+/// one or names a CPU at or above [`MAX_CORES`].
+fn cpuset(value: &str) -> Option<BTreeSet<u32>> {
+    let cpu = |s: &str| s.trim().parse::<u32>().ok().filter(|&c| c < MAX_CORES);
+    let (mut set, mut excluded) = (BTreeSet::new(), BTreeSet::new());
+    for part in value.split(',').map(str::trim) {
+        if let Some(n) = part.strip_prefix('^') {
+            excluded.insert(cpu(n)?);
+        } else if let Some((a, b)) = part.split_once('-') {
+            let (a, b) = (cpu(a)?, cpu(b)?);
+            if a > b {
+                return None;
+            }
+            set.extend(a..=b);
+        } else {
+            set.insert(cpu(part)?);
+        }
+    }
+    Some(set.difference(&excluded).copied().collect())
 }
 
 /// The domain's I/O thread ids: `<iothreadids><iothread id=N/>`, else 1..=`<iothreads>`.
@@ -510,3 +649,17 @@ release() {
 [ "$#" -ge 2 ] || exit 0
 case $2 in started | release) ;; *) exit 0 ;; esac
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::cpuset;
+
+    #[test]
+    fn libvirt_cpusets_are_read_as_libvirt_reads_them() {
+        assert_eq!(cpuset("0-3,^2, 6").unwrap().into_iter().collect::<Vec<_>>(), [0, 1, 3, 6]);
+        assert_eq!(cpuset("5").unwrap().into_iter().collect::<Vec<_>>(), [5]);
+        for bad in ["", "1,,2", "3-1", "a", "^1-2", "4096", "0-99999999"] {
+            assert!(cpuset(bad).is_none(), "{bad:?}");
+        }
+    }
+}

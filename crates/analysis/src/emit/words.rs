@@ -63,6 +63,16 @@ pub fn housekeeping(plan: &Plan) -> Option<String> {
     (!free.is_empty()).then(|| free.join(","))
 }
 
+/// Host cores that hold no vCPU with a reservation (only vCPUs without one, under FIFO), as a
+/// cpuset list; None when every core of the plan's host holds a reserved vCPU.
+pub fn unreserved_cores(plan: &Plan) -> Option<String> {
+    let reserved: Vec<u32> =
+        placed(plan).flat_map(|(g, _)| g.vcpu_plans()).filter(|v| v.reserved()).filter_map(|v| v.core).collect();
+    let n = plan.settings.cores.unwrap_or(0);
+    let free: Vec<String> = (0..n).filter(|c| !reserved.contains(c)).map(|c| c.to_string()).collect();
+    (!free.is_empty()).then(|| free.join(","))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

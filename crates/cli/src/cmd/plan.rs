@@ -350,7 +350,11 @@ fn emitted(
         EmitArg::Rtds => one(emit::rtds(plan)?, true),
         EmitArg::Libvirt => {
             let files: Vec<DomainFile> = domains.iter().map(|(path, text)| DomainFile { path, text }).collect();
-            emit::libvirt::files(scenario, plan, &files)?
+            let emitted = emit::libvirt::files(scenario, plan, &files)?;
+            for w in &emitted.warnings {
+                eprintln!("rtvirt: warning: {w}");
+            }
+            emitted.files
         }
         EmitArg::Tuned => one(emit::tuned::profile(plan), false),
         EmitArg::Carts => one(emit::carts(scenario, plan), false),
