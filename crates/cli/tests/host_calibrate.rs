@@ -35,10 +35,26 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     let before = host_state();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("host.json");
-    let o =
-        run(rtvirt(&["host", "calibrate", "--step", "300ms", "--working-set", "4KiB", "-o", out.to_str().unwrap()]));
+    let state = tempfile::tempdir().unwrap();
+    let o = run(rtvirt(&[
+        "host",
+        "calibrate",
+        "--step",
+        "300ms",
+        "--working-set",
+        "4KiB",
+        "-o",
+        out.to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
+    // cached for planning on this host, and said where
+    let cached = rtvirt_probe::this_host::cache_path(state.path());
+    assert!(stderr.contains(&format!("cached in {}", cached.display())), "{stderr}");
+    let this = rtvirt_probe::this_host::this_host(state.path());
+    assert_eq!(this.calibration.as_deref(), Some(cached.as_path()), "{:?}", this.notes);
     for step in ["1/5 release latency", "2/5 context switch", "3/5 SCHED_DEADLINE", "4/5 cache reload", "5/5 vCPU exit"]
     {
         assert!(stderr.contains(step), "progress {step}: {stderr}");
@@ -65,6 +81,9 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     // a spinning thread with a 200 us runtime runs at least that long per period
     assert!(model.server_overhead_ns > 0, "{written}");
     assert_eq!(model.admission, rtvirt_probe::calibrate::admission_limits());
+    assert_eq!(this.model.measurements, model.measurements, "the cached model is the one written");
+    assert_eq!(model.admission.deadline_period_min_us, 100);
+    assert_eq!(model.cpus, rtvirt_probe::this_host::live_cpus());
     // where KVM can be opened, a vCPU exit is measured with it (in the kernel and to user space),
     // and the model's figure is the in-kernel exit's p99; elsewhere the environment says why not
     let said = model.environment["vcpu_exit"].as_str().unwrap().to_string();
@@ -82,6 +101,39 @@ fn calibrate_writes_a_valid_host_model_and_leaves_the_host_as_it_was() {
     // the model plans
     let p = run(rtvirt(&["plan", "--host-model", out.to_str().unwrap()]));
     assert!(String::from_utf8_lossy(&p.stdout).contains("per-core cap"), "{}", text(&p));
+}
+
+/// `--quick` (for the demo) measures with 1 s steps: about 1,000 timer wake-ups per CPU; with
+/// `--no-cache` nothing is cached.
+#[test]
+fn quick_calibrates_with_short_steps_and_no_cache_writes_no_cache() {
+    let _g = serial();
+    let before = host_state();
+    let state = tempfile::tempdir().unwrap();
+    let out = state.path().join("host.json");
+    let o = run(rtvirt(&[
+        "host",
+        "calibrate",
+        "--quick",
+        "--no-cache",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("1/5 release latency on CPUs") && text(&o).contains("(1s)"), "{}", text(&o));
+    assert!(!text(&o).contains("cached in"), "{}", text(&o));
+    assert!(!state.path().join(rtvirt_probe::this_host::CACHE_DIR).exists());
+    let model = rtvirt_model::hostmodel::HostModel::from_file(&out).unwrap();
+    assert_eq!(model.environment["step"], "1s");
+    let timer = model.measurements.iter().find(|m| m.name.starts_with("release_latency cpu")).unwrap();
+    // one wake-up per ms for 1 s
+    assert!(timer.count > 0 && timer.count <= 1_100, "{timer:?}");
+    assert_eq!(host_state(), before, "calibration left the host changed");
+    let o = run(rtvirt(&["host", "calibrate", "--quick", "--step", "2s"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--step"), "{}", text(&o));
 }
 
 #[test]

@@ -41,10 +41,11 @@ pub enum HostAction {
     Lint(LintArgs),
     /// Undo everything recorded in the journal (also completes an apply that was killed halfway).
     Revert(RevertArgs),
-    /// Measure this host's costs into a host model (rtvirt.hostmodel/v1) for `rtvirt plan
-    /// --host-model`: timer wake-up latency per CPU, context switch, SCHED_DEADLINE period cost and
-    /// enforcement overrun, cache reload; and its admission limits (sched_rt_runtime_us/period_us,
-    /// fair servers, isolated CPUs). Under a minute by default, progress on stderr; needs root;
+    /// Measure this host's costs into a host model (rtvirt.hostmodel/v1) for planning on this host
+    /// (cached, see --no-cache) or `rtvirt plan --host-model`: timer wake-up latency per CPU,
+    /// context switch, SCHED_DEADLINE period cost and enforcement overrun, cache reload; and its
+    /// admission limits (sched_rt_runtime_us/period_us, period limits, fair servers, isolated CPUs).
+    /// Under a minute by default (`--quick`: about 10 s), progress on stderr; needs root;
     /// restores everything it changes, also on Ctrl-C; after a kill -9 the next calibration or
     /// `rtvirt host revert` does (the cpuset changes are journaled before they are made).
     Calibrate(CalibrateArgs),
@@ -74,6 +75,16 @@ pub struct CalibrateArgs {
     /// Length of each timed experiment (timer, SCHED_DEADLINE), e.g. "5s", "500ms".
     #[arg(long, default_value = "5s")]
     pub step: String,
+    /// Short steps (1 s: under about 10 s in all, for `rtvirt demo`). Gives up samples: about
+    /// 1,000 timer wake-ups per CPU instead of 5,000 and a fifth of the SCHED_DEADLINE periods, so
+    /// rare long latencies are less likely to be seen and the max and p99 are less sure.
+    #[arg(long, conflicts_with = "step")]
+    pub quick: bool,
+    /// Do not cache the model for planning on this host (by default it is written to
+    /// <state dir>/calibration/<kernel>_<boot id>_<CPU model>.json, where `rtvirt plan` and the
+    /// other planning commands find it until the next boot or kernel).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Working set of the guests' tasks, whose reload after a preemption is the model's
     /// cache_reload_ns (charged per server period and per preempted job), e.g. "4KiB", "1MiB";
     /// 64 B to 64 MiB.
@@ -290,7 +301,8 @@ fn run_revert(args: RevertArgs) -> CmdResult {
 
 fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     rtvirt_os::signals::install();
-    let step = rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
+    let step = if args.quick { QUICK_STEP } else { &args.step };
+    let step = rtvirt_model::Nanos::parse(step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
     let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
     let state_dir = Some(args.state_dir.unwrap_or_else(journal::default_state_dir));
     // the guards restore the journals they find there (rtvirt_os::guard_journal): only trusted ones
@@ -305,7 +317,7 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     if let Some(path) = &args.output {
         crate::output_file::check("--output", path, &[])?; // before the calibration, not after it
     }
-    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir, working_set };
+    let cfg = rtvirt_probe::calibrate::CalibrateConfig { cpus, step, state_dir: state_dir.clone(), working_set };
     eprintln!("rtvirt: calibrating this host (about {} s)...", 3 * step.0 / 1_000_000_000 + 3);
     let model = rtvirt_probe::calibrate::run(&cfg, &mut |line| eprintln!("rtvirt: {line}"))?;
     let text = serde_json::to_string_pretty(&model)? + "\n";
@@ -316,8 +328,21 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
             eprintln!("rtvirt: host model written to {}", path.display());
         }
     }
+    match state_dir.filter(|_| !args.no_cache) {
+        None => {}
+        Some(dir) => match rtvirt_probe::this_host::write_cache(&dir, &model) {
+            Ok(path) => eprintln!(
+                "rtvirt: cached in {} for planning on this host (this kernel and boot; --no-cache to skip)",
+                path.display()
+            ),
+            Err(why) => eprintln!("rtvirt: warning: not cached for planning on this host: {why}"),
+        },
+    }
     Ok(Outcome::Ok)
 }
+
+/// `--quick`'s step.
+const QUICK_STEP: &str = "1s";
 
 #[cfg(test)]
 mod tests {

@@ -135,6 +135,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
     stop_if_interrupted()?;
     let mut environment = environment();
     environment.insert("vcpu_exit".into(), vcpu_exit_note.into());
+    environment.insert("step".into(), cfg.step.to_string().into());
     Ok(HostModel {
         schema: HOST_MODEL_SCHEMA.to_string(),
         server_overhead_ns: server_overhead,
