@@ -184,6 +184,14 @@ pub struct IrqPlacement {
     pub allowed: Vec<u32>,
 }
 
+impl IrqPlacement {
+    /// Whether its affinity lets it go to a CPU that does not take it now (the kernel or an
+    /// administrator may move it there). Unknown affinity: not movable.
+    pub fn movable(&self) -> bool {
+        self.allowed.iter().any(|c| !self.cpus.contains(c))
+    }
+}
+
 impl HostCpus {
     pub fn is_empty(&self) -> bool {
         self.online.is_empty() && self.nohz_full.is_empty() && self.irqs.is_empty()
@@ -414,13 +422,16 @@ pub const ENFORCEMENT_OVERRUN: &str = "enforcement_overrun";
 
 impl HostModel {
     /// Each housekeeping CPU (one a plan should leave to the host) with why, sorted by CPU: CPU 0
-    /// by convention, every CPU that takes a device interrupt, and when some CPUs are isolated,
-    /// every online CPU that is not.
+    /// by convention, every CPU that takes a device interrupt that cannot go elsewhere (its
+    /// affinity allows only the CPUs that take it, or is not known: [`IrqPlacement::movable`]),
+    /// and when some CPUs are isolated, every online CPU that is not. A CPU that takes only
+    /// interrupts that may go elsewhere is not one: their affinity can be set away from it (a
+    /// profile's `irq` role, `rtvirt host apply`).
     pub fn housekeeping(&self) -> Vec<(u32, String)> {
         let mut why: std::collections::BTreeMap<u32, Vec<String>> = std::collections::BTreeMap::new();
         why.entry(0).or_default().push("housekeeping by convention (boot CPU, timers, most IRQs)".into());
         let mut irqs: std::collections::BTreeMap<u32, Vec<String>> = std::collections::BTreeMap::new();
-        for i in &self.cpus.irqs {
+        for i in self.cpus.irqs.iter().filter(|i| !i.movable()) {
             for &c in &i.cpus {
                 irqs.entry(c).or_default().push(format!("IRQ {} ({})", i.irq, i.name));
             }
@@ -428,7 +439,10 @@ impl HostModel {
         const SHOWN: usize = 6;
         for (c, list) in irqs {
             let more = list.len().saturating_sub(SHOWN);
-            let mut text = format!("takes device interrupts: {}", list[..list.len().min(SHOWN)].join(", "));
+            let mut text = format!(
+                "takes device interrupts its affinity keeps there: {}",
+                list[..list.len().min(SHOWN)].join(", ")
+            );
             if more > 0 {
                 text += &format!(" and {more} more");
             }
@@ -590,9 +604,23 @@ mod tests {
         assert_eq!(hk.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(
             hk[0].1,
-            "housekeeping by convention (boot CPU, timers, most IRQs); takes device interrupts: IRQ 41 (virtio3-rx)"
+            "housekeeping by convention (boot CPU, timers, most IRQs); takes device interrupts its affinity keeps \
+             there: IRQ 41 (virtio3-rx)"
         );
-        assert_eq!(hk[1].1, "takes device interrupts: IRQ 26 (ttyS0), IRQ 36 (virtio1-req.0)");
+        assert_eq!(hk[1].1, "takes device interrupts its affinity keeps there: IRQ 26 (ttyS0), IRQ 36 (virtio1-req.0)");
+        // interrupts whose affinity lets them go elsewhere (as on this VM, 0-1 each) do not make
+        // their CPU housekeeping; one pinned by its affinity does
+        let movable = |n, name: &str, on: &[u32]| IrqPlacement { allowed: vec![0, 1], ..irq(n, name, on) };
+        m.cpus.irqs =
+            vec![movable(26, "ttyS0", &[1]), movable(41, "virtio3-rx", &[0]), movable(36, "virtio1-req.0", &[1])];
+        assert!(m.cpus.irqs[0].movable());
+        assert_eq!(m.housekeeping().iter().map(|h| h.0).collect::<Vec<_>>(), vec![0]);
+        m.cpus.irqs.push(IrqPlacement { allowed: vec![1], ..irq(50, "nvme0q1", &[1]) });
+        assert_eq!(
+            m.housekeeping()[1],
+            (1, "takes device interrupts its affinity keeps there: IRQ 50 (nvme0q1)".into())
+        );
+        m.cpus.irqs = vec![irq(26, "ttyS0", &[1]), irq(36, "virtio1-req.0", &[1]), irq(41, "virtio3-rx", &[0])];
         m.admission.isolated_cpus = vec![3];
         let hk = m.housekeeping();
         assert_eq!(hk.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 1, 2]);
