@@ -119,6 +119,14 @@ impl SimConfig {
     }
 
     /// Every thread's spec, vCPUs first (thread id = index).
+    /// The cores simulated: the scenario's, or up to the highest CPU a thread is pinned to (a plan
+    /// for a real host places on its CPU numbers, e.g. CPU 1 of a one-core plan that keeps CPU 0
+    /// for housekeeping).
+    pub fn host_cores(&self, scenario: &Scenario) -> u32 {
+        let pinned = self.threads().flat_map(|t| t.cores.iter()).map(|&c| c.saturating_add(1)).max();
+        pinned.unwrap_or(0).max(scenario.host.cores)
+    }
+
     pub fn threads(&self) -> impl Iterator<Item = &ThreadSpec> {
         let vcpus = self.guest_vcpus.iter().flat_map(|g| &g.threads);
         vcpus.chain(self.extra.iter().map(|e| &e.thread))

@@ -274,6 +274,16 @@ impl Workload {
         (t.release_of(k + 1), k, t.release_of(k) + t.deadline)
     }
 
+    /// Whether a release of task `ti` now finds its vCPU idle (blocked: the release has to wake
+    /// it, and pays the host's wake-up latency); a busy vCPU takes it in at once. A global guest:
+    /// whether any of its vCPUs is idle (the release wakes one).
+    pub fn idle_for(&self, ti: u32) -> bool {
+        match &self.dispatch {
+            Dispatch::Partitioned { vcpu_of } => !self.runnable(vcpu_of[ti as usize] as usize),
+            Dispatch::Global => (0..self.vcpus.len()).any(|slot| !self.runnable(slot)),
+        }
+    }
+
     /// Whether vCPU `slot`'s thread has something to run (poll mode: always).
     pub fn runnable(&self, slot: usize) -> bool {
         let v = &self.vcpus[slot];

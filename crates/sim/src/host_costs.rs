@@ -17,9 +17,11 @@
 //!   measurement (`{p50, p99, max}`, the same piecewise distribution as the release latency)
 //!   when the model carries it and its p99 is the model's `server_overhead_ns` (a figure set by
 //!   hand is charged as that constant); the planner's view charges the p99 every period.
-//! - **Release latency**: each job of a guest task reaches its guest's scheduler late by a draw
-//!   from the model's measured `{p50, p99, max}` (this is the simulator's timer latency model; the
-//!   job's deadline still counts from its nominal release). The draw is a documented piecewise
+//! - **Release latency**: a job whose release has to wake its idle vCPU reaches its guest's
+//!   scheduler late by a draw from the model's measured `{p50, p99, max}` (the host's wake-up
+//!   latency, what `rtvirt host calibrate` measures; a release that finds its vCPU running is
+//!   taken in at once, as the running guest sees its own timer; the job's deadline still counts
+//!   from its nominal release). The draw is a documented piecewise
 //!   uniform distribution (the piecewise-linear CDF through `(0, 0)`, `(p50, 0.5)`,
 //!   `(p99, 0.99)`, `(max, 1)`): with probability 0.5 uniform in `[0, p50]`, 0.49 in
 //!   `[p50, p99]`, 0.01 in `[p99, max]` (`LatencySummary::quantile` of the draw). One random

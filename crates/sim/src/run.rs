@@ -29,8 +29,14 @@ mod lazy_charging_tests;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ev {
     Host(HostEv),
-    /// Next job of task `task` of workload `w`.
+    /// Next job of task `task` of workload `w`, at its nominal release.
     Release {
+        w: u32,
+        task: u32,
+    },
+    /// That job reaching its guest late: its release found the vCPU idle and waited for the
+    /// host's wake-up latency.
+    Arrive {
         w: u32,
         task: u32,
     },
@@ -160,7 +166,7 @@ impl Sim {
 
     fn new(scenario: &Scenario, cfg: &SimConfig, opts: &RunOptions) -> Sim {
         let seed = cfg.settings.seed;
-        let host = Host::new(scenario.host.cores, cfg.threads(), &cfg.settings);
+        let host = Host::new(cfg.host_cores(scenario), cfg.threads(), &cfg.settings);
         let mut loads: Vec<Workload> = Vec::with_capacity(scenario.guests.len() + cfg.extra.len());
         let mut owner = Vec::new();
         for (i, ((g, v), gv)) in scenario.guests.iter().zip(&cfg.vcpus).zip(&cfg.guest_vcpus).enumerate() {
@@ -219,8 +225,7 @@ impl Sim {
             .flat_map(|(wi, w)| w.first_releases().map(move |(ti, at)| (wi as u32, ti, at)))
             .collect();
         for (w, task, at) in firsts {
-            let late = self.release_latency(w, task);
-            self.q.schedule(Nanos(at.saturating_add(late)), Ev::Release { w, task });
+            self.q.schedule(Nanos(at), Ev::Release { w, task });
         }
         if let Some(a) = &self.adapt {
             self.q.schedule(Nanos(a.interval), Ev::Adapt);
@@ -240,6 +245,10 @@ impl Sim {
                     self.host.on_event(h, now, &mut self.q)
                 }
                 Some(Ev::Release { w, task }) => {
+                    self.charge_workload(w as usize, now);
+                    self.nominal_release(w, task, now)
+                }
+                Some(Ev::Arrive { w, task }) => {
                     self.charge_workload(w as usize, now);
                     self.release(w, task, now)
                 }
@@ -305,11 +314,24 @@ impl Sim {
         self.q.schedule(Nanos(now + a.interval), Ev::Adapt);
     }
 
+    /// A job's nominal release: taken in at once by a busy vCPU (the guest's scheduler sees it
+    /// at its next decision), or, when the release has to wake an idle vCPU, `release_latency`
+    /// later (with a host model; its deadline still counts from the nominal release).
+    fn nominal_release(&mut self, w: u32, task: u32, now: u64) {
+        if self.loads[w as usize].idle_for(task) {
+            let late = self.release_latency(w, task);
+            if late > 0 {
+                self.q.schedule(Nanos(now.saturating_add(late)), Ev::Arrive { w, task });
+                return;
+            }
+        }
+        self.release(w, task, now)
+    }
+
     fn release(&mut self, w: u32, task: u32, now: u64) {
         let (next, k, deadline) = self.loads[w as usize].release(task, now);
-        // a job reaches its guest `release_latency` late, never before the previous one
-        let late = self.release_latency(w, task);
-        self.q.schedule(Nanos(next.saturating_add(late).max(now)), Ev::Release { w, task });
+        // the next nominal release, never before this one reached the guest
+        self.q.schedule(Nanos(next.max(now)), Ev::Release { w, task });
         if self.abort_late {
             self.q.schedule(Nanos(deadline.max(now)), Ev::Abort { w, task, k });
         }

@@ -100,6 +100,25 @@ fn release_latency_delays_every_job_by_a_draw_from_the_model() {
     assert!(r.simulation.unwrap().host_costs.unwrap().contains("release latency always the max 90000 ns"));
 }
 
+/// A release that finds its vCPU busy is taken in at once (the running guest sees its own timer),
+/// one that has to wake an idle vCPU pays the host's wake-up latency (as a real worker's
+/// clock_nanosleep does, `rtvirt measure tasks`).
+#[test]
+fn only_a_release_that_wakes_an_idle_vcpu_pays_the_latency() {
+    let latency = only(r#""release_latency_ns":{"p50":200000,"p99":200000,"max":200000}"#);
+    // "hi" (1 ms period, 100 us) is released at 0.5 ms into every 1 ms, while "lo" (1 ms period,
+    // 900 us from 0) keeps the vCPU busy: hi's releases find it running
+    let busy = guest(FIFO, &[("lo", "1ms", "900us", "0ms", 1), ("hi", "1ms", "100us", "500us", 2)]);
+    let r = run(&busy, Some(&latency));
+    let hi = task(&r, "hi");
+    assert!(hi.response_ns.max < 110_000, "a busy vCPU takes hi in at once: max {}", hi.response_ns.max);
+    // alone, every release of hi wakes the idle vCPU: late by a draw whose median is 200 us
+    let idle = guest(FIFO, &[("hi", "1ms", "100us", "500us", 2)]);
+    let r = run(&idle, Some(&latency));
+    let hi = task(&r, "hi");
+    assert!(hi.response_ns.p50 >= 290_000, "an idle vCPU wakes late: p50 {}", hi.response_ns.p50);
+}
+
 #[test]
 fn the_same_seed_gives_the_same_bytes_and_another_seed_other_draws() {
     let src = guest(FIFO, &[("a", "10ms", "3ms", "0ms", 1), ("b", "5ms", "1ms", "1ms", 2)]);
