@@ -37,6 +37,7 @@ pub mod environment;
 pub mod error;
 pub mod explain;
 pub mod limits;
+pub mod live;
 pub mod load;
 pub mod net;
 pub mod rt;

@@ -11,8 +11,8 @@
 //! this user can write ([`rtvirt_os::trust`], the rule of `rtvirt host`'s journal), and written
 //! only where it is ours: a new file, or one of our cache files replaced atomically.
 
-use rtvirt_model::hostmodel::{HostCpus, HostModel, IrqPlacement};
-use rtvirt_os::sysinfo;
+pub use crate::live::{live_cpus, CacheKey};
+use rtvirt_model::hostmodel::HostModel;
 use rtvirt_os::trust;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -29,34 +29,6 @@ pub struct ThisHost {
     pub calibration: Option<PathBuf>,
     /// Why a cached calibration was not used (untrusted, unreadable, another boot's), for stderr.
     pub notes: Vec<String>,
-}
-
-/// What a calibration holds for: this kernel, this boot, this CPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheKey {
-    pub kernel: String,
-    pub boot_id: String,
-    pub cpu_model: String,
-}
-
-impl CacheKey {
-    pub fn now() -> CacheKey {
-        CacheKey { kernel: sysinfo::kernel_release(), boot_id: sysinfo::boot_id(), cpu_model: sysinfo::cpu_model() }
-    }
-
-    /// `<kernel>_<boot id>_<CPU model>.json`, every character but `[A-Za-z0-9.-]` as `_`.
-    pub fn file_name(&self) -> String {
-        let clean = |s: &str, n: usize| -> String {
-            s.chars().take(n).map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
-        };
-        format!("{}_{}_{}.json", clean(&self.kernel, 64), clean(&self.boot_id, 40), clean(&self.cpu_model, 64))
-    }
-
-    /// The key a model's `environment` records (`rtvirt host calibrate` writes it), if complete.
-    pub fn of(model: &HostModel) -> Option<CacheKey> {
-        let get = |k: &str| model.environment.get(k)?.as_str().map(str::to_string);
-        Some(CacheKey { kernel: get("kernel")?, boot_id: get("boot_id")?, cpu_model: get("cpu_model")? })
-    }
 }
 
 /// This host's cached calibration file (it may not exist).
@@ -161,24 +133,6 @@ pub fn write_cache(state_dir: &Path, model: &HostModel) -> Result<PathBuf, Strin
     Ok(path)
 }
 
-/// The host's CPUs as read now (no root needed): online, `nohz_full`, and each device interrupt
-/// (an IRQ with a handler) with the CPUs that take it and those it may go to.
-pub fn live_cpus() -> HostCpus {
-    HostCpus {
-        online: sysinfo::online_cpus().iter().collect(),
-        nohz_full: sysinfo::nohz_full_cpus().iter().collect(),
-        irqs: sysinfo::irqs()
-            .into_iter()
-            .map(|i| IrqPlacement {
-                irq: i.number,
-                name: i.actions.join(","),
-                cpus: i.effective.iter().collect(),
-                allowed: i.affinity.iter().collect(),
-            })
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +156,7 @@ mod tests {
         // this host's kernel defaults
         assert_eq!((a.deadline_period_min_us, a.deadline_period_max_us), (100, 4_194_304));
         assert_eq!((a.rt_runtime_us, a.rt_period_us), (950_000, 1_000_000));
-        assert_eq!(h.model.cpus.online, sysinfo::online_cpus().iter().collect::<Vec<_>>());
+        assert_eq!(h.model.cpus.online, rtvirt_os::sysinfo::online_cpus().iter().collect::<Vec<_>>());
         assert!(!h.model.cpus.irqs.is_empty(), "this VM's virtio devices take interrupts");
         let hk = h.model.housekeeping();
         assert_eq!(hk[0].0, 0, "{hk:?}");

@@ -145,7 +145,7 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn FnMut(&str)) -> Result<Host
         cache_reload_ns: cache_reload,
         vcpu_exit_ns: vcpu_exit,
         admission: admission_limits(),
-        cpus: crate::this_host::live_cpus(),
+        cpus: crate::live::live_cpus(),
         measurements,
         environment,
     })
@@ -742,10 +742,10 @@ pub fn admission_limits() -> AdmissionLimits {
 }
 
 /// Where the model is made: the kernel release, boot id and CPU model (the calibration cache's
-/// key, [`crate::this_host`]) and the online CPUs.
+/// key, [`crate::live::CacheKey`]) and the online CPUs.
 pub fn environment() -> serde_json::Map<String, serde_json::Value> {
     let mut env = serde_json::Map::new();
-    let key = crate::this_host::CacheKey::now();
+    let key = crate::live::CacheKey::now();
     env.insert("kernel".into(), key.kernel.into());
     env.insert("boot_id".into(), key.boot_id.into());
     env.insert("cpu_model".into(), key.cpu_model.into());
