@@ -3,7 +3,7 @@
 //! `simulate --plan`, `host apply` and `measure tasks`.
 
 use crate::error::InputError;
-use crate::scenario::{Guest, Placement, Scenario};
+use crate::scenario::{Guest, Placement, Scenario, MAX_CORES};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -26,6 +26,24 @@ pub struct Plan {
     /// Planner settings that produced this plan (model, heuristic, rho, budget method...).
     #[serde(default, skip_serializing_if = "PlanSettings::is_empty")]
     pub settings: PlanSettings,
+    /// What must be set for the guests that did not fit, and for the whole plan: each setting
+    /// with the value that would make it fit (empty for a feasible plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Need>,
+}
+
+/// A setting and the value that would make a guest (or the whole plan) fit, and how to get it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Need {
+    /// The guest it is for (None: the whole plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<String>,
+    /// What to set, e.g. "release latency", "budget enforcement", "cores".
+    pub setting: String,
+    /// The value it needs, e.g. "<= 180us at p99", "HRTICK", "3".
+    pub value: String,
+    /// How to get it on a Linux host.
+    pub how: String,
 }
 
 /// The planner settings a plan was made with. Written in key order (they were once a map).
@@ -61,6 +79,17 @@ pub struct PlanSettings {
     pub rho_default: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
+    /// The host the plan was made for: "this host (...)", "host model FILE", "preset NAME" or
+    /// "ideal host: no overheads charged".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The promise: "quantile Q" (host costs charged at their Q-quantile, each task's miss
+    /// probability bounded in `tasks[].miss_bound`) or "hard" (the largest costs seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<String>,
+    /// Every assumption about the host the plan rests on, one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
     /// Fields this version does not know, kept as read.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -213,13 +242,22 @@ pub struct TaskPlan {
     pub rho: Option<f64>,
     /// "wcet" | "cantelli" | "quantile"
     pub bound: String,
+    /// The plan's promise for this task: an upper bound on the probability that a job misses its
+    /// deadline, under the plan's `settings.assumptions` (None: a plan made before promises were
+    /// stated, or an infeasible guest's task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_bound: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CorePlan {
+    /// The host CPU.
     pub id: u32,
     pub guests: Vec<String>,
     pub bandwidth: f64,
+    /// Why this CPU was chosen (a plan for a known host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Plan {
@@ -327,11 +365,13 @@ fn check_reservation(period_ns: u64, budget_ns: u64, deadline_ns: u64, at: &str)
     Ok(())
 }
 
-fn check_core(core: Option<u32>, scenario: &Scenario, at: &str) -> Result<(), InputError> {
+/// A planned core is a CPU number of the host the plan was made for (a plan for a real host keeps
+/// CPU 0 for housekeeping, so a one-core plan may be on CPU 1): any below [`MAX_CORES`].
+fn check_core(core: Option<u32>, _scenario: &Scenario, at: &str) -> Result<(), InputError> {
     match core {
-        Some(c) if c >= scenario.host.cores => Err(InputError::field(
+        Some(c) if c >= MAX_CORES => Err(InputError::field(
             at,
-            format!("core {c} does not exist (the scenario's host has {} cores)", scenario.host.cores),
+            format!("CPU {c}: expected a CPU number below {MAX_CORES} (the most rtvirt plans for)"),
         )),
         _ => Ok(()),
     }

@@ -44,9 +44,10 @@ fn plan(budget_ns: u64) -> Plan {
             placement: Default::default(),
             vcpus: vec![],
         }],
-        cores: vec![CorePlan { id: core, guests: vec!["g".into()], bandwidth: budget_ns as f64 / 5e6 }],
+        cores: vec![CorePlan { id: core, guests: vec!["g".into()], bandwidth: budget_ns as f64 / 5e6, why: None }],
         unplaced: vec![],
         settings: Default::default(),
+        needs: vec![],
     }
 }
 
