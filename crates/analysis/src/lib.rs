@@ -17,13 +17,13 @@
 //! - [`packing`]: which vCPU of a partitioned multi-vCPU guest runs which task.
 //! - [`partition`]: servers onto cores with exact admission - Burns 2014 step 3.
 //! - [`planner`]: scenario -> `rtvirt.plan/v1`; `planner::max_rho`: the largest uniform rho that fits.
-//! - [`requests`]: what every front end checks around the planner (per-core cap, plannable,
-//!   too large) and the plan of a sweep cell.
+//! - [`requests`]: the one planning path - scenario + host + options + promise -> plan with
+//!   every check; every front end calls it, nothing else calls the planner.
+//! - [`needs`]: what a plan that does not fit needs, setting by setting.
 //! - [`emit`]: chrt script, Xen RTDS commands, libvirt cputune, CARTS XML.
 //! - [`gen`]: seeded Baker-model workloads (tests, benchmarks).
 //!
-//! Entry points: [`planner::plan`] (and [`planner::plan_at`] a uniform rho) -> [`planner::Planned`]
-//! holding the `rtvirt.plan/v1` plan; [`maxrho::max_rho`]; [`emit::chrt`], [`emit::rtds`],
+//! Entry points: [`requests::plan`] -> [`planner::Planned`] holding the `rtvirt.plan/v1` plan; [`maxrho::max_rho`]; [`emit::chrt`], [`emit::rtds`],
 //! [`emit::libvirt`] for `rtvirt plan --emit`.
 //!
 //! Invariants: no I/O and no OS calls (scenarios come checked from rtvirt-model, plans go back as
@@ -43,6 +43,7 @@ pub mod gfp;
 pub mod interface;
 pub mod mpr;
 pub mod mpr_interface;
+pub mod needs;
 pub mod overhead;
 pub mod packing;
 pub mod partition;

@@ -33,12 +33,37 @@ pub struct PlanOptions {
     pub bandwidth_cap: Option<BandwidthCap>,
     /// A host model's costs, charged to every interface (`--host-model`).
     pub overheads: Option<Overheads>,
+    /// The kernel's server period range `[min, max]` (ns): candidate periods outside it are not
+    /// used (`sched_deadline_period_min_us`/`_max_us`; None: no limit).
+    pub period_limits: Option<(u64, u64)>,
+    /// The host CPUs to place on, in order of preference (the partitioner's core `k` is CPU
+    /// `cpus[k]`); empty: CPUs `0 .. cores`.
+    pub cpus: Vec<u32>,
 }
 
 impl PlanOptions {
     /// The per-core cap these options plan `scenario` with.
     pub fn cap(&self, scenario: &Scenario) -> f64 {
         self.bandwidth_cap.as_ref().map_or(scenario.host.bandwidth_cap, |c| c.value)
+    }
+
+    /// The number of cores to place on.
+    pub fn core_count(&self, scenario: &Scenario) -> u32 {
+        match self.cpus.len() {
+            0 => self.cores.unwrap_or(scenario.host.cores),
+            n => n as u32,
+        }
+    }
+
+    /// The host CPU of the partitioner's core `k`.
+    fn cpu(&self, k: u32) -> u32 {
+        self.cpus.get(k as usize).copied().unwrap_or(k)
+    }
+
+    /// The guest's candidate server periods (ns) inside the kernel's limits.
+    fn candidates(&self, g: &Guest) -> Vec<u64> {
+        let (min, max) = self.period_limits.unwrap_or((0, u64::MAX));
+        g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).filter(|p| (min..=max).contains(p)).collect()
     }
 }
 
@@ -104,7 +129,7 @@ pub(crate) fn sporadic_tasks(g: &Guest, budgets: &[TaskBudget]) -> Vec<Sporadic>
 fn analyse_guest(g: &Guest, o: &PlanOptions, cap: f64, uniform_rho: Option<f64>) -> GuestAnalysis {
     let budgets: Vec<TaskBudget> =
         g.tasks.iter().map(|t| task_budget(t, uniform_rho.or(effective_rho(t.rho, g.rho, o.rho)), o.budget)).collect();
-    let candidates: Vec<u64> = g.server_periods.candidates(&g.tasks).iter().map(|p| p.0).collect();
+    let candidates = o.candidates(g);
     if g.is_multi_vcpu() {
         return analyse_vcpus(g, o, cap, &candidates, budgets);
     }
@@ -364,6 +389,7 @@ fn task_plans(g: &Guest, budgets: &[TaskBudget]) -> Vec<TaskPlan> {
             budget_ns: b.c,
             rho: b.rho,
             bound: b.bound.as_str().to_string(),
+            miss_bound: None,
         })
         .collect()
 }
@@ -448,6 +474,22 @@ fn vcpus_guest_plan(g: &Guest, a: &GuestAnalysis, v: &VcpuServers, model: Model,
     }
 }
 
+/// A guest none of whose candidate server periods is inside the kernel's period limits.
+fn outside_period_limits(g: &Guest, o: &PlanOptions) -> Option<String> {
+    let (min, max) = o.period_limits?;
+    let all = g.server_periods.candidates(&g.tasks);
+    (o.candidates(g).is_empty() && !all.is_empty()).then(|| {
+        format!(
+            "none of its candidate server periods ({} .. {}) is inside the kernel's limits {} .. {} \
+             (sched_deadline_period_min_us / _max_us): give server_periods inside them",
+            all[0],
+            all[all.len() - 1],
+            Nanos(min),
+            Nanos(max)
+        )
+    })
+}
+
 fn unplaced_reason(
     g: &Guest,
     analysis: &GuestAnalysis,
@@ -523,7 +565,7 @@ fn core_plans(guests: &[GuestPlan]) -> Vec<CorePlan> {
                     }
                     x.bandwidth += v.bandwidth;
                 }
-                None => cores.push(CorePlan { id: c, guests: vec![g.name.clone()], bandwidth: v.bandwidth }),
+                None => cores.push(CorePlan { id: c, guests: vec![g.name.clone()], bandwidth: v.bandwidth, why: None }),
             }
         }
     }
@@ -558,18 +600,24 @@ fn settings(scenario: &Scenario, options: &PlanOptions, cores: u32) -> PlanSetti
         rho: Some(options.rho),
         rho_default: Some("none: tasks without rho (task, guest or --rho) use their WCET".into()),
         scenario: Some(scenario.name.clone()),
+        host: None,
+        guarantee: None,
+        assumptions: vec![],
         extra: Default::default(),
     }
 }
 
 /// The plan at the scenario's rhos (or one `uniform_rho` for every task), without `max_rho`.
 pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f64>) -> Planned {
-    let cores = options.cores.unwrap_or(scenario.host.cores);
+    let cores = options.core_count(scenario);
     let cap = options.cap(scenario);
     let analyses: Vec<GuestAnalysis> =
         scenario.guests.par_iter().map(|g| analyse_guest(g, options, cap, uniform_rho)).collect();
     let overrun = options.overheads.map_or(0, |o| o.overrun);
-    let places = place(scenario, &analyses, cores, cap, options.heuristic, overrun);
+    let mut places = place(scenario, &analyses, cores, cap, options.heuristic, overrun);
+    for p in places.iter_mut().flatten().flatten() {
+        p.0 = options.cpu(p.0);
+    }
     let guests: Vec<GuestPlan> = scenario
         .guests
         .iter()
@@ -589,7 +637,8 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
         .filter(|(_, planned)| planned.core.is_none())
         .map(|(((g, a), p), _)| Unplaced {
             name: g.name.clone(),
-            reason: unplaced_reason(g, a, p, cap, cores, options.heuristic, overrun),
+            reason: outside_period_limits(g, options)
+                .unwrap_or_else(|| unplaced_reason(g, a, p, cap, cores, options.heuristic, overrun)),
             too_large: a.too_large,
         })
         .collect();
@@ -603,6 +652,7 @@ pub fn plan_at(scenario: &Scenario, options: &PlanOptions, uniform_rho: Option<f
         cores: cores_list,
         unplaced: unplaced.iter().map(|u| u.name.clone()).collect(),
         settings: settings(scenario, options, cores),
+        needs: vec![],
     };
     Planned { plan, unplaced }
 }
@@ -672,15 +722,6 @@ fn place(
     places
 }
 
-/// The full plan: [`plan_at`] the scenario's rhos, with `max_rho` filled in.
-pub fn plan(scenario: &Scenario, options: &PlanOptions) -> Planned {
-    let mut p = plan_at(scenario, options, None);
-    if !p.unplaced.iter().any(|u| u.too_large) {
-        p.plan.max_rho = max_rho(scenario, options);
-    }
-    p
-}
-
 // The largest uniform rho for which every guest fits: one rho is applied to every task
 // (overriding task and guest rhos); budgets are non-decreasing in rho (Cantelli bound and
 // quantiles both are), hence so are interfaces, and the search bisects over rho in `(0, 1]` to
@@ -731,6 +772,14 @@ pub fn max_rho_with(scenario: &Scenario, options: &PlanOptions, step: &mut dyn F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan at the scenario's rhos with its largest uniform rho (what the one planning path
+    /// makes of the planner for the ideal host).
+    fn plan(scenario: &Scenario, options: &PlanOptions) -> Planned {
+        let mut p = plan_at(scenario, options, None);
+        p.plan.max_rho = max_rho(scenario, options);
+        p
+    }
 
     fn scenario(cores: u32, guests: &[(&str, &[(&str, &str)])]) -> Scenario {
         let mut t = format!("[host]\ncores = {cores}\n");

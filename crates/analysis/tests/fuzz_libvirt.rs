@@ -13,7 +13,7 @@ mod fuzz;
 
 use fuzz::{cases, corpus, files_in, Structure, Target};
 use rtvirt_analysis::emit::libvirt::{files, DomainFile};
-use rtvirt_analysis::planner::{plan, PlanOptions};
+use rtvirt_analysis::requests::{plan, PlanHost, PlanRequest};
 use rtvirt_model::input::{read_text, InputKind};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::Scenario;
@@ -51,7 +51,8 @@ wcet = "3ms"
 
 fn planned() -> (Scenario, Plan) {
     let s = Scenario::from_toml(SCENARIO, None).expect("the fuzz scenario");
-    let p = plan(&s, &PlanOptions::default()).plan;
+    let host = PlanHost::ideal();
+    let p = plan(&PlanRequest::new(&s, &host)).unwrap().plan;
     assert!(p.feasible, "the fuzz scenario's plan is feasible");
     (s, p)
 }
