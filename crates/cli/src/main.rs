@@ -8,6 +8,7 @@ mod cli_common;
 mod cmd;
 mod output_file;
 mod placement;
+mod plan_host;
 mod progress;
 mod table;
 

@@ -6,10 +6,9 @@ use crate::errors::to_py;
 use pyo3::prelude::*;
 use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::interface::Model;
-use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
-use rtvirt_analysis::planner::{plan as plan_scenario, PlanOptions};
-use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
+use rtvirt_analysis::planner::PlanOptions;
+use rtvirt_analysis::requests::{self, PlanHost, PlanRequest};
 use rtvirt_model::document::{is_interval_report, schema_of, Schema};
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::input::{read_text, InputKind};
@@ -48,13 +47,16 @@ pub fn plan(
     budget: &str,
 ) -> PyResult<Plan> {
     let s = &scenario.scenario;
-    check_plannable(s).map_err(|e| to_py(s.locate(e)))?;
-    let host = host_model.as_deref().map(HostModel::from_file).transpose().map_err(to_py)?;
-    let mut options = options(rho, model, heuristic, cores, budget).map_err(to_py)?;
-    options.bandwidth_cap = Some(bandwidth_cap(s, host.as_ref()));
-    options.overheads = host.as_ref().map(Overheads::of);
-    let planned = py.detach(|| plan_scenario(s, &options));
-    too_large(s, &planned).map_err(to_py)?;
+    let options = options(rho, model, heuristic, cores, budget).map_err(to_py)?;
+    let host = match host_model {
+        Some(path) => {
+            let model = HostModel::from_file(&path).map_err(to_py)?;
+            PlanHost::of_model(format!("host model {}", path.display()), model, cores.unwrap_or(s.host.cores))
+        }
+        None => PlanHost::ideal(),
+    };
+    let request = PlanRequest { options, max_rho: true, ..PlanRequest::new(s, &host) };
+    let planned = py.detach(|| requests::plan(&request)).map_err(to_py)?;
     Ok(Plan { plan: planned.plan })
 }
 
@@ -95,8 +97,7 @@ fn options(
             "quantile" => BudgetMethod::Quantile,
             other => return Err(one_of("budget", other, "cantelli, quantile")),
         },
-        bandwidth_cap: None,
-        overheads: None,
+        ..Default::default()
     })
 }
 

@@ -13,7 +13,7 @@
 
 use crate::cli_common::{load_scenario, CmdResult, Outcome};
 use clap::Args;
-use rtvirt_analysis::planner::{plan, plan_at, PlanOptions};
+use rtvirt_analysis::planner::PlanOptions;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::{HistogramBucket, Results};
 use rtvirt_model::scenario::Scenario;
@@ -23,7 +23,7 @@ use rtvirt_probe::load::{self, LoadSpec};
 use rtvirt_probe::tasks::TasksConfig;
 use rtvirt_probe::timer::{self, TimerConfig};
 use rtvirt_report::units::fmt_ns;
-use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
+use rtvirt_sim::{simulate, simulate_with_host_model, Overrides, RunOptions, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,9 +54,14 @@ pub struct DemoArgs {
     /// Simulated horizon (default: the measurement time, so that job counts compare directly).
     #[arg(long, value_parser = parse_nanos)]
     pub sim_time: Option<Nanos>,
-    /// Plan, simulate and report only: no real measurement, no real-time threads.
+    /// Plan, simulate and report only: no calibration, no real measurement, no real-time
+    /// threads (the plan is then for this host's limits and CPUs with the default costs).
     #[arg(long)]
     pub no_measure: bool,
+    /// The host to plan for. Default: this host, calibrated by the demo in quick mode (1 s per
+    /// experiment; `rtvirt host calibrate` measures longer).
+    #[command(flatten)]
+    pub host: crate::plan_host::HostArgs,
 }
 
 fn parse_nanos(text: &str) -> Result<Nanos, String> {
@@ -81,6 +86,8 @@ struct Demo {
     args: DemoArgs,
     scenario: Scenario,
     plan: Option<Plan>,
+    /// The host the plan is for (its model is simulated beside the plan).
+    host: rtvirt_analysis::requests::PlanHost,
     /// Whether step 2 simulated the plan (the prediction the task run is checked against).
     simulated: bool,
     inputs: Vec<PathBuf>,
@@ -91,7 +98,10 @@ struct Demo {
     failed: Vec<String>,
 }
 
-const STEPS: usize = 7;
+const STEPS: usize = 8;
+
+/// The demo's calibration step (`rtvirt host calibrate --quick`).
+const QUICK_CALIBRATION: Nanos = Nanos::from_secs(1);
 
 /// The rho values of the predicted DSR-versus-rho curve (Burns 2014 plots 0.1 .. 0.9).
 const SWEEP_RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
@@ -106,6 +116,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
         args,
         scenario,
         plan: None,
+        host: rtvirt_analysis::requests::PlanHost::ideal(),
         simulated: false,
         inputs: Vec::new(),
         sweep: Vec::new(),
@@ -118,13 +129,14 @@ pub fn run(args: DemoArgs) -> CmdResult {
         d.scenario.host.cores,
         d.args.out.display()
     );
-    d.step(1, "plan the reservations", Demo::plan_step);
-    d.step(2, "simulate the scenario under the plan", Demo::simulate_step);
-    d.step(3, "predict DSR versus rho (plan + simulation at rho 0.1 .. 0.9)", Demo::sweep_step);
-    d.step(4, "measure timer latency on this host, idle", |d| d.timer_step(false));
-    d.step(5, "measure timer latency under a system-call load", |d| d.timer_step(true));
-    d.step(6, "run the task set under the plan's reservations and check the prediction", Demo::tasks_step);
-    d.step(7, "write the report", Demo::report_step);
+    d.step(1, "calibrate this host (quick: 1s per experiment; reused when cached)", Demo::calibrate_step);
+    d.step(2, "plan the reservations for the host", Demo::plan_step);
+    d.step(3, "simulate the scenario under the plan, with the host's costs", Demo::simulate_step);
+    d.step(4, "predict DSR versus rho on the ideal host (plan + simulation at rho 0.1 .. 0.9)", Demo::sweep_step);
+    d.step(5, "measure timer latency on this host, idle", |d| d.timer_step(false));
+    d.step(6, "measure timer latency under a system-call load", |d| d.timer_step(true));
+    d.step(7, "run the task set under the plan's reservations and check the prediction", Demo::tasks_step);
+    d.step(8, "write the report", Demo::report_step);
     d.finish()
 }
 
@@ -179,14 +191,65 @@ impl Demo {
         Ok(p)
     }
 
+    /// The host the plan is for: `--host`/`--host-model` when given; else this host, with its
+    /// cached calibration (`rtvirt host calibrate`) or one made now in quick mode (written to
+    /// host.json and cached), or with --no-measure its live limits and CPUs with the default
+    /// costs.
+    fn calibrate_step(&mut self) -> anyhow::Result<Step> {
+        let cores = self.scenario.host.cores;
+        if self.args.host.named() {
+            self.host = self.args.host.resolve(None, cores)?;
+            return Ok(Step::Skipped(format!("planning for {}", self.host.name)));
+        }
+        let state = rtvirt_host::journal::default_state_dir();
+        let this = rtvirt_probe::this_host::this_host(&state);
+        for note in &this.notes {
+            eprint!(" ({note})");
+        }
+        let cached = this.calibration.clone();
+        self.host = crate::plan_host::this_host_plan(this, cores);
+        if self.args.no_measure {
+            return Ok(Step::Skipped(format!("--no-measure: planning for {}", self.host.name)));
+        }
+        if let Some(p) = cached {
+            return Ok(Step::Skipped(format!("reusing this host's calibration {}", p.display())));
+        }
+        let cfg = rtvirt_probe::calibrate::CalibrateConfig {
+            step: QUICK_CALIBRATION,
+            state_dir: Some(state.clone()),
+            ..Default::default()
+        };
+        let model = rtvirt_probe::calibrate::run(&cfg, &mut |_| {})?;
+        let p = self.path("host.json");
+        write_json(&p, &model)?;
+        let mut files = vec![p];
+        match rtvirt_probe::this_host::write_cache(&state, &model) {
+            Ok(cache) => files.push(cache),
+            Err(why) => eprint!(" (not cached: {why})"),
+        }
+        self.host = crate::plan_host::this_host_plan(rtvirt_probe::this_host::this_host(&state), cores);
+        if self.host.model.as_ref().is_some_and(|m| m.measurements.is_empty()) {
+            // not cached (an untrusted state directory): plan with the calibration just made
+            let name = format!("this host (calibrated by the demo: {})", files[0].display());
+            self.host = rtvirt_analysis::requests::PlanHost::of_model(name, model, cores);
+        }
+        Ok(Step::Done(files))
+    }
+
     fn plan_step(&mut self) -> anyhow::Result<Step> {
-        let planned = plan(&self.scenario, &PlanOptions::default());
+        let guarantee = self.args.host.guarantee()?;
+        let request = rtvirt_analysis::requests::PlanRequest {
+            max_rho: true,
+            ..crate::plan_host::request(&self.scenario, &self.host, PlanOptions::default(), guarantee)
+        };
+        let planned = rtvirt_analysis::requests::plan(&request)?;
         let p = self.path("plan.json");
         write_json(&p, &planned.plan)?;
         if !planned.plan.feasible {
             let why: Vec<String> = planned.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
-            anyhow::bail!("the scenario does not fit: {}", why.join("; "));
+            anyhow::bail!("the scenario does not fit {}: {}", self.host.name, why.join("; "));
         }
+        self.summary.push(promise_line(&planned.plan));
         self.plan = Some(planned.plan);
         self.inputs.push(p.clone());
         Ok(Step::Done(vec![p]))
@@ -196,7 +259,8 @@ impl Demo {
         let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
         let cfg =
             SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
-        let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
+        let mut r =
+            simulate_with_host_model(&self.scenario, &cfg, &RunOptions::default(), self.host.model.as_ref()).results;
         r.label = Some("simulated (plan)".into());
         add_uniform_rho(&mut r, &self.scenario);
         self.simulated = true;
@@ -209,14 +273,13 @@ impl Demo {
         std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         let mut infeasible = Vec::new();
         for rho in SWEEP_RHOS {
-            let planned = plan_at(&self.scenario, &PlanOptions::default(), Some(rho));
-            if !planned.plan.feasible {
+            let Ok(plan) = rtvirt_analysis::requests::plan_sweep_cell(&self.scenario, rho) else {
                 infeasible.push(rho.to_string());
                 continue;
-            }
+            };
             let cfg = SimConfig::new(
                 &self.scenario,
-                Some(&planned.plan),
+                Some(&plan),
                 Overrides { duration: Some(self.sim_time()), seed: Some(1) },
             )?;
             let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
@@ -288,7 +351,9 @@ impl Demo {
     fn verify(&mut self, plan: &Plan, measured: &Results) -> anyhow::Result<PathBuf> {
         let horizon = Nanos(measured.duration_ns.max(1));
         let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(horizon), seed: Some(1) })?;
-        let predicted = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
+        let predicted =
+            simulate_with_host_model(&self.scenario, &cfg, &RunOptions::default(), self.host.model.as_ref()).results;
+        self.summary.push(promise_kept_line(plan, measured));
         let mut v = Verification::compare(&predicted, measured, Tolerance::default()).map_err(anyhow::Error::msg)?;
         v.scenario = self.scenario.name.clone();
         let p = self.path("verify.json");
@@ -443,4 +508,36 @@ fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
         LoadSpec::parse(&format!("syscalls:{}@{}", cpus.len().max(1), list.join(","))).map_err(anyhow::Error::msg)?;
     spec.validate("--load", false)?;
     Ok(spec)
+}
+
+/// The plan's host and promise, for the closing summary.
+fn promise_line(plan: &Plan) -> String {
+    let worst = plan.guests.iter().flat_map(|g| &g.tasks).filter_map(|t| t.miss_bound).fold(0.0, f64::max);
+    format!(
+        "plan: for {}; promise {}: every task's miss probability at most {worst:.4} (per task in plan.json)",
+        plan.settings.host.as_deref().unwrap_or("-"),
+        plan.settings.guarantee.as_deref().unwrap_or("-")
+    )
+}
+
+/// Each task's measured DSR against the plan's promise (`1 - miss_bound`).
+fn promise_kept_line(plan: &Plan, measured: &Results) -> String {
+    let mut broken = vec![];
+    for g in &plan.guests {
+        for t in &g.tasks {
+            let (Some(bound), Some(m)) =
+                (t.miss_bound, measured.tasks.iter().find(|r| r.guest == g.name && r.name == t.name))
+            else {
+                continue;
+            };
+            let dsr = m.dsr;
+            if dsr < 1.0 - bound {
+                broken.push(format!("{}/{} DSR {dsr:.4} < {:.4}", g.name, t.name, 1.0 - bound));
+            }
+        }
+    }
+    match broken.len() {
+        0 => "promise vs measurement: kept (every task's measured DSR at or above 1 - its miss bound)".into(),
+        _ => format!("promise vs measurement: BROKEN on {} task(s): {}", broken.len(), broken.join(", ")),
+    }
 }

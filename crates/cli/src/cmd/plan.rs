@@ -9,13 +9,9 @@ use clap::{Args, ValueEnum};
 use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::emit::{self, libvirt::DomainFile, EmittedFile};
 use rtvirt_analysis::interface::Model;
-use rtvirt_analysis::overhead::Overheads;
 use rtvirt_analysis::partition::Heuristic;
-use rtvirt_analysis::planner::{
-    max_rho, max_rho_with, overheads_beyond_a_period, plan_at, PlanOptions, Planned, RHO_RESOLUTION,
-};
-use rtvirt_analysis::requests::{bandwidth_cap, check_plannable, too_large};
-use rtvirt_model::hostmodel::HostModel;
+use rtvirt_analysis::planner::{PlanOptions, Planned, RHO_RESOLUTION};
+use rtvirt_analysis::requests::{max_rho, plan, plan_with, PlanRequest};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
@@ -137,10 +133,8 @@ pub struct PlanArgs {
     /// unless --cores).
     #[arg(long, value_name = "FILE.xml", conflicts_with = "scenario")]
     pub import_carts: Option<PathBuf>,
-    /// The host's measured costs and admission limits (`rtvirt.hostmodel/v1`, from `rtvirt host
-    /// calibrate`): the per-core cap comes from its kernel limits.
-    #[arg(long, value_name = "FILE.json")]
-    pub host_model: Option<PathBuf>,
+    #[command(flatten)]
+    pub host: crate::plan_host::HostArgs,
 }
 
 fn options(args: &PlanArgs) -> Result<PlanOptions, InputError> {
@@ -173,8 +167,7 @@ fn options(args: &PlanArgs) -> Result<PlanOptions, InputError> {
             BudgetArg::Cantelli => BudgetMethod::Cantelli,
             BudgetArg::Quantile => BudgetMethod::Quantile,
         },
-        bandwidth_cap: None,
-        overheads: None,
+        ..Default::default()
     })
 }
 
@@ -208,34 +201,25 @@ fn load(args: &PlanArgs) -> Result<Scenario, InputError> {
         Some(x) => rtvirt_model::carts::from_file(x)?,
         None => load_scenario(args.scenario.as_deref())?,
     };
-    check_plannable(&s).map_err(|e| s.locate(e))?;
     Ok(s)
 }
 
 pub fn run(args: PlanArgs) -> CmdResult {
     let s = load(&args)?;
-    let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
-    let o = PlanOptions {
-        bandwidth_cap: Some(bandwidth_cap(&s, host.as_ref())),
-        overheads: host.as_ref().map(Overheads::of),
-        ..options(&args)?
-    };
-    if let (Some(path), Some(overheads)) = (&args.host_model, &o.overheads) {
-        if let Some(e) = overheads_beyond_a_period(&s, overheads) {
-            return Err(located_in_json(e, path).into());
-        }
-    }
+    let options = options(&args)?;
+    let host = args.host.resolve(None, crate::plan_host::cores(&s, &options))?;
+    let guarantee = args.host.guarantee()?;
+    let request = PlanRequest { max_rho: true, ..crate::plan_host::request(&s, &host, options, guarantee) };
     let pid_map = pids(&args, &s)?;
     let inputs = inputs(&args);
     if let (Some(emit), Some(dir)) = (args.emit, &args.output_dir) {
         crate::output_file::check_in_dir("--output-dir", dir, &emitted_names(emit, &s), &inputs)?;
     }
     if args.max_rho {
-        return print_max_rho(&s, &o, args.format);
+        return print_max_rho(&request, args.format);
     }
     let domains = libvirt_domains(&args)?;
-    let p = plan_with_progress(&s, &o);
-    too_large(&s, &p)?;
+    let p = plan_with_progress(&request).map_err(|e| crate::plan_host::located(e, &args.host))?;
     match args.emit {
         Some(e) if p.plan.feasible => {
             let files = emitted(e, &s, &p.plan, &pid_map, &domains).map_err(|e| s.locate(e))?;
@@ -251,8 +235,8 @@ pub fn run(args: PlanArgs) -> CmdResult {
 
 /// The files this command reads.
 fn inputs(args: &PlanArgs) -> Vec<&Path> {
-    let files = args.scenario.iter().chain(&args.import_carts).chain(&args.host_model).chain(&args.libvirt_domains);
-    files.map(PathBuf::as_path).collect()
+    let files = args.scenario.iter().chain(&args.import_carts).chain(&args.libvirt_domains);
+    files.map(PathBuf::as_path).chain(args.host.inputs()).collect()
 }
 
 /// The name of the one file an `--emit` writes (None: libvirt's several).
@@ -283,9 +267,10 @@ fn emitted_names(emit: EmitArg, scenario: &Scenario) -> Vec<String> {
 /// stderr is not a terminal (a terminal gets a spinner with the step for any scenario).
 const LONG_PLAN_TASKS: usize = 2000;
 
-/// [`plan`] with its progress on stderr: the plan at the scenario's rhos, then each step of the
-/// largest uniform rho's bisection.
-fn plan_with_progress(s: &Scenario, o: &PlanOptions) -> Planned {
+/// The request planned, with its progress on stderr: the plan at the scenario's rhos, then each
+/// step of the largest uniform rho's bisection.
+fn plan_with_progress(request: &PlanRequest) -> Result<Planned, InputError> {
+    let s = request.scenario;
     let tasks: usize = s.guests.iter().map(|g| g.tasks.len()).sum();
     let bar = crate::progress::spinner("{spinner} rtvirt: {msg} ({elapsed})");
     let lines = bar.is_hidden() && tasks >= LONG_PLAN_TASKS;
@@ -296,12 +281,9 @@ fn plan_with_progress(s: &Scenario, o: &PlanOptions) -> Planned {
         bar.set_message(message);
     };
     say(format!("planning {} guests ({tasks} tasks)...", s.guests.len()));
-    let mut p = plan_at(s, o, None);
-    if !p.unplaced.iter().any(|u| u.too_large) {
-        p.plan.max_rho = max_rho_with(s, o, &mut |lo, hi| {
-            say(format!("searching the largest uniform rho: between {lo:.4} and {hi:.4}..."))
-        });
-    }
+    let p = plan_with(request, &mut |lo, hi| {
+        say(format!("searching the largest uniform rho: between {lo:.4} and {hi:.4}..."))
+    });
     bar.finish_and_clear();
     p
 }
@@ -318,20 +300,6 @@ fn libvirt_domains(args: &PlanArgs) -> Result<Vec<(PathBuf, String)>, InputError
         .iter()
         .map(|p| Ok((p.clone(), rtvirt_model::input::read_text(p, rtvirt_model::input::InputKind::LibvirtDomain)?)))
         .collect()
-}
-
-/// An error about a field of a JSON file, with the line and column of the field's key when the
-/// file writes it (a field it omits has its default: the file alone is named).
-fn located_in_json(e: InputError, path: &std::path::Path) -> InputError {
-    let key = e.at.field.clone().map(|f| format!("\"{f}\""));
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let at = key
-        .and_then(|k| text.lines().enumerate().find_map(|(i, line)| line.find(&k).map(|column| (i + 1, column + 1))));
-    let e = e.in_file(path);
-    match at {
-        Some((line, column)) => e.at_line(line, column),
-        None => e,
-    }
 }
 
 fn emitted(
@@ -399,10 +367,10 @@ fn rho_text(rho: Option<f64>) -> String {
     }
 }
 
-fn print_max_rho(scenario: &Scenario, options: &PlanOptions, format: Format) -> CmdResult {
-    too_large(scenario, &plan_at(scenario, options, Some(1.0)))?;
+fn print_max_rho(request: &PlanRequest, format: Format) -> CmdResult {
+    plan(&PlanRequest { uniform_rho: Some(1.0), ..request.clone() })?;
     eprintln!("rtvirt: searching the largest uniform rho (bisection to {})...", RHO_RESOLUTION);
-    let r = max_rho(scenario, options);
+    let r = max_rho(request, &mut |_, _| {});
     match format {
         Format::Json => print_json(&serde_json::json!({ "max_rho": r, "resolution": RHO_RESOLUTION }))?,
         Format::Table => println!("max_rho = {}", rho_text(r)),
@@ -419,6 +387,10 @@ fn report_infeasible(planned: &Planned) {
         eprintln!("  {}: {}", u.name, u.reason);
     }
     eprintln!("  largest uniform rho with which everything fits: {}", rho_text(planned.plan.max_rho));
+    for n in &planned.plan.needs {
+        let whom = n.guest.as_ref().map_or("the plan".to_string(), |g| format!("guest \"{g}\""));
+        eprintln!("  to fit, {whom} needs {}: {} ({})", n.setting, n.value, n.how);
+    }
 }
 
 fn table(scenario: &Scenario, plan: &Plan) -> String {
@@ -441,8 +413,14 @@ fn table(scenario: &Scenario, plan: &Plan) -> String {
     if let (Some(cap), Some(why)) = (settings.bandwidth_cap, &settings.bandwidth_cap_source) {
         let _ = writeln!(out, "per-core cap {cap}: {why}");
     }
+    if let Some(host) = &settings.host {
+        let _ = writeln!(out, "planned for: {host}; promise: {}", text(&settings.guarantee));
+    }
     if let Some(o) = &settings.overheads {
         let _ = writeln!(out, "host overheads charged: {o}");
+    }
+    for a in &settings.assumptions {
+        let _ = writeln!(out, "  assumes: {a}");
     }
     out.push('\n');
     let (guests, tasks) = guest_and_task_tables(plan);
@@ -453,9 +431,10 @@ fn table(scenario: &Scenario, plan: &Plan) -> String {
     if let Some(free) = overhead_free_table(plan) {
         let _ = writeln!(out, "\nwithout the host's overheads (the same guests, nothing charged):\n{free}");
     }
-    let mut cores = Table::aligned(&["core", "bandwidth", "guests"], |column| column == 1);
+    let mut cores = Table::aligned(&["core", "bandwidth", "guests", "why this CPU"], |column| column == 1);
     for c in &plan.cores {
-        cores.row([c.id.to_string(), format!("{:.4}", c.bandwidth), c.guests.join(", ")]);
+        let why = c.why.clone().unwrap_or_else(|| "-".into());
+        cores.row([c.id.to_string(), format!("{:.4}", c.bandwidth), c.guests.join(", "), why]);
     }
     let _ = writeln!(out, "\n{cores}");
     out
@@ -511,7 +490,7 @@ fn vcpu_table(plan: &Plan) -> Option<Table> {
 /// One row per guest's reservation, and one per task with its execution bound.
 fn guest_and_task_tables(plan: &Plan) -> (Table, Table) {
     let mut guests = Table::new(&["guest", "sched", "period", "budget", "deadline", "bandwidth", "core"], 2);
-    let header = ["guest", "task", "period", "deadline", "wcet", "c", "rho", "bound"];
+    let header = ["guest", "task", "period", "deadline", "wcet", "c", "rho", "bound", "miss bound"];
     let mut tasks = Table::aligned(&header, |column| (2..7).contains(&column));
     for g in &plan.guests {
         let core = g.core.map_or("-".into(), |c| c.to_string());
@@ -532,7 +511,8 @@ fn guest_and_task_tables(plan: &Plan) -> (Table, Table) {
             let times = [t.period_ns, t.deadline_ns, t.wcet_ns, t.budget_ns].map(|ns| Nanos(ns).to_string());
             let mut cells = vec![g.name.clone(), t.name.clone()];
             cells.extend(times);
-            cells.extend([rho, t.bound.to_string()]);
+            let miss = t.miss_bound.map_or("-".into(), |b| format!("{b:.4}"));
+            cells.extend([rho, t.bound.to_string(), miss]);
             tasks.row(cells);
         }
     }

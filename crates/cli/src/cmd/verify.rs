@@ -43,11 +43,10 @@ pub struct VerifyArgs {
     /// When planning here: one rho for every task (overrides the scenario's rhos).
     #[arg(long, conflicts_with = "plan")]
     pub rho: Option<f64>,
-    /// A host model (rtvirt.hostmodel/v1 from `rtvirt host calibrate`): the prediction simulates
-    /// its costs (as `simulate --host-model`), and a plan made here is overhead-aware (as `plan
-    /// --host-model`).
-    #[arg(long, value_name = "FILE.json")]
-    pub host_model: Option<PathBuf>,
+    /// The host: the prediction simulates its costs (as `simulate --host-model`), and a plan
+    /// made here is made for it (as `plan --host`).
+    #[command(flatten)]
+    pub host: crate::plan_host::HostArgs,
     /// How long to run (and simulate) the task sets.
     #[arg(long, value_parser = parse_nanos, default_value = "10s")]
     pub duration: Nanos,
@@ -84,14 +83,13 @@ const KEPT: [&str; 3] = ["simulated.json", "measured.json", "verify.json"];
 
 pub fn run(args: VerifyArgs) -> CmdResult {
     let inputs: Vec<&Path> =
-        args.scenario.iter().chain(&args.plan).chain(&args.host_model).map(|p| p.as_path()).collect();
+        args.scenario.iter().chain(&args.plan).map(|p| p.as_path()).chain(args.host.inputs()).collect();
     if let Some(dir) = &args.keep {
         crate::output_file::check_in_dir("--keep", dir, &KEPT, &inputs)?;
     }
     let scenario = load_scenario(args.scenario.as_deref())?;
     let tolerance = Tolerance::parse(&args.tolerance)?;
-    let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
-    let plan = plan_of(&scenario, &args, host.as_ref())?;
+    let (plan, host) = plan_of(&scenario, &args)?;
     warn_payback(&plan, host.as_ref());
     if let Some(dir) = &args.keep {
         std::fs::create_dir_all(dir).with_context(|| format!("--keep: cannot create {}", dir.display()))?;
@@ -115,7 +113,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
     let predicted = simulate_with_host_model(&scenario, &cfg, &RunOptions::default(), host.as_ref()).results;
     let mut verification = Verification::compare(&predicted, &measured, tolerance).map_err(anyhow::Error::msg)?;
     verification.scenario = scenario.name.clone();
-    verification.host_model = args.host_model.as_ref().map(|p| p.display().to_string());
+    verification.host_model = args.host.host_model.as_ref().map(|p| p.display().to_string());
     match args.format {
         Format::Json => print_json(&verification)?,
         Format::Table => print_table(&verification),
@@ -141,25 +139,21 @@ fn warn_payback(plan: &Plan, host: Option<&HostModel>) {
     }
 }
 
-/// The plan from `--plan` (checked against the scenario), else planned here (at `--rho`) as
-/// `rtvirt plan` does: the per-core cap of the host model (or the safe default), its overheads.
-fn plan_of(scenario: &Scenario, args: &VerifyArgs, host: Option<&HostModel>) -> anyhow::Result<Plan> {
-    let plan = match &args.plan {
+/// The plan from `--plan` (checked against the scenario), else planned here (at `--rho`) through
+/// the one planning path for the host of `--host`; and that host's model (None: ideal).
+fn plan_of(scenario: &Scenario, args: &VerifyArgs) -> anyhow::Result<(Plan, Option<HostModel>)> {
+    let (plan, host) = match &args.plan {
         Some(path) => {
             let p = Plan::from_file(path)?;
             p.check_matches(scenario).map_err(|e| e.in_file(path))?;
-            p
+            (p, args.host.model()?)
         }
         None => {
             if let Some(r) = args.rho.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
                 return Err(InputError::field("--rho", format!("{r}: expected 0 < rho <= 1")).into());
             }
-            let opts = rtvirt_analysis::planner::PlanOptions {
-                bandwidth_cap: Some(rtvirt_analysis::requests::bandwidth_cap(scenario, host)),
-                overheads: host.map(rtvirt_analysis::overhead::Overheads::of),
-                ..Default::default()
-            };
-            rtvirt_analysis::planner::plan_at(scenario, &opts, args.rho).plan
+            let (p, host) = crate::plan_host::plan(scenario, &args.host, Default::default(), args.rho)?;
+            (p.plan, host.model)
         }
     };
     if !plan.feasible {
@@ -169,7 +163,7 @@ fn plan_of(scenario: &Scenario, args: &VerifyArgs, host: Option<&HostModel>) -> 
         ))
         .into());
     }
-    Ok(plan)
+    Ok((plan, host))
 }
 
 /// The simulation of `scenario` under `plan` for `horizon`, with the run's seed; errors located

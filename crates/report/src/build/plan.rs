@@ -18,8 +18,23 @@ fn plan_section(name: &str, plan: &Plan) -> Section {
         if plan.feasible { "Feasible" } else { "NOT feasible" },
         plan.cores_used
     ));
+    if let Some(host) = &plan.settings.host {
+        let promise = plan.settings.guarantee.as_deref().unwrap_or("-");
+        let worst = plan.guests.iter().flat_map(|g| &g.tasks).filter_map(|t| t.miss_bound).fold(0.0, f64::max);
+        sec.note(format!(
+            "Planned for: {host}. Promise: {promise}; every task's miss probability at most {worst:.4} (per task \
+             in the plan's tasks[].miss_bound)."
+        ));
+    }
+    for a in &plan.settings.assumptions {
+        sec.note(format!("Assumes: {a}."));
+    }
     if !plan.unplaced.is_empty() {
         sec.note(format!("Guests that fit on no core: {}.", plan.unplaced.join(", ")));
+    }
+    for n in &plan.needs {
+        let whom = n.guest.as_ref().map_or("The plan".to_string(), |g| format!("Guest {g}"));
+        sec.note(format!("To fit, {whom} needs {}: {} ({}).", n.setting, n.value, n.how));
     }
     if !plan.cores.is_empty() {
         sec.figure(bandwidth_figure(name, plan));

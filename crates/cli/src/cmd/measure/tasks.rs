@@ -42,8 +42,10 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
                     anyhow::bail!("--rho {r}: expected 0 < rho <= 1");
                 }
             }
-            let opts = rtvirt_analysis::planner::PlanOptions::default();
-            rtvirt_analysis::planner::plan_at(&scenario, &opts, rho).plan
+            // the one planning path, for this host (or $RTVIRT_HOST; other hosts: plan with
+            // `rtvirt plan --host` and pass --plan)
+            let host = crate::plan_host::HostArgs::from_env();
+            crate::plan_host::plan(&scenario, &host, Default::default(), rho)?.0.plan
         }
     };
     let config = TasksConfig {

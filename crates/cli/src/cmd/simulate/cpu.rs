@@ -83,19 +83,16 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
 
 /// The plan `--adapt` starts from without `--plan`: the scenario planned as `rtvirt plan` does
 /// (its rhos, the default options and the per-core cap of the current kernels).
-fn planned(scenario: &Scenario) -> Result<Plan, InputError> {
-    use rtvirt_analysis::{planner, requests};
-    requests::check_plannable(scenario).map_err(|e| scenario.locate(e))?;
-    let options =
-        planner::PlanOptions { bandwidth_cap: Some(requests::bandwidth_cap(scenario, None)), ..Default::default() };
-    let p = planner::plan_at(scenario, &options, None);
-    requests::too_large(scenario, &p)?;
+fn planned(scenario: &Scenario) -> anyhow::Result<Plan> {
+    let host = crate::plan_host::HostArgs::from_env();
+    let p = crate::plan_host::plan(scenario, &host, Default::default(), None)?.0;
     if !p.plan.feasible {
         let why: Vec<String> = p.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
         return Err(InputError::field(
             "--adapt",
             format!("the scenario's plan is infeasible ({}): expected a feasible scenario or --plan", why.join("; ")),
-        ));
+        )
+        .into());
     }
     Ok(p.plan)
 }
