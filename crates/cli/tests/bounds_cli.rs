@@ -215,7 +215,11 @@ fn a_long_simulation_shows_progress_on_a_pipe() {
         }
     }
     let scenario = write(dir.path(), "many.toml", &toml);
-    let o = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["simulate", s(&scenario)]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
+        .args(["simulate", s(&scenario)])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let e = String::from_utf8_lossy(&o.stderr);
     let lines = e.lines().filter(|l| l.starts_with("rtvirt: simulated ") && l.contains(" / 60s (")).count();

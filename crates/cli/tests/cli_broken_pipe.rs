@@ -16,6 +16,7 @@ fn pipe_without_reader() -> OwnedFd {
 fn closed_stdout_exits_141_without_a_panic_message() {
     for args in [&["plan", "--format", "json"][..], &["plan"][..]] {
         let out = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+            .env("RTVIRT_HOST", "ideal")
             .args(args)
             .stdout(Stdio::from(pipe_without_reader()))
             .stderr(Stdio::piped())
@@ -30,6 +31,7 @@ fn closed_stdout_exits_141_without_a_panic_message() {
 #[test]
 fn other_errors_keep_their_exit_code() {
     let out = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["plan", "/nonexistent.toml"])
         .stdout(Stdio::from(pipe_without_reader()))
         .output()

@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn rtvirt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
+    c
 }
 
 /// Measuring demos run one at a time: each switches the root cpuset's load balancing off while
@@ -47,8 +49,8 @@ fn without_measurements_plans_simulates_and_reports() {
     let out = rtvirt().args(["demo", "--no-measure", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    for n in 1..=7 {
-        assert!(err.contains(&format!("[{n}/7]")), "progress of step {n}: {err}");
+    for n in 1..=8 {
+        assert!(err.contains(&format!("[{n}/8]")), "progress of step {n}: {err}");
     }
     assert_eq!(err.matches("skipped: --no-measure").count(), 3, "{err}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -68,10 +70,28 @@ fn without_measurements_plans_simulates_and_reports() {
 fn with_short_measurements_compares_idle_and_loaded_timer() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let out =
-        rtvirt().args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"]).arg(dir.path()).output().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // the default host: this one, calibrated by the demo (quick) and cached in the state directory
+    let out = rtvirt()
+        .env_remove("RTVIRT_HOST")
+        .env("RTVIRT_STATE_DIR", state.path())
+        .args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    assert!(dir.path().join("host.json").is_file(), "the quick calibration is kept: {err}");
+    let cached = std::fs::read_dir(state.path().join("calibration")).unwrap().count();
+    assert_eq!(cached, 1, "and cached for the next plan of this host: {err}");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap()).unwrap();
+    let host = plan["settings"]["host"].as_str().unwrap();
+    assert!(host.starts_with("this host (calibrated"), "{host}");
+    for c in plan["cores"].as_array().unwrap() {
+        let why = c["why"].as_str().unwrap();
+        assert!(c["id"] != 0 || why.contains("used because"), "CPU 0 only when asked for: {c}");
+    }
     let load: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("timer_load.json")).unwrap()).unwrap();
     assert_eq!(load["kind"], "timer");
@@ -99,6 +119,8 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
     assert_eq!(verify["tasks"].as_array().map(|t| t.len()), Some(15), "the task run checked task by task");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("prediction vs measurement: "), "the verdict is shown, exit 0 either way: {stdout}");
+    assert!(stdout.contains("promise vs measurement: "), "the promise is checked: {stdout}");
+    assert!(html.contains("Planned for: this host (calibrated"), "the report states the host and promise");
 }
 
 #[test]
@@ -135,7 +157,7 @@ fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
         all
     });
     let mut seen = String::new();
-    while !seen.contains("[6/7]") {
+    while !seen.contains("[7/8]") {
         match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(chunk) => seen.push_str(&chunk),
             Err(_) => break,

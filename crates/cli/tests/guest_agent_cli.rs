@@ -7,6 +7,7 @@ fn agent(dir: &std::path::Path, socket: &std::path::Path) -> Output {
     let port = dir.join("port");
     std::fs::write(&port, "").unwrap();
     Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["guest-agent", "--duration", "100ms", "--port"])
         .arg(&port)
         .arg("--api-socket")
@@ -63,6 +64,7 @@ fn a_stale_socket_and_ring_are_replaced_and_a_live_socket_is_not() {
     // leave a stale socket (bound, then closed) and a ring the way a killed agent would
     drop(std::os::unix::net::UnixDatagram::bind(&socket).unwrap());
     let mut killed = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["guest-agent", "--port", "/dev/null", "--api-socket"])
         .arg(&socket)
         .spawn()

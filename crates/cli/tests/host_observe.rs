@@ -34,7 +34,12 @@ impl Drop for Bursty {
 }
 
 fn observe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(["host", "observe"]).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
+        .args(["host", "observe"])
+        .args(args)
+        .output()
+        .expect("run rtvirt")
 }
 
 fn line(tid: u32, period: u64, deadline: u64, jobs: &[u64]) -> String {

@@ -4,7 +4,7 @@ mod schema_support;
 use std::process::Command;
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
 #[test]
@@ -61,6 +61,7 @@ fn a_low_rate_ends_at_the_duration() {
 fn a_low_rate_load_stops_on_ctrl_c_and_sigterm() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+            .env("RTVIRT_HOST", "ideal")
             .args(["load", "cache", "--rate", "1", "--duration", "60s", "--format", "json"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

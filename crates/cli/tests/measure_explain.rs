@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 use tracefs_support::rtvirt_instances;
 
 fn rtvirt(state: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_STATE_DIR", state).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
+        .env("RTVIRT_STATE_DIR", state)
+        .args(args)
+        .output()
+        .expect("run rtvirt")
 }
 
 fn is_root() -> bool {
@@ -89,6 +94,7 @@ fn explain_json_table_and_trace_and_nothing_left_enabled() {
 /// Start an explaining run, wait for its instance, kill it with SIGKILL; the instance stays.
 fn killed_run(state: &Path) -> PathBuf {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .env("RTVIRT_STATE_DIR", state)
         .args(["measure", "timer", "--cpus", "1", "--duration", "20s", "--explain"])
         .stdout(std::process::Stdio::null())

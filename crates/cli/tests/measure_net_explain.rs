@@ -22,6 +22,7 @@ use tracefs_support::rtvirt_instances;
 
 fn rtvirt(state: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
     c.env("RTVIRT_STATE_DIR", state);
     c
 }

@@ -31,7 +31,7 @@ fn have(tool: &str) -> bool {
 }
 
 fn rtvirt_json(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -192,6 +192,7 @@ fn net_median_agrees_loosely_with_sockperf() {
         .spawn()
         .unwrap();
     let mut rsrv = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["measure", "net", "server", "--listen", &format!("127.0.0.1:{rv_port}"), "--duration", "30s"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

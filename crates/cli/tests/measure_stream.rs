@@ -6,7 +6,9 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 fn rtvirt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
+    c
 }
 
 fn free_port() -> u16 {

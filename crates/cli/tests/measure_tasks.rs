@@ -7,7 +7,7 @@ mod schema_support;
 use std::process::{Child, Command, Stdio};
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
 fn is_root() -> bool {
@@ -88,6 +88,7 @@ fn bad_plans_are_exit_2_naming_the_file() {
 /// `rtvirt measure tasks` of the default scenario for 30 s, JSON on a pipe.
 fn spawn_tasks_30s(stderr: Stdio) -> Child {
     Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
         .stdout(Stdio::piped())
         .stderr(stderr)
@@ -247,6 +248,7 @@ fn kill_9_of_the_run_is_restored_by_host_revert() {
     let balance = root.join("cpuset.sched_load_balance");
     let before = (host_support::cpuset_state(), std::fs::read_to_string(&balance).ok());
     let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["measure", "tasks", "--duration", "30s", "--format", "json"])
         .env("RTVIRT_STATE_DIR", state.path())
         .stdout(Stdio::null())

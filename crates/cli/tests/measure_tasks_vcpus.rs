@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn rtvirt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
 fn is_root() -> bool {
@@ -110,6 +110,7 @@ fn deadline_threads_of_children(parent: u32) -> Vec<(u64, u64, u64, u32, String)
 /// `want` (parameters and core), each core's in a cpuset of its own. The results document.
 fn run_reading_back(sc: &str, plan_file: &str, want: &[(u64, u64, u64, u32)]) -> Value {
     let child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["measure", "tasks", sc, "--plan", plan_file, "--duration", "3s", "--format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

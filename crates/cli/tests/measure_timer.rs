@@ -4,7 +4,7 @@ mod schema_support;
 use std::process::Command;
 
 fn rtvirt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
@@ -246,6 +246,7 @@ fn ctrl_c_stops_early_and_removes_the_container() {
     let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["measure", "timer", "--cpus", "0", "--duration", "30s", "--in", "container", "--format", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

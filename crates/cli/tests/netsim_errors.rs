@@ -9,6 +9,7 @@ fn simulate(toml: &str) -> (i32, String) {
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, toml).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["simulate", path.to_str().unwrap(), "--duration", "10ms"])
         .output()
         .unwrap();
@@ -81,6 +82,7 @@ fn simulate_for(toml: &str, duration: &str) -> (i32, String) {
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, toml).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["simulate", path.to_str().unwrap(), "--duration", duration])
         .output()
         .unwrap();

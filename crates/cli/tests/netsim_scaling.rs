@@ -12,6 +12,7 @@ fn step(method: &str) -> (f64, f64) {
 /// (median over the `vms` VMs of the p99 in us, Heavy Receiver Gb/s) of one step.
 fn step_of(method: &str, vms: usize) -> (f64, f64) {
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args([
             "simulate",
             &format!("scenarios/seeds1_scaling_{method}_{vms}.toml"),

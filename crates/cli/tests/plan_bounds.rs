@@ -32,6 +32,7 @@ fn too_large_guests_exit_2_with_the_guest_named() {
         std::fs::write(&file, scenario(scheduler, &tasks)).unwrap();
         for extra in [&[][..], &["--max-rho"], &["--format", "json"]] {
             let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+                .env("RTVIRT_HOST", "ideal")
                 .args([&["plan", file.to_str().unwrap()][..], extra].concat())
                 .output()
                 .unwrap();

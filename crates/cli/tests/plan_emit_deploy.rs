@@ -41,7 +41,7 @@ fn supported() {
 }
 
 fn rtvirt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
 fn toml_string(s: &str) -> String {
@@ -448,6 +448,7 @@ impl Drop for HookStateGuard {
     fn drop(&mut self) {
         if self.0.exists() {
             let _ = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+                .env("RTVIRT_HOST", "ideal")
                 .args(["host", "revert", "--state-dir"])
                 .arg(&self.0)
                 .output();

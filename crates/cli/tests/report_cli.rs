@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn rtvirt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
+    c
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -6,7 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn rtvirt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).args(args).current_dir(root()).output().expect("run rtvirt")
+    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run rtvirt")
 }
 
 fn root() -> PathBuf {

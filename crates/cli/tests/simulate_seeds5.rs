@@ -12,6 +12,7 @@ use std::process::Command;
 fn dsr_rises_with_rho() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let o = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args([
             "simulate",
             "--sweep",

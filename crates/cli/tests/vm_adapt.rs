@@ -81,6 +81,7 @@ fn host_adapt_follows_a_guests_shifting_demand_heard_through_its_agent() {
     let log = dir.path().join("adapt.jsonl");
     let qmp = run_dir.join("qmp.sock");
     let adapt = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+        .env("RTVIRT_HOST", "ideal")
         .args(["host", "adapt", host_plan.to_str().unwrap(), "--scenario", SCENARIO])
         .args(["--vm", &format!("rtvm={}", qmp.display()), "--duration", "120s"])
         .args(["--log", log.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])

@@ -25,6 +25,7 @@ pub fn deadline_thread_in_a_child_of(pid: u32) -> bool {
 
 pub fn rtvirt(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
     c.args(args);
     c
 }

@@ -16,7 +16,9 @@ pub const BOUND: Duration = Duration::from_secs(300);
 const GRACE: Duration = Duration::from_secs(15);
 
 pub fn rtvirt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
+    c.env("RTVIRT_HOST", "ideal");
+    c
 }
 
 /// The arguments of `rtvirt vm COMMAND` for a TCG guest called `name` that may take 150 s to
