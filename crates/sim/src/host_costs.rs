@@ -28,9 +28,13 @@
 //!   stream per task (deterministic by seed);
 //!   [`LatencyDraw::Worst`] makes every draw `max` (plan-consistency checks).
 //! - **Enforcement** as docs/sim-deadline-consistency.md found it: `tick` - runtime depletion is
-//!   noticed at the next scheduler tick, the tick being `overrun_max_ns` long (4 ms: HZ = 250);
-//!   `hrtick` - noticed `overrun_max_ns` late, every time (its worst case). Overruns are paid back
-//!   from the following periods (`replenish_dl_entity`), as without a host model.
+//!   noticed at the next scheduler tick, the tick being `overrun_max_ns` long (4 ms: HZ = 250),
+//!   or earlier when the reservation leaves the CPU (it blocks, or a reservation with an earlier
+//!   deadline preempts it: the kernel's `update_curr_dl` runs at `put_prev_task` and at the
+//!   tick; a wake-up that does not preempt it does not stop the overrun, `host::policy::PState::
+//!   depletion_unnoticed`); `hrtick` - noticed `overrun_max_ns` late, every time (its worst
+//!   case). Overruns are paid back from the following periods (`replenish_dl_entity`), as
+//!   without a host model.
 //! - [`HostCosts::worst_case`] is the planner's view: every release latency at the maximum and
 //!   every server's overhead out of its own runtime (plan-consistency checks).
 //! - **Cache reload per preemption**: a guest job preempted by another task's job (after it ran)

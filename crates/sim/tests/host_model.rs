@@ -282,3 +282,33 @@ fn enforcement_from_the_model_lets_a_reservation_overrun_and_pay_back() {
     let late = run(&src, Some(&only(r#""enforcement":{"kind":"hrtick","overrun_max_ns":300000}"#)));
     assert_eq!(max(&late), 4_200 * US);
 }
+
+/// At the tick the kernel notices a used-up runtime only when the reservation leaves the CPU
+/// (blocks, or is preempted by an earlier deadline: `update_curr_dl` runs then) or at the tick:
+/// a wake-up of a reservation with a later deadline does not stop the overrun.
+#[test]
+fn a_later_deadline_waking_does_not_stop_an_overrun_an_earlier_one_does() {
+    let tick = only(r#""enforcement":{"kind":"tick","overrun_max_ns":4000000}"#);
+    // "a": a 2.5 ms job every 20 ms on (1 ms / 2 ms); "b": a 100 us job every 20 ms, released at
+    // 1.5 ms (a's depletion is at 1 ms), on a reservation of period `b_period`
+    let two = |b_period: &str| {
+        let a = guest(
+            "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"2ms\"\n",
+            &[("t", "20ms", "2.5ms", "0ms", 1)],
+        );
+        let b = format!(
+            "[[guest]]\nname = \"b\"\nscheduler = \"fp\"\n[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\n\
+             runtime = \"100us\"\nperiod = \"{b_period}\"\n[[guest.task]]\nname = \"u\"\nperiod = \"20ms\"\n\
+             wcet = \"100us\"\noffset = \"1500us\"\npriority = 1\n"
+        );
+        run(&(a + &b), Some(&tick))
+    };
+    // b's deadline (1.5 + 10 ms) is after a's (2 ms): a runs through its overrun, done at 2.5 ms
+    let later = two("10ms");
+    assert_eq!(task(&later, "t").response_ns.max, 2_500 * US);
+    // b's deadline (1.5 + 0.2 ms) is before a's: b preempts a at 1.5 ms and a, depleted by 0.5 ms,
+    // is throttled then; at 2 ms it gets 1 - 0.5 ms and, unnoticed until the 4 ms tick, runs its
+    // last 1 ms through: done at 3 ms
+    let earlier = two("200us");
+    assert_eq!(task(&earlier, "t").response_ns.max, 3_000 * US);
+}

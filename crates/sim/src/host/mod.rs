@@ -575,7 +575,10 @@ impl Host {
             let ci = ci as usize;
             self.clusters[ci].dirty = false;
             self.enforce(ci, now, q);
+            let before: Vec<Option<ThreadId>> =
+                self.clusters[ci].cores.iter().map(|&c| self.cores[c as usize].running).collect();
             self.pick(ci, now);
+            self.enforce_preempted(ci, &before, now, q);
             for k in 0..self.clusters[ci].cores.len() {
                 let c = self.clusters[ci].cores[k] as usize;
                 self.arm_core_timer(c, now, &work_left);
@@ -595,6 +598,9 @@ impl Host {
             let Some(t) = self.cores[c].running else { continue };
             let share = self.share(t);
             let th = &mut self.threads[t];
+            if th.runnable && th.st.depletion_unnoticed(now, &self.ctx) {
+                continue;
+            }
             th.st.cap_slice(share, now - th.dispatched);
             let (to_tail, timer) = th.st.enforce(now);
             if to_tail {
@@ -602,6 +608,28 @@ impl Host {
                 self.seq += 1;
             }
             if let Some(at) = timer {
+                self.arm_thread_timer(t, at, q);
+            }
+        }
+    }
+
+    /// A thread that ran on one of the cluster's cores `before` the pick and lost it while still
+    /// runnable was preempted: the kernel's `put_prev_task` accounts its runtime, and a depleted
+    /// reservation is throttled then.
+    fn enforce_preempted<E: From<HostEv>>(
+        &mut self,
+        ci: usize,
+        before: &[Option<ThreadId>],
+        now: u64,
+        q: &mut EventQueue<E>,
+    ) {
+        for (k, prev) in before.iter().enumerate() {
+            let c = self.clusters[ci].cores[k] as usize;
+            let Some(t) = *prev else { continue };
+            if self.cores[c].running == Some(t) || !self.threads[t].runnable {
+                continue;
+            }
+            if let (_, Some(at)) = self.threads[t].st.enforce(now) {
                 self.arm_thread_timer(t, at, q);
             }
         }

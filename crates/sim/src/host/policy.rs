@@ -162,6 +162,22 @@ impl PState {
         matches!(self, PState::Rt { .. })
     }
 
+    /// A running SCHED_DEADLINE thread whose used-up runtime the kernel has not noticed yet at
+    /// `now`: it notices at the hrtick (`hrtick_overrun` after depletion), at a tick boundary,
+    /// or when the thread leaves the CPU (blocks or is preempted: `update_curr_dl` runs then); a
+    /// wake-up of a thread that does not preempt it, or its own guest's work, does not.
+    pub fn depletion_unnoticed(&self, now: u64, ctx: &Ctx) -> bool {
+        let PState::Dl { runtime, throttled: false, .. } = self else { return false };
+        if *runtime > 0 {
+            return false;
+        }
+        if ctx.hrtick {
+            *runtime > -(ctx.hrtick_overrun.min(i64::MAX as u64) as i64)
+        } else {
+            ctx.tick > 0 && now % ctx.tick != 0
+        }
+    }
+
     /// Whether charging `a` then `b` leaves the same state as charging `a + b` (all but CFS
     /// weights that do not divide 1024, whose vruntime is scaled with integer division).
     pub fn charge_is_additive(&self) -> bool {
