@@ -174,7 +174,7 @@ impl PState {
         if ctx.hrtick {
             *runtime > -(ctx.hrtick_overrun.min(i64::MAX as u64) as i64)
         } else {
-            ctx.tick > 0 && now % ctx.tick != 0
+            ctx.tick > 0 && !now.is_multiple_of(ctx.tick)
         }
     }
 
