@@ -102,14 +102,14 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
                 .into(),
         });
     }
-    let at = quantile.map_or("the largest seen".to_string(), |q| format!("p{}", q * 100.0));
+    let at = quantile.map_or("as its largest".to_string(), |q| format!("at p{}", q * 100.0));
     let largest = |set: &dyn Fn(u64) -> Overheads, hi: u64| largest_fitting(&alone, o, set, hi);
     if let Some(j) = largest(&|j| Overheads { release_jitter: j, ..exact }, x.release_jitter) {
-        let enforcement = if x.overrun > 0 { " with HRTICK" } else { "" };
+        let enforcement = if x.overrun > 0 { ", with HRTICK" } else { "" };
         return Some(Need {
             guest: name,
             setting: "release latency".into(),
-            value: format!("<= {} at {at}{enforcement} (charged: {})", Nanos(j), Nanos(x.release_jitter)),
+            value: format!("<= {} {at}{enforcement} (charged: {})", Nanos(j), Nanos(x.release_jitter)),
             how: "a PREEMPT_RT kernel, the guest's CPUs isolated (isolcpus=, nohz_full=, rcu_nocbs=, IRQs moved \
                   away) and deep idle states off: `rtvirt host audit` shows each"
                 .into(),

@@ -120,3 +120,37 @@ fn periods_stay_inside_the_kernels_limits_and_cpu_0_is_kept_free() {
         assert!(c["why"].as_str().unwrap().contains("not housekeeping"), "{c}");
     }
 }
+
+/// On a host that enforces at the tick, a quantile promise rests on exact enforcement: `plan`
+/// simulates the plan with the host's tick and warns for each task whose simulated DSR falls
+/// below its promise (issue 35's user scenario: its monitoring guest starves behind the vRAN
+/// server's overruns); with HRTICK the same plan keeps it, and `--hard` refuses with what each
+/// unfit guest needs.
+#[test]
+fn a_promise_the_tick_breaks_is_warned_about_and_hard_names_the_needs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/plc_vran_monitor.toml");
+    let model = |enforcement: &str| {
+        let path = tmp.path().join(format!("{enforcement}.json"));
+        let text = format!(
+            r#"{{"schema":"rtvirt.hostmodel/v1","release_latency_ns":{{"p50":15000,"p99":40000,"max":1000000}},
+                "enforcement":{{"kind":"{enforcement}","overrun_max_ns":{}}}}}"#,
+            if enforcement == "tick" { 4_000_000 } else { 20_000 }
+        );
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (tick, hrtick) = (model("tick"), model("hrtick"));
+    let out = rtvirt(&["plan", scenario, "--host-model", &tick]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("promise not kept on this host: monitor/sample") && err.contains("HRTICK_DL"), "{err}");
+    let out = rtvirt(&["plan", scenario, "--host-model", &hrtick]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("promise not kept"), "{err}");
+    let out = rtvirt(&["plan", scenario, "--host-model", &tick, "--hard", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let needs = v["needs"].as_array().unwrap();
+    assert!(needs.iter().any(|n| n["guest"] == "vran" && n["setting"] == "release latency"), "{v}");
+}

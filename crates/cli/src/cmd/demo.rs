@@ -250,6 +250,9 @@ impl Demo {
             anyhow::bail!("the scenario does not fit {}: {}", self.host.name, why.join("; "));
         }
         self.summary.push(promise_line(&planned.plan));
+        for w in crate::plan_host::broken_promises(&self.scenario, &planned.plan, &self.host) {
+            self.summary.push(format!("warning: promise not kept on this host: {w}"));
+        }
         self.plan = Some(planned.plan);
         self.inputs.push(p.clone());
         Ok(Step::Done(vec![p]))

@@ -230,6 +230,7 @@ pub fn run(args: PlanArgs) -> CmdResult {
         None => print!("{}", table(&s, &p.plan)),
     }
     report_infeasible(&p);
+    crate::plan_host::warn_broken_promises(&s, &p.plan, &host);
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
 }
 
