@@ -75,7 +75,7 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
     let out = rtvirt()
         .env_remove("RTVIRT_HOST")
         .env("RTVIRT_STATE_DIR", state.path())
-        .args(["demo", "--measure-time", "1s", "--sim-time", "2s", "--out"])
+        .args(["demo", "--quick", "--measure-time", "1s", "--sim-time", "2s", "--out"])
         .arg(dir.path())
         .output()
         .unwrap();

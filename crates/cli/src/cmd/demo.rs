@@ -58,8 +58,12 @@ pub struct DemoArgs {
     /// threads (the plan is then for this host's limits and CPUs with the default costs).
     #[arg(long)]
     pub no_measure: bool,
-    /// The host to plan for. Default: this host, calibrated by the demo in quick mode (1 s per
-    /// experiment; `rtvirt host calibrate` measures longer).
+    /// Calibrate this host in quick mode (1 s per experiment instead of 5 s): a shorter demo, a
+    /// less certain host model (its p99 from about 1,000 wake-ups per CPU).
+    #[arg(long)]
+    pub quick: bool,
+    /// The host to plan for. Default: this host, with its cached calibration or one made by the
+    /// demo (as `rtvirt host calibrate`, whose cache it writes).
     #[command(flatten)]
     pub host: crate::plan_host::HostArgs,
 }
@@ -100,7 +104,7 @@ struct Demo {
 
 const STEPS: usize = 8;
 
-/// The demo's calibration step (`rtvirt host calibrate --quick`).
+/// The demo's calibration step with `--quick` (`rtvirt host calibrate --quick`).
 const QUICK_CALIBRATION: Nanos = Nanos::from_secs(1);
 
 /// The rho values of the predicted DSR-versus-rho curve (Burns 2014 plots 0.1 .. 0.9).
@@ -129,7 +133,8 @@ pub fn run(args: DemoArgs) -> CmdResult {
         d.scenario.host.cores,
         d.args.out.display()
     );
-    d.step(1, "calibrate this host (quick: 1s per experiment; reused when cached)", Demo::calibrate_step);
+    let calibration = if d.args.quick { "quick: 1s per experiment" } else { "5s per experiment; --quick: 1s" };
+    d.step(1, &format!("calibrate this host ({calibration}; reused when cached)"), Demo::calibrate_step);
     d.step(2, "plan the reservations for the host", Demo::plan_step);
     d.step(3, "simulate the scenario under the plan, with the host's costs", Demo::simulate_step);
     d.step(4, "predict DSR versus rho on the ideal host (plan + simulation at rho 0.1 .. 0.9)", Demo::sweep_step);
@@ -214,11 +219,9 @@ impl Demo {
         if let Some(p) = cached {
             return Ok(Step::Skipped(format!("reusing this host's calibration {}", p.display())));
         }
-        let cfg = rtvirt_probe::calibrate::CalibrateConfig {
-            step: QUICK_CALIBRATION,
-            state_dir: Some(state.clone()),
-            ..Default::default()
-        };
+        let defaults = rtvirt_probe::calibrate::CalibrateConfig::default();
+        let step = if self.args.quick { QUICK_CALIBRATION } else { defaults.step };
+        let cfg = rtvirt_probe::calibrate::CalibrateConfig { step, state_dir: Some(state.clone()), ..defaults };
         let model = rtvirt_probe::calibrate::run(&cfg, &mut |_| {})?;
         let p = self.path("host.json");
         write_json(&p, &model)?;
