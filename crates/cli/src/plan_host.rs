@@ -34,11 +34,6 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    /// The default host of a command without these flags: $RTVIRT_HOST, else this host.
-    pub fn from_env() -> HostArgs {
-        HostArgs::default()
-    }
-
     /// `--host`, else $RTVIRT_HOST (None: neither, this host).
     pub fn host_name(&self) -> Option<String> {
         self.host.clone().or_else(|| std::env::var("RTVIRT_HOST").ok().filter(|h| !h.is_empty()))

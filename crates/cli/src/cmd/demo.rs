@@ -104,9 +104,6 @@ struct Demo {
 
 const STEPS: usize = 8;
 
-/// The demo's calibration step with `--quick` (`rtvirt host calibrate --quick`).
-const QUICK_CALIBRATION: Nanos = Nanos::from_secs(1);
-
 /// The rho values of the predicted DSR-versus-rho curve (Burns 2014 plots 0.1 .. 0.9).
 const SWEEP_RHOS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];
 
@@ -220,7 +217,7 @@ impl Demo {
             return Ok(Step::Skipped(format!("reusing this host's calibration {}", p.display())));
         }
         let defaults = rtvirt_probe::calibrate::CalibrateConfig::default();
-        let step = if self.args.quick { QUICK_CALIBRATION } else { defaults.step };
+        let step = if self.args.quick { rtvirt_probe::calibrate::QUICK_STEP } else { defaults.step };
         let cfg = rtvirt_probe::calibrate::CalibrateConfig { step, state_dir: Some(state.clone()), ..defaults };
         let model = rtvirt_probe::calibrate::run(&cfg, &mut |_| {})?;
         let p = self.path("host.json");

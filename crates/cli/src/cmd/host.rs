@@ -301,8 +301,10 @@ fn run_revert(args: RevertArgs) -> CmdResult {
 
 fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     rtvirt_os::signals::install();
-    let step = if args.quick { QUICK_STEP } else { &args.step };
-    let step = rtvirt_model::Nanos::parse(step).map_err(|e| rtvirt_model::InputError::field("--step", e))?;
+    let step = match args.quick {
+        true => rtvirt_probe::calibrate::QUICK_STEP,
+        false => rtvirt_model::Nanos::parse(&args.step).map_err(|e| rtvirt_model::InputError::field("--step", e))?,
+    };
     let cpus = rtvirt_probe::cpus::resolve("--cpus", args.cpus.as_deref())?;
     let state_dir = Some(args.state_dir.unwrap_or_else(journal::default_state_dir));
     // the guards restore the journals they find there (rtvirt_os::guard_journal): only trusted ones
@@ -340,9 +342,6 @@ fn run_calibrate(args: CalibrateArgs) -> CmdResult {
     }
     Ok(Outcome::Ok)
 }
-
-/// `--quick`'s step.
-const QUICK_STEP: &str = "1s";
 
 #[cfg(test)]
 mod tests {

@@ -44,7 +44,7 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
             }
             // the one planning path, for this host (or $RTVIRT_HOST; other hosts: plan with
             // `rtvirt plan --host` and pass --plan)
-            let host = crate::plan_host::HostArgs::from_env();
+            let host = crate::plan_host::HostArgs::default();
             crate::plan_host::plan(&scenario, &host, Default::default(), rho)?.0.plan
         }
     };

@@ -84,7 +84,7 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
 /// The plan `--adapt` starts from without `--plan`: the scenario planned as `rtvirt plan` does
 /// (its rhos, the default options and the per-core cap of the current kernels).
 fn planned(scenario: &Scenario) -> anyhow::Result<Plan> {
-    let host = crate::plan_host::HostArgs::from_env();
+    let host = crate::plan_host::HostArgs::default();
     let p = crate::plan_host::plan(scenario, &host, Default::default(), None)?.0;
     if !p.plan.feasible {
         let why: Vec<String> = p.unplaced.iter().map(|u| format!("{}: {}", u.name, u.reason)).collect();
