@@ -5,6 +5,7 @@
 use clap::Args;
 use rtvirt_analysis::planner::PlanOptions;
 use rtvirt_analysis::requests::{self, Guarantee, PlanHost, PlanRequest};
+use rtvirt_loop::host_choice::HostChoice;
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::InputError;
@@ -34,9 +35,20 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
+    /// The flags as the loop's host choice.
+    pub fn choice(&self) -> HostChoice {
+        HostChoice {
+            host: self.host.clone(),
+            host_model: self.host_model.clone(),
+            hard: self.hard,
+            quantile: self.quantile,
+            field: "--",
+        }
+    }
+
     /// `--host`, else $RTVIRT_HOST (None: neither, this host).
     pub fn host_name(&self) -> Option<String> {
-        self.host.clone().or_else(|| std::env::var("RTVIRT_HOST").ok().filter(|h| !h.is_empty()))
+        self.choice().host_name()
     }
 
     /// A host was named (`--host`, `--host-model` or $RTVIRT_HOST).
@@ -46,14 +58,7 @@ impl HostArgs {
 
     /// The promise asked for.
     pub fn guarantee(&self) -> Result<Guarantee, InputError> {
-        if self.hard {
-            return Ok(Guarantee::Hard);
-        }
-        match self.quantile {
-            None => Ok(Guarantee::default()),
-            Some(q) if (0.5..1.0).contains(&q) => Ok(Guarantee::Quantile(q)),
-            Some(q) => Err(InputError::field("--quantile", format!("{q}: expected 0.5 <= Q < 1"))),
-        }
+        self.choice().guarantee()
     }
 
     /// The host's model as the simulator charges it (None: the ideal host).
@@ -61,48 +66,19 @@ impl HostArgs {
         Ok(self.resolve(None, 1)?.model)
     }
 
-    /// The host, placing on `cores` of its CPUs.
+    /// The host, placing on `cores` of its CPUs (notes about this host's calibration on stderr).
     pub fn resolve(&self, state_dir: Option<&Path>, cores: u32) -> Result<PlanHost, InputError> {
-        if let Some(path) = &self.host_model {
-            let model = HostModel::from_file(path)?;
-            return Ok(PlanHost::of_model(format!("host model {}", path.display()), model, cores));
+        let resolved = self.choice().resolve(state_dir, cores)?;
+        for note in &resolved.notes {
+            eprintln!("rtvirt: {note}");
         }
-        match self.host_name().as_deref().unwrap_or("this") {
-            "ideal" => Ok(PlanHost::ideal()),
-            "this" => {
-                let dir = state_dir.map_or_else(rtvirt_host::journal::default_state_dir, Path::to_path_buf);
-                let this = rtvirt_probe::this_host::this_host(&dir);
-                for note in &this.notes {
-                    eprintln!("rtvirt: {note}");
-                }
-                Ok(this_host_plan(this, cores))
-            }
-            name => match HostModel::preset(name) {
-                Some(model) => Ok(PlanHost::of_model(format!("preset {name}"), model, cores)),
-                None => {
-                    let names: Vec<&str> = HostModel::PRESETS.iter().map(|p| p.0).collect();
-                    Err(InputError::field(
-                        "--host",
-                        format!("\"{name}\": expected this, ideal or a preset ({})", names.join(", ")),
-                    ))
-                }
-            },
-        }
+        Ok(resolved.host)
     }
 
     /// The files these flags read.
     pub fn inputs(&self) -> impl Iterator<Item = &Path> {
         self.host_model.iter().map(PathBuf::as_path)
     }
-}
-
-/// This host as a plan's host, placing on `cores` of its CPUs.
-pub fn this_host_plan(this: rtvirt_probe::this_host::ThisHost, cores: u32) -> PlanHost {
-    let name = match &this.calibration {
-        Some(p) => format!("this host (calibrated: {})", p.display()),
-        None => "this host (not calibrated: the default costs of docs/plan.md; run `rtvirt host calibrate`)".into(),
-    };
-    PlanHost::of_model(name, this.model, cores)
 }
 
 /// A request for `scenario` on `host` with the user's `options` and `guarantee`.

@@ -8,9 +8,9 @@ use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::PlanOptions;
-use rtvirt_analysis::requests::{self, PlanHost, PlanRequest};
+use rtvirt_analysis::requests::{self, PlanRequest};
+use rtvirt_loop::host_choice::HostChoice;
 use rtvirt_model::document::{is_interval_report, schema_of, Schema};
-use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::input::{read_text, InputKind};
 use rtvirt_model::plan::Plan as ModelPlan;
 use rtvirt_model::scenario::MAX_CORES;
@@ -28,6 +28,12 @@ use std::path::PathBuf;
 /// heuristic: how servers are packed onto cores: "bfd", "ffd", "wfd", "bf", "ff".
 /// host_model: path of an `rtvirt.hostmodel/v1` file (`rtvirt host calibrate`): its kernel limits
 ///     give the per-core cap and its costs are charged to every interface (PRM or EDP).
+/// host: the host to plan for when host_model is None: "this" (this host's kernel limits, CPUs
+///     and interrupts, and its last `rtvirt host calibrate` on this kernel and boot), "ideal" (no
+///     overheads charged), or a preset ("stock", "preempt-rt"). None: $RTVIRT_HOST, else "this"
+///     (as `rtvirt plan`).
+/// quantile: charge the host's costs at this quantile (0.5 <= q < 1, default 0.99): each task's
+///     miss bound is (1 - rho) + (1 - q). hard: charge the largest costs seen instead (bound 0).
 /// cores: number of host cores (overrides the scenario's host.cores).
 /// budget: "cantelli" (default) or "quantile" (the rho-quantile of a task's samples).
 ///
@@ -35,7 +41,7 @@ use std::path::PathBuf;
 /// for bad input, or a guest too large to analyse exactly.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of the Python function
-#[pyo3(signature = (scenario, rho=None, model="prm", heuristic="bfd", host_model=None, cores=None, budget="cantelli"))]
+#[pyo3(signature = (scenario, rho=None, model="prm", heuristic="bfd", host_model=None, cores=None, budget="cantelli", host=None, quantile=None, hard=false))]
 pub fn plan(
     py: Python<'_>,
     scenario: &Scenario,
@@ -45,17 +51,16 @@ pub fn plan(
     host_model: Option<PathBuf>,
     cores: Option<u32>,
     budget: &str,
+    host: Option<String>,
+    quantile: Option<f64>,
+    hard: bool,
 ) -> PyResult<Plan> {
     let s = &scenario.scenario;
     let options = options(rho, model, heuristic, cores, budget).map_err(to_py)?;
-    let host = match host_model {
-        Some(path) => {
-            let model = HostModel::from_file(&path).map_err(to_py)?;
-            PlanHost::of_model(format!("host model {}", path.display()), model, cores.unwrap_or(s.host.cores))
-        }
-        None => PlanHost::ideal(),
-    };
-    let request = PlanRequest { options, max_rho: true, ..PlanRequest::new(s, &host) };
+    let choice = HostChoice { host, host_model, hard, quantile, field: "" };
+    let guarantee = choice.guarantee().map_err(to_py)?;
+    let host = choice.resolve(None, cores.unwrap_or(s.host.cores)).map_err(to_py)?.host;
+    let request = PlanRequest { options, guarantee, max_rho: true, ..PlanRequest::new(s, &host) };
     let planned = py.detach(|| requests::plan(&request)).map_err(to_py)?;
     Ok(Plan { plan: planned.plan })
 }

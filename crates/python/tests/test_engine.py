@@ -1,5 +1,6 @@
 """Scenario, plan, simulate and load: the same engine and documents as the command line."""
 
+import json
 import pickle
 
 import numpy as np
@@ -77,6 +78,35 @@ def _default():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[3] / "scenarios" / "default.toml"
+
+
+@pytest.mark.parametrize(
+    "keywords, flags",
+    [
+        ({"host": "stock"}, ["--host", "stock"]),
+        ({"host": "preempt-rt", "quantile": 0.95}, ["--host", "preempt-rt", "--quantile", "0.95"]),
+        ({"host": "stock", "hard": True}, ["--host", "stock", "--hard"]),
+        ({"host": "this"}, ["--host", "this"]),
+    ],
+)
+def test_plan_for_a_named_host_and_promise_is_the_command_lines_plan(root, cli, keywords, flags):
+    scenario = root / "scenarios" / "fp-guests.toml"
+    plan = rtvirt.plan(rtvirt.Scenario.load(scenario), **keywords)
+    printed = cli("plan", scenario, *flags, "--format", "json", check=False)
+    assert plan.to_json() + "\n" == printed.stdout
+    settings = json.loads(plan.to_json())["settings"]
+    assert settings["host"].startswith({"stock": "preset stock", "preempt-rt": "preset preempt-rt"}.get(keywords["host"], "this host"))
+    assert settings["guarantee"] == ("hard" if keywords.get("hard") else f"quantile {keywords.get('quantile', 0.99)}")
+
+
+def test_plan_rejects_a_bad_host_or_promise_by_name(root):
+    scenario = rtvirt.Scenario.load(root / "scenarios" / "default.toml")
+    with pytest.raises(rtvirt.InputError, match="host.*expected this, ideal or a preset"):
+        rtvirt.plan(scenario, host="mainframe")
+    with pytest.raises(rtvirt.InputError, match="quantile.*expected 0.5 <= Q < 1"):
+        rtvirt.plan(scenario, quantile=1.5)
+    with pytest.raises(rtvirt.InputError, match="hard.*cannot be combined"):
+        rtvirt.plan(scenario, quantile=0.9, hard=True)
 
 
 def test_load_reads_results_arrays_plans_and_other_documents(root, cli, tmp_path):

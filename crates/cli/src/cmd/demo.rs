@@ -209,7 +209,7 @@ impl Demo {
             eprint!(" ({note})");
         }
         let cached = this.calibration.clone();
-        self.host = crate::plan_host::this_host_plan(this, cores);
+        self.host = rtvirt_loop::host_choice::this_host_plan(this, cores);
         if self.args.no_measure {
             return Ok(Step::Skipped(format!("--no-measure: planning for {}", self.host.name)));
         }
@@ -227,7 +227,7 @@ impl Demo {
             Ok(cache) => files.push(cache),
             Err(why) => eprint!(" (not cached: {why})"),
         }
-        self.host = crate::plan_host::this_host_plan(rtvirt_probe::this_host::this_host(&state), cores);
+        self.host = rtvirt_loop::host_choice::this_host_plan(rtvirt_probe::this_host::this_host(&state), cores);
         if self.host.model.as_ref().is_some_and(|m| m.measurements.is_empty()) {
             // not cached (an untrusted state directory): plan with the calibration just made
             let name = format!("this host (calibrated by the demo: {})", files[0].display());

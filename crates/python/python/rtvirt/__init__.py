@@ -149,8 +149,19 @@ def results_frame(results, table="tasks"):
     return _frame(_rtvirt.results_columns(table, [r._native for r in results]))
 
 
-def plan(scenario, rho=None, model="prm", heuristic="bfd", host_model=None, cores=None, budget="cantelli"):
-    return Plan(_rtvirt.plan(scenario, rho, model, heuristic, host_model, cores, budget))
+def plan(
+    scenario,
+    rho=None,
+    model="prm",
+    heuristic="bfd",
+    host_model=None,
+    cores=None,
+    budget="cantelli",
+    host=None,
+    quantile=None,
+    hard=False,
+):
+    return Plan(_rtvirt.plan(scenario, rho, model, heuristic, host_model, cores, budget, host, quantile, hard))
 
 
 plan.__doc__ = _rtvirt.plan.__doc__

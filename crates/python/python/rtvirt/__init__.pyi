@@ -92,6 +92,9 @@ def plan(
     host_model: Optional[PathLike] = None,
     cores: Optional[int] = None,
     budget: Literal["cantelli", "quantile"] = "cantelli",
+    host: Optional[str] = None,
+    quantile: Optional[float] = None,
+    hard: bool = False,
 ) -> Plan: ...
 def simulate(
     scenario: Scenario, plan: Optional[Plan] = None, duration: Optional[str] = None, seed: Optional[int] = None
