@@ -15,7 +15,7 @@
 
 use crate::overhead::Overheads;
 use crate::planner::{plan_at, PlanOptions, Planned};
-use rtvirt_model::plan::Need;
+use rtvirt_model::plan::{need_setting, Need};
 use rtvirt_model::scenario::{Guest, Scenario};
 use rtvirt_model::Nanos;
 
@@ -75,7 +75,7 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
         if !all.is_empty() && all.iter().all(|p| p.0 < min || p.0 > max) {
             return Some(Need {
                 guest: name,
-                setting: "server period".into(),
+                setting: need_setting::SERVER_PERIOD.into(),
                 value: format!("{} .. {}", Nanos(min), Nanos(max)),
                 how: format!(
                     "give the guest's server_periods inside the kernel's limits, or (root) lower the limit: sysctl \
@@ -95,7 +95,7 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
     if x.overrun > 0 && fits_on_one(&alone, o, Some(exact)) {
         return Some(Need {
             guest: name,
-            setting: "budget enforcement".into(),
+            setting: need_setting::BUDGET_ENFORCEMENT.into(),
             value: format!("HRTICK: overrun well below {} (the tick)", Nanos(x.overrun)),
             how: "a kernel with CONFIG_SCHED_HRTICK, and `echo HRTICK_DL > /sys/kernel/debug/sched/features` \
                   (root; not persistent: add it to the boot)"
@@ -108,10 +108,10 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
         let enforcement = if x.overrun > 0 { ", with HRTICK" } else { "" };
         return Some(Need {
             guest: name,
-            setting: "release latency".into(),
+            setting: need_setting::RELEASE_LATENCY.into(),
             value: format!("<= {} {at}{enforcement} (charged: {})", Nanos(j), Nanos(x.release_jitter)),
             how: "a PREEMPT_RT kernel, the guest's CPUs isolated (isolcpus=, nohz_full=, rcu_nocbs=, IRQs moved \
-                  away) and deep idle states off: `rtvirt host audit` shows each"
+                  away) and deep idle states off: `rtvirt host audit --plan` shows each"
                 .into(),
         });
     }
@@ -119,7 +119,7 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
     if let Some(p) = largest(&|p| Overheads { per_period: p, ..no_latency }, x.per_period) {
         return Some(Need {
             guest: name,
-            setting: "server overhead".into(),
+            setting: need_setting::SERVER_OVERHEAD.into(),
             value: format!("<= {} per period with no release latency (charged: {})", Nanos(p), Nanos(x.per_period)),
             how: "longer server periods (server_periods), or a host with cheaper timers and switches".into(),
         });
@@ -130,7 +130,7 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
 fn more_than_a_core(g: &Guest) -> Need {
     Need {
         guest: Some(g.name.clone()),
-        setting: "cores".into(),
+        setting: need_setting::CORES.into(),
         value: "more than one core's bandwidth".into(),
         how: format!("split guest \"{}\" over vCPUs (vcpus = n), or lower its tasks' budgets (rho)", g.name),
     }
@@ -164,7 +164,7 @@ fn more_cores(s: &Scenario, o: &PlanOptions) -> Option<Need> {
         let more = PlanOptions { cores: Some(n + k), cpus: vec![], ..o.clone() };
         plan_at(s, &more, None).plan.feasible.then(|| Need {
             guest: None,
-            setting: "cores".into(),
+            setting: need_setting::CORES.into(),
             value: format!("{} (now {n})", n + k),
             how: format!("--cores {} (or host.cores), on CPUs that are not housekeeping", n + k),
         })

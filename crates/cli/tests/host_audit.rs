@@ -306,3 +306,65 @@ fn the_other_checks_report_this_machines_values_too() {
     let mine = kt.split(',').find_map(|e| e.strip_prefix("ksoftirqd/0=")).unwrap();
     assert!(mine.starts_with(policy.trim()), "chrt says {policy}, audit {mine}");
 }
+
+/// `--plan`: the plan's needs become targets, each with this host's checks on it, the same
+/// checks the audit lists; a scenario is planned here first (its needs the same as `rtvirt plan`'s).
+#[test]
+fn a_plans_needs_are_targets_with_this_hosts_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fp-guests.toml");
+    let planned = run(rtvirt(&["plan", scenario, "--host", "stock", "--hard", "--format", "json"]));
+    std::fs::write(&plan, &planned.stdout).unwrap();
+    let needs: Value = serde_json::from_slice(&planned.stdout).unwrap();
+    let needs = needs["needs"].as_array().unwrap().clone();
+    assert!(needs.iter().any(|n| n["setting"] == "budget enforcement"), "{needs:?}");
+    let o = run(rtvirt(&["host", "audit", "--plan", plan.to_str().unwrap(), "--format", "json"]));
+    let a: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    schema_support::assert_valid("audit", &a);
+    let targets = a["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), needs.len());
+    for (t, n) in targets.iter().zip(&needs) {
+        for key in ["guest", "setting", "value", "how"] {
+            assert_eq!(t[key], n[key], "{key}");
+        }
+        assert!(!t["checks"].as_array().unwrap().is_empty(), "{t}");
+        for c in t["checks"].as_array().unwrap() {
+            let listed = check(&a, c["id"].as_str().unwrap());
+            assert_eq!((&c["status"], &c["found"]), (&listed["status"], &listed["found"]));
+        }
+    }
+    let hrtick = targets.iter().find(|t| t["setting"] == "budget enforcement").unwrap();
+    assert_eq!(hrtick["checks"][0]["id"], "hrtick");
+    let table = run(rtvirt(&["host", "audit", "--plan", plan.to_str().unwrap()]));
+    assert!(text(&table).contains("What the plan needs to fit"), "{}", text(&table));
+    // a scenario is planned for the named host first ($RTVIRT_HOST, as `rtvirt plan`): its needs
+    let plc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/plc_vran_monitor.toml");
+    let planned = run(rtvirt(&["plan", plc, "--host", "stock", "--hard", "--format", "json"]));
+    let needs: Value = serde_json::from_slice(&planned.stdout).unwrap();
+    let o = run(rtvirt(&["host", "audit", "--plan", plc, "--format", "json"]).env("RTVIRT_HOST", "stock"));
+    let a: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(a.get("targets").is_none(), "stock at its p99 fits plc_vran_monitor: nothing needed: {a}");
+    let hard = dir.path().join("hard.json");
+    std::fs::write(&hard, &planned.stdout).unwrap();
+    let o = run(rtvirt(&["host", "audit", "--plan", hard.to_str().unwrap(), "--format", "json"]));
+    let a: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let settings = |v: &Value, key: &str| -> Vec<Value> {
+        v[key].as_array().unwrap().iter().map(|n| n["setting"].clone()).collect()
+    };
+    assert_eq!(settings(&a, "targets"), settings(&needs, "needs"));
+}
+
+#[test]
+fn the_deadline_period_limits_and_hrtick_are_this_machines() {
+    let (a, _) = audit();
+    let min = read("/proc/sys/kernel/sched_deadline_period_min_us").expect("kernel >= 6.8 here");
+    let max = read("/proc/sys/kernel/sched_deadline_period_max_us").unwrap();
+    assert_eq!(check(&a, "deadline_periods")["found"], format!("{min} us .. {max} us"));
+    let features = debugfs(&["sched/features".to_string()]);
+    let found = check(&a, "hrtick")["found"].as_str().unwrap().to_string();
+    match features {
+        Some(f) => assert!(f[0].split_whitespace().any(|x| x == found), "{found} not in {f:?}"),
+        None => assert_eq!(found, "unknown: tick assumed"),
+    }
+}

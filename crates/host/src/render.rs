@@ -54,8 +54,25 @@ pub fn audit(audit: &Audit) -> String {
             c.tuned
         );
     }
+    out += &targets(&audit.targets);
     let s = &audit.summary;
     let _ = write!(out, "\n{} pass, {} warn, {} fail, {} skip\n", s.pass, s.warn, s.fail, s.skip);
+    out
+}
+
+/// The plan's needs and this host's checks on each (`--plan`); empty without a plan.
+fn targets(targets: &[crate::audit::targets::Target]) -> String {
+    if targets.is_empty() {
+        return String::new();
+    }
+    let mut out = "\nWhat the plan needs to fit, and this host's checks on each:\n".to_string();
+    for t in targets {
+        let whom = t.guest.as_deref().map_or("the plan".to_string(), |g| format!("guest \"{g}\""));
+        let _ = write!(out, "\n{whom} needs {}: {}\n  how:    {}\n", t.setting, t.value, t.how);
+        for c in &t.checks {
+            let _ = writeln!(out, "  {:<6} {} = {}", c.status.as_str(), c.id, c.found);
+        }
+    }
     out
 }
 

@@ -46,6 +46,18 @@ pub struct Need {
     pub how: String,
 }
 
+/// The settings a [`Need`] names (`Need.setting`); `rtvirt host audit --plan` maps each to the
+/// checks of a host that bear on it.
+pub mod need_setting {
+    pub const SERVER_PERIOD: &str = "server period";
+    pub const BUDGET_ENFORCEMENT: &str = "budget enforcement";
+    pub const RELEASE_LATENCY: &str = "release latency";
+    pub const SERVER_OVERHEAD: &str = "server overhead";
+    pub const CORES: &str = "cores";
+    /// Every setting.
+    pub const ALL: [&str; 5] = [SERVER_PERIOD, BUDGET_ENFORCEMENT, RELEASE_LATENCY, SERVER_OVERHEAD, CORES];
+}
+
 /// The planner settings a plan was made with. Written in key order (they were once a map).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanSettings {

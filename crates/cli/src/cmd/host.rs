@@ -98,6 +98,11 @@ pub struct CalibrateArgs {
 
 #[derive(Args)]
 pub struct AuditArgs {
+    /// Also show what a plan needs to fit (its `needs`) and this host's checks on each: a plan
+    /// (rtvirt.plan/v1 JSON) or a scenario (TOML), planned here as `rtvirt plan` does (this host,
+    /// or $RTVIRT_HOST).
+    #[arg(long, value_name = "PLAN.json|SCENARIO.toml")]
+    pub plan: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -201,7 +206,16 @@ fn emit<T: serde::Serialize>(format: Format, value: &T, table: impl FnOnce(&T) -
 }
 
 fn run_audit(args: AuditArgs) -> CmdResult {
-    let report = audit::run();
+    let needs = match &args.plan {
+        None => vec![],
+        Some(path) if is_plan(path) => Plan::from_file(path)?.needs,
+        Some(path) => {
+            let scenario = rtvirt_model::scenario::Scenario::from_file(path)?;
+            let options = rtvirt_analysis::planner::PlanOptions::default();
+            crate::plan_host::plan(&scenario, &crate::plan_host::HostArgs::default(), options, None)?.0.plan.needs
+        }
+    };
+    let report = audit::run_for(&needs);
     emit(args.format, &report, render::audit)?;
     Ok(if report.summary.fail > 0 { Outcome::Failed } else { Outcome::Ok })
 }

@@ -33,6 +33,8 @@ pub fn all() -> Vec<Check> {
         kvm(),
         cpuset_partitions(),
         clocksource(),
+        hrtick(),
+        deadline_periods(),
     ]
 }
 
@@ -486,9 +488,59 @@ fn clocksource() -> Check {
     Check::new("clocksource", pass_if(raw == "tsc"), raw, path)
 }
 
+fn hrtick() -> Check {
+    let config = kconfig("CONFIG_SCHED_HRTICK");
+    let config_text = format!("CONFIG_SCHED_HRTICK={}", config.as_deref().unwrap_or("unknown (no /proc/config.gz)"));
+    if config.as_deref() == Some("n") {
+        return Check::new("hrtick", Status::Warn, "not built", config_text);
+    }
+    match debugfs_read(&["sched/features".to_string()]) {
+        Ok((v, how)) => {
+            let features: Vec<&str> = v.first().map(|s| s.split_whitespace().collect()).unwrap_or_default();
+            let (found, status) = hrtick_state(&features);
+            Check::new("hrtick", status, found, format!("{how} sched/features; {config_text}"))
+        }
+        Err(e) => {
+            Check::new("hrtick", Status::Warn, "unknown: tick assumed", format!("sched/features: {e}; {config_text}"))
+        }
+    }
+}
+
+/// HRTICK_DL (HRTICK on kernels without it) on or off in the scheduler's features.
+fn hrtick_state(features: &[&str]) -> (String, Status) {
+    let name = if features.iter().any(|f| f.ends_with("HRTICK_DL")) { "HRTICK_DL" } else { "HRTICK" };
+    match features.contains(&name) {
+        true => (name.to_string(), Status::Pass),
+        false => (format!("NO_{name}"), Status::Warn),
+    }
+}
+
+fn deadline_periods() -> Check {
+    let (min, max) = ("/proc/sys/kernel/sched_deadline_period_min_us", "/proc/sys/kernel/sched_deadline_period_max_us");
+    match (read_opt(min), read_opt(max)) {
+        (Some(lo), Some(hi)) => {
+            Check::new("deadline_periods", Status::Pass, format!("{lo} us .. {hi} us"), format!("{min}; {max}"))
+        }
+        _ => {
+            Check::new("deadline_periods", Status::Skip, "none", format!("{min}: absent (kernel < 6.8: 100 us .. 4 s)"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hrtick_is_read_from_the_features_either_name() {
+        assert_eq!(
+            hrtick_state(&["GENTLE_FAIR_SLEEPERS", "NO_HRTICK", "NO_HRTICK_DL"]),
+            ("NO_HRTICK_DL".into(), Status::Warn)
+        );
+        assert_eq!(hrtick_state(&["NO_HRTICK", "HRTICK_DL"]), ("HRTICK_DL".into(), Status::Pass));
+        assert_eq!(hrtick_state(&["HRTICK"]), ("HRTICK".into(), Status::Pass));
+        assert_eq!(hrtick_state(&[]), ("NO_HRTICK".into(), Status::Warn));
+    }
 
     #[test]
     fn isolcpus_flags_and_list() {

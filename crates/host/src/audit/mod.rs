@@ -3,6 +3,7 @@
 //! it, what it depends on and what tuned's realtime-virtual-host profile sets (`rtvirt.audit/v1`).
 
 mod checks;
+pub mod targets;
 mod texts;
 
 use schemars::JsonSchema;
@@ -81,6 +82,9 @@ pub struct Audit {
     pub cpus_online: String,
     pub checks: Vec<Check>,
     pub summary: CheckCounts,
+    /// With a plan (`--plan`): what it needs to fit, and where this host stands on each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<targets::Target>,
 }
 
 impl Audit {
@@ -105,5 +109,13 @@ pub fn run() -> Audit {
         cpus_online: rtvirt_os::sysinfo::online_cpus().to_string(),
         checks,
         summary,
+        targets: vec![],
     }
+}
+
+/// [`run`], with the settings `needs` names as targets.
+pub fn run_for(needs: &[rtvirt_model::plan::Need]) -> Audit {
+    let mut audit = run();
+    audit.targets = targets::targets(&audit, needs);
+    audit
 }

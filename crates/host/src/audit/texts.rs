@@ -244,6 +244,26 @@ pub const TEXTS: &[Text] = &[
         depends_on: "/sys/devices/system/clocksource/clocksource0/current_clocksource",
         tuned: "tsc=reliable, skew_tick=1 (network-latency tuned.conf [bootloader], included by realtime)",
     },
+    Text {
+        id: "hrtick",
+        title: "SCHED_DEADLINE budget enforcement (HRTICK_DL)",
+        why: "Without HRTICK the kernel notices a depleted reservation only at the next tick (up to 4 ms at HZ=250): \
+              a server overruns its budget by up to a tick and delays the other servers of its CPU (Abeni 2023).",
+        fix: "A kernel with CONFIG_SCHED_HRTICK; `echo HRTICK_DL > /sys/kernel/debug/sched/features` (HRTICK on \
+              kernels before 6.x) at every boot (not persistent).",
+        depends_on: "CONFIG_SCHED_HRTICK; /sys/kernel/debug/sched/features (debugfs; kernel lockdown may hide it)",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "deadline_periods",
+        title: "SCHED_DEADLINE period limits (kernel.sched_deadline_period_min_us / _max_us)",
+        why: "The kernel refuses (EINVAL) a reservation whose period is outside these limits; a plan's server \
+              periods must lie inside them.",
+        fix: "Plan inside the limits (rtvirt plans for this host's limits by default), or (root) lower \
+              kernel.sched_deadline_period_min_us.",
+        depends_on: "Linux >= 6.8 (earlier kernels: 100 us .. 4 s, fixed)",
+        tuned: "not set by these profiles",
+    },
 ];
 
 pub fn text(id: &str) -> &'static Text {
