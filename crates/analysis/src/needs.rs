@@ -60,6 +60,11 @@ fn alone(s: &Scenario, g: &Guest) -> Scenario {
     }
 }
 
+/// How to get HRTICK enforcement on a Linux host.
+pub const HRTICK_HOW: &str =
+    "a kernel with CONFIG_SCHED_HRTICK, and `echo HRTICK_DL > /sys/kernel/debug/sched/features` \
+                              (root; not persistent: add it to the boot)";
+
 /// Whether `s` fits with `o` on one core.
 fn fits_on_one(s: &Scenario, o: &PlanOptions, overheads: Option<Overheads>) -> bool {
     let cpus = o.cpus.first().map(|&c| vec![c]).unwrap_or_default();
@@ -97,9 +102,7 @@ fn guest_need(s: &Scenario, g: &Guest, o: &PlanOptions, quantile: Option<f64>) -
             guest: name,
             setting: need_setting::BUDGET_ENFORCEMENT.into(),
             value: format!("HRTICK: overrun well below {} (the tick)", Nanos(x.overrun)),
-            how: "a kernel with CONFIG_SCHED_HRTICK, and `echo HRTICK_DL > /sys/kernel/debug/sched/features` \
-                  (root; not persistent: add it to the boot)"
-                .into(),
+            how: HRTICK_HOW.into(),
         });
     }
     let at = quantile.map_or("as its largest".to_string(), |q| format!("at p{}", q * 100.0));

@@ -24,7 +24,9 @@
 //! quantile; a tick host's is not: the overrun per depletion has no useful per-job probability
 //! (it is the tick, up to 4 ms), so the plan states that its bound assumes exact enforcement and
 //! names HRTICK as the setting that makes it hold; the simulator models the tick as it behaves
-//! (`rtvirt_sim::host_costs`), which is what `verify` compares a measurement with.
+//! (`rtvirt_sim::host_costs`), which is what `verify` compares a measurement with, and the front
+//! ends' planning (`rtvirt_loop::planning`) simulates the plan so, refusing the guests whose promise
+//! the tick breaks.
 
 use crate::overhead::Overheads;
 use crate::planner::{max_rho_with, overheads_beyond_a_period, plan_at, PlanOptions, Planned};
@@ -276,7 +278,8 @@ fn assumptions(request: &PlanRequest, o: &PlanOptions) -> Vec<String> {
         (EnforcementKind::Tick, Guarantee::Quantile(_)) => format!(
             "exact budget enforcement: NOT this host's, which enforces at the tick (a server may overrun by up \
              to {} and pays it back from its next periods); the miss bounds hold with HRTICK (sched feature \
-             HRTICK_DL); the simulation of this plan with the host model shows the tick's effect",
+             HRTICK_DL); the front ends check the promise by simulating the plan with the tick and refuse the \
+             guests whose promise it breaks (rtvirt_loop::planning)",
             Nanos(m.enforcement.overrun_max_ns)
         ),
         _ => format!("a server overruns its budget by at most {}, paid back from its next periods", Nanos(x.overrun)),

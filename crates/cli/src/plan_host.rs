@@ -4,7 +4,7 @@
 
 use clap::Args;
 use rtvirt_analysis::planner::PlanOptions;
-use rtvirt_analysis::requests::{self, Guarantee, PlanHost, PlanRequest};
+use rtvirt_analysis::requests::{Guarantee, PlanHost, PlanRequest};
 use rtvirt_loop::host_choice::HostChoice;
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::scenario::Scenario;
@@ -107,7 +107,7 @@ pub fn plan(
     let host = host_args.resolve(None, cores(scenario, &options))?;
     let guarantee = host_args.guarantee()?;
     let req = PlanRequest { uniform_rho, ..request(scenario, &host, options, guarantee) };
-    let planned = requests::plan(&req).map_err(|e| located(e, host_args))?;
+    let planned = rtvirt_loop::planning::plan(&req).map_err(|e| located(e, host_args))?;
     Ok((planned, host))
 }
 
@@ -134,53 +134,5 @@ pub fn located_in_json(e: InputError, path: &Path) -> InputError {
     match at {
         Some((line, column)) => e.at_line(line, column),
         None => e,
-    }
-}
-
-/// Simulated time of the promise check ([`broken_promises`]).
-const PROMISE_CHECK: rtvirt_model::Nanos = rtvirt_model::Nanos::from_secs(10);
-
-/// A plan made for a host that enforces runtime at the tick under a quantile promise rests on
-/// exact enforcement (its assumptions say so): the plan simulated with the host's costs and its
-/// tick (`rtvirt_sim::host_costs`, what `verify` compares measurements with) over 10 s, each task
-/// whose simulated DSR falls below 1 - its miss bound, in a sentence (empty otherwise, or when
-/// the simulation cannot run the plan).
-pub fn broken_promises(scenario: &Scenario, plan: &rtvirt_model::plan::Plan, host: &PlanHost) -> Vec<String> {
-    use rtvirt_model::hostmodel::EnforcementKind;
-    let Some(model) = host.model.as_ref().filter(|m| m.enforcement.kind == EnforcementKind::Tick) else {
-        return vec![];
-    };
-    if !plan.feasible || plan.settings.guarantee.as_deref().is_none_or(|g| g == "hard") {
-        return vec![];
-    }
-    let overrides = rtvirt_sim::Overrides { duration: Some(PROMISE_CHECK), seed: Some(1) };
-    let Ok(cfg) = rtvirt_sim::SimConfig::new(scenario, Some(plan), overrides) else { return vec![] };
-    let run = rtvirt_sim::simulate_with_host_model(scenario, &cfg, &rtvirt_sim::RunOptions::default(), Some(model));
-    let mut out = vec![];
-    for g in &plan.guests {
-        for t in &g.tasks {
-            let Some(bound) = t.miss_bound else { continue };
-            let Some(r) = run.results.tasks.iter().find(|r| r.guest == g.name && r.name == t.name) else { continue };
-            if r.jobs > 0 && r.dsr < 1.0 - bound {
-                out.push(format!(
-                    "{}/{}: simulated with this host's tick enforcement ({} overrun) its DSR is {:.4}, below the \
-                     promised {:.4}: the promise needs HRTICK (a kernel with CONFIG_SCHED_HRTICK and `echo HRTICK_DL \
-                     > /sys/kernel/debug/sched/features`), or --hard",
-                    g.name,
-                    t.name,
-                    rtvirt_model::Nanos(model.enforcement.overrun_max_ns),
-                    r.dsr,
-                    1.0 - bound
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// [`broken_promises`] as warnings on stderr.
-pub fn warn_broken_promises(scenario: &Scenario, plan: &rtvirt_model::plan::Plan, host: &PlanHost) {
-    for w in broken_promises(scenario, plan, host) {
-        eprintln!("rtvirt: warning: promise not kept on this host: {w}");
     }
 }

@@ -8,7 +8,7 @@ use rtvirt_analysis::budgets::BudgetMethod;
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::PlanOptions;
-use rtvirt_analysis::requests::{self, PlanRequest};
+use rtvirt_analysis::requests::PlanRequest;
 use rtvirt_loop::host_choice::HostChoice;
 use rtvirt_model::document::{is_interval_report, schema_of, Schema};
 use rtvirt_model::input::{read_text, InputKind};
@@ -61,7 +61,7 @@ pub fn plan(
     let guarantee = choice.guarantee().map_err(to_py)?;
     let host = choice.resolve(None, cores.unwrap_or(s.host.cores)).map_err(to_py)?.host;
     let request = PlanRequest { options, guarantee, max_rho: true, ..PlanRequest::new(s, &host) };
-    let planned = py.detach(|| requests::plan(&request)).map_err(to_py)?;
+    let planned = py.detach(|| rtvirt_loop::planning::plan(&request)).map_err(to_py)?;
     Ok(Plan { plan: planned.plan })
 }
 

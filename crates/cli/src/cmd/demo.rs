@@ -242,7 +242,7 @@ impl Demo {
             max_rho: true,
             ..crate::plan_host::request(&self.scenario, &self.host, PlanOptions::default(), guarantee)
         };
-        let planned = rtvirt_analysis::requests::plan(&request)?;
+        let planned = rtvirt_loop::planning::plan(&request)?;
         let p = self.path("plan.json");
         write_json(&p, &planned.plan)?;
         if !planned.plan.feasible {
@@ -250,9 +250,6 @@ impl Demo {
             anyhow::bail!("the scenario does not fit {}: {}", self.host.name, why.join("; "));
         }
         self.summary.push(promise_line(&planned.plan));
-        for w in crate::plan_host::broken_promises(&self.scenario, &planned.plan, &self.host) {
-            self.summary.push(format!("warning: promise not kept on this host: {w}"));
-        }
         self.plan = Some(planned.plan);
         self.inputs.push(p.clone());
         Ok(Step::Done(vec![p]))

@@ -11,7 +11,7 @@ use rtvirt_analysis::emit::{self, libvirt::DomainFile, EmittedFile};
 use rtvirt_analysis::interface::Model;
 use rtvirt_analysis::partition::Heuristic;
 use rtvirt_analysis::planner::{PlanOptions, Planned, RHO_RESOLUTION};
-use rtvirt_analysis::requests::{max_rho, plan, plan_with, PlanRequest};
+use rtvirt_analysis::requests::{max_rho, plan, PlanRequest};
 use rtvirt_model::plan::Plan;
 use rtvirt_model::scenario::{Scenario, MAX_CORES};
 use rtvirt_model::{InputError, Nanos};
@@ -230,7 +230,6 @@ pub fn run(args: PlanArgs) -> CmdResult {
         None => print!("{}", table(&s, &p.plan)),
     }
     report_infeasible(&p);
-    crate::plan_host::warn_broken_promises(&s, &p.plan, &host);
     Ok(if p.plan.feasible { Outcome::Ok } else { Outcome::Failed })
 }
 
@@ -282,7 +281,7 @@ fn plan_with_progress(request: &PlanRequest) -> Result<Planned, InputError> {
         bar.set_message(message);
     };
     say(format!("planning {} guests ({tasks} tasks)...", s.guests.len()));
-    let p = plan_with(request, &mut |lo, hi| {
+    let p = rtvirt_loop::planning::plan_with(request, &mut |lo, hi| {
         say(format!("searching the largest uniform rho: between {lo:.4} and {hi:.4}..."))
     });
     bar.finish_and_clear();
