@@ -125,8 +125,17 @@ pub struct TaskComparison {
     /// measured / predicted p99 response time (absent when the predicted p99 is 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ratio: Option<f64>,
-    /// Whether the p99 was judged (both sides have `min_jobs` jobs or more).
+    /// Whether the p99 was judged (both sides have `min_jobs` jobs or more, and at least 10
+    /// beyond their p99).
     pub p99_judged: bool,
+    /// The tail percentile judged against the tolerance: "p99", else the highest of "p95" and
+    /// "p90" with at least 10 jobs beyond it on both sides, else (a `jobs` tolerance below 100)
+    /// "p99" (absent: none was judged, fewer than `jobs` jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_percentile: Option<String>,
+    /// measured / predicted response time at `tail_percentile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_ratio: Option<f64>,
     pub verdict: Verdict,
     /// Why it disagrees (empty when it agrees).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,6 +231,20 @@ impl Verification {
     }
 }
 
+/// The tail percentile judged: the p99, or where either side has too few jobs beyond it for the
+/// p99 to mean anything (its summary's `low_confidence`: fewer than 10), the highest of p95 and
+/// p90 that has enough on both sides (None: not even p90, fewer than 100 jobs). A p99 of 500 jobs
+/// is their 5th largest, which compares noise; their p95 is the 25th.
+fn tail_percentile(predicted: &Summary, measured: &Summary) -> Option<&'static str> {
+    let confident = |s: &Summary, key: &str| !s.low_confidence.iter().any(|k| k == key);
+    ["p99", "p95", "p90"].into_iter().find(|k| confident(predicted, k) && confident(measured, k))
+}
+
+/// measured / predicted, rounded to 1e-6 (None when the predicted value is 0).
+fn ratio_of(predicted: u64, measured: u64) -> Option<f64> {
+    (predicted > 0).then(|| ((measured as f64 / predicted as f64) * 1e6).round() / 1e6)
+}
+
 /// "5.66 ms": response times as people compare them.
 fn milliseconds(ns: u64) -> String {
     format!("{:.2} ms", ns as f64 / 1e6)
@@ -236,20 +259,27 @@ fn compare_task(predicted: &TaskResult, measured: &TaskResult, tolerance: &Toler
             measured.dsr, predicted.dsr, tolerance.dsr_points
         ));
     }
-    let (p99_p, p99_m) = (predicted.response_ns.p99, measured.response_ns.p99);
-    let ratio = (p99_p > 0).then(|| ((p99_m as f64 / p99_p as f64) * 1e6).round() / 1e6);
-    let judged = predicted.jobs.min(measured.jobs) >= tolerance.min_jobs.max(1);
-    let within_slack = p99_p.abs_diff(p99_m) <= tolerance.p99_slack_ns;
-    let within_ratio = ratio.is_some_and(|r| r <= tolerance.p99_ratio && r >= 1.0 / tolerance.p99_ratio);
-    if judged && !within_slack && !within_ratio {
-        reasons.push(format!(
-            "p99 response time {} measured against {} predicted: x{:.2}, beyond x{} and more than {} apart",
-            milliseconds(p99_m),
-            milliseconds(p99_p),
-            ratio.unwrap_or(f64::INFINITY),
-            tolerance.p99_ratio,
-            crate::Nanos(tolerance.p99_slack_ns)
-        ));
+    let (p, m) = (&predicted.response_ns, &measured.response_ns);
+    let p99_ratio = ratio_of(p.p99, m.p99);
+    let enough_jobs = predicted.jobs.min(measured.jobs) >= tolerance.min_jobs.max(1);
+    // below 100 jobs no percentile has 10 beyond it: the p99, as a lowered `jobs` asks
+    let tail = enough_jobs.then(|| tail_percentile(p, m).unwrap_or("p99"));
+    let mut tail_ratio = None;
+    if let Some(key) = tail {
+        let (tp, tm) = (p.percentile(key).unwrap_or(0), m.percentile(key).unwrap_or(0));
+        tail_ratio = ratio_of(tp, tm);
+        let within_slack = tp.abs_diff(tm) <= tolerance.p99_slack_ns;
+        let within_ratio = tail_ratio.is_some_and(|r| r <= tolerance.p99_ratio && r >= 1.0 / tolerance.p99_ratio);
+        if !within_slack && !within_ratio {
+            reasons.push(format!(
+                "{key} response time {} measured against {} predicted: x{:.2}, beyond x{} and more than {} apart",
+                milliseconds(tm),
+                milliseconds(tp),
+                tail_ratio.unwrap_or(f64::INFINITY),
+                tolerance.p99_ratio,
+                crate::Nanos(tolerance.p99_slack_ns)
+            ));
+        }
     }
     TaskComparison {
         guest: predicted.guest.clone(),
@@ -257,8 +287,10 @@ fn compare_task(predicted: &TaskResult, measured: &TaskResult, tolerance: &Toler
         predicted: Side::of(predicted),
         measured: Side::of(measured),
         dsr_difference_points: difference,
-        p99_ratio: ratio,
-        p99_judged: judged,
+        p99_ratio,
+        p99_judged: tail == Some("p99"),
+        tail_percentile: tail.map(str::to_string),
+        tail_ratio,
         verdict: if reasons.is_empty() { Verdict::Agree } else { Verdict::Disagree },
         reasons,
     }
@@ -267,6 +299,7 @@ fn compare_task(predicted: &TaskResult, measured: &TaskResult, tolerance: &Toler
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::LatencyHistogram;
 
     fn task(guest: &str, name: &str, jobs: u64, misses: u64, p99: u64) -> TaskResult {
         TaskResult {
@@ -312,6 +345,42 @@ mod tests {
         let few = compare_task(&task("a", "t", 99, 0, 2_000_000), &task("a", "t", 99, 0, 9_000_000), &t);
         assert!(!few.p99_judged);
         assert_eq!(few.verdict, Verdict::Agree);
+    }
+
+    #[test]
+    fn with_too_few_jobs_beyond_the_p99_the_highest_confident_percentile_is_judged() {
+        // 500 jobs: 5 beyond the p99 (low confidence), 25 beyond the p95
+        let side = |p95: u64, p99: u64| {
+            let h: LatencyHistogram = {
+                let mut h = LatencyHistogram::new();
+                (0..470).for_each(|_| h.record(p95 / 2));
+                (0..20).for_each(|_| h.record(p95));
+                (0..10).for_each(|_| h.record(p99));
+                h
+            };
+            TaskResult {
+                guest: "a".into(),
+                name: "t".into(),
+                jobs: 500,
+                dsr: 1.0,
+                response_ns: h.summary(),
+                ..Default::default()
+            }
+        };
+        let t = Tolerance::default();
+        assert_eq!(side(2_000_000, 9_000_000).response_ns.low_confidence[0], "p99");
+        // p99 x3 apart, p95 equal: agree, judged at the p95
+        let c = compare_task(&side(2_000_000, 3_000_000), &side(2_000_000, 9_000_000), &t);
+        assert_eq!((c.verdict, c.tail_percentile.as_deref(), c.p99_judged), (Verdict::Agree, Some("p95"), false));
+        assert_eq!(c.p99_ratio, Some(3.0), "the p99 is still shown");
+        // the p95 x3 apart: disagree, naming the p95
+        let c = compare_task(&side(2_000_000, 9_000_000), &side(6_000_000, 9_000_000), &t);
+        assert_eq!(c.verdict, Verdict::Disagree);
+        assert!(c.reasons[0].starts_with("p95 response time 6.00 ms measured against 2.00 ms"), "{:?}", c.reasons);
+        // 1,000 jobs: 10 beyond the p99, which is judged again
+        let mut h = LatencyHistogram::new();
+        (0..1000).for_each(|i| h.record(1_000_000 + i));
+        assert!(h.summary().low_confidence.iter().all(|k| k != "p99"));
     }
 
     #[test]
