@@ -120,6 +120,15 @@ fn with_short_measurements_compares_idle_and_loaded_timer() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("prediction vs measurement: "), "the verdict is shown, exit 0 either way: {stdout}");
     assert!(stdout.contains("promise vs measurement: "), "the promise is checked: {stdout}");
+    // the task run is traced: each task's longest jobs explained, and each disagreeing task's
+    // causes shown
+    let explained = tasks["explain"]["samples"].as_array().expect("the task run explained");
+    assert!(explained.iter().any(|s| s["task"] == "vm1/t1"), "{}", tasks["explain"]);
+    assert!(html.contains("Late wake-ups and long jobs"), "the report draws the jobs' causes");
+    for t in verify["tasks"].as_array().unwrap().iter().filter(|t| t["verdict"] == "disagree") {
+        let task = format!("{}/{}: longest job", t["guest"].as_str().unwrap(), t["name"].as_str().unwrap());
+        assert!(stdout.contains(&task), "a disagreeing task's causes: {task}: {stdout}");
+    }
     assert!(html.contains("Planned for: this host (calibrated"), "the report states the host and promise");
 }
 

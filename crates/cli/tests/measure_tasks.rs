@@ -299,3 +299,35 @@ fn interval_windows_of_a_real_run_are_valid_results_and_add_up() {
     assert_eq!(jobs_in_windows, jobs, "every job in the window of its release");
     assert!(v["tasks"].as_array().unwrap().iter().all(|t| !t["cpus"].as_array().unwrap().is_empty()));
 }
+
+/// `--explain`: each task's longest jobs (at most 3) split into causes from a real kernel trace;
+/// the causes of each job add up to its response time, and the guests' vCPU threads are named in
+/// them (the job's own as `guest`, the others' as `thread`).
+#[test]
+fn explain_splits_each_tasks_longest_jobs_into_causes_that_add_up() {
+    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let sc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml");
+    let out = rtvirt(&["measure", "tasks", sc, "--duration", "1s", "--explain", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    schema_support::assert_valid("results", &v);
+    let e = &v["explain"];
+    assert!(e["limitations"].as_array().unwrap().is_empty(), "tracefs works here: {}", e["limitations"]);
+    let samples = e["samples"].as_array().unwrap();
+    for t in v["tasks"].as_array().unwrap() {
+        let task = format!("{}/{}", t["guest"].as_str().unwrap(), t["name"].as_str().unwrap());
+        let mine: Vec<&serde_json::Value> = samples.iter().filter(|s| s["task"] == task.as_str()).collect();
+        assert_eq!(mine.len() as u64, t["jobs"].as_u64().unwrap().min(3), "{task}");
+        let longest = mine.iter().map(|s| s["latency_ns"].as_u64().unwrap()).max().unwrap();
+        assert!(longest <= t["response_ns"]["max"].as_u64().unwrap(), "{task}: {longest} beyond the max");
+    }
+    for s in samples {
+        let causes = s["causes"].as_array().unwrap();
+        let sum: u64 = causes.iter().map(|c| c["duration_ns"].as_u64().unwrap()).sum();
+        assert_eq!(sum, s["latency_ns"].as_u64().unwrap(), "{s}");
+        let guest = s["task"].as_str().unwrap().split('/').next().unwrap();
+        let own = causes.iter().find(|c| c["kind"] == "guest").unwrap_or_else(|| panic!("the job ran: {s}"));
+        assert!(own["name"].as_str().unwrap().starts_with(&format!("{guest}/vcpu0")), "{own}");
+    }
+    assert!(samples.windows(2).all(|w| w[0]["latency_ns"].as_u64() >= w[1]["latency_ns"].as_u64()), "worst first");
+}

@@ -335,6 +335,7 @@ impl Demo {
             force: false,
             state_dir: Some(rtvirt_host::journal::default_state_dir()),
             window: None,
+            explain: true,
         };
         let mut r = rtvirt_probe::tasks::run(&self.scenario, &plan, &cfg)?;
         r.label = Some("measured (plan's reservations)".into());
@@ -373,6 +374,9 @@ impl Demo {
                 p.display()
             ),
         });
+        for t in v.disagreeing() {
+            self.summary.push(late_job_line(&format!("{}/{}", t.guest, t.name), measured));
+        }
         Ok(p)
     }
 
@@ -511,6 +515,26 @@ fn syscall_load(cpus: &[u32]) -> anyhow::Result<LoadSpec> {
 }
 
 /// The plan's host and promise, for the closing summary.
+/// The causes of `task`'s longest measured job (`measure tasks --explain`), largest first.
+fn late_job_line(task: &str, measured: &Results) -> String {
+    let sample = measured.explain.as_ref().and_then(|e| e.samples.iter().find(|s| s.task.as_deref() == Some(task)));
+    let Some(s) = sample else {
+        let why = measured.explain.as_ref().and_then(|e| e.limitations.first().cloned());
+        return format!("  {task}: its late jobs not explained ({})", why.unwrap_or_else(|| "no trace".into()));
+    };
+    let mut by: Vec<(String, u64)> = Vec::new();
+    for c in &s.causes {
+        let key = format!("{} {}", c.kind.as_str(), c.name);
+        match by.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, d)) => *d += c.duration_ns,
+            None => by.push((key, c.duration_ns)),
+        }
+    }
+    by.sort_by_key(|x| std::cmp::Reverse(x.1));
+    let causes: Vec<String> = by.iter().take(4).map(|(k, d)| format!("{k} {}", Nanos(*d))).collect();
+    format!("  {task}: longest job {} on CPU {}: {}", Nanos(s.latency_ns), s.cpu, causes.join(", "))
+}
+
 fn promise_line(plan: &Plan) -> String {
     let worst = plan.guests.iter().flat_map(|g| &g.tasks).filter_map(|t| t.miss_bound).fold(0.0, f64::max);
     format!(

@@ -107,6 +107,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         force: args.force,
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
         window: None,
+        explain: false,
     };
     let measured = with_progress(args.duration, &scenario, || rtvirt_probe::tasks::run(&scenario, &plan, &config))?;
     // an interrupted run is compared over the time it ran (the simulation is deterministic: a

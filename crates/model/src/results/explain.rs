@@ -74,6 +74,10 @@ pub struct ClockSync {
 /// One late sample and its causes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExplainedSample {
+    /// `measure tasks --explain`: the job's task ("guest/task"); its `latency_ns` is the job's
+    /// response time and `expected_ns` its release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     pub cpu: u32,
     pub latency_ns: u64,
     /// When the timer was programmed to expire, since the start of the run.
@@ -171,6 +175,12 @@ pub enum CauseKind {
     /// `--in vm`, host side: the vCPU thread asleep (the guest idle, waiting for its timer
     /// interrupt, which the host delivers by waking the thread).
     VcpuAsleep,
+    /// `measure tasks --explain`: the guest's vCPU thread ran (this job and the guest's other
+    /// tasks, as its scheduler chose).
+    Guest,
+    /// `measure tasks --explain`: the guest's vCPU thread runnable but not running while its CPU
+    /// was idle - its reservation out of budget (throttled until its next period).
+    Throttled,
 }
 
 impl CauseKind {
@@ -190,6 +200,8 @@ impl CauseKind {
             CauseKind::HostSoftirq => "host_softirq",
             CauseKind::VcpuWakeup => "vcpu_wakeup",
             CauseKind::VcpuAsleep => "vcpu_asleep",
+            CauseKind::Guest => "guest",
+            CauseKind::Throttled => "throttled",
         }
     }
 

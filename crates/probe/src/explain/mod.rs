@@ -21,6 +21,7 @@ pub mod break_trace;
 pub mod clock_sync;
 pub mod decode;
 pub mod ipi;
+pub mod jobs;
 pub mod kvm_exit;
 pub mod net;
 pub mod vcpu;

@@ -5,7 +5,7 @@
 //! points). A late job keeps running (as in the simulator); a job unfinished at the end whose
 //! deadline has passed is a miss.
 
-use super::protocol::{GuestSpec, TaskOutcome};
+use super::protocol::{GuestSpec, TaskOutcome, WorstJob};
 use super::work;
 use crate::agent::jobs::JobReporter;
 use crate::rt;
@@ -53,6 +53,8 @@ pub(super) struct TaskState {
     windows: Vec<(u64, u64)>,
     /// The CPUs its work ran on.
     cpus: BTreeSet<u32>,
+    /// Its longest completed jobs.
+    worst: Vec<super::protocol::WorstJob>,
 }
 
 /// What one guest's run measured: per task, and the vCPU thread's CPU time over the time it ran.
@@ -184,6 +186,7 @@ pub(super) fn task_states(guest: &GuestSpec, seed: u64, start: u64) -> Vec<TaskS
             window_ns: guest.window_ns.filter(|&w| w > 0),
             windows: Vec::new(),
             cpus: BTreeSet::new(),
+            worst: Vec::new(),
         })
         .collect()
 }
@@ -209,6 +212,7 @@ pub(super) fn outcomes(mut tasks: Vec<TaskState>, end_now: u64) -> Vec<TaskOutco
             response_ns: t.response.summary(),
             windows: t.windows,
             cpus: t.cpus.into_iter().collect(),
+            worst: t.worst,
         })
         .collect()
 }
@@ -252,6 +256,8 @@ pub(super) fn complete(task: &mut TaskState, now: u64) -> u64 {
     let job = task.queue.pop_front().expect("completing a job");
     task.count(job.release, now > job.deadline);
     task.response.record(now - job.release);
+    let done = WorstJob { release: job.release, finish: now, cpu: rt::current_cpu(), tid: rt::gettid() as u32 };
+    super::protocol::keep_worst(&mut task.worst, done);
     job.exec_ns
 }
 
@@ -278,6 +284,7 @@ mod tests {
             window_ns: None,
             windows: Vec::new(),
             cpus: BTreeSet::new(),
+            worst: Vec::new(),
         };
         t.queue.push_back(Job { release: 0, deadline: deadline_abs, remaining: 1, exec_ns: 1 });
         t

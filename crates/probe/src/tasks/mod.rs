@@ -14,8 +14,10 @@ pub mod work;
 pub mod worker;
 
 use crate::error::{Error, Result};
+use crate::explain::jobs::{JobTrace, JobWindow};
 use crate::rt::Reservation;
 use rtvirt_model::plan::Plan;
+use rtvirt_model::results::ExplainSection;
 use rtvirt_model::results::{GuestResult, Interval, PlanSummary, Results, TaskResult, TaskTotals, TaskWindow};
 use rtvirt_model::scenario::Scenario;
 use rtvirt_model::Nanos;
@@ -34,11 +36,21 @@ pub struct TasksConfig {
     /// `--interval-report`: each task's jobs and misses per window of this length as well, in
     /// `Results.intervals` (by the job's release since the start).
     pub window: Option<Nanos>,
+    /// `--explain`: trace the vCPU threads' CPUs and attribute each task's longest jobs
+    /// (`Results.explain`, [`crate::explain::jobs`]).
+    pub explain: bool,
 }
 
 impl Default for TasksConfig {
     fn default() -> Self {
-        TasksConfig { duration: Nanos::from_secs(10), seed: 1, force: false, state_dir: None, window: None }
+        TasksConfig {
+            duration: Nanos::from_secs(10),
+            seed: 1,
+            force: false,
+            state_dir: None,
+            window: None,
+            explain: false,
+        }
     }
 }
 
@@ -138,10 +150,51 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let trace = cfg.explain.then(|| start_trace(cfg, &cores));
+    let run_start = crate::rt::now_ns();
     let run = worker::run_workers(&specs, cfg.duration.0);
     drop(exclusive);
     let run = run?;
-    Ok(assemble(scenario, plan, &places, run.outcomes, cfg, run.ran_ns))
+    let explain = trace.map(|t| explain_jobs(t, scenario, &run.outcomes, run_start));
+    let mut results = assemble(scenario, plan, &places, run.outcomes, cfg, run.ran_ns);
+    results.explain = explain;
+    Ok(results)
+}
+
+/// The trace of `cores` for `--explain` (why not, when it cannot be made).
+fn start_trace(cfg: &TasksConfig, cores: &[u32]) -> std::result::Result<JobTrace, String> {
+    let dir = cfg.state_dir.as_ref().ok_or("no state directory to journal the tracing instance in")?;
+    JobTrace::start(dir, cores)
+}
+
+/// Each task's longest jobs, explained from the trace.
+fn explain_jobs(
+    trace: std::result::Result<JobTrace, String>,
+    scenario: &Scenario,
+    outcomes: &[protocol::WorkerOutcome],
+    run_start: u64,
+) -> ExplainSection {
+    let trace = match trace {
+        Ok(t) => t,
+        Err(why) => {
+            let limitations = vec![format!("kernel tracing unavailable, no job explained: {why}")];
+            return ExplainSection { limitations, ..Default::default() };
+        }
+    };
+    let mut jobs = Vec::new();
+    for (g, o) in scenario.guests.iter().zip(outcomes) {
+        for (t, w) in g.tasks.iter().zip(&o.tasks) {
+            let task = format!("{}/{}", g.name, t.name);
+            jobs.extend(w.worst.iter().map(|j| JobWindow {
+                task: task.clone(),
+                cpu: j.cpu,
+                tid: j.tid,
+                release: j.release,
+                finish: j.finish,
+            }));
+        }
+    }
+    trace.finish(&jobs, run_start)
 }
 
 /// The results document; `ran_ns` is how long the task sets really ran (shorter than asked when

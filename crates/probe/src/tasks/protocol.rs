@@ -174,4 +174,57 @@ pub struct TaskOutcome {
     /// The CPUs its work ran on, ascending.
     #[serde(default)]
     pub cpus: Vec<u32>,
+    /// Its [`WORST_KEPT`] longest completed jobs, longest first (`--explain` attributes them).
+    #[serde(default)]
+    pub worst: Vec<WorstJob>,
+}
+
+/// Completed jobs kept per task for `--explain`.
+pub const WORST_KEPT: usize = 3;
+
+/// One completed job: when it was released and completed (CLOCK_MONOTONIC ns), where, and the
+/// thread that ran it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorstJob {
+    pub release: u64,
+    pub finish: u64,
+    pub cpu: u32,
+    pub tid: u32,
+}
+
+impl WorstJob {
+    pub fn response(&self) -> u64 {
+        self.finish.saturating_sub(self.release)
+    }
+}
+
+/// Keep `job` among `worst` if it is one of the [`WORST_KEPT`] longest (longest first).
+pub fn keep_worst(worst: &mut Vec<WorstJob>, job: WorstJob) {
+    if worst.len() == WORST_KEPT && worst.last().is_some_and(|w| w.response() >= job.response()) {
+        return;
+    }
+    let at = worst.partition_point(|w| w.response() >= job.response());
+    worst.insert(at, job);
+    worst.truncate(WORST_KEPT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_worst_keeps_the_longest_jobs_longest_first_as_sorting_all_does() {
+        let mut seed = 17u64;
+        let mut all = Vec::new();
+        let mut kept = Vec::new();
+        for i in 0..500u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let job = WorstJob { release: i * 1000, finish: i * 1000 + (seed >> 40) % 5000, cpu: 1, tid: 7 };
+            keep_worst(&mut kept, job);
+            all.push(job);
+        }
+        all.sort_by_key(|j| std::cmp::Reverse(j.response()));
+        let responses = |v: &[WorstJob]| v.iter().map(WorstJob::response).collect::<Vec<_>>();
+        assert_eq!(responses(&kept), responses(&all[..WORST_KEPT]));
+    }
 }

@@ -104,7 +104,13 @@ fn worker_run() -> Result<()> {
                     Some(g) => VcpuRun::Global(g, (me, spec.vcpus.len())),
                     None => VcpuRun::Own(spec.guest.subset(&v.tasks), seed),
                 };
-                scope.spawn(move || vcpu_thread(v, (run, agent), ready, go_rx, stop))
+                // named for the trace (`--explain`): the kernel keeps 15 bytes
+                let name = rtvirt_model::scenario::sim::vcpu_thread_name(&spec.guest.name, v.id);
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn_scoped(scope, move || vcpu_thread(v, (run, agent), ready, go_rx, stop))
+                    // as `scope.spawn` does: the OS refusing a thread is not recoverable here
+                    .expect("the OS refused a vCPU thread")
             })
             .collect();
         drop(ready_tx);

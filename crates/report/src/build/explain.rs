@@ -28,7 +28,7 @@ pub fn section(inputs: &[Input]) -> Option<Section> {
     if all.is_empty() {
         return None;
     }
-    let mut sec = Section::new("Late wake-ups: causes from the kernel trace");
+    let mut sec = Section::new("Late wake-ups and long jobs: causes from the kernel trace");
     if all.iter().any(|(_, e)| !e.samples.is_empty()) {
         let kinds = kinds_drawn(&all);
         sec.figure(causes_figure(&all, &kinds));

@@ -382,6 +382,12 @@ pub struct TasksArgs {
     /// the results' `intervals`: `rtvirt report` draws the DSR per window.
     #[arg(long, value_parser = parse_nanos, value_name = "D")]
     pub interval_report: Option<Nanos>,
+    /// Explain each task's longest jobs from a kernel trace of the vCPU threads' CPUs: each
+    /// job's response split into the guest's vCPU thread running, other threads, IRQs and
+    /// softirqs, the release's wake-up, and the vCPU thread throttled (out of budget); section
+    /// `explain` of the results, drawn by `rtvirt report`.
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub common: Common,
 }

@@ -54,6 +54,7 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
         force: args.common.force,
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
         window: args.interval_report,
+        explain: args.explain,
     };
     drive(Tasks { args, scenario, plan, config }, line)
 }

@@ -265,6 +265,7 @@ impl NetExplainer {
         let since_start = |t: u64| t.saturating_sub(self.run_start);
         let last_cpu = joined.segments.iter().rev().find_map(|s| s.cpu);
         ExplainedSample {
+            task: None,
             cpu: last_cpu.unwrap_or(0),
             latency_ns: latency,
             expected_ns: since_start(joined.start()),
