@@ -14,8 +14,14 @@ for s in scenarios/default.toml scenarios/plc_vran_monitor.toml scenarios/fp-gue
     for run in $(seq 1 "$RUNS"); do
         plan="$OUT/$name-$run.plan.json"
         verify="$OUT/$name-$run.verify.json"
-        if ! "$RTVIRT" plan "$s" --format json > "$plan"; then
-            echo "$name run $run: no plan (see rtvirt plan $s)"
+        if ! "$RTVIRT" plan "$s" --format json > "$plan" 2>/dev/null; then
+            python3 - "$name" "$run" "$plan" <<'PY'
+import json, sys
+name, run, plan = sys.argv[1:]
+p = json.load(open(plan))
+needs = "; ".join(f"{n.get('guest', 'the plan')} needs {n['setting']}: {n['value']}" for n in p.get("needs", []))
+print(f"{name} run {run}: refused ({', '.join(p['unplaced'])} unplaced): {needs}")
+PY
             continue
         fi
         "$RTVIRT" verify "$s" --plan "$plan" --duration "$DURATION" --format json > "$verify" || true

@@ -60,3 +60,25 @@ fn only_the_planning_path_calls_the_planner() {
     }
     assert!(offenders.is_empty(), "plan through rtvirt_analysis::requests instead: {offenders:#?}");
 }
+
+/// The front ends (the command line, Python) plan through `rtvirt_loop::planning`, which adds the
+/// tick host's promise check to the path: none of their sources calls the path's `plan` or
+/// `plan_with` directly.
+#[test]
+fn front_ends_plan_through_the_loop() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for front in ["cli/src", "python/src"] {
+        sources(&crates.join(front), &mut files);
+    }
+    assert!(files.len() > 20, "found only {} front-end sources", files.len());
+    let calls = ["requests::plan(", "requests::plan_with("];
+    let offenders: Vec<String> = files
+        .iter()
+        .filter_map(|f| product_code(f).map(|code| (f, code)))
+        .flat_map(|(f, code)| {
+            calls.iter().filter(move |c| code.contains(**c)).map(move |c| format!("{}: {c}", f.display()))
+        })
+        .collect();
+    assert!(offenders.is_empty(), "plan through rtvirt_loop::planning instead: {offenders:#?}");
+}
