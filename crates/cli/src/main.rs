@@ -6,6 +6,7 @@
 
 mod cli_common;
 mod cmd;
+mod explain;
 mod output_file;
 mod placement;
 mod plan_host;

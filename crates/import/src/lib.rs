@@ -24,6 +24,7 @@ pub mod cyclictest;
 pub mod iperf3;
 pub mod netperf;
 pub mod oslat;
+mod part;
 pub mod rtla;
 pub mod sockperf;
 mod summary;
@@ -33,6 +34,8 @@ use rtvirt_model::input::{read_text, InputKind};
 use rtvirt_model::results::Results;
 use rtvirt_model::InputError;
 use std::path::Path;
+
+pub(crate) use part::Part;
 
 /// The tools whose outputs are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,20 +189,7 @@ fn unknown_format() -> String {
     )
 }
 
-/// One imported document before the tool is written into its environment; `part` names it
-/// among several of one file (e.g. "IRQ", "thread") and becomes its label's suffix.
-pub(crate) struct Part {
-    pub part: Option<&'static str>,
-    pub results: Results,
-    pub version: Option<String>,
-    pub command_line: Option<String>,
-}
-
 impl Part {
-    pub fn new(results: Results) -> Part {
-        Part { part: None, results, version: None, command_line: None }
-    }
-
     fn finish(mut self, tool: Tool) -> Results {
         let env = self.results.environment.get_or_insert_with(Default::default);
         env.tool = Some(tool.name().to_string());

@@ -54,19 +54,19 @@ pub struct HostModel {
     pub schema: String,
     /// Cost of one server period (ns): the replenishment timer's interrupt and the two context
     /// switches of a throttle/replenish cycle; paid by each server once per period out of its budget.
-    #[serde(default = "defaults::server_overhead_ns")]
+    #[serde(default = "default_server_overhead_ns")]
     pub server_overhead_ns: u64,
     /// One context switch between two threads on a CPU (ns).
-    #[serde(default = "defaults::context_switch_ns")]
+    #[serde(default = "default_context_switch_ns")]
     pub context_switch_ns: u64,
     /// Timer wake-up latency (release latency, ns): how late a thread runs after its timer expired.
-    #[serde(default = "defaults::release_latency_ns")]
+    #[serde(default = "default_release_latency_ns")]
     pub release_latency_ns: LatencySummary,
     /// How the kernel enforces a reservation's runtime.
     #[serde(default)]
     pub enforcement: Enforcement,
     /// Extra execution a preempted job needs to reload its working set (ns per preemption).
-    #[serde(default = "defaults::cache_reload_ns")]
+    #[serde(default = "default_cache_reload_ns")]
     pub cache_reload_ns: u64,
     /// One vCPU exit and re-entry (ns), measured under KVM; None when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,10 +135,10 @@ pub struct AdmissionLimits {
     pub isolated_cpus: Vec<u32>,
     /// `/proc/sys/kernel/sched_deadline_period_min_us`: the shortest reservation period the
     /// kernel accepts (sched_setattr fails with EINVAL below it).
-    #[serde(default = "defaults::deadline_period_min_us")]
+    #[serde(default = "default_deadline_period_min_us")]
     pub deadline_period_min_us: u64,
     /// `/proc/sys/kernel/sched_deadline_period_max_us`: the longest.
-    #[serde(default = "defaults::deadline_period_max_us")]
+    #[serde(default = "default_deadline_period_max_us")]
     pub deadline_period_max_us: u64,
 }
 
@@ -149,8 +149,8 @@ impl Default for AdmissionLimits {
             rt_period_us: 1_000_000,
             fair_servers: None,
             isolated_cpus: vec![],
-            deadline_period_min_us: defaults::deadline_period_min_us(),
-            deadline_period_max_us: defaults::deadline_period_max_us(),
+            deadline_period_min_us: default_deadline_period_min_us(),
+            deadline_period_max_us: default_deadline_period_max_us(),
         }
     }
 }
@@ -231,26 +231,24 @@ pub struct Measurement {
     pub note: Option<String>,
 }
 
-mod defaults {
-    use super::LatencySummary;
-    pub fn server_overhead_ns() -> u64 {
-        10_000
-    }
-    pub fn context_switch_ns() -> u64 {
-        3_000
-    }
-    pub fn release_latency_ns() -> LatencySummary {
-        LatencySummary { p50: 10_000, p99: 60_000, max: 200_000 }
-    }
-    pub fn cache_reload_ns() -> u64 {
-        20_000
-    }
-    pub fn deadline_period_min_us() -> u64 {
-        100
-    }
-    pub fn deadline_period_max_us() -> u64 {
-        4_194_304
-    }
+// serde's defaults of the fields above.
+fn default_server_overhead_ns() -> u64 {
+    10_000
+}
+fn default_context_switch_ns() -> u64 {
+    3_000
+}
+fn default_release_latency_ns() -> LatencySummary {
+    LatencySummary { p50: 10_000, p99: 60_000, max: 200_000 }
+}
+fn default_cache_reload_ns() -> u64 {
+    20_000
+}
+fn default_deadline_period_min_us() -> u64 {
+    100
+}
+fn default_deadline_period_max_us() -> u64 {
+    4_194_304
 }
 
 /// A per-core bandwidth cap and why it is the one used.

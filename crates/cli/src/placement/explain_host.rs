@@ -163,7 +163,7 @@ pub fn write_cell_trace(results: &Results, path: &Path, several: bool) {
     let path = cell_path(path, results.label.as_deref(), several);
     let cpus: Vec<u32> = results.cpus.iter().map(|c| c.cpu).collect();
     let duration = rtvirt_model::Nanos(results.duration_ns);
-    match crate::cmd::measure::explain::write_trace(e, &cpus, duration, &path) {
+    match crate::explain::write_trace(e, &cpus, duration, &path) {
         Ok(()) => eprintln!("vm: wrote trace {}", path.display()),
         Err(err) => eprintln!("vm: warning: {err:#}"),
     }

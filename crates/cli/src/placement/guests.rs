@@ -429,7 +429,7 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, for
         split_guest(&mut client, &served.results, clock);
     }
     if let (Some(e), Some(path)) = (&client.explain, &params.trace) {
-        crate::cmd::measure::explain::write_net_trace(e, "client", path)?;
+        crate::explain::write_net_trace(e, "client", path)?;
     }
     match format {
         Format::Json => print_json(&client)?,
@@ -437,7 +437,7 @@ pub fn net_in_guest(flavour: Flavour, guest: &GuestOpts, params: &NetParams, for
             let explain = client.explain.take();
             print_rows(&[(flavour, load_label(params.loads), client)]);
             if let Some(e) = &explain {
-                crate::cmd::measure::net::print_segments(e);
+                crate::explain::print_segments(e);
             }
         }
     }

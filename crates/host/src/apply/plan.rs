@@ -3,7 +3,7 @@
 //! ([`super::admission`]).
 
 use super::admission::{admit_per_core, Admission, Pinned, Server};
-use super::{
+use super::run::{
     affinity_change, check_online, lint_and_run, sched_change, ApplyError, ApplyOptions, ApplyReport, Binding, Prepared,
 };
 use crate::error::{HostError, Result};
@@ -42,7 +42,7 @@ fn prepare(plan: &Plan, bindings: &[Binding], admission: &[&dyn Admission]) -> R
         let (i, g) = plan.guests.iter().enumerate().find(|(_, g)| g.name == b.guest).ok_or_else(|| {
             let names: Vec<&str> = plan.guests.iter().map(|g| g.name.as_str()).collect();
             InputError::field(
-                if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" },
+                if matches!(b.source, super::run::GuestSource::Thread(_)) { "--pid" } else { "--vm" },
                 format!("guest \"{}\" is not in the plan (plan guests: {})", b.guest, names.join(", ")),
             )
         })?;
@@ -159,13 +159,13 @@ fn check_core_online(core: u32, field: &str) -> Result<(), InputError> {
 /// vCPU and must find as many vCPU threads as the plan has vCPUs. Housekeeping vCPUs (no
 /// reservation) are left as they are.
 fn vcpu_targets<'p>(i: usize, g: &'p GuestPlan, b: &Binding) -> Result<Vec<Target<'p>>> {
-    let flag = if matches!(b.source, super::GuestSource::Thread(_)) { "--pid" } else { "--vm" };
+    let flag = if matches!(b.source, super::run::GuestSource::Thread(_)) { "--pid" } else { "--vm" };
     let threads = vcpu_threads(b)?;
     if threads.is_empty() {
         return Err(HostError::input(format!("guest \"{}\": no vCPU thread found", b.guest)));
     }
     let only = match b.source {
-        super::GuestSource::Thread(_) => Some(b.vcpu.unwrap_or(0)),
+        super::run::GuestSource::Thread(_) => Some(b.vcpu.unwrap_or(0)),
         _ => b.vcpu,
     };
     let ids: Vec<String> = g.vcpus.iter().map(|v| v.id.to_string()).collect();

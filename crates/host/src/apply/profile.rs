@@ -15,7 +15,7 @@
 //! ```
 
 use super::admission::{admit_per_core, Admission, Pinned, Server};
-use super::{
+use super::run::{
     affinity_change, check_online, lint_and_run, sched_change, ApplyError, ApplyOptions, ApplyReport, Binding, Prepared,
 };
 use crate::error::{HostError, Result};

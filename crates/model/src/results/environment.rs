@@ -29,7 +29,7 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuidle_driver: Option<String>,
     /// Loads that ran alongside, with what they achieved.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "super::wire::sorted")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "super::serde_fns::sorted")]
     pub load: Vec<LoadReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtvirt_version: Option<String>,
@@ -37,7 +37,7 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accel: Option<String>,
     /// The container a measurement ran in (or, from the host, the container it talked to).
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "super::wire::sorted")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "super::serde_fns::sorted")]
     pub container: Option<ContainerDetail>,
     /// The CPU latency target (/dev/cpu_dma_latency) when the environment was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,7 +45,7 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_boot_ns: Option<u64>,
     /// The guest's own environment, for measurements taken on the host against a guest.
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "super::wire::sorted")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "super::serde_fns::sorted")]
     pub guest_environment: Option<Box<Environment>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_ip: Option<String>,

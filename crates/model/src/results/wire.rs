@@ -8,31 +8,17 @@
 //! takes the fields it knows when all of them read as its types; whatever no section takes
 //! stays in `extra`, to be written back as read.
 
-use super::*;
+use super::{
+    CoreResult, CpuLatency, Environment, ExplainSection, FlowResult, GuestResult, HistogramBucket, Interval, Results,
+    StreamSection, TaskResult, RESULTS_SCHEMA,
+};
+use crate::stats::Summary;
 use serde::de::DeserializeOwned;
 use serde::ser::{Error as _, SerializeMap};
+use serde::{Deserialize, Serialize};
 use serde::{Deserializer, Serializer};
 use serde_json::{Map, Value};
-
-/// Serialize `value` through `serde_json::Value`, so that the keys of every object in it come
-/// out in order (`serialize_with` for values once kept as JSON values).
-pub(crate) fn sorted<T: Serialize, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
-    serde_json::to_value(value).map_err(S::Error::custom)?.serialize(serializer)
-}
-
-/// `server` is the server's address in a `net` result and its counts in a `net-server` one: the
-/// schema takes either (the generated one has only the section flattened last).
-pub(crate) fn server_either(schema: &mut schemars::Schema) {
-    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
-        properties.insert(
-            "server".into(),
-            serde_json::json!({
-                "description": "The server's address (net) or what it saw (net-server).",
-                "anyOf": [{"type": "string"}, {"$ref": "#/$defs/ServerStats"}]
-            }),
-        );
-    }
-}
+use std::path::Path;
 
 /// The fields shared by several kinds, as they are written.
 #[derive(Serialize, Deserialize, Default)]
@@ -303,5 +289,37 @@ impl<'de> serde::de::Visitor<'de> for KnownVisitor {
             (typed.tasks, typed.guests, typed.cores, typed.flows, typed.cpus);
         (results.histogram_ns, results.intervals) = (histogram, intervals);
         Ok(KnownFields { schema: Some(schema), results: Some(results) })
+    }
+}
+
+impl Results {
+    /// Read a results file, checking the schema.
+    pub fn from_file(path: &Path) -> Result<Results, crate::InputError> {
+        let text = crate::input::read_text(path, crate::input::InputKind::Results)?;
+        let r: Results = serde_json::from_str(&text).map_err(|e| {
+            crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}"))
+                .in_file(path)
+                .at_line(e.line(), e.column())
+        })?;
+        if r.schema != RESULTS_SCHEMA {
+            return Err(crate::InputError::field("schema", format!("\"{}\": expected \"{RESULTS_SCHEMA}\"", r.schema))
+                .in_file(path));
+        }
+        Ok(r)
+    }
+
+    /// [`Results::from_file`] for readers of the typed sections only (reports): fields this
+    /// version does not know are skipped as read, not kept in `extra` (see [`KnownFields`]).
+    pub fn from_file_known(path: &Path) -> Result<Results, crate::InputError> {
+        let text = crate::input::read_text(path, crate::input::InputKind::Results)?;
+        let read: KnownFields = serde_json::from_str(&text).map_err(|e| {
+            crate::InputError::new(format!("not an rtvirt.results/v1 document: {e}"))
+                .in_file(path)
+                .at_line(e.line(), e.column())
+        })?;
+        read.results.ok_or_else(|| {
+            let schema = read.schema.map_or_else(|| "missing".to_string(), |s| s.to_string());
+            crate::InputError::field("schema", format!("{schema}: expected \"{RESULTS_SCHEMA}\"")).in_file(path)
+        })
     }
 }

@@ -90,7 +90,7 @@ impl RawAdapt {
         let d = AdaptSection::default();
         let field = |f: &str, msg: String| Err(InputError::field(format!("adapt.{f}"), msg));
         let interval = self.interval.unwrap_or(d.interval);
-        if interval < Nanos::from_us(100) || interval > crate::scenario::MAX_TIMING {
+        if interval < Nanos::from_us(100) || interval > crate::scenario::limits::MAX_TIMING {
             return field("interval", format!("{interval}: expected 100us to 1h"));
         }
         let rho = self.rho.unwrap_or(d.rho);
@@ -117,7 +117,7 @@ impl RawAdapt {
         let grow_band = band(self.grow_band, d.grow_band, "grow_band")?;
         let shrink_band = band(self.shrink_band, d.shrink_band, "shrink_band")?;
         let min_interval = self.min_interval.unwrap_or(d.min_interval);
-        if min_interval > crate::scenario::MAX_TIMING {
+        if min_interval > crate::scenario::limits::MAX_TIMING {
             return field("min_interval", format!("{min_interval}: expected at most 1h"));
         }
         let keep = self.keep.unwrap_or_default();

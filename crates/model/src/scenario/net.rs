@@ -541,7 +541,7 @@ impl NetScenario {
     /// `--duration`). One rule for both models: the duration includes the warm-up, and a run
     /// must measure something: at least one ping period (Xen) or any time (KVM) after the warm-up.
     pub fn set_duration(&mut self, duration: Nanos, field: &str) -> R<()> {
-        let duration = super::check_horizon(duration, field)?;
+        let duration = super::limits::check_horizon(duration, field)?;
         let after = duration.0.checked_sub(self.warmup.0).filter(|&t| t > 0);
         let needed = match &self.model {
             NetModel::Kvm(_) => 1,
@@ -575,7 +575,7 @@ impl RawNet {
     }
 
     fn validate_inner(&self, cores: u32) -> R<NetScenario> {
-        let warmup = super::check_timing(self.warmup.unwrap_or(Nanos::from_ms(20)), "warmup")?;
+        let warmup = super::limits::check_timing(self.warmup.unwrap_or(Nanos::from_ms(20)), "warmup")?;
         let (model, duration) = match self.kind.as_deref().unwrap_or("kvm") {
             "kvm" => (NetModel::Kvm(self.kvm(cores)?), self.duration.unwrap_or(Nanos::from_secs(2))),
             "xen" => {
@@ -948,7 +948,7 @@ impl RawXen {
                     return Err(InputError::field("period", "zero period: expected a positive duration"))
                 }
                 p => super::sim::check_sim_timing(
-                    super::check_timing(p.unwrap_or(Nanos::from_ms(10)), "period")?,
+                    super::limits::check_timing(p.unwrap_or(Nanos::from_ms(10)), "period")?,
                     "period",
                 )?,
             },

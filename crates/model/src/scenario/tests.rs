@@ -1,4 +1,6 @@
 use super::*;
+use crate::duration::Nanos;
+use crate::exec::ExecModel;
 use proptest::prelude::*;
 
 const MINI: &str = r#"

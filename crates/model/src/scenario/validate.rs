@@ -1,11 +1,17 @@
 //! Raw scenario -> typed [`Scenario`]: every rule with a message that says what was expected.
 
+use super::limits::{check_timing, DEFAULT_BANDWIDTH_CAP, MAX_CORES};
 use super::raw::*;
-use super::*;
+use super::types::*;
+use super::{sim, validate_sim, validate_vcpus};
+use crate::duration::Nanos;
 use crate::error::shown;
+use crate::error::InputError;
+use crate::exec::ExecModel;
 use crate::exec::Samples;
 use crate::source::Source;
 use std::collections::HashSet;
+use std::path::Path;
 
 type R<T> = Result<T, InputError>;
 
@@ -217,7 +223,7 @@ fn phases(raw: Vec<RawPhase>, wcet: Nanos, base: &Path) -> R<Vec<Phase>> {
                 "zero: expected a positive time (the task's `exec` applies from the start)",
             )));
         }
-        crate::scenario::check_horizon(p.at, "at").map_err(under)?;
+        super::limits::check_horizon(p.at, "at").map_err(under)?;
         if let Some(prev) = out.last().filter(|prev| prev.at >= p.at) {
             return Err(under(InputError::field(
                 "at",

@@ -3,9 +3,9 @@
 //! SCHED_DEADLINE admission, each error naming its field (`guest[1].vcpu.priority`,
 //! `sim.thread[0].sched.policy`).
 
+use super::limits::{check_horizon, check_timing};
 use super::raw::{RawSim, RawThread, RawVcpu};
 use super::sim::*;
-use super::{check_horizon, check_timing};
 use crate::duration::Nanos;
 use crate::error::shown;
 use crate::error::InputError;

@@ -2,7 +2,8 @@
 //! checked against each other and the host's cores. Field paths are relative to the guest.
 
 use super::raw::RawGuest;
-use super::{HostSection, InputError, Placement};
+use super::types::{HostSection, Placement};
+use crate::error::InputError;
 
 type R<T> = Result<T, InputError>;
 

@@ -19,6 +19,7 @@
 pub mod attribute;
 pub mod break_trace;
 pub mod clock_sync;
+mod config;
 pub mod decode;
 pub mod ipi;
 pub mod jobs;
@@ -26,55 +27,17 @@ pub mod kvm_exit;
 pub mod net;
 pub mod vcpu;
 
+pub use config::ExplainConfig;
+
 use attribute::{CpuState, Timed, Window};
 use decode::{Decoder, Event};
 use rtvirt_model::results::{Cause, ExplainSection, ExplainedSample};
 use rtvirt_model::stats::LatencyHistogram;
-use rtvirt_model::Nanos;
 use rtvirt_os::tracefs::{CpuReader, Instance};
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Duration;
-
-/// How to explain.
-#[derive(Debug, Clone)]
-pub struct ExplainConfig {
-    /// Explain wake-ups later than this (None: the run's p99).
-    pub above: Option<Nanos>,
-    /// Stop the run at the first wake-up later than this, and explain it.
-    pub break_at: Option<Nanos>,
-    /// With `break_at`: where the whole raw trace is written when a wake-up breaks the run.
-    pub break_trace: Option<PathBuf>,
-    /// In a guest of `--in vm`: the serial device over which the host tells its time
-    /// ([`clock_sync`]), so that the host can add what the vCPU threads went through.
-    pub clock_sync: Option<PathBuf>,
-    /// Where the tracing instance is journaled (rtvirt host's state directory).
-    pub state_dir: PathBuf,
-    /// Ring buffer per CPU.
-    pub buffer_kb: u32,
-    /// Explained samples kept (the worst).
-    pub max_samples: usize,
-    /// Also trace the measuring threads' syscalls: `clock_nanosleep` ([`decode::SYSCALL_EVENTS`]) of
-    /// `measure timer`, send and receive ([`net::events::SYSCALL_EVENTS`]) of `measure net`.
-    pub syscalls: bool,
-}
-
-impl ExplainConfig {
-    pub fn new(state_dir: PathBuf) -> ExplainConfig {
-        ExplainConfig {
-            above: None,
-            break_at: None,
-            break_trace: None,
-            clock_sync: None,
-            state_dir,
-            buffer_kb: 4096,
-            max_samples: 1000,
-            syscalls: false,
-        }
-    }
-}
 
 /// Wake-ups seen before the rolling p99 is trusted (every one of them is explained).
 const WARMUP_SAMPLES: u64 = 100;

@@ -1,13 +1,52 @@
-//! The worker loops of each load kind.
+//! The load kinds and the worker loop of each.
 
-use super::{LoadKind, Meter, Pacer};
+use super::meter::{Meter, Pacer};
 use crate::error::{Context, Error, Result};
 use crate::rt;
+use serde::Serialize;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What kind of interference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadKind {
+    /// TCP flood sender -> receiver (bytes/s).
+    Net,
+    /// UDP flood sender -> receiver (bytes/s received).
+    NetUdp,
+    /// System calls, pipe wake-ups and short timer sleeps (ops/s).
+    Syscalls,
+    /// memcpy over a buffer twice the last-level cache (bytes/s).
+    Cache,
+    /// Arithmetic busy loop (ops/s).
+    Cpu,
+}
+
+impl LoadKind {
+    pub fn parse(text: &str) -> std::result::Result<LoadKind, String> {
+        Ok(match text {
+            "net" | "net-tcp" => LoadKind::Net,
+            "net-udp" => LoadKind::NetUdp,
+            "syscalls" => LoadKind::Syscalls,
+            "cache" => LoadKind::Cache,
+            "cpu" => LoadKind::Cpu,
+            _ => return Err(format!("\"{text}\" is not a load kind (expected net, net-udp, syscalls, cache or cpu)")),
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadKind::Net => "net",
+            LoadKind::NetUdp => "net-udp",
+            LoadKind::Syscalls => "syscalls",
+            LoadKind::Cache => "cache",
+            LoadKind::Cpu => "cpu",
+        }
+    }
+}
 
 /// (unit of ops, whether ops are bytes).
 pub fn unit(kind: LoadKind) -> (&'static str, bool) {

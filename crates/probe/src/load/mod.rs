@@ -8,51 +8,17 @@
 //! Spec syntax (`--load`): `KIND[:N][@CPUS]`, e.g. `cpu:2@1`, `cache`, `net:1@0`, `syscalls:2`.
 
 mod kinds;
+mod meter;
+
+pub use kinds::LoadKind;
+use meter::Meter;
 
 use crate::error::{Error, Result};
 use crate::rt;
 use rtvirt_model::Nanos;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// What kind of interference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LoadKind {
-    /// TCP flood sender -> receiver (bytes/s).
-    Net,
-    /// UDP flood sender -> receiver (bytes/s received).
-    NetUdp,
-    /// System calls, pipe wake-ups and short timer sleeps (ops/s).
-    Syscalls,
-    /// memcpy over a buffer twice the last-level cache (bytes/s).
-    Cache,
-    /// Arithmetic busy loop (ops/s).
-    Cpu,
-}
-
-impl LoadKind {
-    pub fn parse(text: &str) -> std::result::Result<LoadKind, String> {
-        Ok(match text {
-            "net" | "net-tcp" => LoadKind::Net,
-            "net-udp" => LoadKind::NetUdp,
-            "syscalls" => LoadKind::Syscalls,
-            "cache" => LoadKind::Cache,
-            "cpu" => LoadKind::Cpu,
-            _ => return Err(format!("\"{text}\" is not a load kind (expected net, net-udp, syscalls, cache or cpu)")),
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadKind::Net => "net",
-            LoadKind::NetUdp => "net-udp",
-            LoadKind::Syscalls => "syscalls",
-            LoadKind::Cache => "cache",
-            LoadKind::Cpu => "cpu",
-        }
-    }
-}
 
 /// A load to run: kind, number of workers, CPUs to pin them to (round robin), optional rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -125,62 +91,6 @@ pub struct LoadReport {
     pub requested_rate: Option<f64>,
     /// Unit of `ops` ("iterations", "bytes", ...).
     pub unit: &'static str,
-}
-
-/// Words of the CPU bitmap of a [`Meter`]: every CPU a cpu_set_t can name (CPU_SETSIZE, 1024).
-const CPU_WORDS: usize = libc::CPU_SETSIZE as usize / 64;
-
-/// Counters the workers share: units of work done, and every CPU a worker thread was seen on.
-#[derive(Default)]
-pub(crate) struct Meter {
-    pub ops: AtomicU64,
-    cpus: [AtomicU64; CPU_WORDS],
-}
-
-impl Meter {
-    /// Count `count` units done on the current CPU.
-    pub fn add(&self, count: u64) {
-        self.ops.fetch_add(count, Ordering::Relaxed);
-        self.ran_on(rt::current_cpu());
-    }
-
-    /// Record that a worker thread ran on `cpu` (threads that do not count units, e.g. the
-    /// sender of a net load, still occupy CPUs).
-    pub fn ran_on(&self, cpu: u32) {
-        if let Some(w) = self.cpus.get(cpu as usize / 64) {
-            w.fetch_or(1 << (cpu % 64), Ordering::Relaxed);
-        }
-    }
-
-    /// The CPUs seen, ascending.
-    pub fn cpus(&self) -> Vec<u32> {
-        (0..CPU_WORDS as u32 * 64)
-            .filter(|&c| self.cpus[c as usize / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0)
-            .collect()
-    }
-}
-
-/// Paces a worker to `rate` units/s (None: as fast as possible). Its waits end as soon as the
-/// load is stopped (or Ctrl-C): a low rate can mean a long wait (1000 units at 1/s: 1000 s).
-pub(crate) struct Pacer<'a> {
-    start: u64,
-    per_unit_ns: Option<f64>,
-    done: u64,
-    stop: &'a AtomicBool,
-}
-
-impl<'a> Pacer<'a> {
-    pub fn new(rate: Option<f64>, stop: &'a AtomicBool) -> Pacer<'a> {
-        Pacer { start: rt::now_ns(), per_unit_ns: rate.map(|r| 1e9 / r), done: 0, stop }
-    }
-    /// Account `count` units and sleep until they are due, or until the load stops.
-    pub fn pace(&mut self, count: u64) {
-        self.done += count;
-        if let Some(p) = self.per_unit_ns {
-            let due = (self.start as f64 + self.done as f64 * p).min(u64::MAX as f64) as u64;
-            rt::sleep_until_or_stopped(due, self.stop);
-        }
-    }
 }
 
 /// A load running in the background until [`RunningLoad::stop`].

@@ -9,6 +9,7 @@
 pub mod global;
 pub mod guest;
 mod multi_vcpus;
+mod placement;
 pub mod protocol;
 pub mod work;
 pub mod worker;
@@ -16,6 +17,7 @@ pub mod worker;
 use crate::error::{Error, Result};
 use crate::explain::jobs::{JobTrace, JobWindow};
 use crate::rt::Reservation;
+use placement::Placement;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::ExplainSection;
 use rtvirt_model::results::{GuestResult, Interval, PlanSummary, Results, TaskResult, TaskTotals, TaskWindow};
@@ -52,16 +54,6 @@ impl Default for TasksConfig {
             explain: false,
         }
     }
-}
-
-/// A vCPU's reservation, core and tasks as taken from the plan.
-#[derive(Debug, Clone)]
-struct Placement {
-    id: u32,
-    core: u32,
-    reservation: Reservation,
-    /// Indices of the guest's tasks it runs.
-    tasks: Vec<usize>,
 }
 
 /// Check the plan against the scenario and this machine; per guest, its real-time vCPUs.

@@ -7,7 +7,7 @@
 //! split into per-vCPU servers, Shin, Easwaran & Lee 2008) share all its tasks under one guest
 //! scheduler ([`super::global`]).
 
-use super::Placement;
+use super::placement::Placement;
 use crate::error::{Error, Result};
 use crate::rt::Reservation;
 use rtvirt_model::plan::GuestPlan;

@@ -7,15 +7,14 @@
 //!   outsourcing) for Garcia Alvarado 2019.
 //! - [`xen`]: Xen Dom0 inter-domain communication (netback TX/RX, softnet backlog, original and
 //!   RTCA) for Xi et al. 2012, guest domains as vCPUs of the host's Xen Credit policy (with its cap).
-//! - [`cache`]: the shared-LLC interference model; [`stats`]: per-flow statistics.
+//! - [`cache`]: the shared-LLC interference model; [`stats`]: per-flow statistics; `kernel`: limits of
+//!   the modelled kernels shared by both.
 //!
 //! One set of calibrated per-stage costs (`rtvirt_model::scenario::net::NetCosts::default`) is
 //! shared by every method; docs/netsim.md documents the model and its calibration.
 
-/// NET_RX round time limit of the modelled kernels' net_rx_action: 2 jiffies at HZ = 1000.
-pub(crate) const NET_RX_ROUND_TIME: rtvirt_model::Nanos = rtvirt_model::Nanos(2_000_000);
-
 pub mod cache;
+mod kernel;
 pub mod kvm;
 pub mod stats;
 pub mod xen;

@@ -70,7 +70,7 @@ const WEIGHT: u32 = 256;
 /// Credit time slice (credit1: 30 ms).
 const TSLICE: u64 = 30_000_000;
 /// NET_RX round time limit of Dom0's Linux.
-const SOFTNET_TIME: Nanos = crate::net::NET_RX_ROUND_TIME;
+const SOFTNET_TIME: Nanos = crate::net::kernel::NET_RX_ROUND_TIME;
 
 #[derive(Debug, Clone, Copy)]
 struct XenPacket {

@@ -4,7 +4,6 @@
 //! to the placement driver (`crate::placement`), which runs it where `--in` says.
 
 mod args;
-pub(crate) mod explain;
 pub(crate) mod net;
 mod output;
 mod stream;

@@ -3,10 +3,11 @@
 use super::args::{ClientArgs, ServerArgs};
 use super::output::{output, progress};
 use crate::cli_common::{print_json, CmdResult, Format, Outcome};
+use crate::explain;
 use crate::placement::command_line::CommandLine;
 use crate::placement::options::Common;
 use crate::placement::{drive, Measurement, Role};
-use rtvirt_model::results::{ExplainSection, NetServerSection, Results};
+use rtvirt_model::results::{NetServerSection, Results};
 use rtvirt_model::Nanos;
 use rtvirt_probe::explain::net::events::READER_THREAD;
 use rtvirt_probe::explain::net::{NetExplainer, Side};
@@ -92,12 +93,12 @@ impl Measurement for Server {
             Format::Table => {
                 println!("served: {}", served(results)?);
                 if let Some(e) = &results.explain {
-                    print_segments(e);
+                    explain::print_segments(e);
                 }
             }
         }
         if let (Some(e), Some(path)) = (&results.explain, &self.args.trace) {
-            super::explain::write_net_trace(e, "server", path)?;
+            explain::write_net_trace(e, "server", path)?;
         }
         Ok(Outcome::Ok)
     }
@@ -106,27 +107,6 @@ impl Measurement for Server {
 /// Where the tracing instance is journaled; whether syscalls are traced too.
 fn explain_config(syscalls: bool) -> ExplainConfig {
     ExplainConfig { syscalls, ..ExplainConfig::new(rtvirt_host::journal::default_state_dir()) }
-}
-
-/// The path segments: mean, p99 and max of each, the worst request broken down, what could not
-/// be explained.
-pub(crate) fn print_segments(e: &ExplainSection) {
-    println!();
-    println!("requests explained: {}; trace events lost: {}", e.samples_above, e.events_lost);
-    if !e.segments.is_empty() {
-        println!("{:<16} {:>9} {:>12} {:>12} {:>12}", "segment", "requests", "mean ns", "p99 ns", "max ns");
-        for s in &e.segments {
-            println!("{:<16} {:>9} {:>12.0} {:>12} {:>12}", s.name, s.requests, s.mean_ns, s.p99_ns, s.max_ns);
-        }
-    }
-    if let Some(worst) = e.samples.first() {
-        let parts: Vec<String> = worst.segments.iter().map(|s| format!("{} {}", s.name, s.duration_ns)).collect();
-        let seq = worst.request.map_or(String::new(), |r| format!(" {r}"));
-        println!("worst request{seq}: {} ns = {}", worst.latency_ns, parts.join(" + "));
-    }
-    for l in &e.limitations {
-        println!("not explained: {l}");
-    }
 }
 
 /// What a server saw, as its table line shows it (the counts as JSON).
@@ -222,10 +202,10 @@ impl Measurement for Client {
         );
         output(results, self.args.common.format, false, "round-trip time", &rows, &footer)?;
         if let (Some(e), Format::Table) = (&results.explain, self.args.common.format) {
-            print_segments(e);
+            explain::print_segments(e);
         }
         if let (Some(e), Some(path)) = (&results.explain, &self.args.trace) {
-            super::explain::write_net_trace(e, "client", path)?;
+            explain::write_net_trace(e, "client", path)?;
         }
         Ok(Outcome::Ok)
     }

@@ -1,9 +1,9 @@
 //! `rtvirt measure timer`: timer wake-up latency per CPU.
 
 use super::args::{HistogramOption, TimerArgs};
-use super::explain;
 use super::output::{output, progress};
 use crate::cli_common::{CmdResult, Format, Outcome};
+use crate::explain;
 use crate::placement::command_line::CommandLine;
 use crate::placement::guests::BringBack;
 use crate::placement::options::Common;

@@ -21,49 +21,20 @@
 //! included.
 
 use super::sched::PRIO_IRQ;
+use super::state::SoftCtx;
 use super::{Action, Next, Role, Sim, ThreadIndex, ThreadState, Work, LISTS_PER_CORE};
 use rtvirt_model::scenario::net::IrqMode;
 use rtvirt_model::Nanos;
 use serde_json::json;
-use std::collections::VecDeque;
 
 /// NAPI weight (packets per poll).
 pub(crate) const NAPI_WEIGHT: usize = 64;
 /// net_rx_action budget (netdev_budget).
 pub(crate) const BUDGET: i64 = 300;
 /// A round's time limit: 2 jiffies at HZ = 1000.
-pub(crate) const ROUND_TIME: Nanos = crate::net::NET_RX_ROUND_TIME;
+pub(crate) const ROUND_TIME: Nanos = crate::net::kernel::NET_RX_ROUND_TIME;
 /// MAX_SOFTIRQ_TIME: __do_softirq restarts only within 2 ms of its start.
 const RESTART_TIME: Nanos = Nanos(2_000_000);
-
-#[derive(Default)]
-pub(crate) struct PollList {
-    /// sd->poll_list: NAPIs (RX queue indices) in poll order.
-    pub napis: VecDeque<usize>,
-    /// The running round's repoll list (NAPIs that used their whole weight).
-    pub repoll: Vec<usize>,
-    pub holder: Option<ThreadIndex>,
-    pub waiters: Vec<ThreadIndex>,
-}
-
-/// A context's progress through __do_softirq / net_rx_action.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SoftCtx {
-    pub list: usize,
-    /// Budget left in this round (netdev_budget minus the work of its polls).
-    pub budget: i64,
-    pub round_start: Nanos,
-    /// NAPIs of this round's snapshot not polled yet.
-    pub snap: usize,
-    /// Polls in this round.
-    pub round_polls: u32,
-    /// When the context took the lock (MAX_SOFTIRQ_TIME of the restarts).
-    pub started: Nanos,
-    /// Rounds restarted since it took the lock.
-    pub rounds: u32,
-    /// Polls since it took the lock.
-    pub polls: u32,
-}
 
 impl Sim {
     /// Index of core `c`'s normal (`rt = false`) or RT poll list.

@@ -5,6 +5,7 @@
 //! looked at, so 1.6 Mpps cost no per-packet events). NIC interrupts follow NAPI: one IRQ when
 //! packets are present and the queue's IRQ is enabled, none while it is being polled.
 
+use super::state::FlowState;
 use super::{Ev, Packet, PacketQueue, RxQ, Sim};
 use crate::engine::rng::SimRng;
 use crate::net::stats::FlowStats;
@@ -15,64 +16,6 @@ use rtvirt_model::Nanos;
 const WIRE_OVERHEAD: u32 = 38;
 /// IP + TCP (with timestamps) headers inside the MTU.
 const TCP_HEADERS: u32 = 52;
-
-pub(crate) enum FlowState {
-    Rr {
-        rxq: usize,
-        req: u32,
-        resp: u32,
-        min: Nanos,
-        max: Nanos,
-        rng: SimRng,
-        stats: FlowStats,
-    },
-    Tcp {
-        rxq: usize,
-        frame: u32,
-        payload: u32,
-        gap: f64,
-        next_at: f64,
-        inflight: u32,
-        window: u32,
-        /// Whether a segment carries its arrival time: only on the host-stack socket path, whose
-        /// server reads it as a request's. Unstamped segments of a flow are identical packets
-        /// and queue as runs.
-        stamped: bool,
-        stats: FlowStats,
-    },
-}
-
-impl FlowState {
-    pub fn stats(&self) -> &FlowStats {
-        match self {
-            FlowState::Rr { stats, .. } | FlowState::Tcp { stats, .. } => stats,
-        }
-    }
-    fn stats_mut(&mut self) -> &mut FlowStats {
-        match self {
-            FlowState::Rr { stats, .. } | FlowState::Tcp { stats, .. } => stats,
-        }
-    }
-    pub fn drops(&self) -> u64 {
-        self.stats().drops
-    }
-    /// The RX queue a bulk sender feeds (None for request/response flows).
-    pub fn sender_rxq(&self) -> Option<usize> {
-        match self {
-            FlowState::Tcp { rxq, .. } => Some(*rxq),
-            FlowState::Rr { .. } => None,
-        }
-    }
-    pub fn response_bytes(&self) -> u32 {
-        match self {
-            FlowState::Rr { resp, .. } => *resp,
-            FlowState::Tcp { .. } => 0,
-        }
-    }
-    pub fn is_bulk(&self) -> bool {
-        matches!(self, FlowState::Tcp { .. })
-    }
-}
 
 /// Flow states: each flow hashed to one RX queue of its VM's NIC.
 pub(crate) fn build(net: &KvmNet, rxqs: &[RxQ], seed: u64) -> Vec<FlowState> {

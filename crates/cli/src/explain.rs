@@ -1,9 +1,9 @@
-//! `--explain` for people and for Perfetto: the ranked causes as a table, the worst wake-ups
-//! broken down, and the explained wake-ups as a Chrome trace written with the simulator's
-//! [`TraceWriter`] and its track layout (group "cores" with a track per CPU; a group per
-//! measuring thread with its wake-ups; for `measure net`, the network scenario's layout: "cores"
-//! and "threads", see [`write_net_trace`]), so that a simulated and a measured trace open side by
-//! side.
+//! `--explain` for people and for Perfetto (`measure timer`, `measure net`, in any placement): the
+//! ranked causes as a table, the worst wake-ups broken down, a network request's path segments,
+//! and the explained wake-ups as a Chrome trace written with the simulator's [`TraceWriter`] and
+//! its track layout (group "cores" with a track per CPU; a group per measuring thread with its
+//! wake-ups; for `measure net`, the network scenario's layout: "cores" and "threads", see
+//! [`write_net_trace`]), so that a simulated and a measured trace open side by side.
 
 use anyhow::Context as _;
 use rtvirt_model::results::{ExplainSection, ExplainedSample};
@@ -161,6 +161,27 @@ pub fn write_net_trace(e: &ExplainSection, role: &str, path: &Path) -> anyhow::R
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
     w.write_json(&mut out).with_context(cannot)?;
     std::io::Write::flush(&mut out).with_context(cannot)
+}
+
+/// The path segments: mean, p99 and max of each, the worst request broken down, what could not
+/// be explained.
+pub fn print_segments(e: &ExplainSection) {
+    println!();
+    println!("requests explained: {}; trace events lost: {}", e.samples_above, e.events_lost);
+    if !e.segments.is_empty() {
+        println!("{:<16} {:>9} {:>12} {:>12} {:>12}", "segment", "requests", "mean ns", "p99 ns", "max ns");
+        for s in &e.segments {
+            println!("{:<16} {:>9} {:>12.0} {:>12} {:>12}", s.name, s.requests, s.mean_ns, s.p99_ns, s.max_ns);
+        }
+    }
+    if let Some(worst) = e.samples.first() {
+        let parts: Vec<String> = worst.segments.iter().map(|s| format!("{} {}", s.name, s.duration_ns)).collect();
+        let seq = worst.request.map_or(String::new(), |r| format!(" {r}"));
+        println!("worst request{seq}: {} ns = {}", worst.latency_ns, parts.join(" + "));
+    }
+    for l in &e.limitations {
+        println!("not explained: {l}");
+    }
 }
 
 /// Whether a path segment was measured in the guest (its CPU is the guest's).
