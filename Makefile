@@ -32,7 +32,6 @@ setup-test:
 	./scripts/setup.sh test
 
 test: setup-test
-	python3 scripts/module-cycles.py
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) build --workspace --all-targets
