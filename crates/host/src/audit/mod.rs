@@ -64,6 +64,6 @@ pub fn run() -> Audit {
 /// [`run`], with the settings `needs` names as targets.
 pub fn run_for(needs: &[rtvirt_model::plan::Need]) -> Audit {
     let mut audit = run();
-    audit.targets = targets::targets(&audit, needs);
+    audit.targets = targets::targets(&audit.checks, needs);
     audit
 }

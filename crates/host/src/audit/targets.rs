@@ -2,7 +2,7 @@
 //! planning path) as the audit's targets, each with the checks of this host that bear on it and
 //! how they stand - so that the plan's "what must I set" and the audit point at the same things.
 
-use super::{Audit, Status};
+use super::{Check, Status};
 use rtvirt_model::plan::{need_setting, Need};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -45,8 +45,8 @@ pub fn related(setting: &str) -> &'static [&'static str] {
     }
 }
 
-/// Each need as a target, with the related checks of `audit`.
-pub fn targets(audit: &Audit, needs: &[Need]) -> Vec<Target> {
+/// Each need as a target, with the related ones of an audit's `checks`.
+pub fn targets(checks: &[Check], needs: &[Need]) -> Vec<Target> {
     needs
         .iter()
         .map(|n| Target {
@@ -56,7 +56,7 @@ pub fn targets(audit: &Audit, needs: &[Need]) -> Vec<Target> {
             how: n.how.clone(),
             checks: related(&n.setting)
                 .iter()
-                .filter_map(|id| audit.check(id))
+                .filter_map(|id| checks.iter().find(|c| c.id == *id))
                 .map(|c| TargetCheck { id: c.id.into(), status: c.status, found: c.found.clone() })
                 .collect(),
         })
@@ -87,7 +87,7 @@ mod tests {
             value: "HRTICK".into(),
             how: "echo HRTICK_DL".into(),
         };
-        let t = &targets(&audit, &[need])[0];
+        let t = &targets(&audit.checks, &[need])[0];
         assert_eq!((t.guest.as_deref(), t.setting.as_str()), (Some("g"), "budget enforcement"));
         let hrtick = audit.check("hrtick").unwrap();
         assert_eq!(
