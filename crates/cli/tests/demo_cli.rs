@@ -6,7 +6,6 @@ mod schema_support;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn rtvirt() -> Command {
@@ -14,10 +13,6 @@ fn rtvirt() -> Command {
     c.env("RTVIRT_HOST", "ideal");
     c
 }
-
-/// Measuring demos run one at a time: each switches the root cpuset's load balancing off while
-/// its task set runs, and the Ctrl-C test checks that it comes back.
-static HOST: Mutex<()> = Mutex::new(());
 
 /// The root cpuset's `sched_load_balance` (cgroup v1), which the task run switches off.
 fn root_load_balance() -> Option<String> {
@@ -68,7 +63,7 @@ fn without_measurements_plans_simulates_and_reports() {
 
 #[test]
 fn with_short_measurements_compares_idle_and_loaded_timer() {
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let _host = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     // the default host: this one, calibrated by the demo (quick) and cached in the state directory
@@ -143,7 +138,7 @@ fn bad_values_exit_2() {
 
 #[test]
 fn ctrl_c_during_the_task_run_restores_the_host_and_still_reports() {
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let _host = rtvirt_testkit::host_lock();
     let balance_before = root_load_balance();
     let dir = tempfile::tempdir().unwrap();
     let mut child = rtvirt()

@@ -254,10 +254,8 @@ fn the_plan_of_rtvirt_plan_applies_end_to_end() {
     let plan_path = write(dir.path(), "plan.json", &String::from_utf8(o.stdout).unwrap());
     let plan = rtvirt_model::plan::Plan::from_file(&plan_path).unwrap();
     let online = rtvirt_os::sysinfo::online_cpus();
-    if plan.guests.iter().any(|g| !g.core.is_some_and(|c| online.contains(c))) {
-        eprintln!("skipped: the default plan uses cores this host does not have");
-        return;
-    }
+    let fits = plan.guests.iter().all(|g| g.core.is_some_and(|c| online.contains(c)));
+    rtvirt_testkit::skip_unless!(fits, "the default plan uses cores this host does not have");
     let procs: Vec<Sleeper> = plan.guests.iter().map(|_| Sleeper::start()).collect();
     let tids: Vec<u32> = procs.iter().map(Sleeper::pid).collect();
     let before = snapshot(&tids);
@@ -323,10 +321,7 @@ impl Drop for ForeignExclusive {
 fn v1_cpuset_base() -> Option<std::path::PathBuf> {
     match rtvirt_os::cgroup::Hierarchy::find("cpuset") {
         Some(rtvirt_os::cgroup::Hierarchy::V1(base)) => Some(base),
-        _ => {
-            eprintln!("skipped: needs the cgroup v1 cpuset hierarchy");
-            None
-        }
+        _ => None,
     }
 }
 
@@ -348,12 +343,11 @@ impl ForeignExclusive {
 #[test]
 fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
     let _g = serial();
-    let Some(base) = v1_cpuset_base() else { return };
+    let base = v1_cpuset_base();
+    rtvirt_testkit::skip_unless!(base.is_some(), "needs the cgroup v1 cpuset hierarchy");
+    let base = base.unwrap();
     let core = last_cpu();
-    if core == 0 {
-        eprintln!("skipped: needs two CPUs");
-        return;
-    }
+    rtvirt_testkit::skip_unless!(core > 0, "needs two CPUs");
     let a = Sleeper::start();
     let files = PlanFiles::new(&[("g1", 1_000_000, 10_000_000, 10_000_000, core)]);
     let (plan, state) = (files.plan.clone(), files.state.clone());
@@ -397,7 +391,9 @@ fn revert_restores_load_balancing_exactly_next_to_another_tools_partition() {
 #[test]
 fn a_cpu_held_by_another_exclusive_cpuset_is_explained_and_rolled_back() {
     let _g = serial();
-    let Some(base) = v1_cpuset_base() else { return };
+    let base = v1_cpuset_base();
+    rtvirt_testkit::skip_unless!(base.is_some(), "needs the cgroup v1 cpuset hierarchy");
+    let base = base.unwrap();
     let core = last_cpu();
     let _foreign = ForeignExclusive::create(&base, "hosttest-foreign", core);
     let a = Sleeper::start();

@@ -287,7 +287,7 @@ impl Spinner {
 fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
     let _g = serial();
     let Some((n, name)) = serial_irq() else {
-        eprintln!("skipped: no ttyS0 IRQ to test with");
+        rtvirt_testkit::skip_unless(false, "no ttyS0 IRQ to test with");
         return;
     };
     let threaded = threads::kernel_threads().iter().any(|t| matches!(t.role, Role::Irq { irq, .. } if irq == n));
@@ -298,7 +298,7 @@ fn irq_policy_without_an_irq_thread_fails_the_lint_unless_forced() {
             cmdline.split_whitespace().any(|w| w == "threadirqs")
                 || std::fs::read_to_string("/sys/kernel/realtime").is_ok()
         );
-        eprintln!("skipped: IRQ {n} ({name}) is threaded on this kernel");
+        rtvirt_testkit::skip_unless(false, &format!("IRQ {n} ({name}) is threaded on this kernel"));
         return;
     }
     let cpu = last_cpu();
@@ -568,7 +568,7 @@ fn irq_threads_of_a_device_get_their_priority_and_revert() {
         .into_iter()
         .find(|t| matches!(&t.role, Role::Irq { name, .. } if !name.is_empty()))
     else {
-        eprintln!("skipped: this kernel has no IRQ threads (no threadirqs / PREEMPT_RT)");
+        rtvirt_testkit::skip_unless(false, "this kernel has no IRQ threads (no threadirqs / PREEMPT_RT)");
         return;
     };
     let Role::Irq { name, .. } = &t.role else { unreachable!() };

@@ -16,30 +16,13 @@ fn ok(out: &std::process::Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
-fn have(tool: &str) -> bool {
-    let found =
-        Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("{tool} not installed (scripts/setup.sh installs it): skipped");
-    }
-    found
-}
-
 /// `cyclictest -p 95 -i 200 -D 2 -h 400 > old.txt`, `rtvirt measure timer -p 95 -i 200 -D 2
 /// --format json > new.json`, `rtvirt report old.txt new.json -o cmp.html`: both runs in one
 /// report, the old one as the baseline, its tail (maximum) included.
 #[test]
 fn a_cyclictest_baseline_and_an_rtvirt_run_in_one_report() {
-    if !is_root() || !have("cyclictest") {
-        return;
-    }
+    rtvirt_testkit::require_root!();
+    rtvirt_testkit::require_tool!("cyclictest");
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.txt");
     let status = Command::new("cyclictest")
@@ -88,9 +71,7 @@ fn a_cyclictest_baseline_and_an_rtvirt_run_in_one_report() {
 /// -a takes the stride form, -t cuts the CPU list, bare numbers are us (-i) and s (-D).
 #[test]
 fn measure_timer_speaks_cyclictest() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let dir = tempfile::tempdir().unwrap();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stride = if cpus >= 2 { "0-1:1" } else { "0" };

@@ -19,23 +19,14 @@ fn rtvirt(state: &Path, args: &[&str]) -> std::process::Output {
         .expect("run rtvirt")
 }
 
-fn is_root() -> bool {
-    rtvirt_os::procfs::stat(std::process::id()).is_ok() && unsafe { libc::geteuid() } == 0
-}
-
-/// The tests mount and unmount tracefs: one at a time.
-static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn instance_dir(pid: u32) -> Option<PathBuf> {
     rtvirt_os::tracefs::mounted_at().map(|root| root.join("instances").join(format!("rtvirt-{pid}")))
 }
 
 #[test]
 fn explain_json_table_and_trace_and_nothing_left_enabled() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = rtvirt_os::tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let trace = state.path().join("late.json");
@@ -118,10 +109,8 @@ fn killed_run(state: &Path) -> PathBuf {
 
 #[test]
 fn a_killed_runs_instance_is_removed_by_host_revert_and_by_the_next_run() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = rtvirt_os::tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let dir = killed_run(state.path());
@@ -147,10 +136,8 @@ fn a_killed_runs_instance_is_removed_by_host_revert_and_by_the_next_run() {
 /// scheduler events of the measured CPU included; nothing stays enabled.
 #[test]
 fn break_stops_the_run_and_keeps_the_whole_trace() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let file = state.path().join("late.trace");
     let args = ["measure", "timer", "--cpus", "1", "--duration", "20s", "--break", "1us", "--break-trace"];
@@ -200,10 +187,8 @@ fn in_mount_namespace(state: &Path, setup: &str, args: &str) -> std::process::Ou
 /// private mount namespace: the host's tracefs is untouched.
 #[test]
 fn tracefs_read_only_or_missing_the_run_goes_on_and_says_why() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let cases = [
         // (tracefs may already be mounted on the host: then only the namespace's copy is remounted)
         (

@@ -16,13 +16,6 @@ fn free_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
 /// The results document of a successful run, checked against the schema.
 fn results(out: &std::process::Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -166,9 +159,7 @@ fn port_in_use_and_bad_values_exit_2() {
 
 #[test]
 fn round_trips_between_host_and_container_over_the_bridge() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let out = rtvirt()
         .args([
             "measure",

@@ -27,14 +27,6 @@ fn rtvirt(state: &Path) -> Command {
     c
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The tests mount and unmount tracefs: one at a time.
-static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn json(out: &std::process::Output) -> Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
@@ -57,10 +49,8 @@ const CLIENT_PATH: [&str; 6] = ["send_lag", "client_send", "host_receive", "serv
 
 #[test]
 fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = rtvirt_os::tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let args = ["measure", "net", "client", "--in", "container", "--explain", "--duration", "1s"];
@@ -113,10 +103,8 @@ fn a_round_trip_through_a_container_is_explained_segment_by_segment() {
 
 #[test]
 fn a_server_explains_its_hosts_share_of_each_request() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let listen = format!("127.0.0.1:{port}");
@@ -158,10 +146,8 @@ fn a_server_explains_its_hosts_share_of_each_request() {
 /// client's namespace, through the bridge, into the server's socket.
 #[test]
 fn a_server_explains_requests_that_come_over_a_veth_and_a_bridge() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let net = rtvirt_probe::container::Container::create(&rtvirt_probe::cpus::allowed()).unwrap();
     let port = std::net::UdpSocket::bind((net.host_addr, 0)).unwrap().local_addr().unwrap().port();
@@ -202,10 +188,8 @@ fn a_server_explains_requests_that_come_over_a_veth_and_a_bridge() {
 /// `--trace` writes the round trips in the simulator's network layout.
 #[test]
 fn a_tcp_round_trip_through_a_container_is_explained_and_traced() {
-    if !is_root() {
-        return;
-    }
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _one = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let trace = state.path().join("tcp.json");
     let args = ["measure", "net", "client", "--tcp", "--in", "container", "--duration", "1s", "--arrivals"];

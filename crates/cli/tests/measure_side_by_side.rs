@@ -11,25 +11,6 @@
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        eprintln!("{tool} not installed (scripts/setup.sh installs it): skipped");
-    }
-    found
-}
-
 fn rtvirt_json(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -52,12 +33,6 @@ fn cyclictest_percentile_us(hist: &str, q: f64) -> f64 {
         }
     }
     f64::NAN
-}
-
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One cyclictest round on CPU 1 (2 s, 1 ms, FIFO 90): (p50, p99) in us.
@@ -104,10 +79,9 @@ fn agree(a: f64, b: f64, factor: f64, slack_us: f64) -> bool {
 
 #[test]
 fn timer_median_and_p99_agree_loosely_with_cyclictest() {
-    let _g = serial();
-    if !is_root() || !have("cyclictest") {
-        return;
-    }
+    let _g = rtvirt_testkit::host_lock();
+    rtvirt_testkit::require_root!();
+    rtvirt_testkit::require_tool!("cyclictest");
     let dir = tempfile::tempdir().unwrap();
     // Two rounds per tool, interleaved: cyclictest, rtvirt, cyclictest, rtvirt.
     let (mut ct, mut rv, mut missed) = (Vec::new(), Vec::new(), Vec::new());
@@ -178,10 +152,8 @@ fn hold_dma_latency_zero() -> Option<std::fs::File> {
 
 #[test]
 fn net_median_agrees_loosely_with_sockperf() {
-    let _g = serial();
-    if !have("sockperf") {
-        return;
-    }
+    let _g = rtvirt_testkit::host_lock();
+    rtvirt_testkit::require_tool!("sockperf");
     let _same_idle_state_for_both = hold_dma_latency_zero();
     let sp_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let rv_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();

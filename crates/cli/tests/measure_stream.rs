@@ -15,13 +15,6 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
 /// The results document of a successful run, checked against the schema.
 fn results(out: &std::process::Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -115,9 +108,7 @@ fn bad_message_sizes_and_no_server_are_errors() {
 /// Host -> container over the veth pair and bridge; the container is gone afterwards.
 #[test]
 fn streams_reach_a_server_in_a_container() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     for proto in ["--tcp", "--udp"] {
         let v = stream(proto, "127.0.0.1:9556", &["--in", "container"]);
         let c = &v["environment"]["container"];

@@ -10,13 +10,6 @@ fn rtvirt(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
 /// Overall DSR from the per-task jobs and misses of a results document.
 fn dsr(v: &serde_json::Value) -> f64 {
     let (mut jobs, mut misses) = (0, 0);
@@ -57,15 +50,10 @@ fn measured_and_simulated_dsr(rho: &str) -> (f64, f64) {
     (dsr(&measured), dsr(&simulated))
 }
 
-/// Runs hold an exclusive cpuset per core: two at once in this binary would refuse each other.
-static CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn measured_dsr_agrees_loosely_with_the_simulator() {
-    if !is_root() {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     for rho in ["0.5", "0.9"] {
         let (m, s) = measured_and_simulated_dsr(rho);
         // Loose: a noisy shared 2-core VM; docs/PERFORMANCE.md records the real comparison (+-5 pp).
@@ -103,10 +91,8 @@ extern "C" {
 
 #[test]
 fn ctrl_c_stops_early_and_reports_the_time_really_run() {
-    if !is_root() {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     let child = spawn_tasks_30s(Stdio::null());
     // stop it once the task sets run (the workers calibrate first; a busy machine slows that)
     let start = std::time::Instant::now();
@@ -135,10 +121,8 @@ fn ctrl_c_stops_early_and_reports_the_time_really_run() {
 /// now each worker divides by the wall time of the same stretch, read on its own thread.
 #[test]
 fn a_run_stopped_early_reports_plausible_utilisations() {
-    if !is_root() {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     for after_ms in [0, 0, 60, 400] {
         let child = spawn_tasks_30s(Stdio::null());
@@ -189,11 +173,11 @@ fn workers_of(parent: u32) -> Vec<i32> {
 
 #[test]
 fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
-    if !is_root() {
-        return;
-    }
-    let Some(root) = cpuset_root() else { return };
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let root = cpuset_root();
+    rtvirt_testkit::skip_unless!(root.is_some(), "needs a cpuset cgroup controller");
+    let root = root.unwrap();
+    let _serial = rtvirt_testkit::host_lock();
     let balance = root.join("cpuset.sched_load_balance");
     let balance_before = std::fs::read_to_string(&balance).ok();
     let child = spawn_tasks_30s(Stdio::piped());
@@ -239,11 +223,11 @@ fn each_guest_is_a_process_and_a_killed_worker_leaves_the_host_unchanged() {
 /// (they follow their parent by PR_SET_PDEATHSIG) `rtvirt host revert` restores the host.
 #[test]
 fn kill_9_of_the_run_is_restored_by_host_revert() {
-    if !is_root() {
-        return;
-    }
-    let Some(root) = cpuset_root() else { return };
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let root = cpuset_root();
+    rtvirt_testkit::skip_unless!(root.is_some(), "needs a cpuset cgroup controller");
+    let root = root.unwrap();
+    let _serial = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let balance = root.join("cpuset.sched_load_balance");
     let before = (host_support::cpuset_state(), std::fs::read_to_string(&balance).ok());
@@ -285,7 +269,7 @@ fn kill_9_of_the_run_is_restored_by_host_revert() {
 /// CPUs, from a real run, are valid `results` and add up to the run's totals.
 #[test]
 fn interval_windows_of_a_real_run_are_valid_results_and_add_up() {
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = rtvirt_testkit::host_lock();
     let sc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml");
     let out = rtvirt(&["measure", "tasks", sc, "--duration", "1s", "--interval-report", "250ms", "--format", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

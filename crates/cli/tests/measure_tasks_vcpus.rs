@@ -17,13 +17,6 @@ fn rtvirt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
 /// A two-vCPU partitioned guest (one task bound to each vCPU, one placed by the planner) beside a
 /// guest of one vCPU, on two cores.
 const PARTITIONED: &str = r#"name = "two-vcpus"
@@ -139,14 +132,11 @@ fn run_reading_back(sc: &str, plan_file: &str, want: &[(u64, u64, u64, u32)]) ->
     r
 }
 
-static CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn each_vcpu_runs_its_tasks_under_its_planned_reservation_on_its_core() {
-    if !is_root() || host_support::last_cpu() < 1 {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    rtvirt_testkit::skip_unless!(host_support::last_cpu() >= 1, "needs a second CPU");
+    let _serial = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     let (sc, plan_file, plan) = planned(dir.path(), PARTITIONED);
     let duo = &plan["guests"][0];
@@ -206,10 +196,9 @@ fn single_reservation_plans_and_unlisted_tasks_are_refused_naming_the_guest() {
 /// start and every 10 ms, so both vCPUs take work).
 #[test]
 fn a_global_guest_runs_its_tasks_on_vcpu_threads_sharing_them() {
-    if !is_root() || host_support::last_cpu() < 1 {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    rtvirt_testkit::skip_unless!(host_support::last_cpu() >= 1, "needs a second CPU");
+    let _serial = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     let global = PARTITIONED
         .replace("vcpus = 2\n", "vcpus = 2\nplacement = \"global\"\n")

@@ -14,20 +14,10 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     v
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
-
-/// Tests that create cpusets (deadline, container) must not hold the same CPU at once.
-static CPUSETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// `measure timer` for 300 ms on CPU 1 in a container, with `extra` options; its results (one
 /// such test at a time).
 fn timer_in_a_container_on_cpu_1(extra: &[&str]) -> serde_json::Value {
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = rtvirt_testkit::host_lock();
     let args = ["measure", "timer", "--cpus", "1", "--duration", "300ms", "--in", "container", "--format", "json"];
     json(&rtvirt(&[&args[..], extra].concat()))
 }
@@ -36,9 +26,7 @@ const KEYS: &[&str] = &["count", "min", "mean", "sd", "p50", "p90", "p99", "p999
 
 #[test]
 fn json_has_the_documented_shape_and_counts_every_period() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let dir = tempfile::tempdir().unwrap();
     let hist = dir.path().join("hist.txt");
     let out = rtvirt(&[
@@ -107,9 +95,7 @@ fn json_has_the_documented_shape_and_counts_every_period() {
 
 #[test]
 fn table_shows_sd_and_p9999_and_flags_every_thin_percentile() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     // 300 samples: fewer than 10 beyond p99, p99.9 and p99.99 (flagged), enough beyond p90.
     let out = rtvirt(&["measure", "timer", "--cpus", "0", "--duration", "300ms"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -124,9 +110,7 @@ fn table_shows_sd_and_p9999_and_flags_every_thin_percentile() {
 
 #[test]
 fn interval_reports_stream_as_json_lines() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let out = rtvirt(&[
         "measure",
         "timer",
@@ -152,10 +136,8 @@ fn interval_reports_stream_as_json_lines() {
 
 #[test]
 fn deadline_policy_runs_and_restores_the_cpuset_setup() {
-    if !is_root() {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     let lb = "/sys/fs/cgroup/cpuset/cpuset.sched_load_balance";
     let before = std::fs::read_to_string(lb).ok();
     let v = json(&rtvirt(&[
@@ -178,9 +160,7 @@ fn deadline_policy_runs_and_restores_the_cpuset_setup() {
 
 #[test]
 fn priority_99_runs_with_force() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let v = json(&rtvirt(&[
         "measure",
         "timer",
@@ -220,9 +200,7 @@ fn bad_input_is_exit_2_with_the_option_named() {
 
 #[test]
 fn in_container_records_it_and_leaves_nothing_behind() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let v = timer_in_a_container_on_cpu_1(&["--load", "cpu@1"]);
     assert_eq!(v["environment"]["in"], "container");
     let c = &v["environment"]["container"];
@@ -240,10 +218,8 @@ fn in_container_records_it_and_leaves_nothing_behind() {
 
 #[test]
 fn ctrl_c_stops_early_and_removes_the_container() {
-    if !is_root() {
-        return;
-    }
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtvirt"))
         .env("RTVIRT_HOST", "ideal")
@@ -283,9 +259,8 @@ extern "C" {
 
 #[test]
 fn without_root_every_measurement_is_a_clear_exit_2() {
-    if !is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
+    rtvirt_testkit::require_tool!("/usr/bin/setpriv");
     for args in [
         vec!["measure", "timer", "--duration", "1s"],
         vec!["measure", "timer", "--duration", "1s", "--in", "container"],
@@ -304,9 +279,7 @@ fn without_root_every_measurement_is_a_clear_exit_2() {
 
 #[test]
 fn deadline_policy_inside_a_container() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let v = timer_in_a_container_on_cpu_1(&["--policy", "deadline"]);
     assert_eq!((v["environment"]["in"].as_str(), v["policy"].as_str()), (Some("container"), Some("deadline")));
     assert!(v["latency_ns"]["count"].as_u64().unwrap() >= 290);
@@ -327,9 +300,7 @@ fn a_bad_histogram_path_never_loses_a_measurement() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--histogram") && err.contains("/nonexistent/h.txt"), "{err}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(5), "refused after {:?}", t0.elapsed());
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let args = ["measure", "timer", "--cpus", "0", "--duration", "300ms", "--histogram", "/dev/full"];
     let o = rtvirt(&args);
     let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

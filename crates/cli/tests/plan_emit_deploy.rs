@@ -29,14 +29,9 @@ const NAMES: [&str; 6] = [
     "e\r\ttouch\u{1b}[0m ü",
 ];
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// These tests need root and a mounted cpuset controller: a host without them fails them.
 fn supported() {
-    assert!(is_root(), "run as root: the scripts make cpusets and SCHED_DEADLINE reservations");
+    assert!(rtvirt_testkit::is_root(), "run as root: the scripts make cpusets and SCHED_DEADLINE reservations");
     assert!(Hierarchy::find("cpuset").is_some(), "no cpuset controller is mounted");
 }
 

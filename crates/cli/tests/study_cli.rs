@@ -9,20 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-/// The two studies change the same kernel thread: one at a time.
-static HOST: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn rtvirt() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtvirt"));
     c.env("RTVIRT_HOST", "ideal");
     c
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 /// The last CPU and the pid of its ksoftirqd thread.
@@ -117,10 +107,8 @@ fn chromium_dom(page: &Path) -> String {
 
 #[test]
 fn a_small_study_applies_and_reverts_its_profile_and_reports_box_plots() {
-    if !is_root() {
-        return;
-    }
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _host = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     let (cpu, pid) = ksoftirqd();
     let study = write_study(dir.path(), cpu);
@@ -169,10 +157,8 @@ fn a_small_study_applies_and_reverts_its_profile_and_reports_box_plots() {
 
 #[test]
 fn an_interrupted_study_reverts_the_host_and_resume_runs_only_the_rest() {
-    if !is_root() {
-        return;
-    }
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _host = rtvirt_testkit::host_lock();
     let dir = tempfile::tempdir().unwrap();
     let (cpu, pid) = ksoftirqd();
     let study = write_study(dir.path(), cpu);

@@ -9,11 +9,6 @@ mod schema_support;
 
 use host_support::{rtvirt, run, serial, text, write};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// One guest, one light task (1 ms every 50 ms, constant): little for a host to disturb.
 const LIGHT: &str = r#"name = "light"
 [host]
@@ -40,9 +35,7 @@ fn plan(dir: &std::path::Path, scenario: &std::path::Path) -> std::path::PathBuf
 /// disagree path is `an_impossible_tolerance_disagrees_with_exit_1_and_says_why`.
 #[test]
 fn a_tolerance_any_run_meets_agrees_with_exit_0_and_the_json_is_valid() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let scenario = write(dir.path(), "light.toml", LIGHT);
@@ -93,9 +86,7 @@ fn a_tolerance_any_run_meets_agrees_with_exit_0_and_the_json_is_valid() {
 
 #[test]
 fn an_impossible_tolerance_disagrees_with_exit_1_and_says_why() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let scenario = write(dir.path(), "light.toml", LIGHT);
@@ -165,9 +156,7 @@ fn bad_input_is_located_and_exits_2_before_anything_runs() {
 /// horizon (same job counts), marked interrupted, and the host's cpusets restored.
 #[test]
 fn ctrl_c_compares_the_part_that_ran_and_restores_the_host() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let _g = serial();
     let before = host_support::cpuset_state();
     let dir = tempfile::tempdir().unwrap();

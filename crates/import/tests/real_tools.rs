@@ -11,15 +11,6 @@ use rtvirt_model::results::Results;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn have(tool: &str) -> bool {
-    let found =
-        Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("{tool} not installed (scripts/setup.sh installs it): skipped");
-    }
-    found
-}
-
 /// Run `tool args` in `dir` with stdout to `dir/out`; the path of that file.
 fn run(dir: &Path, out: &str, tool: &str, args: &[&str]) -> PathBuf {
     let path = dir.join(out);
@@ -52,9 +43,7 @@ fn truncated(path: &Path, keep: usize, name: &str) -> PathBuf {
 
 #[test]
 fn cyclictest_histograms_keep_every_sample_and_the_tools_own_statistics() {
-    if !have("cyclictest") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("cyclictest");
     let dir = tempfile::tempdir().unwrap();
     for (flag, name) in [("-h", "h.txt"), ("-H", "hh.txt")] {
         let path = run(
@@ -107,9 +96,7 @@ fn cyclictest_histograms_keep_every_sample_and_the_tools_own_statistics() {
 
 #[test]
 fn cyclictest_json_keeps_version_command_line_kernel_and_cpus() {
-    if !have("cyclictest") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("cyclictest");
     let dir = tempfile::tempdir().unwrap();
     run(
         dir.path(),
@@ -142,9 +129,8 @@ fn cyclictest_json_keeps_version_command_line_kernel_and_cpus() {
 
 #[test]
 fn cyclictest_status_lines_and_cyclicdeadline_give_min_mean_max() {
-    if !have("cyclictest") || !have("cyclicdeadline") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("cyclictest");
+    rtvirt_testkit::require_tool!("cyclicdeadline");
     let dir = tempfile::tempdir().unwrap();
     let path = run(dir.path(), "ct.txt", "cyclictest", &["-m", "-q", "-p", "90", "-i", "500", "-D", "1", "-t", "1"]);
     let r = only(&path, Some(Tool::Cyclictest));
@@ -163,9 +149,7 @@ fn cyclictest_status_lines_and_cyclicdeadline_give_min_mean_max() {
 
 #[test]
 fn oslat_buckets_and_statistics() {
-    if !have("oslat") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("oslat");
     let dir = tempfile::tempdir().unwrap();
     let path = run(dir.path(), "oslat.txt", "oslat", &["-D", "1", "-c", "0"]);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -216,9 +200,7 @@ impl Drop for SockperfServer {
 
 #[test]
 fn sockperf_ping_pong_percentiles_and_under_load_full_log() {
-    if !have("sockperf") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("sockperf");
     let server = SockperfServer::start();
     let port = server.1.to_string();
     let dir = tempfile::tempdir().unwrap();
@@ -275,9 +257,7 @@ fn sockperf_ping_pong_percentiles_and_under_load_full_log() {
 
 #[test]
 fn iperf3_json_throughput_and_errors() {
-    if !have("iperf3") {
-        return;
-    }
+    rtvirt_testkit::require_tool!("iperf3");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let mut server = Command::new("iperf3")
         .args(["-s", "-1", "-p", &port])

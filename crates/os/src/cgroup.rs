@@ -375,20 +375,14 @@ mod tests {
     use super::*;
     use crate::sched::{self, SchedAttr};
 
-    fn is_root() -> bool {
-        // SAFETY: geteuid cannot fail.
-        unsafe { libc::geteuid() == 0 }
-    }
-
     fn last_allowed_cpu() -> u32 {
         sched::get_affinity(0).unwrap().iter().last().unwrap()
     }
 
     #[test]
     fn pinned_deadline_thread_in_exclusive_cpuset_and_everything_restored() {
-        if !is_root() || Hierarchy::find("cpuset").is_none() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
+        rtvirt_testkit::skip_unless!(Hierarchy::find("cpuset").is_some(), "needs a cpuset cgroup controller");
         let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let cpu = last_allowed_cpu();
         let g = ExclusiveCpus::create(&[cpu]).unwrap();
@@ -412,9 +406,8 @@ mod tests {
 
     #[test]
     fn container_cgroup_is_created_and_removed() {
-        if !is_root() || Hierarchy::find("cpuset").is_none() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
+        rtvirt_testkit::skip_unless!(Hierarchy::find("cpuset").is_some(), "needs a cpuset cgroup controller");
         let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let g = ContainerCgroup::create(&CpuList::single(0)).unwrap();
         let dirs = g.dirs();

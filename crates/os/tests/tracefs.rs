@@ -5,11 +5,7 @@
 use rtvirt_os::tracefs::{self, Instance};
 use rtvirt_os::Change;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::Duration;
-
-/// The tests mount and unmount tracefs: one at a time.
-static TRACEFS: Mutex<()> = Mutex::new(());
 
 fn online_cpus() -> Vec<u32> {
     (0..num_cpus()).collect()
@@ -21,7 +17,7 @@ fn num_cpus() -> u32 {
 
 #[test]
 fn an_instance_records_a_real_threads_switches_and_leaves_nothing_behind() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let instance = Instance::create(state.path(), &["sched/sched_switch", "nosuch/event"], 256).unwrap();
@@ -66,7 +62,7 @@ fn an_instance_records_a_real_threads_switches_and_leaves_nothing_behind() {
 
 #[test]
 fn the_instance_of_a_killed_process_is_removed_by_the_next_run() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let mut dead = std::process::Command::new("true").spawn().unwrap();
@@ -100,7 +96,7 @@ fn the_instance_of_a_killed_process_is_removed_by_the_next_run() {
 /// stayed mounted: the first saw the other instance, the last had not mounted it.
 #[test]
 fn the_last_instance_out_unmounts_what_rtvirt_mounted() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = tracefs::mounted_at();
     let state = tempfile::tempdir().unwrap();
     let first = tracefs::Instance::create(state.path(), &["sched/sched_switch"], 64).unwrap();

@@ -205,9 +205,7 @@ mod tests {
 
     #[test]
     fn runs_inside_and_leaves_nothing_behind() {
-        if !crate::rt::is_root() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
         let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         let cpu = *crate::cpus::allowed().last().unwrap();
         let c = Container::create(&[cpu]).unwrap();
@@ -245,9 +243,7 @@ mod tests {
 
     #[test]
     fn a_failure_halfway_removes_what_was_created() {
-        if !crate::rt::is_root() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
         let _serial = crate::TEST_CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
         // The namespace, bridge and veth pair are made, then the cpuset refuses CPU 100000.
         let err = Container::create(&[100_000]).unwrap_err();

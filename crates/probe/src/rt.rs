@@ -386,9 +386,7 @@ mod tests {
 
     #[test]
     fn fifo_set_and_restored_on_a_real_thread() {
-        if !is_root() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
         let t = std::thread::spawn(|| {
             set_sched(0, Sched::Fifo(10)).unwrap();
             // SAFETY: plain syscall.
@@ -401,9 +399,7 @@ mod tests {
 
     #[test]
     fn watchdog_demotes_a_spinning_thread() {
-        if !is_root() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
         let stop = Arc::new(AtomicBool::new(false));
         let wd = Watchdog::start(stop.clone(), now_ns() + 50_000_000, Duration::from_millis(50));
         let wd_state = wd.shared.clone();
@@ -435,9 +431,7 @@ mod tests {
 
     #[test]
     fn dma_latency_is_held_and_released() {
-        if !is_root() {
-            return;
-        }
+        rtvirt_testkit::require_root!();
         // The target is machine-wide: another process (cyclictest, another measurement) may hold
         // it at 0 too, and then our release cannot be seen; try until nobody else holds it.
         let mut seen_free = None;

@@ -16,11 +16,6 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Ping-pong one byte between a thread on `from` and one on `to` until `stop`; the waker's tid.
 fn ping_pong(from: u32, to: u32, stop: &AtomicBool, rounds: &AtomicU64, waker: &AtomicU64) {
     let (mut here, mut there) = UnixStream::pair().unwrap();
@@ -95,14 +90,10 @@ fn unexplained_to_the_end(explain: &ExplainSection) -> usize {
 
 #[test]
 fn ipis_sent_to_the_measured_cpu_are_named_after_their_sender() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let allowed = rtvirt_probe::cpus::allowed();
-    let (Some(&other), Some(&cpu)) = (allowed.first(), allowed.last()) else { return };
-    if other == cpu {
-        return; // one CPU: no IPI to send
-    }
+    let (other, cpu) = (allowed[0], allowed[allowed.len() - 1]);
+    rtvirt_testkit::skip_unless!(other != cpu, "needs two CPUs (no IPI to send)");
     let (explain, waker, removed) = explain_under_ping_pong(other, cpu, true);
     assert!(explain.events_present.iter().any(|e| e.starts_with("ipi/")), "{:?}", explain.limitations);
     let ipis: Vec<_> = explain.samples.iter().flat_map(|s| &s.causes).filter(|c| c.kind == CauseKind::Ipi).collect();

@@ -10,14 +10,10 @@ use rtvirt_probe::explain::ExplainConfig;
 use rtvirt_probe::rt::{self, LinuxPolicy, Sched};
 use rtvirt_probe::timer::{self, TimerConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 const HOG: &str = "explain-hog";
 const BUSY_NS: u64 = 2_000_000;
 const EVERY_NS: u64 = 50_000_000;
-
-/// The tests mount and unmount tracefs: one at a time.
-static TRACEFS: Mutex<()> = Mutex::new(());
 
 fn measured_cpu() -> u32 {
     *rtvirt_probe::cpus::allowed().last().expect("a CPU")
@@ -132,7 +128,7 @@ fn injected_hog_run() -> Result<(), String> {
 /// (~1% by chance) is a defect.
 #[test]
 fn an_injected_fifo_thread_is_the_top_cause_with_its_duration() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let mut failures = Vec::new();
     for attempt in 1..=3 {
         match injected_hog_run() {
@@ -148,7 +144,7 @@ fn an_injected_fifo_thread_is_the_top_cause_with_its_duration() {
 
 #[test]
 fn without_tracing_the_measurement_runs_and_says_why_nothing_was_explained() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let mounted_before = rtvirt_os::tracefs::mounted_at();
     let unwritable = std::path::Path::new("/proc/rtvirt-no-state-here");
     let mut cfg = config(measured_cpu(), unwritable, None);
@@ -170,7 +166,7 @@ fn without_tracing_the_measurement_runs_and_says_why_nothing_was_explained() {
 
 #[test]
 fn break_stops_the_run_at_the_first_late_wake_up_and_explains_it() {
-    let _one = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = rtvirt_testkit::host_lock();
     let state = tempfile::tempdir().unwrap();
     let cpu = measured_cpu();
     let stop = AtomicBool::new(false);

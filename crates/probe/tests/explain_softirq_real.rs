@@ -11,11 +11,6 @@ use rtvirt_probe::timer::{self, TimerConfig};
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Send 1 KiB datagrams to a socket nobody reads until `stop`; returns how many were sent.
 fn flood(cpu: u32, stop: &AtomicBool, sent: &AtomicU64) {
     rt::pin_current_thread(cpu).unwrap();
@@ -32,9 +27,7 @@ fn flood(cpu: u32, stop: &AtomicBool, sent: &AtomicU64) {
 
 #[test]
 fn a_udp_flood_on_the_measured_cpu_shows_net_rx_among_the_causes() {
-    if !is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     let state = tempfile::tempdir().unwrap();
     let cpu = *rtvirt_probe::cpus::allowed().last().expect("a CPU");
     let mut explain = ExplainConfig::new(state.path().to_path_buf());

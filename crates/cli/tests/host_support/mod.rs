@@ -7,12 +7,10 @@ use rtvirt_os::cpulist::CpuList;
 use rtvirt_os::{procfs, sched, sysinfo};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 
 /// Tests of one binary that change the host run one at a time.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    rtvirt_testkit::host_lock()
 }
 
 /// Whether a child process of `pid` has a thread under SCHED_DEADLINE: `measure tasks` (and the

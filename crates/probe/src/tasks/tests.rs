@@ -88,9 +88,7 @@ fn run_with(budget_ns: u64) -> Results {
 
 #[test]
 fn enough_budget_meets_deadlines_and_starvation_misses_them() {
-    if !rt::is_root() {
-        return;
-    }
+    rtvirt_testkit::require_root!();
     // Utilisation at WCET: 0.2 + 0.2 = 0.4. A 70% reservation leaves room for noise.
     let good = run_with(3_500_000);
     assert_eq!(good.tasks.len(), 2);
