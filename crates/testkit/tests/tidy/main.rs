@@ -1,6 +1,7 @@
 //! The workspace's tidy checks: invariants of docs/ARCHITECTURE.md enforced in `cargo test`.
 
 mod cycles;
+mod invariants;
 mod modgraph;
 
 use std::path::{Path, PathBuf};

@@ -299,6 +299,16 @@ impl Graph {
         Some((at, 0))
     }
 
+    /// Every module and the paths it writes (`use` paths in full, other paths as written).
+    pub fn paths(&self) -> impl Iterator<Item = (&ModId, &Vec<String>)> {
+        self.modules.iter().flat_map(|(id, m)| m.paths.iter().map(move |p| (id, p)))
+    }
+
+    /// The crate root's child modules.
+    pub fn top_level(&self) -> Vec<String> {
+        self.modules.get(&Vec::new()).map(|m| m.children.iter().cloned().collect()).unwrap_or_default()
+    }
+
     /// Every strongly connected component of more than one module, each with one cycle through
     /// it: `a -> b (by path) -> ... -> a`.
     pub fn cycles(&self) -> Vec<String> {
