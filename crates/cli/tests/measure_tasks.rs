@@ -289,7 +289,8 @@ fn interval_windows_of_a_real_run_are_valid_results_and_add_up() {
 /// them (the job's own as `guest`, the others' as `thread`).
 #[test]
 fn explain_splits_each_tasks_longest_jobs_into_causes_that_add_up() {
-    let _serial = CPUSETS.lock().unwrap_or_else(|e| e.into_inner());
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
     let sc = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.toml");
     let out = rtvirt(&["measure", "tasks", sc, "--duration", "1s", "--explain", "--format", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
