@@ -82,14 +82,15 @@ fetch_guest_kernel rt linux-image-rt-amd64
 
 # Python venv: SimPy 2.3.1 + SimSo 0.8.5 for the simulator's cross-checks (SimSo needs that SimPy);
 # maturin builds the rtvirt Python package (crates/python) into it, and its tests and notebook use
-# pandas, pyarrow (Parquet), Ray (sweeps on a cluster), tqdm, matplotlib and pytest.
+# pandas, pyarrow (Parquet), Ray (sweeps on a cluster), tqdm, matplotlib and pytest; scipy is the
+# independent oracle of the tail fit (crates/python/tests/test_tail.py).
 PYTHON_PACKAGES=(
     'SimPy==2.3.1' 'simso==0.8.5'
     'maturin==1.16.0' 'pandas==3.1.1' 'pyarrow==26.0.1' 'ray==2.60.0' 'tqdm==4.70.1' 'matplotlib==3.11.2'
-    'pytest==9.2.0'
+    'pytest==9.2.0' 'scipy==1.17.1'
 )
 [ -x .venv/bin/python ] || { echo "setup: creating .venv"; python3 -m venv .venv; }
-if ! .venv/bin/python -c 'import simso, pandas, pyarrow, ray, tqdm, matplotlib, pytest' 2>/dev/null ||
+if ! .venv/bin/python -c 'import simso, pandas, pyarrow, ray, tqdm, matplotlib, pytest, scipy' 2>/dev/null ||
     [ ! -x .venv/bin/maturin ]; then
     echo "setup: installing Python packages into .venv: ${PYTHON_PACKAGES[*]}"
     .venv/bin/pip install -q "${PYTHON_PACKAGES[@]}"

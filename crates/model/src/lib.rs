@@ -19,6 +19,7 @@
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
 //! - [`tables`]: results and plans as tables of typed columns (Python frames, `rtvirt export`).
+//! - [`tail`]: extreme-value tail reports and gate verdicts (`rtvirt.tail/v1`, `rtvirt.gate/v1`).
 //! - [`verify`]: a prediction checked against a measurement, task by task (`rtvirt.verify/v1`).
 //! - [`xml`]: the one XML/HTML escaper (content, attributes, comments).
 //!
@@ -60,6 +61,7 @@ pub mod stats;
 pub mod study;
 pub mod sweep;
 pub mod tables;
+pub mod tail;
 pub mod verify;
 pub mod xml;
 

@@ -6,6 +6,7 @@
 //! - [`documents`]: the `Scenario`, `Plan` and `Results` classes.
 //! - [`run`]: `plan`, `simulate`, `load`.
 //! - [`sweep`]: the `Sweep` class (local rayon runs) and `run_cells` (a batch of cells, for Ray tasks) and `results_from_wire`.
+//! - [`tail`]: `tail` (rtvirt-tail's report of samples in time order).
 //! - [`values`]: dicts as TOML text, duration arguments.
 //! - [`columns`]: tables as Python lists, one per column.
 //! - [`errors`]: the exception `rtvirt.InputError`.
@@ -15,6 +16,7 @@ mod documents;
 mod errors;
 mod run;
 mod sweep;
+mod tail;
 mod values;
 
 use pyo3::prelude::*;
@@ -34,5 +36,6 @@ fn _rtvirt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep::results_from_wire, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::failed_cell, m)?)?;
     m.add_function(wrap_pyfunction!(documents::results_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(tail::tail, m)?)?;
     Ok(())
 }

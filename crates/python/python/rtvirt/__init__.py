@@ -17,7 +17,7 @@ from ._errors import input_error
 from ._frames import frame as _frame
 from ._rtvirt import InputError, Scenario
 
-__all__ = ["InputError", "Scenario", "Plan", "Results", "plan", "simulate", "load", "sweep", "results_frame"]
+__all__ = ["InputError", "Scenario", "Plan", "Results", "plan", "simulate", "load", "sweep", "results_frame", "tail", "tail_levels"]
 __version__ = _rtvirt.VERSION
 
 RESULTS_TABLES = ("tasks", "guests", "cores", "flows", "latency", "histogram", "intervals")
@@ -195,3 +195,23 @@ def load(path):
 
 
 from ._sweep import sweep  # noqa: E402  (uses the classes above)
+
+
+def tail(samples_ns, duration, horizons=("1h", "12h"), confidence=0.95):
+    """The tail of latency samples in time order (``rtvirt tail``): peaks over a threshold with a
+    generalised Pareto fit, the tests that say whether it applies, and per horizon the return
+    level with its confidence interval, as the dict of ``rtvirt tail --format json``
+    (``rtvirt.tail/v1``). ``duration``: the wall time the samples cover ("10min");
+    ``horizons``: duration strings. ``tail_levels(report)`` gives the return levels as a DataFrame."""
+    import json
+
+    return json.loads(_rtvirt.tail([int(x) for x in samples_ns], duration, list(horizons), confidence))
+
+
+def tail_levels(report):
+    """The return levels of a ``tail()`` report as a DataFrame: horizon_ns, estimate_ns, ci_low_ns,
+    ci_high_ns, confidence, method (no rows when the model does not apply)."""
+    import pandas as pd
+
+    columns = ["horizon_ns", "estimate_ns", "ci_low_ns", "ci_high_ns", "confidence", "method"]
+    return pd.DataFrame(report["return_levels"], columns=columns)
