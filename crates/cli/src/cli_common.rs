@@ -19,6 +19,8 @@ pub enum Outcome {
     Ok,
     /// The plan is infeasible, deadlines were missed where none may be, a check failed...
     Failed,
+    /// The data cannot decide (`rtvirt gate`): exit 3.
+    Inconclusive,
 }
 
 /// Errors of a command. Every error is a usage/input/environment problem: exit code 2.
@@ -29,6 +31,7 @@ pub fn finish(outcome: CmdResult) -> ExitCode {
     match outcome {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Inconclusive) => ExitCode::from(3),
         Err(e) => {
             eprintln!("rtvirt: error: {e}");
             for cause in e.chain().skip(1) {

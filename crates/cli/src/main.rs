@@ -23,7 +23,7 @@ use std::process::ExitCode;
 #[command(name = "rtvirt", version, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 success; 1 the thing planned/measured/checked failed (e.g. unschedulable); 2 usage or \
-                  input error."
+                  input error; 3 the data cannot decide (gate)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -62,6 +62,12 @@ enum Command {
     /// reservations on this host, simulate the same, compare DSR and response times per task
     /// (exit 1 when they disagree beyond the tolerance).
     Verify(cmd::verify::VerifyArgs),
+    /// The tail of latency samples: how large a sample gets over a horizon (return level with a
+    /// confidence interval, extreme-value fit), and whether the model applies.
+    Tail(cmd::tail::TailArgs),
+    /// Check a latency limit over a horizon against samples (exit 0 pass, 1 fail, 3 cannot tell
+    /// yet, with the measurement length that would).
+    Gate(cmd::tail::GateArgs),
     /// Run a study: a matrix of repeated measurements (where x host configuration x load x
     /// measurement, N runs each), the host configured and reverted around each cell; resumable.
     Study(cmd::study::StudyArgs),
@@ -103,6 +109,8 @@ fn run(cli: Cli, line: CommandLine) -> cli_common::CmdResult {
         Command::Vm(a) => cmd::vm::run(a),
         Command::Host(a) => cmd::host::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Tail(a) => cmd::tail::run_tail(a),
+        Command::Gate(a) => cmd::tail::run_gate(a),
         Command::Study(a) => cmd::study::run(a, &check_command_line),
         Command::GuestAgent(a) => cmd::observe::run_guest_agent(a),
     }

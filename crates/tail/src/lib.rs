@@ -397,7 +397,8 @@ pub fn analyse(series: &Series, options: &Options) -> TailReport {
         let m_zeta = chosen.exceedances.k * h.0 as f64 / series.duration_ns as f64;
         if m_zeta <= 1.0 {
             report.reasons.push(format!(
-                "horizon {h}: shorter than the time the threshold is exceeded once on average; read the samples instead"
+                "horizon {}: shorter than the time the threshold is exceeded once on average; read the samples instead",
+                span(h.0)
             ));
             report.applicable = false;
             report.return_levels.clear();
@@ -417,9 +418,22 @@ pub fn analyse(series: &Series, options: &Options) -> TailReport {
     report
 }
 
+/// A duration in whole hours or minutes where it is one ("12h", "10min"), else as [`Nanos`]
+/// shows it.
+pub fn span(ns: u64) -> String {
+    const MIN: u64 = 60_000_000_000;
+    match ns {
+        0 => Nanos(0).to_string(),
+        n if n.is_multiple_of(60 * MIN) => format!("{}h", n / (60 * MIN)),
+        n if n.is_multiple_of(MIN) => format!("{}min", n / MIN),
+        n => Nanos(n).to_string(),
+    }
+}
+
 /// `rtvirt gate`: `limit` against the return level of `horizon`.
 pub fn gate(series: &Series, limit: Nanos, horizon: Nanos, confidence: f64) -> GateReport {
     let tail = analyse(series, &Options { horizons: vec![horizon], confidence });
+    let horizon_text = span(horizon.0);
     let mut g = GateReport {
         schema: GATE_SCHEMA.into(),
         verdict: Verdict::Inconclusive,
@@ -451,7 +465,7 @@ pub fn gate(series: &Series, limit: Nanos, horizon: Nanos, confidence: f64) -> G
     if level.ci_high_ns.is_some_and(|h| h < limit.0) {
         g.verdict = Verdict::Pass;
         g.reason = format!(
-            "the {horizon} return level is {} with {pct}% interval [{}, {}]: below {limit}",
+            "the {horizon_text} return level is {} with {pct}% interval [{}, {}]: below {limit}",
             Nanos(level.estimate_ns),
             Nanos(level.ci_low_ns),
             Nanos(level.ci_high_ns.unwrap_or(0))
@@ -459,7 +473,7 @@ pub fn gate(series: &Series, limit: Nanos, horizon: Nanos, confidence: f64) -> G
     } else if level.ci_low_ns > limit.0 {
         g.verdict = Verdict::Fail;
         g.reason = format!(
-            "the {horizon} return level is {} with {pct}% interval from {}: above {limit}",
+            "the {horizon_text} return level is {} with {pct}% interval from {}: above {limit}",
             Nanos(level.estimate_ns),
             Nanos(level.ci_low_ns)
         );
@@ -469,7 +483,7 @@ pub fn gate(series: &Series, limit: Nanos, horizon: Nanos, confidence: f64) -> G
             None => format!("[{}, unbounded]", Nanos(level.ci_low_ns)),
         };
         g.reason = format!(
-            "the {horizon} return level is {} with {pct}% interval {interval}, which contains {limit}",
+            "the {horizon_text} return level is {} with {pct}% interval {interval}, which contains {limit}",
             Nanos(level.estimate_ns)
         );
         // The interval narrows as 1/sqrt(length); the estimate is taken to stay.

@@ -22,9 +22,12 @@ impl Default for Timing {
     }
 }
 
-/// Whether `text` reads as a CSV of samples: its first line that is not blank names a
-/// `latency_ns` column, or is a number.
-pub fn is_csv(text: &str) -> bool {
+/// Whether the file reads as a CSV of samples: named `*.csv`, or its first line that is not blank
+/// names a `latency_ns` column or is a number.
+pub fn is_csv(path: &Path, text: &str) -> bool {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) {
+        return true;
+    }
     let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else { return false };
     first.split(',').any(|f| f.trim().trim_matches('"') == "latency_ns") || first.parse::<u64>().is_ok()
 }

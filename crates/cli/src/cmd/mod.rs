@@ -13,5 +13,6 @@ pub mod plan;
 pub mod report;
 pub mod simulate;
 pub mod study;
+pub mod tail;
 pub mod verify;
 pub mod vm;
