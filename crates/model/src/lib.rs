@@ -63,6 +63,7 @@ pub mod sweep;
 pub mod tables;
 pub mod tail;
 pub mod verify;
+pub mod vocab;
 pub mod xml;
 
 pub use duration::Nanos;

@@ -4,6 +4,7 @@
 //! /proc and /sys; anything unreadable is left out rather than guessed.
 
 use rtvirt_model::results::Environment;
+use rtvirt_model::vocab::MeasuredIn;
 
 /// Environment variable through which a parent rtvirt tells a child it runs inside a container
 /// or VM it created ("container", "vm"); default "host".
@@ -16,7 +17,7 @@ pub const DETAIL_VAR: &str = "RTVIRT_ENVIRONMENT_DETAIL";
 /// Collect the environment of this machine (loads are added by the caller).
 pub fn collect() -> Environment {
     let mut env = Environment {
-        r#in: Some(std::env::var(ENV_VAR).unwrap_or_else(|_| "host".into())),
+        r#in: Some(std::env::var(ENV_VAR).map_or(MeasuredIn::Host, |w| MeasuredIn::from(w.as_str()))),
         kernel: kernel(),
         preemption: preemption(),
         cmdline: read("/proc/cmdline"),
@@ -32,7 +33,7 @@ pub fn collect() -> Environment {
     if let Ok(text) = std::env::var(DETAIL_VAR) {
         // Only containers describe themselves so far; a description that does not read is kept
         // out rather than guessed.
-        if env.r#in.as_deref() == Some("container") {
+        if env.r#in == Some(MeasuredIn::Container) {
             env.container = serde_json::from_str(&text).ok();
         }
     }

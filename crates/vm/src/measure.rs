@@ -10,6 +10,7 @@ use crate::guest::{garbage_error, Guest, JobOutput};
 use crate::image::Image;
 use crate::init::shell_line;
 use rtvirt_model::results::{Environment, Interval, Results, VcpuPinning, RESULTS_SCHEMA};
+use rtvirt_model::vocab::MeasuredIn;
 
 /// The guest job running `rtvirt <args>` with JSON output; then, if `cfg.bring_back` names a
 /// file the job wrote, that file framed behind the results ([`FILE_BEGIN`], [`FILE_END`] with
@@ -147,7 +148,7 @@ fn collect(image: &Image, cfg: &GuestConfig, guest: &mut Guest) -> Result<Measur
 /// Complete `results` (measured on the host against a guest) with the guest's environment.
 pub fn annotate_from(results: &mut Results, guest: &Results) {
     let env = results.environment.get_or_insert_with(Environment::default);
-    env.r#in = Some("vm".into());
+    env.r#in = Some(MeasuredIn::Vm);
     if let Some(g) = &guest.environment {
         env.accel = g.accel.clone();
         env.warning = g.warning.clone();
@@ -221,7 +222,7 @@ fn json_stream(stdout: &str) -> std::result::Result<(serde_json::Value, Vec<Inte
 /// Complete the environment with what the host knows about the guest.
 fn annotate(results: &mut Results, image: &Image, cfg: &GuestConfig, guest: &Guest, out: &JobOutput) {
     let env = results.environment.get_or_insert_with(Environment::default);
-    env.r#in = Some("vm".into());
+    env.r#in = Some(MeasuredIn::Vm);
     let rec = guest.record();
     env.accel = Some(cfg.accel.name().into());
     if cfg.accel == Accel::Tcg {

@@ -1,6 +1,7 @@
 //! Where and under what conditions a result was measured: the machine, the loads that ran
 //! alongside, and the container or VM a measurement ran in.
 
+use crate::vocab::{LoadKind, MeasuredIn};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub struct Environment {
     /// "host" | "container" | "vm" | "simulation"
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub r#in: Option<String>,
+    pub r#in: Option<MeasuredIn>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
     /// e.g. "PREEMPT_DYNAMIC (voluntary)", "PREEMPT_RT"
@@ -101,7 +102,7 @@ pub struct Environment {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadReport {
     /// "net" | "net-udp" | "syscalls" | "cache" | "cpu"
-    pub kind: String,
+    pub kind: LoadKind,
     pub workers: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus_requested: Option<String>,

@@ -21,7 +21,7 @@ fn documents_are_written_back_byte_identical() {
     assert_eq!(r.histogram_ns.as_ref().unwrap()[0], HistogramBucket { value_ns: 5, count: 1 });
     assert!(r.interrupted);
     assert_eq!(r.cpus[0].wakeups, Some(1));
-    assert_eq!(r.environment.as_ref().unwrap().load[0].kind, "cpu");
+    assert_eq!(r.environment.as_ref().unwrap().load[0].kind, crate::vocab::LoadKind::Cpu);
     assert_eq!(serde_json::to_string(&r).unwrap(), TIMER);
 }
 

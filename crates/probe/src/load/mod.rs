@@ -193,7 +193,7 @@ pub fn stop_all(running: Vec<RunningLoad>) -> Vec<rtvirt_model::results::LoadRep
 impl From<LoadReport> for rtvirt_model::results::LoadReport {
     fn from(report: LoadReport) -> rtvirt_model::results::LoadReport {
         rtvirt_model::results::LoadReport {
-            kind: report.kind.as_str().into(),
+            kind: rtvirt_model::vocab::LoadKind::from(report.kind.as_str()),
             workers: report.workers,
             cpus_requested: report.cpus_requested,
             cpus_ran_on: report.cpus_ran_on,

@@ -85,7 +85,7 @@ pub fn inputs(inputs: &[Input]) -> Section {
                 Cell::plain(
                     r.environment
                         .as_ref()
-                        .and_then(|e| e.r#in.clone())
+                        .and_then(|e| e.r#in.as_ref().map(|w| w.to_string()))
                         .unwrap_or_else(|| default_where(&r.kind).into()),
                 ),
                 Cell::plain(result_settings(r)),

@@ -61,7 +61,7 @@ pub fn output(
             if let Some(env) = &results.environment {
                 println!(
                     "in {} | {} | {} | clocksource {}",
-                    env.r#in.as_deref().unwrap_or("?"),
+                    env.r#in.as_ref().map_or("?", |w| w.as_str()),
                     env.kernel.as_deref().unwrap_or("?"),
                     env.preemption.as_deref().unwrap_or("?"),
                     env.clocksource.as_deref().unwrap_or("?")
