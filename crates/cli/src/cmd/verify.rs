@@ -285,7 +285,10 @@ pub fn print_table(v: &Verification) {
         verdict(tot.verdict).to_string(),
     ]);
     table.print();
-    println!("tolerance: {}; (x..): p99 not judged (too few jobs)", v.tolerance.describe());
+    println!(
+        "tolerance: {}; tail ratio at the p99, or at the p95/p90 where fewer than 10 jobs lie beyond a side's p99; (x..): not judged (too few jobs)",
+        v.tolerance.describe()
+    );
     let disagreeing: Vec<_> = v.disagreeing().collect();
     match (v.verdict, disagreeing.len()) {
         (Verdict::Agree, _) => println!("verdict: prediction and measurement agree"),
