@@ -531,18 +531,15 @@ fn parse_pin(text: &str) -> Result<PinCpus, String> {
 }
 
 #[cfg(test)]
-mod pin_tests {
-    #[test]
-    fn pin_takes_ranges_and_strides_in_the_order_given() {
-        assert_eq!(super::parse_pin("3,1").unwrap().0, [3, 1]);
-        assert_eq!(super::parse_pin("0-7:2,1").unwrap().0, [0, 2, 4, 6, 1]);
-        assert!(super::parse_pin("x").is_err());
-    }
-}
-
-#[cfg(test)]
 mod bring_back_tests {
     use super::*;
+
+    #[test]
+    fn pin_takes_ranges_and_strides_in_the_order_given() {
+        assert_eq!(parse_pin("3,1").unwrap().0, [3, 1]);
+        assert_eq!(parse_pin("0-7:2,1").unwrap().0, [0, 2, 4, 6, 1]);
+        assert!(parse_pin("x").is_err());
+    }
     use rtvirt_model::results::{ExplainSection, Results};
     use rtvirt_vm::measure::{BroughtBack, Measured};
 

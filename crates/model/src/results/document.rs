@@ -1,11 +1,13 @@
 //! The results document ([`Results`]) and the per-task, guest, vCPU, core and flow results it
 //! carries; its JSON form is in `wire.rs`.
 
-use super::serde_fns;
-use super::{
-    Environment, ExplainSection, HistogramBucket, Interval, NetSection, NetServerSection, Reservation,
-    ReservationChange, Segment, SimulationSection, StreamSection, TaskTotals, TimerSection, XenSection,
+use super::environment::Environment;
+use super::explain::ExplainSection;
+use super::sections::{
+    HistogramBucket, Interval, NetSection, NetServerSection, Reservation, ReservationChange, Segment,
+    SimulationSection, StreamSection, TaskTotals, TimerSection, XenSection,
 };
+use super::serde_fns;
 use crate::stats::Summary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

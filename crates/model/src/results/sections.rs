@@ -1,6 +1,6 @@
 //! The typed sections of a results document, one per kind of measurement or simulation, and the
 //! values they hold. Every field is optional: producers fill what their kind measures, readers
-//! take what a document has (older files, hand-written fixtures), and [`super::Results`] keeps
+//! take what a document has (older files, hand-written fixtures), and [`super::document::Results`] keeps
 //! whatever it does not know in its `extra` bag. In the JSON the sections' fields sit at the top
 //! level of the document, in key order (see `wire.rs`).
 

@@ -8,10 +8,10 @@
 //! takes the fields it knows when all of them read as its types; whatever no section takes
 //! stays in `extra`, to be written back as read.
 
-use super::{
-    CoreResult, CpuLatency, Environment, ExplainSection, FlowResult, GuestResult, HistogramBucket, Interval, Results,
-    StreamSection, TaskResult, RESULTS_SCHEMA,
-};
+use super::document::{CoreResult, CpuLatency, FlowResult, GuestResult, Results, TaskResult, RESULTS_SCHEMA};
+use super::environment::Environment;
+use super::explain::ExplainSection;
+use super::sections::{HistogramBucket, Interval, StreamSection};
 use crate::stats::Summary;
 use serde::de::DeserializeOwned;
 use serde::ser::{Error as _, SerializeMap};

@@ -530,7 +530,7 @@ pub enum NetModel {
 pub struct NetScenario {
     /// The whole run, warm-up included (KVM and Xen alike).
     pub duration: Nanos,
-    /// Simulated before statistics start (at most [`super::MAX_TIMING`]).
+    /// Simulated before statistics start (at most [`super::limits::MAX_TIMING`]).
     pub warmup: Nanos,
     pub seed: u64,
     pub model: NetModel,

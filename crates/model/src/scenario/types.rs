@@ -1,6 +1,8 @@
 //! The checked scenario: host, guests, vCPUs and periodic tasks.
 
-use super::{adapt, net, sim};
+use super::adapt;
+use super::net;
+use super::sim;
 use crate::duration::Nanos;
 use crate::exec::ExecModel;
 use crate::source::Source;
