@@ -522,16 +522,9 @@ fn late_job_line(task: &str, measured: &Results) -> String {
         let why = measured.explain.as_ref().and_then(|e| e.limitations.first().cloned());
         return format!("  {task}: its late jobs not explained ({})", why.unwrap_or_else(|| "no trace".into()));
     };
-    let mut by: Vec<(String, u64)> = Vec::new();
-    for c in &s.causes {
-        let key = format!("{} {}", c.kind.as_str(), c.name);
-        match by.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, d)) => *d += c.duration_ns,
-            None => by.push((key, c.duration_ns)),
-        }
-    }
-    by.sort_by_key(|x| std::cmp::Reverse(x.1));
-    let causes: Vec<String> = by.iter().take(4).map(|(k, d)| format!("{k} {}", Nanos(*d))).collect();
+    let ranked = rtvirt_model::results::ExplainSection::summarize(std::slice::from_ref(s));
+    let causes: Vec<String> =
+        ranked.iter().take(4).map(|c| format!("{} {} {}", c.kind.as_str(), c.name, Nanos(c.total_ns))).collect();
     format!("  {task}: longest job {} on CPU {}: {}", Nanos(s.latency_ns), s.cpu, causes.join(", "))
 }
 
@@ -563,5 +556,38 @@ fn promise_kept_line(plan: &Plan, measured: &Results) -> String {
     match broken.len() {
         0 => "promise vs measurement: kept (every task's measured DSR at or above 1 - its miss bound)".into(),
         _ => format!("promise vs measurement: BROKEN on {} task(s): {}", broken.len(), broken.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvirt_model::results::{Cause, CauseKind, ExplainSection, ExplainedSample};
+
+    fn cause(kind: CauseKind, name: &str, duration_ns: u64) -> Cause {
+        Cause { kind, name: name.into(), pid: None, cpu: 1, start_ns: 0, duration_ns, policy: None, kernel_prio: None }
+    }
+
+    #[test]
+    fn a_late_jobs_causes_are_ranked_by_their_total_and_a_missing_one_says_why() {
+        let causes = vec![
+            cause(CauseKind::Guest, "vm1/vcpu0", 1_000_000),
+            cause(CauseKind::Throttled, "out of budget", 3_000_000),
+            cause(CauseKind::Guest, "vm1/vcpu0", 1_500_000),
+        ];
+        let sample = ExplainedSample {
+            task: Some("vm1/t1".into()),
+            cpu: 1,
+            latency_ns: 5_500_000,
+            causes,
+            ..Default::default()
+        };
+        let mut measured = Results::new("tasks", 1);
+        measured.explain = Some(ExplainSection { samples: vec![sample], ..Default::default() });
+        assert_eq!(
+            late_job_line("vm1/t1", &measured),
+            "  vm1/t1: longest job 5.5ms on CPU 1: throttled out of budget 3ms, guest vm1/vcpu0 2.5ms"
+        );
+        assert!(late_job_line("vm2/t1", &measured).contains("vm2/t1: its late jobs not explained"));
     }
 }
