@@ -55,6 +55,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# plan --emit kubevirt's VMs are decoded by KubeVirt's own Go API types (kubevirt.io/api) in a test:
+# the validator's modules are fetched into Go's module cache and built once here (the test's
+# `go build` then finds everything in Go's caches).
+if ! need_cmd go; then
+    echo "setup: go not found; install the Go toolchain (1.23 or newer)" >&2
+    exit 2
+fi
+(cd crates/cli/tests/kubevirt-validate && go mod download && go build -o /dev/null .) ||
+    { echo "setup: cannot fetch or build crates/cli/tests/kubevirt-validate (Go module proxy)" >&2; exit 2; }
+
 # --- rtvirt-vm (crates/vm): QEMU guests ------------------------------------------------------
 # QEMU, static busybox and cpio (in APT_PACKAGES above) build and boot the guest image; the guest
 # kernels are Debian's cloud (non-RT, "nrt") and rt (PREEMPT_RT, "rt") packages, downloaded with

@@ -1,12 +1,15 @@
 //! Deployable text for a plan: a shell script that deploys the SCHED_DEADLINE reservations on a
 //! stock kernel and writes its undo script ([`chrt`]), Xen RTDS commands and a cpupool layout
 //! (`rtds`), libvirt domain patches and a qemu hook ([`libvirt`]), a tuned profile ([`tuned`]),
+//! KubeVirt VirtualMachines ([`kubevirt`]), OpenStack Nova flavor extra specs ([`nova`]),
 //! and CARTS XML input (`carts`, the format of the CARTS compositional analysis tool:
 //! `<system>`, `<component>`, `<task p d e>`, times in milliseconds). Pure text generation, no
 //! I/O: the CLI reads the files given and writes the [`EmittedFile`]s.
 
 pub mod chrt;
+pub mod kubevirt;
 pub mod libvirt;
+pub mod nova;
 pub mod tuned;
 mod words;
 

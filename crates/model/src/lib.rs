@@ -13,6 +13,7 @@
 //! - [`sweep`]: the sweep file (scenarios x rho x seeds), checked with its scenarios.
 //! - [`exec`]: execution-time models (constant, normal, uniform, empirical samples).
 //! - [`hostmodel`]: a host's measured costs and admission limits (`rtvirt.hostmodel/v1`).
+//! - [`nova`]: OpenStack Nova flavor extra specs of a plan (`rtvirt.nova/v1`).
 //! - [`observe`]: a guest's real-time demand as the host learned it (`rtvirt.observe/v1`).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
@@ -50,6 +51,7 @@ pub mod exec;
 pub mod hostmodel;
 pub mod input;
 pub mod locate;
+pub mod nova;
 pub mod observe;
 pub mod plan;
 pub mod results;

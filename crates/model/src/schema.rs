@@ -64,6 +64,7 @@ mod tests {
         check_committed::<Plan>("plan").unwrap();
         check_committed::<crate::hostmodel::HostModel>("hostmodel").unwrap();
         check_committed::<crate::verify::Verification>("verify").unwrap();
+        check_committed::<crate::nova::NovaFlavors>("nova").unwrap();
         check_committed::<crate::study::index::StudyIndex>("study").unwrap();
         check_committed::<crate::tail::TailReport>("tail").unwrap();
         check_committed::<crate::tail::GateReport>("gate").unwrap();

@@ -64,6 +64,12 @@ pub enum EmitArg {
     Tuned,
     /// CARTS XML input (times in ms, e = the planned budget c).
     Carts,
+    /// KubeVirt: a kubevirt.io/v1 VirtualMachine per guest (YAML documents): dedicated CPUs,
+    /// isolated emulator thread, realtime mask, huge pages; the reservation in an annotation.
+    Kubevirt,
+    /// OpenStack Nova: `openstack flavor set` per guest with the real-time extra specs (with
+    /// --format json: rtvirt.nova/v1).
+    Nova,
 }
 
 #[derive(Args)]
@@ -85,6 +91,8 @@ Examples:
   rtvirt plan s.toml --model edp --emit chrt --pid vm1=4242 > deploy.sh   # sudo sh deploy.sh
   rtvirt plan s.toml --emit libvirt --libvirt-domain vm1.xml --output-dir out/
   rtvirt plan s.toml --emit tuned --output-dir /etc/tuned/rtvirt
+  rtvirt plan s.toml --emit kubevirt > vms.yaml             # kubectl apply -f vms.yaml
+  rtvirt plan s.toml --emit nova > flavors.sh               # --format json: rtvirt.nova/v1
   rtvirt plan s.toml --max-rho
   rtvirt plan --import-carts system.xml")]
 pub struct PlanArgs {
@@ -119,7 +127,8 @@ pub struct PlanArgs {
     pub pids: Vec<String>,
     /// Write the emitted files into DIR (created if missing; files of the same name replaced)
     /// instead of printing them: chrt deploy.sh, libvirt GUEST.xml per guest + qemu, tuned
-    /// tuned.conf (DIR is then the profile directory), rtds rtds.sh, carts carts.xml.
+    /// tuned.conf (DIR is then the profile directory), rtds rtds.sh, carts carts.xml, kubevirt
+    /// kubevirt.yaml, nova nova.sh.
     #[arg(long, value_name = "DIR", requires = "emit")]
     pub output_dir: Option<PathBuf>,
     /// A guest's existing libvirt domain XML to patch with `--emit libvirt` (its <name> picks the
@@ -221,6 +230,9 @@ pub fn run(args: PlanArgs) -> CmdResult {
     let domains = libvirt_domains(&args)?;
     let p = plan_with_progress(&request).map_err(|e| crate::plan_host::located(e, &args.host))?;
     match args.emit {
+        Some(EmitArg::Nova) if p.plan.feasible && args.format == Format::Json => {
+            print_json(&emit::nova::flavors(&p.plan))?
+        }
         Some(e) if p.plan.feasible => {
             let files = emitted(e, &s, &p.plan, &pid_map, &domains).map_err(|e| s.locate(e))?;
             write_emitted(e, &files, args.output_dir.as_deref(), &inputs)?;
@@ -246,6 +258,8 @@ fn single_file(emit: EmitArg) -> Option<&'static str> {
         EmitArg::Rtds => Some("rtds.sh"),
         EmitArg::Tuned => Some("tuned.conf"),
         EmitArg::Carts => Some("carts.xml"),
+        EmitArg::Kubevirt => Some(emit::kubevirt::FILE),
+        EmitArg::Nova => Some(emit::nova::FILE),
         EmitArg::Libvirt => None,
     }
 }
@@ -326,6 +340,8 @@ fn emitted(
         }
         EmitArg::Tuned => one(emit::tuned::profile(plan), false),
         EmitArg::Carts => one(emit::carts(scenario, plan), false),
+        EmitArg::Kubevirt => vec![emit::kubevirt::manifests(plan)?],
+        EmitArg::Nova => one(emit::nova::script(plan)?, true),
     })
 }
 
