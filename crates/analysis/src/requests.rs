@@ -148,6 +148,9 @@ pub struct PlanRequest<'a> {
     pub uniform_rho: Option<f64>,
     /// Also search the largest uniform rho (`plan.max_rho`).
     pub max_rho: bool,
+    /// Under a quantile promise on a tick host, charge the tick's overrun as `Hard` does (the
+    /// front ends' retry when the simulation of the uncharged plan breaks its promise).
+    pub charge_tick: bool,
 }
 
 impl<'a> PlanRequest<'a> {
@@ -160,6 +163,7 @@ impl<'a> PlanRequest<'a> {
             guarantee: Guarantee::default(),
             uniform_rho: None,
             max_rho: false,
+            charge_tick: false,
         }
     }
 
@@ -168,7 +172,7 @@ impl<'a> PlanRequest<'a> {
         let model = self.host.model.as_ref();
         PlanOptions {
             bandwidth_cap: Some(bandwidth_cap(self.scenario, model)),
-            overheads: model.map(|m| charged(m, self.guarantee)),
+            overheads: model.map(|m| charged(m, self.guarantee, self.charge_tick)),
             period_limits: model.map(|m| {
                 let a = &m.admission;
                 (a.deadline_period_min_us.saturating_mul(1000), a.deadline_period_max_us.saturating_mul(1000))
@@ -179,8 +183,8 @@ impl<'a> PlanRequest<'a> {
     }
 }
 
-/// The host's costs as charged under `guarantee`.
-pub fn charged(model: &HostModel, guarantee: Guarantee) -> Overheads {
+/// The host's costs as charged under `guarantee` (`charge_tick`: a tick host's overrun too).
+pub fn charged(model: &HostModel, guarantee: Guarantee, charge_tick: bool) -> Overheads {
     let worst = Overheads::of(model);
     match guarantee {
         Guarantee::Hard => worst,
@@ -188,6 +192,7 @@ pub fn charged(model: &HostModel, guarantee: Guarantee) -> Overheads {
             release_jitter: model.release_latency_ns.quantile(q),
             overrun: match model.enforcement.kind {
                 EnforcementKind::Hrtick => model.overrun_summary().quantile(q),
+                EnforcementKind::Tick if charge_tick => worst.overrun,
                 EnforcementKind::Tick => 0,
             },
             ..worst
@@ -275,6 +280,12 @@ fn assumptions(request: &PlanRequest, o: &PlanOptions) -> Vec<String> {
         format!("each job costs at most {} more (cache reload + 2 context switches)", Nanos(x.per_job)),
     ];
     out.push(match (m.enforcement.kind, request.guarantee) {
+        (EnforcementKind::Tick, Guarantee::Quantile(_)) if request.charge_tick => format!(
+            "tick enforcement charged: a server overruns its budget by up to {} (the tick) and pays it back from \
+             its next periods (supply delayed by ceil(overrun / budget) periods); charged because the plan that \
+             did not charge it broke its promise in simulation with the tick",
+            Nanos(x.overrun)
+        ),
         (EnforcementKind::Tick, Guarantee::Quantile(_)) => format!(
             "exact budget enforcement: NOT this host's, which enforces at the tick (a server may overrun by up \
              to {} and pays it back from its next periods); the miss bounds hold with HRTICK (sched feature \

@@ -316,3 +316,27 @@ fn explain_splits_each_tasks_longest_jobs_into_causes_that_add_up() {
     }
     assert!(samples.windows(2).all(|w| w[0]["latency_ns"].as_u64() >= w[1]["latency_ns"].as_u64()), "worst first");
 }
+
+/// The run states where the host's ticks fell after its first release, and starts on the phase
+/// `--tick-phase` asks for (what `verify` and the demo simulate with).
+#[test]
+fn a_run_states_its_tick_phase_and_starts_on_the_one_asked_for() {
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["measure", "tasks", "--duration", "1s", "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = rtvirt(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        schema_support::assert_valid("results", &v);
+        (v["tick_ns"].as_u64().expect("tick_ns"), v["tick_phase_ns"].as_u64().expect("tick_phase_ns"))
+    };
+    let (tick, phase) = run(&[]);
+    assert!(tick >= 1_000_000 && phase < tick, "tick {tick}, phase {phase}");
+    let (tick, phase) = run(&["--tick-phase", "1500us"]);
+    assert_eq!(phase, 1_500_000 % tick);
+    let out = rtvirt(&["measure", "tasks", "--tick-phase", "soon", "--duration", "1s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tick-phase"));
+}

@@ -43,6 +43,7 @@ pub mod net;
 pub mod rt;
 pub mod tasks;
 pub mod this_host;
+pub mod tick;
 pub mod timer;
 
 pub use error::{Error, Result};

@@ -134,7 +134,7 @@ pub fn simulate(
     if let Some(p) = plan {
         p.check_matches(s).map_err(|e| to_py(e.under("plan")))?;
     }
-    let cfg = SimConfig::new(s, plan, Overrides { duration: horizon, seed }).map_err(to_py)?;
+    let cfg = SimConfig::new(s, plan, Overrides { duration: horizon, seed, ..Default::default() }).map_err(to_py)?;
     if cfg.threads().next().is_none() {
         let e = InputError::field("guest", "no [[guest]] and no [[sim.thread]]: nothing to simulate");
         return Err(to_py(s.locate(e)));

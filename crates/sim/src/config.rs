@@ -64,6 +64,9 @@ impl GuestThreads {
 pub struct Overrides {
     pub duration: Option<Nanos>,
     pub seed: Option<u64>,
+    /// Where the ticks fall relative to the first release ([`Settings::tick_phase`]); e.g. the
+    /// phase a measurement recorded.
+    pub tick_phase: Option<Nanos>,
 }
 
 impl SimConfig {
@@ -77,6 +80,9 @@ impl SimConfig {
         }
         if let Some(seed) = overrides.seed {
             settings.seed = seed;
+        }
+        if let Some(phase) = overrides.tick_phase {
+            settings.tick_phase = phase.0;
         }
         let mut vcpus = Vec::with_capacity(scenario.guests.len());
         let mut guest_vcpus = Vec::with_capacity(scenario.guests.len());
@@ -289,7 +295,7 @@ mod tests {
         let c = SimConfig::new(
             &scenario("[guest.vcpu]\ncore = 1\npolicy = \"deadline\"\nruntime = \"2ms\"\nperiod = \"10ms\"\n", ""),
             None,
-            Overrides { seed: Some(7), duration: Some(Nanos::from_secs(2)) },
+            Overrides { seed: Some(7), duration: Some(Nanos::from_secs(2)), ..Default::default() },
         )
         .unwrap();
         assert_eq!(c.vcpus[0].thread.cores, vec![1]);
@@ -298,8 +304,12 @@ mod tests {
             Policy::Deadline { runtime: 2_000_000, deadline: 10_000_000, period: 10_000_000 }
         );
         assert_eq!((c.settings.seed, c.settings.duration), (7, 2_000_000_000));
-        let e =
-            SimConfig::new(&scenario("", ""), None, Overrides { duration: Some(Nanos::ZERO), seed: None }).unwrap_err();
+        let e = SimConfig::new(
+            &scenario("", ""),
+            None,
+            Overrides { duration: Some(Nanos::ZERO), seed: None, ..Default::default() },
+        )
+        .unwrap_err();
         assert_eq!(e.at.field.as_deref(), Some("--duration"), "{e}");
     }
 

@@ -46,7 +46,7 @@ impl SweepSpec {
     pub fn from_sweep(sweep: Sweep) -> Result<SweepSpec, InputError> {
         let Sweep { scenarios, seeds, rho, duration } = sweep;
         for (_, s) in &scenarios {
-            SimConfig::new(s, None, Overrides { duration, seed: None })?;
+            SimConfig::new(s, None, Overrides { duration, seed: None, ..Default::default() })?;
         }
         Ok(SweepSpec { scenarios, seeds, rho, duration })
     }
@@ -165,7 +165,8 @@ fn run_cell(
         Some(plan) => Some(plan.as_ref().map_err(Clone::clone)?),
         None => None,
     };
-    let cfg = SimConfig::new(s, plan, Overrides { duration, seed: Some(c.seed) }).map_err(|e| e.in_file(path))?;
+    let cfg = SimConfig::new(s, plan, Overrides { duration, seed: Some(c.seed), ..Default::default() })
+        .map_err(|e| e.in_file(path))?;
     Ok(simulate(s, &cfg, &RunOptions::default()).results)
 }
 

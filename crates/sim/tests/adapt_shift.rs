@@ -78,7 +78,7 @@ fn without_adapt_nothing_changes_and_adapted_runs_are_deterministic() {
     let wcet = plan(&s, None);
     let (fixed, _, _) = run(&s, &wcet, false);
     assert!(fixed.guests.iter().all(|g| g.bandwidth_mean.is_none() && g.reservations.is_none()));
-    let short = Overrides { duration: Some(rtvirt_model::Nanos::from_secs(5)), seed: Some(3) };
+    let short = Overrides { duration: Some(rtvirt_model::Nanos::from_secs(5)), seed: Some(3), ..Default::default() };
     let once = || {
         let cfg = adapting(SimConfig::new(&s, Some(&wcet), short).unwrap(), &s, &wcet).unwrap();
         serde_json::to_string(&simulate(&s, &cfg, &RunOptions::default()).results).unwrap()

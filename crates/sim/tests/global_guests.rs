@@ -57,7 +57,12 @@ fn scenario(sched: &str, tasks: &[Task], cores: usize) -> String {
 /// Completion time (us) of every job (task, index) finished by `horizon` (us), simulated.
 fn simulated(sched: &str, tasks: &[Task], supplies: &[Supply], horizon: u64) -> BTreeMap<(u32, u64), u64> {
     let s = Scenario::from_toml(&scenario(sched, tasks, supplies.len()), None).unwrap();
-    let mut cfg = SimConfig::new(&s, None, Overrides { duration: Some(Nanos(horizon * 1000)), seed: Some(1) }).unwrap();
+    let mut cfg = SimConfig::new(
+        &s,
+        None,
+        Overrides { duration: Some(Nanos(horizon * 1000)), seed: Some(1), ..Default::default() },
+    )
+    .unwrap();
     // the guest's vCPUs: one supply thread each on its own core, tasks dispatched globally
     let threads = supplies.iter().enumerate().map(|(k, sup)| ThreadSpec {
         name: format!("g/vcpu{k}"),
@@ -216,8 +221,12 @@ fn least_mpr_interfaces_meet_every_deadline_under_worst_case_supply() {
             for offset in [0, servers.iter().map(|s| s.budget).max().unwrap_or(0)] {
                 let shifted: Vec<Task> = tasks.iter().map(|t| Task { offset, ..t.clone() }).collect();
                 let s = Scenario::from_toml(&scenario("edf", &shifted, servers.len()), None).unwrap();
-                let mut cfg =
-                    SimConfig::new(&s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(1) }).unwrap();
+                let mut cfg = SimConfig::new(
+                    &s,
+                    None,
+                    Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(1), ..Default::default() },
+                )
+                .unwrap();
                 let threads = servers.iter().enumerate().map(|(k, e)| ThreadSpec {
                     name: format!("g/vcpu{k}"),
                     cores: vec![k as u32],
@@ -268,8 +277,12 @@ fn planned_misses(
     seed: u64,
     costs: Option<&rtvirt_sim::HostCosts>,
 ) -> (u64, u64) {
-    let cfg =
-        SimConfig::new(s, Some(plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed) }).unwrap();
+    let cfg = SimConfig::new(
+        s,
+        Some(plan),
+        Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed), ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(cfg.guest_vcpus[0].task_vcpu, None, "a global guest binds no task");
     let r = rtvirt_sim::simulate_with_costs(s, &cfg, &RunOptions::default(), costs).results;
     (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum())
@@ -381,7 +394,12 @@ fn a_job_given_to_an_idle_server_holding_the_core_completes_on_time() {
              [[guest.task]]\nname = \"t\"\nperiod = \"4ms\"\nwcet = \"300us\"\n"
         );
         let s = Scenario::from_toml(&src, None).unwrap();
-        let cfg = SimConfig::new(&s, None, Overrides { duration: Some(Nanos::from_ms(40)), seed: Some(1) }).unwrap();
+        let cfg = SimConfig::new(
+            &s,
+            None,
+            Overrides { duration: Some(Nanos::from_ms(40)), seed: Some(1), ..Default::default() },
+        )
+        .unwrap();
         let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
         let ends: Vec<u64> = out.job_log.iter().filter_map(|j| j.end.map(|e| e - j.release)).collect();
         assert_eq!(ends, vec![window + 300_000; 10], "{policy}: response times");

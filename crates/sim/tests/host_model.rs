@@ -14,7 +14,8 @@ const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
 fn config(s: &Scenario, seed: u64) -> SimConfig {
-    SimConfig::new(s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(seed) }).unwrap()
+    SimConfig::new(s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(seed), ..Default::default() })
+        .unwrap()
 }
 
 fn run(src: &str, model: Option<&HostModel>) -> Results {
@@ -311,4 +312,38 @@ fn a_later_deadline_waking_does_not_stop_an_overrun_an_earlier_one_does() {
     // last 1 ms through: done at 3 ms
     let earlier = two("200us");
     assert_eq!(task(&earlier, "t").response_ns.max, 3_000 * US);
+}
+
+/// Where the ticks fall after the release (`[sim] tick_phase`) decides how long an overrun lasts
+/// and so whether the job finishes in it or waits throttled for the next period.
+#[test]
+fn the_ticks_phase_decides_whether_an_overrun_finishes_the_job() {
+    // a 2.5 ms job every 20 ms on a (1 ms / 8 ms) reservation, depleted at 1 ms, a 4 ms tick
+    let vcpu = "[guest.vcpu]\ncore = 0\npolicy = \"deadline\"\nruntime = \"1ms\"\nperiod = \"8ms\"\n";
+    let tick = only(r#""enforcement":{"kind":"tick","overrun_max_ns":4000000}"#);
+    let at = |phase: &str| {
+        let src = guest(vcpu, &[("t", "20ms", "2.5ms", "0ms", 1)])
+            .replace("[sim]\n", &format!("[sim]\ntick_phase = \"{phase}\"\n"));
+        task(&run(&src, Some(&tick)), "t").response_ns.max
+    };
+    // ticks at 0, 4 ms: the depletion is noticed at 4 ms, after the job ended at 2.5 ms
+    assert_eq!(at("0ns"), 2_500 * US);
+    // ticks at 1.5 ms: 0.5 ms of overrun, then throttled with 1 ms left until the period at 8 ms,
+    // whose runtime (1 - 0.5 ms of debt) is noticed at the 9.5 ms tick: 0.5 + 0.5 ms more by 9 ms
+    assert_eq!(at("1500us"), 9 * MS);
+    // ticks at 3 ms: 2 ms of overrun runs the job through by 2.5 ms as well
+    assert_eq!(at("3ms"), 2_500 * US);
+    // the phase the overrides give wins over the scenario's
+    let src = guest(vcpu, &[("t", "20ms", "2.5ms", "0ms", 1)]);
+    let s = Scenario::from_toml(&src, None).unwrap();
+    let overrides =
+        Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(1), tick_phase: Some(Nanos::from_us(1500)) };
+    let cfg = SimConfig::new(&s, None, overrides).unwrap();
+    let r = simulate_with_host_model(&s, &cfg, &RunOptions::default(), Some(&tick)).results;
+    assert_eq!(task(&r, "t").response_ns.max, 9 * MS);
+    // a phase no tick has is refused, located
+    let bad = src.replace("[sim]\n", "[sim]\ntick_phase = \"150ms\"\n");
+    let e = Scenario::from_toml(&bad, None).unwrap_err();
+    assert_eq!(e.at.field.as_deref(), Some("sim.tick_phase"), "{e}");
+    assert!(e.to_string().contains("expected less than 100ms"), "{e}");
 }

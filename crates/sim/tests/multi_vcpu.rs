@@ -34,7 +34,8 @@ fn vcpu_section(core: u32, policy: &str) -> String {
 }
 
 fn config(s: &Scenario) -> SimConfig {
-    SimConfig::new(s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(3) }).unwrap()
+    SimConfig::new(s, None, Overrides { duration: Some(Nanos::from_secs(1)), seed: Some(3), ..Default::default() })
+        .unwrap()
 }
 
 /// (jobs, misses, max response) per task, in task order.
@@ -207,8 +208,12 @@ fn planned_vcpu_servers_meet_every_deadline_with_exact_enforcement() {
             .enumerate()
             .map(|(k, p)| VcpuPlan { id: k as u32, ..p.vcpu_plans().remove(0) })
             .collect();
-        let cfg = SimConfig::new(&whole, Some(&plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(1) })
-            .unwrap();
+        let cfg = SimConfig::new(
+            &whole,
+            Some(&plan),
+            Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(1), ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(cfg.guest_vcpus[0].task_vcpu, Some(tasks.iter().map(|t| t.3).collect()));
         let r = simulate(&whole, &cfg, &RunOptions::default()).results;
         assert!(r.tasks.iter().all(|t| t.jobs > 0));

@@ -59,8 +59,12 @@ fn scenario_with(sched: &str, tasks: &[TaskSpec], vcpu: &str, sim: &str) -> Stri
 
 fn misses(src: &str, plan: Option<&Plan>) -> (u64, u64) {
     let s = Scenario::from_toml(src, None).unwrap();
-    let cfg = SimConfig::new(&s, plan, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(2)), seed: Some(1) })
-        .unwrap();
+    let cfg = SimConfig::new(
+        &s,
+        plan,
+        Overrides { duration: Some(rtvirt_model::Nanos::from_secs(2)), seed: Some(1), ..Default::default() },
+    )
+    .unwrap();
     let r = simulate(&s, &cfg, &RunOptions::default()).results;
     (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum())
 }
@@ -185,9 +189,12 @@ fn overhead_aware_plans_hold(interface: Model, seed: u64) {
             continue;
         }
         for seed in [1, 2] {
-            let cfg =
-                SimConfig::new(&s, Some(&plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed) })
-                    .unwrap();
+            let cfg = SimConfig::new(
+                &s,
+                Some(&plan),
+                Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed), ..Default::default() },
+            )
+            .unwrap();
             let worst = HostCosts::of(&model).worst_case();
             let r = simulate_with_costs(&s, &cfg, &RunOptions::default(), Some(&worst)).results;
             let (jobs, missed): (u64, u64) =
@@ -261,8 +268,12 @@ fn random_tick_model(rng: &mut SimRng) -> HostModel {
 /// Jobs and misses of `src` planned by `plan` under the host model's worst case.
 fn worst_case_misses(src: &str, plan: &Plan, model: &HostModel, seed: u64) -> (u64, u64) {
     let s = Scenario::from_toml(src, None).unwrap();
-    let cfg =
-        SimConfig::new(&s, Some(plan), Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed) }).unwrap();
+    let cfg = SimConfig::new(
+        &s,
+        Some(plan),
+        Overrides { duration: Some(Nanos::from_secs(2)), seed: Some(seed), ..Default::default() },
+    )
+    .unwrap();
     let worst = HostCosts::of(model).worst_case();
     let r = simulate_with_costs(&s, &cfg, &RunOptions::default(), Some(&worst)).results;
     (r.tasks.iter().map(|t| t.jobs).sum(), r.tasks.iter().map(|t| t.misses).sum())

@@ -7,9 +7,12 @@ use rtvirt_sim::{simulate, Overrides, RunOptions, SimConfig};
 
 fn run(src: &str, secs: u64) -> Results {
     let s = Scenario::from_toml(src, None).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let cfg =
-        SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_secs(secs)), seed: Some(1) })
-            .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = SimConfig::new(
+        &s,
+        None,
+        Overrides { duration: Some(rtvirt_model::Nanos::from_secs(secs)), seed: Some(1), ..Default::default() },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let r = simulate(&s, &cfg, &RunOptions::default()).results;
     // No event storms (e.g. a 1 ns timer loop): a handful of events per job and per ms.
     let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();

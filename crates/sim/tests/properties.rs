@@ -79,7 +79,7 @@ proptest! {
             .map(|(c, p, per, w, poll, salt)| (c % cores, p, per, w.min(per), poll, salt))
             .collect();
         let src = scenario(cores, &families, &guests, hrtick);
-        let overrides = || Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9) };
+        let overrides = || Overrides { duration: Some(rtvirt_model::Nanos::from_ms(300)), seed: Some(9), ..Default::default() };
         let checked = Scenario::from_toml(&src, None)
             .and_then(|s| SimConfig::new(&s, None, overrides()).map(|c| (s, c)));
         let (s, cfg) = match checked {
@@ -181,7 +181,7 @@ proptest! {
             .map(|(c, p, per, w, v, salt)| (c % cores, p, per, w.min(per), v.min(cores), salt))
             .collect();
         let src = global_scenario(cores, family, place, &guests);
-        let overrides = || Overrides { duration: Some(rtvirt_model::Nanos::from_ms(500)), seed: Some(9) };
+        let overrides = || Overrides { duration: Some(rtvirt_model::Nanos::from_ms(500)), seed: Some(9), ..Default::default() };
         let checked = Scenario::from_toml(&src, None)
             .and_then(|s| SimConfig::new(&s, None, overrides()).map(|c| (s, c)));
         let (s, cfg) = match checked {

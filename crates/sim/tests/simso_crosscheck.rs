@@ -82,9 +82,12 @@ fn simso_jobs(run: &Value, horizon_us: u64) -> BTreeSet<Job> {
 
 fn rtvirt_run(src: &str, horizon_us: u64) -> (BTreeSet<Job>, Results) {
     let s = Scenario::from_toml(src, None).unwrap();
-    let cfg =
-        SimConfig::new(&s, None, Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1) })
-            .unwrap();
+    let cfg = SimConfig::new(
+        &s,
+        None,
+        Overrides { duration: Some(rtvirt_model::Nanos::from_us(horizon_us)), seed: Some(1), ..Default::default() },
+    )
+    .unwrap();
     let out = simulate(&s, &cfg, &RunOptions { job_log: true, ..Default::default() });
     let jobs = out
         .job_log

@@ -257,8 +257,11 @@ impl Demo {
 
     fn simulate_step(&mut self) -> anyhow::Result<Step> {
         let Some(plan) = &self.plan else { anyhow::bail!("no feasible plan to simulate") };
-        let cfg =
-            SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(self.sim_time()), seed: Some(1) })?;
+        let cfg = SimConfig::new(
+            &self.scenario,
+            Some(plan),
+            Overrides { duration: Some(self.sim_time()), seed: Some(1), ..Default::default() },
+        )?;
         let mut r =
             simulate_with_host_model(&self.scenario, &cfg, &RunOptions::default(), self.host.model.as_ref()).results;
         r.label = Some("simulated (plan)".into());
@@ -280,7 +283,7 @@ impl Demo {
             let cfg = SimConfig::new(
                 &self.scenario,
                 Some(&plan),
-                Overrides { duration: Some(self.sim_time()), seed: Some(1) },
+                Overrides { duration: Some(self.sim_time()), seed: Some(1), ..Default::default() },
             )?;
             let mut r = simulate(&self.scenario, &cfg, &RunOptions::default()).results;
             r.label = Some(format!("simulated rho={rho}"));
@@ -336,6 +339,10 @@ impl Demo {
             state_dir: Some(rtvirt_host::journal::default_state_dir()),
             window: None,
             explain: true,
+            // the phase the prediction (step 3) simulated, where the host's ticks can be read
+            tick_phase: rtvirt_probe::tick::this_host(0)
+                .is_ok()
+                .then_some(Nanos(self.scenario.sim.settings.tick_phase)),
         };
         let mut r = rtvirt_probe::tasks::run(&self.scenario, &plan, &cfg)?;
         r.label = Some("measured (plan's reservations)".into());
@@ -351,7 +358,8 @@ impl Demo {
     /// its seed, compared task by task; a summary line says whether they agree.
     fn verify(&mut self, plan: &Plan, measured: &Results) -> anyhow::Result<PathBuf> {
         let horizon = Nanos(measured.duration_ns.max(1));
-        let cfg = SimConfig::new(&self.scenario, Some(plan), Overrides { duration: Some(horizon), seed: Some(1) })?;
+        let overrides = Overrides { duration: Some(horizon), seed: Some(1), tick_phase: measured.tick_phase() };
+        let cfg = SimConfig::new(&self.scenario, Some(plan), overrides)?;
         let predicted =
             simulate_with_host_model(&self.scenario, &cfg, &RunOptions::default(), self.host.model.as_ref()).results;
         self.summary.push(promise_kept_line(plan, measured));

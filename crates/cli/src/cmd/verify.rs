@@ -64,6 +64,13 @@ pub struct VerifyArgs {
     /// `rtvirt report` (created if missing).
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Start the task sets so that the host's scheduler ticks fall TIME after their first release
+    /// (e.g. 0ns, 1500us): under tick enforcement (no HRTICK) a reservation that runs out of
+    /// budget overruns until the next tick, so results depend on this phase. Without it the run
+    /// starts when it is ready; the phase it had is recorded (`tick_phase_ns`) either way, and
+    /// `verify` simulates with it.
+    #[arg(long, value_parser = rtvirt_model::Nanos::parse, value_name = "TIME")]
+    pub tick_phase: Option<rtvirt_model::Nanos>,
     /// Allow runs over one hour.
     #[arg(long)]
     pub force: bool,
@@ -99,7 +106,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         crate::output_file::check_in_dir("--keep", dir, &KEPT, &inputs)?;
     }
     // every input is checked before the measurement: the simulation's configuration too
-    sim_config(&scenario, &plan, &args, args.duration)?;
+    sim_config(&scenario, &plan, &args, args.duration, None)?;
     rtvirt_os::signals::install();
     let config = TasksConfig {
         duration: args.duration,
@@ -108,12 +115,13 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
         window: None,
         explain: false,
+        tick_phase: args.tick_phase,
     };
     let measured = with_progress(args.duration, &scenario, || rtvirt_probe::tasks::run(&scenario, &plan, &config))?;
     // an interrupted run is compared over the time it ran (the simulation is deterministic: a
     // shorter horizon is a prefix of the longer one)
     let horizon = if measured.interrupted { Nanos(measured.duration_ns.max(1)) } else { args.duration };
-    let cfg = sim_config(&scenario, &plan, &args, horizon)?;
+    let cfg = sim_config(&scenario, &plan, &args, horizon, measured.tick_phase())?;
     let predicted = simulate_with_host_model(&scenario, &cfg, &RunOptions::default(), host.as_ref()).results;
     let mut verification = Verification::compare(&predicted, &measured, tolerance).map_err(anyhow::Error::msg)?;
     verification.scenario = scenario.name.clone();
@@ -170,10 +178,16 @@ fn plan_of(scenario: &Scenario, args: &VerifyArgs) -> anyhow::Result<(Plan, Opti
     Ok((plan, host))
 }
 
-/// The simulation of `scenario` under `plan` for `horizon`, with the run's seed; errors located
-/// in the scenario, or in the plan file for its guests.
-fn sim_config(scenario: &Scenario, plan: &Plan, args: &VerifyArgs, horizon: Nanos) -> anyhow::Result<SimConfig> {
-    let overrides = Overrides { duration: Some(horizon), seed: Some(args.seed) };
+/// The simulation of `scenario` under `plan` for `horizon`, with the run's seed and the phase of
+/// the host's ticks in the run; errors located in the scenario, or in the plan file for its guests.
+fn sim_config(
+    scenario: &Scenario,
+    plan: &Plan,
+    args: &VerifyArgs,
+    horizon: Nanos,
+    tick_phase: Option<Nanos>,
+) -> anyhow::Result<SimConfig> {
+    let overrides = Overrides { duration: Some(horizon), seed: Some(args.seed), tick_phase };
     SimConfig::new(scenario, Some(plan), overrides).map_err(|e| match (&args.plan, e.at.field.as_deref()) {
         (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p).into(),
         _ => e.into(),

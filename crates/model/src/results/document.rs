@@ -259,6 +259,11 @@ pub struct FlowResult {
 }
 
 impl Results {
+    /// Where the host's ticks fell after the first release in a task run (`tick_phase_ns`).
+    pub fn tick_phase(&self) -> Option<crate::Nanos> {
+        self.task_totals.as_ref().and_then(|t| t.tick_phase_ns).map(crate::Nanos)
+    }
+
     pub fn new(kind: &str, duration_ns: u64) -> Results {
         Results { schema: RESULTS_SCHEMA.into(), kind: kind.into(), duration_ns, ..Default::default() }
     }

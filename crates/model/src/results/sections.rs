@@ -183,6 +183,13 @@ pub struct TaskTotals {
     pub misses: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanSummary>,
+    /// The host's scheduler tick in this run (measure tasks; CONFIG_HZ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ns: Option<u64>,
+    /// Where the host's ticks fell: this long after the first release, and every `tick_ns`
+    /// after that (measure tasks; a simulation of the run takes the same `[sim] tick_phase`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_phase_ns: Option<u64>,
 }
 
 /// The plan a measurement ran under, in short.

@@ -140,6 +140,7 @@ pub(crate) struct RawSim {
     pub miss_policy: Option<String>,
     pub hz: Option<i64>,
     pub hrtick: Option<bool>,
+    pub tick_phase: Option<Nanos>,
     pub rt_throttling: Option<bool>,
     pub rt_runtime: Option<Nanos>,
     pub rt_period: Option<Nanos>,

@@ -8,6 +8,7 @@
 //! miss_policy = "continue"    # or "abort": a late job is dropped at its deadline
 //! hz = 1000                   # scheduler tick (SCHED_DEADLINE enforcement without hrtick)
 //! hrtick = false              # exact SCHED_DEADLINE budget enforcement (kernel default: off)
+//! tick_phase = "0ns"          # ticks at tick_phase + k * tick after the first release (mod the tick)
 //! rt_throttling = true        # SCHED_FIFO/RR throttling, rt_runtime per rt_period
 //! rt_runtime = "950ms"
 //! rt_period = "1s"
@@ -218,6 +219,10 @@ pub struct Settings {
     pub abort_late: bool,
     /// Scheduler tick period (ns), 1e9 / HZ.
     pub tick: u64,
+    /// Where the ticks fall: at `tick_phase + k * tick` (taken modulo the tick), time 0 being
+    /// the first release. A real run's phase is fixed by when it started (the kernel's ticks are
+    /// at multiples of the tick on CLOCK_MONOTONIC), so a measurement states it.
+    pub tick_phase: u64,
     pub hrtick: bool,
     /// RT throttling (rt_runtime, rt_period) per core, None when disabled.
     pub rt_throttle: Option<(u64, u64)>,

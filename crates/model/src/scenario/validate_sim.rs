@@ -55,6 +55,9 @@ pub(super) fn guest_vcpus(
     Ok(std::iter::once(first.clone()).chain((1..count).map(other)).collect())
 }
 
+/// The tick at the lowest `hz` accepted.
+const MAX_TICK: Nanos = Nanos::from_ms(100);
+
 fn settings(raw: &RawSim) -> R<Settings> {
     let duration = check_horizon(raw.duration.unwrap_or(DEFAULT_DURATION), "duration")?;
     let abort_late = match raw.miss_policy.as_deref() {
@@ -67,6 +70,15 @@ fn settings(raw: &RawSim) -> R<Settings> {
     let hz = raw.hz.unwrap_or(1000);
     if !(10..=10_000).contains(&hz) {
         return Err(InputError::field("hz", format!("{hz}: expected a tick rate from 10 to 10000")));
+    }
+    let tick = 1_000_000_000 / hz as u64;
+    let tick_phase = raw.tick_phase.unwrap_or_default().0;
+    // the tick may be a host model's, not `hz`'s: the phase is taken modulo whichever applies
+    if tick_phase >= MAX_TICK.0 {
+        return Err(InputError::field(
+            "tick_phase",
+            format!("{}: expected less than {MAX_TICK} (the longest tick, at hz = 10)", Nanos(tick_phase)),
+        ));
     }
     let rt_runtime = raw.rt_runtime.unwrap_or(Nanos::from_ms(950));
     let rt_period = raw.rt_period.unwrap_or(Nanos::from_secs(1));
@@ -85,7 +97,8 @@ fn settings(raw: &RawSim) -> R<Settings> {
         duration: duration.0,
         seed: raw.seed.unwrap_or(1),
         abort_late,
-        tick: 1_000_000_000 / hz as u64,
+        tick,
+        tick_phase,
         hrtick: raw.hrtick.unwrap_or(false),
         rt_throttle: raw.rt_throttling.unwrap_or(true).then_some((rt_runtime.0, rt_period.0)),
         vcpu_switch: raw.vcpu_switch.unwrap_or_default().0,

@@ -449,7 +449,7 @@ fn deadline_period(cpu: u32, cfg: &CalibrateConfig, out: &mut Vec<Measurement>) 
         &costs.overrun,
         tick_note,
     ));
-    let overrun_max = overrun_max_of(kind.0, costs.overrun.max().unwrap_or(0), tick_ns());
+    let overrun_max = overrun_max_of(kind.0, costs.overrun.max().unwrap_or(0), crate::tick::tick_ns());
     Ok((costs.overhead.quantile(0.99), Enforcement { kind: kind.0, overrun_max_ns: overrun_max }))
 }
 
@@ -659,17 +659,8 @@ fn enforcement_kind() -> (EnforcementKind, String) {
 
 /// One tick (ns) from the running kernel's CONFIG_HZ (/boot/config-<release>, else
 /// /proc/config.gz), if readable.
-fn tick_ns() -> Option<u64> {
-    let boot = std::fs::read_to_string(format!("/boot/config-{}", rtvirt_os::sysinfo::kernel_release())).ok();
-    let hz = boot
-        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("CONFIG_HZ=").map(str::to_string)))
-        .or_else(|| rtvirt_os::sysinfo::kconfig("CONFIG_HZ"))?;
-    let hz: u64 = hz.trim().parse().ok()?;
-    (hz > 0).then(|| 1_000_000_000 / hz)
-}
-
 fn tick_text() -> String {
-    match tick_ns() {
+    match crate::tick::tick_ns() {
         Some(t) => format!(" ({}, CONFIG_HZ); overrun_max_ns is the tick", Nanos(t)),
         None => " (CONFIG_HZ not readable: the measured maximum is used)".into(),
     }
@@ -776,7 +767,7 @@ pub fn live_enforcement(default: Enforcement, hrtick_overrun_ns: u64) -> (Enforc
     let (kind, how) = enforcement_kind();
     match kind {
         EnforcementKind::Hrtick => (Enforcement { kind, overrun_max_ns: hrtick_overrun_ns }, how),
-        EnforcementKind::Tick => match tick_ns() {
+        EnforcementKind::Tick => match crate::tick::tick_ns() {
             Some(t) => (Enforcement { kind, overrun_max_ns: t }, format!("{how}; one tick {} (CONFIG_HZ)", Nanos(t))),
             None => (Enforcement { kind, ..default }, format!("{how}; CONFIG_HZ not readable, the default overrun")),
         },

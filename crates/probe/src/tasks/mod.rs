@@ -41,6 +41,9 @@ pub struct TasksConfig {
     /// `--explain`: trace the vCPU threads' CPUs and attribute each task's longest jobs
     /// (`Results.explain`, [`crate::explain::jobs`]).
     pub explain: bool,
+    /// `--tick-phase`: start the task sets so that the host's ticks fall this long after the first
+    /// release ([`crate::tick`]); None: whenever they start (the phase is recorded either way).
+    pub tick_phase: Option<Nanos>,
 }
 
 impl Default for TasksConfig {
@@ -52,6 +55,7 @@ impl Default for TasksConfig {
             state_dir: None,
             window: None,
             explain: false,
+            tick_phase: None,
         }
     }
 }
@@ -142,15 +146,37 @@ pub fn run(scenario: &Scenario, plan: &Plan, cfg: &TasksConfig) -> Result<Result
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let grid = tick_grid(cfg, cores.first().copied().unwrap_or(0))?;
     let trace = cfg.explain.then(|| start_trace(cfg, &cores));
     let run_start = crate::rt::now_ns();
-    let run = worker::run_workers(&specs, cfg.duration.0);
+    let start_at = |earliest: u64| match (grid, cfg.tick_phase) {
+        (Some(g), Some(phase)) => g.start_with_phase(earliest, phase.0),
+        _ => earliest,
+    };
+    let run = worker::run_workers(&specs, cfg.duration.0, start_at);
     drop(exclusive);
     let run = run?;
     let explain = trace.map(|t| explain_jobs(t, scenario, &run.outcomes, run_start));
     let mut results = assemble(scenario, plan, &places, run.outcomes, cfg, run.ran_ns);
     results.explain = explain;
+    if let (Some(g), Some(totals)) = (grid, results.task_totals.as_mut()) {
+        totals.tick_ns = Some(g.tick_ns);
+        totals.tick_phase_ns = Some(g.phase_after(run.start_ns));
+    }
     Ok(results)
+}
+
+/// The tick grid of `core` (the first reserved one: without `skew_tick=1` every CPU's ticks
+/// fall together). Unreadable: an error when `--tick-phase` asked for a phase, else None (the
+/// run states no phase).
+fn tick_grid(cfg: &TasksConfig, core: u32) -> Result<Option<crate::tick::TickGrid>> {
+    match (crate::tick::this_host(core), cfg.tick_phase) {
+        (Ok(g), _) => Ok(Some(g)),
+        (Err(why), Some(_)) => {
+            Err(Error::input("--tick-phase", format!("cannot place the run on the host's ticks: {why}")))
+        }
+        (Err(_), None) => Ok(None),
+    }
 }
 
 /// The trace of `cores` for `--explain` (why not, when it cannot be made).
@@ -242,6 +268,7 @@ fn assemble(
         jobs: Some(jobs),
         misses: Some(misses),
         plan: Some(PlanSummary { feasible: plan.feasible, max_rho: plan.max_rho, settings: plan.settings.clone() }),
+        ..Default::default()
     });
     if !runaways.is_empty() {
         r.runaway_threads_demoted = Some(runaways);

@@ -265,11 +265,14 @@ struct Worker {
 pub struct Run {
     pub outcomes: Vec<WorkerOutcome>,
     pub ran_ns: u64,
+    /// When the task sets started (CLOCK_MONOTONIC ns): every task's first release.
+    pub start_ns: u64,
 }
 
-/// Start one worker per spec, run them for `duration_ns`, collect their outcomes. Any worker that
-/// fails stops the others; every child is reaped before this returns.
-pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
+/// Start one worker per spec, run them for `duration_ns` from `start_at(earliest)` (at or after
+/// `earliest`, 50 ms after every worker is ready), collect their outcomes. Any worker that fails
+/// stops the others; every child is reaped before this returns.
+pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64, start_at: impl Fn(u64) -> u64) -> Result<Run> {
     let cmd = worker_command()?;
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let mut workers: Vec<Worker> = Vec::new();
@@ -279,7 +282,7 @@ pub fn run_workers(specs: &[WorkerSpec], duration_ns: u64) -> Result<Run> {
         Ok::<(), Error>(())
     });
     drop(tx);
-    let result = started.and_then(|_| drive(&mut workers, &rx, duration_ns));
+    let result = started.and_then(|_| drive(&mut workers, &rx, duration_ns, start_at));
     // Whatever happened: no worker outlives this call.
     for w in &mut workers {
         w.stdin = None;
@@ -360,7 +363,12 @@ fn spawn(cmd: &WorkerCommand, i: usize, spec: &WorkerSpec, tx: mpsc::Sender<(usi
 }
 
 /// The two phases: every worker ready, then run and collect.
-fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns: u64) -> Result<Run> {
+fn drive(
+    workers: &mut [Worker],
+    rx: &mpsc::Receiver<(usize, Msg)>,
+    duration_ns: u64,
+    start_at: impl Fn(u64) -> u64,
+) -> Result<Run> {
     let ready_by = rt::now_ns() + READY_TIMEOUT.as_nanos() as u64;
     while !workers.iter().all(|w| w.ready) {
         receive(workers, rx);
@@ -374,7 +382,7 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
             return Err(Error::Failed(format!("the guest workers were not ready within {}s", READY_TIMEOUT.as_secs())));
         }
     }
-    let start = rt::now_ns() + 50_000_000;
+    let start = start_at(rt::now_ns() + 50_000_000);
     let end = start + duration_ns;
     for w in workers.iter_mut() {
         if let Some(s) = w.stdin.as_mut() {
@@ -405,7 +413,8 @@ fn drive(workers: &mut [Worker], rx: &mpsc::Receiver<(usize, Msg)>, duration_ns:
         return Err(e);
     }
     let ran_ns = stopped.unwrap_or(end).min(end).saturating_sub(start);
-    Ok(Run { outcomes: workers.iter_mut().map(|w| w.result.take().expect("every worker reported")).collect(), ran_ns })
+    let outcomes = workers.iter_mut().map(|w| w.result.take().expect("every worker reported")).collect();
+    Ok(Run { outcomes, ran_ns, start_ns: start })
 }
 
 /// Take in what the workers said (waits at most 20 ms).

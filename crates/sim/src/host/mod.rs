@@ -184,6 +184,7 @@ impl Host {
             dirty: Vec::new(),
             ctx: Ctx {
                 tick: s.tick,
+                tick_phase: s.tick_phase,
                 hrtick: s.hrtick,
                 hrtick_overrun: 0,
                 tslice: s.credit_tslice,
@@ -811,6 +812,7 @@ mod tests {
             seed: 1,
             abort_late: false,
             tick: 1_000_000,
+            tick_phase: 0,
             hrtick: false,
             rt_throttle: None,
             vcpu_switch: 0,

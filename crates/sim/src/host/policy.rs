@@ -51,6 +51,8 @@ pub const CREDIT_ACCT: u64 = 30_000_000;
 /// What the policies need to know about the host and the cluster.
 pub struct Ctx {
     pub tick: u64,
+    /// Ticks fall at `tick_phase + k * tick` (modulo the tick).
+    pub tick_phase: u64,
     pub hrtick: bool,
     /// With hrtick: how late depletion is noticed (a host model's enforcement overrun; else 0).
     pub hrtick_overrun: u64,
@@ -174,7 +176,7 @@ impl PState {
         if ctx.hrtick {
             *runtime > -(ctx.hrtick_overrun.min(i64::MAX as u64) as i64)
         } else {
-            ctx.tick > 0 && !now.is_multiple_of(ctx.tick)
+            ctx.tick > 0 && next_tick(now, ctx) != now
         }
     }
 
@@ -353,7 +355,7 @@ impl PState {
                 if ctx.hrtick {
                     r.saturating_add(ctx.hrtick_overrun)
                 } else {
-                    next_multiple(now + r, ctx.tick) - now
+                    next_tick(now + r, ctx) - now
                 }
             }
             PState::Other { slice_left, .. } => (*slice_left).max(1),
@@ -489,6 +491,12 @@ fn overflows(runtime: i64, laxity: u64, dl_runtime: u64, dl_deadline: u64) -> bo
 /// Smallest multiple of `m` that is >= `t`.
 pub fn next_multiple(t: u64, m: u64) -> u64 {
     t.div_ceil(m) * m
+}
+
+/// The first tick at or after `t`: ticks fall at `tick_phase + k * tick`.
+pub fn next_tick(t: u64, ctx: &Ctx) -> u64 {
+    let shift = ctx.tick - ctx.tick_phase % ctx.tick;
+    next_multiple(t.saturating_add(shift), ctx.tick) - shift
 }
 
 #[cfg(test)]

@@ -348,6 +348,7 @@ impl<'a> Xen<'a> {
             seed,
             abort_late: false,
             tick: 1_000_000,
+            tick_phase: 0,
             hrtick: false,
             rt_throttle: None,
             vcpu_switch: 0,

@@ -112,7 +112,7 @@ fn lazy_charging_gives_the_results_of_charging_every_core_at_every_event() {
             .collect();
         let (abort, hrtick, with_costs) = (case % 2 == 0, case % 3 == 0, case % 4 < 2);
         let src = scenario(cores, family, &guests, abort, hrtick);
-        let overrides = Overrides { duration: Some(Nanos::from_ms(1000)), seed: Some(5) };
+        let overrides = Overrides { duration: Some(Nanos::from_ms(1000)), seed: Some(5), ..Default::default() };
         let Ok(s) = Scenario::from_toml(&src, None) else { continue };
         let Ok(cfg) = SimConfig::new(&s, None, overrides) else { continue };
         let costs = with_costs.then(costs);

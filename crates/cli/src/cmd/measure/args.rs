@@ -388,6 +388,13 @@ pub struct TasksArgs {
     /// `explain` of the results, drawn by `rtvirt report`.
     #[arg(long)]
     pub explain: bool,
+    /// Start the task sets so that the host's scheduler ticks fall TIME after their first release
+    /// (e.g. 0ns, 1500us): under tick enforcement (no HRTICK) a reservation that runs out of
+    /// budget overruns until the next tick, so results depend on this phase. Without it the run
+    /// starts when it is ready; the phase it had is recorded (`tick_phase_ns`) either way, and
+    /// `verify` simulates with it.
+    #[arg(long, value_parser = rtvirt_model::Nanos::parse, value_name = "TIME")]
+    pub tick_phase: Option<rtvirt_model::Nanos>,
     #[command(flatten)]
     pub common: Common,
 }

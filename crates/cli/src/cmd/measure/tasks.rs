@@ -55,6 +55,7 @@ pub fn run(args: TasksArgs, line: CommandLine) -> CmdResult {
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
         window: args.interval_report,
         explain: args.explain,
+        tick_phase: args.tick_phase,
     };
     drive(Tasks { args, scenario, plan, config }, line)
 }

@@ -40,6 +40,11 @@ pub struct SimulateArgs {
     /// Random seed (default: the scenario's [sim] seed, else 1).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where the host's ticks fall after the first release (default: the scenario's [sim]
+    /// tick_phase, else 0): with tick enforcement a budget overrun lasts until the next tick, so
+    /// results depend on it; `measure tasks` records the phase its run had.
+    #[arg(long, value_parser = Nanos::parse, value_name = "TIME")]
+    pub tick_phase: Option<Nanos>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

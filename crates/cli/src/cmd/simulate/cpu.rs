@@ -29,12 +29,15 @@ pub fn run(scenario: &Scenario, args: &SimulateArgs) -> CmdResult {
     };
     let host = args.host_model.as_deref().map(HostModel::from_file).transpose()?;
     // scenario errors come back located in the scenario; the plan's name its fields
-    let cfg = SimConfig::new(scenario, plan.as_ref(), Overrides { duration: args.duration, seed: args.seed }).map_err(
-        |e| match (&args.plan, e.at.field.as_deref()) {
-            (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
-            _ => e,
-        },
-    )?;
+    let cfg = SimConfig::new(
+        scenario,
+        plan.as_ref(),
+        Overrides { duration: args.duration, seed: args.seed, tick_phase: args.tick_phase },
+    )
+    .map_err(|e| match (&args.plan, e.at.field.as_deref()) {
+        (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p),
+        _ => e,
+    })?;
     let cfg = match (&plan, args.adapt) {
         (Some(p), true) => rtvirt_sim::adapt::adapting(cfg, scenario, p)?,
         _ => cfg,
