@@ -13,6 +13,14 @@ pub enum Format {
     Json,
 }
 
+/// `--format` of a command whose output is always a JSON document (`host calibrate`, `import`):
+/// `json` is taken, as by every command that prints a document; there is no table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum JsonOnly {
+    #[default]
+    Json,
+}
+
 /// What a command reports: success, or "the thing checked failed" (exit 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

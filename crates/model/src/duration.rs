@@ -18,6 +18,7 @@ const UNITS: &[(&str, u64)] = &[
     ("µs", NS_PER_US),
     ("ms", NS_PER_MS),
     ("s", NS_PER_S),
+    ("m", 60 * NS_PER_S),
     ("min", 60 * NS_PER_S),
     ("h", 3600 * NS_PER_S),
     ("d", 86_400 * NS_PER_S),
@@ -65,7 +66,7 @@ impl Nanos {
             return Err(format!("\"{text}\" is not a duration (expected a number followed by a unit, e.g. \"10ms\")"));
         }
         let scale = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, k)| *k).ok_or_else(|| {
-            format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s, min, h or d)")
+            format!("\"{text}\" has an unknown unit \"{unit}\" (expected ns, us, ms, s, m or min, h or d)")
         })?;
         parse_scaled(num, scale)
             .ok_or_else(|| format!("\"{text}\" is not a valid duration (number too large or malformed)"))
@@ -184,6 +185,9 @@ mod tests {
         assert_eq!(Nanos::parse("1.5s").unwrap(), Nanos(1_500_000_000));
         assert_eq!(Nanos::parse("800ns").unwrap(), Nanos(800));
         assert_eq!(Nanos::parse(" 2 min ").unwrap(), Nanos(120 * NS_PER_S));
+        // m is minutes, as cyclictest's -D and rtla's -d take it: one rule for every duration
+        assert_eq!(Nanos::parse("1m").unwrap(), Nanos::parse("60s").unwrap());
+        assert_eq!(Nanos::parse("1.5m").unwrap(), Nanos(90 * NS_PER_S));
         assert_eq!(Nanos::parse("0.0001ms").unwrap(), Nanos(100));
         assert_eq!(Nanos::parse("1h").unwrap(), Nanos::from_secs(3600));
         assert_eq!(Nanos::parse("1.5d").unwrap(), Nanos::from_secs(36 * 3600));

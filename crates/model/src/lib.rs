@@ -16,6 +16,7 @@
 //! - [`nova`]: OpenStack Nova flavor extra specs of a plan (`rtvirt.nova/v1`).
 //! - [`observe`]: a guest's real-time demand as the host learned it (`rtvirt.observe/v1`).
 //! - [`plan`]: the planner's output (`rtvirt.plan/v1`), read back by simulate/host/measure.
+//! - [`rt_tests`]: the JSON file of `cyclictest --json`, written by `measure timer --json`.
 //! - [`results`]: simulated and measured results (`rtvirt.results/v1`), one schema for both.
 //! - [`schema`]: JSON Schemas of the documents, generated from their types (`docs/schema/`).
 //! - [`stats`]: lossless mergeable latency histograms and summary statistics.
@@ -55,6 +56,7 @@ pub mod nova;
 pub mod observe;
 pub mod plan;
 pub mod results;
+pub mod rt_tests;
 pub mod scenario;
 pub mod schema;
 mod serde_field;

@@ -65,6 +65,7 @@ mod tests {
         check_committed::<crate::hostmodel::HostModel>("hostmodel").unwrap();
         check_committed::<crate::verify::Verification>("verify").unwrap();
         check_committed::<crate::nova::NovaFlavors>("nova").unwrap();
+        check_committed::<crate::rt_tests::CyclictestJson>("cyclictest").unwrap();
         check_committed::<crate::study::index::StudyIndex>("study").unwrap();
         check_committed::<crate::tail::TailReport>("tail").unwrap();
         check_committed::<crate::tail::GateReport>("gate").unwrap();

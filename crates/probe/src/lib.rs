@@ -4,7 +4,8 @@
 //! - [`agent`]: `rtvirt guest-agent`, the guest side of `rtvirt host observe`: the guest's RT tasks
 //!   and their job execution times, reported to the host over virtio-serial.
 //! - [`calibrate`]: this host's costs as an `rtvirt.hostmodel/v1` host model (`rtvirt host calibrate`).
-//! - [`timer`]: timer wake-up latency, cyclictest-style (`timer::run(&TimerConfig)`).
+//! - [`timer`]: timer wake-up latency, cyclictest-style (`timer::run(&TimerConfig)`);
+//!   [`cyclictest_json`] its run as the JSON file of `cyclictest --json`.
 //! - [`net`]: UDP/TCP request/response server and client with open-loop paced arrivals.
 //! - [`tasks`]: periodic task sets of planned guests under real SCHED_DEADLINE reservations.
 //! - [`load`]: interference loads (network flood, system calls, cache thrashing, CPU hogs).
@@ -33,6 +34,7 @@ pub mod agent;
 pub mod calibrate;
 pub mod container;
 pub mod cpus;
+pub mod cyclictest_json;
 pub mod environment;
 pub mod error;
 pub mod explain;

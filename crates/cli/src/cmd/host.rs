@@ -94,6 +94,9 @@ pub struct CalibrateArgs {
     /// after a kill -9 [default: $RTVIRT_STATE_DIR, else /var/lib/rtvirt].
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// Output format: the host model is a JSON document (rtvirt.hostmodel/v1).
+    #[arg(long, value_enum, default_value_t = crate::cli_common::JsonOnly::Json)]
+    pub format: crate::cli_common::JsonOnly,
 }
 
 #[derive(Args)]
@@ -314,6 +317,7 @@ fn run_revert(args: RevertArgs) -> CmdResult {
 }
 
 fn run_calibrate(args: CalibrateArgs) -> CmdResult {
+    let crate::cli_common::JsonOnly::Json = args.format;
     rtvirt_os::signals::install();
     let step = match args.quick {
         true => rtvirt_probe::calibrate::QUICK_STEP,

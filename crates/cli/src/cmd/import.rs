@@ -30,9 +30,13 @@ pub struct ImportArgs {
     /// the files give several (each labelled by its file).
     #[arg(short, long, value_name = "PATH", default_value = "-")]
     pub output: PathBuf,
+    /// Output format: the results are JSON documents (rtvirt.results/v1).
+    #[arg(long, value_enum, default_value_t = crate::cli_common::JsonOnly::Json)]
+    pub format: crate::cli_common::JsonOnly,
 }
 
 pub fn run(args: ImportArgs) -> CmdResult {
+    let crate::cli_common::JsonOnly::Json = args.format;
     let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     crate::output_file::check("--output", &args.output, &inputs)?;
     let mut docs = Vec::new();

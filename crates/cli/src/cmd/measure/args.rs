@@ -80,6 +80,19 @@ pub struct TimerArgs {
     /// Also write a cyclictest-compatible histogram (1 us rows, one column per CPU) to FILE.
     #[arg(long, value_name = "FILE")]
     pub histogram_file: Option<PathBuf>,
+    /// Also write the run to FILE as `cyclictest --json=FILE` writes it (rt-tests' keys: per
+    /// thread its histogram in us rows up to -h N, cycles, min, max, avg, cpu, node).
+    #[arg(long = "json", value_name = "FILE")]
+    pub json_file: Option<PathBuf>,
+    /// cyclictest's -n (clock_nanosleep): accepted; rtvirt always sleeps with clock_nanosleep.
+    #[arg(short = 'n', long = "nanosleep", hide = true)]
+    pub nanosleep: bool,
+    /// cyclictest's -S (one thread per CPU, one priority): accepted; it is rtvirt's default.
+    #[arg(short = 'S', long = "smp", hide = true)]
+    pub smp: bool,
+    /// cyclictest's -l LOOPS: refused with the -D that gives as many wake-ups.
+    #[arg(short = 'l', long = "loops", hide = true, value_name = "LOOPS")]
+    pub loops: Option<String>,
     /// Stream per-interval statistics as JSON lines on stdout (stalled threads are flagged).
     #[arg(long, value_parser = parse_nanos, value_name = "D")]
     pub interval_report: Option<Nanos>,
@@ -148,15 +161,9 @@ pub fn parse_microseconds(text: &str) -> Result<Nanos, String> {
     bare_number(text, "us")
 }
 
-/// A duration; a bare number is seconds, and `m` is minutes (cyclictest's `-D`).
+/// A duration; a bare number is seconds (cyclictest's `-D`). Units as everywhere ([`Nanos::parse`]).
 pub fn parse_seconds(text: &str) -> Result<Nanos, String> {
-    let t = text.trim();
-    match t.strip_suffix('m') {
-        Some(minutes) if !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
-            Nanos::parse(&format!("{minutes}min"))
-        }
-        _ => bare_number(t, "s"),
-    }
+    bare_number(text, "s")
 }
 
 /// `text` as a duration, a bare number taken in `unit`.

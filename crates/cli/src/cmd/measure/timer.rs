@@ -20,9 +20,12 @@ struct Timer {
     args: TimerArgs,
     config: timer::TimerConfig,
     histograms: Vec<(u32, LatencyHistogram)>,
+    /// When the measurement started, as `--json` writes it.
+    start_time: String,
 }
 
 pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
+    cyclictest_flags(&args)?;
     let config = timer::TimerConfig {
         cpus: measured_cpus(&args)?,
         interval: args.interval,
@@ -45,10 +48,41 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     if let Some(path) = histogram_file(&args) {
         crate::output_file::check("--histogram-file", path, &[])?;
     }
+    if let Some(path) = &args.json_file {
+        crate::output_file::check("--json", path, &[])?;
+    }
     if let Some(path) = config.explain.as_ref().and_then(|e| e.break_trace.as_ref()) {
         crate::output_file::check("--break-trace", path, &[])?;
     }
-    drive(Timer { args, config, histograms: Vec::new() }, line)
+    drive(Timer { args, config, histograms: Vec::new(), start_time: String::new() }, line)
+}
+
+/// cyclictest's flags rtvirt has no option for: `-n` and `-S` are what rtvirt does anyway (a note
+/// on stderr), `-l LOOPS` is refused with the `-D` that gives as many wake-ups.
+fn cyclictest_flags(args: &TimerArgs) -> anyhow::Result<()> {
+    if let Some(loops) = &args.loops {
+        let n: u64 = loops.trim().parse().map_err(|_| {
+            rtvirt_model::InputError::field("-l", format!("{loops:?}: expected a number of loops (cyclictest's -l)"))
+        })?;
+        let duration = Nanos(args.interval.0.saturating_mul(n.max(1)));
+        return Err(rtvirt_model::InputError::field(
+            "-l",
+            format!(
+                "{n} loops: rtvirt measures for a duration, not a count of wake-ups: give -D {duration} ({n} wake-ups \
+                 of -i {})",
+                args.interval
+            ),
+        )
+        .into());
+    }
+    let notes = [
+        (args.nanosleep, "-n: rtvirt always sleeps with clock_nanosleep (absolute time)"),
+        (args.smp, "-S: one thread per CPU at one priority is rtvirt's default (-a and -t narrow it)"),
+    ];
+    for (_, note) in notes.iter().filter(|(given, _)| *given && !args.quiet) {
+        eprintln!("rtvirt: cyclictest's {note}");
+    }
+    Ok(())
 }
 
 /// Where a guest's `--break` keeps the whole trace before it comes back to this host.
@@ -153,6 +187,7 @@ impl Measurement for Timer {
                 ),
             );
         }
+        self.start_time = rtvirt_probe::cyclictest_json::now();
         let run = timer::run_with_reports(&self.config, &mut |rep| {
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(rep).unwrap_or_default());
@@ -169,6 +204,7 @@ impl Measurement for Timer {
             if let Some(path) = histogram_file(&self.args) {
                 self.write_histogram(path)?;
             }
+            self.write_json()?;
             return Ok(Outcome::Ok);
         }
         let mut rows: Vec<(String, &Summary)> =
@@ -191,11 +227,23 @@ impl Measurement for Timer {
         if let Some(path) = histogram_file(&self.args) {
             self.write_histogram(path)?;
         }
+        self.write_json()?;
         Ok(Outcome::Ok)
     }
 }
 
 impl Timer {
+    /// `--json FILE`: the run as `cyclictest --json` writes it.
+    fn write_json(&self) -> anyhow::Result<()> {
+        let Some(path) = &self.args.json_file else { return Ok(()) };
+        use rtvirt_probe::cyclictest_json::{cyclictest_json, now, RunInfo};
+        let cmdline = std::env::args().collect::<Vec<_>>().join(" ");
+        let run = RunInfo { cmdline, start_time: self.start_time.clone(), end_time: now() };
+        let doc = cyclictest_json(&self.histograms, histogram_rows(&self.args), run);
+        let text = serde_json::to_string_pretty(&doc)? + "\n";
+        std::fs::write(path, text).with_context(|| format!("cannot write --json {}", path.display()))
+    }
+
     /// Write the cyclictest histogram to `path` (after the results are out). If that fails (the
     /// disk is full, ...) the histogram goes to stdout after a table (the JSON results carry its
     /// buckets as `histogram_ns`): no measurement is lost; the exit code is 2.
