@@ -35,13 +35,19 @@ pub struct Check {
     /// Files (or other sources) the value was read from, and any detail.
     pub source: String,
     pub why: &'static str,
-    pub fix: &'static str,
+    /// How to fix it (for some checks, this host's own: its CPU vendor's setting).
+    pub fix: String,
     pub depends_on: &'static str,
     /// What tuned's realtime-virtual-host profile (or a profile it includes, named) sets for this.
     pub tuned: &'static str,
 }
 
 impl Check {
+    /// This check with a fix of this host's own instead of the general one.
+    pub(crate) fn with_fix(self, fix: String) -> Check {
+        Check { fix, ..self }
+    }
+
     /// A check result with its texts.
     pub(crate) fn new(id: &'static str, status: Status, found: impl Into<String>, source: impl Into<String>) -> Check {
         let t = texts::text(id);
@@ -52,7 +58,7 @@ impl Check {
             found: found.into(),
             source: source.into(),
             why: t.why,
-            fix: t.fix,
+            fix: t.fix.to_string(),
             depends_on: t.depends_on,
             tuned: t.tuned,
         }

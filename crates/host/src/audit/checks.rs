@@ -1,6 +1,6 @@
 //! The audit checks: each reads the real files of this host and judges the value.
 
-use super::{Check, Status};
+use super::{host_kind, Check, Status};
 use crate::threads;
 use rtvirt_os::cpulist::CpuList;
 use rtvirt_os::procfs::{self, read_opt};
@@ -10,7 +10,9 @@ use std::path::Path;
 pub fn all() -> Vec<Check> {
     let cmdline = sysinfo::cmdline();
     let isolated = sysinfo::isolated_cpus();
+    let machine = host_kind::Machine::read();
     vec![
+        host_kind::host_is_vm(&machine),
         preemption(&cmdline),
         rt_throttling(),
         fair_server(&isolated),
@@ -30,11 +32,16 @@ pub fn all() -> Vec<Check> {
         kthread_priorities(),
         smt(&isolated),
         timer_migration(),
-        kvm(),
+        kvm(&machine),
         cpuset_partitions(),
         clocksource(),
         hrtick(),
         deadline_periods(),
+        host_kind::watchdogs(&cmdline),
+        host_kind::stat_interval(),
+        host_kind::skew_tick(&cmdline),
+        host_kind::stalld(),
+        host_kind::kubevirt_realtime(),
     ]
 }
 
@@ -295,10 +302,15 @@ fn cpuidle(cmdline: &str) -> Check {
         })
         .collect();
     let deep_enabled = states.iter().skip(1).any(|s| !s.contains("[disabled]"));
-    let limits: Vec<String> = ["idle", "processor.max_cstate", "intel_idle.max_cstate"]
-        .iter()
-        .filter_map(|k| cmdline_param(cmdline, k).map(|v| format!("{k}={v}")))
-        .collect();
+    let keys = [
+        "idle",
+        "processor.max_cstate",
+        "intel_idle.max_cstate",
+        "cpuidle_haltpoll.force",
+        "haltpoll.guest_halt_poll_ns",
+    ];
+    let limits: Vec<String> =
+        keys.iter().filter_map(|k| cmdline_param(cmdline, k).map(|v| format!("{k}={v}"))).collect();
     let ok = idle.as_deref() == Some("poll") || driver.is_empty() || !deep_enabled;
     Check::new(
         "cpuidle",
@@ -448,7 +460,7 @@ fn timer_migration() -> Check {
     }
 }
 
-fn kvm() -> Check {
+fn kvm(machine: &host_kind::Machine) -> Check {
     let dir = Path::new("/sys/module/kvm/parameters");
     if !dir.is_dir() {
         return Check::new("kvm", Status::Skip, "none", "/sys/module/kvm absent (KVM not loaded)");
@@ -456,18 +468,22 @@ fn kvm() -> Check {
     let params = ["halt_poll_ns", "kvmclock_periodic_sync", "lapic_timer_advance", "lapic_timer_advance_ns"];
     let mut found: Vec<String> =
         params.iter().filter_map(|p| read_opt(dir.join(p)).map(|v| format!("kvm.{p}={v}"))).collect();
+    let modules = host_kind::kvm_modules();
     found.extend(
-        ["kvm_intel", "kvm_amd"].iter().filter_map(|m| {
-            read_opt(format!("/sys/module/{m}/parameters/ple_gap")).map(|v| format!("{m}.ple_gap={v}"))
-        }),
+        [("kvm_intel", "ple_gap"), ("kvm_amd", "pause_filter_count")]
+            .iter()
+            .filter_map(|(m, p)| read_opt(format!("/sys/module/{m}/parameters/{p}")).map(|v| format!("{m}.{p}={v}"))),
     );
+    found.push(format!("modules: {}", if modules.is_empty() { "none".into() } else { modules.join(" ") }));
     let periodic_sync = read_opt(dir.join("kvmclock_periodic_sync"));
+    let vendor = format!("; CPU vendor {}", or_none(&machine.vendor));
     Check::new(
         "kvm",
         pass_if(!matches!(periodic_sync.as_deref(), Some("Y") | Some("1"))),
         found.join(","),
-        dir.display().to_string(),
+        dir.display().to_string() + &vendor,
     )
+    .with_fix(host_kind::kvm_fix(machine, &modules))
 }
 
 fn cpuset_partitions() -> Check {

@@ -4,6 +4,7 @@
 
 mod check;
 mod checks;
+pub mod host_kind;
 pub mod targets;
 mod texts;
 

@@ -220,7 +220,8 @@ pub const TEXTS: &[Text] = &[
         why: "halt_poll_ns makes an idle vCPU spin (lower wake-up latency, but a FIFO vCPU spinning starves its CPU); \
               kvmclock_periodic_sync adds periodic work; lapic_timer_advance compensates timer-interrupt delivery \
               latency.",
-        fix: "For RT guests: kvm.kvmclock_periodic_sync=N, kvm_intel.ple_gap=0, tune halt_poll_ns to the guest's \
+        fix: "For RT guests: kvm.kvmclock_periodic_sync=N, pause-loop exiting off (kvm_intel.ple_gap=0 on Intel, \
+              kvm_amd.pause_filter_count=0 on AMD: the audit names this CPU's), tune halt_poll_ns to the guest's \
               wake-up pattern; keep lapic_timer_advance on.",
         depends_on: "the kvm module (/sys/module/kvm/parameters)",
         tuned: "realtime-virtual-host script.sh: setup_kvm_mod_low_latency (kvm kvmclock_periodic_sync=N, kvm_intel \
@@ -263,6 +264,68 @@ pub const TEXTS: &[Text] = &[
               kernel.sched_deadline_period_min_us.",
         depends_on: "Linux >= 6.8 (earlier kernels: 100 us .. 4 s, fixed)",
         tuned: "not set by these profiles",
+    },
+    Text {
+        id: "host_is_vm",
+        title: "this host is itself a virtual machine",
+        why: "In a VM every figure measured here (timer latency, costs, calibration) includes the outer hypervisor: \
+              its scheduling of this VM's vCPUs, steal time and halt-polling; a late wake-up on an idle CPU is \
+              often the hypervisor's. Plans and measurements hold for this VM, not for bare metal.",
+        fix: "Measure and deploy on the bare-metal host for its own figures; in a VM, pin its vCPUs on the outer \
+              host and read steal time (/proc/stat) beside every measurement.",
+        depends_on: "/proc/cpuinfo (hypervisor flag), /sys/class/dmi/id, /sys/hypervisor/type",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "watchdogs",
+        title: "NMI and soft-lockup watchdogs",
+        why: "The NMI watchdog (a perf event per CPU) and the soft-lockup watchdog (a per-CPU hrtimer and kthread) \
+              interrupt every CPU periodically, isolated ones included.",
+        fix: "sysctl kernel.nmi_watchdog=0 and kernel.watchdog=0, or boot with nowatchdog (nosoftlockup for the \
+              soft-lockup detector only).",
+        depends_on: "/proc/sys/kernel/nmi_watchdog, /proc/sys/kernel/watchdog, kernel command line",
+        tuned: "kernel.nmi_watchdog = 0 (network-latency tuned.conf [sysctl]); nosoftlockup (realtime tuned.conf \
+                [bootloader])",
+    },
+    Text {
+        id: "stat_interval",
+        title: "vmstat update interval (vm.stat_interval)",
+        why: "Every vm.stat_interval seconds per-CPU vmstat work runs on each CPU (a kworker), also on isolated CPUs \
+              with pending counters.",
+        fix: "sysctl vm.stat_interval=10",
+        depends_on: "/proc/sys/vm/stat_interval",
+        tuned: "vm.stat_interval = 10 (network-latency tuned.conf [sysctl])",
+    },
+    Text {
+        id: "skew_tick",
+        title: "skewed ticks (skew_tick=1)",
+        why: "Without skew_tick the CPUs' ticks fire at the same moment and contend for the jiffies lock and RCU, \
+              lengthening each tick on every CPU.",
+        fix: "Boot with skew_tick=1.",
+        depends_on: "kernel command line",
+        tuned: "skew_tick=1 (network-latency tuned.conf [bootloader])",
+    },
+    Text {
+        id: "stalld",
+        title: "stalld (starvation daemon)",
+        why: "stalld boosts threads starved by FIFO threads with a short SCHED_DEADLINE reservation: a guard for \
+              FIFO layouts (vCPUs above ksoftirqd, rcuc, ktimers), and a disturbance on the CPUs of reservations, \
+              which already leave each CPU time for its kernel threads.",
+        fix: "With rtvirt's SCHED_DEADLINE reservations stalld is not needed; with FIFO vCPUs run it, or give \
+              ksoftirqd/rcuc/ktimers priorities above the vCPUs (rtvirt host lint checks each CPU).",
+        depends_on: "/proc/*/comm",
+        tuned: "not set by these profiles",
+    },
+    Text {
+        id: "kubevirt_realtime",
+        title: "KubeVirt realtime node condition (kernel.sched_rt_runtime_us = -1)",
+        why: "KubeVirt labels a node kubevirt.io/realtime, and schedules realtime VMs there only, when \
+              kernel.sched_rt_runtime_us is -1; that also turns SCHED_DEADLINE admission control off, so the \
+              kernel no longer refuses reservations that do not fit (the plan's packing is the only admission).",
+        fix: "For KubeVirt realtime VMs with rtvirt's reservations: apply only plans packed for this node, and \
+              `rtvirt host apply --force` knowingly; without KubeVirt keep 950000.",
+        depends_on: "/proc/sys/kernel/sched_rt_runtime_us",
+        tuned: "kernel.sched_rt_runtime_us = -1 (realtime tuned.conf [sysctl])",
     },
 ];
 
