@@ -145,3 +145,57 @@ fn json_only_commands_take_format_json() {
     assert_eq!(json.status.code(), Some(0), "{}", text(&json));
     assert_eq!(plain.stdout, json.stdout);
 }
+
+/// rtla's actions: `--on-threshold` runs only when `--stop-at` (= `--break`) stopped the run,
+/// `--on-end` always.
+#[test]
+fn rtla_actions_run_at_the_threshold_and_at_the_end() {
+    rtvirt_testkit::require_root!();
+    let _host = rtvirt_testkit::host_lock();
+    let dir = tempfile::tempdir().unwrap();
+    for (limit, stops) in [("1ns", true), ("1s", false)] {
+        let (hit, end, trace) = (dir.path().join("hit"), dir.path().join("end"), dir.path().join("break.trace"));
+        for f in [&hit, &end, &trace] {
+            let _ = std::fs::remove_file(f);
+        }
+        let on_threshold = format!("shell,command=echo hit > '{}'", hit.display());
+        let on_end = format!("shell,command=echo end > '{}'", end.display());
+        let o = rtvirt(&[
+            "measure",
+            "timer",
+            "-q",
+            "-a",
+            "1",
+            "-i",
+            "1ms",
+            "-D",
+            "300ms",
+            "--stop-at",
+            limit,
+            "--break-trace",
+            trace.to_str().unwrap(),
+            "--on-threshold",
+            &on_threshold,
+            "--on-end",
+            &on_end,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(hit.exists(), stops, "--stop-at {limit}: {}", text(&o));
+        assert!(end.exists(), "--on-end runs at every end: {}", text(&o));
+    }
+}
+
+#[test]
+fn bad_actions_are_refused_before_measuring() {
+    for (flag, action, says) in [
+        ("--on-end", "stop", "unknown action"),
+        ("--on-end", "signal,num=2", "signal,num=N,pid=PID"),
+        ("--on-end", "trace", "--on-threshold trace"),
+        ("--on-threshold", "continue", "nothing to continue"),
+    ] {
+        let o = rtvirt(&["measure", "timer", "--stop-at", "1ms", flag, action]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag) && err.contains(says), "{action}: {err}");
+    }
+}

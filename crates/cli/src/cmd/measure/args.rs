@@ -122,8 +122,16 @@ pub struct TimerArgs {
     pub explain_syscalls: bool,
     /// Stop the run at the first wake-up later than LAT, explain it and keep the whole raw trace
     /// (cyclictest -b) in --break-trace. Implies --explain.
-    #[arg(long = "break", value_parser = parse_nanos, value_name = "LAT")]
+    #[arg(long = "break", visible_alias = "stop-at", value_parser = parse_nanos, value_name = "LAT")]
     pub break_at: Option<Nanos>,
+    /// rtla's --on-threshold: what to do when --break (--stop-at) stopped the run: trace (keep
+    /// the trace, as --break does), shell,command=CMD or signal,num=N,pid=PID|parent. Repeatable.
+    #[arg(long, value_name = "ACTION", requires = "break_at")]
+    pub on_threshold: Vec<String>,
+    /// rtla's --on-end: what to do when the run ends: shell,command=CMD or signal,num=N,pid=PID.
+    /// Repeatable.
+    #[arg(long, value_name = "ACTION")]
+    pub on_end: Vec<String>,
     /// With --break: the file the whole trace goes to, as text in ftrace's layout (default:
     /// rtvirt-break-PID.trace in the current directory). With --in vm the guest's trace comes
     /// back here (one file per guest kernel and load, their label in its name, when several).

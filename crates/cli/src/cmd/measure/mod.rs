@@ -3,6 +3,7 @@
 //! `rtvirt.results/v1`. One module per measurement: each checks its arguments, then hands itself
 //! to the placement driver (`crate::placement`), which runs it where `--in` says.
 
+mod actions;
 mod args;
 pub(crate) mod net;
 mod output;

@@ -1,5 +1,6 @@
 //! `rtvirt measure timer`: timer wake-up latency per CPU.
 
+use super::actions::Action;
 use super::args::{HistogramOption, TimerArgs};
 use super::output::{output, progress};
 use crate::cli_common::{CmdResult, Format, Outcome};
@@ -26,6 +27,7 @@ struct Timer {
 
 pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     cyclictest_flags(&args)?;
+    actions(&args)?;
     let config = timer::TimerConfig {
         cpus: measured_cpus(&args)?,
         interval: args.interval,
@@ -55,6 +57,30 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         crate::output_file::check("--break-trace", path, &[])?;
     }
     drive(Timer { args, config, histograms: Vec::new(), start_time: String::new() }, line)
+}
+
+/// `--on-threshold` and `--on-end` actions, parsed (checked before measuring).
+fn actions(args: &TimerArgs) -> Result<(Vec<Action>, Vec<Action>), rtvirt_model::InputError> {
+    let threshold =
+        args.on_threshold.iter().map(|a| super::actions::parse("--on-threshold", a)).collect::<Result<_, _>>()?;
+    let end: Vec<Action> =
+        args.on_end.iter().map(|a| super::actions::parse("--on-end", a)).collect::<Result<_, _>>()?;
+    if end.contains(&Action::Trace) {
+        return Err(rtvirt_model::InputError::field(
+            "--on-end",
+            "trace: the trace is kept at --break (--on-threshold trace)",
+        ));
+    }
+    Ok((threshold, end))
+}
+
+/// Run the rtla actions after the run: `--on-threshold` if `--break` stopped it, then `--on-end`.
+fn run_actions(args: &TimerArgs, results: &Results) -> anyhow::Result<()> {
+    let (threshold, end) = actions(args)?;
+    if results.explain.as_ref().is_some_and(|e| e.stopped_by_break_ns.is_some()) {
+        super::actions::run("--on-threshold", &threshold)?;
+    }
+    super::actions::run("--on-end", &end)
 }
 
 /// cyclictest's flags rtvirt has no option for: `-n` and `-S` are what rtvirt does anyway (a note
@@ -205,6 +231,7 @@ impl Measurement for Timer {
                 self.write_histogram(path)?;
             }
             self.write_json()?;
+            run_actions(&self.args, results)?;
             return Ok(Outcome::Ok);
         }
         let mut rows: Vec<(String, &Summary)> =
@@ -228,6 +255,7 @@ impl Measurement for Timer {
             self.write_histogram(path)?;
         }
         self.write_json()?;
+        run_actions(&self.args, results)?;
         Ok(Outcome::Ok)
     }
 }
