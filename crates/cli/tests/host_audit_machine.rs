@@ -87,6 +87,16 @@ fn the_new_checks_report_the_values_of_this_host() {
     let c = check(&a, "kubevirt_realtime");
     assert!(c["found"].as_str().unwrap().starts_with(&format!("{runtime}:")), "{c}");
     assert_eq!(c["status"], if runtime == "-1" { "warn" } else { "pass" });
+    let config = Command::new("sh")
+        .args(["-c", "zcat /proc/config.gz | grep -E '^(# )?CONFIG_RT_GROUP_SCHED[= ]'"])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&config.stdout).lines().next().unwrap_or("").to_string();
+    let built = line.strip_prefix("CONFIG_RT_GROUP_SCHED=").unwrap_or(if line.is_empty() { "unknown" } else { "n" });
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let want = format!("cgroup {}, CONFIG_RT_GROUP_SCHED={built}", if v2 { "v2" } else { "v1" });
+    let found = check(&a, "container_rt")["found"].as_str().unwrap().to_string();
+    assert!(found.starts_with(&want), "{found} vs {want}");
     // the cpuidle check lists the command line's haltpoll settings
     let source = check(&a, "cpuidle")["source"].as_str().unwrap().to_string();
     for w in cmdline.split_whitespace().filter(|w| w.starts_with("cpuidle_haltpoll.") || w.starts_with("haltpoll.")) {

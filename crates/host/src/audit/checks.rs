@@ -42,6 +42,7 @@ pub fn all() -> Vec<Check> {
         host_kind::skew_tick(&cmdline),
         host_kind::stalld(),
         host_kind::kubevirt_realtime(),
+        host_kind::container_rt(&cmdline),
     ]
 }
 

@@ -196,6 +196,57 @@ pub fn stalld() -> Check {
     }
 }
 
+/// What a container's RT threads meet: the cgroup version and whether RT group scheduling
+/// (`CONFIG_RT_GROUP_SCHED`, off at boot with `rt_group_sched=0` or its DEFAULT_DISABLED option)
+/// gives each cgroup its own RT runtime, 0 by default for a new one.
+pub struct ContainerRt {
+    pub cgroup2: bool,
+    /// `CONFIG_RT_GROUP_SCHED` (None: no /proc/config.gz).
+    pub rt_group_sched: Option<String>,
+    pub default_disabled: Option<String>,
+    /// `rt_group_sched=` on the kernel command line.
+    pub cmdline: Option<String>,
+}
+
+impl ContainerRt {
+    fn read(cmdline: &str) -> ContainerRt {
+        use rtvirt_os::sysinfo::kconfig;
+        ContainerRt {
+            cgroup2: Path::new("/sys/fs/cgroup/cgroup.controllers").exists(),
+            rt_group_sched: kconfig("CONFIG_RT_GROUP_SCHED"),
+            default_disabled: kconfig("CONFIG_RT_GROUP_SCHED_DEFAULT_DISABLED"),
+            cmdline: cmdline_param(cmdline, "rt_group_sched"),
+        }
+    }
+
+    /// Whether RT group scheduling is on (None: unknown).
+    fn on(&self) -> Option<bool> {
+        let built = self.rt_group_sched.as_deref()? == "y";
+        let off_by_default = self.default_disabled.as_deref() == Some("y");
+        Some(built && self.cmdline.as_deref().map_or(!off_by_default, |v| v == "1"))
+    }
+
+    fn check(&self) -> Check {
+        let found = format!(
+            "cgroup {}, CONFIG_RT_GROUP_SCHED={}{}",
+            if self.cgroup2 { "v2" } else { "v1" },
+            self.rt_group_sched.as_deref().unwrap_or("unknown"),
+            self.cmdline.as_ref().map_or(String::new(), |v| format!(", rt_group_sched={v}"))
+        );
+        let source = "/sys/fs/cgroup; /proc/config.gz; /proc/cmdline";
+        match self.on() {
+            Some(false) => Check::new("container_rt", Status::Pass, found, source),
+            Some(true) => Check::new("container_rt", Status::Warn, found, source),
+            None => Check::new("container_rt", Status::Warn, found + " (no /proc/config.gz)", source),
+        }
+    }
+}
+
+/// `container_rt`: whether RT threads of containers can run without a cgroup RT runtime of their own.
+pub fn container_rt(cmdline: &str) -> Check {
+    ContainerRt::read(cmdline).check()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +264,23 @@ mod tests {
         let intel = Machine::from_cpuinfo(INTEL_METAL);
         let fix = kvm_fix(&intel, &["kvm_intel".into()]);
         assert!(fix.contains("kvm_intel.ple_gap=0") && !fix.contains("kvm_amd") && !fix.contains("VM"), "{fix}");
+    }
+
+    #[test]
+    fn rt_group_scheduling_is_on_when_built_and_not_switched_off() {
+        let c = |built: &str, disabled: &str, cmdline: Option<&str>| ContainerRt {
+            cgroup2: true,
+            rt_group_sched: Some(built.into()),
+            default_disabled: Some(disabled.into()),
+            cmdline: cmdline.map(String::from),
+        };
+        assert_eq!(c("y", "n", None).check().status, Status::Warn);
+        assert_eq!(c("y", "y", None).check().status, Status::Pass);
+        assert_eq!(c("y", "y", Some("1")).check().status, Status::Warn);
+        assert_eq!(c("y", "n", Some("0")).check().status, Status::Pass);
+        assert_eq!(c("n", "n", None).check().status, Status::Pass);
+        let unknown = ContainerRt { rt_group_sched: None, ..c("n", "n", None) };
+        assert!(unknown.check().found.contains("unknown"));
     }
 
     #[test]

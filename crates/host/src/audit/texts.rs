@@ -317,6 +317,17 @@ pub const TEXTS: &[Text] = &[
         tuned: "not set by these profiles",
     },
     Text {
+        id: "container_rt",
+        title: "real-time threads in containers (RT group scheduling)",
+        why: "With RT group scheduling on (CONFIG_RT_GROUP_SCHED, not switched off by rt_group_sched=0) each cgroup \
+              has its own RT runtime, 0 for a new one: a container's SCHED_FIFO/RR threads fail with EPERM, and on \
+              cgroup v2 the cpu controller cannot be enabled while RT threads sit in non-root cgroups.",
+        fix: "Boot with rt_group_sched=0 (Linux >= 6.16) or a kernel without CONFIG_RT_GROUP_SCHED; else give each \
+              container an RT runtime (cgroup v1 cpu.rt_runtime_us, e.g. docker --cpu-rt-runtime).",
+        depends_on: "CONFIG_RT_GROUP_SCHED (/proc/config.gz), /sys/fs/cgroup, kernel command line",
+        tuned: "not set by these profiles",
+    },
+    Text {
         id: "kubevirt_realtime",
         title: "KubeVirt realtime node condition (kernel.sched_rt_runtime_us = -1)",
         why: "KubeVirt labels a node kubevirt.io/realtime, and schedules realtime VMs there only, when \
