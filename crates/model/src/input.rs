@@ -5,7 +5,9 @@
 //!
 //! | kind                                   | limit   |
 //! |----------------------------------------|---------|
-//! | scenario, sweep, study, profile (TOML) | 1 MiB   |
+//! | scenario (TOML)                        | 16 MiB  |
+//! | scenario (JSON)                        | 256 MiB |
+//! | sweep, study, profile (TOML)           | 1 MiB   |
 //! | host model (JSON)                      | 16 MiB  |
 //! | CARTS XML (imports become scenarios)   | 2 MiB   |
 //! | libvirt domain XML (`--libvirt-domain`) | 2 MiB  |
@@ -13,12 +15,14 @@
 //! | plan (JSON)                            | 64 MiB  |
 //! | results (JSON, JSON lines)             | 256 MiB |
 //!
-//! Each limit is far above what rtvirt writes or a person edits (the largest scenario in
-//! `scenarios/` is 18 KB, about 170 bytes per task: 1 MiB holds some 6,000 tasks; a results file
-//! of a one-hour soak is a few MiB) and keeps parsing within a bounded memory. The TOML limit is
-//! the tightest: the toml crate holds about 175 bytes of heap per input byte of deeply nested
-//! inline tables (rtvirt reached 325 MB of RSS and 7.5 s on 1 MiB of them, 645 MB on 2 MiB: see
-//! docs/PERFORMANCE.md), where 16 MiB could take ~2.8 GB.
+//! Each limit is far above what rtvirt writes or a person edits (a results file of a one-hour soak
+//! is a few MiB) and keeps parsing within a bounded memory. The TOML reader builds a tree of the
+//! whole document (~50 bytes per input byte for a scenario of guests and tasks); the shapes that
+//! cost it much more (deep nesting, dense inline tables, long keys) are refused by
+//! [`crate::toml_shape`] before parsing, which bounds it to the factor measured in
+//! docs/PERFORMANCE.md ("TOML inputs"). A TOML scenario holds some 25,000 guests of 10 tasks; a
+//! fleet larger than that is written as JSON, read straight into the scenario's types (~100,000
+//! guests of 10 tasks in 67 MB).
 //!
 //! [`read_text`] reads a file whole; [`open`] gives a buffered reader of the same checked file,
 //! which fails once more than the limit has been read (`rtvirt report` streams JSON arrays
@@ -34,6 +38,7 @@ const MIB: u64 = 1024 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     Scenario,
+    ScenarioJson,
     Sweep,
     Study,
     HostProfile,
@@ -49,18 +54,19 @@ impl InputKind {
     /// Largest accepted file, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            InputKind::Scenario | InputKind::Sweep | InputKind::Study | InputKind::HostProfile => MIB,
+            InputKind::Scenario => 16 * MIB,
+            InputKind::Sweep | InputKind::Study | InputKind::HostProfile => MIB,
             InputKind::Carts | InputKind::LibvirtDomain => 2 * MIB,
             InputKind::HostModel => 16 * MIB,
             InputKind::Samples | InputKind::Plan => 64 * MIB,
-            InputKind::Results => 256 * MIB,
+            InputKind::Results | InputKind::ScenarioJson => 256 * MIB,
         }
     }
 
     /// The words used in errors ("cannot read {name}: ...").
     pub const fn name(self) -> &'static str {
         match self {
-            InputKind::Scenario => "scenario",
+            InputKind::Scenario | InputKind::ScenarioJson => "scenario",
             InputKind::Sweep => "sweep file",
             InputKind::Study => "study file",
             InputKind::HostProfile => "profile",
@@ -196,24 +202,30 @@ mod tests {
         assert!(e.message.contains("a FIFO is not a regular file"), "{e}");
         let big = dir.path().join("big.toml");
         std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit() + 1).unwrap();
-        let e = read_text(&big, InputKind::Scenario).unwrap_err();
-        assert!(e.message.contains("larger than the 1 MiB a scenario may hold"), "{e}");
-        for (kind, what) in [(InputKind::Sweep, "sweep file"), (InputKind::HostProfile, "profile")] {
+        let e = read_text(&big, InputKind::Sweep).unwrap_err();
+        assert!(e.message.contains("larger than the 1 MiB a sweep file may hold"), "{e}");
+        for (kind, what) in [(InputKind::Study, "study file"), (InputKind::HostProfile, "profile")] {
             let e = read_text(&big, kind).unwrap_err();
             assert_eq!(e.at.file.as_deref(), Some(big.as_path()));
             assert!(e.message.ends_with(&format!("larger than the 1 MiB a {what} may hold")), "{e}");
         }
-        std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit()).unwrap();
-        assert!(read_text(&big, InputKind::Scenario).unwrap().len() as u64 == MIB, "a file at the limit is read");
-        let mut grown = open(&bad_size_file(dir.path(), 10), InputKind::Scenario).unwrap();
+        std::fs::File::create(&big).unwrap().set_len(InputKind::Sweep.limit()).unwrap();
+        assert!(read_text(&big, InputKind::Sweep).unwrap().len() as u64 == MIB, "a file at the limit is read");
+        let mut grown = open(&bad_size_file(dir.path(), 10), InputKind::Sweep).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
             .open(dir.path().join("sized"))
             .unwrap()
-            .set_len(InputKind::Scenario.limit() + 10)
+            .set_len(InputKind::Sweep.limit() + 10)
             .unwrap();
         let e = grown.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("larger than the 1 MiB a scenario may hold"), "{e}");
+        assert!(e.to_string().contains("larger than the 1 MiB a sweep file may hold"), "{e}");
+        std::fs::File::create(&big).unwrap().set_len(InputKind::Scenario.limit() + 1).unwrap();
+        let e = read_text(&big, InputKind::Scenario).unwrap_err();
+        assert!(e.message.ends_with("larger than the 16 MiB a scenario may hold"), "{e}");
+        let e = read_text(&big.with_extension("json"), InputKind::ScenarioJson).unwrap_err();
+        assert!(e.message.contains("No such file"), "{e}");
+        assert_eq!(InputKind::ScenarioJson.limit(), 256 * MIB);
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, b"a = 1\nb = \xff\n").unwrap();
         let e = read_text(&bad, InputKind::Scenario).unwrap_err();

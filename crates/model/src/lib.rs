@@ -66,6 +66,7 @@ pub mod study;
 pub mod sweep;
 pub mod tables;
 pub mod tail;
+pub mod toml_shape;
 pub mod verify;
 pub mod vocab;
 pub mod xml;

@@ -61,10 +61,36 @@ impl Scenario {
         validate::scenario(raw, &base, source).map_err(|e| located.locate(e))
     }
 
-    /// Read and check a scenario file.
+    /// The same document as JSON (`{"host": {...}, "guest": [{..., "task": [...]}]}`): read into
+    /// the scenario's types without a tree of the document, for fleets too large to write as TOML.
+    /// Errors name the file, the field and, for a syntax or type error, the line and column.
+    pub fn from_json(src: &str, file: Option<&Path>) -> Result<Scenario, InputError> {
+        let source = Source::file_only(file);
+        let de = &mut serde_json::Deserializer::from_str(src);
+        let raw: raw::RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            let text = inner.to_string();
+            let msg =
+                text.strip_suffix(&format!(" at line {} column {}", inner.line(), inner.column())).unwrap_or(&text);
+            let err = match field.as_str() {
+                "" | "." => InputError::new(msg),
+                _ => InputError::field(field, msg),
+            };
+            source.locate(err.at_line(inner.line(), inner.column()))
+        })?;
+        let base = file.and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        let located = source.clone();
+        validate::scenario(raw, &base, source).map_err(|e| located.locate(e))
+    }
+
+    /// Read and check a scenario file: JSON when its name ends in `.json`, else TOML.
     pub fn from_file(path: &Path) -> Result<Scenario, InputError> {
-        let src = crate::input::read_text(path, crate::input::InputKind::Scenario)?;
-        Scenario::from_toml(&src, Some(path))
+        use crate::input::{read_text, InputKind};
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            return Scenario::from_json(&read_text(path, InputKind::ScenarioJson)?, Some(path));
+        }
+        Scenario::from_toml(&read_text(path, InputKind::Scenario)?, Some(path))
     }
 
     /// The embedded default scenario.
@@ -91,6 +117,7 @@ fn parse_raw(src: &str) -> Result<raw::RawScenario, InputError> {
 /// Deserialize any TOML document (scenario, host profile...) with located errors: the field path
 /// and its line/column, as for scenarios.
 pub fn parse_toml_located<T: serde::de::DeserializeOwned>(src: &str) -> Result<T, InputError> {
+    crate::toml_shape::check(src)?;
     let de = toml::Deserializer::parse(src).map_err(toml_error(src, None))?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = toml_path(e.path());
