@@ -152,3 +152,27 @@ fn json_scenarios_get_located_errors() {
         assert!(e.contains(at) && e.contains(what), "expected {at:?} and {what:?} in {e}");
     }
 }
+
+#[test]
+fn a_host_may_have_100000_cores_and_a_guest_at_most_4096_vcpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let (toml, _) = fleet(3, 2, 100_000);
+    let file = write(dir.path(), "big.toml", &toml);
+    let (o, _) = rss_support::rtvirt_peak_kib(&["plan", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["cores_used"], 1, "three light guests share a core");
+    let many = write(
+        dir.path(),
+        "vcpus.toml",
+        &toml.replacen("scheduler = \"edf\"\n", "scheduler = \"edf\"\nvcpus = 4097\n", 1),
+    );
+    let (o, _) = rss_support::rtvirt_peak_kib(&["plan", many.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("vcpus.toml:line 7, column 1: field `guest[0].vcpus`")
+            && e.contains("4097 vCPUs: expected at most 4096"),
+        "{e}"
+    );
+}

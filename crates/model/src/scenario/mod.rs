@@ -40,7 +40,7 @@ use crate::locate::locate_field;
 pub use crate::source::Source;
 use std::path::Path;
 
-pub use limits::{check_horizon, check_timing, DEFAULT_BANDWIDTH_CAP, MAX_CORES, MAX_HORIZON, MAX_TIMING};
+pub use limits::{check_horizon, check_timing, DEFAULT_BANDWIDTH_CAP, MAX_CORES, MAX_HORIZON, MAX_TIMING, MAX_VCPUS};
 pub use types::{Guest, GuestScheduler, HostSection, PeriodChoice, Phase, Placement, Scenario, Task, Vcpu};
 
 /// Give tasks the deadline-monotonic priorities the validator assigns when a file gives none

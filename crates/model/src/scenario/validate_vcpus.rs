@@ -42,6 +42,10 @@ fn count(vcpus: Option<i64>, cores: u32) -> R<u32> {
             "vcpus",
             format!("{n} vCPUs: more than the host's {cores} cores (expected at most {cores})"),
         )),
+        Some(n) if n > super::limits::MAX_VCPUS as i64 => Err(InputError::field(
+            "vcpus",
+            format!("{n} vCPUs: expected at most {} (the most KVM gives a guest)", super::limits::MAX_VCPUS),
+        )),
         Some(n) => Ok(n as u32),
     }
 }
