@@ -160,3 +160,55 @@ fn bad_inputs_exit_2_naming_the_place() {
     let o = run(rtvirt(&["tail", dir.path().join("missing.csv").to_str().unwrap()]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// `measure timer --until-confident` on this host (real threads; one such run at a time): a
+/// limit every sample exceeds decides at the first interval, long before the cap; the results
+/// carry the intervals, so `rtvirt tail` reads them in time order.
+#[test]
+fn until_confident_stops_once_decided_above_and_says_why() {
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
+    let args = ["measure", "timer", "--cpus", "1", "--duration", "60s", "--until-confident", "--max", "1ns"];
+    let o = run(rtvirt(&[&args[..], &["--horizon", "1h", "--format", "json"]].concat()));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stopped: decided above the limit") && err.contains("already"), "{err}");
+    let results = json(&o);
+    schema_support::assert_valid("results", &results);
+    let duration = results["duration_ns"].as_u64().unwrap();
+    assert!(duration < 60_000_000_000, "stopped at the first check, not at the cap: {duration}");
+    assert!(!results["intervals"].as_array().unwrap().is_empty(), "{results}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "run.json", &String::from_utf8_lossy(&o.stdout));
+    let tail = json(&run(rtvirt(&["tail", file.to_str().unwrap(), "--format", "json"])));
+    assert_eq!(tail["input"], "histogram+blocks", "{tail}");
+}
+
+/// Too few samples for a fit (200 at 10 ms): the run goes to the cap, undecided (exit 3), and
+/// says how long a measurement would need.
+#[test]
+fn until_confident_runs_to_the_cap_when_undecided() {
+    rtvirt_testkit::require_root!();
+    let _serial = rtvirt_testkit::host_lock();
+    let args = ["measure", "timer", "--cpus", "1", "--interval", "10ms", "--duration", "2s", "--until-confident"];
+    let o = run(rtvirt(&[&args[..], &["--max", "1s", "--horizon", "1h"]].concat()));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("2s: check 1 of at most 1") && err.contains("stopped: cap reached"), "{err}");
+    assert!(err.contains("would likely decide"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("timer latency (us)"), "{}", text(&o));
+}
+
+#[test]
+fn until_confident_needs_its_limit_and_the_host() {
+    for (args, name) in [
+        (&["--until-confident", "--horizon", "1h"][..], "--max"),
+        (&["--max", "40us"][..], "--until-confident"),
+        (&["--until-confident", "--max", "40us", "--horizon", "1h", "--confidence", "2"][..], "--confidence"),
+        (&["--until-confident", "--max", "40us", "--horizon", "1h", "--in", "vm"][..], "--until-confident"),
+    ] {
+        let o = run(rtvirt(&[&["measure", "timer", "--duration", "1s"][..], args].concat()));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(name), "{args:?}: {}", text(&o));
+    }
+}

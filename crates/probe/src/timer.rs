@@ -14,8 +14,9 @@ use rtvirt_model::results::{CpuLatency, HistogramBucket, Results, TimerSection};
 use rtvirt_model::stats::LatencyHistogram;
 use rtvirt_model::Nanos;
 use serde::Serialize;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Longest run accepted without `force`.
@@ -182,13 +183,15 @@ pub struct TimerRun {
     pub start_ns: u64,
 }
 
-/// Counters a measuring thread shares with the reporter (lock-free).
+/// Counters a measuring thread shares with the reporter (lock-free), and for [`run_until`] the
+/// interval's samples (the measuring thread never waits for that lock: see [`share`]).
 #[derive(Default)]
 struct Live {
     count: AtomicU64,
     sum: AtomicU64,
     max: AtomicU64,
     missed: AtomicU64,
+    hist: Option<Mutex<LatencyHistogram>>,
 }
 
 impl Live {
@@ -202,6 +205,23 @@ impl Live {
             max_ns: self.max.swap(0, Ordering::Relaxed),
             missed_periods: self.missed.swap(0, Ordering::Relaxed),
         }
+    }
+
+    /// The samples shared since the last take, added to `into` (the lock is held for a swap).
+    fn take_histogram(&self, into: &mut LatencyHistogram) {
+        if let Some(shared) = &self.hist {
+            let fresh = LatencyHistogram::new();
+            let taken = std::mem::replace(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()), fresh);
+            into.merge(&taken);
+        }
+    }
+}
+
+/// Hand `pending` samples to the reporter's histogram when its lock is free; otherwise they wait
+/// for the next wake-up (a real-time thread never blocks on the reporter).
+fn share(shared: &Mutex<LatencyHistogram>, pending: &mut Vec<u64>) {
+    if let Ok(mut h) = shared.try_lock() {
+        pending.drain(..).for_each(|v| h.record(v));
     }
 }
 
@@ -220,6 +240,25 @@ pub fn run(cfg: &TimerConfig) -> Result<TimerRun> {
 
 /// Run the measurement, calling `on_report` every `cfg.interval_report`.
 pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalReport)) -> Result<TimerRun> {
+    run_reporting(cfg, false, &mut |report, _| {
+        on_report(report);
+        ControlFlow::Continue(())
+    })
+}
+
+/// Run the measurement, handing `on_report` every `cfg.interval_report` the report and the
+/// interval's samples (every CPU's); the run stops early (within [`rt::STOP_POLL_NS`]) when it
+/// answers `Break` (`measure timer --until-confident`).
+pub fn run_until(
+    cfg: &TimerConfig,
+    on_report: &mut dyn FnMut(&IntervalReport, &LatencyHistogram) -> ControlFlow<()>,
+) -> Result<TimerRun> {
+    run_reporting(cfg, true, on_report)
+}
+
+type OnReport<'a> = dyn FnMut(&IntervalReport, &LatencyHistogram) -> ControlFlow<()> + 'a;
+
+fn run_reporting(cfg: &TimerConfig, histograms: bool, on_report: &mut OnReport) -> Result<TimerRun> {
     cfg.validate()?;
     let _mem = rt::MemoryLock::acquire()?;
     let _dma = rt::DmaLatency::hold_zero()?;
@@ -239,7 +278,8 @@ pub fn run_with_reports(cfg: &TimerConfig, on_report: &mut dyn FnMut(&IntervalRe
     let end = start + cfg.duration.0;
     let stop = Arc::new(AtomicBool::new(false));
     let watchdog = rt::Watchdog::start(stop.clone(), end, Duration::from_secs(2));
-    let lives: Vec<Live> = cfg.cpus.iter().map(|_| Live::default()).collect();
+    let lives: Vec<Live> =
+        cfg.cpus.iter().map(|_| Live { hist: histograms.then(Default::default), ..Live::default() }).collect();
     let sink = explainer.as_ref().map(|e| e.sink());
     let measured_all = AtomicBool::new(false);
     let (outcomes, stalls, explained) = std::thread::scope(|s| {
@@ -287,7 +327,7 @@ fn report_loop(
     stop: &AtomicBool,
     start: u64,
     end: u64,
-    on_report: &mut dyn FnMut(&IntervalReport),
+    on_report: &mut OnReport,
 ) -> Vec<Stall> {
     let step = cfg.interval_report.map(|n| n.0).unwrap_or(u64::MAX);
     let mut silent = vec![0u32; lives.len()];
@@ -331,7 +371,11 @@ fn report_loop(
                     .collect(),
                 cpus,
             };
-            on_report(&report);
+            let mut samples = LatencyHistogram::new();
+            lives.iter().for_each(|l| l.take_histogram(&mut samples));
+            if on_report(&report, &samples).is_break() {
+                stop.store(true, Ordering::SeqCst);
+            }
         }
         if next >= end || stop.load(Ordering::Relaxed) {
             return stalls;
@@ -403,12 +447,17 @@ fn sample_loop(
 ) -> CpuOutcome {
     let mut hist = LatencyHistogram::new();
     let (mut missed, mut wakeups) = (0u64, 0u64);
+    let mut pending = Vec::new();
     let mut next = start + interval;
     while next <= end && rt::sleep_until_or_stopped(next, stop) {
         let now = rt::now_ns();
         wakeups += 1;
         let expected = next;
-        account_wakeup(now, &mut next, interval, end, &mut hist, &mut missed, live);
+        let due = account_wakeup(now, &mut next, interval, end, &mut hist, &mut missed, live);
+        if let Some(shared) = &live.hist {
+            pending.extend((0..due).map(|k| now.saturating_sub(expected + k * interval)));
+            share(shared, &mut pending);
+        }
         if watch.is_some_and(|w| w.wakeup(expected, now)) {
             stop.store(true, Ordering::SeqCst);
         }
@@ -624,9 +673,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         let start = rt::now_ns();
         let mut reports = Vec::new();
-        let stalls = report_loop(&cfg, &lives, &stop, start, start + 100_000_000, &mut |r| {
+        let stalls = report_loop(&cfg, &lives, &stop, start, start + 100_000_000, &mut |r, _| {
             reports.push(r.clone());
             lives[1].count.fetch_add(1, Ordering::Relaxed);
+            ControlFlow::Continue(())
         });
         assert_eq!(reports.len(), 5);
         // CPU 0 silent from the start; CPU 1 was silent for one interval only: not a stall.
@@ -634,6 +684,31 @@ mod tests {
         let s0 = stalls.iter().find(|s| s.cpu == 0).unwrap();
         assert_eq!((s0.from_ns, s0.intervals), (0, 5));
         assert_eq!(reports[4].stalled_cpus, vec![0]);
+    }
+
+    /// `run_until`'s reporter hands over each interval's shared samples (every CPU's, each once)
+    /// and stops the run at the first `Break`.
+    #[test]
+    fn a_report_sees_the_intervals_samples_and_can_stop_the_run() {
+        let cfg = TimerConfig { cpus: vec![0, 1], interval_report: Some(Nanos::from_ms(20)), ..Default::default() };
+        let lives: Vec<Live> = (0..2).map(|_| Live { hist: Some(Default::default()), ..Live::default() }).collect();
+        let mut pending = vec![1_000, 2_000];
+        share(lives[0].hist.as_ref().unwrap(), &mut pending);
+        assert!(pending.is_empty());
+        share(lives[1].hist.as_ref().unwrap(), &mut vec![5_000]);
+        let stop = AtomicBool::new(false);
+        let start = rt::now_ns();
+        let mut seen = Vec::new();
+        report_loop(&cfg, &lives, &stop, start, start + 10_000_000_000, &mut |_, h| {
+            seen.push((h.count(), h.max()));
+            if seen.len() == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(seen, [(3, Some(5_000)), (0, None)]);
+        assert!(stop.load(Ordering::SeqCst));
     }
 
     #[test]

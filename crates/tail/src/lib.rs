@@ -32,6 +32,7 @@
 pub mod checks;
 pub mod gpd;
 pub mod samples;
+pub mod sequential;
 
 use rtvirt_model::tail::{GateReport, GpdFit, ReturnLevel, TailReport, TailTest, Verdict, GATE_SCHEMA, TAIL_SCHEMA};
 use rtvirt_model::Nanos;

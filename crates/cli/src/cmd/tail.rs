@@ -71,7 +71,7 @@ fn parse_nanos(text: &str) -> Result<Nanos, String> {
     Nanos::parse(text)
 }
 
-fn parse_confidence(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_confidence(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
         _ => Err(format!("{text:?}: expected a level between 0 and 1, e.g. 0.95")),

@@ -49,7 +49,8 @@ Examples:
   rtvirt measure timer --policy deadline --interval 500us --load syscalls:2@0 --format json
   rtvirt measure timer --in container --interval-report 1s --format json
   rtvirt measure timer --cpus 1 --duration 30s --explain --trace late.json
-  rtvirt measure timer --cpus 1 --duration 1h --break 500us --break-trace late.trace"
+  rtvirt measure timer --cpus 1 --duration 1h --break 500us --break-trace late.trace
+  rtvirt measure timer --cpus 1 --duration 1h --until-confident --max 100us --horizon 12h --format json > run.json"
 )]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each, e.g. 1-3 or 0-7:2 (default: every CPU this process
@@ -141,6 +142,23 @@ pub struct TimerArgs {
     /// its time.
     #[arg(long, hide = true, value_name = "DEVICE")]
     pub clock_sync: Option<PathBuf>,
+    /// Measure until `rtvirt gate` decides for --max over --horizon, at most --duration: the
+    /// gate is checked after 10 report intervals, then at elapsed times growing by 1.5x, and at
+    /// the cap, each check at confidence 1 - (1 - C)/checks (Bonferroni); a sample above --max
+    /// decides at once. Progress and the reason it stopped on stderr; exit 0 below the limit,
+    /// 1 above, 3 undecided at the cap (as `rtvirt gate`). Reports every second unless
+    /// --interval-report says otherwise; the intervals go into the results (for `rtvirt tail`).
+    #[arg(long, requires_all = ["max", "horizon"])]
+    pub until_confident: bool,
+    /// With --until-confident: the latency limit.
+    #[arg(long, value_parser = parse_nanos, value_name = "LAT", requires = "until_confident")]
+    pub max: Option<Nanos>,
+    /// With --until-confident: how long the limit must hold.
+    #[arg(long, value_parser = parse_nanos, value_name = "D", requires = "until_confident")]
+    pub horizon: Option<Nanos>,
+    /// With --until-confident: confidence of the decision (all checks together).
+    #[arg(long, default_value_t = 0.95, value_parser = crate::cmd::tail::parse_confidence, value_name = "C")]
+    pub confidence: f64,
     /// Write the explained wake-ups as a Perfetto / Chrome trace (the track layout of
     /// `rtvirt simulate --trace`: a track per CPU, a track per measuring thread). Implies --explain.
     #[arg(long, value_name = "FILE.json")]

@@ -7,14 +7,16 @@ use crate::cli_common::{CmdResult, Format, Outcome};
 use crate::explain;
 use crate::placement::command_line::CommandLine;
 use crate::placement::guests::BringBack;
-use crate::placement::options::Common;
+use crate::placement::options::{Common, Where};
 use crate::placement::{drive, Measurement};
 use anyhow::Context as _;
 use rtvirt_model::results::Results;
 use rtvirt_model::stats::{LatencyHistogram, Summary};
 use rtvirt_model::Nanos;
 use rtvirt_probe::{cpus, timer};
+use rtvirt_tail::sequential::{Check, Sequential, Stop};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 
 /// A checked timer measurement, and the histograms of its run.
 struct Timer {
@@ -23,7 +25,12 @@ struct Timer {
     histograms: Vec<(u32, LatencyHistogram)>,
     /// When the measurement started, as `--json` writes it.
     start_time: String,
+    /// `--until-confident`: the last check of the gate.
+    last_check: Option<Check>,
 }
+
+/// How often `--until-confident` gets the samples when `--interval-report` does not say.
+const UNTIL_CONFIDENT_REPORT: Nanos = Nanos::from_secs(1);
 
 pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     cyclictest_flags(&args)?;
@@ -34,7 +41,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         priority: args.priority,
         policy: args.policy,
         duration: args.duration,
-        interval_report: args.interval_report,
+        interval_report: args.interval_report.or(args.until_confident.then_some(UNTIL_CONFIDENT_REPORT)),
         force: args.common.force,
         explain: args.explains().then(|| rtvirt_probe::explain::ExplainConfig {
             above: args.explain_above,
@@ -47,6 +54,10 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
         state_dir: Some(rtvirt_host::journal::default_state_dir()),
     };
     config.validate()?;
+    if args.until_confident && args.common.r#in == Where::Vm {
+        let message = "not with --in vm: the guests measure for --duration (use it on the host or --in container)";
+        return Err(rtvirt_model::InputError::field("--until-confident", message).into());
+    }
     if let Some(path) = histogram_file(&args) {
         crate::output_file::check("--histogram-file", path, &[])?;
     }
@@ -56,7 +67,7 @@ pub fn run(args: TimerArgs, line: CommandLine) -> CmdResult {
     if let Some(path) = config.explain.as_ref().and_then(|e| e.break_trace.as_ref()) {
         crate::output_file::check("--break-trace", path, &[])?;
     }
-    drive(Timer { args, config, histograms: Vec::new(), start_time: String::new() }, line)
+    drive(Timer { args, config, histograms: Vec::new(), start_time: String::new(), last_check: None }, line)
 }
 
 /// `--on-threshold` and `--on-end` actions, parsed (checked before measuring).
@@ -203,10 +214,16 @@ impl Measurement for Timer {
     fn measure(&mut self, _server: Option<SocketAddr>) -> anyhow::Result<Results> {
         let a = &self.args;
         if !a.quiet {
+            let until = match (a.until_confident, a.max, a.horizon) {
+                (true, Some(max), Some(horizon)) => {
+                    format!(", until the gate decides {max} over {} (at most)", rtvirt_tail::span(horizon.0))
+                }
+                _ => String::new(),
+            };
             progress(
                 a.duration,
                 &format!(
-                    "measuring timer latency on CPU(s) {} ({} every {})",
+                    "measuring timer latency on CPU(s) {} ({} every {}){until}",
                     cpus::format_list(&self.config.cpus),
                     a.policy.as_str(),
                     a.interval
@@ -214,10 +231,43 @@ impl Measurement for Timer {
             );
         }
         self.start_time = rtvirt_probe::cyclictest_json::now();
-        let run = timer::run_with_reports(&self.config, &mut |rep| {
+        let print_lines = a.interval_report.is_some();
+        let print = |rep: &timer::IntervalReport| {
             use std::io::Write;
-            let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(rep).unwrap_or_default());
-        })?;
+            if print_lines {
+                let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(rep).unwrap_or_default());
+            }
+        };
+        let run = match (a.until_confident, a.max, a.horizon) {
+            (true, Some(max), Some(horizon)) => {
+                let every = self.config.interval_report.unwrap_or(UNTIL_CONFIDENT_REPORT);
+                let mut seq = Sequential::new(max, horizon, a.confidence, a.duration, every);
+                let mut intervals = Vec::new();
+                let mut last = None;
+                let run = timer::run_until(&self.config, &mut |rep, samples| {
+                    print(rep);
+                    intervals.push(rep.into());
+                    let Some(check) = seq.add(rep.t_ns, samples) else { return ControlFlow::Continue(()) };
+                    if !a.quiet {
+                        eprintln!("{}", check_line(&check, &seq));
+                    }
+                    let stop = check.stop.is_some();
+                    last = Some(check);
+                    if stop {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+                self.last_check = last;
+                let mut run = run?;
+                if !print_lines {
+                    run.results.intervals = Some(intervals);
+                }
+                run
+            }
+            _ => timer::run_with_reports(&self.config, &mut |rep| print(rep))?,
+        };
         self.histograms = run.per_cpu;
         Ok(run.results)
     }
@@ -232,7 +282,7 @@ impl Measurement for Timer {
             }
             self.write_json()?;
             run_actions(&self.args, results)?;
-            return Ok(Outcome::Ok);
+            return Ok(self.until_confident_outcome());
         }
         let mut rows: Vec<(String, &Summary)> =
             results.cpus.iter().map(|c| (format!("cpu {}", c.cpu), &c.latency_ns)).collect();
@@ -256,7 +306,58 @@ impl Measurement for Timer {
         }
         self.write_json()?;
         run_actions(&self.args, results)?;
-        Ok(Outcome::Ok)
+        Ok(self.until_confident_outcome())
+    }
+}
+
+/// One check of `--until-confident`, as a progress line.
+fn check_line(check: &Check, seq: &Sequential) -> String {
+    let g = &check.gate;
+    let level = match g.tail.return_levels.first() {
+        Some(l) => format!(
+            "{} return level {} [{}, {}]",
+            rtvirt_tail::span(g.horizon_ns),
+            Nanos(l.estimate_ns),
+            Nanos(l.ci_low_ns),
+            l.ci_high_ns.map_or("unbounded".into(), |h| Nanos(h).to_string())
+        ),
+        None => format!("max {}", Nanos(g.tail.max_ns)),
+    };
+    let what = match check.stop {
+        Some(stop) => format!("stopped: {}", stop.as_str()),
+        None => "undecided".into(),
+    };
+    format!(
+        "rtvirt: {}: check {} of at most {} at {:.2}%: {level}: {what} ({})",
+        rtvirt_tail::span(check.t_ns),
+        seq.checks_made(),
+        seq.planned_checks(),
+        seq.per_check_confidence() * 100.0,
+        g.reason
+    )
+}
+
+impl Timer {
+    /// `--until-confident`'s exit: 0 decided below the limit, 1 above, 3 undecided (cap reached
+    /// or interrupted), said on stderr.
+    fn until_confident_outcome(&self) -> Outcome {
+        if !self.args.until_confident {
+            return Outcome::Ok;
+        }
+        match self.last_check.as_ref().and_then(|c| c.stop.map(|s| (c, s))) {
+            Some((_, Stop::DecidedBelow)) => Outcome::Ok,
+            Some((_, Stop::DecidedAbove)) => Outcome::Failed,
+            Some((c, Stop::CapReached)) => {
+                if let Some(d) = c.gate.needed_duration_ns {
+                    eprintln!("rtvirt: a measurement of about {} would likely decide", rtvirt_tail::span(d));
+                }
+                Outcome::Inconclusive
+            }
+            None => {
+                eprintln!("rtvirt: stopped before a decision (interrupted)");
+                Outcome::Inconclusive
+            }
+        }
     }
 }
 
