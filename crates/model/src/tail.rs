@@ -34,9 +34,13 @@ pub struct TailReport {
     /// Why not, one sentence each (empty when applicable).
     pub reasons: Vec<String>,
     /// The generalised Pareto fit to the exceedances of the threshold (absent when too few
-    /// samples to try one).
+    /// samples to try one); with `declustering`, the fit to the cluster maxima.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<GpdFit>,
+    /// Present when the samples' exceedances cluster (test `independence` failed) and the
+    /// model applies to the clusters' maxima instead: `fit` and `return_levels` are theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declustering: Option<Declustering>,
     /// The tests that decide whether the model applies, in the order they were run.
     pub tests: Vec<TailTest>,
     /// Per horizon asked for (empty when not applicable).
@@ -64,11 +68,29 @@ pub struct GpdFit {
     pub upper_bound_ns: Option<f64>,
 }
 
+/// Intervals declustering (Ferro & Segers 2003): the exceedances split into clusters at the
+/// longest gaps between them, as many clusters as the extremal index says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Declustering {
+    /// The series declustered: `samples` (in time order) or `interval maxima` (each interval one
+    /// value of the series).
+    pub series: String,
+    pub method: String,
+    /// Extremal index of the series' exceedances of the threshold.
+    pub extremal_index: f64,
+    /// Gaps (in values of the series) longer than this separate clusters.
+    pub run_length: u64,
+    /// Clusters, one maximum each (the fit's exceedances).
+    pub clusters: u64,
+}
+
 /// One test of the model's assumptions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TailTest {
-    /// `goodness_of_fit`, `independence`, `stationarity_trend`, `stationarity_rate`.
+    /// `goodness_of_fit`, `independence`, `stationarity_trend`, `stationarity_rate`; after
+    /// declustering `cluster_goodness_of_fit`, `cluster_independence`.
     pub name: String,
     /// The method, with its reference.
     pub method: String,

@@ -24,17 +24,28 @@
 //! - stationarity: no Mann-Kendall trend in the maxima of consecutive blocks, and the same rate
 //!   of high exceedances in both halves of the run (two-sided, each at [`ALPHA_STATIONARITY`]).
 //!
+//! **Declustering** ([`decluster`]): when independence is the only assumption that fails (the
+//! exceedances come in bursts; stationarity passed), the bursts' maxima are fitted instead: the
+//! samples in time order (or the per-interval maxima of a histogram run) are declustered by
+//! the intervals method of Ferro & Segers (2003), the same threshold rule picks a threshold for
+//! the cluster maxima, and the report applies when their fit passes Anderson-Darling and the
+//! cluster maxima are independent (extremal index at least [`THETA_MIN`]); the return level is
+//! then that of a cluster maximum, at the rate clusters occur (`declustering` in the report).
+//!
 //! A histogram without per-interval maxima has no time order: independence and stationarity
 //! cannot be tested, and the report says so (`applicable: false`). The extremal index is used as
 //! a test only: the return level assumes independent exceedances (theta = 1), which for theta
 //! below 1 errs high, on the safe side of a promised maximum.
 
 pub mod checks;
+pub mod decluster;
 pub mod gpd;
 pub mod samples;
 pub mod sequential;
 
-use rtvirt_model::tail::{GateReport, GpdFit, ReturnLevel, TailReport, TailTest, Verdict, GATE_SCHEMA, TAIL_SCHEMA};
+use rtvirt_model::tail::{
+    Declustering, GateReport, GpdFit, ReturnLevel, TailReport, TailTest, Verdict, GATE_SCHEMA, TAIL_SCHEMA,
+};
 use rtvirt_model::Nanos;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
@@ -110,7 +121,7 @@ fn sorted_counts(data: &Data) -> Vec<(u64, u64)> {
 }
 
 /// The smallest value leaving at most `k` samples strictly above it, and how many it leaves.
-fn level_leaving(sorted: &[(u64, u64)], k: u64) -> (u64, u64) {
+pub(crate) fn level_leaving(sorted: &[(u64, u64)], k: u64) -> (u64, u64) {
     let mut above = 0u64;
     for &(v, c) in sorted.iter().rev() {
         if above + c > k {
@@ -324,6 +335,7 @@ pub fn analyse(series: &Series, options: &Options) -> TailReport {
         applicable: false,
         reasons: Vec::new(),
         fit: None,
+        declustering: None,
         tests: Vec::new(),
         return_levels: Vec::new(),
     };
@@ -389,25 +401,49 @@ pub fn analyse(series: &Series, options: &Options) -> TailReport {
             None => report.reasons.push(format!("{} not tested: {}", t.name, t.detail)),
         }
     }
+    if clustered_only(&report.tests) {
+        try_declustered(series, options, &mut report);
+    }
     report.applicable = report.reasons.is_empty();
     if !report.applicable {
         return report;
     }
+    if report.declustering.is_none() {
+        report.return_levels = return_levels(&chosen.exceedances, &f, chosen.threshold, series, options);
+    }
+    if report.return_levels.is_empty() && !options.horizons.is_empty() {
+        let h = options.horizons.iter().min().map_or(0, |h| h.0);
+        report.reasons.push(format!(
+            "horizon {}: shorter than the time the threshold is exceeded once on average; read the samples instead",
+            span(h)
+        ));
+        report.applicable = false;
+    }
+    report
+}
+
+/// Whether the samples' tests failed for clustering only (and perhaps the fit, which
+/// clustering can spoil): stationarity was tested and passed.
+fn clustered_only(tests: &[TailTest]) -> bool {
+    let failed = |name: &str| tests.iter().any(|t| t.name == name && t.passed == Some(false));
+    failed("independence")
+        && tests.iter().all(|t| t.passed == Some(true) || matches!(t.name.as_str(), "independence" | "goodness_of_fit"))
+}
+
+/// Return levels of every horizon of `options` from a fit to `ex` above `u` (the fit's
+/// exceedances, or clusters, per `series.duration_ns`); empty when a horizon is shorter than
+/// the time the threshold is exceeded once on average.
+fn return_levels(ex: &gpd::Exceedances, f: &gpd::Fit, u: u64, series: &Series, options: &Options) -> Vec<ReturnLevel> {
     let chi2 = ChiSquared::new(1.0).expect("1 degree of freedom").inverse_cdf(options.confidence);
+    let mut levels = Vec::new();
     for h in &options.horizons {
-        let m_zeta = chosen.exceedances.k * h.0 as f64 / series.duration_ns as f64;
+        let m_zeta = ex.k * h.0 as f64 / series.duration_ns as f64;
         if m_zeta <= 1.0 {
-            report.reasons.push(format!(
-                "horizon {}: shorter than the time the threshold is exceeded once on average; read the samples instead",
-                span(h.0)
-            ));
-            report.applicable = false;
-            report.return_levels.clear();
-            return report;
+            return Vec::new();
         }
-        let li = gpd::level_interval(&chosen.exceedances, &f, m_zeta.ln(), chi2);
-        let u = chosen.threshold as f64;
-        report.return_levels.push(ReturnLevel {
+        let li = gpd::level_interval(ex, f, m_zeta.ln(), chi2);
+        let u = u as f64;
+        levels.push(ReturnLevel {
             horizon_ns: h.0,
             estimate_ns: (u + li.estimate).round() as u64,
             ci_low_ns: (u + li.low).round() as u64,
@@ -416,7 +452,89 @@ pub fn analyse(series: &Series, options: &Options) -> TailReport {
             method: "profile likelihood (Coles 2001, 4.3.3)".into(),
         });
     }
-    report
+    levels
+}
+
+/// The series declustering works on: the samples in time order, or the interval maxima.
+fn cluster_series(data: &Data) -> Option<(&[u64], &'static str)> {
+    match data {
+        Data::Ordered(v) => Some((v, "samples")),
+        Data::Histogram { blocks, .. } if blocks.len() >= 10 => Some((blocks, "interval maxima")),
+        Data::Histogram { .. } => None,
+    }
+}
+
+/// Fit the cluster maxima instead ([`decluster`]); on success the report's fit, declustering,
+/// tests, reasons (cleared) and return levels are the clusters'; otherwise why not is a reason.
+fn try_declustered(series: &Series, options: &Options, report: &mut TailReport) {
+    const DC: &str = "intervals declustering (Ferro & Segers 2003), cluster maxima";
+    let Some((values, what)) = cluster_series(&series.data) else { return };
+    let sorted = sorted_counts(&Data::Ordered(values.to_vec()));
+    let tried = decluster::choose(values, &sorted, MIN_EXCEEDANCES, MAX_EXCEEDANCES);
+    let Some(c) = tried.last() else {
+        report.reasons.push(format!(
+            "declustered, the {what} give fewer than {MIN_EXCEEDANCES} clusters at every candidate threshold: \
+             measure longer (or with a shorter --interval-report)"
+        ));
+        return;
+    };
+    let gof = c.ad <= c.critical;
+    report.tests.push(test(
+        "cluster_goodness_of_fit",
+        "Anderson-Darling A^2 of the cluster maxima's exceedances against the fitted GPD, 5% critical value",
+        Some(c.ad),
+        Some(c.critical),
+        None,
+        Some(gof),
+        format!(
+            "A^2 = {:.3} (critical {:.3}) at {} with {} clusters",
+            c.ad,
+            c.critical,
+            Nanos(c.threshold),
+            c.clusters.maxima.len()
+        ),
+    ));
+    let times: Vec<u64> = c.clusters.maxima.iter().map(|&(t, _)| t).collect();
+    let theta = checks::extremal_index_intervals(&times);
+    let independent = theta.map(|t| t >= THETA_MIN);
+    report.tests.push(test(
+        "cluster_independence",
+        "extremal index of the cluster maxima, intervals estimator (Ferro & Segers 2003)",
+        theta,
+        Some(THETA_MIN),
+        None,
+        independent,
+        format!("theta = {:.3} over {} cluster maxima", theta.unwrap_or(f64::NAN), times.len()),
+    ));
+    if !gof || independent != Some(true) {
+        report.reasons.push(format!(
+            "declustered ({} clusters of the {what} above {}), the model does not apply either: {}",
+            c.clusters.maxima.len(),
+            Nanos(c.threshold),
+            if gof { "the cluster maxima cluster" } else { "no threshold gives cluster maxima a GPD fits" }
+        ));
+        return;
+    }
+    report.reasons.clear();
+    report.declustering = Some(Declustering {
+        series: what.into(),
+        method: DC.into(),
+        extremal_index: c.clusters.theta,
+        run_length: c.clusters.run_length,
+        clusters: c.clusters.maxima.len() as u64,
+    });
+    report.fit = Some(GpdFit {
+        threshold_ns: c.threshold,
+        threshold_rule: format!(
+            "lowest of the top 10%..0.1% thresholds of the {what} whose cluster maxima's GPD fit passes Anderson-Darling at 5%"
+        ),
+        exceedances: c.clusters.maxima.len() as u64,
+        scale_ns: c.fit.sigma,
+        shape: c.fit.xi,
+        log_likelihood: c.fit.log_likelihood,
+        upper_bound_ns: (c.fit.xi < 0.0).then(|| c.threshold as f64 - c.fit.sigma / c.fit.xi),
+    });
+    report.return_levels = return_levels(&c.exceedances, &c.fit, c.threshold, series, options);
 }
 
 /// A duration in whole hours or minutes where it is one ("12h", "10min"), else as [`Nanos`]

@@ -91,15 +91,57 @@ fn gate_decides_on_either_side_of_the_light_tails_true_maximum() {
     assert!(validator.is_valid(&serde_json::to_value(&close).unwrap()));
 }
 
+/// Every sample repeated three times in a row (a late wake-up followed by two late ones): the
+/// samples' exceedances cluster (extremal index 1/3) and are refused as such; declustered, the
+/// cluster maxima are the base samples', 200,000 in 10 minutes, whose 12 h level is known.
 #[test]
-fn clustered_exceedances_are_refused() {
-    // Every sample repeated three times in a row (a late wake-up followed by two late ones):
-    // extremal index 1/3.
+fn clustered_exceedances_are_declustered_to_the_base_processs_level() {
     let base = samples(5, N / 3, 2000.0, 0.0, |_| 1.0);
     let values: Vec<u64> = base.iter().flat_map(|&x| [x, x, x]).collect();
     let report = analyse(&series(values), &twelve_hours());
+    let independence = report.tests.iter().find(|t| t.name == "independence").unwrap();
+    assert_eq!(independence.passed, Some(false), "{report:#?}");
+    assert!(independence.statistic.unwrap() < 0.4, "{independence:?}");
+    assert!(report.applicable, "{:?}", report.reasons);
+    let d = report.declustering.as_ref().unwrap();
+    assert_eq!(d.series, "samples");
+    assert!((d.extremal_index - 1.0 / 3.0).abs() < 0.05, "{d:?}");
+    assert_eq!(report.fit.as_ref().unwrap().exceedances, d.clusters);
+    // The base process runs at 1000/3 samples per second.
+    let t = 10_000.0 + gpd::quantile(1.0 - 3.0 / (12.0 * HOUR as f64 / 1e6), 2000.0, 0.0);
+    let level = &report.return_levels[0];
+    assert!((level.ci_low_ns as f64) <= t && level.ci_high_ns.is_some_and(|h| t <= h as f64), "{t} {level:?}");
+    let est = level.estimate_ns as f64;
+    assert!(est >= 0.8 * t && est <= 1.25 * t, "estimate {est} against truth {t}");
+    let schema = rtvirt_model::schema::committed_value("tail");
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&serde_json::to_value(&report).unwrap()));
+}
+
+/// Clusters that trend are not rescued: stationarity failed, so no declustering.
+#[test]
+fn clusters_of_a_drifting_level_stay_refused() {
+    let base = samples(8, N / 3, 2000.0, 0.0, |i| 1.0 + 1.5 * i as f64 / N as f64);
+    let values: Vec<u64> = base.iter().flat_map(|&x| [x, x, x]).collect();
+    let report = analyse(&series(values), &twelve_hours());
+    assert!(!report.applicable && report.declustering.is_none() && report.return_levels.is_empty());
+}
+
+/// Too few interval maxima for clusters: refused, saying what would help.
+#[test]
+fn sixty_interval_maxima_are_too_few_clusters() {
+    let base = samples(9, 60_000, 2000.0, 0.0, |_| 1.0);
+    let values: Vec<u64> = base.iter().flat_map(|&x| [x, x, x]).collect();
+    let blocks: Vec<u64> = values.chunks(3000).map(|c| *c.iter().max().unwrap()).collect();
+    let mut hist = std::collections::BTreeMap::new();
+    values.iter().for_each(|v| *hist.entry(*v).or_insert(0u64) += 1);
+    let s = Series {
+        source: "hist".into(),
+        duration_ns: 180_000_000_000,
+        data: Data::Histogram { buckets: hist.into_iter().collect(), blocks },
+    };
+    let report = analyse(&s, &twelve_hours());
     assert!(!report.applicable);
-    assert!(report.reasons.iter().any(|r| r.contains("cluster")), "{:?}", report.reasons);
+    assert!(report.reasons.iter().any(|r| r.contains("fewer than 100 clusters")), "{:?}", report.reasons);
 }
 
 #[test]
