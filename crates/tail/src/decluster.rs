@@ -105,8 +105,7 @@ pub fn choose(series: &[u64], sorted: &[(u64, u64)], min: u64, max: u64) -> Vec<
         }
         let ex = exceedances(&cl, u);
         let Some(fit) = gpd::fit(&ex) else { continue };
-        let ys: Vec<f64> = cl.maxima.iter().map(|&(_, x)| (x - u) as f64).collect();
-        let mut ys = ys;
+        let mut ys: Vec<f64> = cl.maxima.iter().map(|&(_, x)| (x - u) as f64).collect();
         ys.sort_by(f64::total_cmp);
         let ad = checks::anderson_darling(&ys, fit.sigma, fit.xi);
         let critical = checks::ad_critical(fit.xi);
@@ -134,10 +133,10 @@ mod tests {
             if rng.random::<f64>() < 1.0 / 2000.0 {
                 let len = rng.random_range(1..6usize);
                 let mut best = (0, 0);
-                for j in i..i + len {
-                    s[j] = 1000 + rng.random_range(0..1000);
-                    if s[j] > best.1 {
-                        best = (j as u64, s[j]);
+                for (j, x) in s.iter_mut().enumerate().skip(i).take(len) {
+                    *x = 1000 + rng.random_range(0..1000);
+                    if *x > best.1 {
+                        best = (j as u64, *x);
                     }
                 }
                 truth.push(best);
