@@ -18,7 +18,7 @@ pub struct MeasureArgs {
 pub enum What {
     /// Timer wake-up latency per CPU (cyclictest's job): pinned RT threads, absolute sleeps,
     /// every missed period counted.
-    Timer(TimerArgs),
+    Timer(Box<TimerArgs>),
     /// Request/response latency over UDP or TCP (server and client), paced or back-to-back.
     #[command(subcommand)]
     Net(NetWhat),

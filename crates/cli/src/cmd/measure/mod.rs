@@ -22,7 +22,7 @@ use args::{NetWhat, What};
 pub fn run(args: MeasureArgs, line: CommandLine) -> CmdResult {
     rtvirt_os::signals::install();
     match args.what {
-        What::Timer(t) => timer::run(t, line),
+        What::Timer(t) => timer::run(*t, line),
         What::Net(NetWhat::Server(s)) => net::run_server(s, line),
         What::Net(NetWhat::Client(c)) if c.stream => stream::run(c, line),
         What::Net(NetWhat::Client(c)) => net::run_client(c, line),
