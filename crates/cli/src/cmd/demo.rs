@@ -354,14 +354,10 @@ impl Demo {
         Ok(Step::Done(files))
     }
 
-    /// `rtvirt verify` on the task run: the plan simulated over the time the run really took, with
-    /// its seed, compared task by task; a summary line says whether they agree.
+    /// `rtvirt verify` on the task run: the plan simulated as the run went
+    /// (`rtvirt_loop::prediction`), compared task by task; a summary line says whether they agree.
     fn verify(&mut self, plan: &Plan, measured: &Results) -> anyhow::Result<PathBuf> {
-        let horizon = Nanos(measured.duration_ns.max(1));
-        let overrides = Overrides { duration: Some(horizon), seed: Some(1), tick_phase: measured.tick_phase() };
-        let cfg = SimConfig::new(&self.scenario, Some(plan), overrides)?;
-        let predicted =
-            simulate_with_host_model(&self.scenario, &cfg, &RunOptions::default(), self.host.model.as_ref()).results;
+        let predicted = rtvirt_loop::prediction::of_run(&self.scenario, plan, self.host.model.as_ref(), measured, 1)?;
         self.summary.push(promise_kept_line(plan, measured));
         let mut v = Verification::compare(&predicted, measured, Tolerance::default()).map_err(anyhow::Error::msg)?;
         v.scenario = self.scenario.name.clone();

@@ -9,6 +9,7 @@ use crate::cli_common::{load_scenario, print_json, CmdResult, Format, Outcome};
 use crate::table::Table;
 use anyhow::Context as _;
 use clap::Args;
+use rtvirt_loop::prediction;
 use rtvirt_model::hostmodel::HostModel;
 use rtvirt_model::plan::Plan;
 use rtvirt_model::results::Results;
@@ -16,7 +17,6 @@ use rtvirt_model::scenario::Scenario;
 use rtvirt_model::verify::{Side, Tolerance, Verdict, Verification};
 use rtvirt_model::{InputError, Nanos};
 use rtvirt_probe::tasks::TasksConfig;
-use rtvirt_sim::{simulate_with_host_model, Overrides, RunOptions, SimConfig};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -106,7 +106,7 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         crate::output_file::check_in_dir("--keep", dir, &KEPT, &inputs)?;
     }
     // every input is checked before the measurement: the simulation's configuration too
-    sim_config(&scenario, &plan, &args, args.duration, None)?;
+    prediction::config(&scenario, &plan, args.duration, args.seed, None).map_err(|e| locate(e, &args))?;
     rtvirt_os::signals::install();
     let config = TasksConfig {
         duration: args.duration,
@@ -118,11 +118,8 @@ pub fn run(args: VerifyArgs) -> CmdResult {
         tick_phase: args.tick_phase,
     };
     let measured = with_progress(args.duration, &scenario, || rtvirt_probe::tasks::run(&scenario, &plan, &config))?;
-    // an interrupted run is compared over the time it ran (the simulation is deterministic: a
-    // shorter horizon is a prefix of the longer one)
-    let horizon = if measured.interrupted { Nanos(measured.duration_ns.max(1)) } else { args.duration };
-    let cfg = sim_config(&scenario, &plan, &args, horizon, measured.tick_phase())?;
-    let predicted = simulate_with_host_model(&scenario, &cfg, &RunOptions::default(), host.as_ref()).results;
+    let predicted =
+        prediction::of_run(&scenario, &plan, host.as_ref(), &measured, args.seed).map_err(|e| locate(e, &args))?;
     let mut verification = Verification::compare(&predicted, &measured, tolerance).map_err(anyhow::Error::msg)?;
     verification.scenario = scenario.name.clone();
     verification.host_model = args.host.host_model.as_ref().map(|p| p.display().to_string());
@@ -178,20 +175,12 @@ fn plan_of(scenario: &Scenario, args: &VerifyArgs) -> anyhow::Result<(Plan, Opti
     Ok((plan, host))
 }
 
-/// The simulation of `scenario` under `plan` for `horizon`, with the run's seed and the phase of
-/// the host's ticks in the run; errors located in the scenario, or in the plan file for its guests.
-fn sim_config(
-    scenario: &Scenario,
-    plan: &Plan,
-    args: &VerifyArgs,
-    horizon: Nanos,
-    tick_phase: Option<Nanos>,
-) -> anyhow::Result<SimConfig> {
-    let overrides = Overrides { duration: Some(horizon), seed: Some(args.seed), tick_phase };
-    SimConfig::new(scenario, Some(plan), overrides).map_err(|e| match (&args.plan, e.at.field.as_deref()) {
+/// A configuration error located in the scenario, or in the plan file for its guests.
+fn locate(e: InputError, args: &VerifyArgs) -> anyhow::Error {
+    match (&args.plan, e.at.field.as_deref()) {
         (Some(p), Some(f)) if f.starts_with("guests") => e.in_file(p).into(),
         _ => e.into(),
-    })
+    }
 }
 
 /// Run `measure`, showing its progress on stderr: a bar over the run's length on a terminal, one
