@@ -14,6 +14,7 @@
 
 use crate::checks;
 use crate::gpd::{self, Exceedances};
+use crate::threshold;
 
 /// The clusters of the exceedances of `u` in `series` (time order).
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +95,8 @@ pub struct ClusterFit {
 pub fn choose(series: &[u64], sorted: &[(u64, u64)], min: u64, max: u64) -> Vec<ClusterFit> {
     let n = series.len() as u64;
     let mut tried: Vec<ClusterFit> = Vec::new();
-    for &fraction in &crate::THRESHOLD_FRACTIONS {
-        let (u, _) = crate::level_leaving(sorted, (fraction * n as f64).ceil() as u64);
+    for &fraction in &threshold::THRESHOLD_FRACTIONS {
+        let (u, _) = threshold::level_leaving(sorted, (fraction * n as f64).ceil() as u64);
         if tried.last().is_some_and(|c| c.threshold == u) {
             continue;
         }

@@ -42,19 +42,19 @@ pub mod decluster;
 pub mod gpd;
 pub mod samples;
 pub mod sequential;
+pub mod threshold;
 
 use rtvirt_model::tail::{
     Declustering, GateReport, GpdFit, ReturnLevel, TailReport, TailTest, Verdict, GATE_SCHEMA, TAIL_SCHEMA,
 };
 use rtvirt_model::Nanos;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
+use threshold::{level_leaving, THRESHOLD_FRACTIONS};
 
 /// Fewest exceedances a fit is tried with.
 pub const MIN_EXCEEDANCES: u64 = 100;
 /// Most exceedances a candidate threshold may leave.
 pub const MAX_EXCEEDANCES: u64 = 20_000;
-/// The candidate thresholds, as the fraction of samples above them.
-pub const THRESHOLD_FRACTIONS: [f64; 7] = [0.10, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001];
 /// Smallest extremal index taken as independent exceedances.
 pub const THETA_MIN: f64 = 0.8;
 /// Significance level of each stationarity test.
@@ -118,18 +118,6 @@ fn sorted_counts(data: &Data) -> Vec<(u64, u64)> {
             b
         }
     }
-}
-
-/// The smallest value leaving at most `k` samples strictly above it, and how many it leaves.
-pub(crate) fn level_leaving(sorted: &[(u64, u64)], k: u64) -> (u64, u64) {
-    let mut above = 0u64;
-    for &(v, c) in sorted.iter().rev() {
-        if above + c > k {
-            return (v, above);
-        }
-        above += c;
-    }
-    (sorted.first().map_or(0, |&(v, _)| v), above - sorted.first().map_or(0, |&(_, c)| c))
 }
 
 fn exceedances_of(sorted: &[(u64, u64)], u: u64) -> gpd::Exceedances {
