@@ -122,3 +122,11 @@ fn the_code_map_names_every_top_level_module_of_every_crate() {
     }
     assert!(missing.is_empty(), "docs/ARCHITECTURE.md's code map does not name:\n{}", missing.join("\n"));
 }
+
+/// The map stays a map: at most 2,000 words (detail belongs in the crates' `//!` docs).
+#[test]
+fn the_architecture_page_stays_within_2000_words() {
+    let doc = std::fs::read_to_string(crate::workspace().join("docs/ARCHITECTURE.md")).unwrap();
+    let words = doc.split_whitespace().count();
+    assert!(words <= 2000, "docs/ARCHITECTURE.md has {words} words: at most 2,000");
+}
