@@ -18,6 +18,9 @@ pub struct LatencySeries<'a> {
     pub summary: &'a Summary,
     pub buckets: Option<Vec<(u64, u64)>>,
     pub result: &'a Results,
+    /// The input whose `histogram_ns` the buckets are (its samples, its intervals), for a tail
+    /// fit; None for a flow's own histogram.
+    pub samples_of: Option<&'a Input>,
 }
 
 pub const TIMER_FAMILY: &str = "Timer wake-up latency";
@@ -36,6 +39,7 @@ pub fn latency_series(inputs: &[Input]) -> Vec<LatencySeries<'_>> {
                 summary: s,
                 buckets: buckets.clone(),
                 result: r,
+                samples_of: Some(input),
             });
         }
         if let Some(s) = &r.rtt_ns {
@@ -45,6 +49,7 @@ pub fn latency_series(inputs: &[Input]) -> Vec<LatencySeries<'_>> {
                 summary: s,
                 buckets,
                 result: r,
+                samples_of: Some(input),
             });
         }
         for f in &r.flows {
@@ -56,6 +61,7 @@ pub fn latency_series(inputs: &[Input]) -> Vec<LatencySeries<'_>> {
                     summary: s,
                     buckets,
                     result: r,
+                    samples_of: None,
                 });
             }
         }

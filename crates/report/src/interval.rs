@@ -54,6 +54,18 @@ fn interval_point(index: usize, it: &Interval) -> IntervalPoint {
     }
 }
 
+/// The largest value of each interval (points of one time, one per CPU), in time order.
+pub fn interval_maxima(points: &[IntervalPoint]) -> Vec<u64> {
+    let mut maxima: Vec<(f64, u64)> = Vec::new();
+    for p in points {
+        match maxima.last_mut() {
+            Some((t, m)) if *t == p.t_ns => *m = (*m).max(p.max_ns as u64),
+            _ => maxima.push((p.t_ns, p.max_ns as u64)),
+        }
+    }
+    maxima.into_iter().map(|(_, m)| m).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,7 +95,7 @@ fn load(args: &SamplesArgs) -> Result<Vec<Series>, InputError> {
         .iter()
         .map(|input| match &input.doc {
             Document::Results(results) => {
-                let maxima = interval_maxima(&input.interval_points());
+                let maxima = rtvirt_report::interval::interval_maxima(&input.interval_points());
                 samples::from_results(&name(path, &input.name, inputs.len()), results, maxima)
                     .map_err(|e| e.in_file(path))
             }
@@ -113,18 +113,6 @@ fn name(path: &Path, input: &str, inputs: usize) -> String {
     } else {
         path.display().to_string()
     }
-}
-
-/// The largest value of each interval (points of one time, one per CPU), in time order.
-fn interval_maxima(points: &[rtvirt_report::interval::IntervalPoint]) -> Vec<u64> {
-    let mut maxima: Vec<(f64, u64)> = Vec::new();
-    for p in points {
-        match maxima.last_mut() {
-            Some((t, m)) if *t == p.t_ns => *m = (*m).max(p.max_ns as u64),
-            _ => maxima.push((p.t_ns, p.max_ns as u64)),
-        }
-    }
-    maxima.into_iter().map(|(_, m)| m).collect()
 }
 
 pub fn run_tail(args: TailArgs) -> CmdResult {

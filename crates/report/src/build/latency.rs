@@ -6,6 +6,7 @@
 
 use super::compare::{compared, Better, LATENCY_DIFF};
 use super::limits::{worst_indices, MAX_CPU_ROWS, MAX_SERIES};
+use super::tail_fit;
 use crate::distribution::Distribution;
 use crate::doc::{Cell, Figure, Section, Table};
 use crate::extract::{by_family, latency_series, LatencySeries, TIMER_FAMILY};
@@ -28,7 +29,12 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
     let dists: Vec<Distribution> = charted.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
     let mut sec = Section::new(family);
     let named: Vec<(String, &Summary)> = charted.iter().map(|m| (m.name.clone(), m.summary)).collect();
-    sec.figure(exceedance_figure(&format!("{family}: exceedance"), &named, &dists));
+    let fits: Vec<tail_fit::Fitted> = charted.iter().filter_map(|m| tail_fit::fit(m)).collect();
+    let curves = tail_fit::exceedance_curves(&fits);
+    sec.figure(exceedance_figure(&format!("{family}: exceedance"), &named, &dists, curves));
+    if let Some(f) = tail_fit::return_level_figure(family, &fits) {
+        sec.figure(f);
+    }
     sec.figure(histogram_figure(family, &charted, &dists));
     sec.figure(box_figure(family, &charted, &dists));
     if charted.len() < members.len() {
@@ -38,6 +44,9 @@ fn family_section(family: &str, members: &[&LatencySeries]) -> Section {
             charted.len(),
             members.len()
         ));
+    }
+    for n in tail_fit::notes(&fits) {
+        sec.note(n);
     }
     sec.table(stats_table(family, members));
     if let Some(t) = per_cpu_table(members) {
@@ -61,9 +70,15 @@ fn charted<'a, 'b>(members: &[&'b LatencySeries<'a>]) -> Vec<&'b LatencySeries<'
 }
 
 /// The exceedance chart of named distributions: per series the share of samples at or above
-/// each latency (log y down to 1e-6, or one sample when there are more), max and p99.99 marked.
-pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[Distribution]) -> Figure {
-    let series: Vec<Series> = members
+/// each latency (log y down to 1e-6, or one sample when there are more), max and p99.99 marked;
+/// `fitted`: tail models' curves drawn beside them ([`tail_fit`]).
+pub fn exceedance_figure(
+    title: &str,
+    members: &[(String, &Summary)],
+    dists: &[Distribution],
+    fitted: Vec<Series>,
+) -> Figure {
+    let mut series: Vec<Series> = members
         .iter()
         .zip(dists)
         .map(|((name, summary), d)| Series {
@@ -75,6 +90,7 @@ pub fn exceedance_figure(title: &str, members: &[(String, &Summary)], dists: &[D
             ..Series::default()
         })
         .collect();
+    series.extend(fitted);
     let fewest = members.iter().map(|(_, s)| s.count.max(1)).max().unwrap_or(1);
     let chart = LineChart {
         kind: "exceedance",

@@ -14,6 +14,7 @@ mod overview;
 mod plan;
 mod prediction;
 mod segments;
+mod tail_fit;
 mod tasks;
 mod timeline;
 mod windows;

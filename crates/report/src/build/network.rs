@@ -72,7 +72,7 @@ fn simulated_and_measured_figure(inputs: &[Input]) -> Option<Figure> {
         })
         .collect();
     let dists: Vec<Distribution> = both.iter().map(|s| Distribution::of(s.summary, s.buckets.clone())).collect();
-    let mut f = exceedance_figure("Simulated flow latency and measured round trip", &named, &dists);
+    let mut f = exceedance_figure("Simulated flow latency and measured round trip", &named, &dists, Vec::new());
     f.caption = format!(
         "The path as simulated (each flow's end-to-end latency) and as measured \
         (request/response round trip), on one chart. {}",
