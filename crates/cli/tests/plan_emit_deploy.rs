@@ -16,6 +16,7 @@ use host_support::{cpuset_state, snapshot, text};
 use rtvirt_os::cgroup::Hierarchy;
 use rtvirt_os::{procfs, sched, sysinfo};
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -349,13 +350,19 @@ fn a_deployment_refused_with_eperm_or_interrupted_rolls_itself_back() {
     assert_eq!(snapshot(&[tid]), before);
 
     for (signal, status) in [(libc::SIGINT, 130), (libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
-        let run = Command::new("sh")
-            .arg(&script)
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut command = Command::new("sh");
+        command.arg(&script).current_dir(dir.path()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // as from a terminal: a shell cannot trap a signal ignored on entry, and a test run
+        // started in the background of a non-interactive shell (`make test &`) ignores SIGINT
+        // and SIGQUIT, nohup SIGHUP
+        // SAFETY: signal() with SIG_DFL is async-signal-safe, between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(signal, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let run = command.spawn().unwrap();
         // mid-way: the thread is in its partition, chrt is being retried
         let start = std::time::Instant::now();
         while !procfs::read_opt(format!("/proc/{tid}/cgroup")).unwrap().contains("rtvirt-core") {
