@@ -658,7 +658,8 @@ mod tests {
     fn libvirt_cpusets_are_read_as_libvirt_reads_them() {
         assert_eq!(cpuset("0-3,^2, 6").unwrap().into_iter().collect::<Vec<_>>(), [0, 1, 3, 6]);
         assert_eq!(cpuset("5").unwrap().into_iter().collect::<Vec<_>>(), [5]);
-        for bad in ["", "1,,2", "3-1", "a", "^1-2", "4096", "0-99999999"] {
+        let too_high = rtvirt_model::scenario::MAX_CORES.to_string();
+        for bad in ["", "1,,2", "3-1", "a", "^1-2", too_high.as_str(), "0-99999999"] {
             assert!(cpuset(bad).is_none(), "{bad:?}");
         }
     }
