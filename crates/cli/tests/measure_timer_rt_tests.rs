@@ -4,23 +4,17 @@
 //! not "unexpected argument"; durations take `m` for minutes on every command; `--format json` is
 //! accepted by the commands whose output is always a JSON document.
 
+mod host_support;
 mod schema_support;
 
+use host_support::text;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 
+/// `rtvirt ARGS` run to its end (host_support's command: the ideal host).
 fn rtvirt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    host_support::run(host_support::rtvirt(args))
 }
 
 /// Every key path of a JSON value, thread numbers and histogram rows written as `N` (they depend

@@ -6,24 +6,18 @@
 //! against a stub `openstack` (hostile guest names stay one argument); its JSON matches the
 //! committed schema. Bad input exits 2 naming the field.
 
+mod host_support;
 mod schema_support;
 
+use host_support::text;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// `rtvirt ARGS` run to its end (host_support's command: the ideal host).
 fn rtvirt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvirt")).env("RTVIRT_HOST", "ideal").args(args).output().expect("run rtvirt")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    host_support::run(host_support::rtvirt(args))
 }
 
 fn repo() -> PathBuf {
