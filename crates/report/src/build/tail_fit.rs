@@ -15,7 +15,7 @@ use crate::svg::Style;
 use crate::units::{fmt_ns, fmt_seconds};
 use rtvirt_model::tail::TailReport;
 use rtvirt_model::Nanos;
-use rtvirt_tail::{analyse, samples, Options};
+use rtvirt_tail::{analyse, gpd, samples, Options};
 
 /// The longest return period charted: the horizon `rtvirt gate` is usually asked about.
 const LONGEST: u64 = 12 * 3_600_000_000_000;
@@ -62,19 +62,10 @@ fn largest(buckets: &[(u64, u64)], k: usize) -> Vec<u64> {
     sorted.iter().flat_map(|&(v, c)| std::iter::repeat_n(v, c.min(k as u64) as usize)).take(k).collect()
 }
 
-/// The share of samples at or above `x` under the fitted tail (x at or above the threshold).
+/// The share of samples at or above `x` under the fitted tail (x at or above the threshold):
+/// the share above the threshold times the GPD's survival ([`rtvirt_tail::gpd::cdf`]).
 pub fn fitted_exceedance(zeta: f64, u: f64, sigma: f64, xi: f64, x: f64) -> f64 {
-    let y = (x - u).max(0.0) / sigma;
-    if xi.abs() < 1e-9 {
-        zeta * (-y).exp()
-    } else {
-        let base = 1.0 + xi * y;
-        if base <= 0.0 {
-            0.0
-        } else {
-            zeta * base.powf(-1.0 / xi)
-        }
-    }
+    zeta * (1.0 - gpd::cdf(x - u, sigma, xi))
 }
 
 /// The fitted tails that apply to samples (not to declustered maxima), as dashed curves for the
