@@ -4,6 +4,7 @@
 //! fleet of 10,000 guests is planned from TOML and from the same document in JSON alike.
 
 mod rss_support;
+mod schema_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -175,4 +176,32 @@ fn a_host_may_have_100000_cores_and_a_guest_at_most_4096_vcpus() {
             && e.contains("4097 vCPUs: expected at most 4096"),
         "{e}"
     );
+}
+
+/// docs/schema/scenario.schema.json describes what the JSON reader takes: every shipped scenario
+/// (TOML, as the same document in JSON), a fleet as the tests and scripts/fleet-scenario.py write
+/// it; a misspelled field is invalid there as it is refused by the reader.
+#[test]
+fn json_scenarios_match_the_published_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let doc: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            schema_support::assert_valid("scenario", &serde_json::to_value(doc).unwrap());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "the shipped scenarios: {checked}");
+    let (_, json) = fleet(3, 2, 2);
+    schema_support::assert_valid("scenario", &serde_json::from_str(&json).unwrap());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fleet-scenario.py");
+    let o = std::process::Command::new("python3").arg(&script).args(["5", "3", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    schema_support::assert_valid("scenario", &serde_json::from_slice(&o.stdout).unwrap());
+    let misspelled: serde_json::Value =
+        serde_json::from_str(&json.replacen("\"name\":\"t0\"", "\"nme\":\"t0\"", 1)).unwrap();
+    let schema = rtvirt_model::schema::committed_value("scenario");
+    assert!(!jsonschema::is_valid(&schema, &misspelled), "an unknown field is invalid");
 }

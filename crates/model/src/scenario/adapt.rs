@@ -25,7 +25,7 @@ pub const MAX_WINDOW: usize = 100_000;
 pub const MAX_STEPS: u64 = 100_000;
 
 /// `[adapt]` as written.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAdapt {
     pub interval: Option<Nanos>,

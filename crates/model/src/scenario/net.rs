@@ -43,7 +43,7 @@ use std::collections::HashSet;
 type R<T> = Result<T, InputError>;
 
 /// `[net]`: network topology and traffic of the simulator.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNet {
     /// "kvm" (default) or "xen".
@@ -75,7 +75,7 @@ pub(crate) struct RawNet {
 }
 
 /// `[net.costs]`: per-stage CPU costs; omitted ones keep the calibrated defaults.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCosts {
     pub hardirq: Option<Nanos>,
@@ -189,7 +189,7 @@ impl Default for NetCosts {
 }
 
 /// `[net.cache]`: shared last-level-cache interference (docs/netsim.md).
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCache {
     /// LLC size in KiB (default 20480).
@@ -234,7 +234,7 @@ impl Default for CacheModel {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNic {
     pub name: String,
@@ -250,7 +250,7 @@ pub(crate) struct RawNic {
     pub coalesce: Option<Nanos>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNetThread {
     /// FIFO priority 1..99; omitted = normal (CFS).
@@ -261,7 +261,7 @@ pub(crate) struct RawNetThread {
     pub batch: Option<i64>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawVm {
     pub name: String,
@@ -278,7 +278,7 @@ pub(crate) struct RawVm {
     pub ring: Option<i64>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFlow {
     pub name: String,
@@ -297,7 +297,7 @@ pub(crate) struct RawFlow {
 }
 
 /// `[net.xen]`: Dom0 inter-domain communication (Xi et al. 2012).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawXen {
     /// "original" or "rtca".
@@ -336,7 +336,7 @@ pub(crate) struct RawXen {
     pub domains: Vec<RawDomain>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawXenQueue {
     pub priority: i64,
@@ -347,7 +347,7 @@ pub(crate) struct RawXenQueue {
     pub batch: i64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDomain {
     pub name: String,

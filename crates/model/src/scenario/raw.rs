@@ -5,8 +5,12 @@
 use crate::duration::Nanos;
 use serde::Deserialize;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Scenario",
+    description = "An rtvirt scenario as JSON (a scenario file whose name ends in .json): the document of the TOML scenario format, durations as strings with a unit (docs/plan.md, docs/simulate.md)."
+)]
 pub(crate) struct RawScenario {
     pub name: Option<String>,
     pub description: Option<String>,
@@ -21,7 +25,7 @@ pub(crate) struct RawScenario {
     pub adapt: Option<super::adapt::RawAdapt>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawHost {
     pub cores: i64,
@@ -29,7 +33,7 @@ pub(crate) struct RawHost {
     pub bandwidth_cap: Option<f64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawGuest {
     pub name: String,
@@ -51,7 +55,7 @@ pub(crate) struct RawGuest {
     pub vcpu: Option<RawVcpu>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(
     untagged,
     expecting = "a list of durations such as [\"5ms\", \"10ms\"] or a range { min = \"1ms\", max = \"10ms\", step = \
@@ -62,7 +66,7 @@ pub(crate) enum RawPeriods {
     Range(RawRange),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRange {
     pub min: Nanos,
@@ -70,7 +74,7 @@ pub(crate) struct RawRange {
     pub step: Nanos,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTask {
     pub name: String,
@@ -90,7 +94,7 @@ pub(crate) struct RawTask {
 }
 
 /// `[[guest.task.phase]]`: from `at` on, jobs released draw from `exec`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPhase {
     pub at: Nanos,
@@ -98,7 +102,7 @@ pub(crate) struct RawPhase {
 }
 
 /// An execution-time model: a table only (see its `Deserialize`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub(crate) struct RawExec {
     pub dist: Option<String>,
@@ -131,7 +135,7 @@ impl<'de> Deserialize<'de> for RawExec {
 }
 
 /// `[sim]`: simulator settings.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSim {
     pub duration: Option<Nanos>,
@@ -159,7 +163,7 @@ pub(crate) struct RawSim {
 
 /// `[guest.vcpu]`: the host-side scheduling of one guest's vCPU thread (also the `sched` table of
 /// an extra host thread, where `idle` and `context_switch` do not apply).
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawVcpu {
     pub core: Option<i64>,
@@ -194,7 +198,7 @@ pub(crate) struct RawVcpu {
 
 /// `[[sim.thread]]`: an extra host thread that runs `run` every `period` (or all the time with
 /// `busy = true`).
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawThread {
     pub name: String,

@@ -453,3 +453,10 @@ fn bad_phases_and_adapt_sections_are_located() {
     assert_eq!((a.rank("vm1"), a.rank("other")), (0, 1));
     assert_eq!(a.interval, adapt::AdaptSection::default().interval);
 }
+
+/// A JSON scenario's shape (`Scenario::from_json`) is the raw document's, published as
+/// docs/schema/scenario.schema.json.
+#[test]
+fn the_json_scenario_schema_is_the_generated_one() {
+    crate::schema::check_committed::<raw::RawScenario>("scenario").unwrap();
+}
